@@ -1,0 +1,139 @@
+// The `inss` command: the composition root, the one module that may import every layer.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { fitProfile, type FitReport } from '../src/fit/fit.js';
+import { igniterToMeasurements } from '../src/fit/igniter.js';
+import { MeasurementsSchema } from '../src/fit/measurements.js';
+import { LatencyModel } from '../src/model/predictor.js';
+import { formatIssues, InvalidInputError, type Profile } from '../src/profile/schema.js';
+import { runPredict } from './predict.js';
+import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
+
+function commandLine(argv: readonly string[]): string {
+  return ['inss', ...argv.slice(2)].join(' ');
+}
+
+function writeProfile(profile: Profile, out: string): void {
+  writeFileSync(out, `${JSON.stringify(profile, null, 1)}\n`);
+}
+
+function printReport(report: FitReport): void {
+  const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+  console.error(`LWR leave-one-out error: mean ${pct(report.lwrMeanRelErr)}`);
+  for (const [m, e] of Object.entries(report.lwrLeaveOneOut)) console.error(`  ${m}: mean ${pct(e.meanRelErr)}, max ${pct(e.maxRelErr)} over ${e.samples} samples`);
+  if (report.colocated) {
+    const c = report.colocated;
+    console.error(`co-located runs (${c.count} latencies): in-sample ${pct(c.inSampleMeanRelErr)}, leave-one-run-out ${pct(c.leaveOneOutMeanRelErr)}, ignoring interference ${pct(c.ignoringInterferenceMeanRelErr)}; cache self weight ${report.cacheSelfWeight}`);
+  }
+  for (const w of report.warnings) console.error(`warning: ${w}`);
+}
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be an integer >= 1');
+  return n;
+}
+
+export function buildProgram(argv: readonly string[]): Command {
+  const program = new Command('inss')
+    .description('Spatio-temporal GPU sharing for DNN inference serving (InSS)')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('predict')
+    .description('Predict GPU execution latency and throughput: JSON lines on stdin, one answer line each on stdout')
+    .requiredOption('--profile <id|path>', 'GPU profile: a built-in id or a profile file')
+    .addHelpText('after', '\nInput line:  {"models":[{"model":"resnet50","batch":8,"pct":60},{"model":"vgg19","batch":8,"pct":40}]}\nOutput line: {"latencyMs":[...],"throughputPerS":[...]}  or  {"error":"..."}\nExit status is 1 if any line was answered with an error.')
+    .action(async (opts: { profile: string }) => {
+      const model = LatencyModel.compile(loadProfile(opts.profile));
+      process.exitCode = await runPredict(model, process.stdin, process.stdout);
+    });
+
+  const profile = program.command('profile').description('GPU profiles: list, show, fit from measurements');
+  profile
+    .command('list')
+    .description('List the built-in profiles with their provenance')
+    .action(() => {
+      for (const id of listProfileIds()) {
+        const p = loadProfile(id);
+        console.log(`${id}\t${p.gpu.name}\t${p.provenance.kind}\t${Object.keys(p.models).join(',')}`);
+      }
+    });
+  profile
+    .command('show')
+    .description('Validate a profile and print it')
+    .argument('<id|path>', 'built-in id or profile file')
+    .action((idOrPath: string) => {
+      console.log(JSON.stringify(loadProfile(idOrPath), null, 1));
+    });
+  profile
+    .command('fit')
+    .description('Fit a profile from measurement files (docs/measurement-format.md), or from the iGniter V100 data')
+    .option('--measurements <files...>', 'measurement files (inss-measurements/1); several are merged')
+    .option('--igniter-dir <dir>', 'a directory with iGniter-format solo.json, colocated-calibration.json, model-facts.json')
+    .requiredOption('--id <id>', 'id of the profile to write')
+    .requiredOption('--out <file>', 'where to write the profile')
+    .option('--kind <kind>', 'provenance kind: measured | fitted | derived', 'measured')
+    .option('--source <text>', 'what the measurements are (GPU, tool, publication)')
+    .action((opts: { measurements?: string[]; igniterDir?: string; id: string; out: string; kind: string; source?: string }) => {
+      if (!!opts.measurements === !!opts.igniterDir) throw new InvalidInputError('give exactly one of --measurements and --igniter-dir');
+      if (!['measured', 'fitted', 'derived'].includes(opts.kind)) throw new InvalidInputError(`--kind: must be measured, fitted or derived, got '${opts.kind}'`);
+      let raw: unknown;
+      if (opts.igniterDir) {
+        const d = opts.igniterDir;
+        raw = igniterToMeasurements(readJsonFile(join(d, 'solo.json')), readJsonFile(join(d, 'colocated-calibration.json')), readJsonFile(join(d, 'model-facts.json')));
+      } else {
+        raw = mergeMeasurements(opts.measurements!.map((f) => ({ file: f, data: readJsonFile(f) })));
+      }
+      const parsed = MeasurementsSchema.safeParse(raw);
+      if (!parsed.success) throw new InvalidInputError(`measurements: ${formatIssues(parsed.error)}`);
+      const source = opts.source ?? (opts.igniterDir ? `iGniter's published V100 measurements (${opts.igniterDir})` : `measurement files ${opts.measurements!.join(', ')}`);
+      const { profile: p, report } = fitProfile(parsed.data, {
+        id: opts.id,
+        provenance: { kind: opts.kind as 'measured', source, command: commandLine(argv), notes: [] },
+      });
+      writeProfile(p, opts.out);
+      printReport(report);
+      console.error(`wrote ${opts.out}`);
+    });
+
+  program.hook('preAction', () => undefined);
+  return program;
+}
+
+/** Several measurement files of one GPU: the first gives gpu and models, all give points. */
+function mergeMeasurements(files: { file: string; data: unknown }[]): unknown {
+  if (files.length === 1) return files[0]!.data;
+  const parts = files.map(({ file, data }) => {
+    const r = MeasurementsSchema.safeParse(data);
+    if (!r.success) throw new InvalidInputError(`${file}: ${formatIssues(r.error)}`);
+    return r.data;
+  });
+  const first = parts[0]!;
+  return {
+    ...first,
+    models: Object.assign({}, ...parts.map((p) => p.models)) as unknown,
+    solo: parts.flatMap((p) => p.solo),
+    colocated: parts.flatMap((p) => p.colocated),
+  };
+}
+
+/** Runs the CLI; resolves to the exit code. Expected failures print one line, not a stack. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram(argv);
+  try {
+    await program.parseAsync([...argv]);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (err instanceof InvalidInputError || err instanceof RangeError) {
+      console.error(`inss: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+export { positiveInt };
