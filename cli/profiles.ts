@@ -4,8 +4,21 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidInputError, type Profile, parseProfile } from '../src/profile/schema.js';
 
-/** profiles/ of the installed package (dist/cli/ -> ../../profiles). */
-export const BUILTIN_PROFILE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'profiles');
+/** The package root: the nearest directory above this module with a package.json (works from cli/ and dist/cli/). */
+export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
+
+/** profiles/ of the installed package. */
+export const BUILTIN_PROFILE_DIR = join(PACKAGE_ROOT, 'profiles');
+
+function findPackageRoot(start: string): string {
+  let dir = start;
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = resolve(dir, '..');
+    if (up === dir) throw new Error(`no package.json above ${start}`);
+    dir = up;
+  }
+  return dir;
+}
 
 /** Reads and validates a JSON file; errors name the file. */
 export function readJsonFile(path: string): unknown {
