@@ -1,0 +1,117 @@
+// BDA, the binary-search batch decision (paper section 5.3, Algorithm 1). Given placements and
+// shares, it picks each worker's batch size in 1..32 against memory (4a), task latency by eq. (2)
+// (4b) and throughput at least the arrival rate (4c), and says whether every model got one.
+//
+// Two readings of Algorithm 1 are settled here (docs/bda.md):
+// - The pseudo-code sets flag_i on line 7 (a constraint failed) but the text says flag_i becomes
+//   true when all constraints hold (line 9). We follow the text: flag_i means "a feasible batch was found".
+// - Line 10 stops the search when (4a) and (4b) hold but (4c) does not. Throughput rises with the
+//   batch, so a larger batch may still meet all three; `onThroughputShort: 'search-up'` (the
+//   default) searches upward instead, `'break'` is the literal algorithm.
+import { taskLatencyMs, throughputPerS } from '../model/latency.js';
+import type { GpuInfo, Placement } from './types.js';
+
+export const BDA_MIN_BATCH = 1;
+export const BDA_MAX_BATCH = 32;
+
+export interface BdaOptions {
+  readonly onThroughputShort?: 'search-up' | 'break';
+  /** Ignore interference when predicting (what `inss-ni` decides with). */
+  readonly interference?: boolean;
+  /** Batch a worker starts with before BDA sets it (line 1: "b_i = default"). */
+  readonly defaultBatch?: number;
+}
+
+export interface BdaResult {
+  /** Batch size per placement, in the order given. */
+  readonly batches: number[];
+  /** Per placement: a batch meeting (4a)-(4c) was found. */
+  readonly feasible: boolean[];
+  /** All placements feasible (Algorithm 1's returned flag). */
+  readonly ok: boolean;
+}
+
+/** What BDA needs to know about one worker: where it runs, its share, its SLO and the rate it must carry. */
+export interface BdaInput {
+  readonly placement: Pick<Placement, 'model' | 'gpu' | 'pct'>;
+  readonly sloMs: number;
+  readonly ratePerS: number;
+}
+
+/**
+ * Worst-case latency of a task under eq. (2) at batch b in steady state: the first task of a batch
+ * (W = 1) waits for b - 1 more arrivals or for the batch now on the GPU (at most one t_inf),
+ * whichever is longer, then its own batch runs.
+ */
+export function worstTaskLatencyMs(batch: number, tInfMs: number, ratePerS: number): number {
+  return taskLatencyMs({ queuedTasks: 0, batch, tInfMs, execRemainingMs: tInfMs, ratePerS });
+}
+
+/** Scratch arrays reused across calls to keep BDA allocation-light in the RL loop. */
+const scratch = { models: [] as number[], batches: [] as number[], pcts: [] as number[], out: [] as number[] };
+
+/**
+ * Runs Algorithm 1 over `inputs` (one per worker). Interference depends on the co-located models'
+ * shares, not on their batches, so each worker's t_inf is independent of the batches chosen for the
+ * others; memory (4a) uses the batches already chosen for earlier workers on the GPU and the default
+ * for later ones.
+ */
+export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], options: BdaOptions = {}): BdaResult {
+  const mode = options.onThroughputShort ?? 'search-up';
+  const interference = options.interference ?? true;
+  const defaultBatch = options.defaultBatch ?? 1;
+  const n = inputs.length;
+  const batches = new Array<number>(n).fill(defaultBatch);
+  const feasible = new Array<boolean>(n).fill(false);
+  // Workers by GPU, for the co-location each prediction needs.
+  const byGpu = new Map<number, number[]>();
+  inputs.forEach((inp, i) => {
+    const list = byGpu.get(inp.placement.gpu) ?? [];
+    list.push(i);
+    byGpu.set(inp.placement.gpu, list);
+  });
+  let ok = true;
+  for (let i = 0; i < n; i++) {
+    const inp = inputs[i]!;
+    const gpu = gpus[inp.placement.gpu]!;
+    const peers = byGpu.get(inp.placement.gpu)!;
+    const self = peers.indexOf(i);
+    const { models, pcts, out } = scratch;
+    models.length = pcts.length = scratch.batches.length = out.length = peers.length;
+    peers.forEach((j, k) => {
+      models[k] = gpu.profileIndex[inputs[j]!.placement.model]!;
+      pcts[k] = inputs[j]!.placement.pct;
+      scratch.batches[k] = batches[j]!;
+    });
+    let memOthers = 0;
+    peers.forEach((j) => {
+      if (j !== i) memOthers += gpu.model.memoryMb(gpu.profileIndex[inputs[j]!.placement.model]!, batches[j]!);
+    });
+    const tInfAt = (b: number): number => {
+      scratch.batches[self] = b;
+      gpu.model.predictGpu(models, scratch.batches, pcts, peers.length, out, interference);
+      return out[self]!;
+    };
+    let minB = BDA_MIN_BATCH;
+    let maxB = BDA_MAX_BATCH;
+    while (minB <= maxB) {
+      const mid = Math.floor((minB + maxB) / 2);
+      const tInf = tInfAt(mid);
+      const memOk = memOthers + gpu.model.memoryMb(models[self]!, mid) <= gpu.memMb; // (4a)
+      const latOk = worstTaskLatencyMs(mid, tInf, inp.ratePerS) <= inp.sloMs; // (4b)
+      if (!memOk || !latOk) {
+        maxB = mid - 1;
+      } else if (throughputPerS(mid, tInf) >= inp.ratePerS) {
+        batches[i] = mid; // (4c) holds too: feasible; look for a larger batch
+        feasible[i] = true;
+        minB = mid + 1;
+      } else if (mode === 'search-up') {
+        minB = mid + 1;
+      } else {
+        break;
+      }
+    }
+    if (!feasible[i]) ok = false;
+  }
+  return { batches, feasible, ok };
+}

@@ -1,0 +1,98 @@
+// The scheduling-policy port: every policy (InSS, Gpulet, GSLICE, iGniter, static-even, timeshare,
+// oracle) implements `Policy` and is created by a `PolicyFactory` registered by name in
+// policies/registry.ts. A policy is pure: it sees the cluster and an observation with the time in
+// it, and returns the deployment it wants; the simulator (or the scheduler service) applies it.
+import type { LatencyModel } from '../model/predictor.js';
+
+/** One GPU of the cluster as a policy sees it. */
+export interface GpuInfo {
+  /** Index in the cluster, 0-based; placements refer to GPUs by this index. */
+  readonly index: number;
+  readonly profileId: string;
+  /** The compiled latency model of this GPU's profile (shared by GPUs of one type). */
+  readonly model: LatencyModel;
+  /** Per served model (ServedModel.index): its index in `model`, the GPU's latency model; -1 if the profile lacks it. */
+  readonly profileIndex: readonly number[];
+  readonly memMb: number;
+  /** MPS allocation unit (%): every share a policy emits is a multiple of it. */
+  readonly mpsUnitPct: number;
+  readonly smCount: number;
+}
+
+/** A model served by the cluster. */
+export interface ServedModel {
+  /** Index in the scenario's model list; observations are arrays in this order. */
+  readonly index: number;
+  readonly name: string;
+  readonly sloMs: number;
+}
+
+export interface ClusterInfo {
+  readonly gpus: readonly GpuInfo[];
+  readonly models: readonly ServedModel[];
+}
+
+/**
+ * One worker: a model on a GPU with an MPS share and a batch size. `timeoutMs`, when set, caps how
+ * long the oldest queued task waits for its batch to fill (Gpulet's SLO/2); when absent the task
+ * buffer's deadline rule decides (docs/simulator.md).
+ */
+export interface Placement {
+  readonly model: number;
+  readonly gpu: number;
+  /** MPS active-thread percentage, in (0, 100]. Ignored on a GPU in `timeshare` mode. */
+  readonly pct: number;
+  readonly batch: number;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * `mps`: placements on the GPU run concurrently with their shares (spatial sharing).
+ * `timeshare`: one batch at a time on the whole GPU, models taking turns (temporal sharing only).
+ */
+export type GpuMode = 'mps' | 'timeshare';
+
+export interface Deployment {
+  readonly placements: readonly Placement[];
+  /** Per GPU; absent means every GPU is `mps`. */
+  readonly gpuModes?: readonly GpuMode[];
+}
+
+/** What the monitor tells a policy at a decision epoch. */
+export interface Observation {
+  readonly nowMs: number;
+  /** Estimated arrival rate per model (tasks/s), in `ClusterInfo.models` order. */
+  readonly ratePerS: readonly number[];
+  /** Tasks waiting in each model's queue. */
+  readonly queued: readonly number[];
+  /** Measured over the last epoch, per model: tasks served and SLO violations (for self-tuning policies). */
+  readonly lastEpoch: {
+    readonly served: readonly number[];
+    readonly violated: readonly number[];
+    readonly dropped: readonly number[];
+    /** Mean GPU execution latency of batches per model, ms (NaN where none ran). */
+    readonly meanExecMs: readonly number[];
+    /** Mean task latency per model, ms (NaN where none completed). */
+    readonly meanLatencyMs: readonly number[];
+  };
+  /** The deployment now in force (empty at the start). */
+  readonly current: Deployment;
+}
+
+export interface Policy {
+  readonly name: string;
+  /** Called once per decision epoch. May keep state between calls; must not read a clock. */
+  decide(obs: Observation): Deployment;
+}
+
+export interface PolicyOptions {
+  /** A trained policy's contents (parsed JSON), for policies that load one; the CLI reads the file. */
+  readonly policyData?: unknown;
+  readonly seed?: number;
+}
+
+export interface PolicyFactory {
+  readonly name: string;
+  readonly description: string;
+  create(cluster: ClusterInfo, options: PolicyOptions): Policy;
+}
