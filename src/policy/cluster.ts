@@ -1,0 +1,28 @@
+// Builds the ClusterInfo policies see from profiles and the served models. Pure: profiles come in
+// already loaded; each distinct profile is compiled once and shared by its GPUs.
+import { LatencyModel } from '../model/predictor.js';
+import type { Profile } from '../profile/schema.js';
+import type { ClusterInfo, GpuInfo, ServedModel } from './types.js';
+
+export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number }[]): ClusterInfo {
+  const compiled = new Map<string, LatencyModel>();
+  const served: ServedModel[] = models.map((m, index) => ({ index, name: m.name, sloMs: m.sloMs }));
+  const gpus: GpuInfo[] = gpuProfiles.map((p, index) => {
+    let model = compiled.get(p.id);
+    if (!model) {
+      model = LatencyModel.compile(p);
+      compiled.set(p.id, model);
+    }
+    const lm = model;
+    return {
+      index,
+      profileId: p.id,
+      model: lm,
+      profileIndex: served.map((m) => lm.modelIndex(m.name)),
+      memMb: p.gpu.memMb,
+      mpsUnitPct: p.gpu.mpsUnitPct,
+      smCount: p.gpu.smCount,
+    };
+  });
+  return { gpus, models: served };
+}
