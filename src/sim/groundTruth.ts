@@ -1,0 +1,67 @@
+// The simulator's ground truth: how long a batch really takes. It is NOT the predictor. It starts
+// from the latency model evaluated on the models actually running on the GPU at that moment, then
+// adds what the predictor does not know (docs/simulator.md):
+// - a systematic error per configuration (GPU type, model, batch, share rounded to 5%): a fixed
+//   multiplicative factor exp(sigma_sys * z), z ~ N(0,1) drawn from a hash of the seed and the
+//   configuration, so the same configuration is always off by the same amount, as a real GPU is;
+// - per-batch noise: a log-normal factor with standard deviation sigma_noise and mean 1;
+// - DRAM bandwidth contention, an interference channel the predictor does not model: each running
+//   neighbour j adds dramAlpha * (pct_j / 100) * intensity_j, with intensity_j in [0.5, 1.5] drawn
+//   per model from the seed.
+import { mixSeed, Rng } from '../workload/random.js';
+
+export interface GroundTruthSettings {
+  /** Standard deviation of the per-configuration error, percent (default 3: the predictor's error on real V100 measurements). */
+  readonly systematicErrorPct: number;
+  /** Standard deviation of the per-batch noise, percent. */
+  readonly noisePct: number;
+  /** Strength of the unmodelled DRAM contention (relative slowdown per neighbour at 100% share and intensity 1). */
+  readonly dramAlpha: number;
+  readonly seed: number;
+}
+
+export const DEFAULT_GROUND_TRUTH: Omit<GroundTruthSettings, 'seed'> = { systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 };
+
+/** Standard normal from two 32-bit hashes (Box-Muller): deterministic in its inputs. */
+function hashedNormal(seed: number, a: number, b: number, c: number, d: number): number {
+  const u1 = (mixSeed(seed, a, b, c, d, 1) + 1) / 4294967297;
+  const u2 = mixSeed(seed, a, b, c, d, 2) / 4294967296;
+  return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+}
+
+export class GroundTruth {
+  private readonly noise: Rng;
+  private readonly sigmaSys: number;
+  private readonly sigmaNoise: number;
+  private readonly cache = new Map<number, number>();
+
+  constructor(readonly settings: GroundTruthSettings) {
+    this.noise = new Rng(mixSeed(settings.seed, 0x6e6f6973));
+    this.sigmaSys = settings.systematicErrorPct / 100;
+    this.sigmaNoise = settings.noisePct / 100;
+  }
+
+  /** Fixed multiplicative error of a configuration. `gpuType` and `model` are small integers. */
+  systematicFactor(gpuType: number, model: number, batch: number, pct: number): number {
+    if (this.sigmaSys === 0) return 1;
+    const bucket = Math.round(pct / 5);
+    const key = ((gpuType * 64 + model) * 64 + batch) * 32 + bucket;
+    let f = this.cache.get(key);
+    if (f === undefined) {
+      f = Math.exp(this.sigmaSys * hashedNormal(this.settings.seed, gpuType, model, batch, bucket));
+      this.cache.set(key, f);
+    }
+    return f;
+  }
+
+  /** A fresh per-batch noise factor with mean 1. */
+  noiseFactor(): number {
+    if (this.sigmaNoise === 0) return 1;
+    return Math.exp(this.sigmaNoise * this.noise.normal() - (this.sigmaNoise * this.sigmaNoise) / 2);
+  }
+
+  /** DRAM intensity of a model, in [0.5, 1.5], fixed by the seed. */
+  dramIntensity(model: number): number {
+    return 0.5 + mixSeed(this.settings.seed, 0x6472616d, model) / 4294967296;
+  }
+}

@@ -1,0 +1,626 @@
+// The digital twin: a discrete-event simulation of a GPU cluster serving DNN models under a policy.
+// Pure: time is simulated; the only outside input is an optional `clock` used to time the policy's
+// decisions (for the decision-time figure), which never influences the simulation itself.
+//
+// Task buffer (paper section 3.1): one FIFO per model; a task's deadline is arrival + SLO. A free
+// worker takes a batch when
+//   (a) `batch` tasks are queued, or
+//   (b) the oldest task has waited the placement's `timeoutMs` (Gpulet's SLO/2, Triton's queue delay), or
+//   (c) waiting longer would make the oldest task miss its SLO: now >= deadline - (1 + slack) * t_pred(q),
+//       with q the tasks queued now (the rule InSS's eq. (2) implies: the batch fills at rate lambda
+//       unless the SLO cannot wait);
+// and takes up to `batch` tasks. Before a batch starts, tasks at the head that cannot finish within
+// their SLO even if started now (now + t_pred > deadline) are dropped and counted as dropped; at every
+// epoch tasks already past their deadline are dropped too, so no queue grows without bound.
+//
+// Execution: each batch takes the ground truth's time (groundTruth.ts) for the models running on
+// its GPU when it starts. On a `timeshare` GPU one batch runs at a time, on the whole GPU.
+//
+// Reconfiguration (paper section 5.5): a new batch size or timeout applies at once. A new share or
+// GPU is a shadow-process swap: the new worker starts and warms up for `swapMs` while the old one
+// keeps serving (both hold GPU memory), then the old one finishes its batch and stops. The first
+// deployment at time 0 is ready at once (the system starts warm).
+import { throughputPerS } from '../model/latency.js';
+import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../policy/types.js';
+import type { ArrivalStream } from '../workload/arrivals.js';
+import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
+import { LogHistogram } from './histogram.js';
+import { TaskQueue } from './queue.js';
+
+export interface SimSettings {
+  readonly durationMs: number;
+  /** Decision epoch: the policy is asked every `epochMs`. */
+  readonly epochMs: number;
+  /** Start and warm-up time of a shadow worker. */
+  readonly swapMs: number;
+  /** Window of the monitor's rate estimate (count of arrivals over the window). */
+  readonly monitorWindowMs: number;
+  /** Safety margin of the dispatch rule (c), as a fraction of the predicted batch time. */
+  readonly dispatchSlack: number;
+  readonly groundTruth: GroundTruthSettings;
+}
+
+export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth'> = {
+  epochMs: 1000,
+  swapMs: 3000,
+  monitorWindowMs: 3000,
+  dispatchSlack: 0.1,
+};
+
+export interface SimInput {
+  readonly cluster: ClusterInfo;
+  /** One arrival stream per served model, in cluster.models order. */
+  readonly streams: readonly ArrivalStream[];
+  /** The rates an operator expects at the start (the first decision's observation). */
+  readonly initialRatePerS: readonly number[];
+  readonly policy: Policy;
+  readonly settings: SimSettings;
+  /** Milliseconds from a monotonic clock, to time decisions; omit for no timing. */
+  readonly clock?: () => number;
+}
+
+export interface Summary {
+  readonly p50: number;
+  readonly p99: number;
+  readonly mean: number;
+}
+
+export interface ModelStats {
+  readonly model: string;
+  readonly arrivals: number;
+  readonly served: number;
+  /** Served within the SLO. */
+  readonly good: number;
+  /** Served after the SLO. */
+  readonly late: number;
+  readonly dropped: number;
+  /** Still queued or running when the simulation ended (neither served nor dropped). */
+  readonly unfinished: number;
+  readonly latencyMs: Summary;
+  readonly queueMs: Summary;
+  readonly execMs: Summary;
+  readonly meanBatch: number;
+}
+
+export interface TimelinePoint {
+  readonly tMs: number;
+  readonly servedPerS: number;
+  readonly goodPerS: number;
+  readonly missedPerS: number;
+}
+
+export interface SimResult {
+  readonly durationMs: number;
+  readonly models: readonly ModelStats[];
+  readonly arrivals: number;
+  readonly served: number;
+  readonly good: number;
+  readonly late: number;
+  readonly dropped: number;
+  readonly unfinished: number;
+  readonly throughputPerS: number;
+  readonly goodputPerS: number;
+  /** Late or dropped, percent of the tasks that finished (served or dropped). */
+  readonly sloViolationPct: number;
+  readonly latePct: number;
+  readonly dropPct: number;
+  readonly latencyMs: Summary;
+  readonly timeline: readonly TimelinePoint[];
+  /** Wall-clock time of each decision, ms (empty without a clock). */
+  readonly decisionMs: readonly number[];
+  readonly swaps: number;
+  /** Times a GPU's workers (shadows included) needed more memory than it has. */
+  readonly memoryOvercommits: number;
+  /** Time-averaged MPS share held by workers per GPU, percent (timeshare GPUs count 100 while busy). */
+  readonly gpuSharePct: readonly number[];
+  readonly batches: number;
+  /** Simulated events per wall second are the caller's to compute; this counts events. */
+  readonly events: number;
+}
+
+const enum State {
+  Starting,
+  Active,
+  Retiring, // serving until its replacement is ready
+  Draining, // finishes the batch it runs, then stops
+  Stopped,
+}
+
+interface Worker {
+  readonly id: number;
+  readonly model: number;
+  readonly gpu: number;
+  readonly pct: number;
+  batch: number;
+  timeoutMs: number; // NaN: no timeout
+  state: State;
+  readyAtMs: number;
+  busy: boolean;
+  doneAtMs: number;
+  startMs: number;
+  size: number;
+  arrivals: Float64Array; // arrival times of the running batch
+  /** Predicted t_inf at batch 1..32 (index b) given the GPU's placements: the task buffer's view. */
+  predicted: Float64Array;
+  replaces: Worker | null;
+}
+
+const MAX_PRED_BATCH = 64;
+
+export function simulate(input: SimInput): SimResult {
+  const { cluster, settings, policy } = input;
+  const nModels = cluster.models.length;
+  const nGpus = cluster.gpus.length;
+  const truth = new GroundTruth(settings.groundTruth);
+  const gpuType = cluster.gpus.map((g) => [...new Set(cluster.gpus.map((x) => x.profileId))].indexOf(g.profileId));
+  const sloMs = cluster.models.map((m) => m.sloMs);
+
+  const queues = cluster.models.map(() => new TaskQueue());
+  const nextArrival = new Float64Array(nModels);
+  input.streams.forEach((s, m) => (nextArrival[m] = s.next()));
+  const timer = new Float64Array(nModels).fill(Infinity);
+
+  let workers: Worker[] = [];
+  let nextWorkerId = 0;
+  let gpuModes: GpuMode[] = new Array<GpuMode>(nGpus).fill('mps');
+  const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: a batch is running
+  let current: Deployment = { placements: [] };
+
+  // Statistics.
+  const arrivals = new Float64Array(nModels);
+  const served = new Float64Array(nModels);
+  const good = new Float64Array(nModels);
+  const late = new Float64Array(nModels);
+  const dropped = new Float64Array(nModels);
+  const batchTasks = new Float64Array(nModels);
+  const batchCount = new Float64Array(nModels);
+  const latH = cluster.models.map(() => new LogHistogram());
+  const queueH = cluster.models.map(() => new LogHistogram());
+  const execH = cluster.models.map(() => new LogHistogram());
+  const epochArrivals: number[][] = cluster.models.map(() => []);
+  const epochServed = new Float64Array(nModels);
+  const epochViolated = new Float64Array(nModels);
+  const epochDropped = new Float64Array(nModels);
+  const epochExecSum = new Float64Array(nModels);
+  const epochExecN = new Float64Array(nModels);
+  const epochLatSum = new Float64Array(nModels);
+  const epochArr = new Float64Array(nModels);
+  const timeline: TimelinePoint[] = [];
+  const decisionMs: number[] = [];
+  let swaps = 0;
+  let memoryOvercommits = 0;
+  let events = 0;
+  const shareTime = new Float64Array(nGpus);
+  let lastShareMs = 0;
+  let epochGood = 0;
+  let epochAll = 0;
+  let epochMissed = 0;
+
+  const scratchModels: number[] = [];
+  const scratchBatches: number[] = [];
+  const scratchPcts: number[] = [];
+  const scratchOut: number[] = [];
+
+  function liveOnGpu(g: number): Worker[] {
+    return workers.filter((w) => w.gpu === g && w.state !== State.Stopped);
+  }
+
+  /** Recomputes every worker's predicted t_inf table on a GPU (its placements as the scheduler sees them). */
+  function refreshPredictions(g: number): void {
+    const gpu = cluster.gpus[g]!;
+    const onGpu = liveOnGpu(g).filter((w) => w.state !== State.Draining);
+    const timeshare = gpuModes[g] === 'timeshare';
+    for (const w of onGpu) {
+      const peers = timeshare ? [w] : onGpu.filter((x) => x === w || x.model !== w.model);
+      const n = peers.length;
+      scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = n;
+      const self = peers.indexOf(w);
+      peers.forEach((x, k) => {
+        scratchModels[k] = gpu.profileIndex[x.model]!;
+        scratchBatches[k] = x.batch;
+        scratchPcts[k] = timeshare ? 100 : x.pct;
+      });
+      for (let b = 1; b < MAX_PRED_BATCH; b++) {
+        scratchBatches[self] = b;
+        gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, n, scratchOut);
+        w.predicted[b] = scratchOut[self]!;
+      }
+    }
+  }
+
+  function accountShares(nowMs: number): void {
+    const dt = nowMs - lastShareMs;
+    if (dt <= 0) return;
+    for (const w of workers) {
+      if (w.state === State.Stopped || w.state === State.Starting) continue;
+      if (gpuModes[w.gpu] === 'timeshare') {
+        if (w.busy) shareTime[w.gpu]! += 100 * dt;
+      } else {
+        shareTime[w.gpu]! += w.pct * dt;
+      }
+    }
+    lastShareMs = nowMs;
+  }
+
+  function startBatch(w: Worker, nowMs: number, size: number): void {
+    const q = queues[w.model]!;
+    if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
+    for (let i = 0; i < size; i++) w.arrivals[i] = q.shift();
+    const g = w.gpu;
+    const gpu = cluster.gpus[g]!;
+    accountShares(nowMs);
+    let t: number;
+    if (gpuModes[g] === 'timeshare') {
+      scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 1;
+      scratchModels[0] = gpu.profileIndex[w.model]!;
+      scratchBatches[0] = size;
+      scratchPcts[0] = 100;
+      gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, 1, scratchOut);
+      t = scratchOut[0]! * truth.systematicFactor(gpuType[g]!, w.model, size, 100) * truth.noiseFactor();
+      gpuBusy[g] = 1;
+    } else {
+      // The models running on this GPU now, and this batch.
+      scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 0;
+      let dram = 0;
+      scratchModels.push(gpu.profileIndex[w.model]!);
+      scratchBatches.push(size);
+      scratchPcts.push(w.pct);
+      for (const x of workers) {
+        if (x !== w && x.gpu === g && x.busy) {
+          scratchModels.push(gpu.profileIndex[x.model]!);
+          scratchBatches.push(x.size);
+          scratchPcts.push(x.pct);
+          dram += (x.pct / 100) * truth.dramIntensity(x.model);
+        }
+      }
+      scratchOut.length = scratchModels.length;
+      gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
+      t = scratchOut[0]! * truth.systematicFactor(gpuType[g]!, w.model, size, w.pct) * truth.noiseFactor() * (1 + settings.groundTruth.dramAlpha * dram);
+    }
+    w.busy = true;
+    w.size = size;
+    w.startMs = nowMs;
+    w.doneAtMs = nowMs + t;
+    batchTasks[w.model]! += size;
+    batchCount[w.model]! += 1;
+  }
+
+  function predictedMs(w: Worker, size: number): number {
+    return size < MAX_PRED_BATCH ? w.predicted[size]! : w.predicted[MAX_PRED_BATCH - 1]! * (size / (MAX_PRED_BATCH - 1));
+  }
+
+  function canRun(w: Worker): boolean {
+    return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]);
+  }
+
+  /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
+  function tryDispatch(m: number, nowMs: number): void {
+    const q = queues[m]!;
+    timer[m] = Infinity;
+    for (const w of workers) {
+      if (w.model !== m || !canRun(w)) continue;
+      // Drop head tasks that cannot meet their SLO even if their batch starts now.
+      while (q.length > 0 && nowMs + predictedMs(w, Math.min(q.length, w.batch)) > q.peek() + sloMs[m]!) {
+        q.shift();
+        dropped[m]! += 1;
+        epochDropped[m]! += 1;
+        epochMissed++;
+      }
+      if (q.length === 0) return;
+      const size = Math.min(q.length, w.batch);
+      const head = q.peek();
+      const latestStart = head + sloMs[m]! - (1 + settings.dispatchSlack) * predictedMs(w, size);
+      const timeoutAt = Number.isNaN(w.timeoutMs) ? Infinity : head + w.timeoutMs;
+      if (q.length >= w.batch || nowMs >= timeoutAt || nowMs >= latestStart) {
+        startBatch(w, nowMs, size);
+        continue;
+      }
+      const wake = Math.min(timeoutAt, latestStart);
+      if (wake < timer[m]!) timer[m] = wake;
+    }
+  }
+
+  function finishBatch(w: Worker, nowMs: number): void {
+    const m = w.model;
+    const slo = sloMs[m]!;
+    const exec = nowMs - w.startMs;
+    for (let i = 0; i < w.size; i++) {
+      const a = w.arrivals[i]!;
+      const lat = nowMs - a;
+      latH[m]!.add(lat);
+      queueH[m]!.add(w.startMs - a);
+      execH[m]!.add(exec);
+      if (lat <= slo) {
+        good[m]! += 1;
+        epochGood++;
+      } else {
+        late[m]! += 1;
+        epochViolated[m]! += 1;
+        epochMissed++;
+      }
+      epochLatSum[m]! += lat;
+    }
+    served[m]! += w.size;
+    epochServed[m]! += w.size;
+    epochAll += w.size;
+    epochExecSum[m]! += exec;
+    epochExecN[m]! += 1;
+    accountShares(nowMs);
+    w.busy = false;
+    w.doneAtMs = Infinity;
+    w.size = 0;
+    if (gpuModes[w.gpu] === 'timeshare') gpuBusy[w.gpu] = 0;
+    if (w.state === State.Draining) w.state = State.Stopped;
+    if (gpuModes[w.gpu] === 'timeshare') {
+      // The GPU is free: the model whose oldest task is oldest goes next.
+      const ms = [...new Set(workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model))];
+      ms.sort((a, b) => (queues[a]!.length ? queues[a]!.peek() : Infinity) - (queues[b]!.length ? queues[b]!.peek() : Infinity));
+      for (const x of ms) tryDispatch(x, nowMs);
+    } else {
+      tryDispatch(m, nowMs);
+    }
+  }
+
+  function newWorker(p: Placement, nowMs: number, ready: boolean): Worker {
+    return {
+      id: nextWorkerId++,
+      model: p.model,
+      gpu: p.gpu,
+      pct: p.pct,
+      batch: p.batch,
+      timeoutMs: p.timeoutMs ?? NaN,
+      state: ready ? State.Active : State.Starting,
+      readyAtMs: ready ? nowMs : nowMs + settings.swapMs,
+      busy: false,
+      doneAtMs: Infinity,
+      startMs: 0,
+      size: 0,
+      arrivals: new Float64Array(Math.max(1, p.batch)),
+      predicted: new Float64Array(MAX_PRED_BATCH),
+      replaces: null,
+    };
+  }
+
+  /** Moves the cluster toward a new deployment (see the file comment for what is free and what swaps). */
+  function apply(d: Deployment, nowMs: number, first: boolean): void {
+    accountShares(nowMs);
+    const modes = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nGpus).fill('mps');
+    const keep = new Set<Worker>();
+    const live = (w: Worker) => w.state === State.Active || w.state === State.Starting || w.state === State.Retiring;
+    // Pass 1: placements whose worker already runs on that GPU with that share (or a timeshare GPU
+    // staying timeshare) keep it; only the batch size and timeout change, at once.
+    const unmatched: Placement[] = [];
+    for (const p of d.placements) {
+      const same = workers.find((w) => live(w) && !keep.has(w) && w.model === p.model && w.gpu === p.gpu && modes[p.gpu] === gpuModes[p.gpu] && (w.pct === p.pct || modes[p.gpu] === 'timeshare'));
+      if (same) {
+        same.batch = p.batch;
+        same.timeoutMs = p.timeoutMs ?? NaN;
+        keep.add(same);
+      } else {
+        unmatched.push(p);
+      }
+    }
+    // Pass 2: the rest get a new worker; where the model has a worker that is no longer wanted (other
+    // share or other GPU), the new one is its shadow: the old one serves until the new one is ready.
+    for (const p of unmatched) {
+      const w = newWorker(p, nowMs, first);
+      const candidates = workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
+      const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
+      if (replaced && !first) {
+        keep.add(replaced);
+        if (replaced.state === State.Starting) {
+          // A shadow that never became ready is abandoned; the worker it was to replace is ours to replace.
+          replaced.state = State.Stopped;
+          w.replaces = replaced.replaces;
+        } else {
+          w.replaces = replaced;
+          replaced.state = State.Retiring;
+        }
+      }
+      if (!first) swaps++;
+      workers.push(w);
+      keep.add(w);
+    }
+    // A kept shadow still starting keeps the worker it replaces serving.
+    for (const w of [...keep]) if (w.state === State.Starting && w.replaces) keep.add(w.replaces);
+    // Workers no longer wanted drain and stop.
+    for (const w of workers) {
+      if (keep.has(w) || w.state === State.Stopped) continue;
+      w.state = w.busy ? State.Draining : State.Stopped;
+    }
+    gpuModes = modes;
+    workers = workers.filter((w) => w.state !== State.Stopped || w.busy);
+    for (let g = 0; g < nGpus; g++) {
+      refreshPredictions(g);
+      const mem = liveOnGpu(g).reduce((s, w) => s + cluster.gpus[g]!.model.memoryMb(cluster.gpus[g]!.profileIndex[w.model]!, w.batch), 0);
+      if (mem > cluster.gpus[g]!.memMb + 1e-6) memoryOvercommits++;
+    }
+    current = d;
+  }
+
+  function activate(w: Worker, nowMs: number): void {
+    accountShares(nowMs);
+    w.state = State.Active;
+    w.readyAtMs = Infinity;
+    const old = w.replaces;
+    if (old && old.state === State.Retiring) old.state = old.busy ? State.Draining : State.Stopped;
+    w.replaces = null;
+    refreshPredictions(w.gpu);
+    tryDispatch(w.model, nowMs);
+  }
+
+  function observation(nowMs: number, first: boolean): Observation {
+    const k = Math.max(1, Math.round(settings.monitorWindowMs / settings.epochMs));
+    const ratePerS = first
+      ? [...input.initialRatePerS]
+      : epochArrivals.map((hist) => {
+          const recent = hist.slice(-k);
+          return (recent.reduce((a, b) => a + b, 0) / (recent.length * settings.epochMs)) * 1000;
+        });
+    const nan = (s: number, n: number) => (n > 0 ? s / n : NaN);
+    return {
+      nowMs,
+      ratePerS,
+      queued: queues.map((q) => q.length),
+      lastEpoch: {
+        served: [...epochServed],
+        violated: [...epochViolated],
+        dropped: [...epochDropped],
+        meanExecMs: [...epochExecSum].map((s, m) => nan(s, epochExecN[m]!)),
+        meanLatencyMs: [...epochLatSum].map((s, m) => nan(s, epochServed[m]!)),
+      },
+      current,
+    };
+  }
+
+  function decide(nowMs: number, first: boolean): void {
+    const obs = observation(nowMs, first);
+    const t0 = input.clock?.();
+    const d = policy.decide(obs);
+    if (t0 !== undefined) decisionMs.push(input.clock!() - t0);
+    apply(d, nowMs, first);
+    for (let m = 0; m < nModels; m++) tryDispatch(m, nowMs);
+  }
+
+  function endEpoch(nowMs: number): void {
+    for (let m = 0; m < nModels; m++) {
+      epochArrivals[m]!.push(epochArr[m]!);
+      if (epochArrivals[m]!.length > 64) epochArrivals[m]!.shift();
+      // Tasks already past their deadline can no longer meet it: drop them.
+      const q = queues[m]!;
+      while (q.length > 0 && q.peek() + sloMs[m]! < nowMs) {
+        q.shift();
+        dropped[m]! += 1;
+        epochDropped[m]! += 1;
+        epochMissed++;
+      }
+    }
+    const sec = settings.epochMs / 1000;
+    timeline.push({ tMs: nowMs, servedPerS: epochAll / sec, goodPerS: epochGood / sec, missedPerS: epochMissed / sec });
+  }
+
+  function resetEpoch(): void {
+    epochArr.fill(0);
+    epochServed.fill(0);
+    epochViolated.fill(0);
+    epochDropped.fill(0);
+    epochExecSum.fill(0);
+    epochExecN.fill(0);
+    epochLatSum.fill(0);
+    epochGood = epochAll = epochMissed = 0;
+  }
+
+  // The event loop. Event sources are few (one next arrival and one timer per model, one event per
+  // worker, the epoch), so the next event is found by scanning rather than with a heap.
+  decide(0, true);
+  let nextEpochMs = settings.epochMs;
+  const end = settings.durationMs;
+  for (;;) {
+    let tMin = nextEpochMs;
+    let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker
+    let which = -1;
+    for (let m = 0; m < nModels; m++) {
+      if (nextArrival[m]! < tMin) { tMin = nextArrival[m]!; kind = 1; which = m; }
+      if (timer[m]! < tMin) { tMin = timer[m]!; kind = 2; which = m; }
+    }
+    let worker: Worker | null = null;
+    for (const w of workers) {
+      const t = w.busy ? w.doneAtMs : w.state === State.Starting ? w.readyAtMs : Infinity;
+      if (t < tMin) { tMin = t; kind = 3; worker = w; }
+    }
+    if (tMin > end) break;
+    events++;
+    if (kind === 1) {
+      const m = which;
+      queues[m]!.push(tMin);
+      arrivals[m]! += 1;
+      epochArr[m]! += 1;
+      nextArrival[m] = input.streams[m]!.next();
+      tryDispatch(m, tMin);
+    } else if (kind === 2) {
+      tryDispatch(which, tMin);
+    } else if (kind === 3) {
+      const w = worker!;
+      if (w.busy) finishBatch(w, tMin);
+      else activate(w, tMin);
+      if (w.state === State.Stopped) workers = workers.filter((x) => x !== w);
+    } else {
+      endEpoch(tMin);
+      decide(tMin, false);
+      resetEpoch();
+      nextEpochMs += settings.epochMs;
+    }
+  }
+  accountShares(end);
+
+  const summary = (h: LogHistogram): Summary => ({ p50: h.quantile(0.5), p99: h.quantile(0.99), mean: h.mean() });
+  const models: ModelStats[] = cluster.models.map((m, i) => {
+    const running = workers.filter((w) => w.model === i && w.busy).reduce((s, w) => s + w.size, 0);
+    return {
+      model: m.name,
+      arrivals: arrivals[i]!,
+      served: served[i]!,
+      good: good[i]!,
+      late: late[i]!,
+      dropped: dropped[i]!,
+      unfinished: queues[i]!.length + running,
+      latencyMs: summary(latH[i]!),
+      queueMs: summary(queueH[i]!),
+      execMs: summary(execH[i]!),
+      meanBatch: batchCount[i]! > 0 ? batchTasks[i]! / batchCount[i]! : NaN,
+    };
+  });
+  const sum = (f: (s: ModelStats) => number) => models.reduce((a, s) => a + f(s), 0);
+  const totalLat = new LogHistogram();
+  latH.forEach((h) => totalLat.merge(h));
+  const finished = sum((s) => s.served + s.dropped);
+  const pct = (x: number) => (finished > 0 ? (100 * x) / finished : 0);
+  const secs = end / 1000;
+  return {
+    durationMs: end,
+    models,
+    arrivals: sum((s) => s.arrivals),
+    served: sum((s) => s.served),
+    good: sum((s) => s.good),
+    late: sum((s) => s.late),
+    dropped: sum((s) => s.dropped),
+    unfinished: sum((s) => s.unfinished),
+    throughputPerS: sum((s) => s.served) / secs,
+    goodputPerS: sum((s) => s.good) / secs,
+    sloViolationPct: pct(sum((s) => s.late + s.dropped)),
+    latePct: pct(sum((s) => s.late)),
+    dropPct: pct(sum((s) => s.dropped)),
+    latencyMs: summary(totalLat),
+    timeline,
+    decisionMs,
+    swaps,
+    memoryOvercommits,
+    gpuSharePct: [...shareTime].map((s) => s / end),
+    batches: [...batchCount].reduce((a, b) => a + b, 0),
+    events,
+  };
+}
+
+/** Predicted capacity (tasks/s) of a deployment's workers per model, for reports. */
+export function predictedCapacityPerS(cluster: ClusterInfo, d: Deployment): number[] {
+  const cap = new Array<number>(cluster.models.length).fill(0);
+  for (let g = 0; g < cluster.gpus.length; g++) {
+    const gpu = cluster.gpus[g]!;
+    const on = d.placements.filter((p) => p.gpu === g);
+    if (on.length === 0) continue;
+    const ts = d.gpuModes?.[g] === 'timeshare';
+    const out = new Array<number>(on.length).fill(0);
+    gpu.model.predictGpu(on.map((p) => gpu.profileIndex[p.model]!), on.map((p) => p.batch), on.map((p) => (ts ? 100 : p.pct)), ts ? 1 : on.length, out);
+    if (ts) {
+      for (const [i, p] of on.entries()) {
+        const o = [0];
+        gpu.model.predictGpu([gpu.profileIndex[p.model]!], [p.batch], [100], 1, o);
+        cap[p.model]! += throughputPerS(p.batch, o[0]!) / on.length;
+        void i;
+      }
+    } else {
+      on.forEach((p, i) => (cap[p.model]! += throughputPerS(p.batch, out[i]!)));
+    }
+  }
+  return cap;
+}
