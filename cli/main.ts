@@ -7,6 +7,8 @@ import { igniterToMeasurements } from '../src/fit/igniter.js';
 import { MeasurementsSchema } from '../src/fit/measurements.js';
 import { LatencyModel } from '../src/model/predictor.js';
 import { formatIssues, InvalidInputError, type Profile } from '../src/profile/schema.js';
+import { PolicyRegistry } from '../scheduler/registry.js';
+import { runBench } from './bench.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
 
@@ -99,7 +101,18 @@ export function buildProgram(argv: readonly string[]): Command {
       console.error(`wrote ${opts.out}`);
     });
 
-  program.hook('preAction', () => undefined);
+  program
+    .command('bench')
+    .description('Run scheduling policies side by side on the simulator over the same seeded workload')
+    .requiredOption('--scenario <name|file>', 'built-in scenario (paper-6, paper-8, paper-8x5, v100-4) or a scenario file')
+    .option('--policies <list>', 'comma-separated policy names (default: all registered)')
+    .option('--json', 'print one JSON object instead of the table')
+    .option('--sweep', 'also find, per policy, the highest load multiplier with >= 99% of tasks within SLO')
+    .option('--out <dir>', 'write results.json and SVG plots to this folder')
+    .action((opts: { scenario: string; policies?: string; json?: boolean; sweep?: boolean; out?: string }) => {
+      process.exitCode = runBench(new PolicyRegistry(), opts);
+    });
+
   return program;
 }
 

@@ -1,0 +1,40 @@
+// The policy registry: the one module that imports every scheduling policy, so each is chosen by
+// name (`inss bench --policies gpulet,inss`). A duplicate name is an error at start.
+import type { PolicyFactory } from '../src/policy/types.js';
+
+const FACTORIES: readonly PolicyFactory[] = [];
+
+export class UnknownPolicyError extends Error {
+  override readonly name = 'UnknownPolicyError';
+}
+
+function index(factories: readonly PolicyFactory[]): ReadonlyMap<string, PolicyFactory> {
+  const byName = new Map<string, PolicyFactory>();
+  for (const f of factories) {
+    if (byName.has(f.name)) throw new Error(`policy registry: duplicate policy name '${f.name}'`);
+    byName.set(f.name, f);
+  }
+  return byName;
+}
+
+export class PolicyRegistry {
+  private readonly byName: ReadonlyMap<string, PolicyFactory>;
+
+  constructor(factories: readonly PolicyFactory[] = FACTORIES) {
+    this.byName = index(factories);
+  }
+
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  get(name: string): PolicyFactory {
+    const f = this.byName.get(name);
+    if (!f) throw new UnknownPolicyError(`unknown policy '${name}' (known: ${this.names().join(', ')})`);
+    return f;
+  }
+
+  all(): PolicyFactory[] {
+    return [...this.byName.values()];
+  }
+}

@@ -1,0 +1,77 @@
+// Turns a validated scenario into what the simulator needs. Pure: profiles and trace files come in
+// already read (the CLI reads them).
+import { buildCluster } from '../policy/cluster.js';
+import type { ClusterInfo } from '../policy/types.js';
+import type { Profile } from '../profile/schema.js';
+import { DEFAULT_SIM_SETTINGS, type SimSettings } from '../sim/simulator.js';
+import { type ArrivalStream, rateFunction, RenewalStream, TraceStream } from '../workload/arrivals.js';
+import { mixSeed, Rng } from '../workload/random.js';
+import type { Scenario } from './schema.js';
+
+/** Expected problems with a scenario that only show once profiles are known. */
+export class ScenarioError extends Error {
+  override readonly name = 'ScenarioError';
+}
+
+/** The GPUs in order: each entry of `gpus` expanded `count` times. */
+export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
+  const gpuProfiles: Profile[] = [];
+  s.gpus.forEach((g, i) => {
+    const p = profiles.get(g.profile);
+    if (!p) throw new ScenarioError(`gpus[${i}].profile: unknown profile '${g.profile}'`);
+    for (let k = 0; k < g.count; k++) gpuProfiles.push(p);
+  });
+  s.models.forEach((m, i) => {
+    if (!gpuProfiles.some((p) => p.models[m.name])) throw new ScenarioError(`models[${i}].name: no GPU profile of this scenario has model '${m.name}'`);
+  });
+  return buildCluster(gpuProfiles, s.models);
+}
+
+/** Arrival streams for one run; `loadScale` multiplies every rate; `runSeed` varies the draw. */
+export function scenarioStreams(s: Scenario, traces: ReadonlyMap<string, readonly number[]>, loadScale = 1, runSeed = s.seed): ArrivalStream[] {
+  return s.models.map((m, i) => {
+    if (m.rate.kind === 'trace') {
+      const times = traces.get(m.rate.file);
+      if (!times) throw new ScenarioError(`models[${i}].rate.file: trace '${m.rate.file}' not loaded`);
+      return new TraceStream(times.map((t) => t * 1000), loadScale);
+    }
+    const cv = m.arrival.process === 'gamma' ? m.arrival.cv : 1;
+    return new RenewalStream(rateFunction(m.rate, loadScale), new Rng(mixSeed(runSeed, i, 0x61727269)), cv);
+  });
+}
+
+/** The rate each model has at time 0 (what an operator would configure before traffic arrives). */
+export function initialRates(s: Scenario, traces: ReadonlyMap<string, readonly number[]>, loadScale = 1): number[] {
+  return s.models.map((m) => {
+    if (m.rate.kind === 'trace') {
+      const t = traces.get(m.rate.file) ?? [];
+      const firstS = t.filter((x) => x < 1).length;
+      return firstS * loadScale;
+    }
+    return rateFunction(m.rate, loadScale).rateAt(0);
+  });
+}
+
+export function scenarioSettings(s: Scenario): SimSettings {
+  return {
+    ...DEFAULT_SIM_SETTINGS,
+    durationMs: s.durationS * 1000,
+    epochMs: s.epochS * 1000,
+    swapMs: s.swapS * 1000,
+    monitorWindowMs: s.monitorWindowS * 1000,
+    groundTruth: { ...s.groundTruth, seed: s.seed },
+  };
+}
+
+/** Parses a trace file: one arrival time in seconds per line (blank lines and # comments ignored). */
+export function parseTrace(text: string, where: string): number[] {
+  const out: number[] = [];
+  text.split('\n').forEach((line, i) => {
+    const t = line.replace(/#.*/, '').trim();
+    if (t === '') return;
+    const v = Number(t);
+    if (!Number.isFinite(v) || v < 0) throw new ScenarioError(`${where}:${i + 1}: not a non-negative number of seconds: '${t}'`);
+    out.push(v);
+  });
+  return out;
+}

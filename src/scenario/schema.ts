@@ -1,0 +1,91 @@
+// Scenario files (docs/scenarios.md): a cluster (GPUs by profile and count), the models it serves
+// with their SLOs and arrival processes, how long to run, the decision epoch and the seed.
+// Validated before anything runs; every problem is reported with its field path.
+import { z } from 'zod';
+
+const positive = z.number().finite().positive();
+const nonNegative = z.number().finite().nonnegative();
+
+const RateSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('constant'), ratePerS: nonNegative }).strict(),
+  z
+    .object({
+      kind: z.literal('steps'),
+      steps: z.array(z.object({ atS: nonNegative, ratePerS: nonNegative }).strict()).min(1),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('triangle'),
+      minPerS: nonNegative,
+      maxPerS: nonNegative,
+      stepPerS: positive,
+      stepEveryS: positive,
+      startPerS: nonNegative.optional(),
+    })
+    .strict()
+    .refine((t) => t.maxPerS >= t.minPerS, { message: 'maxPerS must be >= minPerS', path: ['maxPerS'] })
+    .refine((t) => t.startPerS === undefined || (t.startPerS >= t.minPerS && t.startPerS <= t.maxPerS), { message: 'startPerS must lie in [minPerS, maxPerS]', path: ['startPerS'] }),
+  z
+    .object({
+      kind: z.literal('diurnal'),
+      meanPerS: nonNegative,
+      amplitude: z.number().min(0).max(1),
+      periodS: positive,
+      phaseS: z.number().finite().optional(),
+      resolutionS: positive.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('trace'),
+      /** A file of arrival times, one number (seconds from the start) per line; relative to the scenario file. */
+      file: z.string().min(1),
+    })
+    .strict(),
+]);
+
+const ArrivalSchema = z.discriminatedUnion('process', [
+  z.object({ process: z.literal('poisson') }).strict(),
+  z.object({ process: z.literal('gamma'), cv: positive }).strict(),
+]);
+
+export const ScenarioSchema = z
+  .object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
+    description: z.string().default(''),
+    gpus: z.array(z.object({ profile: z.string().min(1), count: z.number().int().min(1) }).strict()).min(1),
+    models: z
+      .array(
+        z
+          .object({
+            name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/),
+            sloMs: positive,
+            arrival: ArrivalSchema.default({ process: 'poisson' }),
+            rate: RateSchema,
+          })
+          .strict(),
+      )
+      .min(1),
+    durationS: positive,
+    epochS: positive.default(1),
+    swapS: nonNegative.default(3),
+    monitorWindowS: positive.default(3),
+    seed: z.number().int().min(0).default(1),
+    groundTruth: z
+      .object({ systematicErrorPct: nonNegative.default(3), noisePct: nonNegative.default(2), dramAlpha: nonNegative.default(0.08) })
+      .strict()
+      .default({ systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 }),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    const seen = new Set<string>();
+    s.models.forEach((m, i) => {
+      if (seen.has(m.name)) ctx.addIssue({ code: 'custom', path: ['models', i, 'name'], message: `duplicate model '${m.name}'` });
+      seen.add(m.name);
+    });
+    if (s.epochS > s.durationS) ctx.addIssue({ code: 'custom', path: ['epochS'], message: 'must not exceed durationS' });
+  });
+
+export type Scenario = z.infer<typeof ScenarioSchema>;
+export type ScenarioModel = Scenario['models'][number];
