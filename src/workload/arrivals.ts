@@ -18,8 +18,8 @@ export interface RateFunction {
 export type RateSpec =
   | { readonly kind: 'constant'; readonly ratePerS: number }
   | { readonly kind: 'steps'; readonly steps: readonly { readonly atS: number; readonly ratePerS: number }[] }
-  | { readonly kind: 'triangle'; readonly minPerS: number; readonly maxPerS: number; readonly stepPerS: number; readonly stepEveryS: number; readonly startPerS?: number }
-  | { readonly kind: 'diurnal'; readonly meanPerS: number; readonly amplitude: number; readonly periodS: number; readonly phaseS?: number; readonly resolutionS?: number };
+  | { readonly kind: 'triangle'; readonly minPerS: number; readonly maxPerS: number; readonly stepPerS: number; readonly stepEveryS: number; readonly startPerS?: number | undefined }
+  | { readonly kind: 'diurnal'; readonly meanPerS: number; readonly amplitude: number; readonly periodS: number; readonly phaseS?: number | undefined; readonly resolutionS?: number | undefined };
 
 /** Builds a RateFunction; `scale` multiplies every rate (the load multiplier of `inss bench --sweep`). */
 export function rateFunction(spec: RateSpec, scale = 1): RateFunction {
