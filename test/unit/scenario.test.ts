@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { initialRates, parseTrace, ScenarioError, scenarioCluster, scenarioStreams } from '../../src/scenario/build.js';
+import { ScenarioSchema } from '../../src/scenario/schema.js';
+import { parseProfile, type Profile } from '../../src/profile/schema.js';
+import { REPO_ROOT } from '../support/paths.js';
+
+const builtIn = (name: string): unknown => JSON.parse(readFileSync(join(REPO_ROOT, 'scenarios', `${name}.json`), 'utf8'));
+const v100 = parseProfile(JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', 'v100.json'), 'utf8')), 'v100');
+
+describe('scenario files', () => {
+  it.each(['paper-6', 'paper-8', 'paper-8x5', 'v100-4'])('built-in %s is valid', (name) => {
+    const r = ScenarioSchema.safeParse(builtIn(name));
+    expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
+  });
+
+  it('paper-6 is the paper evaluation: 4 GPUs, six models with the paper SLOs', () => {
+    const s = ScenarioSchema.parse(builtIn('paper-6'));
+    expect(s.gpus.reduce((a, g) => a + g.count, 0)).toBe(4);
+    expect(s.models.map((m) => [m.name, m.sloMs])).toEqual([['alexnet', 25], ['resnet50', 80], ['vgg16', 150], ['mnasnet', 50], ['mobilenet', 60], ['efficientnet', 40]]);
+  });
+
+  it.each([
+    [{ gpus: [] }, 'gpus'],
+    [{ models: [{ name: 'a', sloMs: -1, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.0.sloMs'],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'triangle', minPerS: 5, maxPerS: 1, stepPerS: 1, stepEveryS: 1 } }] }, 'models.0.rate.maxPerS'],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'nope' } }] }, 'models.0.rate.kind'],
+    [{ models: [{ name: 'a', sloMs: 10, arrival: { process: 'gamma', cv: 0 }, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.0.arrival.cv'],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }, { name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.1.name'],
+    [{ durationS: 0 }, 'durationS'],
+    [{ extra: 1 }, ''],
+  ])('rejects a bad field with its path (%j)', (patch, path) => {
+    const r = ScenarioSchema.safeParse({ ...(builtIn('v100-4') as object), ...patch });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues.map((i) => i.path.join('.'))).toContain(path);
+  });
+
+  it('rejects a model no GPU profile has, before anything runs', () => {
+    const s = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), models: [{ name: 'bert', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }] });
+    expect(() => scenarioCluster(s, new Map<string, Profile>([['v100', v100]]))).toThrow(ScenarioError);
+    expect(() => scenarioCluster(s, new Map<string, Profile>([['v100', v100]]))).toThrow(/models\[0\]\.name: .*'bert'/);
+  });
+
+  it('builds one GPU per count and streams that start at the rate at time 0', () => {
+    const s = ScenarioSchema.parse(builtIn('v100-4'));
+    const c = scenarioCluster(s, new Map([['v100', v100]]));
+    expect(c.gpus).toHaveLength(4);
+    expect(initialRates(s, new Map())).toEqual([400, 300, 100, 50]);
+    const streams = scenarioStreams(s, new Map());
+    expect(streams[0]!.next()).toBeGreaterThan(0);
+  });
+
+  it('parses trace files and names the bad line', () => {
+    expect(parseTrace('0.5\n# comment\n\n1.25\n', 't')).toEqual([0.5, 1.25]);
+    expect(() => parseTrace('0.5\nabc\n', 'trace.txt')).toThrow(/trace.txt:2/);
+  });
+});
