@@ -316,7 +316,7 @@ export function simulate(input: SimInput): SimResult {
         continue;
       }
       const wake = Math.min(timeoutAt, latestStart);
-      if (wake < timer[m]!) timer[m] = wake;
+      if (wake < timer[m]) timer[m] = wake;
     }
   }
 

@@ -7,7 +7,7 @@
 //   deviation of the inter-arrival times divided by their mean, at a constant rate; CV = 1 is Poisson,
 //   CV > 1 is burstier, CV < 1 smoother.
 // - Trace: the given arrival times, as they are.
-import { Rng } from './random.js';
+import type { Rng } from './random.js';
 
 /** A piecewise-constant rate: `rateAt(t)` and the time of its next change after t (Infinity if none). */
 export interface RateFunction {
