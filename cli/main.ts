@@ -9,6 +9,7 @@ import { LatencyModel } from '../src/model/predictor.js';
 import { formatIssues, InvalidInputError, type Profile } from '../src/profile/schema.js';
 import { PolicyRegistry } from '../scheduler/registry.js';
 import { runBench } from './bench.js';
+import { registerDerive } from './derive.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
 
@@ -100,6 +101,8 @@ export function buildProgram(argv: readonly string[]): Command {
       printReport(report);
       console.error(`wrote ${opts.out}`);
     });
+
+  registerDerive(profile, argv);
 
   program
     .command('bench')

@@ -1,6 +1,7 @@
 // The measurement file format that `inss profile fit` reads (docs/measurement-format.md): what a
 // user measures on their own GPU, or what an importer makes of published measurements.
 import { z } from 'zod';
+import { GpuHardwareSchema } from '../profile/schema.js';
 
 const positive = z.number().finite().positive();
 const nonNegative = z.number().finite().nonnegative();
@@ -24,17 +25,7 @@ export const SoloPointSchema = MeasuredRunSchema.extend({
 export const MeasurementsSchema = z
   .object({
     format: z.literal('inss-measurements/1'),
-    gpu: z
-      .object({
-        name: z.string().min(1),
-        smCount: z.number().int().min(1),
-        memMb: positive,
-        l2Mb: positive,
-        memBandwidthGBs: positive.optional(),
-        pcieBytesPerMs: positive,
-        mpsUnitPct: z.number().gt(0).max(100),
-      })
-      .strict(),
+    gpu: GpuHardwareSchema,
     /** Per-kernel scheduling latency (ms) with 1, 2, 3, ... models on the GPU, where measured (Fig. 10). */
     schedPerKernelByModelCountMs: z.array(nonNegative).min(1).optional(),
     models: z.record(

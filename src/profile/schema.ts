@@ -63,7 +63,8 @@ export const ModelProfileSchema = z
     });
   });
 
-export const GpuSchema = z
+/** What a GPU type is, as measured or published: shared by profiles and measurement files. */
+export const GpuHardwareSchema = z
   .object({
     name: z.string().min(1),
     smCount: z.number().int().min(1),
@@ -74,6 +75,10 @@ export const GpuSchema = z
     pcieBytesPerMs: positive,
     /** Smallest step of MPS active-thread percentage the scheduler hands out. */
     mpsUnitPct: z.number().gt(0).max(100),
+  })
+  .strict();
+
+export const GpuSchema = GpuHardwareSchema.extend({
     /** `int = alphaS * (models on the GPU) + betaS` per kernel (ms) when more than one model shares the GPU. */
     schedInterference: z.object({ alphaSMs: z.number().finite(), betaSMs: z.number().finite() }).strict(),
     /**
@@ -81,8 +86,7 @@ export const GpuSchema = z
      * (docs/latency-model.md, "Cache contention"). 0 is the paper's form exactly.
      */
     cacheSelfWeight: nonNegative.default(0),
-  })
-  .strict();
+}).strict();
 
 /** Bandwidths of the LWR Gaussian kernel, in the log-batch and log-share coordinates it works in. */
 export const LwrSettingsSchema = z
