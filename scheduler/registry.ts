@@ -1,8 +1,11 @@
 // The policy registry: the one module that imports every scheduling policy, so each is chosen by
 // name (`inss bench --policies gpulet,inss`). A duplicate name is an error at start.
+import { igniterFactory } from '../src/policy/policies/igniter.js';
+import { oracleFactory } from '../src/policy/policies/oracle.js';
+import { staticEvenFactory } from '../src/policy/policies/static-even.js';
 import type { PolicyFactory } from '../src/policy/types.js';
 
-const FACTORIES: readonly PolicyFactory[] = [];
+const FACTORIES: readonly PolicyFactory[] = [igniterFactory, staticEvenFactory, oracleFactory];
 
 export class UnknownPolicyError extends Error {
   override readonly name = 'UnknownPolicyError';
