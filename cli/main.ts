@@ -7,7 +7,8 @@ import { igniterToMeasurements } from '../src/fit/igniter.js';
 import { MeasurementsSchema } from '../src/fit/measurements.js';
 import { LatencyModel } from '../src/model/predictor.js';
 import { formatIssues, InvalidInputError, type Profile } from '../src/profile/schema.js';
-import { PolicyRegistry } from '../scheduler/registry.js';
+import { PolicyRegistry, UnknownPolicyError } from '../scheduler/registry.js';
+import { ScenarioError } from '../src/scenario/build.js';
 import { runBench } from './bench.js';
 import { registerDerive } from './derive.js';
 import { runPredict } from './predict.js';
@@ -144,7 +145,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof InvalidInputError || err instanceof RangeError) {
+    if (err instanceof InvalidInputError || err instanceof RangeError || err instanceof UnknownPolicyError || err instanceof ScenarioError) {
       console.error(`inss: ${err.message}`);
       return 2;
     }

@@ -1,0 +1,60 @@
+// `inss bench` as a user runs it.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+
+interface BenchJson {
+  scenario: string;
+  results: { policy: string; throughputPerS: number; goodputPerS: number; sloViolationPct: number; dropPct: number; p99Ms: number; decisionMsP99: number; arrivals: number; served: number; dropped: number; unfinished: number }[];
+  skipped: { policy: string; reason: string }[];
+}
+
+const stable = (j: BenchJson) => j.results.map(({ decisionMsP99: _d, ...r }) => ({ ...r, wallMs: undefined }));
+
+describe('inss bench', () => {
+  it('runs every registered policy on paper-6, prints JSON with the promised fields, and the same seed gives the same numbers', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'inss-bench-'));
+    const first = await runCli(['bench', '--scenario', 'paper-6', '--json', '--out', out]);
+    expect(first.code, first.stderr).toBe(0);
+    const a = JSON.parse(first.stdout) as BenchJson;
+    expect(a.scenario).toBe('paper-6');
+    expect(a.results.length + a.skipped.length).toBeGreaterThanOrEqual(3);
+    for (const r of a.results) {
+      expect(r).toMatchObject({ policy: expect.any(String), throughputPerS: expect.any(Number), goodputPerS: expect.any(Number), sloViolationPct: expect.any(Number), dropPct: expect.any(Number), p99Ms: expect.any(Number), decisionMsP99: expect.any(Number) });
+      expect(r.arrivals).toBe(r.served + r.dropped + r.unfinished); // nothing lost
+    }
+    expect(readFileSync(join(out, 'throughput.svg'), 'utf8')).toMatch(/^<svg/);
+    expect(readFileSync(join(out, 'slo-violations.svg'), 'utf8')).toMatch(/^<svg/);
+    const second = await runCli(['bench', '--scenario', 'paper-6', '--json']);
+    expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable(a));
+  }, 180_000);
+
+  it('prints a table by default', async () => {
+    const r = await runCli(['bench', '--scenario', 'v100-4', '--policies', 'static-even']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/policy\s+thr\/s\s+goodput\/s\s+SLO viol%/);
+    expect(r.stdout).toMatch(/^static-even\s+\d/m);
+  });
+
+  it('rejects a bad scenario file before running anything, naming each field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-scn-'));
+    const f = join(dir, 'bad.json');
+    writeFileSync(f, JSON.stringify({ name: 'bad', gpus: [{ profile: 'v100', count: 0 }], models: [{ name: 'alexnet', sloMs: -5, rate: { kind: 'constant', ratePerS: 1 } }], durationS: 10 }));
+    const r = await runCli(['bench', '--scenario', f]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/gpus\.0\.count/);
+    expect(r.stderr).toMatch(/models\.0\.sloMs/);
+    expect(r.stdout).toBe('');
+  });
+
+  it('rejects an unknown policy or scenario by name', async () => {
+    const p = await runCli(['bench', '--scenario', 'v100-4', '--policies', 'nosuch']);
+    expect(p.code).toBe(2);
+    expect(p.stderr).toMatch(/unknown policy 'nosuch' \(known: .*static-even/);
+    const s = await runCli(['bench', '--scenario', 'nosuch']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(/unknown scenario 'nosuch' \(built in: .*paper-6/);
+  });
+});
