@@ -9,7 +9,12 @@ import { LatencyModel } from '../src/model/predictor.js';
 import { formatIssues, InvalidInputError, type Profile } from '../src/profile/schema.js';
 import { PolicyRegistry, UnknownPolicyError } from '../scheduler/registry.js';
 import { ScenarioError } from '../src/scenario/build.js';
+import { InvalidSacSettingsError, InvalidSerializedAgentError } from '../rl/settings.js';
 import { runBench } from './bench.js';
+import { runTrain } from './train.js';
+import type { BackendName } from '../rl/backend.js';
+import { BUILTIN_POLICY_DIR } from './profiles.js';
+import { existsSync } from 'node:fs';
 import { registerDerive } from './derive.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
@@ -31,6 +36,12 @@ function printReport(report: FitReport): void {
     console.error(`co-located runs (${c.count} latencies): in-sample ${pct(c.inSampleMeanRelErr)}, leave-one-run-out ${pct(c.leaveOneOutMeanRelErr)}, ignoring interference ${pct(c.ignoringInterferenceMeanRelErr)}; cache self weight ${report.cacheSelfWeight}`);
   }
   for (const w of report.warnings) console.error(`warning: ${w}`);
+}
+
+function nonNegativeInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be an integer >= 0');
+  return n;
 }
 
 function positiveInt(v: string): number {
@@ -113,8 +124,33 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--json', 'print one JSON object instead of the table')
     .option('--sweep', 'also find, per policy, the highest load multiplier with >= 99% of tasks within SLO')
     .option('--out <dir>', 'write results.json and SVG plots to this folder')
-    .action((opts: { scenario: string; policies?: string; json?: boolean; sweep?: boolean; out?: string }) => {
-      process.exitCode = runBench(new PolicyRegistry(), opts);
+    .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario>.json)')
+    .action((opts: { scenario: string; policies?: string; json?: boolean; sweep?: boolean; out?: string; policyFile?: string }) => {
+      const shipped = join(BUILTIN_POLICY_DIR, `${opts.scenario}.json`);
+      const file = opts.policyFile ?? (existsSync(shipped) ? shipped : undefined);
+      const data = file ? readJsonFile(file) : undefined;
+      process.exitCode = runBench(new PolicyRegistry(), { ...opts, policyOptions: (name) => (data !== undefined && (name === 'inss' || name === 'inss-ni') ? { policyData: data } : {}) });
+    });
+
+  program
+    .command('train')
+    .description('Train the InSS scheduler (SAC-Discrete) on a scenario; writes checkpoints, curves (CSV, SVG) and policy.json')
+    .requiredOption('--scenario <name|file>', 'built-in scenario or a scenario file')
+    .option('--episodes <n>', 'episodes to train (the paper: 1500)', positiveInt, 150)
+    .option('--steps <n>', 'decision epochs per episode (default: the scenario duration / epoch; the paper: 200)', positiveInt)
+    .option('--seed <n>', 'seed of the agent and the environment', nonNegativeInt, 1)
+    .option('--out <dir>', 'output folder (checkpoint.json, curves.csv, *.svg, policy.json)', 'inss-train')
+    .option('--resume', 'continue from <out>/checkpoint.json')
+    .option('--settings <json|file>', 'SAC settings overriding the training recipe (docs/rl.md lists every field)')
+    .option('--checkpoint-every <n>', 'episodes between checkpoints', positiveInt, 5)
+    .option('--state-dir <dir>', 'where the SQLite store lives (default ~/.inss)')
+    .option('--backend <name>', 'TensorFlow.js backend: tensorflow | wasm | cpu (default: native if installed, else wasm)')
+    .option('--no-interference', 'train the view of inss-ni (interference ignored)')
+    .option('--quiet', 'no progress bar')
+    .action(async (opts: { scenario: string; episodes: number; steps?: number; seed: number; out: string; resume?: boolean; settings?: string; checkpointEvery: number; stateDir?: string; backend?: string; interference: boolean; quiet?: boolean }) => {
+      if (opts.backend !== undefined && !['tensorflow', 'wasm', 'cpu'].includes(opts.backend)) throw new InvalidInputError(`--backend: must be tensorflow, wasm or cpu, got '${opts.backend}'`);
+      const { backend, ...rest } = opts;
+      process.exitCode = await runTrain({ ...rest, ...(backend !== undefined ? { backend: backend as BackendName } : {}), noInterference: !opts.interference }, argv);
     });
 
   return program;
@@ -145,7 +181,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof InvalidInputError || err instanceof RangeError || err instanceof UnknownPolicyError || err instanceof ScenarioError) {
+    if (err instanceof InvalidInputError || err instanceof RangeError || err instanceof UnknownPolicyError || err instanceof ScenarioError || err instanceof InvalidSacSettingsError || err instanceof InvalidSerializedAgentError) {
       console.error(`inss: ${err.message}`);
       return 2;
     }
@@ -153,4 +189,3 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-export { positiveInt };

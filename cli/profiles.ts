@@ -7,6 +7,9 @@ import { InvalidInputError, type Profile, parseProfile } from '../src/profile/sc
 /** The package root: the nearest directory above this module with a package.json (works from cli/ and dist/cli/). */
 export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 
+/** Trained policies shipped for the built-in scenarios. */
+export const BUILTIN_POLICY_DIR = join(PACKAGE_ROOT, 'policies');
+
 /** profiles/ of the installed package. */
 export const BUILTIN_PROFILE_DIR = join(PACKAGE_ROOT, 'profiles');
 

@@ -59,7 +59,7 @@ export function stateDim(cluster: ClusterInfo): number {
  * The state vector: u_k / M_k per GPU, then lambda_i / H_i and G_i / (H_i * 1 s) per model. Scaling
  * by H_i keeps every entry near [0, 1] whatever the model; the agent also normalises online.
  */
-export function encodeState(cluster: ClusterInfo, refPerS: readonly number[], memUsedMb: readonly number[], ratePerS: readonly number[], queued: readonly number[], out = new Float32Array(stateDim(cluster))): Float32Array {
+export function encodeState<T extends Float32Array>(cluster: ClusterInfo, refPerS: readonly number[], memUsedMb: readonly number[], ratePerS: readonly number[], queued: readonly number[], out: T = new Float32Array(stateDim(cluster)) as T): T {
   let k = 0;
   cluster.gpus.forEach((g, i) => (out[k++] = memUsedMb[i]! / g.memMb));
   cluster.models.forEach((_, i) => (out[k++] = ratePerS[i]! / refPerS[i]!));

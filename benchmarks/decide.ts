@@ -1,0 +1,34 @@
+// Benchmark: one online decision of the InSS policy (actor + BDA), the case-2 path of section 5.5
+// (reallocation), timed over many observations; prints p50 and p99 in ms.
+//
+//   npm run bench:decide [-- --scenario paper-6 --policy-file policies/paper-6.json --n 2000]
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { InssPolicy, inssFactory } from '../rl/inss.js';
+import { quantile } from '../src/bench/run.js';
+import { scenarioCluster } from '../src/scenario/build.js';
+import type { Observation } from '../src/policy/types.js';
+import { Rng } from '../src/workload/random.js';
+import { BUILTIN_POLICY_DIR, readJsonFile } from '../cli/profiles.js';
+import { loadScenario } from '../cli/scenarios.js';
+
+const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, 'policy-file': { type: 'string' }, n: { type: 'string', default: '2000' } } });
+const loaded = loadScenario(values.scenario);
+const cluster = scenarioCluster(loaded.scenario, loaded.profiles);
+const file = values['policy-file'] ?? join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
+const policy = inssFactory.create(cluster, { policyData: readJsonFile(file) });
+if (!(policy instanceof InssPolicy)) throw new Error('unexpected policy type');
+const rng = new Rng(7);
+const n = Number(values.n);
+const times: number[] = [];
+for (let k = 0; k < n + 200; k++) {
+  // Random rates up to 1.5x each model's peak, from an empty deployment: always a reallocation.
+  const ratePerS = loaded.scenario.models.map((m) => (m.rate.kind === 'triangle' ? m.rate.maxPerS : 200) * 1.5 * rng.next());
+  const obs: Observation = { nowMs: k * 1000, ratePerS, queued: ratePerS.map(() => 0), lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current: { placements: [] } };
+  const t0 = performance.now();
+  policy.decide(obs);
+  const dt = performance.now() - t0;
+  if (k >= 200) times.push(dt); // the first 200 warm the JIT
+}
+console.log(JSON.stringify({ benchmark: 'decide', scenario: loaded.scenario.name, decisions: n, p50Ms: Number(quantile(times, 0.5).toFixed(4)), p99Ms: Number(quantile(times, 0.99).toFixed(4)), maxMs: Number(Math.max(...times).toFixed(4)), node: process.version }));
