@@ -129,7 +129,7 @@ export function buildProgram(argv: readonly string[]): Command {
       const shipped = join(BUILTIN_POLICY_DIR, `${opts.scenario}.json`);
       const file = opts.policyFile ?? (existsSync(shipped) ? shipped : undefined);
       const data = file ? readJsonFile(file) : undefined;
-      process.exitCode = runBench(new PolicyRegistry(), { ...opts, policyOptions: (name) => (data !== undefined && (name === 'inss' || name === 'inss-ni') ? { policyData: data } : {}) });
+      process.exitCode = runBench(new PolicyRegistry(), { ...opts, policyOptions: (name) => (data !== undefined && name.startsWith('inss') ? { policyData: data } : {}) });
     });
 
   program

@@ -12,10 +12,20 @@ import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, Polic
 import { ActorForward } from './actorForward.js';
 import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, scorePlacements, staticMasks } from './mdp.js';
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
+import { refine } from './refine.js';
 import { formatIssues } from '../src/profile/schema.js';
 
 /** Relative change of any model's rate that makes BDA run again (case 1). */
 const RATE_CHANGE = 0.02;
+/**
+ * Capacity kept above the measured rate: BDA's (4c) and the reward use rate x this, so a Poisson
+ * burst or a rising rate between two epochs does not push a model to utilisation 1 (docs/inss.md).
+ */
+export const RATE_HEADROOM = 1.1;
+/** Reward evaluations the refinement may spend per reallocation (about 20 us each). */
+export const REFINE_BUDGET = 120;
+/** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
+const SWITCH_MARGIN = 0.05;
 
 export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
@@ -29,6 +39,8 @@ export class InssPolicy implements Policy {
     private readonly space: ActionSpace,
     private readonly actor: ActorForward,
     private readonly interference: boolean,
+    private readonly refineEnabled = true,
+    private readonly headroom = RATE_HEADROOM,
   ) {
     this.refPerS = referenceThroughput(cluster);
     this.masks = staticMasks(cluster, space);
@@ -36,7 +48,7 @@ export class InssPolicy implements Policy {
   }
 
   decide(obs: Observation): Deployment {
-    const rates = [...obs.ratePerS];
+    const rates = obs.ratePerS.map((r) => r * this.headroom);
     const current = obs.current;
     const opts = { interference: this.interference };
     if (current.placements.length > 0) {
@@ -48,7 +60,7 @@ export class InssPolicy implements Policy {
       if (kept.bdaOk) return kept.deployment;
       // Case 2: BDA found no feasible batch for some model: the actor reallocates.
       const fresh = this.reallocate(obs, rates, current);
-      return fresh.reward > kept.reward ? fresh.deployment : kept.deployment;
+      return fresh.reward > kept.reward + SWITCH_MARGIN * Math.abs(kept.reward) ? fresh.deployment : kept.deployment;
     }
     this.lastRates = rates;
     return this.reallocate(obs, rates, current).deployment;
@@ -58,8 +70,12 @@ export class InssPolicy implements Policy {
     encodeState(this.cluster, this.refPerS, memoryUsed(this.cluster, current), rates, obs.queued, this.state);
     const action = this.actor.act(this.state, { greedy: true, masks: this.masks });
     const { placements } = decodeAction(this.cluster, this.space, action);
-    const o = scorePlacements(this.cluster, this.refPerS, placements, rates, { interference: this.interference });
-    return { deployment: o.deployment, reward: o.reward };
+    if (!this.refineEnabled) {
+      const o = scorePlacements(this.cluster, this.refPerS, placements, rates, { interference: this.interference });
+      return { deployment: o.deployment, reward: o.reward };
+    }
+    const r = refine(this.cluster, this.refPerS, placements, rates, { interference: this.interference, budget: REFINE_BUDGET });
+    return { deployment: r.outcome.deployment, reward: r.outcome.reward };
   }
 }
 
@@ -68,21 +84,30 @@ export class PolicyFileError extends RangeError {
   override readonly name = 'PolicyFileError';
 }
 
-function makeFactory(name: 'inss' | 'inss-ni', interference: boolean, description: string): PolicyFactory {
+interface Variant {
+  readonly name: 'inss' | 'inss-ni' | 'inss-paper';
+  readonly interference: boolean;
+  /** Model-based refinement of the actor's allocation and rate headroom (our additions). */
+  readonly beyondPaper: boolean;
+  readonly description: string;
+}
+
+function makeFactory(v: Variant): PolicyFactory {
   return {
-    name,
-    description,
+    name: v.name,
+    description: v.description,
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
-      if (options.policyData === undefined) throw new PolicyFileError(`${name} needs a trained policy: train one with \`inss train\`, or pass --policy-file`);
+      if (options.policyData === undefined) throw new PolicyFileError(`${v.name} needs a trained policy: train one with \`inss train\`, or pass --policy-file`);
       const parsed = PolicyFileSchema.safeParse(options.policyData);
       if (!parsed.success) throw new PolicyFileError(`policy file: ${formatIssues(parsed.error)}`);
       const space = actionSpace(cluster);
       const mismatch = policyMismatch(parsed.data, cluster, space);
       if (mismatch) throw new PolicyFileError(`policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}`);
-      return new InssPolicy(name, cluster, space, ActorForward.fromSnapshot(parsed.data.actor), interference);
+      return new InssPolicy(v.name, cluster, space, ActorForward.fromSnapshot(parsed.data.actor), v.interference, v.beyondPaper, v.beyondPaper ? RATE_HEADROOM : 1);
     },
   };
 }
 
-export const inssFactory = makeFactory('inss', true, 'InSS: SAC-Discrete placement and shares, BDA batch sizes (paper section 5)');
-export const inssNiFactory = makeFactory('inss-ni', false, 'InSS with interference ignored in the latency model it decides on');
+export const inssFactory = makeFactory({ name: 'inss', interference: true, beyondPaper: true, description: 'InSS: SAC-Discrete placement and shares refined on the latency model, BDA batch sizes (paper section 5, docs/inss.md)' });
+export const inssNiFactory = makeFactory({ name: 'inss-ni', interference: false, beyondPaper: true, description: 'inss with interference ignored in the latency model it decides on' });
+export const inssPaperFactory = makeFactory({ name: 'inss-paper', interference: true, beyondPaper: false, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom" });

@@ -1,6 +1,6 @@
 // The policy registry: the one module that imports every scheduling policy, so each is chosen by
 // name (`inss bench --policies gpulet,inss`). A duplicate name is an error at start.
-import { inssFactory, inssNiFactory } from '../rl/inss.js';
+import { inssFactory, inssNiFactory, inssPaperFactory } from '../rl/inss.js';
 import { gpuletFactory } from '../src/policy/policies/gpulet.js';
 import { gsliceFactory } from '../src/policy/policies/gslice.js';
 import { timeshareFactory } from '../src/policy/policies/timeshare.js';
@@ -9,7 +9,7 @@ import { oracleFactory } from '../src/policy/policies/oracle.js';
 import { staticEvenFactory } from '../src/policy/policies/static-even.js';
 import type { PolicyFactory } from '../src/policy/types.js';
 
-const FACTORIES: readonly PolicyFactory[] = [inssFactory, inssNiFactory, gpuletFactory, gsliceFactory, igniterFactory, staticEvenFactory, timeshareFactory, oracleFactory];
+const FACTORIES: readonly PolicyFactory[] = [inssFactory, inssNiFactory, inssPaperFactory, gpuletFactory, gsliceFactory, igniterFactory, staticEvenFactory, timeshareFactory, oracleFactory];
 
 export class UnknownPolicyError extends Error {
   override readonly name = 'UnknownPolicyError';
