@@ -80,3 +80,34 @@ export function deploymentProblem(cluster: ClusterInfo, d: Deployment): string |
   }
   return null;
 }
+
+/**
+ * Renumbers GPUs within each group of the same profile so the plan keeps as many (model, GPU, share)
+ * workers of `current` as it can: GPUs of one profile are interchangeable to the planner, and a
+ * worker kept in place needs no shadow-process swap. Greedy, in planned-GPU order; deterministic.
+ */
+export function alignToCurrent(cluster: ClusterInfo, plan: Deployment, current: Deployment): Deployment {
+  if (current.placements.length === 0) return plan;
+  const key = (p: Placement) => `${p.model}:${p.pct}`;
+  const currentOn = cluster.gpus.map((g) => new Set(current.placements.filter((p) => p.gpu === g.index).map(key)));
+  const mapping = new Array<number>(cluster.gpus.length).fill(-1);
+  const taken = new Set<number>();
+  for (const g of cluster.gpus) {
+    const mine = plan.placements.filter((p) => p.gpu === g.index).map(key);
+    let best = -1;
+    let bestOverlap = -1;
+    for (const h of cluster.gpus) {
+      if (h.profileId !== g.profileId || taken.has(h.index)) continue;
+      const overlap = mine.filter((k) => currentOn[h.index]!.has(k)).length;
+      if (overlap > bestOverlap) {
+        best = h.index;
+        bestOverlap = overlap;
+      }
+    }
+    mapping[g.index] = best;
+    taken.add(best);
+  }
+  const placements = plan.placements.map((p) => ({ ...p, gpu: mapping[p.gpu]! }));
+  placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
+  return { placements };
+}

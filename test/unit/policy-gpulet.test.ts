@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { alignGpus, GPULET_LATENCY_RATIO, GpuletPlanner, gpuletFactory, partitionPct } from '../../src/policy/policies/gpulet.js';
+import { GPULET_LATENCY_RATIO, GpuletPlanner, gpuletFactory, partitionPct } from '../../src/policy/policies/gpulet.js';
+import { alignToCurrent } from '../../src/policy/util.js';
 import { deploymentProblem, memoryOnGpu, predictOnGpu } from '../../src/policy/util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation } from '../../src/policy/types.js';
 import { parseProfile, ProfileSchema } from '../../src/profile/schema.js';
@@ -177,10 +178,10 @@ describe('gpulet: invariants over random rates', () => {
     expect(dm).not.toBe(da);
   });
 
-  it('alignGpus renumbers GPUs of one profile to keep current workers in place', () => {
+  it('alignToCurrent renumbers GPUs of one profile to keep current workers in place', () => {
     const current: Deployment = { placements: [{ model: 0, gpu: 1, pct: 42, batch: 4 }] };
     const plan: Deployment = { placements: [{ model: 0, gpu: 0, pct: 42, batch: 8 }] };
-    expect(alignGpus(cluster, plan, current).placements).toEqual([{ model: 0, gpu: 1, pct: 42, batch: 8 }]);
+    expect(alignToCurrent(cluster, plan, current).placements).toEqual([{ model: 0, gpu: 1, pct: 42, batch: 8 }]);
   });
 });
 

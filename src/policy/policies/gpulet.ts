@@ -25,7 +25,7 @@
 // SLO/2 (kept although it costs throughput: InSS section 6.3).
 // Pure: the only state is the last plan and the rates it was made for.
 import { BDA_MAX_BATCH } from '../bda.js';
-import { deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu } from '../util.js';
+import { alignToCurrent, deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
 
 /** Gpulet's partition sizes (% of a GPU), ascending. */
@@ -295,37 +295,6 @@ function emptyGpulet(gpu: number, nominalPct: number, pct: number): Gpulet {
   return { gpu, nominalPct, pct, model: -1, batch: 0, dutyMs: 0, servedPerS: 0 };
 }
 
-/**
- * Renumbers GPUs within each group of the same profile so that a new plan keeps as many
- * (model, GPU, share) workers of the current deployment as it can (GPUs of one profile are
- * interchangeable to the planner; a kept worker needs no shadow swap). This stands in for the
- * prototype's incremental scheduling, which starts from the previous decision. Greedy, deterministic.
- */
-export function alignGpus(cluster: ClusterInfo, plan: Deployment, current: Deployment): Deployment {
-  if (current.placements.length === 0) return plan;
-  const key = (p: Placement) => `${p.model}:${p.pct}`;
-  const currentOn = cluster.gpus.map((g) => new Set(current.placements.filter((p) => p.gpu === g.index).map(key)));
-  const mapping = cluster.gpus.map((g) => g.index);
-  const taken = new Set<number>();
-  for (const g of cluster.gpus) {
-    const mine = plan.placements.filter((p) => p.gpu === g.index).map(key);
-    let best = -1;
-    let bestOverlap = -1;
-    for (const h of cluster.gpus) {
-      if (h.profileId !== g.profileId || taken.has(h.index)) continue;
-      const overlap = mine.filter((k) => currentOn[h.index]!.has(k)).length;
-      if (overlap > bestOverlap) {
-        best = h.index;
-        bestOverlap = overlap;
-      }
-    }
-    mapping[g.index] = best;
-    taken.add(best);
-  }
-  const placements = plan.placements.map((p) => ({ ...p, gpu: mapping[p.gpu]! }));
-  placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
-  return { placements };
-}
 
 function rateMoved(prev: readonly number[], now: readonly number[]): boolean {
   if (prev.length !== now.length) return true;
@@ -349,7 +318,7 @@ class GpuletPolicy implements Policy {
   decide(obs: Observation): Deployment {
     const rates = this.cluster.models.map((m) => Math.max(0, obs.ratePerS[m.index] ?? 0));
     if (this.lastRates !== null && !rateMoved(this.lastRates, rates)) return this.lastPlan;
-    const plan = alignGpus(this.cluster, this.planner.plan(rates), obs.current);
+    const plan = alignToCurrent(this.cluster, this.planner.plan(rates), obs.current);
     const problem = deploymentProblem(this.cluster, plan);
     // Cannot happen by construction (memory and shares are checked as gpu-lets are made); keep the
     // previous plan rather than emit an invalid one.

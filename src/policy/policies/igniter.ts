@@ -17,7 +17,7 @@
 //     the GPU is over 100%; the cost is the share added on that GPU. None fits: open a new GPU.
 // Pure: the only state is the last plan and the rates it was made for (re-provisioning hysteresis).
 import { BDA_MAX_BATCH } from '../bda.js';
-import { deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
+import { alignToCurrent, deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
 
 /** Re-provision when some model's rate moved by more than this fraction of the rate last provisioned for. */
@@ -133,36 +133,6 @@ export function rateChanged(prev: readonly number[], now: readonly number[], fra
   return now.some((r, i) => Math.abs(r - prev[i]!) > fraction * Math.max(prev[i]!, floorPerS));
 }
 
-/**
- * Renumbers GPUs within each group of the same profile so the plan keeps as many (model, GPU, share)
- * workers of `current` as it can: GPUs of one profile are interchangeable to the planner, and a
- * worker kept in place needs no shadow-process swap. Greedy, in planned-GPU order; deterministic.
- */
-export function alignToCurrent(cluster: ClusterInfo, plan: Deployment, current: Deployment): Deployment {
-  if (current.placements.length === 0) return plan;
-  const key = (p: Placement) => `${p.model}:${p.pct}`;
-  const currentOn = cluster.gpus.map((g) => new Set(current.placements.filter((p) => p.gpu === g.index).map(key)));
-  const mapping = new Array<number>(cluster.gpus.length).fill(-1);
-  const taken = new Set<number>();
-  for (const g of cluster.gpus) {
-    const mine = plan.placements.filter((p) => p.gpu === g.index).map(key);
-    let best = -1;
-    let bestOverlap = -1;
-    for (const h of cluster.gpus) {
-      if (h.profileId !== g.profileId || taken.has(h.index)) continue;
-      const overlap = mine.filter((k) => currentOn[h.index]!.has(k)).length;
-      if (overlap > bestOverlap) {
-        best = h.index;
-        bestOverlap = overlap;
-      }
-    }
-    mapping[g.index] = best;
-    taken.add(best);
-  }
-  const placements = plan.placements.map((p) => ({ ...p, gpu: mapping[p.gpu]! }));
-  placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
-  return { placements };
-}
 
 /**
  * The whole provisioning plan for one rate vector (steps 1-4), within the cluster's GPUs.

@@ -16,9 +16,9 @@
 // the predicted goodput instead: sum over models of min(b/t_inf, rate) for models whose eq. (2)
 // latency meets the SLO, a model being allowed to stay unplaced.
 import { bda, BDA_MAX_BATCH, worstTaskLatencyMs, type BdaInput } from '../bda.js';
-import { deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
+import { alignToCurrent, deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
-import { alignToCurrent, rateChanged } from './igniter.js';
+import { rateChanged } from './igniter.js';
 
 /** Hard caps on the instance, whatever the share units. */
 export const ORACLE_MAX_MODELS = 8;
