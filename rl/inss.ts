@@ -8,6 +8,7 @@
 // beats the current deployment's, so a poor actor output never replaces a better deployment and
 // no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
+import type { BdaOptions } from '../src/policy/bda.js';
 import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
 import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, scorePlacements, staticMasks } from './mdp.js';
@@ -22,6 +23,8 @@ const RATE_CHANGE = 0.02;
  * burst or a rising rate between two epochs does not push a model to utilisation 1 (docs/inss.md).
  */
 export const RATE_HEADROOM = 1.1;
+/** Fraction of each SLO BDA plans the worst task against: room for the latency model's error. */
+export const SLO_FRACTION = 0.92;
 /** Reward evaluations the refinement may spend per reallocation (about 20 us each). */
 export const REFINE_BUDGET = 120;
 /** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
@@ -32,6 +35,7 @@ export class InssPolicy implements Policy {
   private readonly refPerS: number[];
   private readonly masks: Uint8Array[];
   private readonly state: Float32Array<ArrayBuffer>;
+  private readonly bdaOptions: BdaOptions;
 
   constructor(
     readonly name: string,
@@ -45,12 +49,13 @@ export class InssPolicy implements Policy {
     this.refPerS = referenceThroughput(cluster);
     this.masks = staticMasks(cluster, space);
     this.state = new Float32Array(actor.stateDim);
+    this.bdaOptions = { interference, sloFraction: refineEnabled ? SLO_FRACTION : 1 };
   }
 
   decide(obs: Observation): Deployment {
     const rates = obs.ratePerS.map((r) => r * this.headroom);
     const current = obs.current;
-    const opts = { interference: this.interference };
+    const opts = this.bdaOptions;
     if (current.placements.length > 0) {
       const changed = this.lastRates === null || rates.some((r, i) => Math.abs(r - this.lastRates![i]!) > RATE_CHANGE * Math.max(1, this.lastRates![i]!));
       if (!changed) return current;
@@ -71,10 +76,10 @@ export class InssPolicy implements Policy {
     const action = this.actor.act(this.state, { greedy: true, masks: this.masks });
     const { placements } = decodeAction(this.cluster, this.space, action);
     if (!this.refineEnabled) {
-      const o = scorePlacements(this.cluster, this.refPerS, placements, rates, { interference: this.interference });
+      const o = scorePlacements(this.cluster, this.refPerS, placements, rates, this.bdaOptions);
       return { deployment: o.deployment, reward: o.reward };
     }
-    const r = refine(this.cluster, this.refPerS, placements, rates, { interference: this.interference, budget: REFINE_BUDGET });
+    const r = refine(this.cluster, this.refPerS, placements, rates, { ...this.bdaOptions, budget: REFINE_BUDGET });
     return { deployment: r.outcome.deployment, reward: r.outcome.reward };
   }
 }

@@ -20,6 +20,8 @@ export interface BdaOptions {
   readonly interference?: boolean;
   /** Batch a worker starts with before BDA sets it (line 1: "b_i = default"). */
   readonly defaultBatch?: number;
+  /** Plan (4b) against this fraction of each SLO (1 = the paper), leaving room for prediction error. */
+  readonly sloFraction?: number;
 }
 
 export interface BdaResult {
@@ -60,6 +62,7 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
   const mode = options.onThroughputShort ?? 'search-up';
   const interference = options.interference ?? true;
   const defaultBatch = options.defaultBatch ?? 1;
+  const sloFraction = options.sloFraction ?? 1;
   const n = inputs.length;
   const batches = new Array<number>(n).fill(defaultBatch);
   const feasible = new Array<boolean>(n).fill(false);
@@ -98,7 +101,7 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
       const mid = Math.floor((minB + maxB) / 2);
       const tInf = tInfAt(mid);
       const memOk = memOthers + gpu.model.memoryMb(models[self]!, mid) <= gpu.memMb; // (4a)
-      const latOk = worstTaskLatencyMs(mid, tInf, inp.ratePerS) <= inp.sloMs; // (4b)
+      const latOk = worstTaskLatencyMs(mid, tInf, inp.ratePerS) <= inp.sloMs * sloFraction; // (4b)
       if (!memOk || !latOk) {
         maxB = mid - 1;
       } else if (throughputPerS(mid, tInf) >= inp.ratePerS) {

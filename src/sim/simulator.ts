@@ -208,7 +208,8 @@ export function simulate(input: SimInput): SimResult {
   /** Recomputes every worker's predicted t_inf table on a GPU (its placements as the scheduler sees them). */
   function refreshPredictions(g: number): void {
     const gpu = cluster.gpus[g]!;
-    const onGpu = liveOnGpu(g).filter((w) => w.state !== State.Draining);
+    // Workers that serve: a shadow still warming up runs no task batches and is not counted.
+    const onGpu = liveOnGpu(g).filter((w) => w.state === State.Active || w.state === State.Retiring);
     const timeshare = gpuModes[g] === 'timeshare';
     for (const w of onGpu) {
       const peers = timeshare ? [w] : onGpu.filter((x) => x === w || x.model !== w.model);
