@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Measure DNN inference latency on a real NVIDIA GPU under MPS, for `inss profile fit`.
+
+Writes an `inss-measurements/1` file (docs/measurement-format.md): each model alone over a grid of
+batch sizes and MPS active-thread percentages, and pairs of models running together with shares
+summing to 100. Latency is the GPU execution latency t_inf of the latency model: pinned host-to-
+device copy of the batch, the forward pass, device-to-host copy of the output, synchronised.
+
+One process per (model, share): CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is fixed when a process creates
+its CUDA context, so the orchestrator starts a worker process for each. Models are torchvision's,
+randomly initialised (nothing is downloaded): latency does not depend on the weights' values.
+
+  python3 native/gpu_measure.py probe
+  python3 native/gpu_measure.py solo  --out solo.json  [--models ...] [--pcts ...] [--batches ...]
+  python3 native/gpu_measure.py pairs --out pairs.json [--pairs a:b,...] [--splits 30,50,70] [--batches 4,16]
+  python3 native/gpu_measure.py merge --out measurements.json solo.json pairs.json
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+MODELS = {
+    # inss name: torchvision constructor (the paper's eight models)
+    "alexnet": "alexnet",
+    "resnet50": "resnet50",
+    "vgg16": "vgg16",
+    "mnasnet": "mnasnet1_0",
+    "mobilenet": "mobilenet_v3_large",
+    "efficientnet": "efficientnet_b0",
+    "resnet18": "resnet18",
+    "vgg19": "vgg19",
+}
+INPUT_SHAPE = (3, 224, 224)
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def build(name):
+    import torch
+    import torchvision
+
+    torch.backends.cudnn.benchmark = True
+    m = getattr(torchvision.models, MODELS[name])(weights=None).eval().cuda()
+    return m
+
+
+def time_batch(torch, model, batch, min_seconds, min_iters, warmup):
+    x_host = torch.randn(batch, *INPUT_SHAPE).pin_memory()
+    with torch.inference_mode():
+        for _ in range(warmup):
+            model(x_host.to("cuda", non_blocking=True)).to("cpu")
+        torch.cuda.synchronize()
+        times = []
+        start = time.perf_counter()
+        while len(times) < min_iters or time.perf_counter() - start < min_seconds:
+            t0 = time.perf_counter()
+            y = model(x_host.to("cuda", non_blocking=True))
+            y.to("cpu")  # blocks until the batch is done
+            times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    trimmed = times[: max(1, int(len(times) * 0.9))]  # drop the slowest 10% (host hiccups)
+    return sum(trimmed) / len(trimmed), len(times)
+
+
+def kernel_stats(torch, model):
+    """Kernels per batch-1 forward and the idle gaps between them (the scheduling time o_sch * n)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(1, *INPUT_SHAPE, device="cuda")
+    with torch.inference_mode():
+        for _ in range(3):
+            model(x)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            model(x)
+            torch.cuda.synchronize()
+    kernels = []
+    for e in prof.events():
+        if e.device_type.name == "CUDA" and "memcpy" not in e.name.lower() and "memset" not in e.name.lower():
+            kernels.append((e.time_range.start, e.time_range.end))
+    kernels.sort()
+    gaps = sum(max(0, kernels[i + 1][0] - kernels[i][1]) for i in range(len(kernels) - 1))
+    return len(kernels), gaps / 1000.0  # us -> ms
+
+
+def worker(args):
+    """One (model, share) process: measures every batch alone, or runs continuously beside a peer."""
+    import torch
+
+    ctx_free, total = torch.cuda.mem_get_info()
+    model = build(args.model)
+    out = {"model": args.model, "pct": args.pct, "points": []}
+    if args.mode == "solo":
+        free_after_init, _ = torch.cuda.mem_get_info()
+        for b in args.batches:
+            torch.cuda.reset_peak_memory_stats()
+            ms, n = time_batch(torch, model, b, args.seconds, 5, 3)
+            out["points"].append({"batch": b, "latencyMs": ms, "iters": n, "reservedMb": torch.cuda.max_memory_reserved() / 2**20})
+            log(f"  {args.model} pct {args.pct} batch {b}: {ms:.3f} ms ({n} iters)")
+        out["contextMb"] = (total - ctx_free) / 2**20
+        if args.kernels:
+            out["kernels"], out["idleMs"] = kernel_stats(torch, model)
+    else:
+        # pair mode: warm up, say ready, wait for go, then run until the stop time; report the mean.
+        b = args.batches[0]
+        x_host = torch.randn(b, *INPUT_SHAPE).pin_memory()
+        with torch.inference_mode():
+            for _ in range(5):
+                model(x_host.to("cuda", non_blocking=True)).to("cpu")
+            torch.cuda.synchronize()
+            open(args.ready, "w").close()
+            while not os.path.exists(args.go):
+                time.sleep(0.005)
+            stop = time.time() + args.seconds
+            times = []
+            while time.time() < stop:
+                t0 = time.perf_counter()
+                model(x_host.to("cuda", non_blocking=True)).to("cpu")
+                times.append((time.perf_counter() - t0) * 1000)
+        skip = max(1, len(times) // 10)  # the first tenth: the peer may still be starting
+        kept = sorted(times[skip:])[: max(1, int((len(times) - skip) * 0.9))]
+        out["points"].append({"batch": b, "latencyMs": sum(kept) / len(kept), "iters": len(times)})
+    print(json.dumps(out), flush=True)
+
+
+def spawn(model, pct, extra):
+    env = dict(os.environ, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(pct))
+    return subprocess.Popen([sys.executable, __file__, "worker", "--model", model, "--pct", str(pct)] + extra, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def gpu_facts():
+    import torch
+
+    p = torch.cuda.get_device_properties(0)
+    # Host-to-device bandwidth with pinned memory, 64 MiB copies.
+    x = torch.empty(64 * 2**20, dtype=torch.uint8).pin_memory()
+    for _ in range(3):
+        x.to("cuda")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        x.to("cuda", non_blocking=True)
+    torch.cuda.synchronize()
+    bytes_per_ms = 20 * x.numel() / ((time.perf_counter() - t0) * 1000)
+    l2 = getattr(p, "L2_cache_size", 0) / 2**20
+    return {
+        "name": p.name,
+        "smCount": p.multi_processor_count,
+        "memMb": round(p.total_memory / 2**20),
+        "l2Mb": round(l2, 2) if l2 else 1,
+        "pcieBytesPerMs": round(bytes_per_ms),
+        # MPS accepts any integer percentage; the scheduler hands out steps of one SM's worth or 1%.
+        "mpsUnitPct": max(1, round(100 / p.multi_processor_count, 2)),
+    }
+
+
+def solo(args):
+    facts = gpu_facts()
+    log("gpu", json.dumps(facts))
+    models, points = {}, []
+    for name in args.models:
+        for i, pct in enumerate(args.pcts):
+            extra = ["--mode", "solo", "--batches", ",".join(map(str, args.batches)), "--seconds", str(args.seconds)]
+            if pct == 100:
+                extra.append("--kernels")
+            p = spawn(name, pct, extra)
+            line = p.communicate()[0].strip().splitlines()[-1]
+            r = json.loads(line)
+            for pt in r["points"]:
+                points.append({"model": name, "batch": pt["batch"], "pct": pct, "latencyMs": round(pt["latencyMs"], 5)})
+            if pct == 100:
+                # Memory: context + reserved, linear in batch (least squares).
+                bs = [pt["batch"] for pt in r["points"]]
+                mem = [pt["reservedMb"] + r["contextMb"] for pt in r["points"]]
+                n = len(bs)
+                mb, mm = sum(bs) / n, sum(mem) / n
+                slope = sum((b - mb) * (m - mm) for b, m in zip(bs, mem)) / max(1e-9, sum((b - mb) ** 2 for b in bs))
+                models[name] = {
+                    "inputBytes": 4 * INPUT_SHAPE[0] * INPUT_SHAPE[1] * INPUT_SHAPE[2],
+                    "outputBytes": 4 * 1000,
+                    "kernels": max(1, r["kernels"]),
+                    "schedSoloMs": round(r["idleMs"], 5),
+                    "memory": {"baseMb": round(max(0, mm - slope * mb), 1), "perBatchMb": round(max(0, slope), 3)},
+                    "notes": [f"torchvision.models.{MODELS[name]}(weights=None), fp32, eager PyTorch, cudnn.benchmark; kernels and idle gaps from torch.profiler at batch 1"],
+                }
+    json.dump({"format": "inss-measurements/1", "gpu": facts, "models": models, "solo": points, "colocated": []}, open(args.out, "w"), indent=1)
+    log("wrote", args.out)
+
+
+def pairs(args):
+    import tempfile
+
+    runs = []
+    for pair in args.pairs:
+        a, b = pair.split(":")
+        for split in args.splits:
+            for batch in args.batches:
+                d = tempfile.mkdtemp()
+                procs = []
+                for name, pct, tag in ((a, split, "a"), (b, 100 - split, "b")):
+                    extra = ["--mode", "pair", "--batches", str(batch), "--seconds", str(args.seconds), "--ready", f"{d}/{tag}.ready", "--go", f"{d}/go"]
+                    procs.append(spawn(name, pct, extra))
+                t0 = time.time()
+                while not (os.path.exists(f"{d}/a.ready") and os.path.exists(f"{d}/b.ready")):
+                    if time.time() - t0 > 120:
+                        raise SystemExit("pair workers never became ready")
+                    time.sleep(0.01)
+                open(f"{d}/go", "w").close()
+                outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+                run = [{"model": o["model"], "batch": batch, "pct": o["pct"], "latencyMs": round(o["points"][0]["latencyMs"], 5)} for o in outs]
+                log("  pair", json.dumps(run))
+                runs.append({"runs": run})
+    json.dump({"colocated": runs}, open(args.out, "w"), indent=1)
+    log("wrote", args.out)
+
+
+def merge(args):
+    base = json.load(open(args.files[0]))
+    for f in args.files[1:]:
+        base["colocated"] += json.load(open(f))["colocated"]
+    json.dump(base, open(args.out, "w"), indent=1)
+
+
+def probe(_args):
+    import torch
+    import torchvision
+
+    log("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.cuda.is_available())
+    log("gpu", json.dumps(gpu_facts()))
+    log("MPS env", os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ints = lambda s: [int(x) for x in s.split(",")]
+    w = sub.add_parser("worker")
+    w.add_argument("--model", required=True, choices=sorted(MODELS))
+    w.add_argument("--pct", type=int, required=True)
+    w.add_argument("--mode", choices=["solo", "pair"], required=True)
+    w.add_argument("--batches", type=ints, required=True)
+    w.add_argument("--seconds", type=float, default=1.0)
+    w.add_argument("--kernels", action="store_true")
+    w.add_argument("--ready")
+    w.add_argument("--go")
+    s = sub.add_parser("solo")
+    s.add_argument("--out", required=True)
+    s.add_argument("--models", type=lambda v: v.split(","), default=list(MODELS))
+    s.add_argument("--pcts", type=ints, default=[10, 25, 50, 100])
+    s.add_argument("--batches", type=ints, default=[1, 2, 4, 8, 16, 32])
+    s.add_argument("--seconds", type=float, default=0.6)
+    p = sub.add_parser("pairs")
+    p.add_argument("--out", required=True)
+    p.add_argument("--pairs", type=lambda v: v.split(","), default=["resnet50:vgg16", "alexnet:resnet50", "mobilenet:efficientnet", "resnet18:vgg19"])
+    p.add_argument("--splits", type=ints, default=[30, 50, 70])
+    p.add_argument("--batches", type=ints, default=[4, 16])
+    p.add_argument("--seconds", type=float, default=2.0)
+    m = sub.add_parser("merge")
+    m.add_argument("--out", required=True)
+    m.add_argument("files", nargs="+")
+    sub.add_parser("probe")
+    args = ap.parse_args()
+    {"worker": worker, "solo": solo, "pairs": pairs, "merge": merge, "probe": probe}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
