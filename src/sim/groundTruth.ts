@@ -60,6 +60,16 @@ export class GroundTruth {
     return Math.exp(this.sigmaNoise * this.noise.normal() - (this.sigmaNoise * this.sigmaNoise) / 2);
   }
 
+  /**
+   * What the ground truth multiplies the latency model's prediction by for one batch: the
+   * configuration's systematic error, fresh per-batch noise, and the DRAM contention of the
+   * neighbours running beside it (`dramLoad` = sum over them of pct_j / 100 * dramIntensity(j)).
+   * The simulator and the simulated worker (agent/simWorker.ts) both time batches with it.
+   */
+  batchFactor(gpuType: number, model: number, batch: number, pct: number, dramLoad: number): number {
+    return this.systematicFactor(gpuType, model, batch, pct) * this.noiseFactor() * (1 + this.settings.dramAlpha * dramLoad);
+  }
+
   /** DRAM intensity of a model, in [0.5, 1.5], fixed by the seed. */
   dramIntensity(model: number): number {
     return 0.5 + mixSeed(this.settings.seed, 0x6472616d, model) / 4294967296;

@@ -23,6 +23,7 @@
 import { throughputPerS } from '../model/latency.js';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../policy/types.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
+import { dispatchStep, MAX_PRED_BATCH, predictedMs as predictedOf, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
@@ -145,7 +146,6 @@ interface Worker {
   replaces: Worker | null;
 }
 
-const MAX_PRED_BATCH = 64;
 
 export function simulate(input: SimInput): SimResult {
   const { cluster, settings, policy } = input;
@@ -207,26 +207,9 @@ export function simulate(input: SimInput): SimResult {
 
   /** Recomputes every worker's predicted t_inf table on a GPU (its placements as the scheduler sees them). */
   function refreshPredictions(g: number): void {
-    const gpu = cluster.gpus[g]!;
     // Workers that serve: a shadow still warming up runs no task batches and is not counted.
     const onGpu = liveOnGpu(g).filter((w) => w.state === State.Active || w.state === State.Retiring);
-    const timeshare = gpuModes[g] === 'timeshare';
-    for (const w of onGpu) {
-      const peers = timeshare ? [w] : onGpu.filter((x) => x === w || x.model !== w.model);
-      const n = peers.length;
-      scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = n;
-      const self = peers.indexOf(w);
-      peers.forEach((x, k) => {
-        scratchModels[k] = gpu.profileIndex[x.model]!;
-        scratchBatches[k] = x.batch;
-        scratchPcts[k] = timeshare ? 100 : x.pct;
-      });
-      for (let b = 1; b < MAX_PRED_BATCH; b++) {
-        scratchBatches[self] = b;
-        gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, n, scratchOut);
-        w.predicted[b] = scratchOut[self]!;
-      }
-    }
+    onGpu.forEach((w, k) => predictionTable(cluster.gpus[g]!, onGpu, k, gpuModes[g] === 'timeshare', w.predicted));
   }
 
   function accountShares(nowMs: number): void {
@@ -257,7 +240,7 @@ export function simulate(input: SimInput): SimResult {
       scratchBatches[0] = size;
       scratchPcts[0] = 100;
       gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, 1, scratchOut);
-      t = scratchOut[0]! * truth.systematicFactor(gpuType[g]!, w.model, size, 100) * truth.noiseFactor();
+      t = scratchOut[0]! * truth.batchFactor(gpuType[g]!, w.model, size, 100, 0);
       gpuBusy[g] = 1;
     } else {
       // The models running on this GPU now, and this batch.
@@ -276,7 +259,7 @@ export function simulate(input: SimInput): SimResult {
       }
       scratchOut.length = scratchModels.length;
       gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
-      t = scratchOut[0]! * truth.systematicFactor(gpuType[g]!, w.model, size, w.pct) * truth.noiseFactor() * (1 + settings.groundTruth.dramAlpha * dram);
+      t = scratchOut[0]! * truth.batchFactor(gpuType[g]!, w.model, size, w.pct, dram);
     }
     w.busy = true;
     w.size = size;
@@ -287,7 +270,7 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function predictedMs(w: Worker, size: number): number {
-    return size < MAX_PRED_BATCH ? w.predicted[size]! : w.predicted[MAX_PRED_BATCH - 1]! * (size / (MAX_PRED_BATCH - 1));
+    return predictedOf(w.predicted, size);
   }
 
   function canRun(w: Worker): boolean {
@@ -300,24 +283,30 @@ export function simulate(input: SimInput): SimResult {
     timer[m] = Infinity;
     for (const w of workers) {
       if (w.model !== m || !canRun(w)) continue;
-      // Drop head tasks that cannot meet their SLO even if their batch starts now.
-      while (q.length > 0 && nowMs + predictedMs(w, Math.min(q.length, w.batch)) > q.peek() + sloMs[m]!) {
-        q.shift();
-        dropped[m]! += 1;
-        epochDropped[m]! += 1;
-        epochMissed++;
+      for (;;) {
+        const step = dispatchStep({
+          nowMs,
+          queued: q.length,
+          headArrivalMs: q.length > 0 ? q.peek() : 0,
+          sloMs: sloMs[m]!,
+          batch: w.batch,
+          timeoutMs: w.timeoutMs,
+          slack: settings.dispatchSlack,
+          predicted: w.predicted,
+        });
+        if (step.kind === 'empty') return;
+        if (step.kind === 'drop') {
+          // The head task cannot meet its SLO even if its batch starts now.
+          q.shift();
+          dropped[m]! += 1;
+          epochDropped[m]! += 1;
+          epochMissed++;
+          continue;
+        }
+        if (step.kind === 'start') startBatch(w, nowMs, step.size);
+        else if (step.untilMs < timer[m]!) timer[m] = step.untilMs;
+        break;
       }
-      if (q.length === 0) return;
-      const size = Math.min(q.length, w.batch);
-      const head = q.peek();
-      const latestStart = head + sloMs[m]! - (1 + settings.dispatchSlack) * predictedMs(w, size);
-      const timeoutAt = Number.isNaN(w.timeoutMs) ? Infinity : head + w.timeoutMs;
-      if (q.length >= w.batch || nowMs >= timeoutAt || nowMs >= latestStart) {
-        startBatch(w, nowMs, size);
-        continue;
-      }
-      const wake = Math.min(timeoutAt, latestStart);
-      if (wake < timer[m]) timer[m] = wake;
     }
   }
 

@@ -1,0 +1,306 @@
+// The node agent: connects to the scheduler's WebSocket hub, says which GPUs it has, and reconciles
+// its worker processes toward the scheduler's desired set (STYLE.md: reconcile toward a goal state).
+//
+// - Desired workers that do not run are started; a worker that dies while still desired is restarted
+//   with backoff (its in-flight batches are answered with `worker-failed` errors first).
+// - Workers that are no longer desired stop taking batches, finish the ones they hold and get SIGTERM.
+//   The scheduler orders a shadow swap by desiring the new worker beside the old one and dropping the
+//   old one only once the new one is ready and the old one's batches are back (scheduler/cluster.ts).
+// - Batches for a worker that is not running (retired, restarting, unknown) are answered at once with
+//   a `batchError` saying so; the scheduler puts those tasks back in their queue.
+// - When the scheduler goes away the workers keep running and the agent reconnects with exponential
+//   backoff; its `hello` lists the workers it still runs.
+// On simulated GPUs the agent is the GPU: it tells each simulated worker which batches run beside its
+// own on the same GPU (`running`), the state a real GPU would hold.
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import WebSocket from 'ws';
+import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DesiredWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
+import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
+import type { TensorRef } from '../src/protocol/tensor.js';
+import type { RunningBatch } from '../src/protocol/worker.js';
+import { type WorkerLaunch, WorkerProcess } from './workerProcess.js';
+
+export interface AgentOptions {
+  /** ws://host:port/agents of the scheduler. */
+  readonly schedulerUrl: string;
+  readonly token: string;
+  /** Stable across restarts (default: the host name), so the scheduler gives back the same workers. */
+  readonly agentId?: string;
+  readonly gpus: readonly AgentGpu[];
+  readonly workerKind: string;
+  /** How to start the worker for a desired (model, GPU, share): the composition root decides. */
+  readonly launch: (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch;
+  readonly logger: Logger;
+  readonly telemetryMs?: number;
+  readonly reconnectMinMs?: number;
+  readonly reconnectMaxMs?: number;
+  /** Reads GPU utilisation and memory (nvidia-smi) for telemetry; absent: computed from the workers. */
+  readonly readGpus?: () => Promise<readonly { index: number; utilPct: number | null; memUsedMb: number | null }[]>;
+}
+
+interface Managed {
+  spec: DesiredWorker;
+  proc: WorkerProcess;
+  state: WorkerState;
+  message?: string;
+  restarts: number;
+  restartAtMs: number;
+  /** Batches this worker is running now (for `running` on simulated GPUs). */
+  busy: Map<string, number>;
+  batches: number;
+  latencySumMs: number;
+}
+
+export class Agent extends EventEmitter<{ connected: []; disconnected: []; workers: [WorkerStatus[]] }> {
+  readonly agentId: string;
+  private ws: WebSocket | null = null;
+  private desired = new Map<string, DesiredWorker>();
+  private readonly workers = new Map<string, Managed>();
+  private closed = false;
+  private backoffMs: number;
+  private timers: NodeJS.Timeout[] = [];
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: AgentOptions) {
+    super();
+    this.agentId = opts.agentId ?? hostname();
+    this.backoffMs = opts.reconnectMinMs ?? 200;
+    this.log = opts.logger.child({ agent: this.agentId });
+  }
+
+  start(): void {
+    this.connect();
+    this.timers.push(setInterval(() => this.reconcile(), 250));
+    this.timers.push(setInterval(() => void this.telemetry(), this.opts.telemetryMs ?? 1000));
+  }
+
+  /** Stops every worker and the connection. */
+  async stop(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.ws?.close();
+    await Promise.all([...this.workers.values()].map((w) => w.proc.stop()));
+    this.workers.clear();
+  }
+
+  /** The workers as the scheduler sees them (for tests and logs). */
+  status(): WorkerStatus[] {
+    return [...this.workers.values()].map((w) => ({
+      workerId: w.spec.workerId,
+      model: w.spec.model,
+      gpu: w.spec.gpu,
+      pct: w.spec.pct,
+      state: w.state,
+      ...(w.proc.pid !== undefined ? { pid: w.proc.pid } : {}),
+      ...(w.message !== undefined ? { message: w.message } : {}),
+    }));
+  }
+
+  private connect(): void {
+    if (this.closed) return;
+    const ws = new WebSocket(this.opts.schedulerUrl, { headers: { authorization: `Bearer ${this.opts.token}` }, maxPayload: 1 << 30 });
+    this.ws = ws;
+    ws.binaryType = 'nodebuffer';
+    ws.on('open', () => {
+      this.backoffMs = this.opts.reconnectMinMs ?? 200;
+      this.log.info({ url: this.opts.schedulerUrl }, 'connected to the scheduler');
+      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: this.agentId, hostname: hostname(), workerKind: this.opts.workerKind, gpus: [...this.opts.gpus], workers: this.status() });
+      this.emit('connected');
+    });
+    ws.on('message', (data: Buffer) => this.onMessage(data));
+    ws.on('unexpected-response', (_req, res) => {
+      this.log.error({ status: res.statusCode }, res.statusCode === 401 ? 'the scheduler refused the token' : 'the scheduler refused the connection');
+    });
+    ws.on('error', (e) => this.log.warn({ err: e.message }, 'scheduler connection error'));
+    ws.on('close', () => {
+      if (this.ws === ws) this.ws = null;
+      this.emit('disconnected');
+      if (this.closed) return;
+      const delay = this.backoffMs;
+      this.backoffMs = Math.min(this.opts.reconnectMaxMs ?? 5000, this.backoffMs * 2);
+      this.log.info({ retryInMs: delay }, 'scheduler connection closed; reconnecting');
+      this.reconnectTimer = setTimeout(() => this.connect(), delay);
+    });
+  }
+
+  private send(msg: FromAgent, payload?: Uint8Array): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeFrame(msg, payload));
+  }
+
+  private onMessage(data: Buffer): void {
+    let frame;
+    try {
+      frame = decodeFrame(data);
+    } catch (e) {
+      this.log.error({ err: (e as Error).message }, 'bad frame from the scheduler; closing');
+      this.ws?.close(1002, 'bad frame');
+      return;
+    }
+    const parsed = ToAgentSchema.safeParse(frame.header);
+    if (!parsed.success) {
+      this.log.error({ err: describeZodError(parsed.error) }, 'bad message from the scheduler; closing');
+      this.ws?.close(1002, 'bad message');
+      return;
+    }
+    const m = parsed.data;
+    switch (m.type) {
+      case 'welcome':
+        break;
+      case 'desired':
+        this.desired = new Map(m.workers.map((w) => [w.workerId, w]));
+        this.reconcile();
+        break;
+      case 'batch':
+        void this.runBatch(m.batchId, m.workerId, m.size, m.inputs, frame.payload);
+        break;
+      case 'error':
+        this.log.error({ err: m.message }, 'the scheduler reports an error');
+        break;
+    }
+  }
+
+  private async runBatch(batchId: string, workerId: string, size: number, inputs: readonly TensorRef[], payload: Buffer): Promise<void> {
+    const w = this.workers.get(workerId);
+    if (!w || w.state !== 'ready') {
+      const reason = !w ? (this.desired.has(workerId) ? 'worker-failed' : 'unknown-worker') : w.state === 'draining' ? 'worker-retired' : 'worker-failed';
+      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message: `worker ${workerId} is ${w ? w.state : 'not running on this agent'}` });
+      return;
+    }
+    const gpu = this.opts.gpus.find((g) => g.index === w.spec.gpu);
+    let running: RunningBatch[] | undefined;
+    if (gpu?.simulated) {
+      running = [];
+      for (const x of this.workers.values()) {
+        if (x === w || x.spec.gpu !== w.spec.gpu) continue;
+        for (const b of x.busy.values()) running.push({ model: x.spec.model, batch: b, pct: x.spec.pct });
+      }
+    }
+    w.busy.set(batchId, size);
+    const o = await w.proc.run(batchId, size, inputs, payload, running);
+    w.busy.delete(batchId);
+    if (o.kind === 'result') {
+      w.batches++;
+      w.latencySumMs += o.latencyMs;
+      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'result', batchId, workerId, latencyMs: o.latencyMs, outputs: [...o.outputs] }, o.payload);
+    } else {
+      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason: o.kind === 'died' ? 'worker-failed' : 'bad-batch', message: o.message });
+    }
+    if ((w.state as WorkerState) === 'draining' && w.busy.size === 0) void this.retire(w);
+  }
+
+  /** One pass of the reconcile loop; cheap, called every 250 ms and on every desired-state message. */
+  private reconcile(): void {
+    const now = Date.now();
+    for (const spec of this.desired.values()) {
+      const w = this.workers.get(spec.workerId);
+      if (!w) {
+        this.spawn(spec, 0);
+      } else if (w.state === 'failed' && now >= w.restartAtMs) {
+        this.spawn(spec, w.restarts + 1);
+      }
+    }
+    for (const w of this.workers.values()) {
+      if (this.desired.has(w.spec.workerId) || w.state === 'draining') continue;
+      if (w.state === 'failed') {
+        this.workers.delete(w.spec.workerId);
+        this.reportWorkers();
+        continue;
+      }
+      w.state = 'draining';
+      this.reportWorkers();
+      if (w.busy.size === 0) void this.retire(w);
+    }
+  }
+
+  private spawn(spec: DesiredWorker, restarts: number): void {
+    const gpu = this.opts.gpus.find((g) => g.index === spec.gpu);
+    if (!gpu) {
+      this.workers.set(spec.workerId, this.managed(spec, null, restarts, `GPU ${spec.gpu} does not exist on this agent`));
+      this.reportWorkers();
+      return;
+    }
+    let launch: WorkerLaunch;
+    try {
+      launch = this.opts.launch(spec, gpu);
+    } catch (e) {
+      this.workers.set(spec.workerId, this.managed(spec, null, restarts, (e as Error).message));
+      this.reportWorkers();
+      return;
+    }
+    const proc = new WorkerProcess(launch);
+    const w = this.managed(spec, proc, restarts);
+    this.workers.set(spec.workerId, w);
+    proc.on('stderr', (line) => this.log.debug({ worker: spec.workerId, line }, 'worker stderr'));
+    proc.on('exit', (message) => {
+      if (this.workers.get(spec.workerId) !== w) return;
+      if (w.state === 'draining') {
+        this.workers.delete(spec.workerId);
+      } else {
+        this.log.warn({ worker: spec.workerId, message, restarts: w.restarts }, 'worker exited');
+        w.state = 'failed';
+        w.message = message;
+        w.restartAtMs = Date.now() + Math.min(10_000, 500 * 2 ** w.restarts);
+      }
+      this.reportWorkers();
+    });
+    proc.start();
+    this.reportWorkers();
+    proc.ready.then(
+      (info) => {
+        if (this.workers.get(spec.workerId) !== w || w.state !== 'starting') return;
+        w.state = 'ready';
+        this.log.info({ worker: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, pid: info.pid, warmupMs: Math.round(info.warmupMs), device: info.device }, 'worker ready');
+        this.reportWorkers();
+      },
+      () => undefined, // the exit handler reports it
+    );
+  }
+
+  private managed(spec: DesiredWorker, proc: WorkerProcess | null, restarts: number, failure?: string): Managed {
+    const w: Managed = {
+      spec,
+      proc: proc ?? new WorkerProcess({ command: '', args: [], env: {} }),
+      state: failure ? 'failed' : 'starting',
+      restarts,
+      restartAtMs: failure ? Date.now() + Math.min(10_000, 500 * 2 ** restarts) : 0,
+      busy: new Map(),
+      batches: 0,
+      latencySumMs: 0,
+    };
+    if (failure) w.message = failure;
+    return w;
+  }
+
+  private async retire(w: Managed): Promise<void> {
+    await w.proc.stop();
+    if (this.workers.get(w.spec.workerId) === w) this.workers.delete(w.spec.workerId);
+    this.reportWorkers();
+  }
+
+  private reportWorkers(): void {
+    const s = this.status();
+    this.send({ v: AGENT_PROTOCOL_VERSION, type: 'workers', workers: s });
+    this.emit('workers', s);
+  }
+
+  private async telemetry(): Promise<void> {
+    const workers = [...this.workers.values()].map((w) => {
+      const r = { workerId: w.spec.workerId, batches: w.batches, meanLatencyMs: w.batches > 0 ? w.latencySumMs / w.batches : null };
+      w.batches = 0;
+      w.latencySumMs = 0;
+      return r;
+    });
+    let gpus: { index: number; utilPct: number | null; memUsedMb: number | null }[];
+    try {
+      gpus = this.opts.readGpus ? [...(await this.opts.readGpus())] : this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'reading GPU telemetry failed');
+      gpus = this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
+    }
+    this.send({ v: AGENT_PROTOCOL_VERSION, type: 'telemetry', gpus, workers });
+  }
+}

@@ -1,0 +1,205 @@
+// The simulated worker: a real child process that speaks the worker protocol
+// (src/protocol/worker.ts, docs/worker-protocol.md) and answers each batch after the time the
+// simulator's ground truth gives for its GPU, its share and the batches running beside it, so the
+// whole system runs end to end without a GPU. The agent launches it as
+//
+//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--zero-time] [--seed N] [--gpu-type K]
+//
+// Timing: t = t_inf(predicted for this batch and the `running` neighbours the agent reports)
+//   x GroundTruth.batchFactor (systematic error per configuration, per-batch noise, DRAM contention),
+// the same formula the discrete-event simulator uses (src/sim/simulator.ts). With --zero-time it
+// answers at once (the system-overhead benchmark).
+// Output: a deterministic function of the input, so tests can check that every answer belongs to its
+// request: for each sample, output[k] = mean of the input elements i with i mod K == k (K outputs).
+// Batches run one at a time in arrival order. SIGTERM or stdin closing: answer what was received, exit 0.
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { LatencyModel } from '../src/model/predictor.js';
+import { parseProfile } from '../src/profile/schema.js';
+import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
+import { elementCount, modelSignature, tensorBytes, type TensorRef } from '../src/protocol/tensor.js';
+import { type FromWorker, type ToWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import { DEFAULT_GROUND_TRUTH, GroundTruth } from '../src/sim/groundTruth.js';
+
+const { values: opts } = parseArgs({
+  options: {
+    model: { type: 'string' },
+    profile: { type: 'string' },
+    pct: { type: 'string' },
+    seed: { type: 'string', default: '1' },
+    'gpu-type': { type: 'string', default: '0' },
+    'zero-time': { type: 'boolean', default: false },
+    'warmup-ms': { type: 'string', default: '300' },
+    'systematic-error-pct': { type: 'string', default: String(DEFAULT_GROUND_TRUTH.systematicErrorPct) },
+    'noise-pct': { type: 'string', default: String(DEFAULT_GROUND_TRUTH.noisePct) },
+    'dram-alpha': { type: 'string', default: String(DEFAULT_GROUND_TRUTH.dramAlpha) },
+  },
+  strict: true,
+});
+
+function send(msg: FromWorker, payload?: Uint8Array): void {
+  process.stdout.write(encodeFrame(msg, payload));
+}
+
+function die(message: string): never {
+  send({ v: WORKER_PROTOCOL_VERSION, type: 'fatal', message });
+  process.stderr.write(`simWorker: ${message}\n`);
+  process.exitCode = 1;
+  // Let stdout flush before exiting.
+  setImmediate(() => process.exit(1));
+  throw new Error(message);
+}
+
+function num(name: keyof typeof opts, min: number, max: number): number {
+  const raw = opts[name];
+  const v = Number(raw);
+  if (typeof raw !== 'string' || !Number.isFinite(v) || v < min || v > max) die(`--${name}: expected a number in [${min}, ${max}], got '${String(raw)}'`);
+  return v;
+}
+
+if (!opts.model) die('--model is required');
+if (!opts.profile) die('--profile is required');
+const pct = num('pct', 0.5, 100);
+const seed = num('seed', 0, 2 ** 32 - 1);
+const gpuType = num('gpu-type', 0, 1000);
+const warmupMs = num('warmup-ms', 0, 600_000);
+const zeroTime = opts['zero-time'];
+
+let profileText: string;
+try {
+  profileText = readFileSync(opts.profile, 'utf8');
+} catch (e) {
+  die(`--profile ${opts.profile}: cannot read: ${(e as Error).message}`);
+}
+const profile = parseProfile(JSON.parse(profileText) as unknown, opts.profile);
+const latency = LatencyModel.compile(profile);
+const modelName = opts.model;
+const modelIdx = latency.modelIndex(modelName);
+if (modelIdx < 0) die(`--model ${modelName}: not in profile ${profile.id} (has ${latency.modelNames.join(', ')})`);
+const mp = profile.models[modelName]!;
+const signature = modelSignature(mp.inputBytes, mp.outputBytes);
+const input = signature.inputs[0]!;
+const output = signature.outputs[0]!;
+const inPerSample = elementCount(input.shape);
+const outPerSample = elementCount(output.shape);
+const truth = new GroundTruth({
+  seed,
+  systematicErrorPct: num('systematic-error-pct', 0, 100),
+  noisePct: num('noise-pct', 0, 100),
+  dramAlpha: num('dram-alpha', 0, 10),
+});
+
+/** Ground-truth time of a batch with the given neighbours (ms). */
+function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'batch' }>['running']>): number {
+  if (zeroTime) return 0;
+  const models = [modelIdx];
+  const batches = [size];
+  const pcts = [pct];
+  let dram = 0;
+  for (const r of running) {
+    const j = latency.modelIndex(r.model);
+    if (j < 0) continue; // a model this profile does not know cannot be timed; it adds no interference
+    models.push(j);
+    batches.push(r.batch);
+    pcts.push(r.pct);
+    dram += (r.pct / 100) * truth.dramIntensity(j);
+  }
+  const out = new Array<number>(models.length).fill(0);
+  latency.predictGpu(models, batches, pcts, models.length, out);
+  return out[0]! * truth.batchFactor(gpuType, modelIdx, size, pct, dram);
+}
+
+/** The deterministic stand-in for a forward pass (see the header). */
+function forward(payload: Buffer, size: number): Buffer {
+  const x = new Float32Array(payload.buffer, payload.byteOffset, size * inPerSample);
+  const y = new Float32Array(size * outPerSample);
+  for (let s = 0; s < size; s++) {
+    const base = s * inPerSample;
+    const sums = new Float64Array(outPerSample);
+    const counts = new Uint32Array(outPerSample);
+    for (let i = 0; i < inPerSample; i++) {
+      const k = i % outPerSample;
+      sums[k] = sums[k]! + x[base + i]!;
+      counts[k] = counts[k]! + 1;
+    }
+    for (let k = 0; k < outPerSample; k++) y[s * outPerSample + k] = counts[k]! > 0 ? sums[k]! / counts[k]! : 0;
+  }
+  return Buffer.from(y.buffer);
+}
+
+function checkBatch(b: Extract<ToWorker, { type: 'batch' }>, payload: Buffer): string | null {
+  if (b.inputs.length !== 1) return `expected 1 input, got ${b.inputs.length}`;
+  const t: TensorRef = b.inputs[0]!;
+  if (t.name !== input.name) return `input '${t.name}': expected '${input.name}'`;
+  if (t.datatype !== input.datatype) return `input '${t.name}': datatype ${t.datatype}, expected ${input.datatype}`;
+  const want = [b.size, ...input.shape];
+  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) return `input '${t.name}': shape [${t.shape.join(',')}], expected [${want.join(',')}]`;
+  if (t.byteLength !== tensorBytes(t.datatype, t.shape) || payload.length !== t.byteLength) {
+    return `input '${t.name}': ${payload.length} payload bytes (byteLength ${t.byteLength}), expected ${tensorBytes(t.datatype, t.shape)}`;
+  }
+  return null;
+}
+
+// Batches are served one at a time, in order.
+const pending: { msg: Extract<ToWorker, { type: 'batch' }>; payload: Buffer }[] = [];
+let serving = false;
+let closing = false;
+
+async function serve(): Promise<void> {
+  if (serving) return;
+  serving = true;
+  while (pending.length > 0) {
+    const { msg, payload } = pending.shift()!;
+    const problem = checkBatch(msg, payload);
+    if (problem) {
+      send({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: problem });
+      continue;
+    }
+    const started = performance.now();
+    const t = batchMs(msg.size, msg.running ?? []);
+    const out = forward(payload, msg.size);
+    const left = t - (performance.now() - started);
+    if (left > 0) await sleep(left);
+    const shape = [msg.size, ...output.shape];
+    send({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs: performance.now() - started, outputs: [{ name: output.name, datatype: output.datatype, shape, byteLength: out.length }] }, out);
+  }
+  serving = false;
+  if (closing) process.exit(0);
+}
+
+function finish(): void {
+  closing = true;
+  if (!serving) process.exit(0);
+}
+
+const decoder = new FrameDecoder();
+let ready = false;
+process.stdin.on('data', (chunk: Buffer) => {
+  let frames;
+  try {
+    frames = decoder.push(chunk);
+  } catch (e) {
+    die(`stdin is not a frame stream: ${(e as Error).message}`);
+  }
+  for (const f of frames) {
+    const parsed = ToWorkerSchema.safeParse(f.header);
+    if (!parsed.success) {
+      const id = (f.header as { id?: unknown } | null)?.id;
+      send({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: typeof id === 'string' ? id : '', message: `bad message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      continue;
+    }
+    pending.push({ msg: parsed.data, payload: f.payload });
+  }
+  if (ready) void serve();
+});
+process.stdin.on('end', finish);
+process.on('SIGTERM', finish);
+process.on('SIGINT', finish);
+
+// "Loading and warming up the model": the time a real worker needs before its first batch.
+const t0 = performance.now();
+await sleep(warmupMs);
+ready = true;
+send({ v: WORKER_PROTOCOL_VERSION, type: 'ready', model: modelName, pid: process.pid, warmupMs: performance.now() - t0, device: `simulated ${profile.gpu.name} at ${pct}%` });
+void serve();

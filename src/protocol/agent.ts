@@ -1,0 +1,87 @@
+// Scheduler <-> agent messages (protocol version 1): the headers of frames.ts frames, one frame per
+// WebSocket binary message. The agent authenticates the WebSocket upgrade with
+// `Authorization: Bearer <token>`. docs/agent-protocol.md describes the exchange.
+import { z } from 'zod';
+import { TensorRefSchema } from './tensor.js';
+
+export const AGENT_PROTOCOL_VERSION = 1;
+const v = z.literal(AGENT_PROTOCOL_VERSION);
+
+export const AgentGpuSchema = z
+  .object({
+    /** The GPU's index on its machine (CUDA_VISIBLE_DEVICES), or the simulated GPU's index. */
+    index: z.number().int().nonnegative(),
+    uuid: z.string(),
+    name: z.string(),
+    memMb: z.number().nonnegative(),
+    /** The inss profile that describes this GPU type (null when no profile matches it). */
+    profile: z.string().nullable(),
+    simulated: z.boolean(),
+  })
+  .strict();
+export type AgentGpu = z.infer<typeof AgentGpuSchema>;
+
+export const WorkerStateSchema = z.enum(['starting', 'ready', 'draining', 'failed']);
+export type WorkerState = z.infer<typeof WorkerStateSchema>;
+
+export const WorkerStatusSchema = z
+  .object({
+    workerId: z.string(),
+    model: z.string(),
+    gpu: z.number().int().nonnegative(),
+    pct: z.number().positive().max(100),
+    state: WorkerStateSchema,
+    pid: z.number().int().optional(),
+    message: z.string().optional(),
+  })
+  .strict();
+export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
+
+export const DesiredWorkerSchema = z
+  .object({ workerId: z.string().min(1), model: z.string().min(1), gpu: z.number().int().nonnegative(), pct: z.number().positive().max(100) })
+  .strict();
+export type DesiredWorker = z.infer<typeof DesiredWorkerSchema>;
+
+export const BatchErrorReasonSchema = z.enum(['worker-failed', 'worker-retired', 'unknown-worker', 'bad-batch']);
+export type BatchErrorReason = z.infer<typeof BatchErrorReasonSchema>;
+
+export const FromAgentSchema = z.discriminatedUnion('type', [
+  z
+    .object({
+      v,
+      type: z.literal('hello'),
+      agentId: z.string().min(1).max(200),
+      hostname: z.string(),
+      workerKind: z.string(),
+      gpus: z.array(AgentGpuSchema),
+      /** Workers still running from before a reconnect (the scheduler adopts or stops them). */
+      workers: z.array(WorkerStatusSchema),
+    })
+    .strict(),
+  z.object({ v, type: z.literal('workers'), workers: z.array(WorkerStatusSchema) }).strict(),
+  z
+    .object({
+      v,
+      type: z.literal('telemetry'),
+      gpus: z.array(z.object({ index: z.number().int(), utilPct: z.number().nullable(), memUsedMb: z.number().nullable() }).strict()),
+      workers: z.array(z.object({ workerId: z.string(), batches: z.number().int().nonnegative(), meanLatencyMs: z.number().nullable() }).strict()),
+    })
+    .strict(),
+  z.object({ v, type: z.literal('result'), batchId: z.string(), workerId: z.string(), latencyMs: z.number().nonnegative(), outputs: z.array(TensorRefSchema) }).strict(),
+  z.object({ v, type: z.literal('batchError'), batchId: z.string(), workerId: z.string(), reason: BatchErrorReasonSchema, message: z.string() }).strict(),
+]);
+export type FromAgent = z.infer<typeof FromAgentSchema>;
+
+export const ToAgentSchema = z.discriminatedUnion('type', [
+  z.object({ v, type: z.literal('welcome'), heartbeatMs: z.number().int().positive() }).strict(),
+  /** The whole set of workers this agent should run; it reconciles toward it (shadow swaps for new shares). */
+  z.object({ v, type: z.literal('desired'), generation: z.number().int().nonnegative(), workers: z.array(DesiredWorkerSchema) }).strict(),
+  z.object({ v, type: z.literal('batch'), batchId: z.string(), workerId: z.string(), size: z.number().int().positive(), inputs: z.array(TensorRefSchema) }).strict(),
+  z.object({ v, type: z.literal('error'), message: z.string() }).strict(),
+]);
+export type ToAgent = z.infer<typeof ToAgentSchema>;
+
+/** Rejects a message that fails its schema with the field path (the peer is told, then closed). */
+export function describeZodError(e: z.ZodError): string {
+  return e.issues.map((i) => `${i.path.join('.') || '(message)'}: ${i.message}`).join('; ');
+}
