@@ -112,7 +112,9 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
 
 /** The deterministic stand-in for a forward pass (see the header). */
 function forward(payload: Buffer, size: number): Buffer {
-  const x = new Float32Array(payload.buffer, payload.byteOffset, size * inPerSample);
+  // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
+  const aligned = payload.byteOffset % 4 === 0 ? payload : Buffer.from(payload);
+  const x = new Float32Array(aligned.buffer, aligned.byteOffset, size * inPerSample);
   const y = new Float32Array(size * outPerSample);
   for (let s = 0; s < size; s++) {
     const base = s * inPerSample;

@@ -92,7 +92,8 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
     p.stdin.on('error', () => undefined); // EPIPE after a crash; the exit handler reports it
     void p.then((r) => {
       const how = r.signal ? `killed by ${r.signal}` : `exited with code ${String(r.exitCode)}`;
-      const tail = errTail.trim().split('\n').slice(-3).join(' | ');
+      const lines = errTail.trim().split('\n').filter((l) => l.trim() && !l.trimStart().startsWith('at '));
+      const tail = lines.slice(-3).join(' | ');
       this.onExit(`worker ${how}${this.exitMessage ? `: ${this.exitMessage}` : ''}${tail && !this.exitMessage ? ` (stderr: ${tail})` : ''}`);
     });
   }

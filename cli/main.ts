@@ -16,6 +16,7 @@ import type { BackendName } from '../rl/backend.js';
 import { BUILTIN_POLICY_DIR } from './profiles.js';
 import { existsSync } from 'node:fs';
 import { registerDerive } from './derive.js';
+import { registerServe } from './serve.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
 
@@ -152,6 +153,8 @@ export function buildProgram(argv: readonly string[]): Command {
       const { backend, ...rest } = opts;
       process.exitCode = await runTrain({ ...rest, ...(backend !== undefined ? { backend: backend as BackendName } : {}), noInterference: !opts.interference }, argv);
     });
+
+  registerServe(program);
 
   return program;
 }

@@ -20,7 +20,51 @@ const MIGRATIONS: readonly string[] = [
      policy_path TEXT,
      out_dir TEXT NOT NULL
    )`,
+  // The scheduler service: agents and their GPUs, the workers it wants (placements), each decision.
+  `CREATE TABLE agents (
+     agent_id TEXT PRIMARY KEY,
+     hostname TEXT NOT NULL,
+     worker_kind TEXT NOT NULL,
+     gpus_json TEXT NOT NULL,
+     connected INTEGER NOT NULL,
+     last_seen TEXT NOT NULL
+   );
+   CREATE TABLE placements (
+     worker_id TEXT PRIMARY KEY,
+     agent_id TEXT NOT NULL,
+     gpu INTEGER NOT NULL,
+     model TEXT NOT NULL,
+     pct REAL NOT NULL,
+     batch INTEGER NOT NULL,
+     role TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE TABLE decisions (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     at TEXT NOT NULL,
+     policy TEXT NOT NULL,
+     rates_json TEXT NOT NULL,
+     deployment_json TEXT NOT NULL,
+     decide_ms REAL NOT NULL
+   );
+   CREATE TABLE policies (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     name TEXT NOT NULL,
+     source TEXT,
+     data_json TEXT,
+     loaded_at TEXT NOT NULL
+   )`,
 ];
+
+export interface PlacementRow {
+  readonly workerId: string;
+  readonly agentId: string;
+  readonly gpu: number;
+  readonly model: string;
+  readonly pct: number;
+  readonly batch: number;
+  readonly role: string;
+}
 
 export interface TrainingRun {
   readonly id: number;
@@ -115,6 +159,67 @@ export class Store {
 
   trainingRuns(): TrainingRun[] {
     return (this.db.prepare(`SELECT * FROM training_runs ORDER BY id`).all() as Row[]).map(toRun);
+  }
+
+  /** An agent registered (or reconnected) or went away. */
+  upsertAgent(a: { agentId: string; hostname: string; workerKind: string; gpus: unknown; connected: boolean; nowIso: string }): void {
+    this.db
+      .prepare(
+        `INSERT INTO agents (agent_id, hostname, worker_kind, gpus_json, connected, last_seen) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(agent_id) DO UPDATE SET hostname = excluded.hostname, worker_kind = excluded.worker_kind,
+           gpus_json = excluded.gpus_json, connected = excluded.connected, last_seen = excluded.last_seen`,
+      )
+      .run(a.agentId, a.hostname, a.workerKind, JSON.stringify(a.gpus), a.connected ? 1 : 0, a.nowIso);
+  }
+
+  setAgentConnected(agentId: string, connected: boolean, nowIso: string): void {
+    this.db.prepare(`UPDATE agents SET connected = ?, last_seen = ? WHERE agent_id = ?`).run(connected ? 1 : 0, nowIso, agentId);
+  }
+
+  agents(): { agentId: string; hostname: string; workerKind: string; gpus: unknown; connected: boolean; lastSeen: string }[] {
+    const rows = this.db.prepare(`SELECT * FROM agents ORDER BY agent_id`).all() as { agent_id: string; hostname: string; worker_kind: string; gpus_json: string; connected: number; last_seen: string }[];
+    return rows.map((r) => ({ agentId: r.agent_id, hostname: r.hostname, workerKind: r.worker_kind, gpus: JSON.parse(r.gpus_json) as unknown, connected: r.connected === 1, lastSeen: r.last_seen }));
+  }
+
+  /** Replaces the recorded placements with the workers the scheduler wants now. */
+  replacePlacements(rows: readonly PlacementRow[], nowIso: string): void {
+    this.db.transaction(() => {
+      this.db.prepare(`DELETE FROM placements`).run();
+      const ins = this.db.prepare(`INSERT INTO placements (worker_id, agent_id, gpu, model, pct, batch, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+      for (const r of rows) ins.run(r.workerId, r.agentId, r.gpu, r.model, r.pct, r.batch, r.role, nowIso);
+    })();
+  }
+
+  placements(): PlacementRow[] {
+    const rows = this.db.prepare(`SELECT worker_id, agent_id, gpu, model, pct, batch, role FROM placements ORDER BY worker_id`).all() as {
+      worker_id: string;
+      agent_id: string;
+      gpu: number;
+      model: string;
+      pct: number;
+      batch: number;
+      role: string;
+    }[];
+    return rows.map((r) => ({ workerId: r.worker_id, agentId: r.agent_id, gpu: r.gpu, model: r.model, pct: r.pct, batch: r.batch, role: r.role }));
+  }
+
+  recordDecision(d: { policy: string; ratePerS: readonly number[]; deployment: unknown; decideMs: number; nowIso: string }): void {
+    this.db.prepare(`INSERT INTO decisions (at, policy, rates_json, deployment_json, decide_ms) VALUES (?, ?, ?, ?, ?)`).run(d.nowIso, d.policy, JSON.stringify(d.ratePerS), JSON.stringify(d.deployment), d.decideMs);
+  }
+
+  decisions(limit = 100): { at: string; policy: string; ratePerS: number[]; deployment: unknown; decideMs: number }[] {
+    const rows = this.db.prepare(`SELECT * FROM decisions ORDER BY id DESC LIMIT ?`).all(limit) as { at: string; policy: string; rates_json: string; deployment_json: string; decide_ms: number }[];
+    return rows.reverse().map((r) => ({ at: r.at, policy: r.policy, ratePerS: JSON.parse(r.rates_json) as number[], deployment: JSON.parse(r.deployment_json) as unknown, decideMs: r.decide_ms }));
+  }
+
+  /** The policy the service runs (and its trained data, when it has some). */
+  recordPolicy(p: { name: string; source: string | null; data: unknown; nowIso: string }): void {
+    this.db.prepare(`INSERT INTO policies (name, source, data_json, loaded_at) VALUES (?, ?, ?, ?)`).run(p.name, p.source, p.data === undefined ? null : JSON.stringify(p.data), p.nowIso);
+  }
+
+  policies(): { name: string; source: string | null; loadedAt: string }[] {
+    const rows = this.db.prepare(`SELECT name, source, loaded_at FROM policies ORDER BY id`).all() as { name: string; source: string | null; loaded_at: string }[];
+    return rows.map((r) => ({ name: r.name, source: r.source, loadedAt: r.loaded_at }));
   }
 
   close(): void {

@@ -1,0 +1,143 @@
+// The full path's capacity and added latency (issue 5), beside a bare node:http server as the ceiling.
+//
+//   npm run bench:system [-- --seconds 10 --concurrency 64]
+//
+// 1. Ceiling: a bare node:http server in its own process that reads the body and answers 4 KB (the
+//    size of a 1000-class FP32 answer), driven closed-loop with the same client and the same body (one
+//    224x224x3 FP32 image in Triton's binary format, 602 KB), and with an empty body.
+// 2. Full path: `inss up --zero-time --policy static-even` (client -> scheduler -> agent -> simulated
+//    worker answering at once -> back), driven closed-loop across the scenario's models: tasks per second.
+// 3. Latency at half that rate: `inss loadgen` open-loop (Poisson) at 50% of the measured capacity;
+//    p50/p99 as the client sees it, and how much of it is the task buffer waiting for a batch to fill
+//    (inss_task_queue_seconds, by design of the dispatch rule) rather than overhead.
+// Both servers run on this machine with the client, so every figure includes the client's own CPU.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'inss.js');
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' } } });
+const SECONDS = Number(values.seconds);
+const CONCURRENCY = Number(values.concurrency);
+
+function imageRequest(): { body: Buffer; headers: Record<string, string> } {
+  const x = new Float32Array(3 * 224 * 224);
+  for (let i = 0; i < x.length; i++) x[i] = ((i * 2654435761) % 1000) / 1000;
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
+  return { body: Buffer.concat([header, Buffer.from(x.buffer)]), headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) } };
+}
+
+/** Closed loop: `concurrency` requests always outstanding for `seconds`; returns ok answers per second. */
+async function closedLoop(urls: readonly string[], body: Buffer, headers: Record<string, string>, seconds: number, concurrency: number): Promise<{ perS: number; errors: number; p50Ms: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const end = performance.now() + seconds * 1000;
+  let ok = 0;
+  let errors = 0;
+  const lat: number[] = [];
+  let next = 0;
+  const one = (url: string) =>
+    new Promise<void>((res) => {
+      const t0 = performance.now();
+      const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (r) => {
+        r.on('data', () => undefined);
+        r.on('end', () => {
+          if (r.statusCode === 200) {
+            ok++;
+            lat.push(performance.now() - t0);
+          } else errors++;
+          res();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        res();
+      });
+      req.end(body);
+    });
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) await one(urls[next++ % urls.length]!);
+    }),
+  );
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { perS: ok / ((performance.now() - t0) / 1000), errors, p50Ms: lat[Math.floor(lat.length / 2)] ?? NaN };
+}
+
+function start(args: string[]): { child: ChildProcess; out: () => string } {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', () => undefined);
+  return { child, out: () => out };
+}
+
+async function waitFor(get: () => string, re: RegExp, ms = 30_000): Promise<string> {
+  const t0 = Date.now();
+  for (;;) {
+    const m = re.exec(get());
+    if (m) return m[1]!;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${re}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function waitReady(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} never became ready`);
+}
+
+const BARE = `
+const http = require('node:http');
+const answer = Buffer.alloc(4000 + 200, 1);
+http.createServer((req, res) => { const parts = []; req.on('data', (d) => parts.push(d)); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': answer.length }); res.end(answer); }); })
+  .listen(0, '127.0.0.1', function () { console.log('port ' + this.address().port); });`;
+
+const img = imageRequest();
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${SECONDS} s per run, ${CONCURRENCY} requests outstanding`);
+
+const bare = start(['-e', BARE]);
+const barePort = await waitFor(bare.out, /port (\d+)/);
+const bareUrl = `http://127.0.0.1:${barePort}/`;
+await closedLoop([bareUrl], img.body, img.headers, 1, CONCURRENCY); // warm-up
+const bareImage = await closedLoop([bareUrl], img.body, img.headers, SECONDS, CONCURRENCY);
+const bareEmpty = await closedLoop([bareUrl], Buffer.alloc(0), {}, SECONDS, CONCURRENCY);
+bare.child.kill();
+console.log(`bare node:http, 602 KB request: ${bareImage.perS.toFixed(0)} req/s (p50 ${bareImage.p50Ms.toFixed(2)} ms)`);
+console.log(`bare node:http, empty request:  ${bareEmpty.perS.toFixed(0)} req/s (p50 ${bareEmpty.p50Ms.toFixed(2)} ms)`);
+
+const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
+const up = start([BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--state-dir', state, '--log-level', 'warn']);
+const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
+await waitReady(`${base}/v2/health/ready`);
+const models = ['alexnet', 'resnet50', 'vgg16', 'mnasnet', 'mobilenet', 'efficientnet'];
+const urls = models.map((m) => `${base}/v2/models/${m}/infer`);
+await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
+const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
+console.log(`inss full path (scheduler + agent + simulated workers, zero compute): ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors)`);
+
+const half = full.perS / 2;
+const per = half / models.length;
+const lg = start([BIN, 'loadgen', '--url', base, ...models.flatMap((m) => ['--model', `${m}=${per.toFixed(1)}`]), '--duration', String(SECONDS), '--json']);
+const code = await new Promise<number | null>((r) => lg.child.on('exit', r));
+const metrics = await (await fetch(`${base}/metrics`)).text();
+const sum = (name: string) => [...metrics.matchAll(new RegExp(`^${name}\\{[^}]*\\} ([0-9.e+-]+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+const queueMeanMs = (sum('inss_task_queue_seconds_sum') / Math.max(1, sum('inss_task_queue_seconds_count'))) * 1000;
+console.log(`open loop at ${half.toFixed(0)} tasks/s (50%), loadgen exit ${code}:`);
+console.log(lg.out().slice(0, 4000));
+console.log(`mean wait in the task buffer (batch filling, by design), over the whole run: ${queueMeanMs.toFixed(2)} ms`);
+up.child.kill('SIGINT');
+await new Promise((r) => up.child.on('exit', r));
+rmSync(state, { recursive: true, force: true });

@@ -1,0 +1,273 @@
+// `inss scheduler`, `inss agent` and `inss up`: the running system's composition root. It loads
+// profiles, scenarios and policy files (the one place that reads them), builds the scheduler service
+// and the agent, and handles signals.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { pino, type Logger } from 'pino';
+import { Agent } from '../agent/agent.js';
+import type { WorkerLaunch } from '../agent/workerProcess.js';
+import { PolicyRegistry } from '../scheduler/registry.js';
+import { SchedulerService } from '../scheduler/service.js';
+import { Store } from '../scheduler/store.js';
+import type { ServedModelConfig } from '../scheduler/control.js';
+import { InvalidInputError, type Profile } from '../src/profile/schema.js';
+import type { AgentGpu, DesiredWorker } from '../src/protocol/agent.js';
+import { modelSignature } from '../src/protocol/tensor.js';
+import { initialRates } from '../src/scenario/build.js';
+import { BUILTIN_POLICY_DIR, BUILTIN_PROFILE_DIR, listProfileIds, loadProfile, PACKAGE_ROOT, readJsonFile } from './profiles.js';
+import { loadScenario } from './scenarios.js';
+
+const VERSION = '0.1.0';
+
+function portNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0..65535');
+  return n;
+}
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be an integer >= 1');
+  return n;
+}
+
+/** `rtx2060s:2,rtx2060:2` -> [{ profile, count }]. */
+export function parseSimulate(v: string): { profile: string; count: number }[] {
+  const out = v.split(',').map((part) => {
+    const m = /^([^:]+):(\d+)$/.exec(part.trim());
+    if (!m || Number(m[2]) < 1) throw new InvalidArgumentError(`'${part}' is not <profile>:<count> (e.g. rtx2060s:2)`);
+    return { profile: m[1]!, count: Number(m[2]) };
+  });
+  return out;
+}
+
+function makeLogger(level: string): Logger {
+  return pino({ level, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: false }));
+}
+
+/** Every built-in profile, plus the ones a scenario names by path. */
+function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<string, Profile> {
+  const m = new Map<string, Profile>();
+  for (const id of listProfileIds()) m.set(id, loadProfile(id));
+  for (const [id, p] of extra) m.set(id, p);
+  return m;
+}
+
+interface ServeOptions {
+  scenario: string;
+  policy: string;
+  policyFile?: string;
+  epochMs: number;
+  stateDir?: string;
+  logLevel: string;
+}
+
+/** Models, SLOs, initial rates and the policy from a scenario (and flags). */
+function schedulerConfig(opts: ServeOptions) {
+  const loaded = loadScenario(opts.scenario);
+  const profiles = allProfiles(loaded.profiles);
+  const models: ServedModelConfig[] = loaded.scenario.models.map((m) => {
+    const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
+    if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
+    const mp = p.models[m.name]!;
+    return { name: m.name, sloMs: m.sloMs, signature: modelSignature(mp.inputBytes, mp.outputBytes) };
+  });
+  const rates = initialRates(loaded.scenario, loaded.traces);
+  const initialRatePerS = Object.fromEntries(models.map((m, i) => [m.name, rates[i]!]));
+  const registry = new PolicyRegistry();
+  const factory = registry.get(opts.policy);
+  const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
+  const policyFile = opts.policyFile ?? (opts.policy.startsWith('inss') && existsSync(shipped) ? shipped : undefined);
+  const policyData = policyFile ? readJsonFile(policyFile) : undefined;
+  return {
+    scenario: loaded,
+    profiles,
+    models,
+    initialRatePerS,
+    policyFile,
+    createPolicy: (cluster: Parameters<typeof factory.create>[0]) => factory.create(cluster, { seed: loaded.scenario.seed, ...(policyData !== undefined ? { policyData } : {}) }),
+  };
+}
+
+function stateDbPath(stateDir: string | undefined): string {
+  return join(stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'inss.db');
+}
+
+async function startScheduler(opts: ServeOptions & { host: string; port: number; token: string }, logger: Logger): Promise<{ service: SchedulerService; store: Store; config: ReturnType<typeof schedulerConfig> }> {
+  const config = schedulerConfig(opts);
+  const store = new Store(stateDbPath(opts.stateDir));
+  const service = await SchedulerService.start({
+    host: opts.host,
+    port: opts.port,
+    token: opts.token,
+    models: config.models,
+    profiles: config.profiles,
+    policyName: opts.policy,
+    createPolicy: config.createPolicy,
+    logger,
+    store,
+    version: VERSION,
+    settings: { epochMs: opts.epochMs },
+    initialRatePerS: config.initialRatePerS,
+  });
+  store.recordPolicy({ name: opts.policy, source: config.policyFile ?? null, data: undefined, nowIso: new Date().toISOString() });
+  return { service, store, config };
+}
+
+interface AgentFlags {
+  simulate?: { profile: string; count: number }[];
+  worker: string;
+  agentId?: string;
+  zeroTime?: boolean;
+  seed: number;
+}
+
+/** The GPUs an agent serves: simulated ones from profiles, or (TODO: nvidia-smi) the machine's. */
+function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<string, string>; profiles: Map<string, Profile> } {
+  const gpus: AgentGpu[] = [];
+  const profilePaths = new Map<string, string>();
+  const profiles = new Map<string, Profile>();
+  if (!flags.simulate) throw new InvalidInputError('no GPUs: give --simulate <profile>:<count> to run simulated GPUs');
+  for (const s of flags.simulate) {
+    const p = loadProfile(s.profile);
+    const isPath = s.profile.includes('/') || s.profile.endsWith('.json');
+    profilePaths.set(p.id, isPath ? s.profile : join(BUILTIN_PROFILE_DIR, `${s.profile}.json`));
+    profiles.set(p.id, p);
+    for (let k = 0; k < s.count; k++) gpus.push({ index: gpus.length, uuid: `SIM-${p.id}-${gpus.length}`, name: p.gpu.name, memMb: p.gpu.memMb, profile: p.id, simulated: true });
+  }
+  return { gpus, profilePaths, profiles };
+}
+
+function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
+  const script = join(PACKAGE_ROOT, 'dist', 'agent', 'simWorker.js');
+  const typeIds = [...profilePaths.keys()];
+  return (w, gpu) => {
+    const path = gpu.profile === null ? undefined : profilePaths.get(gpu.profile);
+    if (!path) throw new InvalidInputError(`GPU ${gpu.index} has no profile to simulate`);
+    const args = [script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed), '--gpu-type', String(typeIds.indexOf(gpu.profile!))];
+    if (flags.zeroTime) args.push('--zero-time');
+    return { command: process.execPath, args, env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
+  };
+}
+
+function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Agent {
+  if (flags.worker !== 'sim') throw new InvalidInputError(`--worker ${flags.worker}: only 'sim' is available in this build`);
+  const { gpus, profilePaths } = agentGpus(flags);
+  const agent = new Agent({
+    schedulerUrl: url,
+    token,
+    agentId: flags.agentId ?? hostname(),
+    gpus,
+    workerKind: flags.worker,
+    launch: simWorkerLaunch(profilePaths, flags),
+    logger,
+  });
+  agent.start();
+  return agent;
+}
+
+/** Resolves when SIGINT or SIGTERM arrives, after running `stop` once. */
+function untilSignal(stop: () => Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const onSignal = (sig: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`inss: ${sig}: shutting down\n`);
+      void stop().then(resolve, (e: unknown) => {
+        process.stderr.write(`inss: shutdown failed: ${String(e)}\n`);
+        resolve();
+      });
+    };
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+  });
+}
+
+function agentUrl(v: string): string {
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new InvalidArgumentError(`'${v}' is not a URL (e.g. ws://10.0.0.5:8000)`);
+  }
+  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') throw new InvalidArgumentError(`'${v}': must start with ws:// or wss://`);
+  if (u.pathname === '/' || u.pathname === '') u.pathname = '/agents';
+  return u.toString();
+}
+
+function addSchedulerOptions(c: Command): Command {
+  return c
+    .option('--scenario <name|file>', 'models, SLOs and expected rates to serve, from a built-in scenario or a scenario file', 'paper-6')
+    .option('--policy <name>', 'scheduling policy (inss, gpulet, gslice, igniter, static-even, timeshare, ...)', 'inss')
+    .option('--policy-file <file>', 'trained policy for inss / inss-ni (default: the one shipped for the scenario)')
+    .option('--epoch-ms <ms>', 'decision epoch', positiveInt, 1000)
+    .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
+    .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info');
+}
+
+export function registerServe(program: Command): void {
+  addSchedulerOptions(
+    program
+      .command('scheduler')
+      .description('Run the scheduler service: the KServe v2 task endpoint, /metrics and the agents hub')
+      .option('--host <host>', 'address to bind', '127.0.0.1')
+      .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
+      .addOption(new Option('--token <token>', 'token agents must present (default: a random one, printed)').env('INSS_TOKEN')),
+  ).action(async (opts: ServeOptions & { host: string; port: number; token?: string }) => {
+    const logger = makeLogger(opts.logLevel);
+    const token = opts.token ?? randomBytes(16).toString('hex');
+    const { service, store } = await startScheduler({ ...opts, token }, logger);
+    console.log(`inss scheduler: endpoint ${service.url}/v2  agents ${service.agentUrl}  token ${token}`);
+    await untilSignal(async () => {
+      await service.close();
+      store.close();
+    });
+  });
+
+  program
+    .command('agent')
+    .description('Run a node agent: connects to the scheduler and runs the workers it wants')
+    .requiredOption('--scheduler <url>', 'the scheduler hub, ws://HOST:PORT', agentUrl)
+    .addOption(new Option('--token <token>', 'the token the scheduler printed').env('INSS_TOKEN').makeOptionMandatory())
+    .option('--simulate <profile:count,...>', 'simulated GPUs from profiles (e.g. rtx2060s:2,rtx2060:2)', parseSimulate)
+    .addOption(new Option('--worker <kind>', 'worker implementation').choices(['sim']).default('sim'))
+    .option('--agent-id <id>', 'stable id of this agent (default: the host name)')
+    .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
+    .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
+    .option('--log-level <level>', 'pino log level', 'info')
+    .action(async (opts: AgentFlags & { scheduler: string; token: string; logLevel: string }) => {
+      const logger = makeLogger(opts.logLevel);
+      const agent = startAgent(opts.scheduler, opts.token, opts, logger);
+      await untilSignal(() => agent.stop());
+    });
+
+  addSchedulerOptions(
+    program
+      .command('up')
+      .description('Start everything on this machine: the scheduler and a local agent (simulated GPUs where there are none)')
+      .option('--host <host>', 'address to bind', '127.0.0.1')
+      .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
+      .option('--simulate <profile:count,...>', "simulated GPUs (default: the scenario's cluster)", parseSimulate)
+      .addOption(new Option('--worker <kind>', 'worker implementation').choices(['sim']).default('sim'))
+      .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
+      .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1),
+  ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }) => {
+    const logger = makeLogger(opts.logLevel);
+    const token = randomBytes(16).toString('hex');
+    const { service, store, config } = await startScheduler({ ...opts, token }, logger);
+    const simulate = opts.simulate ?? config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
+    const agent = startAgent(service.agentUrl, token, { ...opts, simulate, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
+    console.log(`inss up: endpoint ${service.url}/v2  (models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
+    console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
+    console.log(`inss up: try  curl ${service.url}/v2/health/ready`);
+    await untilSignal(async () => {
+      await agent.stop();
+      await service.close();
+      store.close();
+    });
+  });
+}

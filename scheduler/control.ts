@@ -1,0 +1,829 @@
+// The scheduler's control plane: the task buffer, the monitor, the policy loop, the worker set and the
+// dispatcher. It owns no socket: the hub hands it agent messages and it sends through `AgentLink`;
+// the HTTP layer hands it tasks. Time comes from the injected `clock` (ms, monotonic).
+//
+// Workers follow the simulator's rules (src/sim/simulator.ts), so the running system behaves as the
+// digital twin predicts:
+// - applying a deployment: a placement whose worker already runs (same model, GPU and share) keeps it
+//   and only its batch size and timeout change, at once; any other placement gets a new worker, which
+//   is a shadow of the model's worker it replaces (same GPU preferred): the old one keeps serving until
+//   the new one reports ready, then it leaves the desired set, finishes its batch and is stopped by its
+//   agent; workers no longer wanted leave the desired set at once (their batches in flight finish);
+// - dispatching: per model, each free serving worker takes batches by the shared dispatch rule
+//   (src/sim/dispatch.ts) on its predicted t_inf table; one batch in flight per worker; on a
+//   timeshare GPU one batch at a time on the GPU.
+// Every accepted task is answered exactly once: a result, or an error with its reason (dropped because
+// it cannot meet its SLO, model not deployed, worker failed, shutting down). A batch refused because
+// its worker was retiring goes back to the head of its queue.
+import type { Logger } from 'pino';
+import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
+import { buildCluster } from '../src/policy/cluster.js';
+import type { Profile } from '../src/profile/schema.js';
+import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
+import { elementCount, type ModelSignature, type TensorRef } from '../src/protocol/tensor.js';
+import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
+import type { Metrics, TaskOutcome } from './metrics.js';
+import type { Store } from './store.js';
+
+export interface ServedModelConfig {
+  readonly name: string;
+  readonly sloMs: number;
+  readonly signature: ModelSignature;
+}
+
+export interface ControlSettings {
+  readonly epochMs: number;
+  readonly monitorWindowMs: number;
+  readonly dispatchSlack: number;
+}
+
+export const DEFAULT_CONTROL_SETTINGS: ControlSettings = { epochMs: 1000, monitorWindowMs: 3000, dispatchSlack: 0.1 };
+
+/** Sends a message to an agent; false when it is not connected. */
+export interface AgentLink {
+  send(agentId: string, msg: ToAgent, payload?: Uint8Array): boolean;
+}
+
+export interface TaskInput {
+  readonly name: string;
+  readonly datatype: TensorRef['datatype'];
+  readonly shape: readonly number[];
+  readonly data: Buffer;
+}
+
+export interface TaskOutput {
+  readonly name: string;
+  readonly datatype: TensorRef['datatype'];
+  readonly shape: number[];
+  readonly data: Buffer;
+}
+
+/** Why a task got an error instead of a result. */
+export type TaskErrorReason = 'slo' | 'not-deployed' | 'worker-failed' | 'shutdown';
+
+export type TaskAnswer =
+  | { readonly ok: true; readonly outputs: readonly TaskOutput[]; readonly latencyMs: number }
+  | { readonly ok: false; readonly reason: TaskErrorReason; readonly error: string };
+
+export interface ControlOptions {
+  readonly models: readonly ServedModelConfig[];
+  /** Profiles by id, for the GPUs agents report. */
+  readonly profiles: ReadonlyMap<string, Profile>;
+  readonly policyName: string;
+  /** Creates the policy for a cluster; throws when it cannot run there (the error is logged and shown in readiness). */
+  readonly createPolicy: (cluster: ClusterInfo) => Policy;
+  readonly link: AgentLink;
+  readonly clock: () => number;
+  readonly wallClock?: () => Date;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly store?: Store;
+  readonly settings?: Partial<ControlSettings>;
+  /** Rates to plan for before traffic is seen (per model name); default 0 (the first epochs learn them). */
+  readonly initialRatePerS?: Readonly<Record<string, number>>;
+}
+
+interface Task {
+  readonly model: number;
+  readonly arrivalMs: number;
+  readonly input: Buffer;
+  readonly answer: (a: TaskAnswer) => void;
+  dispatchedMs: number;
+}
+
+/** A FIFO with amortised O(1) shift and the ability to put tasks back at the head. */
+class Fifo {
+  private items: Task[] = [];
+  private head = 0;
+  get length(): number {
+    return this.items.length - this.head;
+  }
+  push(t: Task): void {
+    this.items.push(t);
+  }
+  peek(): Task {
+    return this.items[this.head]!;
+  }
+  shift(): Task {
+    const t = this.items[this.head++]!;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return t;
+  }
+  /** Puts tasks back at the head, keeping their order (a batch its worker refused). */
+  unshiftAll(ts: readonly Task[]): void {
+    this.items = [...ts, ...this.items.slice(this.head)];
+    this.head = 0;
+  }
+  drain(): Task[] {
+    const all = this.items.slice(this.head);
+    this.items = [];
+    this.head = 0;
+    return all;
+  }
+}
+
+type Role = 'active' | 'shadow' | 'retiring';
+
+interface Worker {
+  readonly workerId: string;
+  readonly agentId: string;
+  readonly localGpu: number;
+  /** Index into the cluster's GPUs. */
+  gpu: number;
+  readonly model: number;
+  readonly pct: number;
+  batch: number;
+  timeoutMs: number;
+  role: Role;
+  /** In the desired set sent to its agent; false once it is let go (it finishes what it holds). */
+  wanted: boolean;
+  /** The agent's last word on it. */
+  state: WorkerStatus['state'] | 'unknown';
+  replaces: Worker | null;
+  inFlight: Batch | null;
+  predicted: Float64Array;
+}
+
+interface Batch {
+  readonly batchId: string;
+  readonly worker: Worker;
+  readonly tasks: Task[];
+  readonly sentMs: number;
+}
+
+interface AgentEntry {
+  readonly agentId: string;
+  gpus: AgentGpu[];
+  connected: boolean;
+  hostname: string;
+  workerKind: string;
+}
+
+export class Control {
+  readonly models: readonly ServedModelConfig[];
+  private readonly settings: ControlSettings;
+  private readonly queues: Fifo[];
+  private readonly timers: (NodeJS.Timeout | null)[];
+  private readonly timerAt: number[];
+  private readonly agents = new Map<string, AgentEntry>();
+  private workers: Worker[] = [];
+  private readonly batches = new Map<string, Batch>();
+  private cluster: ClusterInfo | null = null;
+  /** Cluster GPU index -> (agent, local index). */
+  private gpuRefs: { agentId: string; local: number }[] = [];
+  private gpuModes: GpuMode[] = [];
+  private gpuBusy: boolean[] = [];
+  private policy: Policy | null = null;
+  private policyError: string | null = null;
+  private current: Deployment = { placements: [] };
+  private epochTimer: NodeJS.Timeout | null = null;
+  private nextWorker = 1;
+  private nextBatch = 1;
+  private generation = 0;
+  private stopped = false;
+  // Monitor: arrivals per epoch (a window of them gives the rate), and last epoch's outcomes.
+  private readonly epochArrivals: number[][];
+  private readonly epochArr: number[];
+  private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
+  private firstDecision = true;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ControlOptions) {
+    this.models = opts.models;
+    this.settings = { ...DEFAULT_CONTROL_SETTINGS, ...opts.settings };
+    const n = opts.models.length;
+    this.queues = opts.models.map(() => new Fifo());
+    this.timers = new Array<NodeJS.Timeout | null>(n).fill(null);
+    this.timerAt = new Array<number>(n).fill(Infinity);
+    this.epochArrivals = opts.models.map(() => []);
+    this.epochArr = new Array<number>(n).fill(0);
+    const z = () => new Array<number>(n).fill(0);
+    this.epochStats = { served: z(), violated: z(), dropped: z(), execSum: z(), execN: z(), latSum: z() };
+    this.log = opts.logger;
+  }
+
+  start(): void {
+    this.epochTimer = setInterval(() => this.epoch(), this.settings.epochMs);
+  }
+
+  /** Answers every waiting task with a shutdown error; no task is left unanswered. */
+  stop(): void {
+    this.stopped = true;
+    if (this.epochTimer) clearInterval(this.epochTimer);
+    for (const t of this.timers) if (t) clearTimeout(t);
+    for (const q of this.queues) for (const t of q.drain()) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
+    for (const b of this.batches.values()) for (const t of b.tasks) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
+    this.batches.clear();
+  }
+
+  modelIndex(name: string): number {
+    return this.models.findIndex((m) => m.name === name);
+  }
+
+  /** A model is ready when it has a worker that takes batches. */
+  modelReady(m: number): boolean {
+    return this.workers.some((w) => w.model === m && this.serving(w));
+  }
+
+  /** What /v2/health/ready and `inss up` report. */
+  readiness(): { ready: boolean; notReady: string[]; policyError: string | null } {
+    const notReady = this.models.filter((_, m) => !this.modelReady(m)).map((m) => m.name);
+    return { ready: notReady.length === 0, notReady, policyError: this.policyError };
+  }
+
+  /** A snapshot for GET /v2/inss/cluster (operators, tests). */
+  snapshot(): unknown {
+    return {
+      policy: this.opts.policyName,
+      policyError: this.policyError,
+      agents: [...this.agents.values()].map((a) => ({ agentId: a.agentId, connected: a.connected, hostname: a.hostname, workerKind: a.workerKind, gpus: a.gpus })),
+      gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps' })),
+      workers: this.workers.map((w) => ({
+        workerId: w.workerId,
+        agentId: w.agentId,
+        gpu: w.gpu,
+        localGpu: w.localGpu,
+        model: this.models[w.model]!.name,
+        pct: w.pct,
+        batch: w.batch,
+        role: w.role,
+        state: w.state,
+        busy: w.inFlight !== null,
+      })),
+      queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
+      deployment: this.current,
+    };
+  }
+
+  // ---- tasks ------------------------------------------------------------------------------------
+
+  /**
+   * Accepts a task (its input already validated against the model's signature). `answer` is called
+   * exactly once, later or at once. The caller has checked that the model exists.
+   */
+  submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void): void {
+    const now = this.opts.clock();
+    this.epochArr[m]! += 1;
+    const task: Task = { model: m, arrivalMs: now, input: input.data, answer, dispatchedMs: NaN };
+    if (this.stopped) {
+      this.finish(task, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
+      return;
+    }
+    if (!this.deployedOrComing(m)) {
+      this.finish(task, { ok: false, reason: 'not-deployed', error: this.notDeployedMessage(m) }, 'not_deployed');
+      return;
+    }
+    this.queues[m]!.push(task);
+    this.tryDispatch(m);
+  }
+
+  private notDeployedMessage(m: number): string {
+    const name = this.models[m]!.name;
+    if (this.policyError) return `model '${name}' is not deployed: the policy cannot run on this cluster (${this.policyError})`;
+    if (this.gpuRefs.length === 0) return `model '${name}' is not deployed: no agent with GPUs is connected`;
+    return `model '${name}' is not deployed: the policy placed it on no GPU`;
+  }
+
+  /** The model has a worker that serves or will (starting, restarting). */
+  private deployedOrComing(m: number): boolean {
+    return this.workers.some((w) => w.model === m && w.wanted);
+  }
+
+  private serving(w: Worker): boolean {
+    return w.wanted && w.state === 'ready' && w.role !== 'shadow' && (this.agents.get(w.agentId)?.connected ?? false);
+  }
+
+  private finish(t: Task, a: TaskAnswer, outcome: TaskOutcome): void {
+    const now = this.opts.clock();
+    const name = this.models[t.model]!.name;
+    const lat = now - t.arrivalMs;
+    this.opts.metrics.requests.inc({ model: name, outcome });
+    if (a.ok) {
+      this.opts.metrics.latency.observe({ model: name }, lat / 1000);
+      this.epochStats.served[t.model]! += 1;
+      this.epochStats.latSum[t.model]! += lat;
+      if (outcome === 'late') this.epochStats.violated[t.model]! += 1;
+    } else if (a.reason === 'slo' || a.reason === 'worker-failed') {
+      this.epochStats.dropped[t.model]! += 1;
+    }
+    t.answer(a);
+  }
+
+  // ---- dispatch ---------------------------------------------------------------------------------
+
+  private canRun(w: Worker): boolean {
+    return w.inFlight === null && this.serving(w) && !(this.gpuModes[w.gpu] === 'timeshare' && this.gpuBusy[w.gpu]);
+  }
+
+  private tryDispatch(m: number): void {
+    const q = this.queues[m]!;
+    const slo = this.models[m]!.sloMs;
+    const now = this.opts.clock();
+    let wake = Infinity;
+    for (const w of this.workers) {
+      if (w.model !== m || !this.canRun(w)) continue;
+      for (;;) {
+        const step = dispatchStep({
+          nowMs: now,
+          queued: q.length,
+          headArrivalMs: q.length > 0 ? q.peek().arrivalMs : 0,
+          sloMs: slo,
+          batch: w.batch,
+          timeoutMs: w.timeoutMs,
+          slack: this.settings.dispatchSlack,
+          predicted: w.predicted,
+        });
+        if (step.kind === 'empty') break;
+        if (step.kind === 'drop') {
+          const t = q.shift();
+          this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more after waiting ${(now - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
+          continue;
+        }
+        if (step.kind === 'start') this.sendBatch(w, step.size, now);
+        else wake = Math.min(wake, step.untilMs);
+        break;
+      }
+      if (q.length === 0) break;
+    }
+    // Tasks of a model with no serving worker wait (a worker is starting); drop them at their deadline.
+    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo);
+    this.opts.metrics.queueLength.set({ model: this.models[m]!.name }, q.length);
+    this.arm(m, wake);
+  }
+
+  private arm(m: number, atMs: number): void {
+    if (atMs === this.timerAt[m]) return;
+    const t = this.timers[m];
+    if (t) clearTimeout(t);
+    this.timers[m] = null;
+    this.timerAt[m] = atMs;
+    if (!Number.isFinite(atMs) || this.stopped) return;
+    const delay = Math.max(0, atMs - this.opts.clock());
+    this.timers[m] = setTimeout(() => {
+      this.timers[m] = null;
+      this.timerAt[m] = Infinity;
+      this.expire(m);
+      this.tryDispatch(m);
+    }, delay);
+  }
+
+  /** Drops queued tasks already past their deadline (no worker could take them in time). */
+  private expire(m: number): void {
+    const q = this.queues[m]!;
+    const slo = this.models[m]!.sloMs;
+    const now = this.opts.clock();
+    while (q.length > 0 && q.peek().arrivalMs + slo <= now) {
+      const t = q.shift();
+      const why = this.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
+      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` }, 'dropped_slo');
+    }
+  }
+
+  private sendBatch(w: Worker, size: number, now: number): void {
+    const q = this.queues[w.model]!;
+    const tasks: Task[] = [];
+    for (let i = 0; i < size; i++) {
+      const t = q.shift();
+      t.dispatchedMs = now;
+      tasks.push(t);
+    }
+    const spec = this.models[w.model]!.signature.inputs[0]!;
+    const payload = tasks.length === 1 ? tasks[0]!.input : Buffer.concat(tasks.map((t) => t.input));
+    const batchId = `b${this.nextBatch++}`;
+    const batch: Batch = { batchId, worker: w, tasks, sentMs: now };
+    const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: payload.length }];
+    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, workerId: w.workerId, size, inputs }, payload);
+    if (!sent) {
+      // The agent went away between the check and the send: the tasks go back and wait.
+      q.unshiftAll(tasks);
+      return;
+    }
+    w.inFlight = batch;
+    if (this.gpuModes[w.gpu] === 'timeshare') this.gpuBusy[w.gpu] = true;
+    this.batches.set(batchId, batch);
+    const name = this.models[w.model]!.name;
+    this.opts.metrics.batchSize.observe({ model: name }, size);
+    for (const t of tasks) this.opts.metrics.queueTime.observe({ model: name }, (now - t.arrivalMs) / 1000);
+  }
+
+  private batchDone(b: Batch): void {
+    this.batches.delete(b.batchId);
+    const w = b.worker;
+    if (w.inFlight === b) w.inFlight = null;
+    if (!w.wanted) this.workers = this.workers.filter((x) => x !== w);
+    if (this.gpuModes[w.gpu] === 'timeshare') {
+      this.gpuBusy[w.gpu] = false;
+      // The GPU is free: any of its models may go next.
+      for (const m of new Set(this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model))) this.tryDispatch(m);
+    } else {
+      this.tryDispatch(w.model);
+    }
+  }
+
+  // ---- agent messages ---------------------------------------------------------------------------
+
+  agentConnected(hello: Extract<FromAgent, { type: 'hello' }>): void {
+    const prev = this.agents.get(hello.agentId);
+    const gpusChanged = !prev || JSON.stringify(prev.gpus) !== JSON.stringify(hello.gpus);
+    this.agents.set(hello.agentId, { agentId: hello.agentId, gpus: hello.gpus, connected: true, hostname: hello.hostname, workerKind: hello.workerKind });
+    this.opts.store?.upsertAgent({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
+    this.opts.metrics.agents.set([...this.agents.values()].filter((a) => a.connected).length);
+    this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
+    if (gpusChanged) this.rebuildCluster();
+    // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own there.
+    if (!this.workers.some((w) => w.agentId === hello.agentId)) this.adopt(hello.agentId, hello.workers);
+    this.workersReported(hello.agentId, hello.workers);
+    this.sendDesired(hello.agentId);
+    for (let m = 0; m < this.models.length; m++) this.tryDispatch(m);
+  }
+
+  agentDisconnected(agentId: string): void {
+    const a = this.agents.get(agentId);
+    if (!a) return;
+    a.connected = false;
+    this.opts.store?.setAgentConnected(agentId, false, this.nowIso());
+    this.opts.metrics.agents.set([...this.agents.values()].filter((x) => x.connected).length);
+    // Its batches in flight will never be answered: fail their tasks now, with the reason.
+    for (const b of [...this.batches.values()]) {
+      if (b.worker.agentId !== agentId) continue;
+      for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${b.worker.workerId} failed: its agent ${agentId} disconnected` }, 'worker_failed');
+      this.batchDone(b);
+    }
+    for (const w of this.workers) if (w.agentId === agentId) w.state = 'unknown';
+    this.log.warn({ agentId }, 'agent disconnected; its placements are kept for its return');
+  }
+
+  workersReported(agentId: string, statuses: readonly WorkerStatus[]): void {
+    const byId = new Map(statuses.map((s) => [s.workerId, s]));
+    const touchedGpus = new Set<number>();
+    for (const w of this.workers) {
+      if (w.agentId !== agentId) continue;
+      const s = byId.get(w.workerId);
+      const state = s ? s.state : 'unknown';
+      if (state === w.state) continue;
+      w.state = state;
+      touchedGpus.add(w.gpu);
+      if (state === 'ready' && w.role === 'shadow') this.activate(w);
+    }
+    for (const g of touchedGpus) this.refreshPredictions(g);
+    this.updateWorkerGauges();
+    for (let m = 0; m < this.models.length; m++) this.tryDispatch(m);
+  }
+
+  batchResult(agentId: string, msg: Extract<FromAgent, { type: 'result' }>, payload: Buffer): void {
+    const b = this.batches.get(msg.batchId);
+    if (!b || b.worker.agentId !== agentId) return; // answered already (agent disconnect); late result ignored
+    const now = this.opts.clock();
+    const m = b.worker.model;
+    const model = this.models[m]!;
+    this.opts.metrics.computeTime.observe({ model: model.name }, msg.latencyMs / 1000);
+    this.epochStats.execSum[m]! += msg.latencyMs;
+    this.epochStats.execN[m]! += 1;
+    const n = b.tasks.length;
+    // Split each output along the batch dimension, checking the worker sent what it said.
+    let offset = 0;
+    const per: { ref: TensorRef; bytesPer: number; start: number }[] = [];
+    let problem: string | null = null;
+    for (const ref of msg.outputs) {
+      if (ref.shape[0] !== n || ref.byteLength % n !== 0) problem = `output '${ref.name}' has shape [${ref.shape.join(',')}] for a batch of ${n}`;
+      per.push({ ref, bytesPer: ref.byteLength / n, start: offset });
+      offset += ref.byteLength;
+    }
+    if (offset !== payload.length) problem = `worker sent ${payload.length} output bytes, its header says ${offset}`;
+    b.tasks.forEach((t, i) => {
+      if (problem) {
+        this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${b.worker.workerId} returned a malformed result: ${problem}` }, 'worker_failed');
+        return;
+      }
+      const outputs = per.map((p) => ({
+        name: p.ref.name,
+        datatype: p.ref.datatype,
+        shape: [1, ...p.ref.shape.slice(1)],
+        data: payload.subarray(p.start + i * p.bytesPer, p.start + (i + 1) * p.bytesPer),
+      }));
+      const lat = now - t.arrivalMs;
+      this.finish(t, { ok: true, outputs, latencyMs: lat }, lat <= model.sloMs ? 'ok' : 'late');
+    });
+    this.batchDone(b);
+  }
+
+  batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void {
+    const b = this.batches.get(msg.batchId);
+    if (!b || b.worker.agentId !== agentId) return;
+    if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
+      // Nothing ran: the tasks go back to the head of their queue for another worker.
+      b.worker.state = msg.reason === 'worker-retired' ? 'draining' : 'unknown';
+      this.queues[b.worker.model]!.unshiftAll(b.tasks);
+    } else {
+      const why = msg.reason === 'bad-batch' ? `worker ${msg.workerId} rejected the batch: ${msg.message}` : `worker ${msg.workerId} failed: ${msg.message}`;
+      for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: why }, 'worker_failed');
+    }
+    this.batchDone(b);
+  }
+
+  telemetry(agentId: string, msg: Extract<FromAgent, { type: 'telemetry' }>): void {
+    for (const g of msg.gpus) {
+      const idx = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === g.index);
+      if (idx < 0) continue;
+      if (g.utilPct !== null) this.opts.metrics.gpuUtil.set({ gpu: String(idx) }, g.utilPct);
+      if (g.memUsedMb !== null) this.opts.metrics.gpuMemory.set({ gpu: String(idx), source: 'measured' }, g.memUsedMb);
+    }
+    for (const t of msg.workers) {
+      const w = this.workers.find((x) => x.workerId === t.workerId);
+      if (w && t.meanLatencyMs !== null) this.opts.metrics.workerLatency.set({ worker: w.workerId, model: this.models[w.model]!.name, gpu: String(w.gpu) }, t.meanLatencyMs / 1000);
+    }
+  }
+
+  // ---- the cluster and the policy loop ----------------------------------------------------------
+
+  private rebuildCluster(): void {
+    const refs: { agentId: string; local: number }[] = [];
+    const profiles: Profile[] = [];
+    for (const a of [...this.agents.values()].sort((x, y) => x.agentId.localeCompare(y.agentId))) {
+      for (const g of a.gpus) {
+        const p = g.profile === null ? undefined : this.opts.profiles.get(g.profile);
+        if (!p) {
+          this.log.warn({ agentId: a.agentId, gpu: g.index, name: g.name, profile: g.profile }, 'GPU has no known profile; not used');
+          continue;
+        }
+        refs.push({ agentId: a.agentId, local: g.index });
+        profiles.push(p);
+      }
+    }
+    const old = this.gpuRefs;
+    this.gpuRefs = refs;
+    this.gpuModes = refs.map((r) => {
+      const o = old.findIndex((x) => x.agentId === r.agentId && x.local === r.local);
+      return o >= 0 ? (this.gpuModes[o] ?? 'mps') : 'mps';
+    });
+    this.gpuBusy = refs.map(() => false);
+    for (const w of this.workers) w.gpu = refs.findIndex((r) => r.agentId === w.agentId && r.local === w.localGpu);
+    this.workers = this.workers.filter((w) => w.gpu >= 0);
+    if (refs.length === 0) {
+      this.cluster = null;
+      this.policy = null;
+      return;
+    }
+    const models = this.models.filter((m) => profiles.some((p) => p.models[m.name]));
+    if (models.length < this.models.length) this.log.warn({ missing: this.models.filter((m) => !models.includes(m)).map((m) => m.name) }, 'no GPU profile has these models; they cannot be deployed');
+    this.cluster = buildCluster(profiles, this.models);
+    try {
+      this.policy = this.opts.createPolicy(this.cluster);
+      this.policyError = null;
+      this.log.info({ policy: this.opts.policyName, gpus: refs.length, models: this.models.length }, 'policy ready for the cluster');
+    } catch (e) {
+      this.policy = null;
+      this.policyError = (e as Error).message;
+      this.log.error({ policy: this.opts.policyName, err: this.policyError }, 'the policy cannot run on this cluster');
+    }
+    this.current = { placements: this.currentPlacements() };
+    for (let g = 0; g < refs.length; g++) this.refreshPredictions(g);
+    this.firstDecision = true;
+    this.epoch();
+  }
+
+  /** Adopts workers an agent reports that this scheduler does not know (after a scheduler restart). */
+  private adopt(agentId: string, statuses: readonly WorkerStatus[]): void {
+    const stored = new Map((this.opts.store?.placements() ?? []).map((p) => [p.workerId, p]));
+    for (const s of statuses) {
+      const m = this.modelIndex(s.model);
+      const g = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === s.gpu);
+      if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed') continue;
+      const batch = stored.get(s.workerId)?.batch ?? 1;
+      this.workers.push(this.newWorker(s.workerId, agentId, s.gpu, g, m, s.pct, batch, NaN, 'active'));
+      this.log.info({ worker: s.workerId, model: s.model, agentId }, 'adopted a running worker');
+    }
+    const n = Math.max(0, ...this.workers.map((w) => Number(/^w(\d+)$/.exec(w.workerId)?.[1] ?? 0)));
+    this.nextWorker = Math.max(this.nextWorker, n + 1);
+    this.current = { placements: this.currentPlacements() };
+  }
+
+  private newWorker(workerId: string, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
+    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH) };
+  }
+
+  private currentPlacements(): Placement[] {
+    return this.workers
+      .filter((w) => w.wanted && (w.role === 'active' || w.role === 'shadow'))
+      .map((w) => ({ model: w.model, gpu: w.gpu, pct: w.pct, batch: w.batch, ...(Number.isNaN(w.timeoutMs) ? {} : { timeoutMs: w.timeoutMs }) }));
+  }
+
+  /** One decision epoch: monitor -> policy -> apply. Runs every `epochMs` and when the cluster changes. */
+  epoch(): void {
+    if (this.stopped) return;
+    for (let m = 0; m < this.models.length; m++) {
+      const h = this.epochArrivals[m]!;
+      h.push(this.epochArr[m]!);
+      if (h.length > 64) h.shift();
+      this.expire(m);
+    }
+    const obs = this.observation();
+    this.publishEpochMetrics(obs);
+    this.resetEpoch();
+    if (!this.policy || !this.cluster) return;
+    const t0 = this.opts.clock();
+    let d: Deployment;
+    try {
+      d = this.policy.decide(obs);
+    } catch (e) {
+      this.log.error({ err: (e as Error).message }, 'the policy failed to decide; keeping the current deployment');
+      return;
+    }
+    const decideMs = this.opts.clock() - t0;
+    this.opts.metrics.decisions.inc();
+    const changed = this.apply(d);
+    if (changed) {
+      this.opts.store?.recordDecision({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso() });
+      this.log.info({ placements: this.named(d).placements, decideMs: Number(decideMs.toFixed(3)) }, 'new deployment');
+    }
+    this.firstDecision = false;
+  }
+
+  private named(d: Deployment): { placements: unknown[]; gpuModes?: readonly GpuMode[] } {
+    return {
+      placements: d.placements.map((p) => ({ ...p, model: this.models[p.model]!.name, gpu: `${this.gpuRefs[p.gpu]?.agentId}:${this.gpuRefs[p.gpu]?.local}` })),
+      ...(d.gpuModes ? { gpuModes: d.gpuModes } : {}),
+    };
+  }
+
+  private observation(): Observation {
+    const k = Math.max(1, Math.round(this.settings.monitorWindowMs / this.settings.epochMs));
+    const seen = this.epochArrivals.map((h) => h.slice(-k));
+    const enough = seen.every((h) => h.length >= k);
+    const ratePerS = seen.map((h, m) => {
+      const measured = (h.reduce((a, b) => a + b, 0) / (Math.max(1, h.length) * this.settings.epochMs)) * 1000;
+      // Before a full window of traffic, plan for at least the configured rate.
+      const initial = this.opts.initialRatePerS?.[this.models[m]!.name] ?? 0;
+      return enough ? measured : Math.max(measured, initial);
+    });
+    const nan = (s: number, n: number) => (n > 0 ? s / n : NaN);
+    const st = this.epochStats;
+    return {
+      nowMs: this.opts.clock(),
+      ratePerS,
+      queued: this.queues.map((q) => q.length),
+      lastEpoch: {
+        served: [...st.served],
+        violated: [...st.violated],
+        dropped: [...st.dropped],
+        meanExecMs: st.execSum.map((s, m) => nan(s, st.execN[m]!)),
+        meanLatencyMs: st.latSum.map((s, m) => nan(s, st.served[m]!)),
+      },
+      current: this.current,
+    };
+  }
+
+  private publishEpochMetrics(obs: Observation): void {
+    this.models.forEach((m, i) => {
+      this.opts.metrics.arrivalRate.set({ model: m.name }, obs.ratePerS[i]!);
+      const done = obs.lastEpoch.served[i]! + obs.lastEpoch.dropped[i]!;
+      if (done > 0) this.opts.metrics.sloAttainment.set({ model: m.name }, (obs.lastEpoch.served[i]! - obs.lastEpoch.violated[i]!) / done);
+    });
+  }
+
+  private resetEpoch(): void {
+    this.epochArr.fill(0);
+    for (const a of Object.values(this.epochStats)) a.fill(0);
+  }
+
+  /** Moves the worker set toward a deployment (see the file header). Returns whether anything changed. */
+  private apply(d: Deployment): boolean {
+    const cluster = this.cluster!;
+    const nG = cluster.gpus.length;
+    const modes: GpuMode[] = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nG).fill('mps');
+    const keep = new Set<Worker>();
+    const live = (w: Worker) => w.wanted;
+    let changed = JSON.stringify(modes) !== JSON.stringify(this.gpuModes);
+    const unmatched: Placement[] = [];
+    for (const p of d.placements) {
+      if (p.gpu < 0 || p.gpu >= nG || p.model < 0 || p.model >= this.models.length) {
+        this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
+        continue;
+      }
+      const same = this.workers.find((w) => live(w) && !keep.has(w) && w.model === p.model && w.gpu === p.gpu && modes[p.gpu] === this.gpuModes[p.gpu] && (w.pct === p.pct || modes[p.gpu] === 'timeshare'));
+      if (same) {
+        const t = p.timeoutMs ?? NaN;
+        if (same.batch !== p.batch || !(same.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(same.timeoutMs)))) changed = true;
+        same.batch = p.batch;
+        same.timeoutMs = t;
+        keep.add(same);
+      } else {
+        unmatched.push(p);
+      }
+    }
+    for (const p of unmatched) {
+      changed = true;
+      const ref = this.gpuRefs[p.gpu]!;
+      const pct = modes[p.gpu] === 'timeshare' ? 100 : p.pct;
+      const w = this.newWorker(`w${this.nextWorker++}`, ref.agentId, ref.local, p.gpu, p.model, pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
+      const candidates = this.workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
+      const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
+      if (replaced) {
+        keep.add(replaced);
+        if (replaced.role === 'shadow') {
+          // A shadow that never became ready is abandoned; the worker it was to replace is ours to replace.
+          keep.delete(replaced);
+          w.replaces = replaced.replaces;
+          replaced.replaces = null;
+        } else {
+          w.replaces = replaced;
+          replaced.role = 'retiring';
+        }
+      }
+      this.workers.push(w);
+      keep.add(w);
+    }
+    for (const w of [...keep]) if (w.role === 'shadow' && w.replaces) keep.add(w.replaces);
+    for (const w of this.workers) {
+      if (keep.has(w)) continue;
+      if (w.wanted) changed = true;
+      w.role = 'retiring';
+      w.replaces = null;
+      w.wanted = false;
+    }
+    this.gpuModes = modes;
+    // Forget workers that left the desired set and have nothing in flight.
+    this.workers = this.workers.filter((w) => w.wanted || w.inFlight !== null);
+    this.current = d;
+    for (let g = 0; g < nG; g++) this.refreshPredictions(g);
+    if (changed) {
+      this.generation++;
+      for (const a of this.agents.values()) this.sendDesired(a.agentId);
+      this.persistPlacements();
+      this.updateWorkerGauges();
+    }
+    for (let m = 0; m < this.models.length; m++) this.tryDispatch(m);
+    return changed;
+  }
+
+  /** A shadow reported ready: it takes over, and the worker it replaces leaves the desired set. */
+  private activate(w: Worker): void {
+    w.role = 'active';
+    const old = w.replaces;
+    w.replaces = null;
+    if (old) {
+      old.replaces = null;
+      old.wanted = false;
+      this.opts.metrics.swaps.inc();
+      if (old.inFlight === null) this.workers = this.workers.filter((x) => x !== old);
+      this.refreshPredictions(old.gpu);
+    }
+    this.refreshPredictions(w.gpu);
+    this.log.info({ worker: w.workerId, model: this.models[w.model]!.name, gpu: w.gpu, pct: w.pct, replaced: old?.workerId }, old ? 'shadow swap: new worker took over' : 'worker serving');
+    for (const a of this.agents.values()) this.sendDesired(a.agentId);
+    this.current = { placements: this.currentPlacements(), ...(this.current.gpuModes ? { gpuModes: this.current.gpuModes } : {}) };
+    this.persistPlacements();
+  }
+
+  private desiredFor(agentId: string): DesiredWorker[] {
+    return this.workers
+      .filter((w) => w.agentId === agentId && w.wanted)
+      .map((w) => ({ workerId: w.workerId, model: this.models[w.model]!.name, gpu: w.localGpu, pct: w.pct }));
+  }
+
+  private sendDesired(agentId: string): void {
+    this.opts.link.send(agentId, { v: AGENT_PROTOCOL_VERSION, type: 'desired', generation: this.generation, workers: this.desiredFor(agentId) });
+  }
+
+  private persistPlacements(): void {
+    if (!this.opts.store) return;
+    const rows = this.workers
+      .filter((w) => w.wanted)
+      .map((w) => ({ workerId: w.workerId, agentId: w.agentId, gpu: w.localGpu, model: this.models[w.model]!.name, pct: w.pct, batch: w.batch, role: w.role }));
+    this.opts.store.replacePlacements(rows, this.nowIso());
+  }
+
+  /** Recomputes the predicted batch-time tables of the serving workers on GPU g. */
+  private refreshPredictions(g: number): void {
+    if (!this.cluster || g < 0 || g >= this.cluster.gpus.length) return;
+    const gpu = this.cluster.gpus[g]!;
+    const serving = this.workers.filter((w) => w.gpu === g && (w.role === 'active' || w.role === 'retiring') && w.wanted);
+    const timeshare = this.gpuModes[g] === 'timeshare';
+    serving.forEach((w, k) => predictionTable(gpu, serving, k, timeshare, w.predicted));
+    // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
+    for (const w of this.workers) if (w.gpu === g && !serving.includes(w)) predictionTable(gpu, [w], 0, timeshare, w.predicted);
+    let share = 0;
+    let mem = 0;
+    for (const w of this.workers) {
+      if (w.gpu !== g || !w.wanted) continue;
+      share += timeshare ? 0 : w.pct;
+      const pi = gpu.profileIndex[w.model]!;
+      if (pi >= 0) mem += gpu.model.memoryMb(pi, w.batch);
+    }
+    this.opts.metrics.gpuShare.set({ gpu: String(g) }, timeshare ? 100 : share);
+    this.opts.metrics.gpuMemory.set({ gpu: String(g), source: 'predicted' }, mem);
+  }
+
+  private updateWorkerGauges(): void {
+    const counts: Record<string, number> = { starting: 0, ready: 0, draining: 0, failed: 0, unknown: 0 };
+    for (const w of this.workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
+    for (const [state, n] of Object.entries(counts)) this.opts.metrics.workers.set({ state }, n);
+  }
+
+  private nowIso(): string {
+    return (this.opts.wallClock?.() ?? new Date()).toISOString();
+  }
+}

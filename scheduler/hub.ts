@@ -1,0 +1,118 @@
+// The WebSocket hub agents connect to (path /agents on the scheduler's HTTP port). It authenticates
+// the upgrade (`Authorization: Bearer <token>`, compared in constant time), validates every frame
+// (frames.ts + the zod schemas of protocol/agent.ts) and hands the messages to the control plane.
+// The first message must be `hello`; a bad frame or message gets an `error` message and the
+// connection is closed (1008), without touching the cluster state. A second connection with the
+// same agent id replaces the first.
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocket, WebSocketServer } from 'ws';
+import { AGENT_PROTOCOL_VERSION, describeZodError, FromAgentSchema, type ToAgent } from '../src/protocol/agent.js';
+import { decodeFrame, encodeFrame, FrameError } from '../src/protocol/frames.js';
+import type { AgentLink, Control } from './control.js';
+
+export const AGENT_PATH = '/agents';
+
+export class AgentHub implements AgentLink {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 30 });
+  private readonly sockets = new Map<string, WebSocket>();
+  private control: Control | null = null;
+
+  constructor(
+    private readonly token: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** The control plane is created after the hub (it sends through it). */
+  bind(control: Control): void {
+    this.control = control;
+  }
+
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== AGENT_PATH) {
+        socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+        return;
+      }
+      if (!this.authorised(req.headers.authorization)) {
+        this.log.warn({ remote: req.socket.remoteAddress }, 'agent connection refused: bad or missing token');
+        socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+    });
+  }
+
+  send(agentId: string, msg: ToAgent, payload?: Uint8Array): boolean {
+    const ws = this.sockets.get(agentId);
+    if (ws?.readyState !== WebSocket.OPEN) return false;
+    ws.send(encodeFrame(msg, payload));
+    return true;
+  }
+
+  close(): void {
+    for (const ws of this.sockets.values()) ws.close(1001, 'scheduler shutting down');
+    this.wss.close();
+  }
+
+  private authorised(header: string | undefined): boolean {
+    const want = Buffer.from(`Bearer ${this.token}`);
+    const got = Buffer.from(header ?? '');
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+
+  private accept(ws: WebSocket): void {
+    let agentId: string | null = null;
+    const refuse = (why: string) => {
+      this.log.warn({ agentId, err: why }, 'agent message refused; closing its connection');
+      if (ws.readyState === WebSocket.OPEN) ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'error', message: why }));
+      ws.close(1008, why.slice(0, 120));
+    };
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      const control = this.control;
+      if (!control) return;
+      if (!isBinary) return refuse('messages must be binary frames');
+      let frame;
+      try {
+        frame = decodeFrame(data);
+      } catch (e) {
+        return refuse(e instanceof FrameError ? e.message : String(e));
+      }
+      const parsed = FromAgentSchema.safeParse(frame.header);
+      if (!parsed.success) return refuse(`bad message: ${describeZodError(parsed.error)}`);
+      const m = parsed.data;
+      if (agentId === null) {
+        if (m.type !== 'hello') return refuse(`the first message must be 'hello', got '${m.type}'`);
+        agentId = m.agentId;
+        const old = this.sockets.get(agentId);
+        this.sockets.set(agentId, ws);
+        if (old && old !== ws) old.close(4000, 'replaced by a new connection of the same agent');
+        this.log.info({ agentId, gpus: m.gpus.length, workers: m.workers.length, kind: m.workerKind }, 'agent registered');
+        control.agentConnected(m);
+        return;
+      }
+      switch (m.type) {
+        case 'hello':
+          return refuse('hello sent twice');
+        case 'workers':
+          return control.workersReported(agentId, m.workers);
+        case 'telemetry':
+          return control.telemetry(agentId, m);
+        case 'result':
+          return control.batchResult(agentId, m, frame.payload);
+        case 'batchError':
+          return control.batchError(agentId, m);
+      }
+    });
+    ws.on('close', () => {
+      if (agentId !== null && this.sockets.get(agentId) === ws) {
+        this.sockets.delete(agentId);
+        this.control?.agentDisconnected(agentId);
+      }
+    });
+    ws.on('error', (e) => this.log.warn({ agentId, err: e.message }, 'agent connection error'));
+  }
+}

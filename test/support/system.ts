@@ -1,0 +1,83 @@
+// Starts the running system as a user would: `inss up`, `inss scheduler`, `inss agent` as real
+// processes, and waits on their HTTP endpoint. Every started process is killed by `stopAll()`.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { INSS_BIN, REPO_ROOT } from './paths.js';
+
+export interface Running {
+  readonly child: ChildProcess;
+  /** Everything printed so far. */
+  stdout: string;
+  stderr: string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const started: Running[] = [];
+
+export function startInss(args: readonly string[], env: Record<string, string> = {}): Running {
+  const child = spawn(process.execPath, [INSS_BIN, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const r: Running = {
+    child,
+    stdout: '',
+    stderr: '',
+    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
+  };
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
+  started.push(r);
+  return r;
+}
+
+/** Waits until `pattern` appears on stdout; returns its first group. */
+export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 20_000): Promise<string> {
+  const t0 = Date.now();
+  for (;;) {
+    const m = pattern.exec(r.stdout);
+    if (m) return m[1] ?? m[0];
+    if (r.child.exitCode !== null) throw new Error(`process exited (${r.child.exitCode}) before printing ${pattern}:\n${r.stderr.slice(-3000)}`);
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${pattern}; stderr:\n${r.stderr.slice(-3000)}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+/** Polls GET url until it answers 200. */
+export async function waitHttp200(url: string, timeoutMs = 30_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${url} to answer 200`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+export async function stopAll(): Promise<void> {
+  for (const r of started.splice(0)) {
+    if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+    await r.exited;
+  }
+}
+
+/** One FP32 image of 3x224x224 as a binary-extension infer request body (Triton's wire format). */
+export function binaryInferRequest(values: Float32Array, shape = [1, 3, 224, 224]): { body: Buffer; headers: Record<string, string> } {
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: values.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
+  return {
+    body: Buffer.concat([header, Buffer.from(values.buffer, values.byteOffset, values.byteLength)]),
+    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
+  };
+}
+
+/** The simulated worker's forward pass (agent/simWorker.ts): output[k] = mean of input[i] with i mod K == k. */
+export function simForward(x: Float32Array, outputs = 1000): Float32Array {
+  const sums = new Float64Array(outputs);
+  const counts = new Uint32Array(outputs);
+  for (let i = 0; i < x.length; i++) {
+    const k = i % outputs;
+    sums[k] = sums[k]! + x[i]!;
+    counts[k] = counts[k]! + 1;
+  }
+  return Float32Array.from(sums, (s, k) => s / counts[k]!);
+}
