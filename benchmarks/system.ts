@@ -72,8 +72,8 @@ async function closedLoop(urls: readonly string[], body: Buffer, headers: Record
 function start(args: string[]): { child: ChildProcess; out: () => string } {
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', () => undefined);
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', () => undefined);
   return { child, out: () => out };
 }
 

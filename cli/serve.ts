@@ -182,8 +182,9 @@ function untilSignal(stop: () => Promise<void>): Promise<void> {
         resolve();
       });
     };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    // `on`, not `once`: execa's cleanup hook (signal-exit) re-raises a signal that has no other listener left.
+    process.on('SIGINT', () => onSignal('SIGINT'));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
   });
 }
 

@@ -20,7 +20,7 @@ import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy }
 import { buildCluster } from '../src/policy/cluster.js';
 import type { Profile } from '../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
-import { elementCount, type ModelSignature, type TensorRef } from '../src/protocol/tensor.js';
+import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome } from './metrics.js';
 import type { Store } from './store.js';
@@ -142,9 +142,12 @@ interface Worker {
   wanted: boolean;
   /** The agent's last word on it. */
   state: WorkerStatus['state'] | 'unknown';
+  pid: number | null;
   replaces: Worker | null;
   inFlight: Batch | null;
   predicted: Float64Array;
+  /** Moving average of (round trip of a batch) - (time the worker reports for it), ms. */
+  overheadMs: number;
 }
 
 interface Batch {
@@ -188,7 +191,6 @@ export class Control {
   private readonly epochArrivals: number[][];
   private readonly epochArr: number[];
   private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
-  private firstDecision = true;
   private readonly log: Logger;
 
   constructor(private readonly opts: ControlOptions) {
@@ -251,7 +253,9 @@ export class Control {
         batch: w.batch,
         role: w.role,
         state: w.state,
+        pid: w.pid,
         busy: w.inFlight !== null,
+        overheadMs: Number(w.overheadMs.toFixed(3)),
       })),
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
       deployment: this.current,
@@ -335,6 +339,7 @@ export class Control {
           timeoutMs: w.timeoutMs,
           slack: this.settings.dispatchSlack,
           predicted: w.predicted,
+          overheadMs: w.overheadMs,
         });
         if (step.kind === 'empty') break;
         if (step.kind === 'drop') {
@@ -463,6 +468,7 @@ export class Control {
       if (w.agentId !== agentId) continue;
       const s = byId.get(w.workerId);
       const state = s ? s.state : 'unknown';
+      w.pid = s?.pid ?? null;
       if (state === w.state) continue;
       w.state = state;
       touchedGpus.add(w.gpu);
@@ -482,6 +488,10 @@ export class Control {
     this.opts.metrics.computeTime.observe({ model: model.name }, msg.latencyMs / 1000);
     this.epochStats.execSum[m]! += msg.latencyMs;
     this.epochStats.execN[m]! += 1;
+    // The transport a batch pays beyond its GPU time (scheduler -> agent -> worker and back): learned
+    // per worker so the dispatch rule starts batches early enough to meet the SLO with it.
+    const overhead = Math.max(0, now - b.sentMs - msg.latencyMs);
+    b.worker.overheadMs = b.worker.overheadMs === 0 ? overhead : 0.9 * b.worker.overheadMs + 0.1 * overhead;
     const n = b.tasks.length;
     // Split each output along the batch dimension, checking the worker sent what it said.
     let offset = 0;
@@ -581,7 +591,6 @@ export class Control {
     }
     this.current = { placements: this.currentPlacements() };
     for (let g = 0; g < refs.length; g++) this.refreshPredictions(g);
-    this.firstDecision = true;
     this.epoch();
   }
 
@@ -602,7 +611,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH) };
+    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0 };
   }
 
   private currentPlacements(): Placement[] {
@@ -639,7 +648,6 @@ export class Control {
       this.opts.store?.recordDecision({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso() });
       this.log.info({ placements: this.named(d).placements, decideMs: Number(decideMs.toFixed(3)) }, 'new deployment');
     }
-    this.firstDecision = false;
   }
 
   private named(d: Deployment): { placements: unknown[]; gpuModes?: readonly GpuMode[] } {

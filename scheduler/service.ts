@@ -55,6 +55,8 @@ export class SchedulerService {
   static async start(opts: SchedulerOptions): Promise<SchedulerService> {
     const metrics = new Metrics();
     const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
+    // The cast keeps the app typed FastifyInstance<..., FastifyBaseLogger> (pino's Logger type differs in generics only).
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit, keepAliveTimeout: 30_000 });
     const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }));
     const control = new Control({

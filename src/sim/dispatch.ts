@@ -32,6 +32,11 @@ export interface DispatchInput {
   readonly slack: number;
   /** The worker's predicted t_inf table (index = batch size), from `predictionTable`. */
   readonly predicted: Float64Array;
+  /**
+   * Time a batch spends outside the GPU on its way to the worker and back (the running system's
+   * measured transport; 0 in the simulator, whose batches start where they are decided).
+   */
+  readonly overheadMs?: number;
 }
 
 export function predictedMs(table: Float64Array, size: number): number {
@@ -41,7 +46,7 @@ export function predictedMs(table: Float64Array, size: number): number {
 export function dispatchStep(x: DispatchInput): DispatchStep {
   if (x.queued === 0) return EMPTY;
   const size = Math.min(x.queued, x.batch);
-  const t = predictedMs(x.predicted, size);
+  const t = predictedMs(x.predicted, size) + (x.overheadMs ?? 0);
   if (x.nowMs + t > x.headArrivalMs + x.sloMs) return DROP;
   const latestStart = x.headArrivalMs + x.sloMs - (1 + x.slack) * t;
   const timeoutAt = Number.isNaN(x.timeoutMs) ? Infinity : x.headArrivalMs + x.timeoutMs;

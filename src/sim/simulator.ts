@@ -23,7 +23,7 @@
 import { throughputPerS } from '../model/latency.js';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../policy/types.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
-import { dispatchStep, MAX_PRED_BATCH, predictedMs as predictedOf, predictionTable } from './dispatch.js';
+import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
@@ -269,10 +269,6 @@ export function simulate(input: SimInput): SimResult {
     batchCount[w.model]! += 1;
   }
 
-  function predictedMs(w: Worker, size: number): number {
-    return predictedOf(w.predicted, size);
-  }
-
   function canRun(w: Worker): boolean {
     return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]);
   }
@@ -304,7 +300,7 @@ export function simulate(input: SimInput): SimResult {
           continue;
         }
         if (step.kind === 'start') startBatch(w, nowMs, step.size);
-        else if (step.untilMs < timer[m]!) timer[m] = step.untilMs;
+        else if (step.untilMs < timer[m]) timer[m] = step.untilMs;
         break;
       }
     }

@@ -21,8 +21,8 @@ export function startInss(args: readonly string[], env: Record<string, string> =
     stderr: '',
     exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
   };
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
   started.push(r);
   return r;
 }
