@@ -17,6 +17,7 @@ import { BUILTIN_POLICY_DIR } from './profiles.js';
 import { existsSync } from 'node:fs';
 import { registerDerive } from './derive.js';
 import { registerServe } from './serve.js';
+import { registerLoadgen } from './loadgen.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
 
@@ -155,6 +156,7 @@ export function buildProgram(argv: readonly string[]): Command {
     });
 
   registerServe(program);
+  registerLoadgen(program);
 
   return program;
 }

@@ -1,0 +1,41 @@
+// `inss up` as a user runs it from the README: it prints the endpoint, the README's curl request gets
+// an answer, `inss loadgen` gets every request answered, and Ctrl-C (SIGINT) shuts everything down.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+
+const state = mkdtempSync(join(tmpdir(), 'inss-up-'));
+afterAll(async () => {
+  await stopAll();
+  rmSync(state, { recursive: true, force: true });
+});
+
+it('inss up serves the README request, loadgen gets every answer, and SIGINT stops it cleanly', async () => {
+  const up = startInss(['up', '--port', '0', '--state-dir', state, '--log-level', 'warn']);
+  const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
+  await waitHttp200(`${base}/v2/health/ready`);
+  // The README's request: one all-zero image as JSON.
+  const body = JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data: new Array(150528).fill(0) }] });
+  const out = execFileSync('curl', ['-s', '-X', 'POST', `${base}/v2/models/resnet50/infer`, '-H', 'Content-Type: application/json', '-d', '@-'], { input: body }).toString();
+  const answer = JSON.parse(out) as { model_name: string; outputs: { name: string; shape: number[]; data: number[] }[] };
+  expect(answer.model_name).toBe('resnet50');
+  expect(answer.outputs[0]!.shape).toEqual([1, 1000]);
+  expect(answer.outputs[0]!.data.every((v) => v === 0)).toBe(true);
+
+  const lg = await runCli(['loadgen', '--url', base, '--model', 'resnet50=20', '--model', 'vgg16=10', '--duration', '3', '--json']);
+  expect(lg.code).toBe(0);
+  const report = JSON.parse(lg.stdout) as { total: { sent: number; ok: number; errors: Record<string, number> } };
+  expect(report.total.sent).toBeGreaterThan(50);
+  // Every request was answered: a result or an HTTP error the server chose (no network failures).
+  expect(report.total.errors.network).toBe(0);
+  expect(report.total.ok).toBeGreaterThan(0.8 * report.total.sent);
+
+  up.child.kill('SIGINT');
+  const exit = await up.exited;
+  expect(exit.code).toBe(0);
+  expect(up.stderr).toContain('SIGINT: shutting down');
+});
