@@ -6,7 +6,7 @@
 // - `stop()` sends SIGTERM (the worker answers what it holds, then exits) and SIGKILL after a grace time.
 import { EventEmitter } from 'node:events';
 import { execa, type ResultPromise } from 'execa';
-import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
+import { FrameDecoder, framePieces } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 
@@ -104,7 +104,11 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
     return new Promise((resolve) => {
       this.inFlight.set(id, { resolve });
       const msg = { v: WORKER_PROTOCOL_VERSION, type: 'batch' as const, id, size, inputs: [...inputs], ...(running ? { running: [...running] } : {}) };
-      this.proc?.stdin.write(encodeFrame(msg, payload));
+      const stdin = this.proc?.stdin;
+      if (!stdin) return;
+      stdin.cork();
+      for (const p of framePieces(msg, [payload])) stdin.write(p);
+      stdin.uncork();
     });
   }
 

@@ -5,11 +5,13 @@
 // 1. Ceiling: a bare node:http server in its own process that reads the body and answers 4 KB (the
 //    size of a 1000-class FP32 answer), driven closed-loop with the same client and the same body (one
 //    224x224x3 FP32 image in Triton's binary format, 602 KB), and with an empty body.
-// 2. Full path: `inss up --zero-time --policy static-even` (client -> scheduler -> agent -> simulated
-//    worker answering at once -> back), driven closed-loop across the scenario's models: tasks per second.
+// 2. Full path: `inss up --zero-time --policy static-even --scenario benchmarks/scenarios/system-one.json`
+//    (client -> scheduler -> agent -> one simulated worker answering at once -> back; resnet50 with a
+//    500 ms SLO so the figure is what the path carries, not what a tight SLO lets through), driven
+//    closed-loop: tasks per second answered.
 // 3. Latency at half that rate: `inss loadgen` open-loop (Poisson) at 50% of the measured capacity;
 //    p50/p99 as the client sees it, and how much of it is the task buffer waiting for a batch to fill
-//    (inss_task_queue_seconds, by design of the dispatch rule) rather than overhead.
+//    (inss_task_queue_seconds, by design of the dispatch rule) rather than transport.
 // Both servers run on this machine with the client, so every figure includes the client's own CPU.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,6 +19,7 @@ import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { LoadgenReportSchema } from '../src/loadgen/report.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -119,25 +122,42 @@ console.log(`bare node:http, 602 KB request: ${bareImage.perS.toFixed(0)} req/s 
 console.log(`bare node:http, empty request:  ${bareEmpty.perS.toFixed(0)} req/s (p50 ${bareEmpty.p50Ms.toFixed(2)} ms)`);
 
 const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
-const up = start([BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--state-dir', state, '--log-level', 'warn']);
+const scenario = join(ROOT, 'benchmarks', 'scenarios', 'system-one.json');
+const up = start([BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--log-level', 'warn']);
 const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
 await waitReady(`${base}/v2/health/ready`);
-const models = ['alexnet', 'resnet50', 'vgg16', 'mnasnet', 'mobilenet', 'efficientnet'];
+const models = ['resnet50'];
 const urls = models.map((m) => `${base}/v2/models/${m}/infer`);
 await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
 const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
-console.log(`inss full path (scheduler + agent + simulated workers, zero compute): ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors)`);
+console.log(`inss full path (scheduler + agent + one simulated worker, zero compute, 602 KB tasks): ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors)`);
 
 const half = full.perS / 2;
 const per = half / models.length;
+type Sums = Record<string, number>;
+async function sums(): Promise<Sums> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const out: Sums = {};
+  for (const name of ['inss_task_latency_seconds', 'inss_task_queue_seconds', 'inss_batch_compute_seconds']) {
+    for (const part of ['sum', 'count']) {
+      const re = new RegExp(`^${name}_${part}\\{[^}]*\\} ([0-9.e+-]+)$`, 'gm');
+      out[`${name}_${part}`] = [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+    }
+  }
+  return out;
+}
+const before = await sums();
 const lg = start([BIN, 'loadgen', '--url', base, ...models.flatMap((m) => ['--model', `${m}=${per.toFixed(1)}`]), '--duration', String(SECONDS), '--json']);
 const code = await new Promise<number | null>((r) => lg.child.on('exit', r));
-const metrics = await (await fetch(`${base}/metrics`)).text();
-const sum = (name: string) => [...metrics.matchAll(new RegExp(`^${name}\\{[^}]*\\} ([0-9.e+-]+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
-const queueMeanMs = (sum('inss_task_queue_seconds_sum') / Math.max(1, sum('inss_task_queue_seconds_count'))) * 1000;
-console.log(`open loop at ${half.toFixed(0)} tasks/s (50%), loadgen exit ${code}:`);
-console.log(lg.out().slice(0, 4000));
-console.log(`mean wait in the task buffer (batch filling, by design), over the whole run: ${queueMeanMs.toFixed(2)} ms`);
+const after = await sums();
+const meanMs = (name: string) => ((after[`${name}_sum`]! - before[`${name}_sum`]!) / Math.max(1, after[`${name}_count`]! - before[`${name}_count`]!)) * 1000;
+const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
+const t = report.total;
+const queueMs = meanMs('inss_task_queue_seconds');
+const computeMs = meanMs('inss_batch_compute_seconds');
+const clientMean = t.latency.meanMs ?? NaN;
+console.log(`open loop (Poisson) at ${half.toFixed(0)} tasks/s (50% of the full path), loadgen exit ${code}: ${t.ok}/${t.sent} answered ok; client latency p50 ${t.latency.p50Ms?.toFixed(1)} ms, p99 ${t.latency.p99Ms?.toFixed(1)} ms, mean ${clientMean.toFixed(1)} ms`);
+console.log(`  of the mean: ${queueMs.toFixed(1)} ms waiting in the task buffer for the batch to fill (the dispatch rule, by design), ${computeMs.toFixed(1)} ms in the worker per batch (zero compute: the stand-in forward pass), leaving ${(clientMean - queueMs - computeMs).toFixed(1)} ms added by the path (HTTP, scheduler, WebSocket, agent, pipe and back)`);
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
 rmSync(state, { recursive: true, force: true });

@@ -1,144 +1,424 @@
-// `inss loadgen --url URL`: an open-loop client for the task endpoint. Each request leaves at its
-// scheduled time whether or not earlier ones have been answered (node:http on a keep-alive agent, so
-// the client stays cheap); every request is waited for (or times out) before the report.
+// `inss loadgen --url URL`: an open-loop load generator for a KServe v2 / Open Inference Protocol
+// endpoint (the inss scheduler, or any server that speaks the protocol and its binary extension).
+// This file is the shell: flags, the metadata requests, timers and sockets. What is sent, when, how an
+// answer is judged and the report are pure (src/loadgen/). docs/loadgen.md is the user's guide.
+//
+// Open loop: each request leaves at its scheduled time whether or not earlier ones have been answered.
+// Requests go out on node:http with one keep-alive agent (--connections sockets; a request that finds
+// every socket busy waits in the agent, and that wait counts in its latency). Every request is waited
+// for, or timed out, before the report.
+import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { type Command, InvalidArgumentError, Option } from 'commander';
-import { buildReport, formatReport, type RequestRecord, sendSchedule } from '../src/loadgen/report.js';
-import { InvalidInputError } from '../src/profile/schema.js';
-import { DATATYPE_BYTES, type Datatype, elementCount } from '../src/protocol/tensor.js';
-import { mixSeed, Rng } from '../src/workload/random.js';
+import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Writable } from 'node:stream';
+import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
+import { urlToHttpOptions } from 'node:url';
+import { type Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../src/loadgen/report.js';
+import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../src/loadgen/request.js';
+import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT } from '../src/loadgen/schedule.js';
+import { Rng } from '../src/workload/random.js';
 
-function keyValue(what: string) {
-  return (v: string, prev: Record<string, number> = {}): Record<string, number> => {
-    const m = /^([^=]+)=(.+)$/.exec(v);
-    const n = m ? Number(m[2]) : NaN;
-    if (!m || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`'${v}' is not <model>=<${what} > 0>`);
-    return { ...prev, [m[1]!]: n };
-  };
+/** Validated options of one run (what the flags mean, after every check). */
+export interface LoadgenOptions {
+  /** Base URL without a trailing slash, e.g. http://127.0.0.1:8000 (a path prefix is kept). */
+  readonly url: string;
+  readonly models: readonly ModelLoad[];
+  readonly durationS: number;
+  readonly arrival: ArrivalSpec;
+  readonly seed: number;
+  readonly encoding: Encoding;
+  /** SLOs from --slo; other models take their metadata's parameters.slo_ms. */
+  readonly sloMs: ReadonlyMap<string, number>;
+  readonly timeoutMs: number;
+  /** Print the JSON report on stdout (and no progress on stderr). */
+  readonly json: boolean;
+  readonly out?: string | undefined;
+  readonly connections: number;
 }
 
-function positive(v: string): number {
-  const n = Number(v);
+export interface LoadgenIo {
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+}
+
+/** Exit statuses of `inss loadgen`. */
+export const EXIT_OK = 0; // the run completed (whatever the servers answered: that is in the report)
+export const EXIT_SETUP = 1; // the server could not be reached, does not serve a model, or --out cannot be written
+export const EXIT_BAD_FLAGS = 2; // a flag is invalid, or no SLO is known for a model
+
+const PROGRESS_EVERY_MS = 1000;
+/** Most sends in one go when catching up, before reading answers again. */
+const MAX_BURST = 256;
+
+// ---- flags -------------------------------------------------------------------------------------
+
+function num(v: string): number {
+  return v.trim() === '' ? NaN : Number(v);
+}
+
+function positiveNumber(v: string): number {
+  const n = num(v);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number > 0');
   return n;
 }
 
-interface Meta {
-  inputs: { name: string; datatype: Datatype; shape: number[] }[];
-  parameters?: { slo_ms?: number };
+function positiveInt(v: string): number {
+  const n = num(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('must be an integer >= 1');
+  return n;
 }
 
-async function metadata(url: string, model: string): Promise<Meta> {
-  let res: Response;
+function seedNumber(v: string): number {
+  const n = num(v);
+  if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new InvalidArgumentError('must be an integer in 0..4294967295');
+  return n;
+}
+
+function baseUrl(v: string): string {
+  let u: URL;
   try {
-    res = await fetch(`${url}/v2/models/${encodeURIComponent(model)}`);
-  } catch (e) {
-    throw new InvalidInputError(`--url ${url}: cannot reach the server (${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message})`);
+    u = new URL(v);
+  } catch {
+    throw new InvalidArgumentError(`'${v}' is not a URL (e.g. http://127.0.0.1:8000)`);
   }
-  if (res.status !== 200) throw new InvalidInputError(`--model ${model}: the server answers ${res.status}: ${await res.text()}`);
-  return (await res.json()) as Meta;
+  if (u.protocol !== 'http:') throw new InvalidArgumentError(`'${v}': only http:// URLs are supported`);
+  if (u.search !== '' || u.hash !== '') throw new InvalidArgumentError(`'${v}': give the server's base URL, without a query or fragment`);
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
-/** One pre-encoded request body per model: random values of the right datatype, batch dimension 1. */
-function requestBody(meta: Meta, encoding: 'binary' | 'json', rng: Rng): { body: Buffer; headers: Record<string, string> } {
-  const inputs = meta.inputs.map((i) => {
-    const shape = [1, ...i.shape.slice(1)];
-    const n = elementCount(shape);
-    const values = Array.from({ length: n }, () => (i.datatype.startsWith('FP') ? rng.next() : Math.floor(rng.next() * 100)));
-    return { ...i, shape, values };
-  });
-  if (encoding === 'json') {
-    const body = Buffer.from(JSON.stringify({ inputs: inputs.map((i) => ({ name: i.name, shape: i.shape, datatype: i.datatype, data: i.datatype === 'BOOL' ? i.values.map((v) => v > 50) : i.values })) }));
-    return { body, headers: { 'content-type': 'application/json' } };
-  }
-  const blobs = inputs.map((i) => {
-    const b = Buffer.alloc(i.values.length * DATATYPE_BYTES[i.datatype]);
-    i.values.forEach((v, k) => {
-      if (i.datatype === 'FP32') b.writeFloatLE(v, k * 4);
-      else if (i.datatype === 'FP64') b.writeDoubleLE(v, k * 8);
-      else if (DATATYPE_BYTES[i.datatype] === 1) b.writeUInt8(Math.min(255, v), k);
-      else if (DATATYPE_BYTES[i.datatype] === 4) b.writeInt32LE(v, k * 4);
-      else if (DATATYPE_BYTES[i.datatype] === 8) b.writeBigInt64LE(BigInt(v), k * 8);
-      else b.writeUInt16LE(v, k * 2);
-    });
-    return b;
-  });
-  const header = Buffer.from(JSON.stringify({ inputs: inputs.map((i, k) => ({ name: i.name, shape: i.shape, datatype: i.datatype, parameters: { binary_data_size: blobs[k]!.length } })), parameters: { binary_data_output: true } }));
-  return { body: Buffer.concat([header, ...blobs]), headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) } };
+/** `name=value` split at the last '='; the name must be a usable path segment. */
+function nameValue(v: string, what: string, example: string): { name: string; value: number } {
+  const i = v.lastIndexOf('=');
+  const name = i > 0 ? v.slice(0, i) : '';
+  if (name === '' || name.includes('/')) throw new InvalidArgumentError(`'${v}' is not <name>=<${what}> (e.g. ${example})`);
+  const value = num(v.slice(i + 1));
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError(`'${v}': ${what} must be a number > 0`);
+  return { name, value };
 }
 
-function send(url: string, req: { body: Buffer; headers: Record<string, string> }, agent: http.Agent, timeoutMs: number): Promise<{ status: number; error?: string }> {
-  return new Promise((resolve) => {
-    const r = http.request(url, { method: 'POST', agent, timeout: timeoutMs, headers: { ...req.headers, 'content-length': String(req.body.length) } }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        if (status === 200) return resolve({ status });
-        let error = `HTTP ${status}`;
-        try {
-          error = (JSON.parse(Buffer.concat(parts).toString()) as { error?: string }).error ?? error;
-        } catch {
-          // not JSON: keep the status
-        }
-        resolve({ status, error: error.replace(/\d+(\.\d+)? ms/g, 'N ms') });
-      });
-    });
-    r.on('timeout', () => r.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    r.on('error', (e) => resolve({ status: 0, error: e.message }));
-    r.end(req.body);
-  });
+function modelRate(v: string, prev: ModelLoad[] | undefined): ModelLoad[] {
+  const { name, value } = nameValue(v, 'ratePerS', 'resnet50=100');
+  if (prev?.some((m) => m.name === name)) throw new InvalidArgumentError(`model '${name}' is given twice`);
+  return [...(prev ?? []), { name, ratePerS: value }];
 }
 
-export function registerLoadgen(program: Command): void {
-  program
+function modelSlo(v: string, prev: Map<string, number> | undefined): Map<string, number> {
+  const { name, value } = nameValue(v, 'ms', 'resnet50=80');
+  if (prev?.has(name)) throw new InvalidArgumentError(`model '${name}' is given twice`);
+  return new Map([...(prev ?? []), [name, value]]);
+}
+
+/** The flags as commander hands them over (after each flag's own parser). */
+interface RawFlags {
+  url: string;
+  model: ModelLoad[];
+  duration: number;
+  arrival: 'poisson' | 'gamma';
+  cv?: number;
+  seed: number;
+  encoding: Encoding;
+  slo?: Map<string, number>;
+  timeout: number;
+  json?: boolean;
+  out?: string;
+  connections: number;
+}
+
+/** Cross-flag rules; `fail` reports a bad flag (it does not return). */
+function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOptions {
+  if (f.arrival === 'gamma' && f.cv === undefined) fail('--cv <x> is required with --arrival gamma (the CV of the inter-arrival times; 1 is Poisson)');
+  if (f.arrival === 'poisson' && f.cv !== undefined) fail('--cv is only for --arrival gamma (Poisson arrivals have CV 1)');
+  const names = new Set(f.model.map((m) => m.name));
+  for (const name of f.slo?.keys() ?? []) if (!names.has(name)) fail(`--slo ${name}=...: '${name}' is not one of the --model models (${[...names].join(', ')})`);
+  return {
+    url: f.url,
+    models: f.model,
+    durationS: f.duration,
+    arrival: f.arrival === 'gamma' ? { kind: 'gamma', cv: f.cv! } : { kind: 'poisson' },
+    seed: f.seed,
+    encoding: f.encoding,
+    sloMs: f.slo ?? new Map(),
+    timeoutMs: f.timeout,
+    json: f.json === true,
+    out: f.out,
+    connections: f.connections,
+  };
+}
+
+export interface LoadgenDeps {
+  /** Where the report, progress and errors go (default: the process's stdout and stderr). */
+  readonly stdout?: Writable;
+  readonly stderr?: Writable;
+  /** Receives the exit status of a run (default: sets process.exitCode, which `main` returns). */
+  readonly setExitCode?: (code: number) => void;
+  /** Runs the validated options (default: runLoadgen); a test may replace it to check the flags alone. */
+  readonly run?: (opts: LoadgenOptions, io: LoadgenIo) => Promise<number>;
+}
+
+/**
+ * Adds `loadgen` to the program (cli/main.ts). A bad flag prints commander's message naming the flag
+ * and throws a CommanderError with exitCode 2 (EXIT_BAD_FLAGS), which `main` returns.
+ */
+export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Command {
+  const io: LoadgenIo = { stdout: deps.stdout ?? process.stdout, stderr: deps.stderr ?? process.stderr };
+  return program
     .command('loadgen')
-    .description('Open-loop load generator for the task endpoint: Poisson or Gamma arrivals per model; reports throughput, goodput, SLO attainment, p50/p99')
-    .requiredOption('--url <url>', 'the endpoint, e.g. http://127.0.0.1:8000')
-    .requiredOption('--model <name=ratePerS>', 'a model and its rate (repeat for several)', keyValue('rate per s'))
-    .option('--duration <s>', 'seconds of sending', positive, 10)
-    .addOption(new Option('--arrival <process>', 'arrival process').choices(['poisson', 'gamma']).default('poisson'))
-    .option('--cv <x>', 'coefficient of variation of Gamma inter-arrivals', positive, 2)
-    .option('--seed <n>', 'seed of the schedule and the inputs', positive, 1)
-    .addOption(new Option('--encoding <kind>', 'request encoding').choices(['binary', 'json']).default('binary'))
-    .option('--slo <name=ms>', "a model's SLO (default: the server's parameters.slo_ms)", keyValue('ms'))
-    .option('--timeout <ms>', 'per-request timeout', positive, 30_000)
-    .option('--json', 'print the report as JSON')
-    .action(async (opts: { url: string; model: Record<string, number>; duration: number; arrival: string; cv: number; seed: number; encoding: 'binary' | 'json'; slo?: Record<string, number>; timeout: number; json?: boolean }) => {
-      const url = opts.url.replace(/\/+$/, '');
-      const rng = new Rng(mixSeed(opts.seed, 0x696e));
-      const bodies = new Map<string, { body: Buffer; headers: Record<string, string> }>();
-      const slo: Record<string, number> = {};
-      for (const m of Object.keys(opts.model)) {
-        const meta = await metadata(url, m);
-        const s = opts.slo?.[m] ?? meta.parameters?.slo_ms;
-        if (s === undefined) throw new InvalidInputError(`--slo ${m}=<ms> is needed: the server states no SLO for '${m}'`);
-        slo[m] = s;
-        bodies.set(m, requestBody(meta, opts.encoding, rng));
-      }
-      const plan = sendSchedule(opts.model, opts.duration, opts.arrival === 'gamma' ? opts.cv : 1, opts.seed);
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
-      const records: Promise<RequestRecord>[] = [];
-      let answered = 0;
-      const progress = opts.json ? null : setInterval(() => process.stderr.write(`sent ${records.length}/${plan.length}, answered ${answered}\n`), 1000);
-      const t0 = performance.now();
-      for (const p of plan) {
-        const wait = p.atMs - (performance.now() - t0);
-        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-        const sentAtMs = performance.now() - t0;
-        records.push(
-          send(`${url}/v2/models/${encodeURIComponent(p.model)}/infer`, bodies.get(p.model)!, agent, opts.timeout).then((r): RequestRecord => {
-            answered++;
-            const latencyMs = performance.now() - t0 - sentAtMs;
-            const outcome = r.status === 200 ? 'ok' : r.status === 0 ? 'network' : r.status < 500 ? 'http-4xx' : 'http-5xx';
-            return { model: p.model, sentAtMs, latencyMs, outcome, ...(r.status ? { status: r.status } : {}), ...(r.error ? { error: r.error } : {}) };
-          }),
-        );
-      }
-      const all = await Promise.all(records);
-      if (progress) clearInterval(progress);
-      agent.destroy();
-      const report = buildReport(all, slo, opts.duration);
-      console.log(opts.json ? JSON.stringify(report) : formatReport(report));
+    .description('Open-loop load generator for the KServe v2 task endpoint: Poisson or Gamma arrivals per model; reports throughput, goodput, SLO attainment and latency (docs/loadgen.md)')
+    .requiredOption('--url <url>', 'base URL of the server, e.g. http://127.0.0.1:8000', baseUrl)
+    .requiredOption('--model <name=ratePerS>', 'a model and its request rate per second; repeat for several models', modelRate)
+    .option('--duration <s>', 'seconds of sending (the report waits for the last answers after)', positiveNumber, 10)
+    .addOption(new Option('--arrival <process>', 'inter-arrival times: poisson, or gamma with --cv').choices(['poisson', 'gamma']).default('poisson'))
+    .option('--cv <x>', 'coefficient of variation of the Gamma inter-arrival times (> 1 burstier than Poisson, < 1 smoother)', positiveNumber)
+    .option('--seed <n>', 'seed of the send times and the input values', seedNumber, 1)
+    .addOption(new Option('--encoding <kind>', "request body: binary (Triton's binary tensor extension) or json").choices(['binary', 'json']).default('binary'))
+    .option('--slo <name=ms>', "a model's latency SLO; repeatable (default: parameters.slo_ms of the model's metadata)", modelSlo)
+    .option('--timeout <ms>', 'per-request timeout: no whole answer within it counts as a timeout error', positiveInt, 30_000)
+    .option('--json', 'print the JSON report instead of the table (and no progress)')
+    .option('--out <file>', 'also write the JSON report to this file')
+    .option('--connections <n>', 'keep-alive sockets to the server', positiveInt, 256)
+    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
+    .exitOverride((err) => {
+      throw err.exitCode === 0 ? err : new CommanderError(EXIT_BAD_FLAGS, err.code, err.message);
+    })
+    .action(async (flags: RawFlags, command: Command) => {
+      const opts = resolveFlags(flags, (message) => command.error(`error: ${message}`, { exitCode: EXIT_BAD_FLAGS, code: 'inss.loadgen.invalidFlag' }));
+      const code = await (deps.run ?? runLoadgen)(opts, io);
+      if (deps.setExitCode) deps.setExitCode(code);
+      else process.exitCode = code;
     });
+}
+
+// ---- HTTP --------------------------------------------------------------------------------------
+
+/** What became of one HTTP exchange. */
+type Exchange =
+  | { readonly kind: 'answer'; readonly status: number; readonly inferenceHeaderLength: string | undefined; readonly body: Buffer }
+  | { readonly kind: 'timeout' | 'network'; readonly error: string };
+
+function networkError(err: NodeJS.ErrnoException): string {
+  const code = err.code;
+  return code !== undefined && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
+}
+
+/**
+ * One request; `done` is called exactly once. The timeout covers everything from this call to the end
+ * of the answer, waiting for a free socket included.
+ */
+function exchange(target: http.RequestOptions, body: Buffer | undefined, timeoutMs: number, done: (x: Exchange) => void): void {
+  let settled = false;
+  const finish = (x: Exchange): void => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    done(x);
+  };
+  const req = http.request(target, (res) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => {
+      const h = res.headers['inference-header-content-length'];
+      finish({ kind: 'answer', status: res.statusCode ?? 0, inferenceHeaderLength: typeof h === 'string' ? h : undefined, body: Buffer.concat(chunks) });
+    });
+    res.on('error', (e) => finish({ kind: 'network', error: networkError(e) }));
+    res.on('close', () => {
+      if (!res.complete) finish({ kind: 'network', error: 'the connection closed before the answer ended' });
+    });
+  });
+  const timer = setTimeout(() => {
+    finish({ kind: 'timeout', error: `no answer within ${timeoutMs} ms (--timeout)` });
+    req.destroy();
+  }, timeoutMs);
+  req.on('error', (e) => finish({ kind: 'network', error: networkError(e) }));
+  req.end(body);
+}
+
+function exchangeAsync(target: http.RequestOptions, body: Buffer | undefined, timeoutMs: number): Promise<Exchange> {
+  return new Promise((resolve) => exchange(target, body, timeoutMs, resolve));
+}
+
+function requestTarget(url: string, method: 'GET' | 'POST', agent: http.Agent, headers: Readonly<Record<string, string>> = {}): http.RequestOptions {
+  return { ...urlToHttpOptions(new URL(url)), method, agent, headers: { ...headers } };
+}
+
+// ---- the run -----------------------------------------------------------------------------------
+
+/** A run that cannot start: the message says why (and names the flag when one is to blame). */
+class LoadgenSetupError extends Error {
+  override readonly name = 'LoadgenSetupError';
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+/** What is needed to send one model's requests. */
+interface ModelPlan {
+  readonly name: string;
+  readonly ratePerS: number;
+  readonly sloMs: number;
+  readonly target: http.RequestOptions;
+  readonly request: EncodedRequest;
+}
+
+function errorText(body: Buffer): string {
+  const text = body.toString('utf8');
+  try {
+    const j = JSON.parse(text) as { error?: unknown };
+    if (typeof j.error === 'string') return j.error;
+  } catch {
+    // not JSON: the text as it is
+  }
+  return text.slice(0, 200);
+}
+
+/** GETs a model's metadata and builds its one pre-encoded request (seeded by --seed and the name). */
+async function planModel(opts: LoadgenOptions, m: ModelLoad, agent: http.Agent): Promise<ModelPlan> {
+  const path = `/v2/models/${encodeURIComponent(m.name)}`;
+  const x = await exchangeAsync(requestTarget(`${opts.url}${path}`, 'GET', agent, { accept: 'application/json' }), undefined, opts.timeoutMs);
+  if (x.kind !== 'answer') throw new LoadgenSetupError(`cannot reach the server at --url ${opts.url} (GET ${path}): ${x.error}`, EXIT_SETUP);
+  if (x.status === 404) throw new LoadgenSetupError(`--model ${m.name}: the server at ${opts.url} does not serve this model (HTTP 404: ${errorText(x.body)})`, EXIT_SETUP);
+  if (x.status !== 200) throw new LoadgenSetupError(`--model ${m.name}: GET ${path} answered HTTP ${x.status}: ${errorText(x.body)}`, EXIT_SETUP);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(x.body.toString('utf8'));
+  } catch {
+    throw new LoadgenSetupError(`--model ${m.name}: the metadata at ${opts.url}${path} is not JSON: ${x.body.toString('utf8').slice(0, 120)}`, EXIT_SETUP);
+  }
+  const meta = parseModelMetadata(raw);
+  if (!meta.ok) throw new LoadgenSetupError(`--model ${m.name}: ${meta.error}`, EXIT_SETUP);
+  const specs = requestInputs(meta.value);
+  if (!specs.ok) throw new LoadgenSetupError(`--model ${m.name}: ${specs.error}`, EXIT_SETUP);
+  const sloMs = opts.sloMs.get(m.name) ?? metadataSloMs(meta.value);
+  if (sloMs === undefined) throw new LoadgenSetupError(`--slo: no SLO for model '${m.name}': its metadata has no parameters.slo_ms; give --slo ${m.name}=<ms>`, EXIT_BAD_FLAGS);
+  const inputs = randomInputs(specs.value, new Rng(modelStreamSeed(opts.seed, m.name, STREAM_INPUT)));
+  const request = encodeInferRequest(inputs, opts.encoding);
+  return { name: m.name, ratePerS: m.ratePerS, sloMs, request, target: requestTarget(`${opts.url}${path}/infer`, 'POST', agent, request.headers) };
+}
+
+/** Live counts for the progress line. */
+interface Counters {
+  sent: number;
+  answered: number;
+  errors: number;
+}
+
+function toRecord(model: string, scheduledAtMs: number, sentAtMs: number, latencyMs: number, x: Exchange): RequestRecord {
+  if (x.kind !== 'answer') return { model, scheduledAtMs, sentAtMs, latencyMs, outcome: x.kind, error: x.error };
+  const j = judgeInferAnswer(x);
+  return j.outcome === 'ok' ? { model, scheduledAtMs, sentAtMs, latencyMs, outcome: 'ok', status: x.status } : { model, scheduledAtMs, sentAtMs, latencyMs, outcome: j.outcome, status: x.status, error: j.error };
+}
+
+/**
+ * Sends the schedule open-loop against the clock and resolves once every request has its outcome.
+ * Timers wake the loop at the next send time; after each wake it sends everything that is due (catching
+ * up if the event loop was late), at most MAX_BURST at once before letting answers be read.
+ */
+async function sendOpenLoop(plans: readonly ModelPlan[], schedule: SendSchedule, timeoutMs: number, counters: Counters): Promise<RequestRecord[]> {
+  const records: RequestRecord[] = [];
+  let inFlight = 0;
+  let sending = true;
+  let drained: () => void = () => undefined;
+  const allAnswered = new Promise<void>((resolve) => (drained = resolve));
+  const t0 = performance.now();
+  const fire = (model: number, scheduledAtMs: number): void => {
+    const plan = plans[model]!;
+    const sentAtMs = performance.now() - t0;
+    inFlight++;
+    counters.sent++;
+    exchange(plan.target, plan.request.body, timeoutMs, (x) => {
+      const r = toRecord(plan.name, scheduledAtMs, sentAtMs, performance.now() - t0 - sentAtMs, x);
+      records.push(r);
+      counters.answered++;
+      if (r.outcome !== 'ok') counters.errors++;
+      inFlight--;
+      if (!sending && inFlight === 0) drained();
+    });
+  };
+  let next = schedule.next();
+  while (next !== undefined) {
+    const aheadMs = next.atMs - (performance.now() - t0);
+    if (aheadMs > 0) {
+      await sleep(aheadMs);
+      continue;
+    }
+    for (let burst = 0; next !== undefined && next.atMs <= performance.now() - t0 && burst < MAX_BURST; burst++) {
+      fire(next.model, next.atMs);
+      next = schedule.next();
+    }
+    await yieldToIo();
+  }
+  sending = false;
+  if (inFlight > 0) await allAnswered;
+  return records;
+}
+
+function checkOutWritable(out: string): void {
+  const dir = dirname(out);
+  try {
+    if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a folder`);
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    throw new LoadgenSetupError(`--out ${out}: cannot write there: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT_SETUP);
+  }
+}
+
+function settingsOf(opts: LoadgenOptions): LoadgenSettings {
+  return { url: opts.url, durationS: opts.durationS, arrival: opts.arrival, seed: opts.seed, encoding: opts.encoding, timeoutMs: opts.timeoutMs, connections: opts.connections };
+}
+
+/**
+ * One whole run: metadata, the open-loop sends, the report on `io.stdout` (and in --out). Resolves to
+ * the exit status (EXIT_*); a setup failure is one line on `io.stderr`, not an exception.
+ */
+export async function runLoadgen(opts: LoadgenOptions, io: LoadgenIo): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections, maxFreeSockets: opts.connections });
+  const say = (line: string): void => void io.stderr.write(`${line}\n`);
+  try {
+    if (opts.out !== undefined) checkOutWritable(opts.out);
+    const plans: ModelPlan[] = [];
+    for (const m of opts.models) plans.push(await planModel(opts, m, agent));
+    const schedule = new SendSchedule(opts.models, { durationS: opts.durationS, arrival: opts.arrival, seed: opts.seed });
+    const counters: Counters = { sent: 0, answered: 0, errors: 0 };
+    let progress: NodeJS.Timeout | undefined;
+    if (!opts.json) {
+      const arrival = opts.arrival.kind === 'gamma' ? `gamma arrivals (CV ${opts.arrival.cv})` : 'Poisson arrivals';
+      say(`loadgen: ${plans.map((p) => `${p.name} ${p.ratePerS}/s (SLO ${p.sloMs} ms, ${p.request.body.length} bytes)`).join(', ')}; ${arrival}, ${opts.encoding} encoding, ${opts.durationS} s to ${opts.url}`);
+      const startMs = performance.now();
+      progress = setInterval(() => {
+        const s = ((performance.now() - startMs) / 1000).toFixed(0);
+        say(`loadgen: ${s} s: sent ${counters.sent}, answered ${counters.answered}, errors ${counters.errors}, in flight ${counters.sent - counters.answered}`);
+      }, PROGRESS_EVERY_MS);
+    }
+    let records: RequestRecord[];
+    try {
+      records = await sendOpenLoop(plans, schedule, opts.timeoutMs, counters);
+    } finally {
+      clearInterval(progress);
+    }
+    const report: LoadgenReport = buildReport(
+      settingsOf(opts),
+      plans.map((p) => ({ name: p.name, ratePerS: p.ratePerS, sloMs: p.sloMs })),
+      records,
+    );
+    io.stdout.write(`${opts.json ? JSON.stringify(report) : formatReport(report)}\n`);
+    if (opts.out !== undefined) {
+      try {
+        writeFileSync(opts.out, `${JSON.stringify(report, null, 1)}\n`);
+      } catch (err) {
+        throw new LoadgenSetupError(`--out ${opts.out}: cannot write: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT_SETUP);
+      }
+      if (!opts.json) say(`loadgen: wrote ${opts.out}`);
+    }
+    return EXIT_OK;
+  } catch (err) {
+    if (!(err instanceof LoadgenSetupError)) throw err;
+    say(`inss loadgen: ${err.message}`);
+    return err.exitCode;
+  } finally {
+    agent.destroy();
+  }
 }

@@ -41,7 +41,8 @@ export const DEFAULT_CONTROL_SETTINGS: ControlSettings = { epochMs: 1000, monito
 
 /** Sends a message to an agent; false when it is not connected. */
 export interface AgentLink {
-  send(agentId: string, msg: ToAgent, payload?: Uint8Array): boolean;
+  /** `payload`: the frame's payload as parts written one after another (not copied together). */
+  send(agentId: string, msg: ToAgent, payload?: readonly Uint8Array[]): boolean;
 }
 
 export interface TaskInput {
@@ -148,6 +149,8 @@ interface Worker {
   predicted: Float64Array;
   /** Moving average of (round trip of a batch) - (time the worker reports for it), ms. */
   overheadMs: number;
+  /** Batches answered since the last epoch (an idle worker's overhead estimate decays). */
+  batchesThisEpoch: number;
 }
 
 interface Batch {
@@ -396,11 +399,12 @@ export class Control {
       tasks.push(t);
     }
     const spec = this.models[w.model]!.signature.inputs[0]!;
-    const payload = tasks.length === 1 ? tasks[0]!.input : Buffer.concat(tasks.map((t) => t.input));
+    const parts = tasks.map((t) => t.input);
+    const bytes = parts.reduce((a, p) => a + p.length, 0);
     const batchId = `b${this.nextBatch++}`;
     const batch: Batch = { batchId, worker: w, tasks, sentMs: now };
-    const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: payload.length }];
-    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, workerId: w.workerId, size, inputs }, payload);
+    const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes }];
+    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, workerId: w.workerId, size, inputs }, parts);
     if (!sent) {
       // The agent went away between the check and the send: the tasks go back and wait.
       q.unshiftAll(tasks);
@@ -490,8 +494,11 @@ export class Control {
     this.epochStats.execN[m]! += 1;
     // The transport a batch pays beyond its GPU time (scheduler -> agent -> worker and back): learned
     // per worker so the dispatch rule starts batches early enough to meet the SLO with it.
+    // Starts at 0 and moves 10% toward each sample, so one slow batch (a cold start) cannot make the
+    // rule drop everything; an estimate that did grow decays while the worker gets no batches (epoch()).
     const overhead = Math.max(0, now - b.sentMs - msg.latencyMs);
-    b.worker.overheadMs = b.worker.overheadMs === 0 ? overhead : 0.9 * b.worker.overheadMs + 0.1 * overhead;
+    b.worker.overheadMs = 0.9 * b.worker.overheadMs + 0.1 * overhead;
+    b.worker.batchesThisEpoch++;
     const n = b.tasks.length;
     // Split each output along the batch dimension, checking the worker sent what it said.
     let offset = 0;
@@ -611,7 +618,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0 };
+    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0 };
   }
 
   private currentPlacements(): Placement[] {
@@ -628,6 +635,10 @@ export class Control {
       h.push(this.epochArr[m]!);
       if (h.length > 64) h.shift();
       this.expire(m);
+    }
+    for (const w of this.workers) {
+      if (w.batchesThisEpoch === 0) w.overheadMs *= 0.5;
+      w.batchesThisEpoch = 0;
     }
     const obs = this.observation();
     this.publishEpochMetrics(obs);
@@ -756,8 +767,8 @@ export class Control {
     // Forget workers that left the desired set and have nothing in flight.
     this.workers = this.workers.filter((w) => w.wanted || w.inFlight !== null);
     this.current = d;
-    for (let g = 0; g < nG; g++) this.refreshPredictions(g);
     if (changed) {
+      for (let g = 0; g < nG; g++) this.refreshPredictions(g);
       this.generation++;
       for (const a of this.agents.values()) this.sendDesired(a.agentId);
       this.persistPlacements();

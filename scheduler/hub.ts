@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import { AGENT_PROTOCOL_VERSION, describeZodError, FromAgentSchema, type ToAgent } from '../src/protocol/agent.js';
-import { decodeFrame, encodeFrame, FrameError } from '../src/protocol/frames.js';
+import { decodeFrame, encodeFrame, FrameError, framePieces } from '../src/protocol/frames.js';
 import type { AgentLink, Control } from './control.js';
 
 export const AGENT_PATH = '/agents';
@@ -46,10 +46,13 @@ export class AgentHub implements AgentLink {
     });
   }
 
-  send(agentId: string, msg: ToAgent, payload?: Uint8Array): boolean {
+  send(agentId: string, msg: ToAgent, payload: readonly Uint8Array[] = []): boolean {
     const ws = this.sockets.get(agentId);
     if (ws?.readyState !== WebSocket.OPEN) return false;
-    ws.send(encodeFrame(msg, payload));
+    // One WebSocket message in fragments (head, then each payload part): the tensors are not copied
+    // into one buffer first. The fragments go out back to back, so nothing interleaves.
+    const pieces = framePieces(msg, payload);
+    pieces.forEach((p, i) => ws.send(p, { binary: true, fin: i === pieces.length - 1 }));
     return true;
   }
 

@@ -260,7 +260,7 @@ export function parseInferRequest(body: Buffer, headers: { contentType?: string 
       if (inp.data !== undefined) return fail(`${where}: has both binary_data_size and data`);
       if (binSize !== bytes) return fail(`${where}.parameters.binary_data_size: ${binSize} bytes, but shape [${want.join(',')}] of ${spec.datatype} is ${bytes} bytes`);
       if (offset + binSize > binary.length) return fail(`${where}: binary data runs past the end of the body (needs ${offset + binSize} bytes after the header, body has ${binary.length})`);
-      data = Buffer.from(binary.subarray(offset, offset + binSize));
+      data = binary.subarray(offset, offset + binSize); // a view: the body belongs to this request
       offset += binSize;
     } else {
       if (inp.data === undefined) return fail(`${where}.data: missing (and no parameters.binary_data_size)`);

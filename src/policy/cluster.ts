@@ -4,14 +4,23 @@ import { LatencyModel } from '../model/predictor.js';
 import type { Profile } from '../profile/schema.js';
 import type { ClusterInfo, GpuInfo, ServedModel } from './types.js';
 
+// Compiling a profile takes about 10 ms a model; a service that rebuilds its cluster when agents come
+// and go reuses the compiled model of a profile object it has seen (profiles are immutable values).
+const compiledByProfile = new WeakMap<Profile, LatencyModel>();
+
 export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number }[]): ClusterInfo {
   const compiled = new Map<string, LatencyModel>();
+  for (const p of gpuProfiles) {
+    const c = compiledByProfile.get(p);
+    if (c) compiled.set(p.id, c);
+  }
   const served: ServedModel[] = models.map((m, index) => ({ index, name: m.name, sloMs: m.sloMs }));
   const gpus: GpuInfo[] = gpuProfiles.map((p, index) => {
     let model = compiled.get(p.id);
     if (!model) {
       model = LatencyModel.compile(p);
       compiled.set(p.id, model);
+      compiledByProfile.set(p, model);
     }
     const lm = model;
     return {

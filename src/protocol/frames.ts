@@ -26,14 +26,35 @@ export class FrameError extends Error {
 
 const EMPTY = Buffer.alloc(0);
 
-export function encodeFrame(header: object, payload: Uint8Array = EMPTY): Buffer {
-  const h = Buffer.from(JSON.stringify(header), 'utf8');
-  const out = Buffer.allocUnsafe(8 + h.length + payload.length);
-  out.writeUInt32BE(h.length, 0);
-  out.writeUInt32BE(payload.length, 4);
-  h.copy(out, 8);
-  out.set(payload, 8 + h.length);
+/**
+ * The 8-byte prefix and the header of a frame, the header padded with spaces (valid JSON whitespace)
+ * so that the payload starts at a multiple of 8 bytes: a reader that receives the frame into a fresh
+ * buffer can view the payload as a Float32Array or Float64Array without copying it.
+ */
+export function frameHead(header: object, payloadBytes: number): Buffer {
+  const json = JSON.stringify(header);
+  const jsonBytes = Buffer.byteLength(json, 'utf8');
+  const padded = jsonBytes + ((8 - ((8 + jsonBytes) % 8)) % 8);
+  const out = Buffer.alloc(8 + padded, 0x20);
+  out.writeUInt32BE(padded, 0);
+  out.writeUInt32BE(payloadBytes, 4);
+  out.write(json, 8, 'utf8');
   return out;
+}
+
+/** A whole frame in one buffer (one copy of the payload; for small payloads and tests). */
+export function encodeFrame(header: object, payload: Uint8Array = EMPTY): Buffer {
+  const head = frameHead(header, payload.length);
+  return payload.length === 0 ? head : Buffer.concat([head, payload]);
+}
+
+/**
+ * A frame as the pieces to write one after another (prefix and header, then each payload part), so a
+ * batch of task inputs goes onto a socket or pipe without being copied into one buffer first.
+ */
+export function framePieces(header: object, parts: readonly Uint8Array[]): Uint8Array[] {
+  const total = parts.reduce((a, p) => a + p.length, 0);
+  return [frameHead(header, total), ...parts];
 }
 
 /** Decodes one whole frame (a WebSocket message). Throws FrameError when it is not one. */

@@ -70,14 +70,8 @@ export function binaryInferRequest(values: Float32Array, shape = [1, 3, 224, 224
   };
 }
 
-/** The simulated worker's forward pass (agent/simWorker.ts): output[k] = mean of input[i] with i mod K == k. */
+/** The simulated worker's forward pass (agent/simWorker.ts): output[k] = input[k] + input[N - 1 - k]. */
 export function simForward(x: Float32Array, outputs = 1000): Float32Array {
-  const sums = new Float64Array(outputs);
-  const counts = new Uint32Array(outputs);
-  for (let i = 0; i < x.length; i++) {
-    const k = i % outputs;
-    sums[k] = sums[k]! + x[i]!;
-    counts[k] = counts[k]! + 1;
-  }
-  return Float32Array.from(sums, (s, k) => s / counts[k]!);
+  const n = x.length;
+  return Float32Array.from({ length: outputs }, (_, k) => x[k % n]! + x[n - 1 - (k % n)]!);
 }

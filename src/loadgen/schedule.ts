@@ -1,0 +1,100 @@
+// The send schedule of `inss loadgen` (pure, seeded, reproducible). Each model gets its own renewal
+// process at a constant rate (src/workload/arrivals.ts: Poisson, or Gamma with a coefficient of
+// variation), seeded from the run's seed and the model's name; the streams are merged into one
+// time-ordered sequence that the shell replays against its clock. Open loop: the schedule does not
+// depend on answers, so a slow server cannot slow the offered load down.
+import { rateFunction, RenewalStream } from '../workload/arrivals.js';
+import { mixSeed, Rng } from '../workload/random.js';
+
+/** Inter-arrival distribution: Poisson (exponential gaps, CV 1) or Gamma with CV `cv` (> 1 burstier, < 1 smoother). */
+export type ArrivalSpec = { readonly kind: 'poisson' } | { readonly kind: 'gamma'; readonly cv: number };
+
+/** One model's offered load. */
+export interface ModelLoad {
+  readonly name: string;
+  readonly ratePerS: number;
+}
+
+export interface ScheduleSettings {
+  /** Length of the send window; arrivals fall in [0, durationS * 1000) ms. */
+  readonly durationS: number;
+  readonly arrival: ArrivalSpec;
+  readonly seed: number;
+}
+
+/** One request to send: when (ms after the run starts) and for which model (an index into the models). */
+export interface ScheduledSend {
+  readonly atMs: number;
+  readonly model: number;
+}
+
+/** Random streams a model draws from; each (seed, name, stream) triple is independent of the others. */
+export const STREAM_ARRIVALS = 0;
+export const STREAM_INPUT = 1;
+
+/**
+ * 32-bit FNV-1a hash of a model name. Streams are keyed by name rather than by position, so a model's
+ * arrivals and input stay the same when other --model flags are added, removed or reordered.
+ */
+export function nameSeed(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** The seed of one model's stream (arrivals or input data). */
+export function modelStreamSeed(seed: number, name: string, stream: number): number {
+  return mixSeed(seed, nameSeed(name), stream);
+}
+
+/**
+ * The merged send schedule, produced lazily (a long run at a high rate never holds every arrival in
+ * memory). `next()` returns sends in non-decreasing `atMs` order (ties: the lower model index first),
+ * then `undefined` once every stream has passed the end of the window. Throws RangeError on settings
+ * the CLI should have rejected (no model, a rate or duration <= 0, a CV <= 0).
+ */
+export class SendSchedule {
+  private readonly streams: RenewalStream[];
+  private readonly headsMs: number[];
+  private readonly endMs: number;
+
+  constructor(models: readonly ModelLoad[], settings: ScheduleSettings) {
+    if (models.length === 0) throw new RangeError('the schedule needs at least one model');
+    if (!(settings.durationS > 0) || !Number.isFinite(settings.durationS)) throw new RangeError(`durationS must be a finite number > 0, got ${settings.durationS}`);
+    const cv = settings.arrival.kind === 'gamma' ? settings.arrival.cv : 1;
+    if (!(cv > 0) || !Number.isFinite(cv)) throw new RangeError(`cv must be a finite number > 0, got ${cv}`);
+    this.endMs = settings.durationS * 1000;
+    this.streams = models.map((m) => {
+      if (!(m.ratePerS > 0) || !Number.isFinite(m.ratePerS)) throw new RangeError(`rate of model '${m.name}' must be a finite number > 0, got ${m.ratePerS}`);
+      return new RenewalStream(rateFunction({ kind: 'constant', ratePerS: m.ratePerS }), new Rng(modelStreamSeed(settings.seed, m.name, STREAM_ARRIVALS)), cv);
+    });
+    this.headsMs = this.streams.map((s) => s.next());
+  }
+
+  next(): ScheduledSend | undefined {
+    // A linear scan: a run has a handful of models, so a heap would not pay for itself.
+    let best = -1;
+    let bestMs = Infinity;
+    for (let i = 0; i < this.headsMs.length; i++) {
+      const t = this.headsMs[i]!;
+      if (t < bestMs) {
+        bestMs = t;
+        best = i;
+      }
+    }
+    if (best < 0 || bestMs >= this.endMs) return undefined;
+    this.headsMs[best] = this.streams[best]!.next();
+    return { atMs: bestMs, model: best };
+  }
+}
+
+/** Every send of a schedule, in order (for tests and small runs; the CLI iterates lazily). */
+export function sendSchedule(models: readonly ModelLoad[], settings: ScheduleSettings): ScheduledSend[] {
+  const s = new SendSchedule(models, settings);
+  const out: ScheduledSend[] = [];
+  for (let x = s.next(); x !== undefined; x = s.next()) out.push(x);
+  return out;
+}

@@ -1,0 +1,283 @@
+// `inss loadgen` against a real node:http server on a real socket: a small stand-in for the scheduler
+// that implements GET /v2/models/{name} and POST /v2/models/{name}/infer, checks every request with
+// the scheduler's own KServe codec (and the binary extension's header length and sizes by hand), and
+// answers after a few ms. One model always fails with 503, one never answers in time.
+// - every scheduled request is sent, reaches the server, and is counted once in the report;
+// - both encodings arrive well-formed and carry the same input tensor;
+// - the table, the progress lines and --out; an unreachable server, an unknown model, a missing SLO.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { Command, CommanderError } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerLoadgen } from '../../cli/loadgen.js';
+import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest } from '../../scheduler/kserve.js';
+import { LoadgenReportSchema, type LoadgenReport } from '../../src/loadgen/report.js';
+import { sendSchedule } from '../../src/loadgen/schedule.js';
+import type { ModelSignature } from '../../src/protocol/tensor.js';
+
+interface StandInModel {
+  readonly signature: ModelSignature;
+  readonly sloMs?: number;
+  /** 'ok': answers after REPLY_MS; 'fail': 503; 'hang': answers after HANG_MS. */
+  readonly behaviour: 'ok' | 'fail' | 'hang';
+}
+
+const REPLY_MS = 3;
+const HANG_MS = 1500;
+const FAILURE = 'worker w1 failed: its agent a1 disconnected';
+
+const MODELS: Record<string, StandInModel> = {
+  resnet50: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [3, 224, 224] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [1000] }] }, sloMs: 80, behaviour: 'ok' },
+  tiny: {
+    signature: {
+      inputs: [
+        { name: 'x', datatype: 'FP16', shape: [4, 8] },
+        { name: 'ids', datatype: 'INT64', shape: [8] },
+      ],
+      outputs: [{ name: 'y', datatype: 'FP32', shape: [10] }],
+    },
+    sloMs: 50,
+    behaviour: 'ok',
+  },
+  broken: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }] }, sloMs: 80, behaviour: 'fail' },
+  slow: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }] }, sloMs: 80, behaviour: 'hang' },
+  noslo: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }] }, behaviour: 'ok' },
+};
+
+/** What the stand-in saw, per model. */
+interface Seen {
+  binary: number;
+  json: number;
+  /** Requests the codec or the binary checks refused, with why (answered 400). */
+  malformed: string[];
+  /** The first input tensors received per encoding (to compare the two). */
+  firstInputs: Partial<Record<'binary' | 'json', Buffer[]>>;
+}
+
+const seen = new Map<string, Seen>();
+const seenOf = (name: string): Seen => {
+  let s = seen.get(name);
+  if (!s) seen.set(name, (s = { binary: 0, json: 0, malformed: [], firstInputs: {} }));
+  return s;
+};
+const infers = (): number => [...seen.values()].reduce((a, s) => a + s.binary + s.json + s.malformed.length, 0);
+
+/** The binary extension by hand: the header is exactly H bytes of JSON and the sizes add up to the rest. */
+function checkBinaryFraming(body: Buffer, headerLength: string): string | undefined {
+  const h = Number(headerLength);
+  if (!Number.isInteger(h) || h <= 0 || h > body.length) return `bad Inference-Header-Content-Length ${headerLength}`;
+  let header: { inputs?: { parameters?: { binary_data_size?: number } }[] };
+  try {
+    header = JSON.parse(body.subarray(0, h).toString('utf8')) as typeof header;
+  } catch {
+    return 'the first H bytes are not JSON';
+  }
+  const sizes = (header.inputs ?? []).reduce((a, i) => a + (i.parameters?.binary_data_size ?? 0), 0);
+  return sizes === body.length - h ? undefined : `binary_data_size add up to ${sizes}, ${body.length - h} bytes follow the header`;
+}
+
+function reply(res: http.ServerResponse, status: number, body: Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): void {
+  res.writeHead(status, { ...headers, 'content-length': String(body.length) });
+  res.end(body);
+}
+
+function handle(req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
+  const m = /^\/v2\/models\/([^/]+)(\/infer)?$/.exec(req.url ?? '');
+  const name = m ? decodeURIComponent(m[1]!) : '';
+  const model = MODELS[name];
+  if (!m || !model) return reply(res, 404, errorBody(`unknown model '${name}'`));
+  if (!m[2]) {
+    if (req.method !== 'GET') return reply(res, 405, errorBody('GET only'));
+    const meta = modelMetadata({ name, signature: model.signature, sloMs: model.sloMs ?? 0 }) as { parameters?: unknown };
+    if (model.sloMs === undefined) delete meta.parameters;
+    return reply(res, 200, Buffer.from(JSON.stringify(meta)));
+  }
+  const s = seenOf(name);
+  const headerLength = req.headers['inference-header-content-length'];
+  const encoding = typeof headerLength === 'string' ? 'binary' : 'json';
+  const framing = encoding === 'binary' ? checkBinaryFraming(body, headerLength as string) : undefined;
+  const parsed = parseInferRequest(body, { inferenceHeaderLength: typeof headerLength === 'string' ? headerLength : undefined }, { name, signature: model.signature });
+  if (framing !== undefined || !parsed.ok) {
+    s.malformed.push(framing ?? (parsed.ok ? '' : parsed.error));
+    return reply(res, 400, errorBody(framing ?? (parsed.ok ? '' : parsed.error)));
+  }
+  s[encoding]++;
+  s.firstInputs[encoding] ??= parsed.request.inputs.map((i) => i.data);
+  const answer = (): void => {
+    if (model.behaviour === 'fail') return reply(res, 503, errorBody(FAILURE));
+    const wanted = new Map(parsed.request.outputs.map((o) => [o.name, o.binary]));
+    const outputs = model.signature.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: [1, ...o.shape], data: Buffer.alloc(4 * o.shape.reduce((a, b) => a * b, 1)), binary: wanted.get(o.name) ?? false }));
+    const r = encodeInferResponse({ modelName: name, modelVersion: '1', outputs });
+    reply(res, 200, r.body, r.headers);
+  };
+  setTimeout(answer, model.behaviour === 'hang' ? HANG_MS : REPLY_MS);
+}
+
+let server: http.Server;
+let url: string;
+const dir = mkdtempSync(join(tmpdir(), 'inss-loadgen-'));
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handle(req, Buffer.concat(chunks), res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+class Sink extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
+    this.text += chunk.toString();
+    cb();
+  }
+}
+
+/** Runs `inss loadgen ARGS` in this process, as cli/main.ts registers it, with its output captured. */
+async function loadgen(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new Sink();
+  const stderr = new Sink();
+  let code = -1;
+  const program = new Command('inss').exitOverride();
+  registerLoadgen(program, { stdout, stderr, setExitCode: (c) => (code = c) });
+  try {
+    await program.parseAsync(['node', 'inss', 'loadgen', ...args]);
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    code = err.exitCode;
+  }
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+const byModel = (r: LoadgenReport, name: string) => r.models.find((m) => m.model === name)!;
+
+describe('inss loadgen against a stand-in server', () => {
+  it('binary: every scheduled request reaches the server well-formed and is counted once', async () => {
+    seen.clear();
+    const models = [
+      { name: 'resnet50', ratePerS: 40 },
+      { name: 'tiny', ratePerS: 60 },
+      { name: 'broken', ratePerS: 20 },
+    ];
+    const r = await loadgen(['--url', url, ...models.flatMap((m) => ['--model', `${m.name}=${m.ratePerS}`]), '--duration', '1.5', '--seed', '3', '--json']);
+    expect(r.stderr).toBe(''); // --json: no progress
+    expect(r.code).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
+    const expected = sendSchedule(models, { durationS: 1.5, arrival: { kind: 'poisson' }, seed: 3 });
+    expect(report.total.sent).toBe(expected.length);
+    expect(infers()).toBe(expected.length);
+    for (const [i, m] of models.entries()) {
+      const s = seenOf(m.name);
+      expect(s.malformed).toEqual([]);
+      expect(s.json).toBe(0);
+      expect(byModel(report, m.name).sent).toBe(expected.filter((x) => x.model === i).length);
+      expect(s.binary).toBe(byModel(report, m.name).sent);
+    }
+    for (const name of ['resnet50', 'tiny']) {
+      const m = byModel(report, name);
+      expect(m.ok).toBe(m.sent);
+      expect(m.latency.p50Ms).toBeGreaterThanOrEqual(REPLY_MS - 1);
+      expect(m.okWithinSlo).toBeLessThanOrEqual(m.ok);
+    }
+    const broken = byModel(report, 'broken');
+    expect(broken.ok).toBe(0);
+    expect(broken.errors['http-5xx']).toBe(broken.sent);
+    expect(broken.topErrors).toEqual([{ error: `HTTP 503: ${FAILURE}`, count: broken.sent }]);
+    expect(broken.sloAttainmentPct).toBe(0);
+    const { 'http-5xx': fails, ...others } = report.total.errors;
+    expect(fails).toBe(broken.sent);
+    expect(Object.values(others).every((n) => n === 0)).toBe(true);
+    expect(report.total.ok + fails).toBe(report.total.sent);
+    expect(report.settings).toMatchObject({ url, encoding: 'binary', seed: 3, durationS: 1.5 });
+  });
+
+  it('JSON encoding: well-formed, the same input tensors as binary; the table, progress and --out', async () => {
+    seen.clear();
+    const out = join(dir, 'report.json');
+    const r = await loadgen(['--url', `${url}/`, '--model', 'tiny=30', '--model', 'resnet50=5', '--duration', '1.2', '--encoding', 'json', '--out', out]);
+    expect(r.code).toBe(0);
+    for (const name of ['tiny', 'resnet50']) {
+      expect(seenOf(name).malformed).toEqual([]);
+      expect(seenOf(name).binary).toBe(0);
+    }
+    const report = LoadgenReportSchema.parse(JSON.parse(readFileSync(out, 'utf8')));
+    expect(seenOf('tiny').json).toBe(byModel(report, 'tiny').sent);
+    expect(byModel(report, 'tiny').ok).toBe(byModel(report, 'tiny').sent);
+    expect(report.settings.encoding).toBe('json');
+    // The table on stdout; the banner and at least one progress line on stderr.
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[1]).toMatch(/^model +slo ms +rate\/s +sent +ok/);
+    expect(lines.find((l) => l.startsWith('total '))).toContain(String(report.total.sent));
+    expect(r.stderr).toMatch(/loadgen: tiny 30\/s \(SLO 50 ms/);
+    expect(r.stderr).toMatch(/loadgen: 1 s: sent \d+, answered \d+, errors 0, in flight \d+/);
+    expect(r.stderr).toContain(`wrote ${out}`);
+
+    // The same seed in binary: the server decodes the very same tensors.
+    const jsonInputs = seenOf('tiny').firstInputs.json!;
+    seen.clear();
+    expect((await loadgen(['--url', url, '--model', 'tiny=30', '--duration', '0.3', '--json'])).code).toBe(0);
+    const binaryInputs = seenOf('tiny').firstInputs.binary!;
+    expect(binaryInputs.length).toBe(2);
+    for (const [i, b] of binaryInputs.entries()) expect(b.equals(jsonInputs[i]!)).toBe(true);
+  });
+
+  it('a request with no answer within --timeout is a timeout error, and the run still ends', async () => {
+    seen.clear();
+    const r = await loadgen(['--url', url, '--model', 'slow=20', '--model', 'tiny=20', '--duration', '0.5', '--timeout', '200', '--json']);
+    expect(r.code).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
+    const slow = byModel(report, 'slow');
+    expect(slow.errors.timeout).toBe(slow.sent);
+    expect(slow.topErrors[0]!.error).toBe('no answer within 200 ms (--timeout)');
+    expect(byModel(report, 'tiny').ok).toBe(byModel(report, 'tiny').sent);
+  });
+
+  it('an unreachable server: a clear error and exit status 1', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const r = await loadgen(['--url', `http://127.0.0.1:${port}`, '--model', 'resnet50=10', '--duration', '1']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`inss loadgen: cannot reach the server at --url http://127.0.0.1:${port} (GET /v2/models/resnet50): connect ECONNREFUSED 127.0.0.1:${port}\n`);
+  });
+
+  it('a model the server does not serve: exit status 1, nothing sent', async () => {
+    seen.clear();
+    const r = await loadgen(['--url', url, '--model', 'resnet50=10', '--model', 'nope=10']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("inss loadgen: --model nope: the server at");
+    expect(r.stderr).toContain("does not serve this model (HTTP 404: unknown model 'nope')");
+    expect(infers()).toBe(0);
+  });
+
+  it('no SLO from the server and none given: exit status 2 naming --slo; with --slo it runs', async () => {
+    const r = await loadgen(['--url', url, '--model', 'noslo=10', '--duration', '0.2']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("inss loadgen: --slo: no SLO for model 'noslo': its metadata has no parameters.slo_ms; give --slo noslo=<ms>");
+    const ok = await loadgen(['--url', url, '--model', 'noslo=10', '--slo', 'noslo=30', '--duration', '0.2', '--json']);
+    expect(ok.code).toBe(0);
+    expect(LoadgenReportSchema.parse(JSON.parse(ok.stdout)).models[0]!.sloMs).toBe(30);
+  });
+
+  it('--out in a folder that does not exist: exit status 1 before anything is sent', async () => {
+    seen.clear();
+    const r = await loadgen(['--url', url, '--model', 'tiny=10', '--out', join(dir, 'no', 'such', 'r.json')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/--out .*r\.json: cannot write there: ENOENT/);
+    expect(infers()).toBe(0);
+  });
+});

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { decodeFrame, encodeFrame, FrameDecoder, FrameError, framePieces } from '../../src/protocol/frames.js';
+import { FromAgentSchema } from '../../src/protocol/agent.js';
+import { ToWorkerSchema } from '../../src/protocol/worker.js';
+
+describe('frames', () => {
+  it('round-trips a header and payload, with the payload 8-byte aligned in the frame', () => {
+    for (const header of [{ a: 1 }, { type: 'batch', id: 'b1234567' }, { x: 'é'.repeat(13) }]) {
+      const payload = Buffer.from([1, 2, 3, 4, 5]);
+      const f = encodeFrame(header, payload);
+      const d = decodeFrame(f);
+      expect(d.header).toEqual(header);
+      expect([...d.payload]).toEqual([1, 2, 3, 4, 5]);
+      expect(d.payload.byteOffset - f.byteOffset).toBe(f.length - 5);
+      expect((f.length - 5) % 8).toBe(0);
+    }
+  });
+
+  it('pieces concatenated are the same frame', () => {
+    const parts = [Buffer.from([1, 2]), Buffer.from([3])];
+    expect(Buffer.concat(framePieces({ k: 'v' }, parts))).toEqual(encodeFrame({ k: 'v' }, Buffer.from([1, 2, 3])));
+  });
+
+  it('the stream decoder reassembles frames split at every byte and glued together', () => {
+    const frames = [encodeFrame({ n: 1 }, Buffer.alloc(10, 7)), encodeFrame({ n: 2 }), encodeFrame({ n: 3 }, Buffer.alloc(3, 9))];
+    const all = Buffer.concat(frames);
+    for (const step of [1, 3, 7, all.length]) {
+      const dec = new FrameDecoder();
+      const got: unknown[] = [];
+      for (let i = 0; i < all.length; i += step) for (const f of dec.push(all.subarray(i, i + step))) got.push([f.header, f.payload.length]);
+      expect(got).toEqual([
+        [{ n: 1 }, 10],
+        [{ n: 2 }, 0],
+        [{ n: 3 }, 3],
+      ]);
+      expect(dec.pendingBytes).toBe(0);
+    }
+  });
+
+  it('rejects what is not a frame', () => {
+    expect(() => decodeFrame(Buffer.alloc(3))).toThrow(FrameError);
+    const f = encodeFrame({ a: 1 }, Buffer.alloc(4));
+    expect(() => decodeFrame(f.subarray(0, f.length - 1))).toThrow(/says .* bytes but has/);
+    const bad = Buffer.alloc(12);
+    bad.writeUInt32BE(4, 0);
+    bad.write('nope', 8);
+    expect(() => decodeFrame(bad)).toThrow(/not JSON/);
+    const huge = Buffer.alloc(8);
+    huge.writeUInt32BE(0xffffffff, 0);
+    expect(() => new FrameDecoder().push(huge)).toThrow(/over/);
+  });
+
+  it('message schemas refuse a wrong version, type or field', () => {
+    expect(FromAgentSchema.safeParse({ v: 2, type: 'workers', workers: [] }).success).toBe(false);
+    expect(FromAgentSchema.safeParse({ v: 1, type: 'nope' }).success).toBe(false);
+    expect(FromAgentSchema.safeParse({ v: 1, type: 'workers', workers: [], extra: 1 }).success).toBe(false);
+    expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 0, inputs: [] }).success).toBe(false);
+    expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 2, inputs: [] }).success).toBe(true);
+  });
+});
