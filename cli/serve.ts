@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino, type Logger } from 'pino';
 import { Agent } from '../agent/agent.js';
+import { matchProfile, queryGpus } from '../agent/nvidiaSmi.js';
 import type { WorkerLaunch } from '../agent/workerProcess.js';
 import { PolicyRegistry } from '../scheduler/registry.js';
 import { SchedulerService } from '../scheduler/service.js';
@@ -125,7 +126,20 @@ interface AgentFlags {
   seed: number;
 }
 
-/** The GPUs an agent serves: simulated ones from profiles, or (TODO: nvidia-smi) the machine's. */
+/**
+ * The machine's GPUs as nvidia-smi lists them, each with the built-in profile that matches its name
+ * (null when none does: the scheduler then leaves it unused and says so).
+ */
+async function discoveredGpus(): Promise<{ gpus: AgentGpu[] } | { none: string }> {
+  const d = await queryGpus();
+  if (d.kind === 'no-driver') return { none: d.reason };
+  if (d.kind === 'malformed') throw new InvalidInputError(`nvidia-smi printed something inss cannot read: ${d.error}`);
+  if (d.kind === 'failed') throw new InvalidInputError(`nvidia-smi failed: ${d.reason}`);
+  const known = listProfileIds().map((id) => ({ id, gpuName: loadProfile(id).gpu.name }));
+  return { gpus: d.gpus.map((g) => ({ index: g.index, uuid: g.uuid, name: g.name, memMb: g.memTotalMb, profile: matchProfile(g.name, known), simulated: false })) };
+}
+
+/** The GPUs an agent serves: simulated ones from profiles (`--simulate`). */
 function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<string, string>; profiles: Map<string, Profile> } {
   const gpus: AgentGpu[] = [];
   const profilePaths = new Map<string, string>();
@@ -153,7 +167,14 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
   };
 }
 
-function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Agent {
+async function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Promise<Agent> {
+  if (!flags.simulate) {
+    const found = await discoveredGpus();
+    if ('none' in found) throw new InvalidInputError(`no GPU on this machine (${found.none}); give --simulate <profile>:<count> to run simulated GPUs`);
+    throw new InvalidInputError(
+      `this machine has ${found.gpus.length} GPU(s) (${found.gpus.map((g) => `${g.index}: ${g.name}${g.profile ? ` = profile ${g.profile}` : ', no matching profile'}`).join('; ')}), but serving real GPUs needs the PyTorch worker, which this build does not have yet (issue 6); use --simulate <profile>:<count>`,
+    );
+  }
   if (flags.worker !== 'sim') throw new InvalidInputError(`--worker ${flags.worker}: only 'sim' is available in this build`);
   const { gpus, profilePaths } = agentGpus(flags);
   const agent = new Agent({
@@ -242,7 +263,7 @@ export function registerServe(program: Command): void {
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (opts: AgentFlags & { scheduler: string; token: string; logLevel: string }) => {
       const logger = makeLogger(opts.logLevel);
-      const agent = startAgent(opts.scheduler, opts.token, opts, logger);
+      const agent = await startAgent(opts.scheduler, opts.token, opts, logger);
       await untilSignal(() => agent.stop());
     });
 
@@ -260,8 +281,13 @@ export function registerServe(program: Command): void {
     const logger = makeLogger(opts.logLevel);
     const token = randomBytes(16).toString('hex');
     const { service, store, config } = await startScheduler({ ...opts, token }, logger);
-    const simulate = opts.simulate ?? config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
-    const agent = startAgent(service.agentUrl, token, { ...opts, simulate, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
+    let simulate = opts.simulate;
+    if (!simulate) {
+      const found = await discoveredGpus();
+      if ('gpus' in found) logger.warn({ gpus: found.gpus.map((g) => g.name) }, 'this machine has GPUs, but the PyTorch worker is not in this build (issue 6): serving simulated GPUs');
+      simulate = config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
+    }
+    const agent = await startAgent(service.agentUrl, token, { ...opts, simulate, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
     console.log(`inss up: endpoint ${service.url}/v2  (models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);
