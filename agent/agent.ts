@@ -237,7 +237,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     proc.on('stderr', (line) => this.log.debug({ worker: spec.workerId, line }, 'worker stderr'));
     proc.on('exit', (message) => {
       if (this.workers.get(spec.workerId) !== w) return;
-      if (w.state === 'draining') {
+      if (w.state === 'draining' || this.closed) {
         this.workers.delete(spec.workerId);
       } else {
         this.log.warn({ worker: spec.workerId, message, restarts: w.restarts }, 'worker exited');

@@ -9,6 +9,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino, type Logger } from 'pino';
 import { Agent } from '../agent/agent.js';
 import { matchProfile, queryGpus } from '../agent/nvidiaSmi.js';
+import { resolvePython, torchAvailable, torchWorkerCommand } from '../agent/torchWorker.js';
 import type { WorkerLaunch } from '../agent/workerProcess.js';
 import { PolicyRegistry } from '../scheduler/registry.js';
 import { SchedulerService } from '../scheduler/service.js';
@@ -167,6 +168,17 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
   };
 }
 
+/**
+ * The PyTorch worker (native/torch_worker.py). On a simulated GPU it runs the real model on the CPU:
+ * the scheduler plans with the simulated GPU's profile while the answers are the model's real outputs.
+ */
+function torchWorkerLaunch(): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
+  return (w, gpu) => {
+    const c = torchWorkerCommand({ model: w.model, device: gpu.simulated ? 'cpu' : 'cuda' });
+    return { command: c.command, args: c.args, env: { CUDA_VISIBLE_DEVICES: gpu.simulated ? '' : String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
+  };
+}
+
 async function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Promise<Agent> {
   if (!flags.simulate) {
     const found = await discoveredGpus();
@@ -175,15 +187,17 @@ async function startAgent(url: string, token: string, flags: AgentFlags, logger:
       `this machine has ${found.gpus.length} GPU(s) (${found.gpus.map((g) => `${g.index}: ${g.name}${g.profile ? ` = profile ${g.profile}` : ', no matching profile'}`).join('; ')}), but serving real GPUs needs the PyTorch worker, which this build does not have yet (issue 6); use --simulate <profile>:<count>`,
     );
   }
-  if (flags.worker !== 'sim') throw new InvalidInputError(`--worker ${flags.worker}: only 'sim' is available in this build`);
   const { gpus, profilePaths } = agentGpus(flags);
+  if (flags.worker === 'torch' && !(await torchAvailable())) {
+    throw new InvalidInputError(`--worker torch: ${resolvePython()} cannot import torch and torchvision (install Debian's python3-torch and python3-torchvision, or point INSS_PYTHON at a Python that has them)`);
+  }
   const agent = new Agent({
     schedulerUrl: url,
     token,
     agentId: flags.agentId ?? hostname(),
     gpus,
     workerKind: flags.worker,
-    launch: simWorkerLaunch(profilePaths, flags),
+    launch: flags.worker === 'torch' ? torchWorkerLaunch() : simWorkerLaunch(profilePaths, flags),
     logger,
   });
   agent.start();
@@ -256,7 +270,7 @@ export function registerServe(program: Command): void {
     .requiredOption('--scheduler <url>', 'the scheduler hub, ws://HOST:PORT', agentUrl)
     .addOption(new Option('--token <token>', 'the token the scheduler printed').env('INSS_TOKEN').makeOptionMandatory())
     .option('--simulate <profile:count,...>', 'simulated GPUs from profiles (e.g. rtx2060s:2,rtx2060:2)', parseSimulate)
-    .addOption(new Option('--worker <kind>', 'worker implementation').choices(['sim']).default('sim'))
+    .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
     .option('--agent-id <id>', 'stable id of this agent (default: the host name)')
     .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
     .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
@@ -274,7 +288,7 @@ export function registerServe(program: Command): void {
       .option('--host <host>', 'address to bind', '127.0.0.1')
       .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
       .option('--simulate <profile:count,...>', "simulated GPUs (default: the scenario's cluster)", parseSimulate)
-      .addOption(new Option('--worker <kind>', 'worker implementation').choices(['sim']).default('sim'))
+      .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
       .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
       .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1),
   ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }) => {

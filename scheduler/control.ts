@@ -224,6 +224,11 @@ export class Control {
     this.batches.clear();
   }
 
+  /** The SQLite store while the service runs; after stop() nothing more is written (it may be closed). */
+  private get store(): Store | undefined {
+    return this.stopped ? undefined : this.opts.store;
+  }
+
   modelIndex(name: string): number {
     return this.models.findIndex((m) => m.name === name);
   }
@@ -438,7 +443,7 @@ export class Control {
     const prev = this.agents.get(hello.agentId);
     const gpusChanged = !prev || JSON.stringify(prev.gpus) !== JSON.stringify(hello.gpus);
     this.agents.set(hello.agentId, { agentId: hello.agentId, gpus: hello.gpus, connected: true, hostname: hello.hostname, workerKind: hello.workerKind });
-    this.opts.store?.upsertAgent({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
+    this.store?.upsertAgent({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
     this.opts.metrics.agents.set([...this.agents.values()].filter((a) => a.connected).length);
     this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
     if (gpusChanged) this.rebuildCluster();
@@ -451,9 +456,9 @@ export class Control {
 
   agentDisconnected(agentId: string): void {
     const a = this.agents.get(agentId);
-    if (!a) return;
+    if (!a || this.stopped) return;
     a.connected = false;
-    this.opts.store?.setAgentConnected(agentId, false, this.nowIso());
+    this.store?.setAgentConnected(agentId, false, this.nowIso());
     this.opts.metrics.agents.set([...this.agents.values()].filter((x) => x.connected).length);
     // Its batches in flight will never be answered: fail their tasks now, with the reason.
     for (const b of [...this.batches.values()]) {
@@ -603,7 +608,7 @@ export class Control {
 
   /** Adopts workers an agent reports that this scheduler does not know (after a scheduler restart). */
   private adopt(agentId: string, statuses: readonly WorkerStatus[]): void {
-    const stored = new Map((this.opts.store?.placements() ?? []).map((p) => [p.workerId, p]));
+    const stored = new Map((this.store?.placements() ?? []).map((p) => [p.workerId, p]));
     for (const s of statuses) {
       const m = this.modelIndex(s.model);
       const g = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === s.gpu);
@@ -656,7 +661,7 @@ export class Control {
     this.opts.metrics.decisions.inc();
     const changed = this.apply(d);
     if (changed) {
-      this.opts.store?.recordDecision({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso() });
+      this.store?.recordDecision({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso() });
       this.log.info({ placements: this.named(d).placements, decideMs: Number(decideMs.toFixed(3)) }, 'new deployment');
     }
   }
@@ -808,11 +813,11 @@ export class Control {
   }
 
   private persistPlacements(): void {
-    if (!this.opts.store) return;
+    if (!this.store) return;
     const rows = this.workers
       .filter((w) => w.wanted)
       .map((w) => ({ workerId: w.workerId, agentId: w.agentId, gpu: w.localGpu, model: this.models[w.model]!.name, pct: w.pct, batch: w.batch, role: w.role }));
-    this.opts.store.replacePlacements(rows, this.nowIso());
+    this.store.replacePlacements(rows, this.nowIso());
   }
 
   /** Recomputes the predicted batch-time tables of the serving workers on GPU g. */

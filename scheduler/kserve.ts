@@ -1,100 +1,229 @@
-// The KServe v2 / Open Inference Protocol codec: infer request bodies in (JSON tensors, and Triton's
-// binary tensor data extension), infer responses and metadata out. Pure: buffers and headers in,
-// values out; every bad input is a `{ ok: false }` value naming what is wrong, never an exception.
-// docs/serving.md describes what is supported.
+// The KServe v2 / Open Inference Protocol codec over HTTP/REST: infer request bodies in (JSON tensors,
+// and Triton's binary tensor data extension), infer responses, errors and metadata out.
+//
+// Pure: buffers and header values in, values out. The scheduler service (scheduler/service.ts) calls
+// parseInferRequest once per POST /v2/models/{name}/infer with the raw body, whatever its content
+// type, and encodeInferResponse once per answer. Nothing here throws on client input: every bad
+// request is an `{ ok: false, status: 400, error }` whose text names the field that is wrong. Body
+// size limits are the HTTP layer's. What is supported, and the batch-dimension rule: docs/serving.md
+// ("The KServe v2 endpoint").
+//
+// References: the Open Inference Protocol REST spec (kserve/open-inference-protocol), Triton's
+// binary tensor data extension (triton-inference-server/server docs/protocol/extension_binary_data.md),
+// and the two clients that must work unchanged: tritonclient.http (_utils._get_inference_request,
+// InferResult) and KServe's InferRequest.to_rest / InferResponse.from_bytes.
 import { z } from 'zod';
-import { DATATYPE_BYTES, type Datatype, elementCount, type ModelSignature, tensorBytes } from '../src/protocol/tensor.js';
+import { DATATYPE_BYTES, type Datatype, elementCount, type ModelSignature, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Types
 
 export interface InferInput {
   readonly name: string;
   readonly datatype: Datatype;
+  /** `[1, ...spec.shape]`: one sample, with its batch dimension. */
   readonly shape: number[];
-  /** Raw little-endian bytes, exactly tensorBytes(datatype, shape) long. */
+  /**
+   * Raw little-endian bytes, exactly tensorBytes(datatype, shape) long. For a binary input this is a
+   * view of the request body (no copy): the body belongs to this request and must not be reused.
+   */
   readonly data: Buffer;
 }
 
+export interface RequestedOutput {
+  readonly name: string;
+  /** true: return it as binary data after the JSON (binary tensor data extension); false: as JSON. */
+  readonly binary: boolean;
+}
+
 export interface InferRequest {
+  /** The request's `id`, to echo in the response; absent when the request had none. */
   readonly id?: string;
-  /** In the signature's input order. */
+  /** One per input of the signature, in the signature's input order. */
   readonly inputs: InferInput[];
-  /** What to return, and whether as binary data. */
-  readonly outputs: { name: string; binary: boolean }[];
+  /** What to return and how, in the order the request named them (all outputs of the signature when it named none). */
+  readonly outputs: RequestedOutput[];
 }
 
 export type InferParse = { readonly ok: true; readonly request: InferRequest } | { readonly ok: false; readonly status: 400; readonly error: string };
 
+export interface ResponseOutput {
+  readonly name: string;
+  readonly datatype: Datatype;
+  /** As the client should see it (with the batch dimension). */
+  readonly shape: readonly number[];
+  /** Little-endian bytes, expected to be tensorBytes(datatype, shape) long (the control plane checks worker results). */
+  readonly data: Buffer;
+  readonly binary: boolean;
+}
+
+export interface InferResponse {
+  readonly modelName: string;
+  readonly modelVersion?: string;
+  /** The request's id, when it had one. */
+  readonly id?: string;
+  readonly outputs: readonly ResponseOutput[];
+}
+
+export interface ServerMetadata {
+  readonly name: 'inss';
+  readonly version: string;
+  /** Only the protocol extensions inss implements. */
+  readonly extensions: string[];
+}
+
+export interface MetadataTensor {
+  readonly name: string;
+  readonly datatype: Datatype;
+  /** `[-1, ...spec.shape]`: -1 is the batch dimension (a request sends 1). */
+  readonly shape: number[];
+}
+
+export interface ModelMetadata {
+  readonly name: string;
+  readonly versions?: string[];
+  readonly platform: 'inss';
+  readonly inputs: MetadataTensor[];
+  readonly outputs: MetadataTensor[];
+  /** inss's addition to the protocol's model metadata: `slo_ms`, the model's latency SLO (`inss loadgen` reads it). */
+  readonly parameters: { readonly slo_ms: number };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The request's JSON shape. Not .strict(): clients send fields inss has no use for (KServe's client
+// sends `model_name`; tritonclient sends `priority`, `timeout`, `sequence_id` parameters), and the
+// protocol lets them. Parameters are read one by one below, where their meaning is known.
+
 const Parameters = z.record(z.string(), z.unknown()).optional();
+const Shape = z.array(z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).nonnegative({ error: 'expected a dimension >= 0' }));
 const RequestInput = z.object({
   name: z.string(),
-  shape: z.array(z.number().int().nonnegative()),
+  shape: Shape,
   datatype: z.string(),
   parameters: Parameters,
-  data: z.unknown().optional(),
+  data: z.array(z.unknown(), { error: 'expected an array (flat or nested) of values' }).optional(),
 });
 const RequestOutput = z.object({ name: z.string(), parameters: Parameters });
-const RequestSchema = z.object({
-  id: z.string().optional(),
-  parameters: Parameters,
-  inputs: z.array(RequestInput).min(1),
-  outputs: z.array(RequestOutput).optional(),
-});
+const RequestSchema = z.object(
+  {
+    id: z.string().optional(),
+    parameters: Parameters,
+    inputs: z.array(RequestInput),
+    outputs: z.array(RequestOutput).optional(),
+  },
+  { error: 'expected a JSON object (an inference request)' },
+);
+type RequestJson = z.infer<typeof RequestSchema>;
+
+// ---------------------------------------------------------------------------------------------------
+// Small helpers for error texts: they echo client strings, so they clip them.
 
 const fail = (error: string): InferParse => ({ ok: false, status: 400, error });
+
+const MAX_ECHO_CHARS = 64;
+
+function clip(s: string): string {
+  return s.length > MAX_ECHO_CHARS ? `${s.slice(0, MAX_ECHO_CHARS)}...` : s;
+}
+
+/** A client value as an error text shows it: short, and never throws (JSON.stringify may, on deep values). */
+function show(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(clip(v));
+    case 'number':
+    case 'boolean':
+      return String(v);
+    case 'undefined':
+      return 'nothing';
+    default:
+      return 'an object';
+  }
+}
+
+const dims = (shape: readonly number[]): string => `[${shape.join(',')}]`;
+
+/** zod's path as the field reads in the request: `inputs[0].shape[2]`. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : `${out ? '.' : ''}${String(p)}`;
+  return out || '(body)';
+}
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-/** Flattens nested JSON arrays (row-major), or says where a non-array, non-scalar sits. */
-function flatten(data: unknown, out: unknown[]): boolean {
-  if (!Array.isArray(data)) {
-    out.push(data);
-    return true;
+/**
+ * Flattens nested JSON arrays in row-major order (the protocol allows flat or nested `data`; like
+ * Triton, the nesting is not checked against the shape, only the element count). Iterative: a
+ * client can nest deeper than the call stack.
+ */
+function flatten(data: readonly unknown[]): unknown[] {
+  const out: unknown[] = [];
+  const stack: { items: readonly unknown[]; next: number }[] = [{ items: data, next: 0 }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    if (top.next === top.items.length) {
+      stack.pop();
+      continue;
+    }
+    const x = top.items[top.next++];
+    if (Array.isArray(x)) stack.push({ items: x as unknown[], next: 0 });
+    else out.push(x);
   }
-  for (const x of data) if (!flatten(x, out)) return false;
-  return true;
+  return out;
 }
 
-const INT_RANGE: Partial<Record<Datatype, [number, number]>> = {
-  UINT8: [0, 255],
-  UINT16: [0, 65535],
-  UINT32: [0, 4294967295],
-  INT8: [-128, 127],
-  INT16: [-32768, 32767],
-  INT32: [-2147483648, 2147483647],
-  INT64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+// ---------------------------------------------------------------------------------------------------
+// Datatypes: JSON values <-> little-endian bytes.
+
+/**
+ * Integer ranges a JSON value may take. INT64 and UINT64 stop at 2^53 - 1: JSON numbers are read as
+ * doubles, so a larger integer has already lost its low bits when it arrives; such values must be
+ * sent as binary data.
+ */
+const INT_RANGE: Partial<Record<Datatype, readonly [number, number]>> = {
+  UINT8: [0, 0xff],
+  UINT16: [0, 0xffff],
+  UINT32: [0, 0xffffffff],
   UINT64: [0, Number.MAX_SAFE_INTEGER],
+  INT8: [-0x80, 0x7f],
+  INT16: [-0x8000, 0x7fff],
+  INT32: [-0x80000000, 0x7fffffff],
+  INT64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 };
 
-/** IEEE 754 half from a double (round to nearest even). */
-export function toHalf(v: number): number {
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  f[0] = v;
-  const x = u[0]!;
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let h = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && h & 1)) h++;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
-  e = h >>> 10;
-  return sign | h;
+function roundHalfEven(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
 }
 
+/**
+ * The IEEE 754 binary16 bits nearest to a double (round to nearest, ties to even), straight from the
+ * double: going through a float32 first would round twice and can land on the wrong half. Magnitudes
+ * that round beyond 65504 give infinity (0x7c00 with the sign); NaN gives 0x7e00.
+ */
+export function toHalf(v: number): number {
+  if (Number.isNaN(v)) return 0x7e00;
+  const sign = v < 0 || Object.is(v, -0) ? 0x8000 : 0;
+  const a = Math.abs(v);
+  if (a === Infinity) return sign | 0x7c00;
+  if (a < 2 ** -14) return sign | roundHalfEven(a * 2 ** 24); // subnormal (1024 rounds up into the smallest normal, which is the right encoding)
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e--;
+  else if (2 ** (e + 1) <= a) e++;
+  if (e > 15) return sign | 0x7c00;
+  const m = roundHalfEven(a * 2 ** (10 - e)); // in [1024, 2048]; 2048 carries into the exponent, and past 15 into infinity
+  return sign | (((e + 15) << 10) + (m - 1024));
+}
+
+/** The double a binary16 bit pattern stands for (exact). */
 export function fromHalf(h: number): number {
   const s = h & 0x8000 ? -1 : 1;
   const e = (h >>> 10) & 0x1f;
@@ -104,231 +233,366 @@ export function fromHalf(h: number): number {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-/** JSON values -> little-endian bytes of a datatype; or the index and reason of the first bad value. */
-function encodeValues(values: readonly unknown[], datatype: Datatype): { ok: true; data: Buffer } | { ok: false; index: number; reason: string } {
-  const n = values.length;
-  const buf = Buffer.alloc(n * DATATYPE_BYTES[datatype]);
-  for (let i = 0; i < n; i++) {
+type Encoded = { ok: true; data: Buffer } | { ok: false; index: number; reason: string };
+
+/** JSON values (already flattened) -> little-endian bytes; or the row-major index and reason of the first bad value. */
+function encodeValues(values: readonly unknown[], datatype: Datatype): Encoded {
+  const size = DATATYPE_BYTES[datatype];
+  const buf = Buffer.alloc(values.length * size);
+  const range = INT_RANGE[datatype];
+  for (let i = 0; i < values.length; i++) {
     const v = values[i];
+    const o = i * size;
     if (datatype === 'BOOL') {
-      if (typeof v !== 'boolean') return { ok: false, index: i, reason: `expected true or false, got ${JSON.stringify(v)}` };
-      buf[i] = v ? 1 : 0;
+      if (typeof v !== 'boolean') return { ok: false, index: i, reason: `expected true or false, got ${show(v)}` };
+      buf[o] = v ? 1 : 0;
       continue;
     }
-    if (typeof v !== 'number' || !Number.isFinite(v)) return { ok: false, index: i, reason: `expected a number, got ${JSON.stringify(v)}` };
-    const range = INT_RANGE[datatype];
+    if (typeof v !== 'number') return { ok: false, index: i, reason: `expected a number, got ${show(v)}` };
     if (range) {
-      if (!Number.isInteger(v)) return { ok: false, index: i, reason: `expected an integer for ${datatype}, got ${v}` };
-      if (v < range[0] || v > range[1]) return { ok: false, index: i, reason: `${v} is out of range for ${datatype}` };
+      if (!Number.isInteger(v)) return { ok: false, index: i, reason: `expected an integer (${datatype}), got ${v}` };
+      if (v < range[0] || v > range[1]) {
+        const why = datatype === 'INT64' || datatype === 'UINT64' ? '; larger integers lose precision in JSON: send them as binary data' : '';
+        return { ok: false, index: i, reason: `${v} is out of range for ${datatype} (${range[0]} to ${range[1]}${why})` };
+      }
     }
     switch (datatype) {
+      case 'FP16': {
+        const h = toHalf(v);
+        if ((h & 0x7c00) === 0x7c00) return { ok: false, index: i, reason: `${v} is out of range for FP16 (largest magnitude 65504)` };
+        buf.writeUInt16LE(h, o);
+        break;
+      }
       case 'FP32':
-        buf.writeFloatLE(v, i * 4);
+        if (!Number.isFinite(Math.fround(v))) return { ok: false, index: i, reason: `${v} is out of range for FP32 (largest magnitude 3.4028234663852886e+38)` };
+        buf.writeFloatLE(v, o);
         break;
       case 'FP64':
-        buf.writeDoubleLE(v, i * 8);
-        break;
-      case 'FP16':
-        buf.writeUInt16LE(toHalf(v), i * 2);
+        buf.writeDoubleLE(v, o);
         break;
       case 'UINT8':
-        buf.writeUInt8(v, i);
+        buf.writeUInt8(v, o);
         break;
       case 'INT8':
-        buf.writeInt8(v, i);
+        buf.writeInt8(v, o);
         break;
       case 'UINT16':
-        buf.writeUInt16LE(v, i * 2);
+        buf.writeUInt16LE(v, o);
         break;
       case 'INT16':
-        buf.writeInt16LE(v, i * 2);
+        buf.writeInt16LE(v, o);
         break;
       case 'UINT32':
-        buf.writeUInt32LE(v, i * 4);
+        buf.writeUInt32LE(v, o);
         break;
       case 'INT32':
-        buf.writeInt32LE(v, i * 4);
+        buf.writeInt32LE(v, o);
         break;
       case 'INT64':
-        buf.writeBigInt64LE(BigInt(v), i * 8);
+        buf.writeBigInt64LE(BigInt(v), o);
         break;
       case 'UINT64':
-        buf.writeBigUInt64LE(BigInt(v), i * 8);
+        buf.writeBigUInt64LE(BigInt(v), o);
         break;
     }
   }
   return { ok: true, data: buf };
 }
 
-/** Little-endian bytes -> JSON numbers (or booleans) of a datatype. */
+/** The element at byte offset `o` of a numeric (non-BOOL) tensor, as a number (INT64/UINT64 beyond 2^53 lose their low bits). */
+function readNumber(data: Buffer, o: number, datatype: Exclude<Datatype, 'BOOL'>): number {
+  switch (datatype) {
+    case 'FP16':
+      return fromHalf(data.readUInt16LE(o));
+    case 'FP32':
+      return data.readFloatLE(o);
+    case 'FP64':
+      return data.readDoubleLE(o);
+    case 'UINT8':
+      return data.readUInt8(o);
+    case 'INT8':
+      return data.readInt8(o);
+    case 'UINT16':
+      return data.readUInt16LE(o);
+    case 'INT16':
+      return data.readInt16LE(o);
+    case 'UINT32':
+      return data.readUInt32LE(o);
+    case 'INT32':
+      return data.readInt32LE(o);
+    case 'INT64':
+      return Number(data.readBigInt64LE(o));
+    case 'UINT64':
+      return Number(data.readBigUInt64LE(o));
+  }
+}
+
+/**
+ * Little-endian bytes -> JS values of a datatype (booleans for BOOL; numbers otherwise, so INT64 and
+ * UINT64 beyond 2^53 lose their low bits: encodeInferResponse writes those exactly). A trailing
+ * partial element is ignored.
+ */
 export function decodeValues(data: Buffer, datatype: Datatype): (number | boolean)[] {
   const size = DATATYPE_BYTES[datatype];
   const n = Math.floor(data.length / size);
   const out = new Array<number | boolean>(n);
-  for (let i = 0; i < n; i++) {
-    const o = i * size;
-    switch (datatype) {
-      case 'BOOL':
-        out[i] = data[o] !== 0;
-        break;
-      case 'FP32':
-        out[i] = data.readFloatLE(o);
-        break;
-      case 'FP64':
-        out[i] = data.readDoubleLE(o);
-        break;
-      case 'FP16':
-        out[i] = fromHalf(data.readUInt16LE(o));
-        break;
-      case 'UINT8':
-        out[i] = data.readUInt8(o);
-        break;
-      case 'INT8':
-        out[i] = data.readInt8(o);
-        break;
-      case 'UINT16':
-        out[i] = data.readUInt16LE(o);
-        break;
-      case 'INT16':
-        out[i] = data.readInt16LE(o);
-        break;
-      case 'UINT32':
-        out[i] = data.readUInt32LE(o);
-        break;
-      case 'INT32':
-        out[i] = data.readInt32LE(o);
-        break;
-      case 'INT64':
-        out[i] = Number(data.readBigInt64LE(o));
-        break;
-      case 'UINT64':
-        out[i] = Number(data.readBigUInt64LE(o));
-        break;
-    }
-  }
+  for (let i = 0; i < n; i++) out[i] = datatype === 'BOOL' ? data[i] !== 0 : readNumber(data, i * size, datatype);
   return out;
 }
 
 /**
- * Parses and validates an infer request against a model's signature. With `inferenceHeaderLength`
- * (the Inference-Header-Content-Length header) the body is a JSON header followed by the binary
- * tensors of the inputs that carry `parameters.binary_data_size`, in input order.
+ * A tensor's bytes as the JSON text of a flat array. Exact for every datatype: INT64 and UINT64 are
+ * written digit for digit (JSON numbers have no size limit; Python's and numpy's readers keep them),
+ * floats as the shortest text that reads back to the same value. NaN and infinities are not JSON
+ * numbers: they are written as null (a client that needs them asks for binary output). A trailing
+ * partial element is ignored.
  */
-export function parseInferRequest(body: Buffer, headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined }, model: { name: string; signature: ModelSignature }): InferParse {
-  let jsonBytes: Buffer = body;
-  let binary: Buffer = Buffer.alloc(0);
-  if (headers.inferenceHeaderLength !== undefined) {
-    const raw = headers.inferenceHeaderLength.trim();
-    if (!/^\d+$/.test(raw)) return fail(`Inference-Header-Content-Length '${headers.inferenceHeaderLength}' is not a non-negative integer`);
-    const n = Number(raw);
-    if (n > body.length) return fail(`Inference-Header-Content-Length ${n} is larger than the body (${body.length} bytes)`);
-    jsonBytes = body.subarray(0, n);
-    binary = body.subarray(n);
+function jsonArray(data: Buffer, datatype: Datatype): string {
+  const size = DATATYPE_BYTES[datatype];
+  const n = Math.floor(data.length / size);
+  const parts = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const o = i * size;
+    if (datatype === 'BOOL') parts[i] = data[o] !== 0 ? 'true' : 'false';
+    else if (datatype === 'INT64') parts[i] = data.readBigInt64LE(o).toString();
+    else if (datatype === 'UINT64') parts[i] = data.readBigUInt64LE(o).toString();
+    else {
+      const v = readNumber(data, o, datatype);
+      parts[i] = Number.isFinite(v) ? String(v) : 'null';
+    }
   }
+  return `[${parts.join(',')}]`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Requests
+
+/** The body split into the JSON header and the binary tensors after it (binary tensor data extension). */
+function splitBody(body: Buffer, inferenceHeaderLength: string | undefined): { ok: true; json: Buffer; binary: Buffer | undefined } | { ok: false; error: string } {
+  if (inferenceHeaderLength === undefined) return { ok: true, json: body, binary: undefined };
+  const raw = inferenceHeaderLength.trim();
+  if (!/^\d+$/.test(raw)) return { ok: false, error: `Inference-Header-Content-Length ${show(inferenceHeaderLength)} is not a non-negative integer` };
+  const n = Number(raw);
+  if (n > body.length) return { ok: false, error: `Inference-Header-Content-Length ${clip(raw)} is larger than the body (${body.length} bytes)` };
+  return { ok: true, json: body.subarray(0, n), binary: body.subarray(n) };
+}
+
+/** The shared memory extension's parameters, which inss does not implement. */
+const SHARED_MEMORY = ['shared_memory_region', 'shared_memory_byte_size', 'shared_memory_offset'];
+
+function unsupportedParameter(where: string, parameters: Record<string, unknown> | undefined): string | undefined {
+  const shm = SHARED_MEMORY.find((k) => parameters?.[k] !== undefined);
+  if (shm) return `${where}.parameters.${shm}: the shared memory extension is not supported by inss; send the tensor in the body (JSON data or binary data)`;
+  return undefined;
+}
+
+/** A boolean parameter, or undefined when absent; or an error text. */
+function boolParameter(where: string, name: string, parameters: Record<string, unknown> | undefined): { ok: true; value: boolean | undefined } | { ok: false; error: string } {
+  const v = parameters?.[name];
+  if (v === undefined || typeof v === 'boolean') return { ok: true, value: v };
+  return { ok: false, error: `${where}parameters.${name}: expected true or false, got ${show(v)}` };
+}
+
+/** Reads the binary tensors of the inputs that carry binary_data_size, in request order. */
+class BinaryCursor {
+  private offset = 0;
+  constructor(readonly bytes: Buffer | undefined) {}
+
+  take(where: string, size: number): { ok: true; data: Buffer } | { ok: false; error: string } {
+    if (this.bytes === undefined) return { ok: false, error: `${where}.parameters.binary_data_size is set, but the request has no Inference-Header-Content-Length header` };
+    const end = this.offset + size;
+    if (end > this.bytes.length) {
+      return { ok: false, error: `${where}.parameters.binary_data_size: the binary data runs past the end of the body (the binary inputs so far need ${end} bytes after the JSON header; there are ${this.bytes.length})` };
+    }
+    const data = this.bytes.subarray(this.offset, end);
+    this.offset = end;
+    return { ok: true, data };
+  }
+
+  /** An error text when bytes are left over after the last binary input. */
+  leftover(): string | undefined {
+    const n = this.bytes?.length ?? 0;
+    if (this.offset === n) return undefined;
+    return `the binary data after the JSON header is ${n} bytes, but the inputs' binary_data_size add up to ${this.offset}`;
+  }
+}
+
+function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSpec, binary: BinaryCursor): { ok: true; input: InferInput } | { ok: false; error: string } {
+  const where = `inputs[${k}]`;
+  if (inp.datatype !== spec.datatype) return { ok: false, error: `${where}.datatype: expected ${spec.datatype}, got ${clip(inp.datatype)}` };
+  const want = [1, ...spec.shape];
+  if (!sameShape(inp.shape, want)) {
+    if (inp.shape.length === want.length && sameShape(inp.shape.slice(1), spec.shape)) {
+      return { ok: false, error: `${where}.shape: batch dimension ${inp.shape[0]} is not supported: send one sample per request, shape ${dims(want)} (inss forms batches itself)` };
+    }
+    const hint = sameShape(inp.shape, spec.shape) ? ' (the first dimension is the batch dimension, always 1)' : '';
+    return { ok: false, error: `${where}.shape: expected ${dims(want)}, got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}${hint}` };
+  }
+  const unsupported = unsupportedParameter(where, inp.parameters);
+  if (unsupported) return { ok: false, error: unsupported };
+  const bytes = tensorBytes(spec.datatype, want);
+  const binSize = inp.parameters?.binary_data_size;
+  if (binSize !== undefined) {
+    if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
+    if (inp.data !== undefined) return { ok: false, error: `${where}: has both data and parameters.binary_data_size (send one)` };
+    if (binSize !== bytes) return { ok: false, error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of ${spec.datatype} is ${bytes} bytes` };
+    const taken = binary.take(where, binSize);
+    if (!taken.ok) return taken;
+    return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, data: taken.data } };
+  }
+  if (inp.data === undefined) return { ok: false, error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)` };
+  const values = flatten(inp.data);
+  const count = elementCount(want);
+  if (values.length !== count) return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
+  const enc = encodeValues(values, spec.datatype);
+  if (!enc.ok) return { ok: false, error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}` };
+  return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, data: enc.data } };
+}
+
+function readOutputs(req: RequestJson, model: { name: string; signature: ModelSignature }): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
+  const all = boolParameter('', 'binary_data_output', req.parameters);
+  if (!all.ok) return all;
+  const allBinary = all.value ?? false;
+  const sig = model.signature;
+  if (!req.outputs || req.outputs.length === 0) return { ok: true, outputs: sig.outputs.map((s) => ({ name: s.name, binary: allBinary })) };
+  const outputs: RequestedOutput[] = [];
+  for (let k = 0; k < req.outputs.length; k++) {
+    const o = req.outputs[k]!;
+    const where = `outputs[${k}]`;
+    if (!sig.outputs.some((s) => s.name === o.name)) {
+      return { ok: false, error: `${where}.name: '${clip(o.name)}' is not an output of model '${model.name}' (outputs: ${sig.outputs.map((s) => s.name).join(', ')})` };
+    }
+    if (outputs.some((x) => x.name === o.name)) return { ok: false, error: `${where}.name: output '${clip(o.name)}' is requested twice` };
+    const unsupported = unsupportedParameter(where, o.parameters);
+    if (unsupported) return { ok: false, error: unsupported };
+    if (o.parameters?.classification !== undefined) return { ok: false, error: `${where}.parameters.classification: the classification extension is not supported by inss` };
+    const b = boolParameter(`${where}.`, 'binary_data', o.parameters);
+    if (!b.ok) return b;
+    outputs.push({ name: o.name, binary: b.value ?? allBinary }); // a per-output binary_data overrides binary_data_output
+  }
+  return { ok: true, outputs };
+}
+
+/**
+ * Parses and validates one infer request body against the model's signature.
+ *
+ * - `headers.inferenceHeaderLength` (the Inference-Header-Content-Length header) decides the framing:
+ *   present, the first N bytes are the JSON header and the rest are the binary tensors of the inputs
+ *   that carry `parameters.binary_data_size`, in the order those inputs appear; absent, the whole body
+ *   is JSON. `headers.contentType` is not consulted (clients send application/json,
+ *   application/octet-stream or nothing).
+ * - Each input must be an input of the signature, given once, with the signature's datatype and shape
+ *   `[1, ...spec.shape]` (one sample: inss forms batches itself), and its data as JSON (flat or nested)
+ *   or binary; inputs with JSON data and binary inputs may be mixed.
+ * - Outputs: those the request names (none named: all of the signature's), binary when the output's
+ *   `parameters.binary_data` is true, or when it is absent and the request's
+ *   `parameters.binary_data_output` is true.
+ *
+ * Never throws; the result's error names the field that is wrong.
+ */
+export function parseInferRequest(
+  body: Buffer,
+  headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined },
+  model: { name: string; signature: ModelSignature },
+): InferParse {
+  const split = splitBody(body, headers.inferenceHeaderLength);
+  if (!split.ok) return fail(split.error);
   let json: unknown;
   try {
-    json = JSON.parse(jsonBytes.toString('utf8'));
+    json = JSON.parse(split.json.toString('utf8'));
   } catch (e) {
-    return fail(`malformed JSON: ${(e as Error).message}`);
+    // The likely cause when a client forgets the header: binary tensors after the JSON.
+    const hint = split.binary === undefined && body.includes('"binary_data_size"') ? ' (a body with binary tensor data needs the Inference-Header-Content-Length header)' : '';
+    return fail(`malformed JSON: ${(e as Error).message}${hint}`);
   }
   const parsed = RequestSchema.safeParse(json);
-  if (!parsed.success) return fail(`invalid infer request: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success) {
+    const issues = parsed.error.issues;
+    const shown = issues.slice(0, 3).map((i) => `${fieldPath(i.path)}: ${i.message}`);
+    return fail(`invalid inference request: ${shown.join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
+  }
   const req = parsed.data;
   const sig = model.signature;
-  const seen = new Set<string>();
+  const binary = new BinaryCursor(split.binary);
   const byName = new Map<string, InferInput>();
-  let offset = 0;
   for (let k = 0; k < req.inputs.length; k++) {
     const inp = req.inputs[k]!;
-    const where = `inputs[${k}]`;
     const spec = sig.inputs.find((s) => s.name === inp.name);
-    if (!spec) return fail(`input '${inp.name}' is not an input of model '${model.name}' (inputs: ${sig.inputs.map((s) => s.name).join(', ')})`);
-    if (seen.has(inp.name)) return fail(`${where}: input '${inp.name}' is given twice`);
-    seen.add(inp.name);
-    if (inp.datatype !== spec.datatype) return fail(`${where}.datatype: expected ${spec.datatype}, got ${inp.datatype}`);
-    const want = [1, ...spec.shape];
-    if (inp.shape.length > 0 && inp.shape[0] !== 1 && sameShape(inp.shape.slice(1), spec.shape)) {
-      return fail(`${where}.shape: batch dimension ${inp.shape[0]} is not supported: send one sample per request (shape [${want.join(',')}]); inss forms batches itself`);
-    }
-    if (!sameShape(inp.shape, want)) return fail(`${where}.shape: expected [${want.join(',')}], got [${inp.shape.join(',')}]`);
-    const bytes = tensorBytes(spec.datatype, want);
-    const binSize = inp.parameters?.binary_data_size;
-    let data: Buffer;
-    if (binSize !== undefined) {
-      if (headers.inferenceHeaderLength === undefined) return fail(`${where}.parameters.binary_data_size is set but the request has no Inference-Header-Content-Length header`);
-      if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return fail(`${where}.parameters.binary_data_size: expected a non-negative integer, got ${JSON.stringify(binSize)}`);
-      if (inp.data !== undefined) return fail(`${where}: has both binary_data_size and data`);
-      if (binSize !== bytes) return fail(`${where}.parameters.binary_data_size: ${binSize} bytes, but shape [${want.join(',')}] of ${spec.datatype} is ${bytes} bytes`);
-      if (offset + binSize > binary.length) return fail(`${where}: binary data runs past the end of the body (needs ${offset + binSize} bytes after the header, body has ${binary.length})`);
-      data = binary.subarray(offset, offset + binSize); // a view: the body belongs to this request
-      offset += binSize;
-    } else {
-      if (inp.data === undefined) return fail(`${where}.data: missing (and no parameters.binary_data_size)`);
-      const values: unknown[] = [];
-      flatten(inp.data, values);
-      const count = elementCount(want);
-      if (values.length !== count) return fail(`${where}.data: expected ${count} values, got ${values.length}`);
-      const enc = encodeValues(values, spec.datatype);
-      if (!enc.ok) return fail(`${where}.data[${enc.index}]: ${enc.reason}`);
-      data = enc.data;
-    }
-    byName.set(inp.name, { name: inp.name, datatype: spec.datatype, shape: want, data });
+    if (!spec) return fail(`input '${clip(inp.name)}' is not an input of model '${model.name}' (inputs: ${sig.inputs.map((s) => s.name).join(', ')})`);
+    if (byName.has(inp.name)) return fail(`inputs[${k}].name: input '${inp.name}' is given twice`);
+    const read = readInput(k, inp, spec, binary);
+    if (!read.ok) return fail(read.error);
+    byName.set(inp.name, read.input);
   }
-  if (offset !== binary.length) return fail(`the binary data after the header is ${binary.length} bytes but the inputs' binary_data_size add up to ${offset}`);
+  const leftover = binary.leftover();
+  if (leftover) return fail(leftover);
   const missing = sig.inputs.filter((s) => !byName.has(s.name));
-  if (missing.length > 0) return fail(`missing input${missing.length > 1 ? 's' : ''} ${missing.map((s) => `'${s.name}'`).join(', ')} of model '${model.name}'`);
-  const allBinary = req.parameters?.binary_data_output === true;
-  let outputs: { name: string; binary: boolean }[];
-  if (req.outputs && req.outputs.length > 0) {
-    outputs = [];
-    for (let k = 0; k < req.outputs.length; k++) {
-      const o = req.outputs[k]!;
-      if (!sig.outputs.some((s) => s.name === o.name)) return fail(`outputs[${k}]: '${o.name}' is not an output of model '${model.name}' (outputs: ${sig.outputs.map((s) => s.name).join(', ')})`);
-      const b = o.parameters?.binary_data;
-      outputs.push({ name: o.name, binary: b === true || (b === undefined && allBinary) });
-    }
-  } else {
-    outputs = sig.outputs.map((s) => ({ name: s.name, binary: allBinary }));
+  if (missing.length > 0) {
+    return fail(`inputs: missing ${missing.map((s) => `'${s.name}'`).join(', ')} (model '${model.name}' takes ${sig.inputs.map((s) => s.name).join(', ')})`);
   }
-  return { ok: true, request: { ...(req.id !== undefined ? { id: req.id } : {}), inputs: sig.inputs.map((s) => byName.get(s.name)!), outputs } };
+  const outputs = readOutputs(req, model);
+  if (!outputs.ok) return fail(outputs.error);
+  return {
+    ok: true,
+    request: { ...(req.id !== undefined ? { id: req.id } : {}), inputs: sig.inputs.map((s) => byName.get(s.name)!), outputs: outputs.outputs },
+  };
 }
 
-export interface ResponseOutput {
-  readonly name: string;
-  readonly datatype: Datatype;
-  readonly shape: readonly number[];
-  readonly data: Buffer;
-  readonly binary: boolean;
-}
+// ---------------------------------------------------------------------------------------------------
+// Responses
 
-/** The infer response: JSON, or JSON header + binary outputs with Inference-Header-Content-Length. */
-export function encodeInferResponse(r: { modelName: string; modelVersion?: string; id?: string; outputs: readonly ResponseOutput[] }): { body: Buffer; headers: Record<string, string> } {
+/**
+ * The infer response, in the order of `r.outputs`. No binary output: a JSON body
+ * (`content-type: application/json`). Any binary output: the JSON header, then the binary outputs'
+ * bytes in the order they appear, with `inference-header-content-length` (the JSON's byte length) and
+ * `content-type: application/octet-stream`. Header names are lower case, as Node reads and writes them
+ * (HTTP header names are case-insensitive; tritonclient and KServe's client read them either way).
+ */
+export function encodeInferResponse(r: InferResponse): { body: Buffer; headers: Record<string, string> } {
   const binaries: Buffer[] = [];
   const outputs = r.outputs.map((o) => {
-    if (o.binary) {
-      binaries.push(o.data);
-      return { name: o.name, datatype: o.datatype, shape: o.shape, parameters: { binary_data_size: o.data.length } };
-    }
-    return { name: o.name, datatype: o.datatype, shape: o.shape, data: decodeValues(o.data, o.datatype) };
+    const head = `{"name":${JSON.stringify(o.name)},"datatype":"${o.datatype}","shape":${JSON.stringify(o.shape)}`;
+    if (!o.binary) return `${head},"data":${jsonArray(o.data, o.datatype)}}`;
+    binaries.push(o.data);
+    return `${head},"parameters":{"binary_data_size":${o.data.length}}}`;
   });
-  const header = Buffer.from(
-    JSON.stringify({ model_name: r.modelName, ...(r.modelVersion !== undefined ? { model_version: r.modelVersion } : {}), ...(r.id !== undefined ? { id: r.id } : {}), outputs }),
-  );
+  const top = [`"model_name":${JSON.stringify(r.modelName)}`];
+  if (r.modelVersion !== undefined) top.push(`"model_version":${JSON.stringify(r.modelVersion)}`);
+  if (r.id !== undefined) top.push(`"id":${JSON.stringify(r.id)}`);
+  top.push(`"outputs":[${outputs.join(',')}]`);
+  const header = Buffer.from(`{${top.join(',')}}`, 'utf8');
   if (binaries.length === 0) return { body: header, headers: { 'content-type': 'application/json' } };
-  return { body: Buffer.concat([header, ...binaries]), headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) } };
+  return {
+    body: Buffer.concat([header, ...binaries]),
+    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
+  };
 }
 
-/** The protocol's error body. */
+/** The protocol's error body, `{"error": message}`, for every 4xx/5xx answer. */
 export function errorBody(message: string): Buffer {
   return Buffer.from(JSON.stringify({ error: message }));
 }
 
-export function serverMetadata(version: string): { name: string; version: string; extensions: string[] } {
+// ---------------------------------------------------------------------------------------------------
+// Metadata
+
+/** GET /v2. Lists only the extensions inss implements. */
+export function serverMetadata(version: string): ServerMetadata {
   return { name: 'inss', version, extensions: ['binary_tensor_data'] };
 }
 
-/** Model metadata; `parameters.slo_ms` is inss's addition (the model's latency SLO). */
-export function modelMetadata(model: { name: string; signature: ModelSignature; sloMs: number; versions?: string[] }): unknown {
-  const io = (s: ModelSignature['inputs'][number]) => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
-  return { name: model.name, versions: model.versions ?? ['1'], platform: 'inss', inputs: model.signature.inputs.map(io), outputs: model.signature.outputs.map(io), parameters: { slo_ms: model.sloMs } };
+/**
+ * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1).
+ * `parameters.slo_ms` is inss's addition to the protocol (the model's latency SLO).
+ */
+export function modelMetadata(model: { name: string; signature: ModelSignature; sloMs: number; versions?: string[] }): ModelMetadata {
+  const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
+  return {
+    name: model.name,
+    ...(model.versions !== undefined ? { versions: model.versions } : {}),
+    platform: 'inss',
+    inputs: model.signature.inputs.map(tensor),
+    outputs: model.signature.outputs.map(tensor),
+    parameters: { slo_ms: model.sloMs },
+  };
 }

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""The PyTorch worker: serves one torchvision image classifier over the worker protocol.
+
+The node agent starts one of these per (model, GPU, share) and talks to it over stdin (agent ->
+worker) and stdout (worker -> agent) in the frames of src/protocol/frames.ts with the messages of
+src/protocol/worker.ts; docs/worker-protocol.md is the reference. Logs go to stderr only: at start
+this process moves its stdout to a private descriptor and points fd 1 at stderr, so a stray print
+(ours, torch's, a C library's) can never corrupt the protocol stream.
+
+  python3 native/torch_worker.py --model NAME [--device cpu|cuda|auto] [--weights FILE]
+      [--max-batch 32] [--warmup-batches 3] [--seed 0] [--threads N] [--cudnn-benchmark]
+
+Needs torch and torchvision only (Debian: python3-torch python3-torchvision, seen by /usr/bin/python3).
+Nothing is downloaded: without --weights the model is randomly initialised after torch.manual_seed
+(latency does not depend on the weights' values, and a seeded model is reproducible).
+
+Contract:
+- `ready` once, after the model is built and warmed up; no batch is read before it is sent.
+- Batches are run one at a time in arrival order. A batch whose message or tensors are wrong gets an
+  `error` naming what is wrong, and the worker goes on. latencyMs is the GPU execution latency of
+  the latency model, t_inf: host-to-device copy, forward pass, device-to-host copy, synchronised.
+- SIGTERM (or SIGINT): the batches received before the signal are answered, then exit 0.
+- stdin closing: the batches received are answered, then exit 0.
+- A stream that is not frames, a CUDA error that leaves the context unusable, or any uncaught
+  exception: `fatal`, then exit 1.
+
+CUDA_VISIBLE_DEVICES, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and CUDA_MPS_PIPE_DIRECTORY are read by the
+CUDA driver from the environment the agent gives; this worker only logs them.
+"""
+import argparse
+import json
+import os
+import queue
+import signal
+import struct
+import sys
+import threading
+import time
+
+PROTOCOL_VERSION = 1
+MAX_HEADER_BYTES = 1 << 20  # as src/protocol/frames.ts
+MAX_PAYLOAD_BYTES = 1 << 30
+INPUT_NAME = "input"
+OUTPUT_NAME = "output"
+IMAGE_SHAPE = (3, 224, 224)  # per sample, NCHW as torchvision takes it
+NUM_CLASSES = 1000
+
+# inss model names (the paper's eight) -> torchvision builders; any other builder name passes as is.
+MODELS = {
+    "alexnet": "alexnet",
+    "resnet50": "resnet50",
+    "vgg16": "vgg16",
+    "mnasnet": "mnasnet1_0",
+    "mobilenet": "mobilenet_v2",
+    "efficientnet": "efficientnet_b0",
+    "resnet18": "resnet18",
+    "vgg19": "vgg19",
+}
+BATCH_KEYS = {"v", "type", "id", "size", "inputs", "running"}
+TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
+
+
+def log(msg):
+    print(f"torch_worker[{os.getpid()}]: {msg}", file=sys.stderr, flush=True)
+
+
+class FrameStreamError(Exception):
+    """stdin is not a frame stream; nothing after this can be trusted."""
+
+
+class UsageError(Exception):
+    """Bad command-line arguments."""
+
+
+class Protocol:
+    """Frames out on the private protocol descriptor. Called from the main thread only."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, msg, payload=b""):
+        data = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        # Pad the header with spaces (JSON whitespace) so the payload starts at a multiple of 8 bytes,
+        # as frames.ts does: a reader can view it as a float array without copying.
+        data += b" " * ((8 - (8 + len(data)) % 8) % 8)
+        frame = b"".join((struct.pack(">II", len(data), len(payload)), data, payload))
+        view = memoryview(frame)
+        while view:  # one write; a pipe may take it in parts
+            n = os.write(self.fd, view)
+            view = view[n:]
+
+    def fatal(self, message):
+        try:
+            self.send({"v": PROTOCOL_VERSION, "type": "fatal", "message": message})
+        except OSError:
+            pass  # the agent has gone; the exit code still says it
+
+
+def read_exact(stream, n, buf=None):
+    """n bytes from a raw binary stream into a fresh bytearray (writable, for torch.frombuffer).
+    None at a clean end of stream before the first byte; FrameStreamError at an end in mid-frame."""
+    buf = bytearray(n) if buf is None else buf
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = stream.readinto(view[got:])
+        if not k:
+            if got == 0:
+                return None
+            raise FrameStreamError(f"stdin closed inside a frame ({got} of {n} bytes)")
+        got += k
+    return buf
+
+
+EOF = ("eof",)
+STOP = ("stop",)
+
+
+def reader(stream, inbox):
+    """The reader thread: whole frames from stdin onto the inbox, then EOF (or a FrameStreamError)."""
+    try:
+        while True:
+            prefix = read_exact(stream, 8)
+            if prefix is None:
+                inbox.put(EOF)
+                return
+            h, p = struct.unpack(">II", prefix)
+            if h > MAX_HEADER_BYTES:
+                raise FrameStreamError(f"frame header of {h} bytes is over {MAX_HEADER_BYTES}")
+            if p > MAX_PAYLOAD_BYTES:
+                raise FrameStreamError(f"frame payload of {p} bytes is over {MAX_PAYLOAD_BYTES}")
+            header = read_exact(stream, h) if h > 0 else bytearray()
+            if header is None:
+                raise FrameStreamError("stdin closed inside a frame (after its prefix)")
+            payload = read_exact(stream, p) if p > 0 else bytearray()
+            if payload is None:
+                raise FrameStreamError("stdin closed inside a frame (before its payload)")
+            try:
+                msg = json.loads(header.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                raise FrameStreamError(f"frame header is not JSON: {e}") from e
+            inbox.put((msg, payload))
+    except FrameStreamError as e:
+        inbox.put(e)
+    except BaseException as e:  # noqa: BLE001 - reported as fatal by the main thread
+        inbox.put(FrameStreamError(f"reading stdin: {type(e).__name__}: {e}"))
+
+
+def check_batch(msg, payload, max_batch):
+    """What is wrong with a batch message and its payload, or None. Mirrors ToWorkerSchema plus the
+    model's signature (one FP32 `input` of [size, 3, 224, 224]), as the simulated worker checks."""
+    if not isinstance(msg, dict):
+        return "message is not a JSON object"
+    if msg.get("v") != PROTOCOL_VERSION:
+        return f"v: expected {PROTOCOL_VERSION}, got {json.dumps(msg.get('v'))}"
+    if msg.get("type") != "batch":
+        return f"type: expected 'batch', got {json.dumps(msg.get('type'))}"
+    unknown = sorted(set(msg) - BATCH_KEYS)
+    if unknown:
+        return f"unknown keys: {', '.join(unknown)}"
+    if not isinstance(msg.get("id"), str) or not msg["id"]:
+        return "id: expected a non-empty string"
+    size = msg.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        return f"size: expected a positive integer, got {json.dumps(size)}"
+    if size > max_batch:
+        return f"size: {size} is over this worker's --max-batch {max_batch}"
+    inputs = msg.get("inputs")
+    if not isinstance(inputs, list):
+        return "inputs: expected an array"
+    if len(inputs) != 1:
+        return f"expected 1 input, got {len(inputs)}"
+    t = inputs[0]
+    if not isinstance(t, dict) or set(t) != TENSOR_KEYS:
+        return f"inputs.0: expected an object with keys {', '.join(sorted(TENSOR_KEYS))}"
+    if t["name"] != INPUT_NAME:
+        return f"input '{t['name']}': expected '{INPUT_NAME}'"
+    if t["datatype"] != "FP32":
+        return f"input '{t['name']}': datatype {t['datatype']}, expected FP32"
+    want = [size, *IMAGE_SHAPE]
+    shape = t["shape"]
+    if not isinstance(shape, list) or shape != want:
+        shown = ",".join(str(d) for d in shape) if isinstance(shape, list) else json.dumps(shape)
+        return f"input '{t['name']}': shape [{shown}], expected [{','.join(str(d) for d in want)}]"
+    expected = 4 * size * IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
+    if t["byteLength"] != expected or len(payload) != expected:
+        return f"input '{t['name']}': {len(payload)} payload bytes (byteLength {t['byteLength']}), expected {expected}"
+    return None
+
+
+def parse_args(argv):
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # reported as `fatal` rather than argparse's exit 2
+            raise UsageError(message)
+
+    ap = Parser(prog="torch_worker.py", description="inss PyTorch worker (docs/worker-protocol.md)")
+    ap.add_argument("--model", required=True, help="inss name (resnet50, mobilenet, ...) or a torchvision builder name")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: cuda when available")
+    ap.add_argument("--weights", default=None, help="a state_dict .pth file (random init otherwise)")
+    ap.add_argument("--max-batch", type=int, default=32)
+    ap.add_argument("--warmup-batches", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (torch's default otherwise)")
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="let cuDNN autotune per input shape (faster kernels; the first batch of each size is slow)")
+    a = ap.parse_args(argv)
+    if a.max_batch < 1:
+        raise UsageError(f"--max-batch: expected >= 1, got {a.max_batch}")
+    if a.warmup_batches < 0:
+        raise UsageError(f"--warmup-batches: expected >= 0, got {a.warmup_batches}")
+    if a.threads is not None and a.threads < 1:
+        raise UsageError(f"--threads: expected >= 1, got {a.threads}")
+    return a
+
+
+def build_model(torch, torchvision, args):
+    builder = MODELS.get(args.model, args.model)
+    known = torchvision.models.list_models(module=torchvision.models)
+    if builder not in known:
+        raise UsageError(f"--model {args.model}: not a torchvision classification model "
+                         f"(inss names: {', '.join(MODELS)}; or one of torchvision's: {', '.join(known)})")
+    torch.manual_seed(args.seed)  # before building: the random init is the model
+    model = torchvision.models.get_model(builder, weights=None)
+    if args.weights:
+        state = torch.load(args.weights, map_location="cpu")
+        if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+            state = state["state_dict"]
+        model.load_state_dict(state)
+    return builder, model.eval()
+
+
+class Worker:
+    def __init__(self, torch, model, device, proto, max_batch):
+        self.torch = torch
+        self.model = model
+        self.device = device
+        self.proto = proto
+        self.max_batch = max_batch
+        self.cuda = device.type == "cuda"
+
+    def forward(self, x_host):
+        """t_inf of one batch: upload, forward, download, synchronised. Returns (output on host, ms)."""
+        torch = self.torch
+        if self.cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            y = self.model(x_host.to(self.device, non_blocking=False))
+            y = y.to("cpu", dtype=torch.float32)
+        if self.cuda:
+            torch.cuda.synchronize()
+        return y, (time.perf_counter() - t0) * 1000.0
+
+    def warm_up(self, batches):
+        """Lazy initialisation (CUDA context, cuDNN handles, allocator pool) before `ready`. On a GPU the
+        last warm-up batch is --max-batch, so the allocator pool is sized for the largest batch; on the
+        CPU there is nothing lazy to size and a big batch would only delay `ready`."""
+        for i in range(batches):
+            size = self.max_batch if self.cuda and i == batches - 1 else 1
+            self.forward(self.torch.zeros(size, *IMAGE_SHAPE))
+
+    def serve(self, msg, payload):
+        """Answers one batch with a `result` or an `error`. Raises (-> `fatal`) on a CUDA error other than
+        out-of-memory, which leaves the context unusable; the agent then restarts the worker."""
+        torch = self.torch
+        bid = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), str) else ""
+        problem = check_batch(msg, payload, self.max_batch)
+        if problem:
+            self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": problem})
+            return
+        size = msg["size"]
+        x = torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE)
+        try:
+            y, ms = self.forward(x)
+        except RuntimeError as e:
+            text = str(e)
+            if "out of memory" in text:
+                if self.cuda:
+                    torch.cuda.empty_cache()
+                self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": f"out of memory: {text.splitlines()[0]}"})
+                return
+            if self.cuda and "CUDA" in text:
+                # A CUDA error other than OOM usually poisons the context; the agent restarts the worker.
+                raise
+            self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"})
+            return
+        if tuple(y.shape) != (size, NUM_CLASSES):
+            self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid,
+                             "message": f"model output has shape {list(y.shape)}, expected [{size},{NUM_CLASSES}]"})
+            return
+        out = y.contiguous().numpy().tobytes()  # little-endian: checked at start
+        self.proto.send(
+            {"v": PROTOCOL_VERSION, "type": "result", "id": bid, "latencyMs": ms,
+             "outputs": [{"name": OUTPUT_NAME, "datatype": "FP32", "shape": [size, NUM_CLASSES], "byteLength": len(out)}]},
+            out,
+        )
+
+
+def run(argv, proto):
+    args = parse_args(argv)
+    if sys.byteorder != "little":
+        raise RuntimeError("the worker protocol carries little-endian tensors; this host is big-endian")
+    t_start = time.perf_counter()
+
+    # Frames arrive on a reader thread (torch releases the GIL while it computes, so the next batch is
+    # read while this one runs); the main thread serves them in order. A signal handler only enqueues
+    # STOP (SimpleQueue.put is reentrant), so what was received before the signal is answered first.
+    # Installed before the slow start, so a worker stopped while warming up still exits 0.
+    # The handler does nothing else: a print from it could re-enter stderr's writer mid-write.
+    inbox = queue.SimpleQueue()
+    stopped_by = []
+
+    def on_signal(signum, _frame):
+        stopped_by.append(signal.Signals(signum).name)
+        inbox.put(STOP)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    import torch  # noqa: E402 - imported after the protocol descriptor is set up, so its prints go to stderr
+    import torchvision
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    env = {k: os.environ.get(k, "(unset)") for k in ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PIPE_DIRECTORY")}
+    log(f"torch {torch.__version__}, torchvision {torchvision.__version__}, python {sys.version.split()[0]} ({sys.executable}); "
+        + ", ".join(f"{k}={v}" for k, v in env.items()))
+
+    want = args.device
+    if want == "auto":
+        want = "cuda" if torch.cuda.is_available() else "cpu"
+    if want == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: torch sees no CUDA device (CUDA_VISIBLE_DEVICES="
+                         f"{env['CUDA_VISIBLE_DEVICES']}, torch built with CUDA {torch.version.cuda})")
+    if want == "cuda":
+        device = torch.device("cuda", 0)  # the one GPU CUDA_VISIBLE_DEVICES leaves visible
+        torch.backends.cudnn.benchmark = args.cudnn_benchmark
+        device_name = f"cuda:0 ({torch.cuda.get_device_name(0)})"
+    else:
+        device = torch.device("cpu")
+        device_name = "cpu"
+
+    builder, model = build_model(torch, torchvision, args)
+    model = model.to(device)
+    worker = Worker(torch, model, device, proto, args.max_batch)
+    worker.warm_up(args.warmup_batches)
+    warmup_ms = (time.perf_counter() - t_start) * 1000.0
+    log(f"model {args.model} ({builder}, seed {args.seed}{', weights ' + args.weights if args.weights else ''}) on {device_name}, "
+        f"{torch.get_num_threads()} CPU threads, max batch {args.max_batch}, ready after {warmup_ms:.0f} ms")
+
+    if stopped_by:
+        log(f"{stopped_by[0]} before ready: exiting")
+        return 0
+    proto.send({"v": PROTOCOL_VERSION, "type": "ready", "model": args.model, "pid": os.getpid(), "warmupMs": warmup_ms, "device": device_name})
+    threading.Thread(target=reader, args=(sys.stdin.buffer.raw, inbox), name="stdin-reader", daemon=True).start()
+
+    served = 0
+    while True:
+        item = inbox.get()
+        if item is EOF or item is STOP:
+            why = "stdin closed" if item is EOF else f"{stopped_by[0]}: answered the batches received before it"
+            log(f"{why}; exiting after {served} batches")
+            return 0
+        if isinstance(item, FrameStreamError):
+            raise item
+        msg, payload = item
+        worker.serve(msg, payload)
+        served += 1
+
+
+def main():
+    # The protocol gets stdout's descriptor to itself; fd 1 and sys.stdout now lead to stderr.
+    proto = Protocol(os.dup(1))
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        code = run(sys.argv[1:], proto)
+    except UsageError as e:
+        log(f"fatal: {e}")
+        proto.fatal(str(e))
+        code = 1
+    except BaseException as e:  # noqa: BLE001 - the contract: report, then exit 1
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        proto.fatal(f"{type(e).__name__}: {e}")
+        code = 1
+    sys.stderr.flush()
+    # Skip interpreter teardown (the daemon reader thread sits in a read; torch's atexit work is not
+    # needed): every answer is already written, unbuffered, to the protocol descriptor.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+// The worker contract suite: every implementation of the worker protocol (docs/worker-protocol.md)
+// passes the same tests, so the simulated worker and the PyTorch worker cannot drift apart. Each
+// starts real worker processes and talks frames to them over pipes.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/torchWorker.js';
+import type { FromWorker } from '../../src/protocol/worker.js';
+import { REPO_ROOT } from '../support/paths.js';
+import { batchMessage, floats, imageBatch, WorkerUnderTest } from '../support/worker.js';
+
+const SIM_WORKER = resolve(REPO_ROOT, 'dist', 'agent', 'simWorker.js');
+const PROFILE = resolve(REPO_ROOT, 'profiles', 'rtx2060s.json');
+const torchOk = await torchAvailable();
+
+interface Implementation {
+  readonly name: string;
+  /** Why it cannot run here, or null. */
+  readonly skip: string | null;
+  readonly model: string;
+  readonly launch: () => { command: string; args: string[] };
+  /** A batch size that keeps this worker busy for hundreds of ms, for the SIGTERM test. */
+  readonly longBatch: number;
+}
+
+const implementations: Implementation[] = [
+  {
+    name: 'simulated',
+    skip: existsSync(SIM_WORKER) ? null : `${SIM_WORKER} is not built (run npm run build)`,
+    model: 'resnet50',
+    // A small share makes a batch of 32 take hundreds of simulated milliseconds.
+    launch: () => ({ command: process.execPath, args: [SIM_WORKER, '--model', 'resnet50', '--profile', PROFILE, '--pct', '10', '--seed', '1'] }),
+    longBatch: 32,
+  },
+  {
+    name: 'torch',
+    skip: torchOk ? null : `${resolvePython()} cannot import torch and torchvision (apt-get install python3-torch python3-torchvision, or set INSS_PYTHON)`,
+    model: 'resnet18',
+    launch: () => torchWorkerCommand({ model: 'resnet18', device: 'cpu', warmupBatches: 1 }),
+    longBatch: 4,
+  },
+];
+
+describe.each(implementations)('worker contract: $name', (impl) => {
+  const started: WorkerUnderTest[] = [];
+  function start(): WorkerUnderTest {
+    const { command, args } = impl.launch();
+    const w = new WorkerUnderTest(command, args);
+    started.push(w);
+    return w;
+  }
+  afterAll(async () => {
+    await Promise.all(started.map((w) => w.dispose()));
+  });
+
+  // The reason goes in a title built here: vitest shortens long `$name`-style interpolations.
+  describe.skipIf(impl.skip !== null)(impl.skip === null ? `model ${impl.model}` : `skipped: ${impl.skip}`, () => {
+    describe('one worker serving', () => {
+      let worker: WorkerUnderTest;
+      let ready: FromWorker | undefined;
+      beforeAll(async () => {
+        worker = start();
+        ready = (await worker.next(60_000)).msg;
+      });
+
+      it('sends ready first, naming its model, pid and device', () => {
+        expect(ready).toMatchObject({ v: 1, type: 'ready', model: impl.model, pid: worker.pid });
+        if (ready?.type !== 'ready') return;
+        expect(ready.warmupMs).toBeGreaterThanOrEqual(0);
+        expect(ready.device.length).toBeGreaterThan(0);
+      });
+
+      it('answers a batch of 2 with one FP32 [2,1000] output of the right byte length', async () => {
+        worker.sendBatch('two', 2);
+        const { msg, payload } = await worker.expect('result');
+        expect(msg.id).toBe('two');
+        expect(msg.latencyMs).toBeGreaterThanOrEqual(0);
+        expect(msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [2, 1000], byteLength: 8000 }]);
+        expect(payload.length).toBe(8000);
+        expect(floats(payload).every(Number.isFinite)).toBe(true);
+      });
+
+      it('answers batches in the order sent, echoing their ids', async () => {
+        const sizes = [1, 3, 1];
+        sizes.forEach((size, i) => worker.sendBatch(`order-${i}`, size, i + 10));
+        for (const [i, size] of sizes.entries()) {
+          const { msg, payload } = await worker.expect('result');
+          expect(msg.id).toBe(`order-${i}`);
+          expect(msg.outputs[0]?.shape).toEqual([size, 1000]);
+          expect(payload.length).toBe(size * 4000);
+        }
+      });
+
+      it('answers a malformed batch with an error for its id and keeps serving', async () => {
+        // Wrong shape (a consistent byte length for that shape).
+        worker.send(batchMessage('bad-shape', 1, { shape: [1, 3, 224, 225] }), Buffer.alloc(4 * 3 * 224 * 225));
+        // Right shape, payload and byteLength one image short.
+        const short = imageBatch(1);
+        worker.send(batchMessage('bad-bytes', 2, { byteLength: short.length }), short);
+        worker.sendBatch('after', 1);
+        const shapeErr = await worker.expect('error');
+        expect(shapeErr.msg.id).toBe('bad-shape');
+        expect(shapeErr.msg.message).toMatch(/shape/);
+        const bytesErr = await worker.expect('error');
+        expect(bytesErr.msg.id).toBe('bad-bytes');
+        expect(bytesErr.msg.message).toMatch(/bytes|byteLength/);
+        const ok = await worker.expect('result');
+        expect(ok.msg.id).toBe('after');
+        expect(ok.msg.outputs[0]?.shape).toEqual([1, 1000]);
+      });
+    });
+
+    it('on SIGTERM, answers the batch in hand, then exits 0', async () => {
+      const w = start();
+      await w.expect('ready', 60_000);
+      // `long` keeps the worker busy for hundreds of ms, in which it reads `inHand` (written right after
+      // it; a worker reads the next frame while it computes). So when `long` is answered, `inHand` has
+      // been received and is running, and SIGTERM lands then. (A big batch sent just before SIGTERM
+      // could still be in the pipe, and a batch not yet received is not owed an answer.)
+      w.sendBatch('long', impl.longBatch);
+      w.sendBatch('inHand', 2);
+      expect((await w.expect('result')).msg.id).toBe('long');
+      w.signal('SIGTERM');
+      const { msg, payload } = await w.expect('result');
+      expect(msg.id).toBe('inHand');
+      expect(payload.length).toBe(2 * 4000);
+      expect(await w.exited).toEqual({ code: 0, signal: null });
+    });
+
+    it('when stdin closes, answers what it received, then exits 0', async () => {
+      const w = start();
+      await w.expect('ready', 60_000);
+      w.sendBatch('last', 1);
+      w.closeStdin();
+      expect((await w.expect('result')).msg.id).toBe('last');
+      expect(await w.exited).toEqual({ code: 0, signal: null });
+    });
+  });
+});
