@@ -242,7 +242,9 @@ function addSchedulerOptions(c: Command): Command {
     .option('--policy-file <file>', 'trained policy for inss / inss-ni (default: the one shipped for the scenario)')
     .option('--epoch-ms <ms>', 'decision epoch', positiveInt, 1000)
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
-    .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info');
+    .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
+    .option('--host <host>', 'address to bind (127.0.0.1 unless told otherwise)', '127.0.0.1')
+    .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000);
 }
 
 export function registerServe(program: Command): void {
@@ -250,8 +252,6 @@ export function registerServe(program: Command): void {
     program
       .command('scheduler')
       .description('Run the scheduler service: the KServe v2 task endpoint, /metrics and the agents hub')
-      .option('--host <host>', 'address to bind', '127.0.0.1')
-      .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
       .addOption(new Option('--token <token>', 'token agents must present (default: a random one, printed)').env('INSS_TOKEN')),
   ).action(async (opts: ServeOptions & { host: string; port: number; token?: string }) => {
     const logger = makeLogger(opts.logLevel);
@@ -285,8 +285,6 @@ export function registerServe(program: Command): void {
     program
       .command('up')
       .description('Start everything on this machine: the scheduler and a local agent (simulated GPUs where there are none)')
-      .option('--host <host>', 'address to bind', '127.0.0.1')
-      .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
       .option('--simulate <profile:count,...>', "simulated GPUs (default: the scenario's cluster)", parseSimulate)
       .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
       .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
