@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { registerDerive } from './derive.js';
 import { registerServe } from './serve.js';
 import { registerLoadgen } from './loadgen.js';
+import { measureGpu } from './profileMeasure.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
 
@@ -104,16 +105,46 @@ export function buildProgram(argv: readonly string[]): Command {
       } else {
         raw = mergeMeasurements(opts.measurements!.map((f) => ({ file: f, data: readJsonFile(f) })));
       }
-      const parsed = MeasurementsSchema.safeParse(raw);
-      if (!parsed.success) throw new InvalidInputError(`measurements: ${formatIssues(parsed.error)}`);
       const source = opts.source ?? (opts.igniterDir ? `iGniter's published V100 measurements (${opts.igniterDir})` : `measurement files ${opts.measurements!.join(', ')}`);
-      const { profile: p, report } = fitProfile(parsed.data, {
-        id: opts.id,
-        provenance: { kind: opts.kind as 'measured', source, command: commandLine(argv), notes: [] },
+      fitAndWrite(raw, opts.id, opts.kind as 'measured', source, opts.out, commandLine(argv));
+    });
+
+  profile
+    .command('measure')
+    .description('Measure this machine\'s NVIDIA GPU under MPS (models alone over batch sizes and shares, then co-located pairs) and fit a profile from it')
+    .requiredOption('--id <id>', 'id of the profile to write (e.g. h200)')
+    .requiredOption('--out <file>', 'where to write the profile')
+    .option('--gpu <index>', 'which GPU (nvidia-smi index)', nonNegativeInt, 0)
+    .option('--models <list>', 'models to measure', 'alexnet,resnet50,vgg16,mnasnet,mobilenet,efficientnet,resnet18,vgg19')
+    .option('--pcts <list>', 'MPS active-thread percentages', '10,25,50,100')
+    .option('--batches <list>', 'batch sizes', '1,2,4,8,16,32')
+    .option('--pairs <list>', 'co-located pairs a:b (empty: none)', 'resnet50:vgg16,alexnet:resnet50,mobilenet:efficientnet,resnet18:vgg19')
+    .option('--splits <list>', "share of a pair's first model", '30,50,70')
+    .option('--pair-batches <list>', 'batch sizes of the pairs', '4,16')
+    .option('--work-dir <dir>', 'where the measurement files and the MPS pipe and log go', 'inss-measure')
+    .option('--no-mps', 'measure without starting an MPS control daemon (shares then have no effect)')
+    .option('--quiet', 'no progress bar')
+    .action(async (opts: { id: string; out: string; gpu: number; models: string; pcts: string; batches: string; pairs: string; splits: string; pairBatches: string; workDir: string; mps: boolean; quiet?: boolean }) => {
+      const ints = (flag: string, v: string, min: number, max: number) =>
+        v.split(',').map((x) => {
+          const n = Number(x);
+          if (!Number.isInteger(n) || n < min || n > max) throw new InvalidInputError(`--${flag}: '${x}' is not an integer in [${min}, ${max}]`);
+          return n;
+        });
+      const list = (v: string) => v.split(',').map((x) => x.trim()).filter((x) => x !== '');
+      const raw = await measureGpu({
+        gpu: opts.gpu,
+        models: list(opts.models),
+        pcts: ints('pcts', opts.pcts, 1, 100),
+        batches: ints('batches', opts.batches, 1, 256),
+        pairs: list(opts.pairs),
+        splits: ints('splits', opts.splits, 1, 99),
+        pairBatches: ints('pair-batches', opts.pairBatches, 1, 256),
+        workDir: opts.workDir,
+        mps: opts.mps,
+        ...(opts.quiet ? { quiet: true } : {}),
       });
-      writeProfile(p, opts.out);
-      printReport(report);
-      console.error(`wrote ${opts.out}`);
+      fitAndWrite(raw, opts.id, 'measured', `measured by inss profile measure on this machine's GPU ${opts.gpu} (files in ${opts.workDir})`, opts.out, commandLine(argv));
     });
 
   registerDerive(profile, argv);
@@ -159,6 +190,16 @@ export function buildProgram(argv: readonly string[]): Command {
   registerLoadgen(program);
 
   return program;
+}
+
+/** Validates measurements, fits a profile with its provenance, writes it and prints the fit report. */
+function fitAndWrite(raw: unknown, id: string, kind: 'measured' | 'fitted' | 'derived', source: string, out: string, command: string): void {
+  const parsed = MeasurementsSchema.safeParse(raw);
+  if (!parsed.success) throw new InvalidInputError(`measurements: ${formatIssues(parsed.error)}`);
+  const { profile: p, report } = fitProfile(parsed.data, { id, provenance: { kind, source, command, notes: [] } });
+  writeProfile(p, out);
+  printReport(report);
+  console.error(`wrote ${out}`);
 }
 
 /** Several measurement files of one GPU: the first gives gpu and models, all give points. */

@@ -28,7 +28,7 @@ MODELS = {
     "resnet50": "resnet50",
     "vgg16": "vgg16",
     "mnasnet": "mnasnet1_0",
-    "mobilenet": "mobilenet_v3_large",
+    "mobilenet": "mobilenet_v2",
     "efficientnet": "efficientnet_b0",
     "resnet18": "resnet18",
     "vgg19": "vgg19",

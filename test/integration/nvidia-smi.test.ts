@@ -39,3 +39,15 @@ describe('inss agent without --simulate', () => {
     expect(r.stderr).toMatch(/--simulate <profile>:<count>/);
   });
 });
+
+describe('inss profile measure', () => {
+  it('on a machine without an NVIDIA GPU says what is missing, exit 2, and writes nothing', async () => {
+    const { runCli } = await import('../support/cli.js');
+    const { existsSync } = await import('node:fs');
+    const out = join(REPO_ROOT, 'no-such-profile-written.json');
+    const r = await runCli(['profile', 'measure', '--id', 'x', '--out', out, '--quiet']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/needs an NVIDIA GPU/);
+    expect(existsSync(out)).toBe(false);
+  });
+});
