@@ -87,6 +87,19 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     this.workers.clear();
   }
 
+  /**
+   * A GPU's MPS server failed: its workers cannot recover (MPS clients of a failed server must exit).
+   * Kills them; their batches in flight are answered with `worker-failed` and `why`; the reconcile
+   * loop starts them again (with backoff) once the caller has restarted the daemon.
+   */
+  failGpu(gpu: number, why: string): void {
+    for (const w of this.workers.values()) {
+      if (w.spec.gpu !== gpu) continue;
+      this.log.warn({ worker: w.spec.workerId, gpu, why }, 'killing a worker of a failed GPU');
+      w.proc.kill(why);
+    }
+  }
+
   /** The workers as the scheduler sees them (for tests and logs). */
   status(): WorkerStatus[] {
     return [...this.workers.values()].map((w) => ({

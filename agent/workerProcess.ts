@@ -122,8 +122,9 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
     clearTimeout(timer);
   }
 
-  /** SIGKILL at once (agent shutdown after a failure, tests). */
-  kill(): void {
+  /** SIGKILL at once (a failed MPS server, tests); `reason` becomes the error of its batches in flight. */
+  kill(reason?: string): void {
+    if (reason !== undefined) this.exitMessage = reason;
     this.proc?.kill('SIGKILL');
   }
 

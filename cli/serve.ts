@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino, type Logger } from 'pino';
 import { Agent } from '../agent/agent.js';
+import { MpsDaemon, MpsSupervisor } from '../agent/mps.js';
 import { matchProfile, queryGpus } from '../agent/nvidiaSmi.js';
 import { resolvePython, torchAvailable, torchWorkerCommand } from '../agent/torchWorker.js';
 import type { WorkerLaunch } from '../agent/workerProcess.js';
@@ -121,6 +122,7 @@ async function startScheduler(opts: ServeOptions & { host: string; port: number;
 
 interface AgentFlags {
   simulate?: { profile: string; count: number }[];
+  stateDir?: string;
   worker: string;
   agentId?: string;
   zeroTime?: boolean;
@@ -132,7 +134,7 @@ interface AgentFlags {
  * (null when none does: the scheduler then leaves it unused and says so).
  */
 async function discoveredGpus(): Promise<{ gpus: AgentGpu[] } | { none: string }> {
-  const d = await queryGpus();
+  const d = await queryGpus(process.env.INSS_NVIDIA_SMI ? { command: process.env.INSS_NVIDIA_SMI } : {});
   if (d.kind === 'no-driver') return { none: d.reason };
   if (d.kind === 'malformed') throw new InvalidInputError(`nvidia-smi printed something inss cannot read: ${d.error}`);
   if (d.kind === 'failed') throw new InvalidInputError(`nvidia-smi failed: ${d.reason}`);
@@ -179,18 +181,78 @@ function torchWorkerLaunch(): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch 
   };
 }
 
-async function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Promise<Agent> {
+interface RunningAgent {
+  readonly agent: Agent;
+  stop(): Promise<void>;
+}
+
+/**
+ * Serves the machine's real GPUs: one MPS control daemon per GPU (own pipe and log directories
+ * under the state directory), PyTorch workers as its clients with their shares, and a supervisor per
+ * daemon that, when an MPS server fails, kills that GPU's workers (their tasks in flight get errors),
+ * restarts the daemon, and lets the agent start the workers again.
+ */
+async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus: AgentGpu[], logger: Logger): Promise<RunningAgent> {
+  if (flags.worker !== 'torch') throw new InvalidInputError(`this machine has GPUs (${gpus.map((g) => g.name).join(', ')}): real GPUs are served by the PyTorch worker, add --worker torch (or use --simulate)`);
+  await requireTorch();
+  const base = join(flags.stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'mps');
+  const daemons = new Map<number, MpsDaemon>();
+  for (const g of gpus) {
+    const d = new MpsDaemon({ pipeDir: join(base, `gpu${g.index}`, 'pipe'), logDir: join(base, `gpu${g.index}`, 'log'), gpu: String(g.index), ...(process.env.INSS_MPS_CONTROL ? { controlCommand: process.env.INSS_MPS_CONTROL } : {}) });
+    await d.stop(); // a daemon left by an earlier run of this agent
+    const r = await d.start();
+    if (!r.ok) throw new InvalidInputError(`GPU ${g.index}: MPS control daemon: ${r.message}`);
+    daemons.set(g.index, d);
+  }
+  const agent = new Agent({
+    schedulerUrl: url,
+    token,
+    agentId: flags.agentId ?? hostname(),
+    gpus,
+    workerKind: 'torch',
+    launch: (w, gpu) => {
+      const c = torchWorkerCommand({ model: w.model, device: 'auto' });
+      return { command: c.command, args: c.args, env: daemons.get(gpu.index)!.clientEnv(w.pct) };
+    },
+    logger,
+  });
+  const supervisors = [...daemons.entries()].map(
+    ([gpu, d]) =>
+      new MpsSupervisor(d, {
+        intervalMs: 1000,
+        onFailure: (why) => {
+          logger.error({ gpu, reason: why.reason, err: why.message }, 'MPS failed on this GPU: restarting its daemon and workers');
+          agent.failGpu(gpu, `MPS server of GPU ${gpu} failed: ${why.message}`);
+        },
+        onRecovered: () => logger.warn({ gpu }, 'MPS daemon restarted'),
+      }),
+  );
+  agent.start();
+  for (const s of supervisors) s.start();
+  return {
+    agent,
+    stop: async () => {
+      for (const s of supervisors) s.stop();
+      await agent.stop();
+      for (const d of daemons.values()) await d.stop();
+    },
+  };
+}
+
+async function requireTorch(): Promise<void> {
+  if (!(await torchAvailable())) {
+    throw new InvalidInputError(`--worker torch: ${resolvePython()} cannot import torch and torchvision (install Debian's python3-torch and python3-torchvision, or point INSS_PYTHON at a Python that has them)`);
+  }
+}
+
+async function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Promise<RunningAgent> {
   if (!flags.simulate) {
     const found = await discoveredGpus();
     if ('none' in found) throw new InvalidInputError(`no GPU on this machine (${found.none}); give --simulate <profile>:<count> to run simulated GPUs`);
-    throw new InvalidInputError(
-      `this machine has ${found.gpus.length} GPU(s) (${found.gpus.map((g) => `${g.index}: ${g.name}${g.profile ? ` = profile ${g.profile}` : ', no matching profile'}`).join('; ')}), but serving real GPUs needs the PyTorch worker, which this build does not have yet (issue 6); use --simulate <profile>:<count>`,
-    );
+    return startGpuAgent(url, token, flags, found.gpus, logger);
   }
   const { gpus, profilePaths } = agentGpus(flags);
-  if (flags.worker === 'torch' && !(await torchAvailable())) {
-    throw new InvalidInputError(`--worker torch: ${resolvePython()} cannot import torch and torchvision (install Debian's python3-torch and python3-torchvision, or point INSS_PYTHON at a Python that has them)`);
-  }
+  if (flags.worker === 'torch') await requireTorch();
   const agent = new Agent({
     schedulerUrl: url,
     token,
@@ -201,7 +263,7 @@ async function startAgent(url: string, token: string, flags: AgentFlags, logger:
     logger,
   });
   agent.start();
-  return agent;
+  return { agent, stop: () => agent.stop() };
 }
 
 /** Resolves when SIGINT or SIGTERM arrives, after running `stop` once. */
@@ -272,6 +334,7 @@ export function registerServe(program: Command): void {
     .option('--simulate <profile:count,...>', 'simulated GPUs from profiles (e.g. rtx2060s:2,rtx2060:2)', parseSimulate)
     .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
     .option('--agent-id <id>', 'stable id of this agent (default: the host name)')
+    .option('--state-dir <dir>', "where the agent keeps its MPS daemons' pipe and log directories (default ~/.inss)")
     .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
     .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
     .option('--log-level <level>', 'pino log level', 'info')
@@ -293,13 +356,16 @@ export function registerServe(program: Command): void {
     const logger = makeLogger(opts.logLevel);
     const token = randomBytes(16).toString('hex');
     const { service, store, config } = await startScheduler({ ...opts, token }, logger);
+    // The machine's GPUs when it has some and the PyTorch worker is asked for; else the scenario's
+    // cluster, simulated.
     let simulate = opts.simulate;
     if (!simulate) {
       const found = await discoveredGpus();
-      if ('gpus' in found) logger.warn({ gpus: found.gpus.map((g) => g.name) }, 'this machine has GPUs, but the PyTorch worker is not in this build (issue 6): serving simulated GPUs');
-      simulate = config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
+      const real = 'gpus' in found && opts.worker === 'torch';
+      if ('gpus' in found && !real) logger.warn({ gpus: found.gpus.map((g) => g.name) }, 'this machine has GPUs; serving simulated GPUs because the worker is sim (use --worker torch for the real ones)');
+      if (!real) simulate = config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
     }
-    const agent = await startAgent(service.agentUrl, token, { ...opts, simulate, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
+    const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
     console.log(`inss up: endpoint ${service.url}/v2  (models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);
