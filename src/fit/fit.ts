@@ -90,12 +90,15 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
     const samples = runSamples.get(name);
     if (!samples || samples.length < 4) throw new RangeError(`models.${name}: needs at least 4 usable solo measurements, has ${samples?.length ?? 0}`);
     const l = l2Points.get(name);
-    let l2 = { alphaU: 0, betaU: 0 };
+    // Without L2 measurements (Nsight Compute cannot profile MPS clients, so it is often absent) the
+    // share stands in for the L2 utilisation (l = share, docs/profiles.md): alpha_cache, fitted from
+    // the co-located pairs, then carries the model's L2 intensity. With no pairs it stays 0.
+    let l2 = { alphaU: 1, betaU: 0 };
     if (l && l.pct.length >= 2) {
       const f = fitLine(l.pct, l.l2);
       l2 = { alphaU: f.alpha, betaU: f.beta };
     } else {
-      warnings.push(`models.${name}: no L2 utilisation measured: cache interference from it set to 0`);
+      warnings.push(`models.${name}: no L2 utilisation measured: the share stands in for it (l = share)`);
     }
     models[name] = {
       inputBytes: m.inputBytes,

@@ -68,3 +68,16 @@ describe('measurement validation', () => {
     expect(() => igniterToMeasurements({ models: 3 }, read('colocated-calibration.json'), read('model-facts.json'))).toThrow(/solo.json/);
   });
 });
+
+describe('a fit without L2 measurements (as on a GPU where Nsight Compute cannot profile MPS clients)', () => {
+  const noL2 = { ...measurements, solo: measurements.solo.map(({ l2Util: _l2, ...p }) => p) };
+  const fit = fitProfile(noL2, { id: 'v100-no-l2', provenance });
+  it('uses the share as the L2 utilisation and still learns interference from the pairs', () => {
+    for (const m of Object.values(fit.profile.models)) expect(m.l2).toEqual({ alphaU: 1, betaU: 0 });
+    expect(fit.report.warnings.some((w) => w.includes('the share stands in for it'))).toBe(true);
+    const c = fit.report.colocated!;
+    expect(c.leaveOneOutMeanRelErr).toBeLessThan(c.ignoringInterferenceMeanRelErr);
+    // Measured L2 does at least as well as the proxy on the same pairs.
+    expect(report.colocated!.inSampleMeanRelErr).toBeLessThanOrEqual(c.inSampleMeanRelErr + 1e-9);
+  });
+});
