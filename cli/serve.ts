@@ -210,6 +210,12 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
     agentId: flags.agentId ?? hostname(),
     gpus,
     workerKind: 'torch',
+    // Telemetry: utilisation and memory of each GPU as nvidia-smi reads them.
+    readGpus: async () => {
+      const d = await queryGpus(process.env.INSS_NVIDIA_SMI ? { command: process.env.INSS_NVIDIA_SMI } : {});
+      if (d.kind !== 'ok') throw new Error(`nvidia-smi: ${'reason' in d ? d.reason : d.error}`);
+      return d.gpus.map((g) => ({ index: g.index, utilPct: g.utilPct, memUsedMb: g.memUsedMb }));
+    },
     launch: (w, gpu) => {
       const c = torchWorkerCommand({ model: w.model, device: 'auto' });
       return { command: c.command, args: c.args, env: daemons.get(gpu.index)!.clientEnv(w.pct) };
