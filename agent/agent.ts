@@ -193,7 +193,10 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       }
     }
     w.busy.set(batchId, size);
+    const receivedAt = Date.now();
     const o = await w.proc.run(batchId, size, inputs, payload, running);
+    // Per-batch timing for tracing the transport (docs/serving.md); a no-op unless --log-level debug.
+    this.log.debug({ batchId, size, receivedAt, answeredAt: Date.now(), workerMs: o.kind === 'result' ? o.latencyMs : null }, 'batch');
     w.busy.delete(batchId);
     if (o.kind === 'result') {
       w.batches++;
