@@ -20,6 +20,8 @@ import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from
 import { simulate } from '../../src/sim/simulator.js';
 import type { ClusterInfo, Deployment, Policy } from '../../src/policy/types.js';
 import { Rng } from '../../src/workload/random.js';
+import { LoadgenReportSchema } from '../../src/loadgen/report.js';
+import { runCli } from '../support/cli.js';
 import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-system-'));
@@ -173,6 +175,18 @@ describe('inss scheduler + inss agent as processes', () => {
       expect(live, `${name}: live mean ${live.toFixed(1)} ms, simulator ${predicted.toFixed(1)} ms`).toBeGreaterThan(0.75 * predicted);
       expect(live, `${name}: live mean ${live.toFixed(1)} ms, simulator ${predicted.toFixed(1)} ms`).toBeLessThan(predicted + 60);
     }
+
+    // The same with `inss loadgen` as a client would run it: every request it sent got an answer
+    // (no timeout, no network error, no malformed answer, no 4xx); the only errors are SLO drops.
+    const lg = await runCli(['loadgen', '--url', base, '--model', 'resnet50=20', '--model', 'mobilenet=20', '--duration', '4', '--json']);
+    expect(lg.code, lg.stderr).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(lg.stdout));
+    const t = report.total;
+    expect(t.sent).toBeGreaterThan(100);
+    expect([t.errors.timeout, t.errors.network, t.errors['bad-response'], t.errors['http-4xx']]).toEqual([0, 0, 0, 0]);
+    expect(t.ok + t.errors['http-5xx']).toBe(t.sent);
+    for (const e of t.topErrors) expect(e.error).toMatch(/dropped/);
+
     agent.child.kill('SIGTERM');
     expect((await agent.exited).code).toBe(0);
   });
