@@ -148,8 +148,12 @@ export class SchedulerService {
             resolve();
             return;
           }
-          const wanted = new Map(request.outputs.map((o) => [o.name, o.binary]));
-          const outputs = a.outputs.filter((o) => wanted.has(o.name)).map((o) => ({ ...o, binary: wanted.get(o.name)! }));
+          // In the order the request named them (all of the signature's when it named none).
+          const byName = new Map(a.outputs.map((o) => [o.name, o]));
+          const outputs = request.outputs.flatMap((w) => {
+            const o = byName.get(w.name);
+            return o ? [{ ...o, binary: w.binary }] : [];
+          });
           const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
           void reply.code(200).headers(r.headers).send(r.body);
           resolve();
