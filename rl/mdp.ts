@@ -186,12 +186,40 @@ export interface StepOutcome {
 }
 
 /**
+ * Each placement's part of its model's arrival rate: a model with one placement carries its whole
+ * rate; replicas of a model (beyond the paper: one queue, several workers on distinct GPUs, each
+ * free worker taking the next batch) split it in proportion to their predicted throughput at batch
+ * 1 with their co-located workers, which is how the shared queue feeds them.
+ */
+export function replicaWeights(cluster: ClusterInfo, placements: readonly Placement[], interference = true): number[] {
+  const count = new Array<number>(cluster.models.length).fill(0);
+  for (const p of placements) count[p.model]!++;
+  if (placements.every((p) => count[p.model] === 1)) return placements.map(() => 1);
+  const thr = new Array<number>(placements.length).fill(0);
+  for (let g = 0; g < cluster.gpus.length; g++) {
+    const idx = [...placements.keys()].filter((i) => placements[i]!.gpu === g);
+    if (idx.length === 0) continue;
+    const gpu = cluster.gpus[g]!;
+    const out = new Array<number>(idx.length).fill(0);
+    gpu.model.predictGpu(idx.map((i) => gpu.profileIndex[placements[i]!.model]!), idx.map(() => 1), idx.map((i) => placements[i]!.pct), idx.length, out, interference);
+    idx.forEach((i, k) => (thr[i] = throughputPerS(1, out[k]!)));
+  }
+  const total = new Array<number>(cluster.models.length).fill(0);
+  placements.forEach((p, i) => (total[p.model]! += thr[i]!));
+  return placements.map((p, i) => (count[p.model] === 1 ? 1 : total[p.model]! > 0 ? thr[i]! / total[p.model]! : 1 / count[p.model]!));
+}
+
+/**
  * Applies BDA to placements and scores them by eq. (3) with the latency model (the fast training
  * environment). v_i is predicted: 1 where no batch meets the SLO even at batch 1 or memory does not
  * fit, else the fraction of the arrival rate the capacity cannot carry, max(0, 1 - h_i / lambda_i).
+ * A model with replicas (several placements) gets one term: h_i sums its replicas' throughput, each
+ * replica carries its part of the rate (`replicaWeights`), and a replica that misses the SLO even at
+ * batch 1 counts its part of the rate as missed.
  */
 export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[], placements: readonly Placement[], ratePerS: readonly number[], options: BdaOptions = {}): StepOutcome {
-  const inputs = placements.map((p) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: ratePerS[p.model]! }));
+  const weights = replicaWeights(cluster, placements, options.interference ?? true);
+  const inputs = placements.map((p, i) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: ratePerS[p.model]! * weights[i]! }));
   const r = bda(cluster.gpus, inputs, options);
   const deployment: Deployment = { placements: placements.map((p, i) => ({ ...p, batch: r.batches[i]! })) };
   const capacity = new Array<number>(cluster.models.length).fill(0);
@@ -204,17 +232,24 @@ export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[]
     gpu.model.predictGpu(on.map((p) => gpu.profileIndex[p.model]!), on.map((p) => p.batch), on.map((p) => p.pct), on.length, out, options.interference ?? true);
     on.forEach((p, k) => (capacity[p.model]! += throughputPerS(p.batch, out[k]!)));
   }
-  let reward = 0;
+  const latencyMissed = new Array<number>(cluster.models.length).fill(0);
   placements.forEach((p, i) => {
     const m = p.model;
     const rate = ratePerS[m]!;
-    if (!r.feasible[i]) {
-      // Infeasible at every batch: the worst task misses at batch 1, or capacity falls short.
-      violation[m] = rate > 0 ? Math.max(0, 1 - capacity[m]! / rate) : 0;
-      const latencyOk = bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[m]!.sloMs, ratePerS: 0 }], options).feasible[0] ?? false;
-      if (!latencyOk) violation[m] = rate > 0 ? 1 : 0;
-    }
-    reward += capacity[m]! / refPerS[m]! - OMEGA * violation[m]!;
+    if (r.feasible[i] || rate <= 0) return;
+    // Infeasible at every batch: the worst task misses at batch 1, or capacity falls short.
+    violation[m] = Math.max(violation[m]!, Math.max(0, 1 - capacity[m]! / rate));
+    const latencyOk = bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[m]!.sloMs, ratePerS: 0 }], options).feasible[0] ?? false;
+    if (!latencyOk) latencyMissed[m]! += weights[i]!;
   });
+  let reward = 0;
+  const counted = new Array<boolean>(cluster.models.length).fill(false);
+  for (const p of placements) {
+    const m = p.model;
+    if (counted[m]) continue;
+    counted[m] = true;
+    violation[m] = Math.min(1, Math.max(violation[m]!, latencyMissed[m]!));
+    reward += capacity[m]! / refPerS[m]! - OMEGA * violation[m]!;
+  }
   return { deployment, reward, capacityPerS: capacity, violation, bdaOk: r.ok };
 }

@@ -11,6 +11,8 @@ import { scorePlacements, type StepOutcome } from './mdp.js';
 export interface RefineOptions extends BdaOptions {
   /** Most reward evaluations (each is one BDA over the cluster). */
   readonly budget: number;
+  /** Also try replicas: a model on a second GPU (or dropping a replica it no longer needs). */
+  readonly replicas?: boolean;
 }
 
 function sharesValid(cluster: ClusterInfo, ps: readonly Placement[]): boolean {
@@ -21,11 +23,19 @@ function sharesValid(cluster: ClusterInfo, ps: readonly Placement[]): boolean {
     const on = ps.filter((p) => p.gpu === g);
     if (on.length > 0 && memoryOnGpu(cluster.gpus[g]!, on) > cluster.gpus[g]!.memMb) return false;
   }
+  const seen = new Set<number>();
+  for (const p of ps) {
+    const key = p.model * sum.length + p.gpu;
+    if (seen.has(key)) return false; // replicas of a model run on distinct GPUs
+    seen.add(key);
+  }
   return ps.every((p) => p.pct > 0 && (cluster.gpus[p.gpu]!.profileIndex[p.model] ?? -1) >= 0);
 }
 
+const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+
 /** Candidate neighbours of an allocation, most promising first (moves that help a model short of capacity). */
-function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: readonly number[]): Generator<Placement[]> {
+function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: readonly number[], replicas: boolean): Generator<Placement[]> {
   const order = [...ps.keys()].sort((a, b) => short[ps[b]!.model]! - short[ps[a]!.model]!);
   for (const i of order) {
     const p = ps[i]!;
@@ -33,11 +43,11 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
     const unit = gpu.mpsUnitPct;
     const used = ps.filter((q) => q.gpu === p.gpu).reduce((s, q) => s + q.pct, 0);
     // Add a free unit.
-    if (used + unit <= 100 + 1e-9) yield ps.map((q, k) => (k === i ? { ...q, pct: Math.round((q.pct + unit) * 1e6) / 1e6 } : q));
+    if (used + unit <= 100 + 1e-9) yield ps.map((q, k) => (k === i ? { ...q, pct: round6(q.pct + unit) } : q));
     // Take a unit from a neighbour on the same GPU.
     for (const [j, q] of ps.entries()) {
       if (j === i || q.gpu !== p.gpu || q.pct - unit < unit - 1e-9) continue;
-      yield ps.map((r, k) => (k === i ? { ...r, pct: Math.round((r.pct + unit) * 1e6) / 1e6 } : k === j ? { ...r, pct: Math.round((r.pct - unit) * 1e6) / 1e6 } : r));
+      yield ps.map((r, k) => (k === i ? { ...r, pct: round6(r.pct + unit) } : k === j ? { ...r, pct: round6(r.pct - unit) } : r));
     }
     // Move to another GPU, taking what is free there (at least the share it has, if it fits).
     for (const other of cluster.gpus) {
@@ -45,14 +55,34 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
       const free = 100 - ps.filter((q) => q.gpu === other.index).reduce((s, q) => s + q.pct, 0);
       const pct = Math.floor(free / other.mpsUnitPct + 1e-9) * other.mpsUnitPct;
       if (pct < other.mpsUnitPct) continue;
-      yield ps.map((q, k) => (k === i ? { ...q, gpu: other.index, pct: Math.round(pct * 1e6) / 1e6 } : q));
+      yield ps.map((q, k) => (k === i ? { ...q, gpu: other.index, pct: round6(pct) } : q));
+    }
+    if (!replicas) continue;
+    // Beyond the paper: a replica of the model on another GPU (one queue, several workers), with
+    // what is free there, or with one unit taken from the largest share there.
+    const hosts = new Set(ps.filter((q) => q.model === p.model).map((q) => q.gpu));
+    if (hosts.size > 1 && short[p.model]! <= 0) yield ps.filter((_, k) => k !== i); // drop a replica it no longer needs
+    if (short[p.model]! <= 0) continue;
+    for (const other of cluster.gpus) {
+      if (hosts.has(other.index) || (other.profileIndex[p.model] ?? -1) < 0) continue;
+      const on = [...ps.keys()].filter((k) => ps[k]!.gpu === other.index);
+      const free = 100 - on.reduce((s, k) => s + ps[k]!.pct, 0);
+      const pct = Math.floor(free / other.mpsUnitPct + 1e-9) * other.mpsUnitPct;
+      if (pct >= other.mpsUnitPct) {
+        yield [...ps, { model: p.model, gpu: other.index, pct: round6(pct), batch: 1 }];
+        continue;
+      }
+      const donor = on.sort((a, b) => ps[b]!.pct - ps[a]!.pct)[0];
+      if (donor === undefined || ps[donor]!.pct < 2 * other.mpsUnitPct - 1e-9) continue;
+      const unit = other.mpsUnitPct;
+      yield [...ps.map((q, k) => (k === donor ? { ...q, pct: round6(q.pct - unit) } : q)), { model: p.model, gpu: other.index, pct: round6(unit), batch: 1 }];
     }
   }
 }
 
 /**
- * Best-improvement-first local search from `start`. Returns the best allocation found and its
- * score; never worse than `start`.
+ * First-improvement local search from `start`. Returns the best allocation found and its outcome;
+ * never worse than `start`.
  */
 export function refine(cluster: ClusterInfo, refPerS: readonly number[], start: readonly Placement[], ratePerS: readonly number[], options: RefineOptions): { placements: Placement[]; outcome: StepOutcome; evaluations: number } {
   let best = start.map((p) => ({ ...p, batch: 1 }));
@@ -62,7 +92,7 @@ export function refine(cluster: ClusterInfo, refPerS: readonly number[], start: 
   while (improved && evaluations < options.budget) {
     improved = false;
     const short = cluster.models.map((m) => (ratePerS[m.index]! > 0 ? Math.max(0, 1 - bestOut.capacityPerS[m.index]! / ratePerS[m.index]!) + bestOut.violation[m.index]! : 0));
-    for (const cand of neighbours(cluster, best, short)) {
+    for (const cand of neighbours(cluster, best, short, options.replicas ?? false)) {
       if (evaluations >= options.budget) break;
       if (!sharesValid(cluster, cand)) continue;
       const out = scorePlacements(cluster, refPerS, cand, ratePerS, options);
