@@ -249,7 +249,7 @@ export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[]
     if (counted[m]) continue;
     counted[m] = true;
     violation[m] = Math.min(1, Math.max(violation[m]!, latencyMissed[m]!));
-    reward += capacity[m]! / refPerS[m]! - OMEGA * violation[m]!;
+    reward += capacity[m]! / refPerS[m]! - OMEGA * violation[m];
   }
   return { deployment, reward, capacityPerS: capacity, violation, bdaOk: r.ok };
 }
