@@ -10,12 +10,11 @@
 // reallocation is kept only if its predicted reward by eq. (3) beats it by a margin, so a poor actor
 // output never replaces a better deployment and no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
-import type { BdaOptions } from '../src/policy/bda.js';
 import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
-import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, scorePlacements, staticMasks } from './mdp.js';
+import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, type ScoreOptions, scorePlacements, staticMasks } from './mdp.js';
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
-import { refine } from './refine.js';
+import { refine, type RefineOptions } from './refine.js';
 import { formatIssues } from '../src/profile/schema.js';
 
 /** Relative change of any model's rate that makes BDA run again (case 1). */
@@ -27,10 +26,24 @@ const RATE_CHANGE = 0.02;
 export const RATE_HEADROOM = 1.1;
 /** Fraction of each SLO BDA plans the worst task against: room for the latency model's error. */
 export const SLO_FRACTION = 0.85;
-/** Reward evaluations the refinement may spend per reallocation (about 20 us each). */
-export const REFINE_BUDGET = 120;
+/**
+ * Reward evaluations one refinement may spend (about 10-20 us each on paper-8). Case 2 runs two (the
+ * actor's allocation and the deployment in force), which keeps a decision under 5 ms at p99.
+ */
+export const REFINE_BUDGET = 60;
 /** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
 const SWITCH_MARGIN = 0.05;
+/**
+ * The refinement credits a model's capacity up to this multiple of its (planned) rate: past it,
+ * more capacity for one model is worth nothing, so units go where a model is near its limit.
+ */
+export const CAPACITY_CREDIT_X = 3;
+/**
+ * The rate planned for follows a measured rise at once and a fall by at most this fraction an
+ * epoch, so Poisson noise in a 3 s rate window does not move MPS units back and forth at peak load
+ * (each move is two shadow swaps).
+ */
+export const RATE_DECAY = 0.05;
 
 /** What `inss` adds to the paper's TS (docs/inss.md); `inss-paper` has none of it. */
 export interface InssAdditions {
@@ -40,18 +53,27 @@ export interface InssAdditions {
   readonly replicas: boolean;
   /** When BDA fails, also repair the deployment in force, not only the actor's reallocation. */
   readonly repairCurrent: boolean;
+  /** Plan for a rate that rises at once and falls slowly (RATE_DECAY). */
+  readonly rateEnvelope: boolean;
+  /** Cap each model's capacity credit in the refinement's reward at CAPACITY_CREDIT_X x its rate. */
+  readonly capacityCredit: boolean;
+  /** Smallest replica, in MPS units (default MIN_REPLICA_UNITS). */
+  readonly minReplicaUnits?: number;
 }
 
-export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false };
-export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true };
+export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, rateEnvelope: false, capacityCredit: false };
+export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, rateEnvelope: true, capacityCredit: true };
 
 export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
   private readonly refPerS: number[];
   private readonly masks: Uint8Array[];
   private readonly state: Float32Array<ArrayBuffer>;
-  private readonly bdaOptions: BdaOptions;
+  private readonly bdaOptions: ScoreOptions;
+  private readonly refineOptions: RefineOptions;
   private readonly headroom: number;
+  /** Per model, the rate planned for (see RATE_DECAY); null before the first decision. */
+  private planned: number[] | null = null;
 
   constructor(
     readonly name: string,
@@ -64,12 +86,16 @@ export class InssPolicy implements Policy {
     this.refPerS = referenceThroughput(cluster);
     this.masks = staticMasks(cluster, space);
     this.state = new Float32Array(actor.stateDim);
-    this.bdaOptions = { interference, sloFraction: add.refine ? SLO_FRACTION : 1 };
+    this.bdaOptions = { interference, sloFraction: add.refine ? SLO_FRACTION : 1, ...(add.refine && add.capacityCredit ? { capacityCreditX: CAPACITY_CREDIT_X } : {}) };
     this.headroom = add.refine ? RATE_HEADROOM : 1;
+    this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas, ...(add.minReplicaUnits ? { minReplicaUnits: add.minReplicaUnits } : {}) };
   }
 
   decide(obs: Observation): Deployment {
-    const rates = obs.ratePerS.map((r) => r * this.headroom);
+    const last = this.planned;
+    const planned = obs.ratePerS.map((r, i) => (last !== null && this.add.rateEnvelope ? Math.max(r, last[i]! * (1 - RATE_DECAY)) : r));
+    this.planned = planned;
+    const rates = planned.map((r) => r * this.headroom);
     const current = obs.current;
     const opts = this.bdaOptions;
     if (current.placements.length > 0) {
@@ -83,7 +109,7 @@ export class InssPolicy implements Policy {
       const fresh = this.reallocate(obs, rates, current);
       // Beyond the paper: the deployment in force, refined (a few units moved, a replica added),
       // is the alternative the actor's reallocation must beat; it usually needs fewer swaps.
-      const base = this.add.repairCurrent ? refine(this.cluster, this.refPerS, current.placements, rates, { ...opts, budget: REFINE_BUDGET, replicas: this.add.replicas }).outcome : kept;
+      const base = this.add.repairCurrent ? refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome : kept;
       return fresh.reward > base.reward + SWITCH_MARGIN * Math.abs(base.reward) ? fresh.deployment : base.deployment;
     }
     this.lastRates = rates;
@@ -98,7 +124,7 @@ export class InssPolicy implements Policy {
       const o = scorePlacements(this.cluster, this.refPerS, placements, rates, this.bdaOptions);
       return { deployment: o.deployment, reward: o.reward };
     }
-    const r = refine(this.cluster, this.refPerS, placements, rates, { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: this.add.replicas });
+    const r = refine(this.cluster, this.refPerS, placements, rates, this.refineOptions);
     return { deployment: r.outcome.deployment, reward: r.outcome.reward };
   }
 }

@@ -174,6 +174,15 @@ export function decodeAction(cluster: ClusterInfo, space: ActionSpace, action: A
   return { placements, repaired: touched.size };
 }
 
+export interface ScoreOptions extends BdaOptions {
+  /**
+   * Credit a model's capacity in the reward only up to this multiple of its rate (beyond the paper,
+   * for the `inss` refinement; absent: eq. (3) as it is, uncapped). With eq. (3)'s uncapped h_i a
+   * search gains as much by adding capacity to a model that has plenty as to one near its limit.
+   */
+  readonly capacityCreditX?: number;
+}
+
 export interface StepOutcome {
   readonly deployment: Deployment;
   /** eq. (3) */
@@ -209,6 +218,24 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
   return placements.map((p, i) => (count[p.model] === 1 ? 1 : total[p.model]! > 0 ? thr[i]! / total[p.model]! : 1 / count[p.model]!));
 }
 
+/** Per cluster, whether a (model, GPU, share) meets its SLO at batch 1 alone at rate 0: a pure function of them, asked often. */
+const sloAloneMemo = new WeakMap<ClusterInfo, Map<string, Map<number, boolean>>>();
+
+function meetsSloAlone(cluster: ClusterInfo, p: Placement, options: BdaOptions): boolean {
+  let byOptions = sloAloneMemo.get(cluster);
+  if (!byOptions) sloAloneMemo.set(cluster, (byOptions = new Map<string, Map<number, boolean>>()));
+  const optionsKey = `${options.sloFraction ?? 1}|${options.interference ?? true}|${options.onThroughputShort ?? ''}`;
+  let memo = byOptions.get(optionsKey);
+  if (!memo) byOptions.set(optionsKey, (memo = new Map<number, boolean>()));
+  const key = (Math.round(p.pct * 1e4) * 4096 + p.gpu) * 4096 + p.model;
+  let ok = memo.get(key);
+  if (ok === undefined) {
+    ok = bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: 0 }], options).feasible[0] ?? false;
+    memo.set(key, ok);
+  }
+  return ok;
+}
+
 /**
  * Applies BDA to placements and scores them by eq. (3) with the latency model (the fast training
  * environment). v_i is predicted: 1 where no batch meets the SLO even at batch 1 or memory does not
@@ -217,21 +244,15 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
  * replica carries its part of the rate (`replicaWeights`), and a replica that misses the SLO even at
  * batch 1 counts its part of the rate as missed.
  */
-export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[], placements: readonly Placement[], ratePerS: readonly number[], options: BdaOptions = {}): StepOutcome {
+export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[], placements: readonly Placement[], ratePerS: readonly number[], options: ScoreOptions = {}): StepOutcome {
   const weights = replicaWeights(cluster, placements, options.interference ?? true);
   const inputs = placements.map((p, i) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: ratePerS[p.model]! * weights[i]! }));
   const r = bda(cluster.gpus, inputs, options);
   const deployment: Deployment = { placements: placements.map((p, i) => ({ ...p, batch: r.batches[i]! })) };
   const capacity = new Array<number>(cluster.models.length).fill(0);
   const violation = new Array<number>(cluster.models.length).fill(0);
-  for (let g = 0; g < cluster.gpus.length; g++) {
-    const on = deployment.placements.filter((p) => p.gpu === g);
-    if (on.length === 0) continue;
-    const gpu = cluster.gpus[g]!;
-    const out = new Array<number>(on.length).fill(0);
-    gpu.model.predictGpu(on.map((p) => gpu.profileIndex[p.model]!), on.map((p) => p.batch), on.map((p) => p.pct), on.length, out, options.interference ?? true);
-    on.forEach((p, k) => (capacity[p.model]! += throughputPerS(p.batch, out[k]!)));
-  }
+  // BDA's t_inf at each chosen batch (a worker's t_inf depends on its neighbours' shares, not their batches).
+  placements.forEach((p, i) => (capacity[p.model]! += throughputPerS(r.batches[i]!, r.tInfMs[i]!)));
   const latencyMissed = new Array<number>(cluster.models.length).fill(0);
   placements.forEach((p, i) => {
     const m = p.model;
@@ -239,8 +260,7 @@ export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[]
     if (r.feasible[i] || rate <= 0) return;
     // Infeasible at every batch: the worst task misses at batch 1, or capacity falls short.
     violation[m] = Math.max(violation[m]!, Math.max(0, 1 - capacity[m]! / rate));
-    const latencyOk = bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[m]!.sloMs, ratePerS: 0 }], options).feasible[0] ?? false;
-    if (!latencyOk) latencyMissed[m]! += weights[i]!;
+    if (!meetsSloAlone(cluster, p, options)) latencyMissed[m]! += weights[i]!;
   });
   let reward = 0;
   const counted = new Array<boolean>(cluster.models.length).fill(false);
@@ -249,7 +269,8 @@ export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[]
     if (counted[m]) continue;
     counted[m] = true;
     violation[m] = Math.min(1, Math.max(violation[m]!, latencyMissed[m]!));
-    reward += capacity[m]! / refPerS[m]! - OMEGA * violation[m];
+    const credit = options.capacityCreditX === undefined ? capacity[m]! : Math.min(capacity[m]!, options.capacityCreditX * ratePerS[m]!);
+    reward += credit / refPerS[m]! - OMEGA * violation[m];
   }
   return { deployment, reward, capacityPerS: capacity, violation, bdaOk: r.ok };
 }

@@ -31,6 +31,8 @@ export interface BdaResult {
   readonly feasible: boolean[];
   /** All placements feasible (Algorithm 1's returned flag). */
   readonly ok: boolean;
+  /** Per placement: the predicted t_inf (ms) at the batch returned. */
+  readonly tInfMs: number[];
 }
 
 /** What BDA needs to know about one worker: where it runs, its share, its SLO and the rate it must carry. */
@@ -66,6 +68,7 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
   const n = inputs.length;
   const batches = new Array<number>(n).fill(defaultBatch);
   const feasible = new Array<boolean>(n).fill(false);
+  const tInfMs = new Array<number>(n).fill(NaN);
   // Workers by GPU, for the co-location each prediction needs.
   const byGpu = new Map<number, number[]>();
   inputs.forEach((inp, i) => {
@@ -107,6 +110,7 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
       } else if (throughputPerS(mid, tInf) >= inp.ratePerS) {
         batches[i] = mid; // (4c) holds too: feasible; look for a larger batch
         feasible[i] = true;
+        tInfMs[i] = tInf;
         minB = mid + 1;
       } else if (mode === 'search-up') {
         minB = mid + 1;
@@ -114,7 +118,10 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
         break;
       }
     }
-    if (!feasible[i]) ok = false;
+    if (!feasible[i]) {
+      ok = false;
+      tInfMs[i] = tInfAt(batches[i]!);
+    }
   }
-  return { batches, feasible, ok };
+  return { batches, feasible, ok, tInfMs };
 }

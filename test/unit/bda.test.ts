@@ -31,6 +31,7 @@ describe('BDA', () => {
     expect(r.batches[0]).toBe(13);
     expect(worstTaskLatencyMs(13, 13 * perTaskMs, 500)).toBeLessThanOrEqual(40);
     expect(worstTaskLatencyMs(14, 14 * perTaskMs, 500)).toBeGreaterThan(40);
+    expect(r.tInfMs[0]).toBeCloseTo(13 * perTaskMs, 9); // t_inf at the batch returned
   });
 
   it('caps the batch at 32', () => {

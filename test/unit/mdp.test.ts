@@ -46,6 +46,17 @@ describe('the MDP of section 5.2', () => {
     expect(heavy.reward).toBeLessThan(light.reward - OMEGA * 0.5);
   });
 
+  it('with a capacity credit, capacity past that multiple of the rate earns nothing', () => {
+    const pick = (gpu: number, pct: number) => space.options.findIndex((o) => o.gpu === gpu && o.pct === pct);
+    const { placements } = decodeAction(cluster, space, [pick(0, 48), pick(0, 48), pick(1, 96), pick(2, 49), pick(2, 49), pick(3, 98)]);
+    const rates = [100, 100, 50, 100, 100, 100];
+    const full = scorePlacements(cluster, ref, placements, rates);
+    const capped = scorePlacements(cluster, ref, placements, rates, { capacityCreditX: 2 });
+    expect(capped.capacityPerS).toEqual(full.capacityPerS); // the capacity itself is what it is
+    expect(capped.reward).toBeCloseTo(full.capacityPerS.reduce((s, h, i) => s + Math.min(h, 2 * rates[i]!) / ref[i]!, 0), 9);
+    expect(capped.reward).toBeLessThan(full.reward);
+  });
+
   it('masks allow every option a model fits on, and the state is scaled', () => {
     expect(staticMasks(cluster, space).every((m) => m.every((x) => x === 1))).toBe(true);
     const s = encodeState(cluster, ref, memoryUsed(cluster, { placements: [] }), [100, 100, 50, 100, 100, 100], [0, 0, 0, 0, 0, 0]);
