@@ -198,7 +198,8 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
   const base = join(flags.stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'mps');
   const daemons = new Map<number, MpsDaemon>();
   for (const g of gpus) {
-    const d = new MpsDaemon({ pipeDir: join(base, `gpu${g.index}`, 'pipe'), logDir: join(base, `gpu${g.index}`, 'log'), gpu: String(g.index), ...(process.env.INSS_MPS_CONTROL ? { controlCommand: process.env.INSS_MPS_CONTROL } : {}) });
+    // The daemon is pinned by UUID: nvidia-smi's index order can differ from CUDA's enumeration.
+    const d = new MpsDaemon({ pipeDir: join(base, `gpu${g.index}`, 'pipe'), logDir: join(base, `gpu${g.index}`, 'log'), gpu: g.uuid, ...(process.env.INSS_MPS_CONTROL ? { controlCommand: process.env.INSS_MPS_CONTROL } : {}) });
     await d.stop(); // a daemon left by an earlier run of this agent
     const r = await d.start();
     if (!r.ok) throw new InvalidInputError(`GPU ${g.index}: MPS control daemon: ${r.message}`);
@@ -239,6 +240,8 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
     agent,
     stop: async () => {
       for (const s of supervisors) s.stop();
+      // A recovery in progress (restarting a daemon) finishes before the daemons are stopped for good.
+      await Promise.all(supervisors.map((s) => s.idle()));
       await agent.stop();
       for (const d of daemons.values()) await d.stop();
     },

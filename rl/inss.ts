@@ -38,12 +38,7 @@ const SWITCH_MARGIN = 0.05;
  * more capacity for one model is worth nothing, so units go where a model is near its limit.
  */
 export const CAPACITY_CREDIT_X = 3;
-/**
- * The rate planned for follows a measured rise at once and a fall by at most this fraction an
- * epoch, so Poisson noise in a 3 s rate window does not move MPS units back and forth at peak load
- * (each move is two shadow swaps).
- */
-export const RATE_DECAY = 0.05;
+
 
 /** What `inss` adds to the paper's TS (docs/inss.md); `inss-paper` has none of it. */
 export interface InssAdditions {
@@ -53,16 +48,12 @@ export interface InssAdditions {
   readonly replicas: boolean;
   /** When BDA fails, also repair the deployment in force, not only the actor's reallocation. */
   readonly repairCurrent: boolean;
-  /** Plan for a rate that rises at once and falls slowly (RATE_DECAY). */
-  readonly rateEnvelope: boolean;
   /** Cap each model's capacity credit in the refinement's reward at CAPACITY_CREDIT_X x its rate. */
   readonly capacityCredit: boolean;
-  /** Smallest replica, in MPS units (default MIN_REPLICA_UNITS). */
-  readonly minReplicaUnits?: number;
 }
 
-export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, rateEnvelope: false, capacityCredit: false };
-export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, rateEnvelope: true, capacityCredit: true };
+export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false };
+export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true };
 
 export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
@@ -72,8 +63,6 @@ export class InssPolicy implements Policy {
   private readonly bdaOptions: ScoreOptions;
   private readonly refineOptions: RefineOptions;
   private readonly headroom: number;
-  /** Per model, the rate planned for (see RATE_DECAY); null before the first decision. */
-  private planned: number[] | null = null;
 
   constructor(
     readonly name: string,
@@ -88,14 +77,11 @@ export class InssPolicy implements Policy {
     this.state = new Float32Array(actor.stateDim);
     this.bdaOptions = { interference, sloFraction: add.refine ? SLO_FRACTION : 1, ...(add.refine && add.capacityCredit ? { capacityCreditX: CAPACITY_CREDIT_X } : {}) };
     this.headroom = add.refine ? RATE_HEADROOM : 1;
-    this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas, ...(add.minReplicaUnits ? { minReplicaUnits: add.minReplicaUnits } : {}) };
+    this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
   }
 
   decide(obs: Observation): Deployment {
-    const last = this.planned;
-    const planned = obs.ratePerS.map((r, i) => (last !== null && this.add.rateEnvelope ? Math.max(r, last[i]! * (1 - RATE_DECAY)) : r));
-    this.planned = planned;
-    const rates = planned.map((r) => r * this.headroom);
+    const rates = obs.ratePerS.map((r) => r * this.headroom);
     const current = obs.current;
     const opts = this.bdaOptions;
     if (current.placements.length > 0) {
@@ -134,15 +120,16 @@ export class PolicyFileError extends RangeError {
   override readonly name = 'PolicyFileError';
 }
 
-interface Variant {
-  readonly name: 'inss' | 'inss-ni' | 'inss-paper';
+export interface InssVariant {
+  readonly name: string;
   readonly interference: boolean;
   /** What it adds to the paper's TS. */
   readonly additions: InssAdditions;
   readonly description: string;
 }
 
-function makeFactory(v: Variant): PolicyFactory {
+/** A factory for a variant of the TS policy (the registered three, or an ablation's). */
+export function inssVariantFactory(v: InssVariant): PolicyFactory {
   return {
     name: v.name,
     description: v.description,
@@ -158,6 +145,6 @@ function makeFactory(v: Variant): PolicyFactory {
   };
 }
 
-export const inssFactory = makeFactory({ name: 'inss', interference: true, additions: ALL_ADDITIONS, description: 'InSS: SAC-Discrete placement and shares refined on the latency model, BDA batch sizes (paper section 5, docs/inss.md)' });
-export const inssNiFactory = makeFactory({ name: 'inss-ni', interference: false, additions: ALL_ADDITIONS, description: 'inss with interference ignored in the latency model it decides on' });
-export const inssPaperFactory = makeFactory({ name: 'inss-paper', interference: true, additions: PAPER_ONLY, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom" });
+export const inssFactory = inssVariantFactory({ name: 'inss', interference: true, additions: ALL_ADDITIONS, description: 'InSS: SAC-Discrete placement and shares refined on the latency model, BDA batch sizes (paper section 5, docs/inss.md)' });
+export const inssNiFactory = inssVariantFactory({ name: 'inss-ni', interference: false, additions: ALL_ADDITIONS, description: 'inss with interference ignored in the latency model it decides on' });
+export const inssPaperFactory = inssVariantFactory({ name: 'inss-paper', interference: true, additions: PAPER_ONLY, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom" });

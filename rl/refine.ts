@@ -12,8 +12,6 @@ export interface RefineOptions extends ScoreOptions {
   readonly budget: number;
   /** Also try replicas: a model on a second GPU (or dropping a replica it no longer needs). */
   readonly replicas?: boolean;
-  /** Smallest replica, in MPS units (default MIN_REPLICA_UNITS). */
-  readonly minReplicaUnits?: number;
 }
 
 function sharesValid(cluster: ClusterInfo, ps: readonly Placement[]): boolean {
@@ -35,14 +33,8 @@ function sharesValid(cluster: ClusterInfo, ps: readonly Placement[]): boolean {
 
 const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
 
-/**
- * Smallest replica, in MPS units: a sliver of a GPU runs even batch 1 so slowly that the ground
- * truth's error pushes its tasks past the SLO (measured on paper-8: 1-unit replicas missed 2x more).
- */
-export const MIN_REPLICA_UNITS = 3;
-
 /** Candidate neighbours of an allocation, most promising first (moves that help a model short of capacity). */
-function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: readonly number[], replicas: boolean, minReplicaUnits: number): Generator<Placement[]> {
+function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: readonly number[], replicas: boolean): Generator<Placement[]> {
   const order = [...ps.keys()].sort((a, b) => short[ps[b]!.model]! - short[ps[a]!.model]!);
   for (const i of order) {
     const p = ps[i]!;
@@ -66,7 +58,7 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
     }
     if (!replicas) continue;
     // Beyond the paper: a replica of the model on another GPU (one queue, several workers), with
-    // what is free there, or with MIN_REPLICA_UNITS made up from the largest share there.
+    // what is free there, or with one unit taken from the largest share there.
     const hosts = new Set(ps.filter((q) => q.model === p.model).map((q) => q.gpu));
     if (hosts.size > 1 && short[p.model]! <= 0) yield ps.filter((_, k) => k !== i); // drop a replica it no longer needs
     if (short[p.model]! <= 0) continue;
@@ -75,16 +67,14 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
       const on = [...ps.keys()].filter((k) => ps[k]!.gpu === other.index);
       const free = 100 - on.reduce((s, k) => s + ps[k]!.pct, 0);
       const unit = other.mpsUnitPct;
-      const minPct = minReplicaUnits * unit;
       const pct = Math.floor(free / unit + 1e-9) * unit;
-      if (pct >= minPct - 1e-9) {
+      if (pct >= unit - 1e-9) {
         yield [...ps, { model: p.model, gpu: other.index, pct: round6(pct), batch: 1 }];
         continue;
       }
       const donor = on.sort((a, b) => ps[b]!.pct - ps[a]!.pct)[0];
-      const take = minPct - pct;
-      if (donor === undefined || ps[donor]!.pct - take < unit - 1e-9) continue;
-      yield [...ps.map((q, k) => (k === donor ? { ...q, pct: round6(q.pct - take) } : q)), { model: p.model, gpu: other.index, pct: round6(minPct), batch: 1 }];
+      if (donor === undefined || ps[donor]!.pct < 2 * unit - 1e-9) continue;
+      yield [...ps.map((q, k) => (k === donor ? { ...q, pct: round6(q.pct - unit) } : q)), { model: p.model, gpu: other.index, pct: round6(unit), batch: 1 }];
     }
   }
 }
@@ -101,7 +91,7 @@ export function refine(cluster: ClusterInfo, refPerS: readonly number[], start: 
   while (improved && evaluations < options.budget) {
     improved = false;
     const short = cluster.models.map((m) => (ratePerS[m.index]! > 0 ? Math.max(0, 1 - bestOut.capacityPerS[m.index]! / ratePerS[m.index]!) + bestOut.violation[m.index]! : 0));
-    for (const cand of neighbours(cluster, best, short, options.replicas ?? false, options.minReplicaUnits ?? MIN_REPLICA_UNITS)) {
+    for (const cand of neighbours(cluster, best, short, options.replicas ?? false)) {
       if (evaluations >= options.budget) break;
       if (!sharesValid(cluster, cand)) continue;
       const out = scorePlacements(cluster, refPerS, cand, ratePerS, options);
