@@ -503,6 +503,7 @@ export class Control {
     // Starts at 0 and moves 10% toward each sample, so one slow batch (a cold start) cannot make the
     // rule drop everything; an estimate that did grow decays while the worker gets no batches (epoch()).
     const overhead = Math.max(0, now - b.sentMs - msg.latencyMs);
+    this.opts.metrics.transportTime.observe({ model: model.name }, overhead / 1000);
     this.log.debug({ batchId: msg.batchId, backAt: Date.now() }, 'batch back');
     b.worker.overheadMs = 0.9 * b.worker.overheadMs + 0.1 * overhead;
     b.worker.batchesThisEpoch++;

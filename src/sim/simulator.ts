@@ -38,6 +38,14 @@ export interface SimSettings {
   readonly monitorWindowMs: number;
   /** Safety margin of the dispatch rule (c), as a fraction of the predicted batch time. */
   readonly dispatchSlack: number;
+  /**
+   * Time each batch spends outside the GPU on its way to the worker and back (ms), during which its
+   * worker holds it: 0 by default (batches start where they are decided). The running system
+   * measures it (inss_batch_transport_seconds); with it, the simulator predicts the running
+   * system's task latencies, and its dispatch rule starts batches that much earlier, as the
+   * scheduler's does.
+   */
+  readonly transportMs?: number;
   readonly groundTruth: GroundTruthSettings;
 }
 
@@ -139,6 +147,8 @@ interface Worker {
   busy: boolean;
   doneAtMs: number;
   startMs: number;
+  /** GPU time of the batch running now (its duration less the transport). */
+  execMs: number;
   size: number;
   arrivals: Float64Array; // arrival times of the running batch
   /** Predicted t_inf at batch 1..32 (index b) given the GPU's placements: the task buffer's view. */
@@ -152,6 +162,7 @@ export function simulate(input: SimInput): SimResult {
   const nModels = cluster.models.length;
   const nGpus = cluster.gpus.length;
   const truth = new GroundTruth(settings.groundTruth);
+  const transportMs = settings.transportMs ?? 0;
   const gpuType = cluster.gpus.map((g) => [...new Set(cluster.gpus.map((x) => x.profileId))].indexOf(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
 
@@ -264,7 +275,8 @@ export function simulate(input: SimInput): SimResult {
     w.busy = true;
     w.size = size;
     w.startMs = nowMs;
-    w.doneAtMs = nowMs + t;
+    w.execMs = t;
+    w.doneAtMs = nowMs + t + transportMs;
     batchTasks[w.model]! += size;
     batchCount[w.model]! += 1;
   }
@@ -289,6 +301,7 @@ export function simulate(input: SimInput): SimResult {
           timeoutMs: w.timeoutMs,
           slack: settings.dispatchSlack,
           predicted: w.predicted,
+          overheadMs: transportMs,
         });
         if (step.kind === 'empty') return;
         if (step.kind === 'drop') {
@@ -309,7 +322,7 @@ export function simulate(input: SimInput): SimResult {
   function finishBatch(w: Worker, nowMs: number): void {
     const m = w.model;
     const slo = sloMs[m]!;
-    const exec = nowMs - w.startMs;
+    const exec = w.execMs;
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
       const lat = nowMs - a;
@@ -360,6 +373,7 @@ export function simulate(input: SimInput): SimResult {
       busy: false,
       doneAtMs: Infinity,
       startMs: 0,
+      execMs: 0,
       size: 0,
       arrivals: new Float64Array(Math.max(1, p.batch)),
       predicted: new Float64Array(MAX_PRED_BATCH),

@@ -162,6 +162,22 @@ describe('inss scheduler + inss agent as processes', () => {
     });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     const metric = (name: string, model: string) => Number(new RegExp(`^${name}\\{model="${model}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics)?.[1]);
+    // The digital twin with the transport this run measured (scheduler -> agent -> worker and back,
+    // per batch): it then predicts the task latencies the scheduler itself sees (arrival to answer).
+    const transportMs = (['resnet50', 'mobilenet'].reduce((a, n) => a + metric('inss_batch_transport_seconds_sum', n), 0) / ['resnet50', 'mobilenet'].reduce((a, n) => a + metric('inss_batch_transport_seconds_count', n), 0)) * 1000;
+    const twin = simulate({
+      cluster: c,
+      streams: scenarioStreams(loaded.scenario, loaded.traces),
+      initialRatePerS: initialRates(loaded.scenario, loaded.traces),
+      policy: new PolicyRegistry().get('static-even').create(c, {}),
+      settings: { ...scenarioSettings(loaded.scenario), durationMs: 60_000, transportMs },
+    });
+    for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
+      const served = (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
+      const twinMs = twin.models[m]!.latencyMs.mean;
+      const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured ${transportMs.toFixed(1)} ms transport ${twinMs.toFixed(1)} ms`;
+      expect(Math.abs(served - twinMs), msg).toBeLessThan(0.25 * twinMs + 5);
+    }
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
       // Batch execution: the simulated worker times batches with the simulator's ground truth, so the
       // mean batch time the workers report agrees with the simulator's (batch sizes differ a little).

@@ -58,6 +58,26 @@ describe('simulator against closed forms', () => {
   });
 });
 
+describe('transport', () => {
+  it('holds each batch for the transport on top of its GPU time, and the dispatch rule starts earlier for it', () => {
+    const cluster = buildCluster([profile], [{ name: 'net', sloMs: 1e9 }]);
+    const run = (transportMs: number) =>
+      simulate({
+        cluster,
+        streams: [poisson(50, 3)],
+        initialRatePerS: [50],
+        policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }] }),
+        settings: settings({ durationMs: 60_000, transportMs }),
+      });
+    const bare = run(0);
+    const moved = run(5);
+    // The same GPU time per batch; each task's latency grows by the transport and the extra queueing it causes.
+    expect(moved.models[0]!.execMs.mean).toBeCloseTo(bare.models[0]!.execMs.mean, 9);
+    expect(moved.latencyMs.mean - bare.latencyMs.mean).toBeGreaterThan(5);
+    expect(moved.latencyMs.mean - bare.latencyMs.mean).toBeLessThan(8);
+  });
+});
+
 describe('task buffer', () => {
   it('drops tasks that cannot meet their SLO and counts every task exactly once', () => {
     const cluster = buildCluster([profile], [{ name: 'net', sloMs: 5 }]);
