@@ -2,6 +2,7 @@
 // process, simulated workers as real child processes, real sockets and a real SQLite file.
 // - tasks are all answered, and their latencies agree with the simulator for the same placement;
 // - a shadow swap under load loses and fails no task;
+// - a model with replicas on two GPUs is served by both from its one queue;
 // - SIGKILL of a worker: explicit errors for its batch in flight, a restarted worker, no lost task;
 // - restarting the agent brings the cluster back to the desired state;
 // - bad input gets a 4xx with a JSON error and changes nothing.
@@ -22,6 +23,7 @@ import type { ClusterInfo, Deployment, Policy } from '../../src/policy/types.js'
 import { Rng } from '../../src/workload/random.js';
 import { LoadgenReportSchema } from '../../src/loadgen/report.js';
 import { runCli } from '../support/cli.js';
+import { FixedPolicy } from '../support/fakes.js';
 import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-system-'));
@@ -106,7 +108,7 @@ async function sendLoad(base: string, ratePerS: Record<string, number>, seconds:
   return out;
 }
 
-async function cluster(base: string): Promise<{ workers: { workerId: string; model: string; pct: number; state: string; role: string; pid: number | null; busy: boolean }[] }> {
+async function cluster(base: string): Promise<{ workers: { workerId: string; model: string; gpu: number; pct: number; state: string; role: string; pid: number | null; busy: boolean; overheadMs: number }[] }> {
   return (await (await fetch(`${base}/v2/inss/cluster`)).json()) as never;
 }
 
@@ -295,6 +297,22 @@ describe('scheduler in process, agent and workers as processes', () => {
     expect(Number(/^inss_shadow_swaps_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => [w.pct, w.state, w.role])).toEqual([[60, 'ready', 'active']]);
+  });
+
+  it('a model with replicas on two GPUs: both workers serve its one queue, every task is answered', async () => {
+    // What inss emits when one GPU cannot carry a model (docs/inss.md): resnet50 on GPU 0 and GPU 1.
+    const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 2 }, { model: 0, gpu: 1, pct: 50, batch: 2 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
+    await start(() => new FixedPolicy(d));
+    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:2', '--agent-id', 'a1', '--log-level', 'warn']);
+    await waitHttp200(`${base}/v2/health/ready`);
+    const sent = await sendLoad(base, { resnet50: 40, mobilenet: 10 }, 6);
+    expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
+    for (const s of sent.filter((x) => x.status === 200).slice(0, 10)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input)));
+    const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
+    expect(resnet.map((w) => w.gpu).sort()).toEqual([0, 1]);
+    expect(resnet.every((w) => w.state === 'ready')).toBe(true);
+    // Both took batches from the one queue (a worker that never ran a batch has no transport estimate).
+    expect(resnet.every((w) => w.overheadMs > 0)).toBe(true);
   });
 
   it('SIGKILL of a worker: its tasks in flight get explicit errors, it restarts, no task is lost', async () => {
