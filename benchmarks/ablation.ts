@@ -20,6 +20,7 @@ const variants: { name: string; additions: InssAdditions }[] = [
   { name: 'inss-paper', additions: PAPER_ONLY },
 ];
 const seeds = values.seeds.split(',').map(Number);
+if (seeds.length === 0 || seeds.some((s) => !Number.isInteger(s) || s < 0)) throw new RangeError(`--seeds: expected non-negative integers separated by commas, got '${values.seeds}'`);
 const rows: string[] = [];
 for (const name of values.scenarios.split(',')) {
   const loaded = loadScenario(name);

@@ -39,7 +39,6 @@ const SWITCH_MARGIN = 0.05;
  */
 export const CAPACITY_CREDIT_X = 3;
 
-
 /** What `inss` adds to the paper's TS (docs/inss.md); `inss-paper` has none of it. */
 export interface InssAdditions {
   /** Model-based refinement of the actor's allocation, the rate headroom and the SLO margin. */

@@ -10,7 +10,7 @@
 import { throughputPerS } from '../src/model/latency.js';
 import { bda, type BdaOptions } from '../src/policy/bda.js';
 import type { ClusterInfo, Deployment, GpuInfo, Placement } from '../src/policy/types.js';
-import { shareLevels } from '../src/policy/util.js';
+import { predictOnGpu, shareLevels } from '../src/policy/util.js';
 
 export const OMEGA = 100;
 
@@ -205,13 +205,10 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
   for (const p of placements) count[p.model]!++;
   if (placements.every((p) => count[p.model] === 1)) return placements.map(() => 1);
   const thr = new Array<number>(placements.length).fill(0);
-  for (let g = 0; g < cluster.gpus.length; g++) {
-    const idx = [...placements.keys()].filter((i) => placements[i]!.gpu === g);
-    if (idx.length === 0) continue;
-    const gpu = cluster.gpus[g]!;
-    const out = new Array<number>(idx.length).fill(0);
-    gpu.model.predictGpu(idx.map((i) => gpu.profileIndex[placements[i]!.model]!), idx.map(() => 1), idx.map((i) => placements[i]!.pct), idx.length, out, interference);
-    idx.forEach((i, k) => (thr[i] = throughputPerS(1, out[k]!)));
+  for (const gpu of cluster.gpus) {
+    const idx = [...placements.keys()].filter((i) => placements[i]!.gpu === gpu.index);
+    const tInf = predictOnGpu(gpu, idx.map((i) => ({ ...placements[i]!, batch: 1 })), interference);
+    idx.forEach((i, k) => (thr[i] = throughputPerS(1, tInf[k]!)));
   }
   const total = new Array<number>(cluster.models.length).fill(0);
   placements.forEach((p, i) => (total[p.model]! += thr[i]!));

@@ -10,17 +10,19 @@ const space = actionSpace(cluster);
 const ref = referenceThroughput(cluster);
 
 describe('refine', () => {
-  it('never returns an allocation worse than its start, always feasible, within its budget', () => {
-    const rng = new Rng(3);
+  it.each([false, true])('never returns an allocation worse than its start, always feasible, within its budget (replicas: %s)', (replicas) => {
+    const rng = new Rng(replicas ? 5 : 3);
     for (let n = 0; n < 30; n++) {
       const action = Array.from({ length: 6 }, () => Math.floor(rng.next() * space.options.length));
       const { placements } = decodeAction(cluster, space, action);
       const rates = [500, 400, 200, 400, 450, 400].map((r) => r * (0.3 + rng.next()));
       const start = scorePlacements(cluster, ref, placements, rates);
-      const r = refine(cluster, ref, placements, rates, { budget: 80 });
+      const r = refine(cluster, ref, placements, rates, { budget: 80, replicas });
       expect(r.outcome.reward).toBeGreaterThanOrEqual(start.reward);
       expect(r.evaluations).toBeLessThanOrEqual(80);
+      // Includes "placed twice on GPU": replicas of a model run on distinct GPUs.
       expect(deploymentProblem(cluster, r.outcome.deployment)).toBeNull();
+      expect(new Set(r.outcome.deployment.placements.map((p) => p.model)).size).toBe(6);
     }
   });
 
@@ -33,20 +35,6 @@ describe('refine', () => {
     expect(before.violation[1]).toBeGreaterThan(0);
     const after = refine(cluster, ref, placements, rates, { budget: 200 });
     expect(after.outcome.violation[1]).toBe(0);
-  });
-
-  it('with replicas allowed, still feasible, never worse, and replicas of a model on distinct GPUs', () => {
-    const rng = new Rng(5);
-    for (let n = 0; n < 30; n++) {
-      const action = Array.from({ length: 6 }, () => Math.floor(rng.next() * space.options.length));
-      const { placements } = decodeAction(cluster, space, action);
-      const rates = [500, 400, 200, 400, 450, 400].map((r) => r * (0.5 + rng.next()));
-      const start = scorePlacements(cluster, ref, placements, rates);
-      const r = refine(cluster, ref, placements, rates, { budget: 120, replicas: true });
-      expect(r.outcome.reward).toBeGreaterThanOrEqual(start.reward);
-      expect(deploymentProblem(cluster, r.outcome.deployment)).toBeNull(); // includes "placed twice on GPU"
-      expect(new Set(r.outcome.deployment.placements.map((p) => p.model)).size).toBe(6);
-    }
   });
 
   it('gives a model that no one GPU can carry a replica on another', () => {
