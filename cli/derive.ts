@@ -59,7 +59,7 @@ export function registerDerive(profileCommand: Command, argv: readonly string[])
     .command('derive')
     .description("Derive the paper cluster's rtx2060s and rtx2060 profiles from the V100 profile and the published points (docs/profiles-paper-cluster.md)")
     .requiredOption('--v100 <path>', 'the measured V100 profile (profiles/v100.json)')
-    .requiredOption('--paper-data <dir>', 'directory holding the paper-cluster README.md (../shared/data/paper-cluster)')
+    .requiredOption('--paper-data <dir>', 'directory holding the paper-cluster README.md (data/paper-cluster)')
     .requiredOption('--out-dir <dir>', 'where rtx2060s.json and rtx2060.json are written')
     .action((opts: { v100: string; paperData: string; outDir: string }) => {
       const v100 = readProfile(opts.v100);

@@ -1,6 +1,6 @@
 // Public facts about the DNN models inss knows by name, used where a profile is derived rather
 // than measured: parameter counts and GFLOPs (torchvision model cards, the figures in
-// ../shared/data/paper-cluster/README.md), the largest activation of one 224x224 image, and the
+// data/paper-cluster/README.md), the largest activation of one 224x224 image, and the
 // memory rule below. Numbers a user measures on their own GPU always take precedence.
 
 export interface ModelFacts {

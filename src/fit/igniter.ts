@@ -1,4 +1,4 @@
-// Importer for the V100 measurements published by the iGniter project (../shared/data/v100, see its
+// Importer for the V100 measurements published by the iGniter project (data/v100, see its
 // README): solo.json, colocated-calibration.json and model-facts.json, parsed by the caller, become
 // inss measurements. Pure: validates the source's shape with zod and converts.
 import { z } from 'zod';

@@ -1,7 +1,7 @@
 // `inss profile derive`: profiles for the paper's cluster (RTX 2060 Super and RTX 2060), whose
 // provenance is "derived" (docs/profiles-paper-cluster.md). No full latency tables of these GPUs
 // are published; the paper gives a few points (Tables 2 and 3 of section 6.2, and batch-1
-// throughputs at 100%), collected in ../shared/data/paper-cluster/README.md. This module
+// throughputs at 100%), collected in data/paper-cluster/README.md. This module
 //  1. parses those points out of the README's text (`parsePaperTables`), so that no published
 //     number is copied into the code;
 //  2. fits a smooth parametric running-time surface o_r(batch, SMs) to each V100 analogue model;
@@ -142,7 +142,7 @@ function parseCaseTable(
 }
 
 /**
- * Reads the published points out of the text of ../shared/data/paper-cluster/README.md: Tables 2
+ * Reads the published points out of the text of data/paper-cluster/README.md: Tables 2
  * and 3 (with the shares and batches their captions state), the batch-1 throughputs, and the
  * hardware of the two GPUs. Throws InvalidInputError naming what is missing or malformed.
  */
@@ -392,7 +392,7 @@ export function fitSurfaceToSamples(samples: readonly RunSample[], smCount: numb
 
 /**
  * Fraction of the SM-bound running time that waits on DRAM. The V100 analogues' solo tables
- * (../shared/data/v100/solo.json, "dram", percent of peak) average 16% (alexnet), 13% (resnet50)
+ * (data/v100/solo.json, "dram", percent of peak) average 16% (alexnet), 13% (resnet50)
  * and 39% (vgg19): about 0.2 over the three.
  */
 export const DRAM_BOUND_FRACTION = 0.2;
@@ -814,7 +814,7 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
       surfaces: fitted,
       coeffs,
       extraPcts: anchorPcts,
-      source: `derived: shapes from the V100 profile ${v100.id} (measured), scaled by SM count, memory bandwidth and L2 size, anchored on InSS Tables 2 and 3 and the batch-1 throughputs (../shared/data/paper-cluster/README.md); ${docs}`,
+      source: `derived: shapes from the V100 profile ${v100.id} (measured), scaled by SM count, memory bandwidth and L2 size, anchored on InSS Tables 2 and 3 and the batch-1 throughputs (data/paper-cluster/README.md); ${docs}`,
       notes: [
         `PCIe 3.0 x16 taken as ${PCIE3_X16_BYTES_PER_MS} bytes/ms, the figure measured on the V100's PCIe 3.0 x16 host`,
         'the published cells are what this profile was anchored on: reproducing them shows the model form can express them, not that it predicts unseen points',

@@ -65,7 +65,7 @@ describe('inss predict', () => {
 describe('inss profile fit', () => {
   it('fits the V100 profile from the shared data and reports its errors', async () => {
     const out = `/tmp/inss-test-v100-${process.pid}.json`;
-    const r = await runCli(['profile', 'fit', '--igniter-dir', '../shared/data/v100', '--id', 'v100', '--kind', 'fitted', '--out', out]);
+    const r = await runCli(['profile', 'fit', '--igniter-dir', 'data/v100', '--id', 'v100', '--kind', 'fitted', '--out', out]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/LWR leave-one-out error: mean \d\.\d+%/);
     expect(r.stderr).toMatch(/co-located runs \(72 latencies\)/);

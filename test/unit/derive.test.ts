@@ -2,13 +2,14 @@
 // committed profiles, and the RTX 2060 comes out slower than the RTX 2060 Super.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { PAPER_CLUSTER_DATA_DIR } from '../support/paths.js';
 import { describe, expect, it } from 'vitest';
 import { derivePaperCluster, parsePaperTables } from '../../src/fit/paperCluster.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { parseProfile, ProfileSchema } from '../../src/profile/schema.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
-const README = readFileSync(resolve(import.meta.dirname, '../../../shared/data/paper-cluster/README.md'), 'utf8');
+const README = readFileSync(resolve(PAPER_CLUSTER_DATA_DIR, 'README.md'), 'utf8');
 const readProfile = (id: string) => parseProfile(JSON.parse(readFileSync(resolve(REPO, 'profiles', `${id}.json`), 'utf8')) as unknown, id);
 
 const v100 = readProfile('v100');

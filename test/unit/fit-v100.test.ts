@@ -1,4 +1,4 @@
-// The V100 profile fitted from iGniter's real measurements (../shared/data/v100): the fit is
+// The V100 profile fitted from iGniter's real measurements (data/v100): the fit is
 // reproducible from the data, and the accuracy targets of issue 2 hold.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ const measurements = MeasurementsSchema.parse(igniterToMeasurements(read('solo.j
 const provenance = { kind: 'fitted' as const, source: 'test', command: 'test', notes: [] };
 const { profile, report } = fitProfile(measurements, { id: 'v100', provenance });
 
-describe('V100 profile fitted from ../shared/data/v100', () => {
+describe('V100 profile fitted from data/v100', () => {
   it('LWR predicts each solo point left out of its own fit within 3% on average', () => {
     expect(report.lwrMeanRelErr).toBeLessThan(0.03);
     for (const e of Object.values(report.lwrLeaveOneOut)) expect(e.meanRelErr).toBeLessThan(0.03);

@@ -1,16 +1,17 @@
 // The paper cluster's rtx2060s profile against every published cell of InSS Tables 2 and 3
-// (../shared/data/paper-cluster/README.md), through the compiled latency model, plus the parser's
+// (data/paper-cluster/README.md), through the compiled latency model, plus the parser's
 // failure mode and the monotonicity of both derived profiles. The cells are what the profile was
 // anchored on (docs/profiles-paper-cluster.md): this checks the model form can express them.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { PAPER_CLUSTER_DATA_DIR } from '../support/paths.js';
 import { describe, expect, it } from 'vitest';
 import { parsePaperTables } from '../../src/fit/paperCluster.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { InvalidInputError, parseProfile } from '../../src/profile/schema.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
-const README = readFileSync(resolve(import.meta.dirname, '../../../shared/data/paper-cluster/README.md'), 'utf8');
+const README = readFileSync(resolve(PAPER_CLUSTER_DATA_DIR, 'README.md'), 'utf8');
 const load = (id: string): LatencyModel =>
   LatencyModel.compile(parseProfile(JSON.parse(readFileSync(resolve(REPO, 'profiles', `${id}.json`), 'utf8')) as unknown, `profiles/${id}.json`));
 
