@@ -60,6 +60,7 @@ export function scenarioSettings(s: Scenario): SimSettings {
     swapMs: s.swapS * 1000,
     monitorWindowMs: s.monitorWindowS * 1000,
     groundTruth: { ...s.groundTruth, seed: s.seed },
+    timeshareGpu: s.timeshareGpu,
   };
 }
 

@@ -72,6 +72,8 @@ export const ScenarioSchema = z
     swapS: nonNegative.default(3),
     monitorWindowS: positive.default(3),
     seed: z.number().int().min(0).default(1),
+    /** What a time-shared GPU does with different models' batches ready at once (src/sim/timeshareGpu.ts). */
+    timeshareGpu: z.enum(['overlap', 'serial']).default('overlap'),
     groundTruth: z
       .object({ systematicErrorPct: nonNegative.default(3), noisePct: nonNegative.default(2), dramAlpha: nonNegative.default(0.08) })
       .strict()

@@ -14,7 +14,8 @@
 // epoch tasks already past their deadline are dropped too, so no queue grows without bound.
 //
 // Execution: each batch takes the ground truth's time (groundTruth.ts) for the models running on
-// its GPU when it starts. On a `timeshare` GPU one batch runs at a time, on the whole GPU.
+// its GPU when it starts. On a `timeshare` GPU batches of different models overlap, each timed at an
+// even share (timeshareGpu.ts), or run one at a time on the whole GPU with `timeshareGpu: 'serial'`.
 //
 // Reconfiguration (paper section 5.5): a new batch size or timeout applies at once. A new share or
 // GPU is a shadow-process swap: the new worker starts and warms up for `swapMs` while the old one
@@ -27,6 +28,7 @@ import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
+import { DEFAULT_TIMESHARE_GPU, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
 
 export interface SimSettings {
   readonly durationMs: number;
@@ -47,6 +49,8 @@ export interface SimSettings {
    */
   readonly transportMs?: number;
   readonly groundTruth: GroundTruthSettings;
+  /** What a `timeshare` GPU does with batches of different models ready at once (timeshareGpu.ts); default overlap. */
+  readonly timeshareGpu?: TimeshareGpuModel;
 }
 
 export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth'> = {
@@ -149,6 +153,8 @@ interface Worker {
   startMs: number;
   /** GPU time of the batch running now (its duration less the transport). */
   execMs: number;
+  /** The running batch counts in its GPU's timeshare `gpuBusy` (it started while the GPU was timeshare). */
+  timeshared: boolean;
   size: number;
   arrivals: Float64Array; // arrival times of the running batch
   /** Predicted t_inf at batch 1..32 (index b) given the GPU's placements: the task buffer's view. */
@@ -174,7 +180,9 @@ export function simulate(input: SimInput): SimResult {
   let workers: Worker[] = [];
   let nextWorkerId = 0;
   let gpuModes: GpuMode[] = new Array<GpuMode>(nGpus).fill('mps');
-  const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: a batch is running
+  const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: batches running now
+  // Hook (issue 11): how many batches may overlap on a timeshare GPU; see startBatch for their time.
+  const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU);
   let current: Deployment = { placements: [] };
 
   // Statistics.
@@ -228,12 +236,10 @@ export function simulate(input: SimInput): SimResult {
     if (dt <= 0) return;
     for (const w of workers) {
       if (w.state === State.Stopped || w.state === State.Starting) continue;
-      if (gpuModes[w.gpu] === 'timeshare') {
-        if (w.busy) shareTime[w.gpu]! += 100 * dt;
-      } else {
-        shareTime[w.gpu]! += w.pct * dt;
-      }
+      if (gpuModes[w.gpu] !== 'timeshare') shareTime[w.gpu]! += w.pct * dt;
     }
+    // A timeshare GPU counts 100 while any batch runs on it, however many overlap.
+    for (let g = 0; g < nGpus; g++) if (gpuModes[g] === 'timeshare' && gpuBusy[g]! > 0) shareTime[g]! += 100 * dt;
     lastShareMs = nowMs;
   }
 
@@ -244,34 +250,30 @@ export function simulate(input: SimInput): SimResult {
     const g = w.gpu;
     const gpu = cluster.gpus[g]!;
     accountShares(nowMs);
-    let t: number;
-    if (gpuModes[g] === 'timeshare') {
-      scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 1;
-      scratchModels[0] = gpu.profileIndex[w.model]!;
-      scratchBatches[0] = size;
-      scratchPcts[0] = 100;
-      gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, 1, scratchOut);
-      t = scratchOut[0]! * truth.batchFactor(gpuType[g]!, w.model, size, 100, 0);
-      gpuBusy[g] = 1;
-    } else {
-      // The models running on this GPU now, and this batch.
-      scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 0;
-      let dram = 0;
-      scratchModels.push(gpu.profileIndex[w.model]!);
-      scratchBatches.push(size);
-      scratchPcts.push(w.pct);
-      for (const x of workers) {
-        if (x !== w && x.gpu === g && x.busy) {
-          scratchModels.push(gpu.profileIndex[x.model]!);
-          scratchBatches.push(x.size);
-          scratchPcts.push(x.pct);
-          dram += (x.pct / 100) * truth.dramIntensity(x.model);
-        }
+    // Hook (issue 11, timeshareGpu.ts): on a timeshare GPU the batches running at once, this one
+    // included, are timed as co-located workers at an even share each (100% when alone, as serial).
+    const timeshared = gpuModes[g] === 'timeshare';
+    const evenPct = timeshared ? timeshareSharePct(gpuBusy[g]! + 1) : 0;
+    // The models running on this GPU now, and this batch.
+    scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 0;
+    let dram = 0;
+    scratchModels.push(gpu.profileIndex[w.model]!);
+    scratchBatches.push(size);
+    scratchPcts.push(timeshared ? evenPct : w.pct);
+    for (const x of workers) {
+      if (x !== w && x.gpu === g && x.busy) {
+        const pct = timeshared ? evenPct : x.pct;
+        scratchModels.push(gpu.profileIndex[x.model]!);
+        scratchBatches.push(x.size);
+        scratchPcts.push(pct);
+        dram += (pct / 100) * truth.dramIntensity(x.model);
       }
-      scratchOut.length = scratchModels.length;
-      gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
-      t = scratchOut[0]! * truth.batchFactor(gpuType[g]!, w.model, size, w.pct, dram);
     }
+    scratchOut.length = scratchModels.length;
+    gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
+    const t = scratchOut[0]! * truth.batchFactor(gpuType[g]!, w.model, size, scratchPcts[0]!, dram);
+    if (timeshared) gpuBusy[g]! += 1;
+    w.timeshared = timeshared;
     w.busy = true;
     w.size = size;
     w.startMs = nowMs;
@@ -282,7 +284,7 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function canRun(w: Worker): boolean {
-    return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]);
+    return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]! >= timeshareLimit);
   }
 
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
@@ -348,7 +350,7 @@ export function simulate(input: SimInput): SimResult {
     w.busy = false;
     w.doneAtMs = Infinity;
     w.size = 0;
-    if (gpuModes[w.gpu] === 'timeshare') gpuBusy[w.gpu] = 0;
+    if (w.timeshared) gpuBusy[w.gpu]! -= 1;
     if (w.state === State.Draining) w.state = State.Stopped;
     if (gpuModes[w.gpu] === 'timeshare') {
       // The GPU is free: the model whose oldest task is oldest goes next.
@@ -374,6 +376,7 @@ export function simulate(input: SimInput): SimResult {
       doneAtMs: Infinity,
       startMs: 0,
       execMs: 0,
+      timeshared: false,
       size: 0,
       arrivals: new Float64Array(Math.max(1, p.batch)),
       predicted: new Float64Array(MAX_PRED_BATCH),

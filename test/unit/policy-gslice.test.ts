@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { GSLICE_SETTLE_MS, gsliceBatch, gsliceFactory, gsliceKneePct, gsliceTune, maxMinFair } from '../../src/policy/policies/gslice.js';
+import { GSLICE_SETTLE_MS, gsliceBatch, gsliceFactory, gsliceKneePct, gsliceStep, gsliceTune, maxMinFair } from '../../src/policy/policies/gslice.js';
 import { deploymentProblem, predictOnGpu } from '../../src/policy/util.js';
 import type { Deployment, Observation } from '../../src/policy/types.js';
 import { parseProfile } from '../../src/profile/schema.js';
@@ -65,6 +65,18 @@ describe('gslice: the self-tuning rule (hand-worked)', () => {
     expect(gsliceTune(50, { sloMs: 100, ratePerS: 100, meanLatencyMs: 30, capacityPerS: 200, violationFraction: 0 })).toBeCloseTo(25, 9);
     // RL = 3%: inside the band.
     expect(gsliceTune(50, { sloMs: 100, ratePerS: 100, meanLatencyMs: 97, capacityPerS: 200, violationFraction: 0 })).toBe(50);
+  });
+
+  it('steps in whole percents, rounded up to the next MPS unit (glet GetNewGPUPart + getNextLargestPart)', () => {
+    // A small model at 12% (unit 6) whose step is 12 * 0.1 = 1.2%: int() keeps 1%, 13% rounds up to 18.
+    expect(gsliceStep(12, 13.2, 6)).toBe(18);
+    // Under 1% of change: int() gives 0, no move.
+    expect(gsliceStep(12, 12.9, 6)).toBe(12);
+    // A decrease smaller than a unit rounds back up to where it was; a larger one takes whole units.
+    expect(gsliceStep(30, 26.5, 6)).toBe(30);
+    expect(gsliceStep(30, 22.5, 6)).toBe(24);
+    // Never below one unit.
+    expect(gsliceStep(6, 1, 6)).toBe(6);
   });
 
   it('max-min fair cut (glet AllocateMinMaxFair)', () => {

@@ -17,6 +17,7 @@
 //    measured batch execution time exceeds SLO/2; dispatched with a timeout of SLO/2.
 //  - A GPU% above 100 is served by replicas on several GPUs (scale-out); shares above what the
 //    cluster holds are cut max-min fairly (glet's AllocateMinMaxFair).
+//  - Share steps in whole percents rounded up to the next MPS unit, as the reference does (gsliceStep).
 //  - Reallocation is a shadow-process swap (the simulator applies it): the policy only emits the
 //    new share, and does not tune a model again until GSLICE_SETTLE_MS after its last change, so the
 //    measurements it tunes on come from the new share.
@@ -104,6 +105,21 @@ export function gsliceTune(currentPct: number, f: GsliceFeedback): number {
   return currentPct * (1 - cut);
 }
 
+/**
+ * The share GSLICE moves to, as its reference does it (glet self_tuning.cpp): the change is a whole
+ * number of percent, truncated (`int(change_factor * curr_gpu_part)`), and the result is rounded UP to
+ * the next available partition (AllocateMinMaxFair's getNextLargestPart), here the next MPS unit. So
+ * any increase of at least 1% takes at least one unit, while a decrease smaller than one unit rounds
+ * back up to where it was. (Before issue 11 a change smaller than one unit was dropped either way, so
+ * a small model whose multiplicative step was under a unit could never grow.)
+ */
+export function gsliceStep(currentPct: number, nextPct: number, unitPct: number): number {
+  const wholeCurrent = Math.round(currentPct);
+  const changePct = Math.trunc(nextPct - currentPct + (nextPct >= currentPct ? 1e-9 : -1e-9));
+  const wanted = Math.max(1, wholeCurrent + changePct);
+  return Math.max(unitPct, Math.ceil(wanted / unitPct - 1e-9) * unitPct);
+}
+
 /** Max-min fair cut of demands (%) to a total (glet AllocateMinMaxFair, without its partition rounding). */
 export function maxMinFair(demands: readonly number[], totalPct: number): number[] {
   const out = demands.map(() => 0);
@@ -173,13 +189,9 @@ class GslicePolicy implements Policy {
         capacityPerS,
         violationFraction: (violated + dropped) / (served + dropped),
       });
-      const unit = ref.mpsUnitPct;
-      if (Math.abs(next - currentPct) >= unit - 1e-9) {
-        st.targetPct = Math.max(unit, next);
-        st.lastChangeMs = obs.nowMs;
-      } else {
-        st.targetPct = currentPct;
-      }
+      const stepped = gsliceStep(currentPct, next, ref.mpsUnitPct);
+      if (Math.abs(stepped - currentPct) > 1e-9) st.lastChangeMs = obs.nowMs;
+      st.targetPct = stepped;
     }
     // 2. Demands, cut max-min fairly to what the cluster holds.
     const active = models.filter((m) => rates[m.index]! > 0 && this.state.has(m.index)).map((m) => m.index);
