@@ -1,30 +1,48 @@
-// `inss bench`: every chosen policy on the same seeded workload, side by side.
-import { mkdirSync, writeFileSync } from 'node:fs';
+// `inss bench`: every chosen policy on the same seeded workload, side by side; with --sweep, each
+// policy's capacity on the load grid; with --suite, scenarios x seeds x policies in one table.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type BenchContext, type PolicyResult, runPolicy, sweep } from '../src/bench/run.js';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../src/bench/capacity.js';
+import { type BenchContext, type PolicyResult, policyCurve, runPolicy } from '../src/bench/run.js';
+import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../src/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../src/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
+import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
 import type { PolicyOptions } from '../src/policy/types.js';
-import { loadScenario } from './scenarios.js';
+import { type CellJob, cellScenario, HEADROOM_VARIANTS, runCell } from './benchCell.js';
+import { listScenarioNames } from './scenarios.js';
 
 export interface BenchOptions {
   readonly scenario: string;
   readonly policies?: string;
   readonly json?: boolean;
+  /** Capacity on the load grid (capacity.ts) per policy, at 99% and 95% within SLO. */
   readonly sweep?: boolean;
+  readonly grid?: LoadGrid;
+  /** Seeds the capacity is measured over (mean and range); default the scenario's. */
+  readonly seeds?: readonly number[];
+  readonly timeshareGpu?: TimeshareGpuModel;
   readonly out?: string;
   readonly policyOptions?: (name: string) => PolicyOptions;
+}
+
+/** Capacity of one policy over the seeds, and its curve at each seed. */
+export interface CapacitySummary {
+  readonly capacity: Readonly<Record<string, Spread>>;
+  readonly curves: readonly { seed: number; points: readonly CurvePoint[] }[];
 }
 
 function pad(s: string, n: number, right = false): string {
   return right ? s.padEnd(n) : s.padStart(n);
 }
 
-export function formatTable(results: readonly PolicyResult[], sweeps?: ReadonlyMap<string, { maxLoadScale: number; maxGoodputPerS: number }>): string {
-  const head = ['policy', 'thr/s', 'goodput/s', 'SLO viol%', 'drop%', 'p50 ms', 'p99 ms', 'decide p99 ms', 'swaps', ...(sweeps ? ['max load x', 'goodput@max'] : [])];
+export function formatTable(results: readonly PolicyResult[], sweeps?: ReadonlyMap<string, CapacitySummary>): string {
+  const head = ['policy', 'thr/s', 'goodput/s', 'SLO viol%', 'drop%', 'p50 ms', 'p99 ms', 'decide p99 ms', 'swaps', ...(sweeps ? ['capacity@99% x', 'capacity@95% x'] : [])];
   const rows = results.map((r) => [
     r.policy,
     r.throughputPerS.toFixed(1),
@@ -35,16 +53,24 @@ export function formatTable(results: readonly PolicyResult[], sweeps?: ReadonlyM
     r.p99Ms.toFixed(1),
     Number.isFinite(r.decisionMsP99) ? r.decisionMsP99.toFixed(3) : '-',
     String(r.sim.swaps),
-    ...(sweeps ? [sweeps.get(r.policy)?.maxLoadScale.toFixed(2) ?? '-', sweeps.get(r.policy)?.maxGoodputPerS.toFixed(1) ?? '-'] : []),
+    ...(sweeps ? ATTAINMENTS.map((a) => formatSpread(sweeps.get(r.policy)?.capacity[attainmentKey(a)])) : []),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => pad(c, widths[i]!, i === 0)).join('  ');
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+/** A policy's capacity on the grid over the seeds (the curve at each seed runs the whole grid). */
+export function capacitySummary(ctx: BenchContext, factory: Parameters<typeof policyCurve>[1], loads: readonly number[], seeds: readonly number[]): CapacitySummary {
+  const curves = seeds.map((seed) => ({ seed, points: policyCurve(ctx, factory, loads, seed) }));
+  const capacity: Record<string, Spread> = {};
+  for (const a of ATTAINMENTS) capacity[attainmentKey(a)] = spread(curves.map((c) => capacityOf(c.points, a)));
+  return { capacity, curves };
+}
+
 export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
-  const loaded = loadScenario(opts.scenario);
-  const names = opts.policies ? opts.policies.split(',').map((s) => s.trim()).filter(Boolean) : registry.names();
+  const loaded = cellScenario({ scenario: opts.scenario, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
+  const names = opts.policies ? opts.policies.split(',').map((s) => s.trim()).filter(Boolean) : registry.names().filter((n) => !HEADROOM_VARIANTS.includes(n));
   if (names.length === 0) throw new InvalidInputError('--policies: no policy named');
   const factories = names.map((n) => registry.get(n)); // unknown names fail before anything runs
   const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), ...(opts.policyOptions ? { policyOptions: opts.policyOptions } : {}) };
@@ -59,12 +85,16 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
       skipped.push({ policy: f.name, reason: err.message }); // e.g. the oracle refusing an instance too large
     }
   }
-  const sweeps = new Map<string, { maxLoadScale: number; maxGoodputPerS: number; points: unknown[] }>();
-  if (opts.sweep) for (const f of factories) if (results.some((r) => r.policy === f.name)) sweeps.set(f.name, sweep(ctx, f));
+  const sweeps = new Map<string, CapacitySummary>();
+  const loads = gridLoads(opts.grid ?? DEFAULT_GRID);
+  const seeds = opts.seeds ?? [loaded.scenario.seed];
+  if (opts.sweep) for (const f of factories) if (results.some((r) => r.policy === f.name)) sweeps.set(f.name, capacitySummary(ctx, f, loads, seeds));
   const summary = {
     scenario: loaded.scenario.name,
     seed: loaded.scenario.seed,
     durationS: loaded.scenario.durationS,
+    timeshareGpu: loaded.scenario.timeshareGpu,
+    ...(opts.sweep ? { grid: opts.grid ?? DEFAULT_GRID, seeds } : {}),
     results: results.map((r) => ({
       policy: r.policy,
       throughputPerS: r.throughputPerS,
@@ -96,6 +126,7 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
       lineChart(`Throughput over time: ${loaded.scenario.name}`, 'time (s)', 'tasks served per second', results.map((r) => ({ name: r.policy, points: r.sim.timeline.map((p) => [p.tMs / 1000, p.servedPerS] as const) }))),
     );
     writeFileSync(join(opts.out, 'slo-violations.svg'), barChart(`SLO violations (late + dropped): ${loaded.scenario.name}`, 'percent of tasks', results.map((r) => ({ name: r.policy, value: r.sloViolationPct }))));
+    if (opts.sweep) writeFileSync(join(opts.out, 'violation-vs-load.svg'), violationChart(loaded.scenario.name, [...sweeps].map(([name, c]) => ({ name, cells: c.curves.map((k) => ({ curve: k.points })) }))));
   }
   if (opts.json) {
     console.log(JSON.stringify(summary));
@@ -103,7 +134,136 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
     console.log(`scenario ${loaded.scenario.name}, seed ${loaded.scenario.seed}, ${loaded.scenario.durationS} s simulated`);
     console.log(formatTable(results, opts.sweep ? sweeps : undefined));
     for (const s of skipped) console.log(`${s.policy}: skipped: ${s.reason}`);
-    if (opts.out) console.log(`wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg`);
+    if (opts.sweep) console.log(`capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`);
+    if (opts.out) console.log(`wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`);
+  }
+  return 0;
+}
+
+/** Violation-versus-load plot: per policy, the mean over seeds at each load its curves reached. */
+export function violationChart(scenario: string, series: readonly { name: string; cells: readonly Pick<SuiteCell, 'curve'>[] }[]): string {
+  return lineChart(
+    `SLO violation vs load: ${scenario}`,
+    'load (x the scenario rates)',
+    'late + dropped, % of tasks (mean over seeds)',
+    series.map((s) => ({ name: s.name, points: meanCurve(s.cells.map((c) => ({ ...c, scenario, policy: s.name, seed: 0, runnable: true, wallMs: 0 }))) })),
+  );
+}
+
+/** The built-in scenarios the suite runs by default: the V100 ones first (docs/results.md says why). */
+export function defaultSuiteScenarios(): string[] {
+  const all = listScenarioNames();
+  return [...all.filter((n) => n.startsWith('v100')), ...all.filter((n) => !n.startsWith('v100'))];
+}
+
+/** The policies the suite runs by default (the oracle and the inss ablations are left to --policies: time). */
+export const DEFAULT_SUITE_POLICIES = ['inss', 'timeshare', 'gpulet', 'gpulet-h', 'gslice', 'gslice-h', 'igniter', 'igniter-h', 'static-even', 'static-even-h'];
+
+export interface SuiteOptions {
+  /** Scenario names or files; default every built-in scenario. */
+  readonly scenarios?: readonly string[];
+  readonly policies?: readonly string[];
+  readonly seeds: readonly number[];
+  readonly grid?: LoadGrid;
+  /** Worker threads running cells (1: in this process). */
+  readonly jobs: number;
+  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly out?: string;
+  readonly json?: boolean;
+  /** Where progress goes; a TTY gets one line rewritten in place, anything else one line per cell. */
+  readonly progress?: NodeJS.WriteStream;
+}
+
+/** Runs the cells on `jobs` worker threads (in this process when 1, or when the compiled worker is absent: running from sources). */
+async function runCells(jobs: readonly CellJob[], threads: number, onDone: (cell: SuiteCell) => void): Promise<SuiteCell[]> {
+  const workerFile = fileURLToPath(new URL('./suiteWorker.js', import.meta.url));
+  if (threads <= 1 || !existsSync(workerFile)) {
+    return jobs.map((j) => {
+      const c = runCell(j);
+      onDone(c);
+      return c;
+    });
+  }
+  const out: SuiteCell[] = new Array<SuiteCell>(jobs.length);
+  let next = 0;
+  const one = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const w = new Worker(workerFile);
+      let k = -1;
+      const feed = () => {
+        if (next >= jobs.length) {
+          void w.terminate().then(() => resolve());
+          return;
+        }
+        k = next++;
+        w.postMessage(jobs[k]);
+      };
+      w.on('message', (m: { ok: true; cell: SuiteCell } | { ok: false; error: string }) => {
+        if (!m.ok) {
+          void w.terminate();
+          reject(new Error(`suite cell ${JSON.stringify(jobs[k])}: ${m.error}`));
+          return;
+        }
+        out[k] = m.cell;
+        onDone(m.cell);
+        feed();
+      });
+      w.on('error', reject);
+      feed();
+    });
+  await Promise.all(Array.from({ length: Math.min(threads, jobs.length) }, one));
+  return out;
+}
+
+export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Promise<number> {
+  const scenarioArgs = opts.scenarios && opts.scenarios.length > 0 ? opts.scenarios : defaultSuiteScenarios();
+  const loadedAll = scenarioArgs.map((s) => cellScenario({ scenario: s, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) })); // validates every scenario first
+  for (const l of loadedAll) scenarioCluster(l.scenario, l.profiles);
+  const names = loadedAll.map((l) => l.scenario.name);
+  if (new Set(names).size !== names.length) throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
+  const policies = opts.policies && opts.policies.length > 0 ? [...opts.policies] : DEFAULT_SUITE_POLICIES.filter((p) => registry.names().includes(p));
+  for (const p of policies) registry.get(p); // unknown names fail before anything runs
+  const grid = opts.grid ?? DEFAULT_GRID;
+  const loads = gridLoads(grid);
+  const stopAt = Math.min(...ATTAINMENTS);
+  // inss first: its cells cost most (its decisions), so they should not be the tail of the run.
+  const order = [...policies].sort((a, b) => Number(b.startsWith('inss')) - Number(a.startsWith('inss')));
+  const jobs: CellJob[] = [];
+  for (const p of order) for (const s of scenarioArgs) for (const seed of opts.seeds) jobs.push({ scenario: s, policy: p, seed, loads, stopAtAttainment: stopAt, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
+  const t0 = performance.now();
+  const progress = opts.progress;
+  let done = 0;
+  const cells = await runCells(jobs, opts.jobs, (c) => {
+    done++;
+    if (!progress) return;
+    const what = c.runnable ? `capacity ${ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`).join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s` : `not runnable: ${c.reason ?? ''}`;
+    const line = `[${done}/${jobs.length}] ${c.scenario} ${c.policy} seed ${c.seed}: ${what} (${((performance.now() - t0) / 1000).toFixed(0)} s elapsed)`;
+    if (progress.isTTY) progress.write(`\r\x1b[K${line}${done === jobs.length ? '\n' : ''}`);
+    else progress.write(`${line}\n`);
+  });
+  const wallS = (performance.now() - t0) / 1000;
+  const summary = summarizeSuite(cells, names, policies);
+  const result = {
+    suite: { scenarios: names, policies, seeds: opts.seeds, grid, attainments: ATTAINMENTS, jobs: opts.jobs, wallS, timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)', node: process.version },
+    summary,
+    cells,
+  };
+  const tables = ATTAINMENTS.map((a) => `Capacity at >= ${Math.round(a * 100)}% within SLO (load x; mean (min-max) over seeds ${opts.seeds.join(',')}; n/r: not runnable)\n\n${formatSuiteTable(summary, a)}`).join('\n\n');
+  if (opts.out) {
+    mkdirSync(opts.out, { recursive: true });
+    writeFileSync(join(opts.out, 'suite.json'), `${JSON.stringify(result, null, 1)}\n`);
+    writeFileSync(join(opts.out, 'summary.md'), `${tables}\n\nSuite wall time: ${wallS.toFixed(0)} s on ${opts.jobs} thread(s).\n`);
+    for (const name of names) {
+      const series = policies.map((p) => ({ name: p, cells: cells.filter((c) => c.scenario === name && c.policy === p && c.runnable) })).filter((s) => s.cells.length > 0);
+      writeFileSync(join(opts.out, `${name}-violation-vs-load.svg`), violationChart(name, series));
+    }
+    const k = attainmentKey(ATTAINMENTS[0]);
+    writeFileSync(join(opts.out, 'inss-ratio.svg'), barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', summary.filter((s) => s.inssRatio[k]).map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }))));
+  }
+  if (opts.json) console.log(JSON.stringify({ suite: result.suite, summary }));
+  else {
+    console.log(tables);
+    console.log(`\nsuite: ${jobs.length} cells in ${wallS.toFixed(0)} s on ${opts.jobs} thread(s)${opts.out ? `; wrote ${join(opts.out, 'suite.json')}, summary.md and plots` : ''}`);
   }
   return 0;
 }

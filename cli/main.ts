@@ -10,11 +10,11 @@ import { formatIssues, InvalidInputError, type Profile } from '../src/profile/sc
 import { PolicyRegistry, UnknownPolicyError } from '../scheduler/registry.js';
 import { ScenarioError } from '../src/scenario/build.js';
 import { InvalidSacSettingsError, InvalidSerializedAgentError } from '../rl/settings.js';
-import { runBench } from './bench.js';
+import { runBench, runSuite } from './bench.js';
+import { benchRegistry, cellScenario, inssPolicyData, policyOptionsFor } from './benchCell.js';
+import { parseGrid, parseSeeds } from '../src/bench/capacity.js';
 import { runTrain } from './train.js';
 import type { BackendName } from '../rl/backend.js';
-import { BUILTIN_POLICY_DIR } from './profiles.js';
-import { existsSync } from 'node:fs';
 import { registerDerive } from './derive.js';
 import { registerServe } from './serve.js';
 import { registerLoadgen } from './loadgen.js';
@@ -152,17 +152,54 @@ export function buildProgram(argv: readonly string[]): Command {
   program
     .command('bench')
     .description('Run scheduling policies side by side on the simulator over the same seeded workload')
-    .requiredOption('--scenario <name|file>', 'built-in scenario (paper-6, paper-8, paper-8x5, v100-4) or a scenario file')
-    .option('--policies <list>', 'comma-separated policy names (default: all registered)')
+    .option('--scenario <name|file>', 'built-in scenario (see docs/scenarios.md) or a scenario file')
+    .option('--suite [list]', 'run many scenarios (comma-separated names or files; default every built-in one) x --seeds x policies, one capacity table')
+    .option('--policies <list>', 'comma-separated policy names (default: all registered; with --suite, the suite set); <baseline>-h plans with inss headroom')
     .option('--json', 'print one JSON object instead of the table')
-    .option('--sweep', 'also find, per policy, the highest load multiplier with >= 99% of tasks within SLO')
-    .option('--out <dir>', 'write results.json and SVG plots to this folder')
-    .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario>.json)')
-    .action((opts: { scenario: string; policies?: string; json?: boolean; sweep?: boolean; out?: string; policyFile?: string }) => {
-      const shipped = join(BUILTIN_POLICY_DIR, `${opts.scenario}.json`);
-      const file = opts.policyFile ?? (existsSync(shipped) ? shipped : undefined);
-      const data = file ? readJsonFile(file) : undefined;
-      process.exitCode = runBench(new PolicyRegistry(), { ...opts, policyOptions: (name) => (data !== undefined && name.startsWith('inss') ? { policyData: data } : {}) });
+    .option('--sweep', 'also measure each policy\'s capacity on the load grid: the highest load x at which it and every lower one keep >= 99% (95%) within SLO')
+    .option('--grid <from:to:step>', 'load grid of --sweep and --suite (default 0.25:3:0.25)')
+    .option('--seeds <list>', 'seeds of --sweep and --suite, e.g. 1,2,3: capacity as mean and range (default: the scenario seed; --suite: 1,2,3)')
+    .option('--jobs <n>', '--suite: worker threads (default 2)', positiveInt, 2)
+    .option('--timeshare-gpu <model>', 'what a time-shared GPU does with different models\' batches: overlap | serial (default: the scenario\'s, overlap)')
+    .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
+    .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json)')
+    .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string }) => {
+      const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
+      const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
+      if (opts.timeshareGpu !== undefined && opts.timeshareGpu !== 'overlap' && opts.timeshareGpu !== 'serial') throw new InvalidInputError(`--timeshare-gpu: must be overlap or serial, got '${opts.timeshareGpu}'`);
+      const timeshareGpu = opts.timeshareGpu;
+      const registry = benchRegistry(new PolicyRegistry());
+      const list = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
+      if (opts.suite !== undefined) {
+        if (opts.scenario !== undefined) throw new InvalidInputError('--suite and --scenario: give one (--suite takes a list of scenarios)');
+        if (opts.policyFile !== undefined) throw new InvalidInputError('--policy-file: not with --suite (each scenario uses the policy shipped for it)');
+        process.exitCode = await runSuite(registry, {
+          ...(typeof opts.suite === 'string' ? { scenarios: list(opts.suite)! } : {}),
+          ...(opts.policies ? { policies: list(opts.policies)! } : {}),
+          seeds: seeds ?? [1, 2, 3],
+          ...(grid ? { grid } : {}),
+          jobs: opts.jobs,
+          ...(timeshareGpu ? { timeshareGpu } : {}),
+          ...(opts.out ? { out: opts.out } : {}),
+          ...(opts.json ? { json: true } : {}),
+          progress: process.stderr,
+        });
+        return;
+      }
+      if (opts.scenario === undefined) throw new InvalidInputError('--scenario: required (or --suite)');
+      const name = cellScenario({ scenario: opts.scenario }).scenario.name;
+      const data = inssPolicyData(name, opts.policyFile);
+      process.exitCode = runBench(registry, {
+        scenario: opts.scenario,
+        ...(opts.policies ? { policies: opts.policies } : {}),
+        ...(opts.json ? { json: true } : {}),
+        ...(opts.sweep ? { sweep: true } : {}),
+        ...(grid ? { grid } : {}),
+        ...(seeds ? { seeds } : {}),
+        ...(timeshareGpu ? { timeshareGpu } : {}),
+        ...(opts.out ? { out: opts.out } : {}),
+        policyOptions: policyOptionsFor(data),
+      });
     });
 
   program

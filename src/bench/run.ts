@@ -5,6 +5,7 @@ import type { Scenario } from '../scenario/schema.js';
 import type { Profile } from '../profile/schema.js';
 import type { ClusterInfo, PolicyFactory, PolicyOptions } from '../policy/types.js';
 import { simulate, type SimResult } from '../sim/simulator.js';
+import { type CurvePoint, gridCurve } from './capacity.js';
 
 export interface BenchContext {
   readonly scenario: Scenario;
@@ -62,50 +63,23 @@ export function runPolicy(ctx: BenchContext, factory: PolicyFactory, loadScale =
   };
 }
 
-export interface SweepPoint {
-  readonly loadScale: number;
-  readonly sloViolationPct: number;
-  readonly goodputPerS: number;
+/** The scenario with another seed: arrivals, ground truth and policy seed all follow it. */
+export function withSeed(s: Scenario, seed: number): Scenario {
+  return seed === s.seed ? s : { ...s, seed };
+}
+
+/** One point of a policy's violation-versus-load curve: one untimed run at `loadScale` and `seed`. */
+export function runAt(ctx: BenchContext, factory: PolicyFactory, loadScale: number, seed: number, cluster?: ClusterInfo): CurvePoint {
+  const { clock: _clock, ...untimed } = ctx;
+  const r = runPolicy({ ...untimed, scenario: withSeed(ctx.scenario, seed) }, factory, loadScale, cluster);
+  return { loadScale, sloViolationPct: r.sloViolationPct, goodputPerS: r.goodputPerS };
 }
 
 /**
- * The highest load multiplier at which at least `attainment` of the tasks meet their SLO
- * (violation <= 1 - attainment): doubling from 1 (or halving) to bracket it, then bisection to
- * `relTolerance`. Returns the best multiplier found (0 if even the smallest tried fails) and the points.
+ * A policy's violation-versus-load curve on `loads` at one seed (capacity.ts: gridCurve), stopping
+ * after the first load below `stopAtAttainment` when given.
  */
-export function sweep(ctx: BenchContext, factory: PolicyFactory, attainment = 0.99, relTolerance = 0.02): { maxLoadScale: number; maxGoodputPerS: number; points: SweepPoint[] } {
+export function policyCurve(ctx: BenchContext, factory: PolicyFactory, loads: readonly number[], seed = ctx.scenario.seed, stopAtAttainment?: number): CurvePoint[] {
   const cluster = scenarioCluster(ctx.scenario, ctx.profiles);
-  const { clock: _clock, ...untimed } = ctx;
-  const points: SweepPoint[] = [];
-  const limitPct = (1 - attainment) * 100;
-  const ok = (scale: number): boolean => {
-    const r = runPolicy(untimed, factory, scale, cluster);
-    points.push({ loadScale: scale, sloViolationPct: r.sloViolationPct, goodputPerS: r.goodputPerS });
-    return r.sloViolationPct <= limitPct;
-  };
-  let lo = 0;
-  let hi = 0;
-  if (ok(1)) {
-    lo = 1;
-    hi = 2;
-    while (hi <= 64 && ok(hi)) {
-      lo = hi;
-      hi *= 2;
-    }
-  } else {
-    hi = 1;
-    lo = 0.5;
-    while (lo >= 1 / 64 && !ok(lo)) {
-      hi = lo;
-      lo /= 2;
-    }
-    if (lo < 1 / 64) return { maxLoadScale: 0, maxGoodputPerS: 0, points };
-  }
-  while ((hi - lo) / lo > relTolerance) {
-    const mid = (lo + hi) / 2;
-    if (ok(mid)) lo = mid;
-    else hi = mid;
-  }
-  const best = points.filter((p) => p.loadScale === lo)[0];
-  return { maxLoadScale: lo, maxGoodputPerS: best?.goodputPerS ?? 0, points: points.sort((a, b) => a.loadScale - b.loadScale) };
+  return gridCurve((x) => runAt(ctx, factory, x, seed, cluster), loads, stopAtAttainment);
 }

@@ -28,7 +28,7 @@ import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
-import { DEFAULT_TIMESHARE_GPU, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
+import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
 
 export interface SimSettings {
   readonly durationMs: number;
@@ -271,7 +271,9 @@ export function simulate(input: SimInput): SimResult {
     }
     scratchOut.length = scratchModels.length;
     gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
-    const t = scratchOut[0]! * truth.batchFactor(gpuType[g]!, w.model, size, scratchPcts[0]!, dram);
+    let modelMs = scratchOut[0]!;
+    if (timeshared && scratchModels.length > 1) modelMs = overlapBatchMs(modelMs, soloMs(gpu, scratchModels[0]!, size), scratchModels.slice(1).map((m, k) => soloMs(gpu, m, scratchBatches[k + 1]!)));
+    const t = modelMs * truth.batchFactor(gpuType[g]!, w.model, size, scratchPcts[0]!, dram);
     if (timeshared) gpuBusy[g]! += 1;
     w.timeshared = timeshared;
     w.busy = true;
@@ -281,6 +283,13 @@ export function simulate(input: SimInput): SimResult {
     w.doneAtMs = nowMs + t + transportMs;
     batchTasks[w.model]! += size;
     batchCount[w.model]! += 1;
+  }
+
+  const soloOut = [0];
+  /** A batch's latency-model time alone on the whole GPU (`profileModel`: index in the GPU's latency model). */
+  function soloMs(gpu: (typeof cluster.gpus)[number], profileModel: number, batch: number): number {
+    gpu.model.predictGpu([profileModel], [batch], [100], 1, soloOut);
+    return soloOut[0]!;
   }
 
   function canRun(w: Worker): boolean {

@@ -15,8 +15,11 @@
 // model is fitted on measured co-location data (data/v100), two models at 50/50 give 1.05-1.31x the
 // summed throughput of running them one after the other, i.e. overlap is worth less than spatial
 // sharing at tuned shares but more than nothing, which matches NVIDIA's published MPS-vs-time-slicing
-// gains (+26% to +43%, issue 11). The batch's time is fixed when it starts, from the batches running
-// then (the simulator does not re-time a running batch when a neighbour starts or ends).
+// gains (+26% to +43%, issue 11). An even split with fixed partitions is pessimistic where one
+// batch could fill the GPU alone (the hardware scheduler gives idle SMs to whichever kernel is
+// ready), so overlapping is bounded by running in series: a batch takes at most its own solo time
+// plus the solo times of the batches it overlaps (overlapBatchMs). The batch's time is fixed when it
+// starts, from the batches running then (a running batch is not re-timed when a neighbour starts or ends).
 //
 // `serial` keeps the earlier model: one batch at a time on the whole GPU, nothing overlapping (what
 // a GPU time-slicing separate processes without MPS does). It is selectable per run
@@ -39,4 +42,13 @@ export function timeshareConcurrency(model: TimeshareGpuModel): number {
 export function timeshareSharePct(running: number): number {
   if (!(running >= 1) || !Number.isInteger(running)) throw new RangeError(`running batches must be a positive integer, got ${running}`);
   return 100 / running;
+}
+
+/**
+ * The time of a batch overlapping others on a time-shared GPU (before the ground truth's error):
+ * its even-split time, but never more than if the GPU had run it after the overlapping batches in
+ * series (its solo time plus theirs).
+ */
+export function overlapBatchMs(evenSplitMs: number, soloMs: number, othersSoloMs: readonly number[]): number {
+  return Math.min(evenSplitMs, othersSoloMs.reduce((s, t) => s + t, soloMs));
 }

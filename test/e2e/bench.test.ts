@@ -32,6 +32,28 @@ describe('inss bench', () => {
     expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable(a));
   }, 180_000);
 
+  it('--suite: scenarios x seeds x policies on the load grid, one table, inss shown not runnable where no policy is shipped, JSON and plots, a progress line per cell', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'inss-suite-'));
+    const r = await runCli(['bench', '--suite', 'v100-2-tight', '--policies', 'inss,static-even,igniter-h', '--seeds', '1,2', '--grid', '0.5:1:0.5', '--jobs', '1', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\| scenario \| inss \| static-even \| igniter-h \| inss \/ best other \|/);
+    expect(r.stdout).toMatch(/\| v100-2-tight \| n\/r \| [\d.]+/);
+    expect(r.stderr.split('\n').filter((l) => /^\[\d+\/6\] v100-2-tight /.test(l))).toHaveLength(6);
+    const j = JSON.parse(readFileSync(join(out, 'suite.json'), 'utf8')) as { cells: { policy: string; runnable: boolean; reason?: string; curve: { loadScale: number }[] }[] };
+    expect(j.cells).toHaveLength(6);
+    for (const c of j.cells.filter((x) => x.policy === 'inss')) expect(c.reason).toMatch(/trained policy/);
+    for (const c of j.cells.filter((x) => x.policy !== 'inss')) expect(c.curve[0]!.loadScale).toBe(0.5);
+    expect(readFileSync(join(out, 'v100-2-tight-violation-vs-load.svg'), 'utf8')).toMatch(/^<svg/);
+  }, 180_000);
+
+  it('finds the shipped trained policy for a scenario given by path, and runs its capacity on the grid', async () => {
+    const r = await runCli(['bench', '--scenario', 'scenarios/paper-6.json', '--policies', 'inss', '--sweep', '--grid', '1:1:1', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout) as BenchJson & { results: { sweep?: { capacity: Record<string, { n: number }> } }[] };
+    expect(j.skipped).toEqual([]);
+    expect(j.results[0]!.sweep!.capacity['99']!.n).toBe(1);
+  }, 180_000);
+
   it('prints a table by default', async () => {
     const r = await runCli(['bench', '--scenario', 'v100-4', '--policies', 'static-even']);
     expect(r.code, r.stderr).toBe(0);

@@ -1,0 +1,87 @@
+// One cell of `inss bench --suite` (a policy's violation-versus-load curve on one scenario at one
+// seed), run in this process or in a suite worker thread (suiteWorker.ts). Reads the scenario, its
+// profiles and the shipped trained policy; caches what it read for the next cell.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { policyCurve } from '../src/bench/run.js';
+import type { SuiteCell } from '../src/bench/suite.js';
+import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
+import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
+import { scenarioCluster } from '../src/scenario/build.js';
+import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
+import { PolicyRegistry } from '../scheduler/registry.js';
+import { BUILTIN_POLICY_DIR, readJsonFile } from './profiles.js';
+import { type LoadedScenario, loadScenario } from './scenarios.js';
+
+/** The baselines that also run with inss's headroom, as `<name>-h` (src/policy/headroom.ts). */
+export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even', 'oracle'] as const;
+
+/** Names of the headroom variants benchRegistry adds (run by name, not by default in a single-scenario bench). */
+export const HEADROOM_VARIANTS: readonly string[] = HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`);
+
+/** The registered policies and each model-based baseline with inss's headroom beside it. */
+export function benchRegistry(base = new PolicyRegistry()): PolicyRegistry {
+  const known = new Set(base.names());
+  return new PolicyRegistry([...base.all(), ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n)))]);
+}
+
+/** The trained policy inss variants load: the given file, else the one shipped for the scenario (by its name). */
+export function inssPolicyData(scenarioName: string, policyFile?: string): unknown {
+  const shipped = join(BUILTIN_POLICY_DIR, `${scenarioName}.json`);
+  const file = policyFile ?? (existsSync(shipped) ? shipped : undefined);
+  return file ? readJsonFile(file) : undefined;
+}
+
+export function policyOptionsFor(data: unknown): (name: string) => PolicyOptions {
+  return (name) => (data !== undefined && name.startsWith('inss') ? { policyData: data } : {});
+}
+
+export interface CellJob {
+  /** Built-in scenario name or file path. */
+  readonly scenario: string;
+  readonly policy: string;
+  readonly seed: number;
+  readonly loads: readonly number[];
+  /** Stop the curve after the first load below this attainment. */
+  readonly stopAtAttainment?: number;
+  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly policyFile?: string;
+}
+
+const loadedCache = new Map<string, LoadedScenario>();
+let registry: PolicyRegistry | null = null;
+
+/** The scenario as a cell runs it: loaded once per process, with the time-shared GPU model overridden when asked. */
+export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): LoadedScenario {
+  let loaded = loadedCache.get(job.scenario);
+  if (!loaded) {
+    loaded = loadScenario(job.scenario);
+    loadedCache.set(job.scenario, loaded);
+  }
+  return job.timeshareGpu ? { ...loaded, scenario: { ...loaded.scenario, timeshareGpu: job.timeshareGpu } } : loaded;
+}
+
+/**
+ * Runs one cell. A policy that cannot run on the scenario (its factory refuses with a RangeError,
+ * e.g. inss without a trained policy for it, or the oracle on an instance too large) gives a cell
+ * marked not runnable, with the reason; any other error propagates.
+ */
+export function runCell(job: CellJob): SuiteCell {
+  registry ??= benchRegistry();
+  const loaded = cellScenario(job);
+  const s = loaded.scenario;
+  const factory: PolicyFactory = registry.get(job.policy);
+  const options = policyOptionsFor(inssPolicyData(s.name, job.policyFile));
+  const ctx = { scenario: s, profiles: loaded.profiles, traces: loaded.traces, policyOptions: options };
+  const base = { scenario: s.name, policy: job.policy, seed: job.seed };
+  try {
+    factory.create(scenarioCluster(s, loaded.profiles), { seed: job.seed, ...options(job.policy) });
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    return { ...base, runnable: false, reason: err.message, curve: [], wallMs: 0 };
+  }
+  const t0 = performance.now();
+  const curve = policyCurve(ctx, factory, job.loads, job.seed, job.stopAtAttainment);
+  return { ...base, runnable: true, curve, wallMs: performance.now() - t0 };
+}
