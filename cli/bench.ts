@@ -258,7 +258,8 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       writeFileSync(join(opts.out, `${name}-violation-vs-load.svg`), violationChart(name, series));
     }
     const k = attainmentKey(ATTAINMENTS[0]);
-    writeFileSync(join(opts.out, 'inss-ratio.svg'), barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', summary.filter((s) => s.inssRatio[k]).map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }))));
+    const ratios = summary.filter((s) => s.inssRatio[k]).map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }));
+    if (ratios.length > 0) writeFileSync(join(opts.out, 'inss-ratio.svg'), barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', ratios));
   }
   if (opts.json) console.log(JSON.stringify({ suite: result.suite, summary }));
   else {

@@ -21,7 +21,7 @@ export type RateSpec =
   | { readonly kind: 'triangle'; readonly minPerS: number; readonly maxPerS: number; readonly stepPerS: number; readonly stepEveryS: number; readonly startPerS?: number | undefined }
   | { readonly kind: 'diurnal'; readonly meanPerS: number; readonly amplitude: number; readonly periodS: number; readonly phaseS?: number | undefined; readonly resolutionS?: number | undefined };
 
-/** Builds a RateFunction; `scale` multiplies every rate (the load multiplier of `inss bench --sweep`). */
+/** Builds a RateFunction; `scale` multiplies every rate (the load multiplier of `inss bench --sweep` and `--suite`). */
 export function rateFunction(spec: RateSpec, scale = 1): RateFunction {
   switch (spec.kind) {
     case 'constant':
