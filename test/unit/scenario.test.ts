@@ -10,9 +10,21 @@ const builtIn = (name: string): unknown => JSON.parse(readFileSync(join(REPO_ROO
 const v100 = parseProfile(JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', 'v100.json'), 'utf8')), 'v100');
 
 describe('scenario files', () => {
-  it.each(['paper-6', 'paper-8', 'paper-8x5', 'v100-4'])('built-in %s is valid', (name) => {
+  it.each(['paper-6', 'paper-8', 'paper-8x5', 'v100-4', 'v100-2-tight', 'paper-8x3', 'bursty-6', 'diurnal-6', 'surge-6', 'mix-5'])('built-in %s is valid', (name) => {
     const r = ScenarioSchema.safeParse(builtIn(name));
     expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
+  });
+
+  it('the issue-11 workloads each change one thing: bursty Gamma arrivals, a diurnal rate, one model surging, fewer GPUs, tight SLOs', () => {
+    const p = (n: string) => ScenarioSchema.parse(builtIn(n));
+    expect(p('bursty-6').models.every((m) => m.arrival.process === 'gamma' && m.arrival.cv === 3)).toBe(true);
+    expect(p('diurnal-6').models.every((m) => m.rate.kind === 'diurnal')).toBe(true);
+    expect(p('surge-6').models.filter((m) => m.rate.kind === 'steps').map((m) => m.name)).toEqual(['resnet50']);
+    expect(p('paper-8x3').gpus.reduce((a, g) => a + g.count, 0)).toBe(3);
+    const tight = p('v100-2-tight');
+    const v100x4 = p('v100-4');
+    for (const m of tight.models) expect(m.sloMs).toBeLessThan(v100x4.models.find((x) => x.name === m.name)!.sloMs);
+    expect(p('paper-6').timeshareGpu).toBe('overlap'); // the default
   });
 
   it('paper-6 is the paper evaluation: 4 GPUs, six models with the paper SLOs', () => {
