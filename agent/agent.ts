@@ -16,6 +16,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
+import { upgradeRefusal } from './connect.js';
 import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DesiredWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
@@ -125,8 +126,12 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       this.emit('connected');
     });
     ws.on('message', (data: Buffer) => this.onMessage(data));
+    // issue-15 hook: a non-101 answer must end this attempt (ws does not abort it when this listener
+    // exists), so that `close` fires and the backoff below retries; agent/connect.ts names the reason.
     ws.on('unexpected-response', (_req, res) => {
-      this.log.error({ status: res.statusCode }, res.statusCode === 401 ? 'the scheduler refused the token' : 'the scheduler refused the connection');
+      const refusal = upgradeRefusal(res.statusCode);
+      this.log[refusal.level]({ status: res.statusCode, url: this.opts.schedulerUrl }, refusal.reason);
+      ws.terminate();
     });
     ws.on('error', (e) => this.log.warn({ err: e.message }, 'scheduler connection error'));
     ws.on('close', () => {
