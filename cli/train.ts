@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { initTf, type BackendName } from '../rl/backend.js';
 import { type Checkpoint, recordsCsv, type TrainConfig, Trainer } from '../rl/train.js';
 import { parseSacSettings } from '../rl/settings.js';
-import { lineChart } from '../src/report/svg.js';
+import { lineChart } from '../tools/report/svg.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { formatIssues, InvalidInputError } from '../src/profile/schema.js';
 import { Store } from '../scheduler/store.js';

@@ -1,6 +1,6 @@
 // Scheduler <-> agent messages (protocol version 1): the headers of frames.ts frames, one frame per
 // WebSocket binary message. The agent authenticates the WebSocket upgrade with
-// `Authorization: Bearer <token>`. docs/agent-protocol.md describes the exchange.
+// `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange.
 import { z } from 'zod';
 import { TensorRefSchema } from './tensor.js';
 

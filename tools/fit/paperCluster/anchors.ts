@@ -1,7 +1,7 @@
 // The paper cluster's published points (InSS section 6.2 Tables 2 and 3, batch-1 throughputs, GPU
 // specifications), parsed out of data/paper-cluster/README.md so that no published number is copied
 // into the code. Part of `inss profile derive` (derive.ts).
-import { InvalidInputError } from '../../profile/schema.js';
+import { InvalidInputError } from '../../../src/profile/schema.js';
 import { MODEL_FACTS } from '../catalog.js';
 
 // ---------------------------------------------------------------------------------------------

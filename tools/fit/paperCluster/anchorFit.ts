@@ -1,7 +1,7 @@
 // The RTX 2060 Super fit: every model's surface bent, by Levenberg-Marquardt with prior residuals,
 // until the full latency model of section 4.1 reproduces the published points. Part of `inss profile
 // derive` (derive.ts).
-import { feedbackMs, l2Utilisation, runningMs, schedInterferencePerKernelMs, uploadMs } from '../../model/latency.js';
+import { feedbackMs, l2Utilisation, runningMs, schedInterferencePerKernelMs, uploadMs } from '../../../src/model/latency.js';
 import { levenbergMarquardt } from '../leastSquares.js';
 import { type AnchorCell, type AnchorPlacement, type ThroughputAnchor } from './anchors.js';
 import { fromTheta, monotonicityPenalty, PARAM_NAMES, type Surface, surfaceRunMs, toTheta } from './surface.js';

@@ -1,7 +1,7 @@
 // From surfaces to profiles: LWR samples of the surfaces on a batch x share grid, and the LWR
 // bandwidths that make the compiled predictor follow the surfaces. Part of `inss profile derive`.
-import { lwrRunMs, toLwrPoints } from '../../model/lwr.js';
-import { type LwrSettings, type RunSample } from '../../profile/schema.js';
+import { lwrRunMs, toLwrPoints } from '../../../src/model/lwr.js';
+import { type LwrSettings, type RunSample } from '../../../src/profile/schema.js';
 import { type Surface, surfaceRunMs } from './surface.js';
 
 // ---------------------------------------------------------------------------------------------

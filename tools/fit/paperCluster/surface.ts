@@ -1,7 +1,7 @@
 // The parametric running-time surface o_r(batch, SMs) of one model alone on a GPU, its fit to a
 // measured solo table, and its carrying across GPUs (hardware ratios) and models. Part of `inss
 // profile derive` (derive.ts).
-import { type RunSample } from '../../profile/schema.js';
+import { type RunSample } from '../../../src/profile/schema.js';
 import { MODEL_FACTS } from '../catalog.js';
 import { levenbergMarquardt } from '../leastSquares.js';
 

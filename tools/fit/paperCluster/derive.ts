@@ -11,8 +11,8 @@
 //  4. emits LWR samples of the surfaces, picks LWR bandwidths so that the compiled predictor
 //     follows the surfaces, and scales the RTX 2060 Super profile to the RTX 2060.
 // Pure: the caller reads the files and writes the result. Deterministic: no randomness anywhere.
-import { LatencyModel, type Placement } from '../../model/predictor.js';
-import { InvalidInputError, type LwrSettings, type ModelProfile, type Profile, ProfileSchema } from '../../profile/schema.js';
+import { LatencyModel, type Placement } from '../../../src/model/predictor.js';
+import { InvalidInputError, type LwrSettings, type ModelProfile, type Profile, ProfileSchema } from '../../../src/profile/schema.js';
 import { derivedMemory, MODEL_FACTS } from '../catalog.js';
 import { type Coefficients, DERIVATIONS, type FitContext, fitModel, INPUT_BYTES, OUTPUT_BYTES, PCIE3_X16_BYTES_PER_MS } from './anchorFit.js';
 import { type AnchorCell, type GpuSpec, type PaperAnchors, type ThroughputAnchor } from './anchors.js';
@@ -185,7 +185,7 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
     modelNotes.set(d.model, [
       `runSamples: a smooth surface (docs/profiles-paper-cluster.md) started from ${priorNote}, anchored on ${nCells} published cells and ${nTput} published throughputs`,
       `l2, alphaCache, schedPerKernelMs: from the V100 ${d.coefficientsFrom}, L2 utilisation scaled by the L2-size ratio${r.freed.length > 0 ? `; ${r.freed.map((f) => `${f.model}.${f.field}`).join(', ')} adjusted to the anchors` : ''}`,
-      'memory: derived from public model facts (src/fit/catalog.ts)',
+      'memory: derived from public model facts (tools/fit/catalog.ts)',
     ]);
   }
 
@@ -222,7 +222,7 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
       extraPcts: [],
       source: `derived: the rtx2060s profile scaled to the RTX 2060 by SM count (shares become fewer SMs), memory bandwidth and L2 size; no published points of this GPU; ${docs}`,
       notes: [`PCIe 3.0 x16 taken as ${PCIE3_X16_BYTES_PER_MS} bytes/ms`, 'no published latency of this GPU: every number is scaled from rtx2060s'],
-      modelNotes: new Map(DERIVATIONS.map((d) => [d.model, [`runSamples: the rtx2060s surface on 30 SMs, its DRAM-bound part slowed by the bandwidth ratio`, 'l2: rtx2060s values scaled by the L2-size ratio; alphaCache and scheduling as rtx2060s', 'memory: derived from public model facts (src/fit/catalog.ts)']])),
+      modelNotes: new Map(DERIVATIONS.map((d) => [d.model, [`runSamples: the rtx2060s surface on 30 SMs, its DRAM-bound part slowed by the bandwidth ratio`, 'l2: rtx2060s values scaled by the L2-size ratio; alphaCache and scheduling as rtx2060s', 'memory: derived from public model facts (tools/fit/catalog.ts)']])),
     },
     v100,
     ctx,
