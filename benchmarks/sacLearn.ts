@@ -3,17 +3,19 @@
 // after each checkpoint of updates, per seed, one JSON line per seed. The unit test runs a short
 // prefix of this; the long run is here so that no test depends on the machine's speed.
 //
-//   npm run build && node dist/benchmarks/sacLearn.js [--updates 5000 --every 1000 --seeds 1,2,3]
+//   npm run build && node dist/benchmarks/sacLearn.js [--updates 5000 --every 1000 --seeds 1,2,3 --quick]
+// --quick: the unit test's smaller, faster-learning settings instead of the long run's.
 import { parseArgs } from 'node:util';
 import { initTf } from '../rl/backend.js';
 import { SacDiscrete } from '../rl/sacDiscrete.js';
-import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_STATE_DIM, greedyAccuracy, trainOnBandit } from './sacBandit.js';
+import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_SETTINGS_QUICK, BANDIT_STATE_DIM, greedyAccuracy, trainOnBandit } from './sacBandit.js';
 
 const { values } = parseArgs({
   options: {
     updates: { type: 'string', default: '5000' },
     every: { type: 'string', default: '1000' },
     seeds: { type: 'string', default: '1,2,3' },
+    quick: { type: 'boolean', default: false },
   },
 });
 const positiveInt = (name: string, v: string): number => {
@@ -24,9 +26,10 @@ const positiveInt = (name: string, v: string): number => {
 const updates = positiveInt('updates', values.updates);
 const every = positiveInt('every', values.every);
 const seeds = values.seeds.split(',').map((s) => positiveInt('seeds', s));
+const settings = values.quick ? BANDIT_SETTINGS_QUICK : BANDIT_SETTINGS;
 await initTf('wasm');
 for (const seed of seeds) {
-  const agent = await SacDiscrete.create(BANDIT_STATE_DIM, [...BANDIT_HEADS], { ...BANDIT_SETTINGS, seed });
+  const agent = await SacDiscrete.create(BANDIT_STATE_DIM, [...BANDIT_HEADS], { ...settings, seed });
   const t0 = performance.now();
   const checkpoints: { updates: number; accuracy: number; seconds: number }[] = [];
   for (let u = Math.min(every, updates); ; u = Math.min(u + every, updates)) {
@@ -34,6 +37,6 @@ for (const seed of seeds) {
     checkpoints.push({ updates: u, accuracy: greedyAccuracy(agent, 1000, 7), seconds: Number(((performance.now() - t0) / 1000).toFixed(2)) });
     if (u === updates) break;
   }
-  console.log(JSON.stringify({ seed, settings: BANDIT_SETTINGS, checkpoints }));
+  console.log(JSON.stringify({ seed, settings, checkpoints }));
   agent.dispose();
 }

@@ -6,8 +6,7 @@ import { ActorForward } from '../../rl/actorForward.js';
 import { initTf } from '../../rl/backend.js';
 import { Rng } from '../../rl/replay.js';
 import { SacDiscrete, type UpdateMetrics } from '../../rl/sacDiscrete.js';
-import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_STATE_DIM, banditReward, banditState, greedyAccuracy, trainOnBandit } from '../../benchmarks/sacBandit.js';
-import type { SacSettingsInput } from '../../rl/settings.js';
+import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_SETTINGS_QUICK, BANDIT_STATE_DIM, banditReward, banditState, greedyAccuracy, trainOnBandit } from '../../benchmarks/sacBandit.js';
 
 beforeAll(async () => {
   await initTf('wasm');
@@ -18,22 +17,13 @@ const STATE_DIM = BANDIT_STATE_DIM;
 const reward = banditReward;
 const randomState = banditState;
 
-const SMALL: SacSettingsInput = {
-  hidden: [64, 64],
-  batchSize: 64,
-  replaySize: 2000,
-  learningStarts: 256,
-  lrQ: 3e-3,
-  lrActor: 3e-3,
-  lrAlpha: 3e-3,
-  initialTemperature: 1.0,
-};
+const SMALL = BANDIT_SETTINGS;
 
 describe('SacDiscrete', () => {
   // The long run (near-optimal accuracy within 5000 updates) is `npm run bench:sac-learn`; this
   // prefix must already have learned far past chance (1/12), and the temperature must anneal.
   it('learns the two-head contextual bandit far past chance within 1500 updates', async () => {
-    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], { ...BANDIT_SETTINGS, seed: Number(process.env.RL_TEST_SEED ?? 1) });
+    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], { ...BANDIT_SETTINGS_QUICK, seed: Number(process.env.RL_TEST_SEED ?? 1) });
     const before = greedyAccuracy(agent, 1000, 7);
     const last = trainOnBandit(agent, 1500);
     expect(agent.updateCount).toBe(1500);
