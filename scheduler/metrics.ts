@@ -98,7 +98,7 @@ export class Metrics {
   readonly queueTime = new Histogram({ name: 'inss_task_queue_seconds', help: 'Time a task waited in the task buffer before its batch was sent', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
   readonly computeTime = new Histogram({ name: 'inss_batch_compute_seconds', help: 'Batch execution time reported by the worker', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
   readonly transportTime = new Histogram({ name: 'inss_batch_transport_seconds', help: 'Time a batch spent outside its worker: scheduler to agent to worker and back, less the time the worker reports', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
-  readonly batchSize = new Histogram({ name: 'inss_batch_size', help: 'Tasks per dispatched batch', labelNames: ['model'] as const, buckets: [1, 2, 4, 8, 12, 16, 24, 32], registers: [this.registry] });
+  readonly batchSize = new Histogram({ name: 'inss_batch_size', help: 'Tasks per dispatched batch', labelNames: ['model'] as const, buckets: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64], registers: [this.registry] });
   readonly queueLength = new Gauge({ name: 'inss_queue_length', help: 'Tasks waiting in the task buffer', labelNames: ['model'] as const, registers: [this.registry] });
   readonly arrivalRate = new Gauge({ name: 'inss_arrival_rate_per_second', help: "The monitor's arrival-rate estimate", labelNames: ['model'] as const, registers: [this.registry] });
   readonly sloAttainment = new Gauge({ name: 'inss_slo_attainment_ratio', help: 'Tasks answered within their SLO over all tasks finished in the last epoch', labelNames: ['model'] as const, registers: [this.registry] });
