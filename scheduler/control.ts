@@ -22,7 +22,7 @@ import type { Profile } from '../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
-import type { Metrics, TaskOutcome } from './metrics.js';
+import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
 import type { Store } from './store.js';
 
 export interface ServedModelConfig {
@@ -270,6 +270,21 @@ export class Control {
     };
   }
 
+  /** The workers with the share and batch in force (read-only: Triton's model configuration, metrics). */
+  workerViews(): WorkerView[] {
+    return this.workers.map((w) => ({
+      workerId: w.workerId,
+      model: this.models[w.model]!.name,
+      gpu: w.gpu,
+      pct: this.gpuModes[w.gpu] === 'timeshare' ? 100 : w.pct,
+      batch: w.batch,
+      timeoutMs: w.timeoutMs,
+      role: w.role,
+      state: w.state,
+      serving: this.serving(w),
+    }));
+  }
+
   // ---- tasks ------------------------------------------------------------------------------------
 
   /**
@@ -312,9 +327,8 @@ export class Control {
     const now = this.opts.clock();
     const name = this.models[t.model]!.name;
     const lat = now - t.arrivalMs;
-    this.opts.metrics.requests.inc({ model: name, outcome });
+    this.opts.metrics.taskFinished(name, outcome, lat / 1000);
     if (a.ok) {
-      this.opts.metrics.latency.observe({ model: name }, lat / 1000);
       this.epochStats.served[t.model]! += 1;
       this.epochStats.latSum[t.model]! += lat;
       if (outcome === 'late') this.epochStats.violated[t.model]! += 1;
@@ -495,7 +509,7 @@ export class Control {
     const now = this.opts.clock();
     const m = b.worker.model;
     const model = this.models[m]!;
-    this.opts.metrics.computeTime.observe({ model: model.name }, msg.latencyMs / 1000);
+    this.opts.metrics.batchExecuted(model.name, b.tasks.length, msg.latencyMs / 1000);
     this.epochStats.execSum[m]! += msg.latencyMs;
     this.epochStats.execN[m]! += 1;
     // The transport a batch pays beyond its GPU time (scheduler -> agent -> worker and back): learned
