@@ -108,10 +108,11 @@ export class ModelTimeSeries {
     readings.forEach((r, m) => {
       const h = this.history[m]!;
       h.push(r);
-      const old = h.toArray()[0]!;
-      const finished = r.finished - (h.length > 1 ? old.finished : 0);
-      const within = r.withinSlo - (h.length > 1 ? old.withinSlo : 0);
-      const buckets = r.latencyBuckets.map((c, i) => c - (h.length > 1 ? (old.latencyBuckets[i] ?? 0) : 0));
+      // The window starts at the oldest reading kept; until there are enough, at the service's start (zero).
+      const base = h.length === h.capacity ? h.toArray()[0]! : null;
+      const finished = r.finished - (base?.finished ?? 0);
+      const within = r.withinSlo - (base?.withinSlo ?? 0);
+      const buckets = r.latencyBuckets.map((c, i) => c - (base?.latencyBuckets[i] ?? 0));
       const p99 = quantileFromBuckets(this.latencyBoundsS, buckets, 0.99);
       this.points[m]!.push({
         t: tMs,
