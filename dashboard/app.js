@@ -227,7 +227,8 @@ function renderCharts() {
           height: 200,
           scales: { x: { time: true } },
           series: [{}, ...names.map((n) => ({ label: n, stroke: colour(n), width: 1.5, spanGaps: false }))],
-          axes: [{}, { size: 50 }],
+          // One row of clock times (uPlot's default adds a date row that collides on narrow charts).
+          axes: [{ space: 70, values: (_u, ticks) => ticks.map((t) => clock(t * 1000)) }, { size: 50 }],
           legend: { live: false },
         },
         chartData(c.key, c.scale, names),

@@ -194,7 +194,7 @@ const serves = (w: WorkerView): boolean => (w.role === 'active' || w.role === 'r
 /**
  * What the workers did between two samples. A worker that became active and ready is paired with a
  * worker of its model that served before and since left (or is finishing its last batch), same GPU
- * first: a shadow swap, with the share before and after; unpaired, it is a first start. A serving
+ * first: a shadow swap, with the share before and after; unpaired, it is a first start. An active
  * worker that left with no successor has stopped.
  */
 export function workerEvents(t: number, before: readonly WorkerView[], after: readonly WorkerView[]): DashboardEvent[] {
@@ -217,7 +217,8 @@ export function workerEvents(t: number, before: readonly WorkerView[], after: re
       out.push({ t, kind: 'serving', model: w.model, worker: ref(w), text: `${w.model}: ${w.workerId} serving on GPU ${w.gpu} at ${w.pct}%` });
     }
   }
-  for (const s of left) if (!now.has(s.workerId)) out.push({ t, kind: 'stopped', model: s.model, worker: ref(s), text: `${s.model}: ${s.workerId} on GPU ${s.gpu} stopped serving` });
+  // A retiring worker that leaves was replaced or let go (the plan event says which); an active one is news.
+  for (const s of left) if (!now.has(s.workerId) && s.role === 'active') out.push({ t, kind: 'stopped', model: s.model, worker: ref(s), text: `${s.model}: ${s.workerId} on GPU ${s.gpu} stopped serving` });
   return out;
 }
 

@@ -74,6 +74,8 @@ describe('workerEvents', () => {
     expect(first.map((e) => e.kind)).toEqual(['serving']);
     const gone = workerEvents(1, [w('w1', 'a', 10, 'active')], []);
     expect(gone.map((e) => e.kind)).toEqual(['stopped']);
+    // A replaced worker that finished its last batch and left is not news (the swap was reported).
+    expect(workerEvents(2, [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'active')], [w('w2', 'a', 30, 'active')])).toEqual([]);
     expect(workerEvents(1, [w('w1', 'a', 10, 'active')], [w('w1', 'a', 10, 'active')])).toEqual([]);
   });
 });
