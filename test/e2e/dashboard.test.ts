@@ -3,7 +3,8 @@
 // load so the policy gives a model a larger share: the page must show the running system's GPUs and
 // models, then the shadow swap and the new share as they happen, with no console error.
 // Set INSS_DASHBOARD_SCREENSHOTS=docs/img to save the screenshots docs/dashboard.md shows.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -84,6 +85,27 @@ describe.skipIf(!HAVE_CHROMIUM)(`the dashboard in headless Chromium${HAVE_CHROMI
     expect(await page.locator('#charts .chart canvas').count()).toBe(4);
     expect(consoleErrors).toEqual([]);
   }, 40_000);
+
+  it('serves its assets from the package and refuses a bad query with a message naming it', async () => {
+    const uplot = await fetch(`${base}/dashboard/vendor/uPlot.iife.min.js`);
+    expect(uplot.headers.get('content-type')).toMatch(/javascript/);
+    expect(Buffer.from(await uplot.arrayBuffer()).equals(readFileSync(createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js')))).toBe(true);
+    expect((await fetch(`${base}/dashboard/nope.js`)).status).toBe(404);
+    const unknown = await fetch(`${base}/v2/inss/dashboard?sinc=1`);
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: string }).error).toBe('unknown query parameter sinc (known: since)');
+    const notNumber = await fetch(`${base}/v2/inss/dashboard?since=yesterday`);
+    expect(notNumber.status).toBe(400);
+    expect(((await notNumber.json()) as { error: string }).error).toMatch(/^since: expected a number/);
+    // `since` answers only the samples after it.
+    type View = { series: { t: number[] } };
+    const full = (await (await fetch(`${base}/v2/inss/dashboard`)).json()) as View;
+    expect(full.series.t.length).toBeGreaterThan(1);
+    const cut = full.series.t[full.series.t.length - 2]!;
+    const since = (await (await fetch(`${base}/v2/inss/dashboard?since=${cut}`)).json()) as View;
+    expect(since.series.t.length).toBeGreaterThanOrEqual(1);
+    expect(since.series.t.every((t) => t > cut)).toBe(true);
+  });
 
   it('shows a shadow swap and the new share as they happen under a load step', async () => {
     // The step: resnet50 from nothing to 60 requests/s; igniter sizes its share from the measured rate,
