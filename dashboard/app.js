@@ -32,12 +32,14 @@ function fillBody(table, rows) {
   body.replaceChildren(...rows);
 }
 
-// One colour per model, far apart for neighbours in the scheduler's model order (golden-angle hues).
+// One colour per model, in the scheduler's model order: ten well-separated ones (Tableau 10), then
+// golden-angle hues (past ten, neighbours stay apart; only the charted ones, at most 8, need telling apart).
+const TABLEAU = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
 const palette = new Map();
 function colour(name) {
   if (!palette.has(name)) {
     const i = palette.size;
-    palette.set(name, `hsl(${Math.round((i * 137.508) % 360)}, ${62 - (i % 3) * 8}%, ${42 + (i % 2) * 10}%)`);
+    palette.set(name, i < TABLEAU.length ? TABLEAU[i] : `hsl(${Math.round((i * 137.508) % 360)}, ${62 - (i % 3) * 8}%, ${42 + (i % 2) * 10}%)`);
   }
   return palette.get(name);
 }
