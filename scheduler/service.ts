@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
 import { Control, type ControlSettings, type ServedModelConfig, type TaskAnswer } from './control.js';
+import { registerDashboard } from './dashboard.js';
 import { AGENT_PATH, AgentHub } from './hub.js';
 import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest, serverMetadata } from './kserve.js';
 import { Metrics } from './metrics.js';
@@ -160,6 +161,7 @@ export class SchedulerService {
     app.get('/metrics', async (_req, reply) => reply.code(200).header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()));
     app.get('/v2/inss/cluster', (_req, reply) => json(reply, 200, control.snapshot()));
     app.get('/v2/inss/decisions', (_req, reply) => json(reply, 200, opts.store?.decisions(100) ?? []));
+    registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
 
     hub.attach(app.server);
     await app.listen({ host: opts.host, port: opts.port });
