@@ -95,6 +95,15 @@ function schedulerConfig(opts: ServeOptions) {
   };
 }
 
+/** A failed listen as one line an operator can act on (a busy port is common; its stack trace says nothing). */
+function listenError(e: unknown, host: string, port: number): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new InvalidInputError(`--port ${port}: ${host}:${port} is already in use (another inss, or another program); stop it or pick another port`);
+  if (code === 'EACCES') return new InvalidInputError(`--port ${port}: not allowed to bind ${host}:${port} (ports below 1024 need privileges); pick another port`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new InvalidInputError(`--host ${host}: not an address of this machine`);
+  return e;
+}
+
 function stateDbPath(stateDir: string | undefined): string {
   return join(stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'inss.db');
 }
@@ -115,6 +124,9 @@ async function startScheduler(opts: ServeOptions & { host: string; port: number;
     version: VERSION,
     settings: { epochMs: opts.epochMs },
     initialRatePerS: config.initialRatePerS,
+  }).catch((e: unknown) => {
+    store.close();
+    throw listenError(e, opts.host, opts.port);
   });
   store.recordPolicy({ name: opts.policy, source: config.policyFile ?? null, data: undefined, nowIso: new Date().toISOString() });
   return { service, store, config };
