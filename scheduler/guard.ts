@@ -131,7 +131,7 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
     if (length > limit) {
       // Refused before a byte of the body is read; the connection closes (the client is still sending).
       void reply.code(413).header('connection', 'close').header('content-type', 'application/json').send(errorBody(bodyTooLarge(limit)));
-      return done();
+      return; // answered: the chain stops here (Fastify's way for callback hooks)
     }
     const ms = bodyTimeoutMs(length > 0 ? length : limit, o.limits);
     deadlines.set(

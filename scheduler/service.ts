@@ -8,6 +8,7 @@ import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
 import { Control, type ControlSettings, type ServedModelConfig, type TaskAnswer } from './control.js';
 import { AGENT_PATH, AgentHub } from './hub.js';
+import { type AccessOptions, OPEN_ACCESS, refusal } from './auth.js';
 import { bodyTooLarge, guard, guardedServerOptions } from './guard.js';
 import { encodeInferResponse, modelMetadata, serverMetadata } from './kserve.js';
 import { DEFAULT_LIMITS, type InputLimits, requestBudget } from './limits.js';
@@ -19,7 +20,14 @@ export interface SchedulerOptions {
   readonly host: string;
   /** 0 picks a free port. */
   readonly port: number;
-  readonly token: string;
+  /** The shared agent token (any agent id); null: only per-agent tokens (agentTokens). */
+  readonly token: string | null;
+  /** Agent id -> its own token: with it only that id may register (scheduler/auth.ts). */
+  readonly agentTokens?: ReadonlyMap<string, string>;
+  /** Who may use which routes (default: all open). */
+  readonly access?: AccessOptions;
+  /** Serve HTTPS (and wss:// for agents) with this certificate and key (PEM). */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   readonly models: readonly ServedModelConfig[];
   readonly profiles: ReadonlyMap<string, Profile>;
   readonly policyName: string;
@@ -56,7 +64,7 @@ export class SchedulerService {
     readonly url: string,
   ) {}
 
-  /** ws:// address agents connect to. */
+  /** ws:// (wss:// with TLS) address agents connect to. */
   get agentUrl(): string {
     return `${this.url.replace(/^http/, 'ws')}${AGENT_PATH}`;
   }
@@ -67,12 +75,23 @@ export class SchedulerService {
     // Each model's body limit and JSON budget, from its signature (issue 15).
     const budgets = opts.models.map((m) => requestBudget(m.signature, limits.bodyLimitFactor));
     const bodyLimits = budgets.map((b) => opts.bodyLimitBytes ?? b.bodyLimitBytes);
-    const guardOptions = { limits, maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits), tls: false, log: opts.logger.child({ part: 'http' }) };
+    const guardOptions = { limits, maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits), tls: opts.tls !== undefined, log: opts.logger.child({ part: 'http' }) };
+    const server = guardedServerOptions(guardOptions);
+    // With TLS, Fastify makes an https.Server from these options (it takes the http ones too); typed as
+    // the plain server's app, which has the same routes and hooks.
+    const https = opts.tls ? { https: { ...server.http, cert: opts.tls.cert, key: opts.tls.key } } : {};
     // The cast keeps the app typed FastifyInstance<..., FastifyBaseLogger> (pino's Logger type differs in generics only).
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-    const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), keepAliveTimeout: 30_000, ...guardedServerOptions(guardOptions) });
+    const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), keepAliveTimeout: 30_000, ...server, ...https }) as unknown as FastifyInstance;
+    // Tokens first: a request without one is refused before its body is read (issue 15).
+    const access = opts.access ?? OPEN_ACCESS;
+    app.addHook('onRequest', (req, reply, done) => {
+      const why = refusal(access, req.url.split('?')[0] ?? '', req.headers.authorization);
+      if (why === undefined) return done();
+      void reply.code(401).header('www-authenticate', 'Bearer').header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: why }));
+    });
     const parser = new ParsePool(limits.parseThreads, limits.maxParseQueueBytes, opts.logger.child({ part: 'parse' }));
-    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }));
+    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens);
     const control = new Control({
       models: opts.models,
       profiles: opts.profiles,
@@ -107,7 +126,7 @@ export class SchedulerService {
       const busy = parser.reserve(length);
       if (busy) {
         void reply.code(503).header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: busy }));
-        return done();
+        return; // answered
       }
       reserved.set(req.raw, length);
       // Released when parsing starts (takeReservation), or when the exchange ends without it: refused,
@@ -216,7 +235,8 @@ export class SchedulerService {
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     control.start();
     opts.store?.recordPolicy({ name: opts.policyName, source: null, data: undefined, nowIso: new Date().toISOString() });
-    return new SchedulerService(app, control, hub, parser, metrics, `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`);
+    const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
+    return new SchedulerService(app, control, hub, parser, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`);
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */
