@@ -2,7 +2,8 @@
 //
 //   npm run bench:hostile [-- --only nested-60MiB,deep-5M] [--rate 20]
 //
-// Starts `inss up --policy static-even --scenario benchmarks/scenarios/hostile-one.json` (one simulated
+// Starts `inss up --policy static-even --scenario benchmarks/scenarios/hostile-one.json
+// --max-connections-per-client 64` (one simulated
 // RTX 2060 Super serving resnet50), then runs each case of benchmarks/hostileCases.ts in turn from
 // 127.0.0.2 while, from 127.0.0.1, a well-behaved client sends one binary 3x224x224 request every
 // 1/rate s (open loop, keep-alive) and a probe GETs /v2/health/ready every 100 ms. Prints one
@@ -71,7 +72,7 @@ function wellBehaved(base: string): { stop(): Promise<{ p99Ms: number; n: number
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-hostile-'));
-const up = spawn(process.execPath, [join(ROOT, 'bin', 'inss.js'), 'up', '--port', '0', '--policy', 'static-even', '--scenario', join(ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir, '--log-level', 'error'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const up = spawn(process.execPath, [join(ROOT, 'bin', 'inss.js'), 'up', '--port', '0', '--policy', 'static-even', '--scenario', join(ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir, '--log-level', 'error', '--max-connections-per-client', '64'], { stdio: ['ignore', 'pipe', 'inherit'] });
 let out = '';
 up.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
 const base = await new Promise<string>((res, rej) => {

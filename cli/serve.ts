@@ -9,6 +9,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino, type Logger } from 'pino';
 import { Agent } from '../agent/agent.js';
 import type { AgentTls } from '../agent/connect.js';
+import { DEFAULT_LIMITS } from '../scheduler/limits.js';
 import { type AccessOptions, isLoopback, parseAgentTokens, parseTokens, TokenFileError } from '../scheduler/auth.js';
 import { MpsDaemon, MpsSupervisor } from '../agent/mps.js';
 import { matchProfile, queryGpus } from '../agent/nvidiaSmi.js';
@@ -31,6 +32,12 @@ function portNumber(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0..65535');
   return n;
+}
+
+function factorAtLeastOne(v: string): number {
+  const x = Number(v);
+  if (!Number.isFinite(x) || x < 1 || x > 100) throw new InvalidArgumentError('must be a number from 1 to 100');
+  return x;
 }
 
 function positiveInt(v: string): number {
@@ -62,6 +69,9 @@ function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<strin
 }
 
 interface ServeOptions {
+  bodyLimitFactor: number;
+  maxConnections: number;
+  maxConnectionsPerClient: number;
   tlsCert?: string;
   tlsKey?: string;
   authTokensFile?: string;
@@ -202,6 +212,7 @@ async function startScheduler(
     version: VERSION,
     settings: { epochMs: opts.epochMs },
     initialRatePerS: config.initialRatePerS,
+    limits: { bodyLimitFactor: opts.bodyLimitFactor, maxConnections: opts.maxConnections, maxConnectionsPerClient: opts.maxConnectionsPerClient },
   }).catch((e: unknown) => {
     store.close();
     throw listenError(e, opts.host, opts.port);
@@ -423,6 +434,9 @@ function addSchedulerOptions(c: Command): Command {
     .addOption(new Option('--auth-tokens-file <file>', 'bearer tokens (one a line) clients must send on every route but health').env('INSS_AUTH_TOKENS_FILE'))
     .addOption(new Option('--auth-tokens <list>', 'the same tokens, comma-separated (environment only: keep them off the command line)').env('INSS_AUTH_TOKENS').hideHelp())
     .option('--insecure-introspection', 'bound beyond loopback, leave /metrics and /v2/inss/* open without a token')
+    .option('--body-limit-factor <x>', "a model's body limit: its largest legitimate request (JSON) times this", factorAtLeastOne, DEFAULT_LIMITS.bodyLimitFactor)
+    .option('--max-connections <n>', 'connections open at once (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnections)
+    .option('--max-connections-per-client <n>', 'connections open at once from one address (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnectionsPerClient)
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000);
 }
 

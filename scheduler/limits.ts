@@ -26,8 +26,9 @@ export interface InputLimits {
 
 export const DEFAULT_LIMITS: InputLimits = {
   bodyLimitFactor: 2,
-  maxConnections: 1024,
-  maxConnectionsPerClient: 64,
+  maxConnections: 2048,
+  // `inss loadgen` opens 256 keep-alive sockets by default; a load balancer in front is one address too.
+  maxConnectionsPerClient: 512,
   headersTimeoutMs: 10_000,
   bodyTimeoutBaseMs: 10_000,
   minBodyBytesPerS: 256 * 1024,

@@ -18,7 +18,7 @@ let base: string;
 let port: number;
 
 beforeAll(async () => {
-  up = startInss(['up', '--port', '0', '--policy', 'static-even', '--scenario', join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir, '--log-level', 'error']);
+  up = startInss(['up', '--port', '0', '--policy', 'static-even', '--scenario', join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir, '--log-level', 'error', '--max-connections-per-client', '64']);
   base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
   port = Number(new URL(base).port);
   await waitHttp200(`${base}/v2/health/ready`);
