@@ -86,7 +86,8 @@ export class SchedulerService {
     // Tokens first: a request without one is refused before its body is read (issue 15).
     const access = opts.access ?? OPEN_ACCESS;
     app.addHook('onRequest', (req, reply, done) => {
-      const why = refusal(access, req.url.split('?')[0] ?? '', req.headers.authorization);
+      // By the route matched (its pattern), not the raw URL: `/v2/%69nss/cluster` routes to /v2/inss/cluster.
+      const why = refusal(access, req.routeOptions.url ?? req.url.split('?')[0] ?? '', req.headers.authorization);
       if (why === undefined) return done();
       void reply.code(401).header('www-authenticate', 'Bearer').header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: why }));
     });
