@@ -1,5 +1,6 @@
 // The WebSocket hub agents connect to (path /agents on the scheduler's HTTP port). It authenticates
-// the upgrade (`Authorization: Bearer <token>`, compared in constant time), validates every frame
+// the upgrade (`Authorization: Bearer <token>`, compared in constant time: the shared token admits
+// any agent id, an agent's own token only its id, scheduler/auth.ts), validates every frame
 // (frames.ts + the zod schemas of protocol/agent.ts) and hands the messages to the control plane.
 // The first message must be `hello`; a bad frame or message gets an `error` message and the
 // connection is closed (1008), without touching the cluster state. A second connection with the

@@ -31,7 +31,7 @@ writeFileSync(
     seed: 1,
   }),
 );
-const RATES = { resnet50: 40, mobilenet: 20 };
+const RATES = { resnet50: 30, mobilenet: 15 };
 const INPUT = new Float32Array(3 * 224 * 224).map((_, k) => (k % 101) / 101);
 const REQUEST = binaryInferRequest(INPUT);
 const EXPECTED = simForward(INPUT);
@@ -157,10 +157,11 @@ describe('faults under load, every task answered exactly once', () => {
     await waitHttp200(`${base}/v2/health/ready`, 40_000);
   }, 60_000);
 
-  it('worker SIGKILL: its batch in flight gets worker-failed, the worker restarts, nothing else is lost', async () => {
+  it('worker SIGKILL: a batch in flight gets worker-failed, the worker restarts, nothing else is lost', async () => {
     const before = await tasksAnswered(base);
-    const sent = load(base, 5);
-    await new Promise((r) => setTimeout(r, 1500));
+    const t0 = performance.now();
+    const sent = load(base, 3);
+    await new Promise((r) => setTimeout(r, 1000));
     const victim = (await workers(base)).find((w) => w.model === 'resnet50' && w.pid !== null)!;
     const killedAt = performance.now();
     process.kill(victim.pid!, 'SIGKILL');
@@ -169,16 +170,17 @@ describe('faults under load, every task answered exactly once', () => {
     const out = await sent;
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo'], before);
     await servesEveryModel(base);
-    console.log(`chaos worker-SIGKILL: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, worker ready again after ${readyMs.toFixed(0)} ms`);
+    console.log(`chaos worker-SIGKILL: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, worker ready again after ${readyMs.toFixed(0)} ms; test ${(performance.now() - t0).toFixed(0)} ms`);
   }, 19_000);
 
-  it('agent SIGKILL and restart 2 s later: every task answered (errors with reasons), serving again after the restart', async () => {
+  it('agent SIGKILL and restart 1 s later: every task answered (errors with reasons), serving again after the restart', async () => {
     const before = await tasksAnswered(base);
-    const sent = load(base, 6);
-    await new Promise((r) => setTimeout(r, 1500));
+    const t0 = performance.now();
+    const sent = load(base, 4);
+    await new Promise((r) => setTimeout(r, 1000));
     agent.child.kill('SIGKILL');
     await agent.exited;
-    await new Promise((r) => setTimeout(r, 2000));
+    await new Promise((r) => setTimeout(r, 1000));
     const restartedAt = performance.now();
     agent = startInss(agentArgs);
     await until('ready again', async () => (await fetch(`${base}/v2/health/ready`)).status === 200);
@@ -186,6 +188,6 @@ describe('faults under load, every task answered exactly once', () => {
     const out = await sent;
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
     await servesEveryModel(base);
-    console.log(`chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ${readyMs.toFixed(0)} ms after the restart`);
+    console.log(`chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ${readyMs.toFixed(0)} ms after the restart; test ${(performance.now() - t0).toFixed(0)} ms`);
   }, 19_000);
 });
