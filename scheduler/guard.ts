@@ -3,7 +3,8 @@
 // - connections: at most maxConnections open, and maxConnectionsPerClient from one address; beyond,
 //   a 503 (plain HTTP) or a closed connection (TLS, before its handshake);
 // - bodies: a per-request limit (the model's, from its signature: scheduler/limits.ts) checked on
-//   Content-Length before a byte is read, and a deadline scaled to the size (408 beyond);
+//   Content-Length before a byte is read, a cap on the bytes of all bodies being read at once (503
+//   beyond), and a deadline scaled to the size (408 beyond);
 // - headers: a deadline (408), Node's 16 KiB size limit (431);
 // - every refusal, Fastify's and Node's own included, as the protocol's `{"error": ...}` JSON, with
 //   the client's URL clipped (never echoed whole); a known path with a wrong method gets 405 and Allow.
@@ -118,6 +119,8 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
     routes.push({ methods, pattern: new RegExp(`^${source}$`) });
   });
 
+  // Bytes of bodies being read (by Content-Length), held from the headers until the exchange ends.
+  let bodyBytesInFlight = 0;
   const deadlines = new WeakMap<object, NodeJS.Timeout>();
   const clearDeadline = (req: FastifyRequest) => {
     clearTimeout(deadlines.get(req.raw));
@@ -133,6 +136,16 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
       void reply.code(413).header('connection', 'close').header('content-type', 'application/json').send(errorBody(bodyTooLarge(limit)));
       return; // answered: the chain stops here (Fastify's way for callback hooks)
     }
+    if (bodyBytesInFlight + length > o.limits.maxBodyBytesInFlight) {
+      void reply
+        .code(503)
+        .header('connection', 'close')
+        .header('content-type', 'application/json')
+        .send(errorBody(`server busy: ${bodyBytesInFlight} bytes of request bodies are being received (limit ${o.limits.maxBodyBytesInFlight}); retry`));
+      return; // answered
+    }
+    bodyBytesInFlight += length;
+    reply.raw.once('close', () => (bodyBytesInFlight -= length));
     const ms = bodyTimeoutMs(length > 0 ? length : limit, o.limits);
     deadlines.set(
       req.raw,

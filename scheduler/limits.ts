@@ -18,6 +18,8 @@ export interface InputLimits {
   /** A request's body must arrive within bodyTimeoutBaseMs + its size / minBodyBytesPerS (408 beyond). */
   readonly bodyTimeoutBaseMs: number;
   readonly minBodyBytesPerS: number;
+  /** Bytes of request bodies (by Content-Length) being read at once; a body that would go beyond is answered 503 before it is read. */
+  readonly maxBodyBytesInFlight: number;
   /** Threads that parse large JSON bodies off the event loop (0: parse on it). */
   readonly parseThreads: number;
   /** Bytes of JSON waiting for or in a parse thread; a body that would go beyond is answered 503. */
@@ -32,6 +34,7 @@ export const DEFAULT_LIMITS: InputLimits = {
   headersTimeoutMs: 10_000,
   bodyTimeoutBaseMs: 10_000,
   minBodyBytesPerS: 256 * 1024,
+  maxBodyBytesInFlight: 256 * 1024 * 1024,
   parseThreads: 1,
   maxParseQueueBytes: 32 * 1024 * 1024,
 };

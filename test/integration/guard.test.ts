@@ -27,7 +27,7 @@ beforeAll(async () => {
     createPolicy: (c) => new PolicyRegistry().get('static-even').create(c, {}),
     logger: pino({ level: 'silent' }),
     version: 'test',
-    limits: { bodyTimeoutBaseMs: 300, minBodyBytesPerS: 1_000_000, headersTimeoutMs: 500, maxConnectionsPerClient: 3 },
+    limits: { bodyTimeoutBaseMs: 300, minBodyBytesPerS: 1_000_000, headersTimeoutMs: 500, maxConnectionsPerClient: 3, maxBodyBytesInFlight: 150_000 },
   });
   port = Number(new URL(service.url).port);
 });
@@ -57,6 +57,18 @@ describe('the HTTP guard on a real socket', () => {
     const raw = await answer;
     expect(raw).toMatch(/^HTTP\/1\.1 408 /);
     expect(jsonBody(raw).error).toMatch(/request body did not arrive within \d+ ms/);
+  });
+
+  it('a body that would take the bytes being received past the cap gets 503 JSON before it is read', async () => {
+    const first = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
+    await new Promise((r) => setTimeout(r, 100)); // the server has its headers
+    const second = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
+    const raw = await second.answer;
+    expect(raw).toMatch(/^HTTP\/1\.1 503 /);
+    expect(jsonBody(raw).error).toMatch(/bytes of request bodies are being received \(limit 150000\)/);
+    expect(await first.answer).toMatch(/^HTTP\/1\.1 408 /); // and its bytes are released when it ends
+    const third = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
+    expect(await third.answer).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   it('headers that never end get 408 JSON', async () => {
