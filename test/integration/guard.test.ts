@@ -27,7 +27,7 @@ beforeAll(async () => {
     createPolicy: (c) => new PolicyRegistry().get('static-even').create(c, {}),
     logger: pino({ level: 'silent' }),
     version: 'test',
-    limits: { bodyTimeoutBaseMs: 300, minBodyBytesPerS: 1_000_000, headersTimeoutMs: 500, maxConnectionsPerClient: 3, maxBodyBytesInFlight: 150_000 },
+    limits: { bodyTimeoutBaseMs: 300, minBodyBytesPerS: 1_000_000, headersTimeoutMs: 500, maxConnectionsPerClient: 3 },
   });
   port = Number(new URL(service.url).port);
 });
@@ -37,8 +37,8 @@ afterAll(async () => {
 });
 
 /** Opens a socket, writes `data`, and resolves with everything read until the server closes it. */
-function exchange(data: string): { socket: net.Socket; answer: Promise<string> } {
-  const socket = net.connect({ port, host: '127.0.0.1' });
+function exchange(data: string, to = port): { socket: net.Socket; answer: Promise<string> } {
+  const socket = net.connect({ port: to, host: '127.0.0.1' });
   const answer = new Promise<string>((resolve) => {
     let got = '';
     socket.setEncoding('utf8').on('data', (d: string) => (got += d));
@@ -59,16 +59,41 @@ describe('the HTTP guard on a real socket', () => {
     expect(jsonBody(raw).error).toMatch(/request body did not arrive within \d+ ms/);
   });
 
-  it('a body that would take the bytes being received past the cap gets 503 JSON before it is read', async () => {
-    const first = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
-    await new Promise((r) => setTimeout(r, 100)); // the server has its headers
-    const second = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
-    const raw = await second.answer;
-    expect(raw).toMatch(/^HTTP\/1\.1 503 /);
-    expect(jsonBody(raw).error).toMatch(/bytes of request bodies are being received \(limit 150000\)/);
-    expect(await first.answer).toMatch(/^HTTP\/1\.1 408 /); // and its bytes are released when it ends
-    const third = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
-    expect(await third.answer).toMatch(/^HTTP\/1\.1 408 /);
+  it('a body that would take the bytes being received past the cap gets 503 JSON before it is read; the bytes are released when a request ends', async () => {
+    // Its own service, with the default (10 s) deadlines: nothing here depends on how fast the machine is.
+    const loaded = loadScenario(join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'));
+    const capped = await SchedulerService.start({
+      host: '127.0.0.1',
+      port: 0,
+      token: 'guard-token-0123456789',
+      models: [{ name: 'resnet50', sloMs: 1000, signature: modelSignature(602112, 4000) }],
+      profiles: loaded.profiles,
+      policyName: 'static-even',
+      createPolicy: (c) => new PolicyRegistry().get('static-even').create(c, {}),
+      logger: pino({ level: 'silent' }),
+      version: 'test',
+      limits: { maxBodyBytesInFlight: 150_000 },
+    });
+    const p = Number(new URL(capped.url).port);
+    const head = 'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
+    const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
+    try {
+      const first = exchange(`${head}{`, p);
+      await new Promise((r) => first.socket.once('connect', r));
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await live()).toBe(200); // the server has read what arrived before this
+      const raw = await exchange(`${head}{`, p).answer;
+      expect(raw).toMatch(/^HTTP\/1\.1 503 /);
+      expect(jsonBody(raw).error).toMatch(/bytes of request bodies are being received \(limit 150000\)/);
+      first.socket.destroy();
+      await first.answer;
+      expect(await live()).toBe(200);
+      // Released: a whole body of the same size is read and parsed (a 400: it is not JSON).
+      const third = await exchange(`${head}${'x'.repeat(100_000)}`, p).answer;
+      expect(third).toMatch(/^HTTP\/1\.1 400 /);
+    } finally {
+      await capped.close();
+    }
   });
 
   it('headers that never end get 408 JSON', async () => {
@@ -79,22 +104,25 @@ describe('the HTTP guard on a real socket', () => {
   });
 
   it('a connection over the per-client cap gets 503 JSON at once; the others are served', async () => {
-    const held = [0, 1, 2].map(() => net.connect({ port, host: '127.0.0.1' }));
-    await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
-    await new Promise((r) => setTimeout(r, 100)); // the server has counted them
-    const { answer } = exchange('GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
-    const raw = await answer;
+    const held = [0, 1, 2].map(() => net.connect({ port, host: '127.0.0.1' }).setEncoding('utf8'));
+    /** A keep-alive request on a held socket, answered: the server has counted that connection. */
+    const served = (sock: net.Socket) =>
+      new Promise<string>((resolve) => {
+        let got = '';
+        const onData = (d: string) => {
+          got += d;
+          if (!got.includes('"live":true')) return;
+          sock.off('data', onData);
+          resolve(got);
+        };
+        sock.on('data', onData);
+        sock.write('GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+    for (const r of await Promise.all(held.map(served))) expect(r).toMatch(/^HTTP\/1\.1 200 /);
+    const raw = await exchange('GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n').answer;
     expect(raw).toMatch(/^HTTP\/1\.1 503 /);
     expect(jsonBody(raw).error).toMatch(/too many connections from .*\(3 open\)/);
-    const ok = new Promise<string>((resolve) => {
-      let got = '';
-      held[0]!.setEncoding('utf8').on('data', (d: string) => {
-        got += d;
-        if (got.includes('"live":true')) resolve(got);
-      });
-    });
-    held[0]!.write('GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect(await ok).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await served(held[0]!)).toMatch(/^HTTP\/1\.1 200 /); // the held ones are still served
     for (const s of held) s.destroy();
   });
 });
