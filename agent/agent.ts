@@ -16,7 +16,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { upgradeRefusal } from './connect.js';
+import { type AgentTls, upgradeRefusal } from './connect.js';
 import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DesiredWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
@@ -27,6 +27,8 @@ export interface AgentOptions {
   /** ws://host:port/agents of the scheduler. */
   readonly schedulerUrl: string;
   readonly token: string;
+  /** For wss://: the CA (PEM) to trust for the scheduler's certificate, and optionally a host-name check (agent/connect.ts). */
+  readonly tls?: AgentTls;
   /** Stable across restarts (default: the host name), so the scheduler gives back the same workers. */
   readonly agentId?: string;
   readonly gpus: readonly AgentGpu[];
@@ -116,7 +118,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
 
   private connect(): void {
     if (this.closed) return;
-    const ws = new WebSocket(this.opts.schedulerUrl, { headers: { authorization: `Bearer ${this.opts.token}` }, maxPayload: 1 << 30 });
+    const ws = new WebSocket(this.opts.schedulerUrl, { headers: { authorization: `Bearer ${this.opts.token}` }, maxPayload: 1 << 30, ...this.opts.tls });
     this.ws = ws;
     ws.binaryType = 'nodebuffer';
     ws.on('open', () => {

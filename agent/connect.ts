@@ -1,4 +1,5 @@
-// Why an agent's connection to the scheduler failed, in words an operator can act on (issue 15).
+// How an agent connects to the scheduler (issue 15): why a connection failed, in words an operator can
+// act on, and the TLS settings of a wss:// connection.
 // Contract: every failed connection or upgrade is retried by the agent with backoff; this module only
 // names the reason and how loudly to say it. A refusal of the token is an error (the operator must fix a
 // credential; the agent keeps trying so it joins once the scheduler accepts it); anything else is a
@@ -17,4 +18,15 @@ export function upgradeRefusal(statusCode: number | undefined): UpgradeRefusal {
   if (statusCode === 404) return { level: 'warn', reason: 'no agent hub at this URL (HTTP 404): check --scheduler; retrying' };
   if (statusCode !== undefined && statusCode >= 500) return { level: 'warn', reason: `the scheduler or a proxy failed the upgrade (HTTP ${statusCode}); retrying` };
   return { level: 'warn', reason: `the scheduler refused the connection (HTTP ${statusCode ?? 'unknown'}); retrying` };
+}
+
+/**
+ * TLS settings of the agent's wss:// connection (issue 15): `ca`, the PEM certificate(s) to trust
+ * besides the system's (`inss agent --ca`, for a self-signed or private-CA scheduler certificate).
+ * `checkServerIdentity` replaces the host-name check; only `inss up`'s own agent uses it, to trust
+ * exactly the certificate its scheduler serves on 127.0.0.1 whatever names that certificate carries.
+ */
+export interface AgentTls {
+  readonly ca?: Buffer;
+  readonly checkServerIdentity?: () => undefined;
 }

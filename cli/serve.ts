@@ -2,12 +2,15 @@
 // profiles, scenarios and policy files (the one place that reads them), builds the scheduler service
 // and the agent, and handles signals.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { pino, type Logger } from 'pino';
 import { Agent } from '../agent/agent.js';
+import type { AgentTls } from '../agent/connect.js';
+import { DEFAULT_LIMITS } from '../scheduler/limits.js';
+import { type AccessOptions, isLoopback, parseAgentTokens, parseTokens, TokenFileError } from '../scheduler/auth.js';
 import { MpsDaemon, MpsSupervisor } from '../agent/mps.js';
 import { matchProfile, queryGpus } from '../agent/nvidiaSmi.js';
 import { resolvePython, torchAvailable, torchWorkerCommand } from '../agent/torchWorker.js';
@@ -29,6 +32,12 @@ function portNumber(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0..65535');
   return n;
+}
+
+function factorAtLeastOne(v: string): number {
+  const x = Number(v);
+  if (!Number.isFinite(x) || x < 1 || x > 100) throw new InvalidArgumentError('must be a number from 1 to 100');
+  return x;
 }
 
 function positiveInt(v: string): number {
@@ -60,7 +69,17 @@ function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<strin
 }
 
 interface ServeOptions {
+  bodyLimitFactor: number;
+  maxConnections: number;
+  maxConnectionsPerClient: number;
+  tlsCert?: string;
+  tlsKey?: string;
+  authTokensFile?: string;
+  authTokens?: string;
+  insecureIntrospection?: boolean;
   scenario: string;
+  /** Which command runs (for its printed lines). */
+  command: 'scheduler' | 'up';
   policy: string;
   policyFile?: string;
   epochMs: number;
@@ -95,17 +114,95 @@ function schedulerConfig(opts: ServeOptions) {
   };
 }
 
+/** A failed listen as one line an operator can act on (a busy port is common; its stack trace says nothing). */
+function listenError(e: unknown, host: string, port: number): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new InvalidInputError(`--port ${port}: ${host}:${port} is already in use (another inss, or another program); stop it or pick another port`);
+  if (code === 'EACCES') return new InvalidInputError(`--port ${port}: not allowed to bind ${host}:${port} (ports below 1024 need privileges); pick another port`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new InvalidInputError(`--host ${host}: not an address of this machine`);
+  return e;
+}
+
 function stateDbPath(stateDir: string | undefined): string {
   return join(stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'inss.db');
 }
 
-async function startScheduler(opts: ServeOptions & { host: string; port: number; token: string }, logger: Logger): Promise<{ service: SchedulerService; store: Store; config: ReturnType<typeof schedulerConfig> }> {
+/** A file a flag names, read whole; a one-line error naming the flag when it cannot be. */
+function readFlagFile(flag: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new InvalidInputError(`${flag}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+}
+
+function tokensFrom<T>(flag: string, file: string, parse: (text: string, what: string) => T): T {
+  try {
+    return parse(readFlagFile(flag, file).toString('utf8'), `${flag} ${file}`);
+  } catch (e) {
+    throw e instanceof TokenFileError ? new InvalidInputError(e.message) : e;
+  }
+}
+
+/** The certificate and key of --tls-cert/--tls-key (both or neither). */
+function tlsFiles(opts: ServeOptions): { cert: Buffer; key: Buffer } | undefined {
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new InvalidInputError('--tls-cert and --tls-key: give both (a PEM certificate and its private key) or neither');
+  if (opts.tlsCert === undefined || opts.tlsKey === undefined) return undefined;
+  return { cert: readFlagFile('--tls-cert', opts.tlsCert), key: readFlagFile('--tls-key', opts.tlsKey) };
+}
+
+/**
+ * Who may use which routes (scheduler/auth.ts): client tokens from --auth-tokens-file or
+ * INSS_AUTH_TOKENS (comma-separated); bound beyond loopback, introspection needs one of them (a
+ * random one, printed once, when none is given) unless --insecure-introspection.
+ */
+function accessFrom(opts: ServeOptions & { host: string }): { access: AccessOptions; generated?: string } {
+  const clientTokens = opts.authTokensFile !== undefined ? tokensFrom('--auth-tokens-file', opts.authTokensFile, parseTokens) : opts.authTokens !== undefined ? parseTokensOrFail(opts.authTokens.split(',').join('\n'), 'INSS_AUTH_TOKENS') : [];
+  if (isLoopback(opts.host) || opts.insecureIntrospection) return { access: { clientTokens, introspectionTokens: null } };
+  if (clientTokens.length > 0) return { access: { clientTokens, introspectionTokens: [] } };
+  const generated = randomBytes(16).toString('hex');
+  return { access: { clientTokens, introspectionTokens: [generated] }, generated };
+}
+
+function parseTokensOrFail(text: string, what: string): string[] {
+  try {
+    return parseTokens(text, what);
+  } catch (e) {
+    throw e instanceof TokenFileError ? new InvalidInputError(e.message) : e;
+  }
+}
+
+/** Bound beyond loopback: the addresses it can be reached at, and what is open there (stderr). */
+function warnIfExposed(prefix: string, host: string, port: string, tls: boolean, access: AccessOptions, generated: string | undefined): void {
+  if (isLoopback(host)) return;
+  const all = host === '0.0.0.0' || host === '::';
+  const addrs = all
+    ? Object.values(networkInterfaces())
+        .flat()
+        .filter((a) => a !== undefined && !a.internal && (host === '::' || a.family === 'IPv4'))
+        .map((a) => a!.address)
+    : [host];
+  console.log(`${prefix}: listening on ${host}:${port}${all ? ` (this machine's addresses: ${addrs.join(', ') || 'none found'})` : ''}`);
+  const open = [access.clientTokens.length === 0 ? 'inference (anyone who can reach the port may send tasks: --auth-tokens-file)' : '', access.introspectionTokens === null ? 'introspection (/metrics, /v2/inss/*: --insecure-introspection was given)' : '', tls ? '' : 'no TLS (tokens and tensors cross the network in clear: --tls-cert/--tls-key)'].filter(Boolean);
+  process.stderr.write(`${prefix}: warning: bound beyond loopback (${host}); ${open.length > 0 ? `open: ${open.join('; ')}` : 'every route but health needs a token'}\n`);
+  if (generated !== undefined) console.log(`${prefix}: introspection token ${generated} (give --auth-tokens-file to choose the tokens)`);
+}
+
+async function startScheduler(
+  opts: ServeOptions & { host: string; port: number; token: string | null; agentTokens?: ReadonlyMap<string, string> },
+  logger: Logger,
+): Promise<{ service: SchedulerService; store: Store; config: ReturnType<typeof schedulerConfig>; tls: { cert: Buffer; key: Buffer } | undefined }> {
+  const tls = tlsFiles(opts);
+  const { access, generated } = accessFrom(opts);
   const config = schedulerConfig(opts);
   const store = new Store(stateDbPath(opts.stateDir));
   const service = await SchedulerService.start({
     host: opts.host,
     port: opts.port,
     token: opts.token,
+    ...(opts.agentTokens ? { agentTokens: opts.agentTokens } : {}),
+    access,
+    ...(tls ? { tls } : {}),
     models: config.models,
     profiles: config.profiles,
     policyName: opts.policy,
@@ -115,9 +212,14 @@ async function startScheduler(opts: ServeOptions & { host: string; port: number;
     version: VERSION,
     settings: { epochMs: opts.epochMs },
     initialRatePerS: config.initialRatePerS,
+    limits: { bodyLimitFactor: opts.bodyLimitFactor, maxConnections: opts.maxConnections, maxConnectionsPerClient: opts.maxConnectionsPerClient },
+  }).catch((e: unknown) => {
+    store.close();
+    throw listenError(e, opts.host, opts.port);
   });
   store.recordPolicy({ name: opts.policy, source: config.policyFile ?? null, data: undefined, nowIso: new Date().toISOString() });
-  return { service, store, config };
+  warnIfExposed(`inss ${opts.command}`, opts.host, new URL(service.url).port, tls !== undefined, access, generated);
+  return { service, store, config, tls };
 }
 
 interface AgentFlags {
@@ -127,6 +229,7 @@ interface AgentFlags {
   agentId?: string;
   zeroTime?: boolean;
   seed: number;
+  tls?: AgentTls;
 }
 
 /**
@@ -208,6 +311,7 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
   const agent = new Agent({
     schedulerUrl: url,
     token,
+    ...(flags.tls ? { tls: flags.tls } : {}),
     agentId: flags.agentId ?? hostname(),
     gpus,
     workerKind: 'torch',
@@ -265,6 +369,7 @@ async function startAgent(url: string, token: string, flags: AgentFlags, logger:
   const agent = new Agent({
     schedulerUrl: url,
     token,
+    ...(flags.tls ? { tls: flags.tls } : {}),
     agentId: flags.agentId ?? hostname(),
     gpus,
     workerKind: flags.worker,
@@ -294,6 +399,15 @@ function untilSignal(stop: () => Promise<void>): Promise<void> {
   });
 }
 
+/** The token of --token (or INSS_TOKEN) or --token-file (one line); undefined when neither is given. */
+function sharedToken(opts: { token?: string; tokenFile?: string }): string | undefined {
+  if (opts.token !== undefined && opts.tokenFile !== undefined) throw new InvalidInputError('--token (or INSS_TOKEN) and --token-file: give one');
+  if (opts.tokenFile === undefined) return opts.token;
+  const t = readFlagFile('--token-file', opts.tokenFile).toString('utf8').trim();
+  if (!/^[\x21-\x7e]+$/.test(t)) throw new InvalidInputError(`--token-file ${opts.tokenFile}: expected one token (printable ASCII, no spaces) on one line`);
+  return t;
+}
+
 function agentUrl(v: string): string {
   let u: URL;
   try {
@@ -314,7 +428,15 @@ function addSchedulerOptions(c: Command): Command {
     .option('--epoch-ms <ms>', 'decision epoch', positiveInt, 1000)
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
-    .option('--host <host>', 'address to bind (127.0.0.1 unless told otherwise)', '127.0.0.1')
+    .option('--host <host>', 'address to bind (127.0.0.1 unless told otherwise; beyond loopback, introspection routes need a token)', '127.0.0.1')
+    .option('--tls-cert <file>', 'serve HTTPS, and wss:// to agents, with this PEM certificate (and --tls-key)')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
+    .addOption(new Option('--auth-tokens-file <file>', 'bearer tokens (one a line) clients must send on every route but health').env('INSS_AUTH_TOKENS_FILE'))
+    .addOption(new Option('--auth-tokens <list>', 'the same tokens, comma-separated (environment only: keep them off the command line)').env('INSS_AUTH_TOKENS').hideHelp())
+    .option('--insecure-introspection', 'bound beyond loopback, leave /metrics and /v2/inss/* open without a token')
+    .option('--body-limit-factor <x>', "a model's body limit: its largest legitimate request (JSON) times this", factorAtLeastOne, DEFAULT_LIMITS.bodyLimitFactor)
+    .option('--max-connections <n>', 'connections open at once (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnections)
+    .option('--max-connections-per-client <n>', 'connections open at once from one address (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnectionsPerClient)
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000);
 }
 
@@ -323,12 +445,18 @@ export function registerServe(program: Command): void {
     program
       .command('scheduler')
       .description('Run the scheduler service: the KServe v2 task endpoint, /metrics and the agents hub')
-      .addOption(new Option('--token <token>', 'token agents must present (default: a random one, printed)').env('INSS_TOKEN')),
-  ).action(async (opts: ServeOptions & { host: string; port: number; token?: string }) => {
+      .addOption(new Option('--token <token>', 'shared token agents present, for any agent id (prefer INSS_TOKEN or --token-file: argv is visible in ps)').env('INSS_TOKEN'))
+      .option('--token-file <file>', 'the shared agent token, from a file')
+      .option('--agent-tokens-file <file>', "per-agent tokens, '<agent-id> <token>' a line: with its token an agent can only be that id"),
+  ).action(async (opts: ServeOptions & { host: string; port: number; token?: string; tokenFile?: string; agentTokensFile?: string }) => {
     const logger = makeLogger(opts.logLevel);
-    const token = opts.token ?? randomBytes(16).toString('hex');
-    const { service, store } = await startScheduler({ ...opts, token }, logger);
-    console.log(`inss scheduler: endpoint ${service.url}/v2  agents ${service.agentUrl}  token ${token}`);
+    const agentTokens = opts.agentTokensFile !== undefined ? tokensFrom('--agent-tokens-file', opts.agentTokensFile, parseAgentTokens) : undefined;
+    const given = sharedToken(opts);
+    // No token given: a random shared one (printed), unless per-agent tokens are the only way in.
+    const token = given ?? (agentTokens ? null : randomBytes(16).toString('hex'));
+    const { service, store } = await startScheduler({ ...opts, command: 'scheduler', token, ...(agentTokens ? { agentTokens } : {}) }, logger);
+    const shown = token === null ? `per-agent tokens of ${opts.agentTokensFile}` : given !== undefined ? 'token as given' : `token ${token}`;
+    console.log(`inss scheduler: endpoint ${service.url}/v2  agents ${service.agentUrl}  ${shown}`);
     await untilSignal(async () => {
       await service.close();
       store.close();
@@ -339,7 +467,9 @@ export function registerServe(program: Command): void {
     .command('agent')
     .description('Run a node agent: connects to the scheduler and runs the workers it wants')
     .requiredOption('--scheduler <url>', 'the scheduler hub, ws://HOST:PORT', agentUrl)
-    .addOption(new Option('--token <token>', 'the token the scheduler printed').env('INSS_TOKEN').makeOptionMandatory())
+    .addOption(new Option('--token <token>', 'the token the scheduler printed, or this agent\'s own (prefer INSS_TOKEN or --token-file: argv is visible in ps)').env('INSS_TOKEN'))
+    .option('--token-file <file>', 'the token, from a file')
+    .option('--ca <file>', 'wss://: PEM certificate(s) to trust for the scheduler (its self-signed certificate, or a private CA)')
     .option('--simulate <profile:count,...>', 'simulated GPUs from profiles (e.g. rtx2060s:2,rtx2060:2)', parseSimulate)
     .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
     .option('--agent-id <id>', 'stable id of this agent (default: the host name)')
@@ -347,9 +477,13 @@ export function registerServe(program: Command): void {
     .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
     .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
     .option('--log-level <level>', 'pino log level', 'info')
-    .action(async (opts: AgentFlags & { scheduler: string; token: string; logLevel: string }) => {
+    .action(async (opts: AgentFlags & { scheduler: string; token?: string; tokenFile?: string; ca?: string; logLevel: string }) => {
       const logger = makeLogger(opts.logLevel);
-      const agent = await startAgent(opts.scheduler, opts.token, opts, logger);
+      const token = sharedToken(opts);
+      if (token === undefined) throw new InvalidInputError('no token: set INSS_TOKEN, or give --token-file (or --token)');
+      if (opts.ca !== undefined && !opts.scheduler.startsWith('wss:')) throw new InvalidInputError('--ca: only for a wss:// scheduler URL');
+      const tls = opts.ca !== undefined ? { ca: readFlagFile('--ca', opts.ca) } : undefined;
+      const agent = await startAgent(opts.scheduler, token, { ...opts, ...(tls ? { tls } : {}) }, logger);
       await untilSignal(() => agent.stop());
     });
 
@@ -364,7 +498,7 @@ export function registerServe(program: Command): void {
   ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }) => {
     const logger = makeLogger(opts.logLevel);
     const token = randomBytes(16).toString('hex');
-    const { service, store, config } = await startScheduler({ ...opts, token }, logger);
+    const { service, store, config, tls } = await startScheduler({ ...opts, command: 'up', token }, logger);
     // The machine's GPUs when it has some and the PyTorch worker is asked for; else the scenario's
     // cluster, simulated.
     let simulate = opts.simulate;
@@ -374,7 +508,9 @@ export function registerServe(program: Command): void {
       if ('gpus' in found && !real) logger.warn({ gpus: found.gpus.map((g) => g.name) }, 'this machine has GPUs; serving simulated GPUs because the worker is sim (use --worker torch for the real ones)');
       if (!real) simulate = config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
     }
-    const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
+    // Over TLS the local agent trusts exactly the certificate its scheduler serves, whatever names it carries.
+    const agentTls = tls ? { tls: { ca: tls.cert, checkServerIdentity: () => undefined } } : {};
+    const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), ...agentTls, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
     console.log(`inss up: endpoint ${service.url}/v2  (models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);

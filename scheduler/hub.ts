@@ -1,16 +1,17 @@
 // The WebSocket hub agents connect to (path /agents on the scheduler's HTTP port). It authenticates
-// the upgrade (`Authorization: Bearer <token>`, compared in constant time), validates every frame
+// the upgrade (`Authorization: Bearer <token>`, compared in constant time: the shared token admits
+// any agent id, an agent's own token only its id, scheduler/auth.ts), validates every frame
 // (frames.ts + the zod schemas of protocol/agent.ts) and hands the messages to the control plane.
 // The first message must be `hello`; a bad frame or message gets an `error` message and the
 // connection is closed (1008), without touching the cluster state. A second connection with the
 // same agent id replaces the first.
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import { AGENT_PROTOCOL_VERSION, describeZodError, FromAgentSchema, type ToAgent } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame, FrameError, framePieces } from '../src/protocol/frames.js';
+import { agentIdentity } from './auth.js';
 import type { AgentLink, Control } from './control.js';
 
 export const AGENT_PATH = '/agents';
@@ -20,9 +21,14 @@ export class AgentHub implements AgentLink {
   private readonly sockets = new Map<string, WebSocket>();
   private control: Control | null = null;
 
+  /**
+   * `token`: the shared token (any agent id; null: none); `agentTokens`: agent id -> its own token,
+   * with which only that id may register (scheduler/auth.ts).
+   */
   constructor(
-    private readonly token: string,
+    private readonly token: string | null,
     private readonly log: Logger,
+    private readonly agentTokens: ReadonlyMap<string, string> = new Map(),
   ) {}
 
   /** The control plane is created after the hub (it sends through it). */
@@ -37,12 +43,13 @@ export class AgentHub implements AgentLink {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
         return;
       }
-      if (!this.authorised(req.headers.authorization)) {
+      const identity = agentIdentity(req.headers.authorization, this.token, this.agentTokens);
+      if (!identity) {
         this.log.warn({ remote: req.socket.remoteAddress }, 'agent connection refused: bad or missing token');
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, 'agentId' in identity ? identity.agentId : null));
     });
   }
 
@@ -61,13 +68,8 @@ export class AgentHub implements AgentLink {
     this.wss.close();
   }
 
-  private authorised(header: string | undefined): boolean {
-    const want = Buffer.from(`Bearer ${this.token}`);
-    const got = Buffer.from(header ?? '');
-    return got.length === want.length && timingSafeEqual(got, want);
-  }
-
-  private accept(ws: WebSocket): void {
+  /** `bound`: the only agent id this connection's token allows (null: any). */
+  private accept(ws: WebSocket, bound: string | null): void {
     let agentId: string | null = null;
     const refuse = (why: string) => {
       this.log.warn({ agentId, err: why }, 'agent message refused; closing its connection');
@@ -89,6 +91,7 @@ export class AgentHub implements AgentLink {
       const m = parsed.data;
       if (agentId === null) {
         if (m.type !== 'hello') return refuse(`the first message must be 'hello', got '${m.type}'`);
+        if (bound !== null && m.agentId !== bound) return refuse(`this token is agent '${bound}'s; it cannot register as '${m.agentId.slice(0, 64)}'`);
         agentId = m.agentId;
         const old = this.sockets.get(agentId);
         this.sockets.set(agentId, ws);

@@ -13,6 +13,7 @@
 // and the two clients that must work unchanged: tritonclient.http (_utils._get_inference_request,
 // InferResult) and KServe's InferRequest.to_rest / InferResponse.from_bytes.
 import { z } from 'zod';
+import { type JsonBudget, scanJson } from './limits.js';
 import { DATATYPE_BYTES, type Datatype, elementCount, type ModelSignature, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -488,15 +489,21 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
  *   `parameters.binary_data` is true, or when it is absent and the request's
  *   `parameters.binary_data_output` is true.
  *
+ * - `model.budget`, when given: the JSON's values, containers and depth are counted first and a
+ *   request beyond it is refused without being parsed (scheduler/limits.ts).
+ *
  * Never throws; the result's error names the field that is wrong.
  */
 export function parseInferRequest(
   body: Buffer,
   headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined },
-  model: { name: string; signature: ModelSignature },
+  model: { name: string; signature: ModelSignature; budget?: JsonBudget },
 ): InferParse {
   const split = splitBody(body, headers.inferenceHeaderLength);
   if (!split.ok) return fail(split.error);
+  // issue 15: counts over the model's budget are refused before JSON.parse builds anything (scheduler/limits.ts).
+  const over = model.budget && scanJson(split.json, model.budget);
+  if (over) return fail(over);
   let json: unknown;
   try {
     json = JSON.parse(split.json.toString('utf8'));

@@ -2,14 +2,18 @@
 // endpoint (KServe v2 / Open Inference Protocol, scheduler/kserve.ts), /metrics, the inss cluster
 // view, and the agents' WebSocket hub (/agents). It wires the control plane to them. Binds 127.0.0.1
 // unless told otherwise.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
 import { Control, type ControlSettings, type ServedModelConfig, type TaskAnswer } from './control.js';
 import { registerDashboard } from './dashboard.js';
 import { AGENT_PATH, AgentHub } from './hub.js';
-import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest, serverMetadata } from './kserve.js';
+import { type AccessOptions, OPEN_ACCESS, refusal } from './auth.js';
+import { bodyTooLarge, guard, guardedServerOptions } from './guard.js';
+import { encodeInferResponse, modelMetadata, serverMetadata } from './kserve.js';
+import { DEFAULT_LIMITS, type InputLimits, requestBudget } from './limits.js';
+import { ParsePool } from './parsePool.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import { registerTriton, resolveModel } from './triton.js';
@@ -18,7 +22,14 @@ export interface SchedulerOptions {
   readonly host: string;
   /** 0 picks a free port. */
   readonly port: number;
-  readonly token: string;
+  /** The shared agent token (any agent id); null: only per-agent tokens (agentTokens). */
+  readonly token: string | null;
+  /** Agent id -> its own token: with it only that id may register (scheduler/auth.ts). */
+  readonly agentTokens?: ReadonlyMap<string, string>;
+  /** Who may use which routes (default: all open). */
+  readonly access?: AccessOptions;
+  /** Serve HTTPS (and wss:// for agents) with this certificate and key (PEM). */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   readonly models: readonly ServedModelConfig[];
   readonly profiles: ReadonlyMap<string, Profile>;
   readonly policyName: string;
@@ -26,11 +37,16 @@ export interface SchedulerOptions {
   readonly logger: Logger;
   readonly store?: Store;
   readonly version: string;
-  /** Largest request body accepted (413 beyond). Default 64 MiB. */
+  /** Largest request body accepted for every model (413 beyond). Default: each model's, from its signature (scheduler/limits.ts). */
   readonly bodyLimitBytes?: number;
+  /** Limits on client input (scheduler/limits.ts DEFAULT_LIMITS for what is not given). */
+  readonly limits?: Partial<InputLimits>;
   readonly settings?: Partial<ControlSettings>;
   readonly initialRatePerS?: Readonly<Record<string, number>>;
 }
+
+/** The body limit of routes that take no body. */
+const NO_BODY_LIMIT = 64 * 1024;
 
 /** HTTP status of each reason a task ends with an error. */
 const ERROR_STATUS: Record<Extract<TaskAnswer, { ok: false }>['reason'], number> = {
@@ -45,22 +61,40 @@ export class SchedulerService {
     readonly app: FastifyInstance,
     readonly control: Control,
     private readonly hub: AgentHub,
+    private readonly parser: ParsePool,
     readonly metrics: Metrics,
     readonly url: string,
   ) {}
 
-  /** ws:// address agents connect to. */
+  /** ws:// (wss:// with TLS) address agents connect to. */
   get agentUrl(): string {
     return `${this.url.replace(/^http/, 'ws')}${AGENT_PATH}`;
   }
 
   static async start(opts: SchedulerOptions): Promise<SchedulerService> {
     const metrics = new Metrics();
-    const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
+    const limits: InputLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+    // Each model's body limit and JSON budget, from its signature (issue 15).
+    const budgets = opts.models.map((m) => requestBudget(m.signature, limits.bodyLimitFactor));
+    const bodyLimits = budgets.map((b) => opts.bodyLimitBytes ?? b.bodyLimitBytes);
+    const guardOptions = { limits, maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits), tls: opts.tls !== undefined, log: opts.logger.child({ part: 'http' }) };
+    const server = guardedServerOptions(guardOptions);
+    // With TLS, Fastify makes an https.Server from these options (it takes the http ones too); typed as
+    // the plain server's app, which has the same routes and hooks.
+    const https = opts.tls ? { https: { ...server.http, cert: opts.tls.cert, key: opts.tls.key } } : {};
     // The cast keeps the app typed FastifyInstance<..., FastifyBaseLogger> (pino's Logger type differs in generics only).
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-    const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit, keepAliveTimeout: 30_000 });
-    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }));
+    const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), keepAliveTimeout: 30_000, ...server, ...https }) as unknown as FastifyInstance;
+    // Tokens first: a request without one is refused before its body is read (issue 15).
+    const access = opts.access ?? OPEN_ACCESS;
+    app.addHook('onRequest', (req, reply, done) => {
+      // By the route matched (its pattern), not the raw URL: `/v2/%69nss/cluster` routes to /v2/inss/cluster.
+      const why = refusal(access, req.routeOptions.url ?? req.url.split('?')[0] ?? '', req.headers.authorization);
+      if (why === undefined) return done();
+      void reply.code(401).header('www-authenticate', 'Bearer').header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: why }));
+    });
+    const parser = new ParsePool(limits.parseThreads, limits.maxParseQueueBytes, opts.logger.child({ part: 'parse' }));
+    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens);
     const control = new Control({
       models: opts.models,
       profiles: opts.profiles,
@@ -78,15 +112,36 @@ export class SchedulerService {
 
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none).
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => done(null, body));
-    app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
-      const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
-      const message = status === 413 ? `request body is larger than the limit of ${bodyLimit} bytes` : err.message;
-      void reply.code(status).header('content-type', 'application/json').send(errorBody(message));
+    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    // A body is read only up to the limit of the model its route names (other routes take none).
+    const bodyLimitOf = (name: string | undefined): number => {
+      const m = name === undefined ? -1 : control.modelIndex(name);
+      return m < 0 ? NO_BODY_LIMIT : bodyLimits[m]!;
+    };
+    const isInfer = (req: FastifyRequest) => req.routeOptions.url?.endsWith('/infer') === true;
+    guard(app, guardOptions, (req) => bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined));
+    // A large JSON body is admitted only while the parse queue has room for it, before it is read:
+    // past that, reading it would only delay the requests already admitted (issue 15).
+    const reserved = new WeakMap<object, number>();
+    app.addHook('onRequest', (req, reply, done) => {
+      const length = Number(req.headers['content-length'] ?? 0);
+      if (!isInfer(req) || reply.sent || !parser.offThread(length, { inferenceHeaderLength: req.headers['inference-header-content-length'] as string | undefined })) return done();
+      const busy = parser.reserve(length);
+      if (busy) {
+        void reply.code(503).header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: busy }));
+        return; // answered
+      }
+      reserved.set(req.raw, length);
+      // Released when parsing starts (takeReservation), or when the exchange ends without it: refused,
+      // timed out (the guard's raw 408) or aborted.
+      reply.raw.once('close', () => parser.release(takeReservation(req)));
+      done();
     });
-    app.setNotFoundHandler((req, reply) => {
-      void reply.code(404).header('content-type', 'application/json').send(errorBody(`no route ${req.method} ${req.url}`));
-    });
+    const takeReservation = (req: FastifyRequest): number => {
+      const n = reserved.get(req.raw) ?? 0;
+      reserved.delete(req.raw);
+      return n;
+    };
 
     const json = (reply: FastifyReply, status: number, body: unknown) => reply.code(status).header('content-type', 'application/json').send(JSON.stringify(body));
     const modelOr404 = (name: string, version: string | undefined, reply: FastifyReply): number | null => {
@@ -120,16 +175,18 @@ export class SchedulerService {
     app.get<{ Params: ModelParams }>('/v2/models/:name/ready', readyRoute);
     app.get<{ Params: ModelParams }>('/v2/models/:name/versions/:version/ready', readyRoute);
 
-    const inferRoute = (req: { params: ModelParams; body: unknown; headers: Record<string, string | string[] | undefined> }, reply: FastifyReply) => {
+    const inferRoute = async (req: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply) => {
       const m = modelOr404(req.params.name, req.params.version, reply);
       if (m === null) return reply;
       const c = opts.models[m]!;
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      if (body.length > bodyLimits[m]!) return json(reply, 413, { error: bodyTooLarge(bodyLimits[m]!) }); // a chunked body (no Content-Length)
       const header = req.headers['inference-header-content-length'];
-      const parsed = parseInferRequest(
+      const parsed = await parser.parse(
         body,
         { contentType: typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : undefined, inferenceHeaderLength: typeof header === 'string' ? header : undefined },
-        { name: c.name, signature: c.signature },
+        { name: c.name, signature: c.signature, budget: budgets[m]!.json },
+        takeReservation(req),
       );
       if (!parsed.ok) {
         metrics.badRequests.inc({ model: c.name, status: String(parsed.status) });
@@ -164,13 +221,19 @@ export class SchedulerService {
     registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
 
     hub.attach(app.server);
-    await app.listen({ host: opts.host, port: opts.port });
+    try {
+      await app.listen({ host: opts.host, port: opts.port });
+    } catch (e) {
+      await parser.close(); // its threads would keep the process alive
+      throw e;
+    }
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     control.start();
     opts.store?.recordPolicy({ name: opts.policyName, source: null, data: undefined, nowIso: new Date().toISOString() });
-    return new SchedulerService(app, control, hub, metrics, `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`);
+    const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
+    return new SchedulerService(app, control, hub, parser, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`);
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */
@@ -178,5 +241,6 @@ export class SchedulerService {
     this.control.stop();
     this.hub.close();
     await this.app.close();
+    await this.parser.close();
   }
 }

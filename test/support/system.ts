@@ -27,11 +27,11 @@ export function startInss(args: readonly string[], env: Record<string, string> =
   return r;
 }
 
-/** Waits until `pattern` appears on stdout; returns its first group. */
-export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 20_000): Promise<string> {
+/** Waits until `pattern` appears on stdout (or `stream`); returns its first group. */
+export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 20_000, stream: 'stdout' | 'stderr' = 'stdout'): Promise<string> {
   const t0 = Date.now();
   for (;;) {
-    const m = pattern.exec(r.stdout);
+    const m = pattern.exec(r[stream]);
     if (m) return m[1] ?? m[0];
     if (r.child.exitCode !== null) throw new Error(`process exited (${r.child.exitCode}) before printing ${pattern}:\n${r.stderr.slice(-3000)}`);
     if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${pattern}; stderr:\n${r.stderr.slice(-3000)}`);

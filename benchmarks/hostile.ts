@@ -1,0 +1,114 @@
+// The hostile-input corpus against a running system (issue 15, item 1).
+//
+//   npm run bench:hostile [-- --only nested-60MiB,deep-5M] [--rate 20]
+//
+// Starts `inss up --policy static-even --scenario benchmarks/scenarios/hostile-one.json
+// --max-connections-per-client 64` (one simulated
+// RTX 2060 Super serving resnet50), then runs each case of benchmarks/hostileCases.ts in turn from
+// 127.0.0.2 while, from 127.0.0.1, a well-behaved client sends one binary 3x224x224 request every
+// 1/rate s (open loop, keep-alive) and a probe GETs /v2/health/ready every 100 ms. Prints one
+// markdown row per case: the attack's answers, how long until the last was answered or closed, the
+// well-behaved client's p99 (and its answers that were not 200) and the probe's slowest answer.
+// The first row, `none`, is the same client and probe with no attack.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { attackCases, probe, runAttackInThread } from './hostileCases.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const { values } = parseArgs({ options: { only: { type: 'string' }, rate: { type: 'string', default: '20' } } });
+const RATE = Number(values.rate);
+
+function imageRequest(): { body: Buffer; headers: Record<string, string> } {
+  const x = new Float32Array(3 * 224 * 224).map((_, i) => (i % 997) / 997);
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
+  return { body: Buffer.concat([header, Buffer.from(x.buffer)]), headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) } };
+}
+
+/** Open loop at RATE/s until stopped: latencies of 200 answers, and the other outcomes. */
+function wellBehaved(base: string): { stop(): Promise<{ p99Ms: number; n: number; other: Record<string, number> }> } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32, localAddress: '127.0.0.1' });
+  const { body, headers } = imageRequest();
+  const lat: number[] = [];
+  const other: Record<string, number> = {};
+  const pending = new Set<Promise<void>>();
+  const send = () => {
+    const t0 = performance.now();
+    const p = new Promise<void>((res) => {
+      const req = http.request(`${base}/v2/models/resnet50/infer`, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (r) => {
+        let text = '';
+        r.on('data', (d: Buffer) => (text += r.statusCode === 200 ? '' : d.toString()));
+        r.on('end', () => {
+          if (r.statusCode === 200) lat.push(performance.now() - t0);
+          else {
+            const why = `${r.statusCode} ${(/"reason":"([^"]+)"/.exec(text)?.[1] ?? text.slice(0, 40))}`;
+            other[why] = (other[why] ?? 0) + 1;
+          }
+          res();
+        });
+      });
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        other[e.code ?? 'error'] = (other[e.code ?? 'error'] ?? 0) + 1;
+        res();
+      });
+      req.end(body);
+    });
+    pending.add(p);
+    void p.then(() => pending.delete(p));
+  };
+  const timer = setInterval(send, 1000 / RATE);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await Promise.all(pending);
+      agent.destroy();
+      lat.sort((a, b) => a - b);
+      return { p99Ms: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] ?? NaN, n: lat.length, other };
+    },
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'inss-hostile-'));
+const up = spawn(process.execPath, [join(ROOT, 'bin', 'inss.js'), 'up', '--port', '0', '--policy', 'static-even', '--scenario', join(ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir, '--log-level', 'error', '--max-connections-per-client', '64'], { stdio: ['ignore', 'pipe', 'inherit'] });
+let out = '';
+up.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+const base = await new Promise<string>((res, rej) => {
+  const t = setInterval(() => {
+    const m = /endpoint (http:\/\/[^ ]+)\/v2/.exec(out);
+    if (m) {
+      clearInterval(t);
+      res(m[1]!);
+    }
+    if (up.exitCode !== null) rej(new Error(`inss up exited: ${out}`));
+  }, 100);
+});
+const port = Number(new URL(base).port);
+for (;;) {
+  const ready = await fetch(`${base}/v2/health/ready`).then((r) => r.status === 200, () => false);
+  if (ready) break;
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+console.log(`hostile-input corpus: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), Node ${process.version}; well-behaved client ${RATE}/s binary resnet50 requests, health probe every 100 ms\n`);
+console.log('| case | attack | answers | until answered | client p99 | client non-200 | health max |');
+console.log('|---|---|---|---|---|---|---|');
+const only = values.only?.split(',');
+const cases = [{ name: 'none', what: 'no attack (baseline, 5 s)' }, ...attackCases()].filter((c) => !only || c.name === 'none' || only.includes(c.name));
+for (const c of cases) {
+  const client = wellBehaved(base);
+  const health = probe(`${base}/v2/health/ready`);
+  await new Promise((r) => setTimeout(r, 1000));
+  const attack = c.name === 'none' ? await new Promise<{ outcomes: Record<string, number>; ms: number }>((r) => setTimeout(() => r({ outcomes: {}, ms: 5000 }), 5000)) : await runAttackInThread(c.name, port);
+  await new Promise((r) => setTimeout(r, 1000));
+  const h = await health.stop();
+  const w = await client.stop();
+  const answers = Object.entries(attack.outcomes).map(([k, v]) => `${v} x ${k}`).join(', ') || '-';
+  const non200 = Object.entries(w.other).map(([k, v]) => `${v} x ${k}`).join(', ') || '0';
+  console.log(`| ${c.name} | ${c.what} | ${answers} | ${(attack.ms / 1000).toFixed(2)} s | ${w.p99Ms.toFixed(0)} ms (n=${w.n}) | ${non200} | ${h.maxMs.toFixed(0)} ms${h.failed ? ` (${h.failed} failed)` : ''} |`);
+}
+up.kill('SIGTERM');
+await new Promise((r) => up.once('exit', r));
+rmSync(dir, { recursive: true, force: true });
