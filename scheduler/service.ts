@@ -119,7 +119,8 @@ export class SchedulerService {
       return m < 0 ? NO_BODY_LIMIT : bodyLimits[m]!;
     };
     const isInfer = (req: FastifyRequest) => req.routeOptions.url?.endsWith('/infer') === true;
-    guard(app, guardOptions, (req) => bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined));
+    const routeBodyLimit = (req: FastifyRequest) => bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined);
+    guard(app, guardOptions, routeBodyLimit);
     // A large JSON body is admitted only while the parse queue has room for it, before it is read:
     // past that, reading it would only delay the requests already admitted (issue 15).
     const reserved = new WeakMap<object, number>();
@@ -149,7 +150,7 @@ export class SchedulerService {
       if (!r.ok) void json(reply, 404, { error: r.error });
       return r.ok ? r.index : null;
     };
-    registerTriton(app, { control, metrics, models: opts.models, bodyLimit });
+    registerTriton(app, { control, metrics, models: opts.models, bodyLimit: routeBodyLimit });
 
     app.get('/v2/health/live', (_req, reply) => json(reply, 200, { live: true }));
     app.get('/v2/health/ready', (_req, reply) => {

@@ -237,8 +237,8 @@ export interface TritonOptions {
   readonly control: Control;
   readonly metrics: Metrics;
   readonly models: readonly ServedModelConfig[];
-  /** The largest request body, compressed or not. */
-  readonly bodyLimit: number;
+  /** The largest body the request's route takes, compressed or not (the limit after decompression too). */
+  readonly bodyLimit: (req: FastifyRequest) => number;
 }
 
 /** A model name and optional version from a URL, resolved to its index, or the 404 answer's text. */
@@ -264,7 +264,7 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
     const coding = requestCoding(Array.isArray(header) ? header.join(',') : header);
     if (!coding.ok) return sendJson(reply, 415, { error: coding.error });
     if (coding.coding === null || !Buffer.isBuffer(req.body)) return;
-    const out = await decompress(req.body, coding.coding, o.bodyLimit);
+    const out = await decompress(req.body, coding.coding, o.bodyLimit(req));
     if (!out.ok) return sendJson(reply, out.status, { error: out.error });
     req.body = out.body;
   });
