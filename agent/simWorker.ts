@@ -9,8 +9,9 @@
 //   x GroundTruth.batchFactor (systematic error per configuration, per-batch noise, DRAM contention),
 // the same formula the discrete-event simulator uses (src/sim/simulator.ts). With --zero-time it
 // answers at once (the system-overhead benchmark).
-// Output: a deterministic function of the input, so tests can check that every answer belongs to its
-// request: for each sample of N input elements, output[k] = input[k] + input[N - 1 - k] (K outputs).
+// Output: a deterministic function of the input and of the model (src/serving/standIn.ts), so tests can
+// check that every answer belongs to its request and comes from its own model:
+// output[k] = input[k] + input[N - 1 - k] + modelOffset(model). A batch naming another model is refused.
 // Batches run one at a time in arrival order. SIGTERM or stdin closing: answer what was received, exit 0.
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +21,7 @@ import { parseProfile } from '../src/profile/schema.js';
 import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, tensorBytes, type TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, type ToWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import { standInForward } from '../src/serving/standIn.js';
 import { DEFAULT_GROUND_TRUTH, GroundTruth } from '../src/sim/groundTruth.js';
 
 const { values: opts } = parseArgs({
@@ -115,15 +117,11 @@ function forward(payload: Buffer, size: number): Buffer {
   // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
   const aligned = payload.byteOffset % 4 === 0 ? payload : Buffer.from(payload);
   const x = new Float32Array(aligned.buffer, aligned.byteOffset, size * inPerSample);
-  const y = new Float32Array(size * outPerSample);
-  for (let s = 0; s < size; s++) {
-    const base = s * inPerSample;
-    for (let k = 0; k < outPerSample; k++) y[s * outPerSample + k] = x[base + (k % inPerSample)]! + x[base + inPerSample - 1 - (k % inPerSample)]!;
-  }
-  return Buffer.from(y.buffer);
+  return Buffer.from(standInForward(modelName, x, size, inPerSample, outPerSample).buffer);
 }
 
 function checkBatch(b: Extract<ToWorker, { type: 'batch' }>, payload: Buffer): string | null {
+  if (b.model !== modelName) return `batch for model '${b.model}' refused: this worker runs '${modelName}'`;
   if (b.inputs.length !== 1) return `expected 1 input, got ${b.inputs.length}`;
   const t: TensorRef = b.inputs[0]!;
   if (t.name !== input.name) return `input '${t.name}': expected '${input.name}'`;

@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
 import { buildCluster } from '../src/policy/cluster.js';
 import type { Profile } from '../src/profile/schema.js';
-import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
+import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome } from './metrics.js';
@@ -82,6 +82,12 @@ export interface ControlOptions {
   readonly settings?: Partial<ControlSettings>;
   /** Rates to plan for before traffic is seen (per model name); default 0 (the first epochs learn them). */
   readonly initialRatePerS?: Readonly<Record<string, number>>;
+  /**
+   * The generation of the first worker this control plane creates (each next one gets one more).
+   * Default: the wall clock in ms, so a restarted scheduler's workers never share a generation with
+   * those of the run before it; tests with a manual clock give a fixed one.
+   */
+  readonly firstGeneration?: number;
 }
 
 interface Task {
@@ -130,6 +136,8 @@ type Role = 'active' | 'shadow' | 'retiring';
 
 interface Worker {
   readonly workerId: string;
+  /** Part of its identity (src/protocol/agent.ts): given at creation, or adopted from its agent. */
+  readonly generation: number;
   readonly agentId: string;
   readonly localGpu: number;
   /** Index into the cluster's GPUs. */
@@ -187,6 +195,7 @@ export class Control {
   private current: Deployment = { placements: [] };
   private epochTimer: NodeJS.Timeout | null = null;
   private nextWorker = 1;
+  private nextGeneration: number;
   private nextBatch = 1;
   private generation = 0;
   private stopped = false;
@@ -208,6 +217,7 @@ export class Control {
     const z = () => new Array<number>(n).fill(0);
     this.epochStats = { served: z(), violated: z(), dropped: z(), execSum: z(), execN: z(), latSum: z() };
     this.log = opts.logger;
+    this.nextGeneration = opts.firstGeneration ?? (opts.wallClock?.() ?? new Date()).getTime();
   }
 
   start(): void {
@@ -253,6 +263,7 @@ export class Control {
       gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps' })),
       workers: this.workers.map((w) => ({
         workerId: w.workerId,
+        generation: w.generation,
         agentId: w.agentId,
         gpu: w.gpu,
         localGpu: w.localGpu,
@@ -409,7 +420,7 @@ export class Control {
     const batchId = `b${this.nextBatch++}`;
     const batch: Batch = { batchId, worker: w, tasks, sentMs: now };
     const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes }];
-    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, workerId: w.workerId, size, inputs }, parts);
+    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...this.identity(w), size, inputs }, parts);
     if (!sent) {
       // The agent went away between the check and the send: the tasks go back and wait.
       q.unshiftAll(tasks);
@@ -447,9 +458,11 @@ export class Control {
     this.store?.upsertAgent({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
     this.opts.metrics.agents.set([...this.agents.values()].filter((a) => a.connected).length);
     this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
-    if (gpusChanged) this.rebuildCluster();
-    // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own there.
-    if (!this.workers.some((w) => w.agentId === hello.agentId)) this.adopt(hello.agentId, hello.workers);
+    // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own
+    // there, by what they are (model, GPU, share), before its policy decides anything.
+    const adopt = this.workers.some((w) => w.agentId === hello.agentId) ? null : hello;
+    if (gpusChanged) this.rebuildCluster(adopt);
+    else if (adopt) this.adopt(adopt.agentId, adopt.workers);
     this.workersReported(hello.agentId, hello.workers);
     this.sendDesired(hello.agentId);
     for (let m = 0; m < this.models.length; m++) this.tryDispatch(m);
@@ -472,11 +485,14 @@ export class Control {
   }
 
   workersReported(agentId: string, statuses: readonly WorkerStatus[]): void {
-    const byId = new Map(statuses.map((s) => [s.workerId, s]));
+    // Matched by the whole identity: a process under the same id running another model, GPU, share or
+    // generation is not this worker (it stays 'unknown' and takes no batch).
+    const byKey = new Map(statuses.map((s) => [workerKey(s), s]));
+    for (const s of statuses) this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
     const touchedGpus = new Set<number>();
     for (const w of this.workers) {
       if (w.agentId !== agentId) continue;
-      const s = byId.get(w.workerId);
+      const s = byKey.get(workerKey(this.identity(w)));
       const state = s ? s.state : 'unknown';
       w.pid = s?.pid ?? null;
       if (state === w.state) continue;
@@ -491,7 +507,7 @@ export class Control {
 
   batchResult(agentId: string, msg: Extract<FromAgent, { type: 'result' }>, payload: Buffer): void {
     const b = this.batches.get(msg.batchId);
-    if (!b || b.worker.agentId !== agentId) return; // answered already (agent disconnect); late result ignored
+    if (!b || b.worker.agentId !== agentId || b.worker.workerId !== msg.workerId) return; // answered already (agent disconnect); late result ignored
     const now = this.opts.clock();
     const m = b.worker.model;
     const model = this.models[m]!;
@@ -538,7 +554,13 @@ export class Control {
   batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void {
     const b = this.batches.get(msg.batchId);
     if (!b || b.worker.agentId !== agentId) return;
-    if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
+    if (msg.reason === 'wrong-worker') {
+      // The agent runs another worker under this id: ours is not there. Nothing ran; the tasks go back
+      // and the worker takes no batch until its agent reports it (by its whole identity) ready.
+      this.log.warn({ worker: b.worker.workerId, agentId, err: msg.message }, 'the agent refused a batch: its worker is not the one sent to');
+      b.worker.state = 'unknown';
+      this.queues[b.worker.model]!.unshiftAll(b.tasks);
+    } else if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
       // Nothing ran: the tasks go back to the head of their queue for another worker.
       b.worker.state = msg.reason === 'worker-retired' ? 'draining' : 'unknown';
       this.queues[b.worker.model]!.unshiftAll(b.tasks);
@@ -564,7 +586,7 @@ export class Control {
 
   // ---- the cluster and the policy loop ----------------------------------------------------------
 
-  private rebuildCluster(): void {
+  private rebuildCluster(adopt: Extract<FromAgent, { type: 'hello' }> | null = null): void {
     const refs: { agentId: string; local: number }[] = [];
     const profiles: Profile[] = [];
     for (const a of [...this.agents.values()].sort((x, y) => x.agentId.localeCompare(y.agentId))) {
@@ -587,6 +609,7 @@ export class Control {
     this.gpuBusy = refs.map(() => false);
     for (const w of this.workers) w.gpu = refs.findIndex((r) => r.agentId === w.agentId && r.local === w.localGpu);
     this.workers = this.workers.filter((w) => w.gpu >= 0);
+    if (adopt) this.adopt(adopt.agentId, adopt.workers);
     if (refs.length === 0) {
       this.cluster = null;
       this.policy = null;
@@ -609,24 +632,30 @@ export class Control {
     this.epoch();
   }
 
-  /** Adopts workers an agent reports that this scheduler does not know (after a scheduler restart). */
+  /**
+   * Adopts workers an agent reports that this scheduler does not know (after a scheduler restart): each
+   * keeps its whole identity (id, model, GPU, share, generation), so its batches go to that process and
+   * no other; the policy's first decision then keeps, retunes or replaces it like any worker.
+   */
   private adopt(agentId: string, statuses: readonly WorkerStatus[]): void {
-    const stored = new Map((this.store?.placements() ?? []).map((p) => [p.workerId, p]));
+    const stored = this.store?.placements() ?? [];
+    const known = new Set(this.workers.map((w) => workerKey(this.identity(w))));
     for (const s of statuses) {
+      this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
       const m = this.modelIndex(s.model);
       const g = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === s.gpu);
-      if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed') continue;
-      const batch = stored.get(s.workerId)?.batch ?? 1;
-      this.workers.push(this.newWorker(s.workerId, agentId, s.gpu, g, m, s.pct, batch, NaN, 'active'));
-      this.log.info({ worker: s.workerId, model: s.model, agentId }, 'adopted a running worker');
+      if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed' || known.has(workerKey(s))) continue;
+      const row = stored.find((p) => p.workerId === s.workerId && p.agentId === agentId && p.model === s.model && p.gpu === s.gpu && p.pct === s.pct);
+      this.workers.push(this.newWorker(s.workerId, s.generation, agentId, s.gpu, g, m, s.pct, row?.batch ?? 1, NaN, 'active'));
+      this.log.info({ worker: s.workerId, generation: s.generation, model: s.model, gpu: s.gpu, pct: s.pct, agentId }, 'adopted a running worker');
     }
     const n = Math.max(0, ...this.workers.map((w) => Number(/^w(\d+)$/.exec(w.workerId)?.[1] ?? 0)));
     this.nextWorker = Math.max(this.nextWorker, n + 1);
     this.current = { placements: this.currentPlacements() };
   }
 
-  private newWorker(workerId: string, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0 };
+  private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0 };
   }
 
   private currentPlacements(): Placement[] {
@@ -745,7 +774,7 @@ export class Control {
       changed = true;
       const ref = this.gpuRefs[p.gpu]!;
       const pct = modes[p.gpu] === 'timeshare' ? 100 : p.pct;
-      const w = this.newWorker(`w${this.nextWorker++}`, ref.agentId, ref.local, p.gpu, p.model, pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
+      const w = this.newWorker(`w${this.nextWorker++}`, this.nextGeneration++, ref.agentId, ref.local, p.gpu, p.model, pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
       const candidates = this.workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
       const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
       if (replaced) {
@@ -806,9 +835,12 @@ export class Control {
   }
 
   private desiredFor(agentId: string): DesiredWorker[] {
-    return this.workers
-      .filter((w) => w.agentId === agentId && w.wanted)
-      .map((w) => ({ workerId: w.workerId, model: this.models[w.model]!.name, gpu: w.localGpu, pct: w.pct }));
+    return this.workers.filter((w) => w.agentId === agentId && w.wanted).map((w) => this.identity(w));
+  }
+
+  /** What the worker is, as its agent and its batches name it. */
+  private identity(w: Worker): WorkerIdentity {
+    return { workerId: w.workerId, model: this.models[w.model]!.name, gpu: w.localGpu, pct: w.pct, generation: w.generation };
   }
 
   private sendDesired(agentId: string): void {

@@ -150,7 +150,7 @@ describe('inss scheduler + inss agent as processes', () => {
     // dispatcher learns grows under load, and tasks that cannot make it are dropped, explicitly);
     // idle, it is all of them (docs/serving.md).
     expect(ok.length / sent.length).toBeGreaterThan(0.5);
-    for (const s of ok.slice(0, 20)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input)));
+    for (const s of ok.slice(0, 20)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
 
     // The simulator on the same scenario and policy: the same placement, its predicted latencies.
     const loaded = loadScenario(scenarioFile);
@@ -307,7 +307,7 @@ describe('scheduler in process, agent and workers as processes', () => {
     await waitHttp200(`${base}/v2/health/ready`);
     const sent = await sendLoad(base, { resnet50: 40, mobilenet: 10 }, 6);
     expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
-    for (const s of sent.filter((x) => x.status === 200).slice(0, 10)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input)));
+    for (const s of sent.filter((x) => x.status === 200).slice(0, 10)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => w.gpu).sort()).toEqual([0, 1]);
     expect(resnet.every((w) => w.state === 'ready')).toBe(true);
