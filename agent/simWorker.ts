@@ -3,7 +3,7 @@
 // simulator's ground truth gives for its GPU, its share and the batches running beside it, so the
 // whole system runs end to end without a GPU. The agent launches it as
 //
-//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--zero-time] [--seed N] [--gpu-type K]
+//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--zero-time] [--seed N]
 //
 // Timing: t = t_inf(predicted for this batch and the `running` neighbours the agent reports)
 //   x GroundTruth.batchFactor (systematic error per configuration, per-batch noise, DRAM contention),
@@ -22,7 +22,7 @@ import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, tensorBytes, type TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, type ToWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 import { standInForward } from '../src/serving/standIn.js';
-import { DEFAULT_GROUND_TRUTH, GroundTruth } from '../src/sim/groundTruth.js';
+import { DEFAULT_GROUND_TRUTH, GroundTruth, gpuTypeIndex, profileModelIndex } from '../src/sim/groundTruth.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -30,7 +30,6 @@ const { values: opts } = parseArgs({
     profile: { type: 'string' },
     pct: { type: 'string' },
     seed: { type: 'string', default: '1' },
-    'gpu-type': { type: 'string', default: '0' },
     'zero-time': { type: 'boolean', default: false },
     'warmup-ms': { type: 'string', default: '300' },
     'systematic-error-pct': { type: 'string', default: String(DEFAULT_GROUND_TRUTH.systematicErrorPct) },
@@ -64,7 +63,6 @@ if (!opts.model) die('--model is required');
 if (!opts.profile) die('--profile is required');
 const pct = num('pct', 0.5, 100);
 const seed = num('seed', 0, 2 ** 32 - 1);
-const gpuType = num('gpu-type', 0, 1000);
 const warmupMs = num('warmup-ms', 0, 600_000);
 const zeroTime = opts['zero-time'];
 
@@ -77,8 +75,11 @@ try {
 const profile = parseProfile(JSON.parse(profileText) as unknown, opts.profile);
 const latency = LatencyModel.compile(profile);
 const modelName = opts.model;
-const modelIdx = latency.modelIndex(modelName);
-if (modelIdx < 0) die(`--model ${modelName}: not in profile ${profile.id} (has ${latency.modelNames.join(', ')})`);
+const modelFound = latency.modelIndex(modelName);
+if (modelFound < 0) die(`--model ${modelName}: not in profile ${profile.id} (has ${latency.modelNames.join(', ')})`);
+const modelIdx = profileModelIndex(modelFound);
+// The same GPU type index as the simulator's (a hash of the profile id): the same configuration draws the same error.
+const gpuType = gpuTypeIndex(profile.id);
 const mp = profile.models[modelName]!;
 const signature = modelSignature(mp.inputBytes, mp.outputBytes);
 const input = signature.inputs[0]!;
@@ -98,18 +99,16 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
   const models = [modelIdx];
   const batches = [size];
   const pcts = [pct];
-  let dram = 0;
   for (const r of running) {
     const j = latency.modelIndex(r.model);
     if (j < 0) continue; // a model this profile does not know cannot be timed; it adds no interference
-    models.push(j);
+    models.push(profileModelIndex(j));
     batches.push(r.batch);
     pcts.push(r.pct);
-    dram += (r.pct / 100) * truth.dramIntensity(j);
   }
   const out = new Array<number>(models.length).fill(0);
   latency.predictGpu(models, batches, pcts, models.length, out);
-  return out[0]! * truth.batchFactor(gpuType, modelIdx, size, pct, dram);
+  return out[0]! * truth.batchFactor(gpuType, models, batches, pcts);
 }
 
 /** The deterministic stand-in for a forward pass (see the header); O(outputs), so it costs nothing. */

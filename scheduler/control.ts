@@ -21,6 +21,9 @@ import { buildCluster } from '../src/policy/cluster.js';
 import type { Profile } from '../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
+import { RateMonitor } from '../src/serving/monitor.js';
+import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
+import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome } from './metrics.js';
 import type { Store } from './store.js';
@@ -31,13 +34,8 @@ export interface ServedModelConfig {
   readonly signature: ModelSignature;
 }
 
-export interface ControlSettings {
-  readonly epochMs: number;
-  readonly monitorWindowMs: number;
-  readonly dispatchSlack: number;
-}
-
-export const DEFAULT_CONTROL_SETTINGS: ControlSettings = { epochMs: 1000, monitorWindowMs: 3000, dispatchSlack: 0.1 };
+/** The scenario's serving settings (src/serving/settings.ts), the same the simulator runs by. */
+export type ControlSettings = ServingSettings;
 
 /** Sends a message to an agent; false when it is not connected. */
 export interface AgentLink {
@@ -199,21 +197,21 @@ export class Control {
   private nextBatch = 1;
   private generation = 0;
   private stopped = false;
-  // Monitor: arrivals per epoch (a window of them gives the rate), and last epoch's outcomes.
-  private readonly epochArrivals: number[][];
-  private readonly epochArr: number[];
+  // Monitor: arrivals per epoch (a window of them gives the rate, src/serving/monitor.ts), and last epoch's outcomes.
+  private readonly monitor: RateMonitor;
+  private readonly initialRates: number[];
   private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
   private readonly log: Logger;
 
   constructor(private readonly opts: ControlOptions) {
     this.models = opts.models;
-    this.settings = { ...DEFAULT_CONTROL_SETTINGS, ...opts.settings };
+    this.settings = { ...DEFAULT_SERVING_SETTINGS, ...opts.settings };
     const n = opts.models.length;
     this.queues = opts.models.map(() => new Fifo());
     this.timers = new Array<NodeJS.Timeout | null>(n).fill(null);
     this.timerAt = new Array<number>(n).fill(Infinity);
-    this.epochArrivals = opts.models.map(() => []);
-    this.epochArr = new Array<number>(n).fill(0);
+    this.monitor = new RateMonitor(n, this.settings.epochMs, this.settings.monitorWindowMs);
+    this.initialRates = opts.models.map((m) => opts.initialRatePerS?.[m.name] ?? 0);
     const z = () => new Array<number>(n).fill(0);
     this.epochStats = { served: z(), violated: z(), dropped: z(), execSum: z(), execN: z(), latSum: z() };
     this.log = opts.logger;
@@ -259,6 +257,7 @@ export class Control {
     return {
       policy: this.opts.policyName,
       policyError: this.policyError,
+      settings: this.settings,
       agents: [...this.agents.values()].map((a) => ({ agentId: a.agentId, connected: a.connected, hostname: a.hostname, workerKind: a.workerKind, gpus: a.gpus })),
       gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps' })),
       workers: this.workers.map((w) => ({
@@ -289,7 +288,7 @@ export class Control {
    */
   submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void): void {
     const now = this.opts.clock();
-    this.epochArr[m]! += 1;
+    this.monitor.arrival(m);
     const task: Task = { model: m, arrivalMs: now, input: input.data, answer, dispatchedMs: NaN };
     if (this.stopped) {
       this.finish(task, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
@@ -372,8 +371,9 @@ export class Control {
       }
       if (q.length === 0) break;
     }
-    // Tasks of a model with no serving worker wait (a worker is starting); drop them at their deadline.
-    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo);
+    // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
+    // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
+    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
     this.opts.metrics.queueLength.set({ model: this.models[m]!.name }, q.length);
     this.arm(m, wake);
   }
@@ -399,7 +399,7 @@ export class Control {
     const q = this.queues[m]!;
     const slo = this.models[m]!.sloMs;
     const now = this.opts.clock();
-    while (q.length > 0 && q.peek().arrivalMs + slo <= now) {
+    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, slo, now)) {
       const t = q.shift();
       const why = this.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` }, 'dropped_slo');
@@ -442,8 +442,9 @@ export class Control {
     if (!w.wanted) this.workers = this.workers.filter((x) => x !== w);
     if (this.gpuModes[w.gpu] === 'timeshare') {
       this.gpuBusy[w.gpu] = false;
-      // The GPU is free: any of its models may go next.
-      for (const m of new Set(this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model))) this.tryDispatch(m);
+      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      const onGpu = this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model);
+      for (const m of nextModelsOnFreedGpu(onGpu, (x) => (this.queues[x]!.length > 0 ? this.queues[x]!.peek().arrivalMs : Infinity))) this.tryDispatch(m);
     } else {
       this.tryDispatch(w.model);
     }
@@ -629,7 +630,7 @@ export class Control {
     }
     this.current = { placements: this.currentPlacements() };
     for (let g = 0; g < refs.length; g++) this.refreshPredictions(g);
-    this.epoch();
+    this.decide(this.observation());
   }
 
   /**
@@ -667,12 +668,8 @@ export class Control {
   /** One decision epoch: monitor -> policy -> apply. Runs every `epochMs` and when the cluster changes. */
   epoch(): void {
     if (this.stopped) return;
-    for (let m = 0; m < this.models.length; m++) {
-      const h = this.epochArrivals[m]!;
-      h.push(this.epochArr[m]!);
-      if (h.length > 64) h.shift();
-      this.expire(m);
-    }
+    this.monitor.endEpoch();
+    for (let m = 0; m < this.models.length; m++) this.expire(m);
     for (const w of this.workers) {
       if (w.batchesThisEpoch === 0) w.overheadMs *= 0.5;
       w.batchesThisEpoch = 0;
@@ -680,7 +677,16 @@ export class Control {
     const obs = this.observation();
     this.publishEpochMetrics(obs);
     this.resetEpoch();
-    if (!this.policy || !this.cluster) return;
+    this.decide(obs);
+  }
+
+  /**
+   * Asks the policy and applies its deployment: at each epoch's end, and when the cluster changes (an
+   * agent joins or leaves), which decides without ending the monitor's epoch (as the simulator's
+   * decision at time 0 does), so the warm-up rule counts only whole epochs.
+   */
+  private decide(obs: Observation): void {
+    if (this.stopped || !this.policy || !this.cluster) return;
     const t0 = this.opts.clock();
     let d: Deployment;
     try {
@@ -706,15 +712,8 @@ export class Control {
   }
 
   private observation(): Observation {
-    const k = Math.max(1, Math.round(this.settings.monitorWindowMs / this.settings.epochMs));
-    const seen = this.epochArrivals.map((h) => h.slice(-k));
-    const enough = seen.every((h) => h.length >= k);
-    const ratePerS = seen.map((h, m) => {
-      const measured = (h.reduce((a, b) => a + b, 0) / (Math.max(1, h.length) * this.settings.epochMs)) * 1000;
-      // Before a full window of traffic, plan for at least the configured rate.
-      const initial = this.opts.initialRatePerS?.[this.models[m]!.name] ?? 0;
-      return enough ? measured : Math.max(measured, initial);
-    });
+    // The monitor's rule (src/serving/monitor.ts): the scenario's rates until a full window is seen.
+    const ratePerS = this.monitor.ratesPerS(this.initialRates);
     const nan = (s: number, n: number) => (n > 0 ? s / n : NaN);
     const st = this.epochStats;
     return {
@@ -741,7 +740,6 @@ export class Control {
   }
 
   private resetEpoch(): void {
-    this.epochArr.fill(0);
     for (const a of Object.values(this.epochStats)) a.fill(0);
   }
 

@@ -7,14 +7,11 @@
 // for each sample s of N input elements; modelOffset is a whole number in [1, 1000] from a hash of the
 // model's name (whole numbers keep the FP32 sums exact enough to compare bit for bit).
 
-/** FNV-1a over the name's UTF-16 code units; 1 + (hash mod 1000). */
+import { stableHash } from './hash.js';
+
+/** 1 + (stable hash of the name mod 1000). */
 export function modelOffset(model: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < model.length; i++) {
-    h ^= model.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return 1 + (h % 1000);
+  return 1 + (stableHash(model) % 1000);
 }
 
 /** The stand-in outputs of `size` samples of `inPerSample` FP32 inputs each, `outPerSample` per sample. */

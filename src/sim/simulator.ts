@@ -24,8 +24,11 @@
 import { throughputPerS } from '../model/latency.js';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../policy/types.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
+import { RateMonitor } from '../serving/monitor.js';
+import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
+import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
-import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
+import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
@@ -54,10 +57,8 @@ export interface SimSettings {
 }
 
 export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth'> = {
-  epochMs: 1000,
+  ...DEFAULT_SERVING_SETTINGS,
   swapMs: 3000,
-  monitorWindowMs: 3000,
-  dispatchSlack: 0.1,
 };
 
 export interface SimInput {
@@ -169,7 +170,7 @@ export function simulate(input: SimInput): SimResult {
   const nGpus = cluster.gpus.length;
   const truth = new GroundTruth(settings.groundTruth);
   const transportMs = settings.transportMs ?? 0;
-  const gpuType = cluster.gpus.map((g) => [...new Set(cluster.gpus.map((x) => x.profileId))].indexOf(g.profileId));
+  const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
 
   const queues = cluster.models.map(() => new TaskQueue());
@@ -196,14 +197,13 @@ export function simulate(input: SimInput): SimResult {
   const latH = cluster.models.map(() => new LogHistogram());
   const queueH = cluster.models.map(() => new LogHistogram());
   const execH = cluster.models.map(() => new LogHistogram());
-  const epochArrivals: number[][] = cluster.models.map(() => []);
+  const monitor = new RateMonitor(nModels, settings.epochMs, settings.monitorWindowMs);
   const epochServed = new Float64Array(nModels);
   const epochViolated = new Float64Array(nModels);
   const epochDropped = new Float64Array(nModels);
   const epochExecSum = new Float64Array(nModels);
   const epochExecN = new Float64Array(nModels);
   const epochLatSum = new Float64Array(nModels);
-  const epochArr = new Float64Array(nModels);
   const timeline: TimelinePoint[] = [];
   const decisionMs: number[] = [];
   let swaps = 0;
@@ -215,7 +215,7 @@ export function simulate(input: SimInput): SimResult {
   let epochAll = 0;
   let epochMissed = 0;
 
-  const scratchModels: number[] = [];
+  const scratchModels: ProfileModelIndex[] = [];
   const scratchBatches: number[] = [];
   const scratchPcts: number[] = [];
   const scratchOut: number[] = [];
@@ -256,24 +256,22 @@ export function simulate(input: SimInput): SimResult {
     const evenPct = timeshared ? timeshareSharePct(gpuBusy[g]! + 1) : 0;
     // The models running on this GPU now, and this batch.
     scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 0;
-    let dram = 0;
-    scratchModels.push(gpu.profileIndex[w.model]!);
+    scratchModels.push(gpu.profileIndex[w.model]! as ProfileModelIndex);
     scratchBatches.push(size);
     scratchPcts.push(timeshared ? evenPct : w.pct);
     for (const x of workers) {
       if (x !== w && x.gpu === g && x.busy) {
         const pct = timeshared ? evenPct : x.pct;
-        scratchModels.push(gpu.profileIndex[x.model]!);
+        scratchModels.push(gpu.profileIndex[x.model]! as ProfileModelIndex);
         scratchBatches.push(x.size);
         scratchPcts.push(pct);
-        dram += (pct / 100) * truth.dramIntensity(x.model);
       }
     }
     scratchOut.length = scratchModels.length;
     gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
     let modelMs = scratchOut[0]!;
     if (timeshared && scratchModels.length > 1) modelMs = overlapBatchMs(modelMs, soloMs(gpu, scratchModels[0]!, size), scratchModels.slice(1).map((m, k) => soloMs(gpu, m, scratchBatches[k + 1]!)));
-    const t = modelMs * truth.batchFactor(gpuType[g]!, w.model, size, scratchPcts[0]!, dram);
+    const t = modelMs * truth.batchFactor(gpuType[g]!, scratchModels, scratchBatches, scratchPcts);
     if (timeshared) gpuBusy[g]! += 1;
     w.timeshared = timeshared;
     w.busy = true;
@@ -362,10 +360,9 @@ export function simulate(input: SimInput): SimResult {
     if (w.timeshared) gpuBusy[w.gpu]! -= 1;
     if (w.state === State.Draining) w.state = State.Stopped;
     if (gpuModes[w.gpu] === 'timeshare') {
-      // The GPU is free: the model whose oldest task is oldest goes next.
-      const ms = [...new Set(workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model))];
-      ms.sort((a, b) => (queues[a]!.length ? queues[a]!.peek() : Infinity) - (queues[b]!.length ? queues[b]!.peek() : Infinity));
-      for (const x of ms) tryDispatch(x, nowMs);
+      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      const onGpu = workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
+      for (const x of nextModelsOnFreedGpu(onGpu, (m) => (queues[m]!.length ? queues[m]!.peek() : Infinity))) tryDispatch(x, nowMs);
     } else {
       tryDispatch(m, nowMs);
     }
@@ -461,14 +458,9 @@ export function simulate(input: SimInput): SimResult {
     tryDispatch(w.model, nowMs);
   }
 
-  function observation(nowMs: number, first: boolean): Observation {
-    const k = Math.max(1, Math.round(settings.monitorWindowMs / settings.epochMs));
-    const ratePerS = first
-      ? [...input.initialRatePerS]
-      : epochArrivals.map((hist) => {
-          const recent = hist.slice(-k);
-          return (recent.reduce((a, b) => a + b, 0) / (recent.length * settings.epochMs)) * 1000;
-        });
+  function observation(nowMs: number): Observation {
+    // The monitor's rule (src/serving/monitor.ts): the scenario's rates until a full window is seen.
+    const ratePerS = monitor.ratesPerS(input.initialRatePerS);
     const nan = (s: number, n: number) => (n > 0 ? s / n : NaN);
     return {
       nowMs,
@@ -486,7 +478,7 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function decide(nowMs: number, first: boolean): void {
-    const obs = observation(nowMs, first);
+    const obs = observation(nowMs);
     const t0 = input.clock?.();
     const d = policy.decide(obs);
     if (t0 !== undefined) decisionMs.push(input.clock!() - t0);
@@ -495,12 +487,11 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function endEpoch(nowMs: number): void {
+    monitor.endEpoch();
     for (let m = 0; m < nModels; m++) {
-      epochArrivals[m]!.push(epochArr[m]!);
-      if (epochArrivals[m]!.length > 64) epochArrivals[m]!.shift();
-      // Tasks already past their deadline can no longer meet it: drop them.
+      // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
       const q = queues[m]!;
-      while (q.length > 0 && q.peek() + sloMs[m]! < nowMs) {
+      while (q.length > 0 && pastDeadline(q.peek(), sloMs[m]!, nowMs)) {
         q.shift();
         dropped[m]! += 1;
         epochDropped[m]! += 1;
@@ -512,7 +503,6 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function resetEpoch(): void {
-    epochArr.fill(0);
     epochServed.fill(0);
     epochViolated.fill(0);
     epochDropped.fill(0);
@@ -546,7 +536,7 @@ export function simulate(input: SimInput): SimResult {
       const m = which;
       queues[m]!.push(tMin);
       arrivals[m]! += 1;
-      epochArr[m]! += 1;
+      monitor.arrival(m);
       nextArrival[m] = input.streams[m]!.next();
       tryDispatch(m, tMin);
     } else if (kind === 2) {
