@@ -24,6 +24,7 @@ import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
+import { onReady, planApply, type WorkerView } from '../src/serving/workerSet.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome } from './metrics.js';
 import type { Store } from './store.js';
@@ -173,6 +174,15 @@ interface AgentEntry {
   hostname: string;
   workerKind: string;
 }
+
+/** The control plane's workers as the shared worker-set plan reads them (src/serving/workerSet.ts). */
+const CONTROL_VIEW: WorkerView<Worker> = {
+  model: (w) => w.model,
+  gpu: (w) => w.gpu,
+  pct: (w) => w.pct,
+  phase: (w) => (!w.wanted ? 'draining' : w.role === 'shadow' ? 'starting' : w.role),
+  replaces: (w) => w.replaces,
+};
 
 export class Control {
   readonly models: readonly ServedModelConfig[];
@@ -747,57 +757,34 @@ export class Control {
   private apply(d: Deployment): boolean {
     const cluster = this.cluster!;
     const nG = cluster.gpus.length;
-    const modes: GpuMode[] = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nG).fill('mps');
-    const keep = new Set<Worker>();
-    const live = (w: Worker) => w.wanted;
-    let changed = JSON.stringify(modes) !== JSON.stringify(this.gpuModes);
-    const unmatched: Placement[] = [];
-    for (const p of d.placements) {
-      if (p.gpu < 0 || p.gpu >= nG || p.model < 0 || p.model >= this.models.length) {
-        this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
-        continue;
-      }
-      const same = this.workers.find((w) => live(w) && !keep.has(w) && w.model === p.model && w.gpu === p.gpu && modes[p.gpu] === this.gpuModes[p.gpu] && (w.pct === p.pct || modes[p.gpu] === 'timeshare'));
-      if (same) {
-        const t = p.timeoutMs ?? NaN;
-        if (same.batch !== p.batch || !(same.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(same.timeoutMs)))) changed = true;
-        same.batch = p.batch;
-        same.timeoutMs = t;
-        keep.add(same);
-      } else {
-        unmatched.push(p);
-      }
+    // The plan is the simulator's too (src/serving/workerSet.ts); here it becomes desired sets.
+    const plan = planApply(this.workers, CONTROL_VIEW, d, this.gpuModes, this.models.length, nG);
+    const modes = plan.modes;
+    for (const p of plan.invalid) this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
+    let changed = JSON.stringify(modes) !== JSON.stringify(this.gpuModes) || plan.start.length > 0 || plan.release.length > 0 || plan.abandon.length > 0;
+    for (const { worker, placement } of plan.retune) {
+      const t = placement.timeoutMs ?? NaN;
+      if (worker.batch !== placement.batch || !(worker.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(worker.timeoutMs)))) changed = true;
+      worker.batch = placement.batch;
+      worker.timeoutMs = t;
     }
-    for (const p of unmatched) {
-      changed = true;
-      const ref = this.gpuRefs[p.gpu]!;
-      const pct = modes[p.gpu] === 'timeshare' ? 100 : p.pct;
-      const w = this.newWorker(`w${this.nextWorker++}`, this.nextGeneration++, ref.agentId, ref.local, p.gpu, p.model, pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
-      const candidates = this.workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
-      const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
-      if (replaced) {
-        keep.add(replaced);
-        if (replaced.role === 'shadow') {
-          // A shadow that never became ready is abandoned; the worker it was to replace is ours to replace.
-          keep.delete(replaced);
-          w.replaces = replaced.replaces;
-          replaced.replaces = null;
-        } else {
-          w.replaces = replaced;
-          replaced.role = 'retiring';
-        }
-      }
-      this.workers.push(w);
-      keep.add(w);
-    }
-    for (const w of [...keep]) if (w.role === 'shadow' && w.replaces) keep.add(w.replaces);
-    for (const w of this.workers) {
-      if (keep.has(w)) continue;
-      if (w.wanted) changed = true;
+    const letGo = (w: Worker) => {
       w.role = 'retiring';
       w.replaces = null;
       w.wanted = false;
+    };
+    // An abandoned shadow and a released worker both leave the desired set at once (the agent stops
+    // it; a batch in hand finishes first).
+    for (const w of plan.abandon) letGo(w);
+    for (const w of plan.retire) w.role = 'retiring';
+    for (const st of plan.start) {
+      const p = st.placement;
+      const ref = this.gpuRefs[p.gpu]!;
+      const w = this.newWorker(`w${this.nextWorker++}`, this.nextGeneration++, ref.agentId, ref.local, p.gpu, p.model, st.pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
+      w.replaces = st.replaces;
+      this.workers.push(w);
     }
+    for (const w of plan.release) letGo(w);
     this.gpuModes = modes;
     // Forget workers that left the desired set and have nothing in flight.
     this.workers = this.workers.filter((w) => w.wanted || w.inFlight !== null);
@@ -815,8 +802,8 @@ export class Control {
 
   /** A shadow reported ready: it takes over, and the worker it replaces leaves the desired set. */
   private activate(w: Worker): void {
+    const old = onReady(w, CONTROL_VIEW);
     w.role = 'active';
-    const old = w.replaces;
     w.replaces = null;
     if (old) {
       old.replaces = null;

@@ -27,6 +27,7 @@ import type { ArrivalStream } from '../workload/arrivals.js';
 import { RateMonitor } from '../serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
+import { onReady, type Phase, planApply, type WorkerView } from '../serving/workerSet.js';
 import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
@@ -163,6 +164,10 @@ interface Worker {
   replaces: Worker | null;
 }
 
+
+/** The simulator's workers as the shared worker-set plan reads them. */
+const SIM_PHASE: Record<State, Phase> = { [State.Starting]: 'starting', [State.Active]: 'active', [State.Retiring]: 'retiring', [State.Draining]: 'draining', [State.Stopped]: 'draining' };
+const SIM_VIEW: WorkerView<Worker> = { model: (w) => w.model, gpu: (w) => w.gpu, pct: (w) => w.pct, phase: (w) => SIM_PHASE[w.state], replaces: (w) => w.replaces };
 
 export function simulate(input: SimInput): SimResult {
   const { cluster, settings, policy } = input;
@@ -393,50 +398,22 @@ export function simulate(input: SimInput): SimResult {
   /** Moves the cluster toward a new deployment (see the file comment for what is free and what swaps). */
   function apply(d: Deployment, nowMs: number, first: boolean): void {
     accountShares(nowMs);
-    const modes = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nGpus).fill('mps');
-    const keep = new Set<Worker>();
-    const live = (w: Worker) => w.state === State.Active || w.state === State.Starting || w.state === State.Retiring;
-    // Pass 1: placements whose worker already runs on that GPU with that share (or a timeshare GPU
-    // staying timeshare) keep it; only the batch size and timeout change, at once.
-    const unmatched: Placement[] = [];
-    for (const p of d.placements) {
-      const same = workers.find((w) => live(w) && !keep.has(w) && w.model === p.model && w.gpu === p.gpu && modes[p.gpu] === gpuModes[p.gpu] && (w.pct === p.pct || modes[p.gpu] === 'timeshare'));
-      if (same) {
-        same.batch = p.batch;
-        same.timeoutMs = p.timeoutMs ?? NaN;
-        keep.add(same);
-      } else {
-        unmatched.push(p);
-      }
+    // The plan is the control plane's too (src/serving/workerSet.ts); here it runs in simulated time.
+    const plan = planApply(workers, SIM_VIEW, d, gpuModes, nModels, nGpus, first);
+    const modes = plan.modes;
+    for (const { worker, placement } of plan.retune) {
+      worker.batch = placement.batch;
+      worker.timeoutMs = placement.timeoutMs ?? NaN;
     }
-    // Pass 2: the rest get a new worker; where the model has a worker that is no longer wanted (other
-    // share or other GPU), the new one is its shadow: the old one serves until the new one is ready.
-    for (const p of unmatched) {
-      const w = newWorker(p, nowMs, first);
-      const candidates = workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
-      const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
-      if (replaced && !first) {
-        keep.add(replaced);
-        if (replaced.state === State.Starting) {
-          // A shadow that never became ready is abandoned; the worker it was to replace is ours to replace.
-          replaced.state = State.Stopped;
-          w.replaces = replaced.replaces;
-        } else {
-          w.replaces = replaced;
-          replaced.state = State.Retiring;
-        }
-      }
+    for (const w of plan.abandon) w.state = State.Stopped;
+    for (const w of plan.retire) w.state = State.Retiring;
+    for (const st of plan.start) {
+      const w = newWorker({ ...st.placement, pct: st.pct }, nowMs, first);
+      w.replaces = st.replaces;
       if (!first) swaps++;
       workers.push(w);
-      keep.add(w);
     }
-    // A kept shadow still starting keeps the worker it replaces serving.
-    for (const w of [...keep]) if (w.state === State.Starting && w.replaces) keep.add(w.replaces);
-    // Workers no longer wanted drain and stop.
-    for (const w of workers) {
-      if (keep.has(w) || w.state === State.Stopped) continue;
-      w.state = w.busy ? State.Draining : State.Stopped;
-    }
+    for (const w of plan.release) w.state = w.busy ? State.Draining : State.Stopped;
     gpuModes = modes;
     workers = workers.filter((w) => w.state !== State.Stopped || w.busy);
     for (let g = 0; g < nGpus; g++) {
@@ -451,8 +428,8 @@ export function simulate(input: SimInput): SimResult {
     accountShares(nowMs);
     w.state = State.Active;
     w.readyAtMs = Infinity;
-    const old = w.replaces;
-    if (old && old.state === State.Retiring) old.state = old.busy ? State.Draining : State.Stopped;
+    const old = onReady(w, SIM_VIEW);
+    if (old) old.state = old.busy ? State.Draining : State.Stopped;
     w.replaces = null;
     refreshPredictions(w.gpu);
     tryDispatch(w.model, nowMs);
