@@ -72,6 +72,17 @@ export interface SimInput {
   readonly settings: SimSettings;
   /** Milliseconds from a monotonic clock, to time decisions; omit for no timing. */
   readonly clock?: () => number;
+  /** Told of each batch start, drop and activation, as they happen (the conformance suite compares them with the control plane's). */
+  readonly trace?: SimTrace;
+}
+
+export interface SimTrace {
+  /** A batch of `size` tasks of `model` starts on `gpu`; it will take `durationMs` (transport included). */
+  batchStart?(tMs: number, model: number, gpu: number, size: number, durationMs: number): void;
+  /** A task of `model` is dropped (it cannot meet its SLO, or it is past its deadline). */
+  drop?(tMs: number, model: number): void;
+  /** A new worker of `model` on `gpu` at `pct` is ready and serves. */
+  activate?(tMs: number, model: number, gpu: number, pct: number): void;
 }
 
 export interface Summary {
@@ -284,6 +295,7 @@ export function simulate(input: SimInput): SimResult {
     w.startMs = nowMs;
     w.execMs = t;
     w.doneAtMs = nowMs + t + transportMs;
+    input.trace?.batchStart?.(nowMs, w.model, g, size, t + transportMs);
     batchTasks[w.model]! += size;
     batchCount[w.model]! += 1;
   }
@@ -324,6 +336,7 @@ export function simulate(input: SimInput): SimResult {
           dropped[m]! += 1;
           epochDropped[m]! += 1;
           epochMissed++;
+          input.trace?.drop?.(nowMs, m);
           continue;
         }
         if (step.kind === 'start') startBatch(w, nowMs, step.size);
@@ -428,6 +441,7 @@ export function simulate(input: SimInput): SimResult {
     accountShares(nowMs);
     w.state = State.Active;
     w.readyAtMs = Infinity;
+    input.trace?.activate?.(nowMs, w.model, w.gpu, w.pct);
     const old = onReady(w, SIM_VIEW);
     if (old) old.state = old.busy ? State.Draining : State.Stopped;
     w.replaces = null;
@@ -473,6 +487,7 @@ export function simulate(input: SimInput): SimResult {
         dropped[m]! += 1;
         epochDropped[m]! += 1;
         epochMissed++;
+        input.trace?.drop?.(nowMs, m);
       }
     }
     const sec = settings.epochMs / 1000;
