@@ -43,6 +43,8 @@ export function controlHarness(opts: {
   gpus: AgentGpu[];
   settings?: Partial<ControlSettings>;
   initialRatePerS?: Record<string, number>;
+  /** Workers the agent says it still runs when it connects (a scheduler restart). */
+  running?: WorkerStatus[];
 }): Harness {
   const sent: Sent[] = [];
   const h = {
@@ -79,6 +81,6 @@ export function controlHarness(opts: {
       control.batchResult('a1', msg, Buffer.alloc(b.size * 4000));
     },
   });
-  control.agentConnected({ v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: 'a1', hostname: 'test', workerKind: 'sim', gpus: opts.gpus, workers: [] });
+  control.agentConnected({ v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: 'a1', hostname: 'test', workerKind: 'sim', gpus: opts.gpus, workers: opts.running ?? [] });
   return h;
 }
