@@ -25,7 +25,7 @@ import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { onReady, planApply, type WorkerView } from '../src/serving/workerSet.js';
-import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome } from './metrics.js';
 import type { Store } from './store.js';
 
@@ -212,6 +212,24 @@ export class Control {
   private readonly initialRates: number[];
   private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
   private readonly log: Logger;
+  /** The dispatch loop's view of the control plane (src/sim/dispatch.ts, shared with the simulator). */
+  private dispatchNow = 0;
+  private readonly dispatchView: DispatchView<Worker> = {
+    model: (w) => w.model,
+    canRun: (w) => this.canRun(w),
+    batch: (w) => w.batch,
+    timeoutMs: (w) => w.timeoutMs,
+    predicted: (w) => w.predicted,
+    overheadMs: (w) => w.overheadMs,
+    queued: (m) => this.queues[m]!.length,
+    headArrivalMs: (m) => this.queues[m]!.peek().arrivalMs,
+    drop: (m, w) => {
+      const t = this.queues[m]!.shift();
+      const slo = this.models[m]!.sloMs;
+      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
+    },
+    start: (w, size) => this.sendBatch(w, size, this.dispatchNow),
+  };
 
   constructor(private readonly opts: ControlOptions) {
     this.models = opts.models;
@@ -353,34 +371,8 @@ export class Control {
   private tryDispatch(m: number): void {
     const q = this.queues[m]!;
     const slo = this.models[m]!.sloMs;
-    const now = this.opts.clock();
-    let wake = Infinity;
-    for (const w of this.workers) {
-      if (w.model !== m || !this.canRun(w)) continue;
-      for (;;) {
-        const step = dispatchStep({
-          nowMs: now,
-          queued: q.length,
-          headArrivalMs: q.length > 0 ? q.peek().arrivalMs : 0,
-          sloMs: slo,
-          batch: w.batch,
-          timeoutMs: w.timeoutMs,
-          slack: this.settings.dispatchSlack,
-          predicted: w.predicted,
-          overheadMs: w.overheadMs,
-        });
-        if (step.kind === 'empty') break;
-        if (step.kind === 'drop') {
-          const t = q.shift();
-          this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more after waiting ${(now - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
-          continue;
-        }
-        if (step.kind === 'start') this.sendBatch(w, step.size, now);
-        else wake = Math.min(wake, step.untilMs);
-        break;
-      }
-      if (q.length === 0) break;
-    }
+    this.dispatchNow = this.opts.clock();
+    let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);

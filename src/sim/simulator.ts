@@ -28,7 +28,7 @@ import { RateMonitor } from '../serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
 import { onReady, type Phase, planApply, type WorkerView } from '../serving/workerSet.js';
-import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
@@ -311,39 +311,32 @@ export function simulate(input: SimInput): SimResult {
     return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]! >= timeshareLimit);
   }
 
+  /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */
+  const dispatchView: DispatchView<Worker> = {
+    model: (w) => w.model,
+    canRun,
+    batch: (w) => w.batch,
+    timeoutMs: (w) => w.timeoutMs,
+    predicted: (w) => w.predicted,
+    overheadMs: () => transportMs,
+    queued: (m) => queues[m]!.length,
+    headArrivalMs: (m) => queues[m]!.peek(),
+    drop: (m) => {
+      // The head task cannot meet its SLO even if its batch starts now.
+      queues[m]!.shift();
+      dropped[m]! += 1;
+      epochDropped[m]! += 1;
+      epochMissed++;
+      input.trace?.drop?.(dispatchNow, m);
+    },
+    start: (w, size) => startBatch(w, dispatchNow, size),
+  };
+  let dispatchNow = 0;
+
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
-    const q = queues[m]!;
-    timer[m] = Infinity;
-    for (const w of workers) {
-      if (w.model !== m || !canRun(w)) continue;
-      for (;;) {
-        const step = dispatchStep({
-          nowMs,
-          queued: q.length,
-          headArrivalMs: q.length > 0 ? q.peek() : 0,
-          sloMs: sloMs[m]!,
-          batch: w.batch,
-          timeoutMs: w.timeoutMs,
-          slack: settings.dispatchSlack,
-          predicted: w.predicted,
-          overheadMs: transportMs,
-        });
-        if (step.kind === 'empty') return;
-        if (step.kind === 'drop') {
-          // The head task cannot meet its SLO even if its batch starts now.
-          q.shift();
-          dropped[m]! += 1;
-          epochDropped[m]! += 1;
-          epochMissed++;
-          input.trace?.drop?.(nowMs, m);
-          continue;
-        }
-        if (step.kind === 'start') startBatch(w, nowMs, step.size);
-        else if (step.untilMs < timer[m]) timer[m] = step.untilMs;
-        break;
-      }
-    }
+    dispatchNow = nowMs;
+    timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
   }
 
   function finishBatch(w: Worker, nowMs: number): void {
