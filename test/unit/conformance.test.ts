@@ -25,6 +25,9 @@ const END_MS = 5000;
 const D1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] };
 const D2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 70, batch: 1 }, { model: 1, gpu: 0, pct: 30, batch: 1 }] };
 const SCRIPT = [D1, D1, D2];
+// A time-shared GPU, one batch at a time (the scheduler's way; the simulator's `serial`): when it frees
+// up, the model with the oldest waiting task goes next.
+const TS: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] };
 // Steady arrivals off the epoch grid, and a burst of mobilenet at 2.5 s that its worker cannot serve in time.
 const ARRIVALS: number[][] = [
   Array.from({ length: 280 }, (_, i) => 7.31 + 17.03 * i),
@@ -47,14 +50,14 @@ interface Trace {
   activations: [number, number, number][]; // t, model, pct
 }
 
-function runSimulator(): Trace & { durations: number[][] } {
+function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap'): Trace & { durations: number[][] } {
   const t: Trace & { durations: number[][] } = { batches: [], drops: [], activations: [], durations: [[], []] };
   simulate({
     cluster: buildCluster([rtx], MODELS),
     streams: ARRIVALS.map((a) => new TimesStream(a)),
     initialRatePerS: [60, 70],
-    policy: new ScriptedPolicy(SCRIPT),
-    settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: SWAP_MS, durationMs: END_MS, groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 } },
+    policy: new ScriptedPolicy(script),
+    settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: SWAP_MS, durationMs: END_MS, timeshareGpu, groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 } },
     trace: {
       batchStart: (tMs, model, _gpu, size, durationMs) => {
         t.batches.push([r6(tMs), model, size]);
@@ -73,9 +76,9 @@ afterEach(() => {
 });
 
 /** The control plane through the same trace; the test is the agent (see the file header). */
-function runControl(durations: number[][]): Trace {
+function runControl(script: readonly Deployment[], durations: number[][]): Trace {
   const out: Trace = { batches: [], drops: [], activations: [] };
-  const h = controlHarness({ models: MODELS, profiles: new Map([[rtx.id, rtx]]), policy: () => new ScriptedPolicy(SCRIPT), gpus: simGpus('rtx2060s', 1), settings: DEFAULT_SERVING_SETTINGS, initialRatePerS: { resnet50: 60, mobilenet: 70 } });
+  const h = controlHarness({ models: MODELS, profiles: new Map([[rtx.id, rtx]]), policy: () => new ScriptedPolicy(script), gpus: simGpus('rtx2060s', 1), settings: DEFAULT_SERVING_SETTINGS, initialRatePerS: { resnet50: 60, mobilenet: 70 } });
   harnesses.push(h);
   const c = h.control;
   // Events: [time, priority (the simulator's order at a tie: epoch, arrival, worker), sequence, action].
@@ -138,13 +141,23 @@ function runControl(durations: number[][]): Trace {
 
 describe('conformance: the simulator and the control plane on one scripted trace', () => {
   it('start the same batches, drop the same tasks and activate the same shadows at the same times', () => {
-    const sim = runSimulator();
+    const sim = runSimulator(SCRIPT);
     // The trace exercises what it is meant to: swaps, drops, many batches.
     expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([[3000, 0, 70], [3000, 1, 30]]);
     expect(sim.drops.length).toBeGreaterThan(5);
     expect(sim.batches.length).toBeGreaterThan(400);
-    const live = runControl(sim.durations.map((d) => [...d]));
+    const live = runControl(SCRIPT, sim.durations.map((d) => [...d]));
     expect(live.activations).toEqual(sim.activations);
+    expect(live.drops).toEqual(sim.drops);
+    expect(live.batches).toEqual(sim.batches);
+  });
+
+  it('on a time-shared GPU, serve the same model next when it frees up', () => {
+    const sim = runSimulator([TS], 'serial');
+    expect(sim.batches.length).toBeGreaterThan(300);
+    expect(sim.drops.length).toBeGreaterThan(5);
+    const live = runControl([TS], sim.durations.map((d) => [...d]));
+    expect(live.activations).toEqual([]);
     expect(live.drops).toEqual(sim.drops);
     expect(live.batches).toEqual(sim.batches);
   });
