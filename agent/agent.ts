@@ -7,7 +7,7 @@
 //   with backoff (its in-flight batches are answered with `worker-failed` errors first).
 // - Workers that are no longer desired stop taking batches, finish the ones they hold and get SIGTERM.
 //   The scheduler orders a shadow swap by desiring the new worker beside the old one and dropping the
-//   old one only once the new one is ready and the old one's batches are back (scheduler/cluster.ts).
+//   old one only once the new one is ready (scheduler/control.ts, src/serving/workerSet.ts).
 // - Batches for a worker that is not running (retired, restarting, unknown) are answered at once with
 //   a `batchError` saying so; the scheduler puts those tasks back in their queue. A batch whose
 //   identity (model, GPU, share, generation) is not that of the worker it names is refused with
