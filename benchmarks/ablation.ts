@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ALL_ADDITIONS, type InssAdditions, inssVariantFactory, PAPER_ONLY } from '../rl/inss.js';
-import { runPolicy } from '../src/bench/run.js';
+import { runPolicy } from '../tools/bench/run.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from '../cli/profiles.js';
 import { loadScenario } from '../cli/scenarios.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { InssPolicy, inssFactory } from '../rl/inss.js';
-import { quantile } from '../src/bench/run.js';
+import { quantile } from '../tools/bench/run.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import type { Observation } from '../src/policy/types.js';
 import { Rng } from '../src/workload/random.js';

@@ -19,7 +19,7 @@ import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { LoadgenReportSchema } from '../src/loadgen/report.js';
+import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');

@@ -5,16 +5,17 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../src/bench/capacity.js';
-import { type BenchContext, type PolicyResult, policyCurve, runPolicy } from '../src/bench/run.js';
-import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../src/bench/suite.js';
+import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../tools/bench/capacity.js';
+import { type BenchContext, type PolicyResult, policyCurve, runPolicy } from '../tools/bench/run.js';
+import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../tools/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
-import { barChart, lineChart } from '../src/report/svg.js';
+import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
 import type { PolicyOptions } from '../src/policy/types.js';
 import { type CellJob, cellScenario, HEADROOM_VARIANTS, runCell } from './benchCell.js';
+import { startProgress } from './progress.js';
 import { listScenarioNames } from './scenarios.js';
 
 export interface BenchOptions {
@@ -170,7 +171,7 @@ export interface SuiteOptions {
   readonly timeshareGpu?: TimeshareGpuModel;
   readonly out?: string;
   readonly json?: boolean;
-  /** Where progress goes; a TTY gets one line rewritten in place, anything else one line per cell. */
+  /** Where progress goes (cli/progress.ts): a TTY gets a bar, anything else one line per cell. */
   readonly progress?: NodeJS.WriteStream;
 }
 
@@ -231,16 +232,12 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   const jobs: CellJob[] = [];
   for (const p of order) for (const s of scenarioArgs) for (const seed of opts.seeds) jobs.push({ scenario: s, policy: p, seed, loads, stopAtAttainment: stopAt, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
   const t0 = performance.now();
-  const progress = opts.progress;
-  let done = 0;
+  const progress = startProgress({ total: jobs.length, ...(opts.progress ? { stream: opts.progress } : { quiet: true }) });
   const cells = await runCells(jobs, opts.jobs, (c) => {
-    done++;
-    if (!progress) return;
     const what = c.runnable ? `capacity ${ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`).join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s` : `not runnable: ${c.reason ?? ''}`;
-    const line = `[${done}/${jobs.length}] ${c.scenario} ${c.policy} seed ${c.seed}: ${what} (${((performance.now() - t0) / 1000).toFixed(0)} s elapsed)`;
-    if (progress.isTTY) progress.write(`\r\x1b[K${line}${done === jobs.length ? '\n' : ''}`);
-    else progress.write(`${line}\n`);
+    progress.increment(`${c.scenario} ${c.policy} seed ${c.seed}: ${what}`);
   });
+  progress.stop();
   const wallS = (performance.now() - t0) / 1000;
   const summary = summarizeSuite(cells, names, policies);
   const result = {

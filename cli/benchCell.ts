@@ -4,8 +4,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { policyCurve } from '../src/bench/run.js';
-import type { SuiteCell } from '../src/bench/suite.js';
+import { policyCurve } from '../tools/bench/run.js';
+import type { SuiteCell } from '../tools/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';

@@ -1,10 +1,11 @@
 // `inss profile derive`: the rtx2060s and rtx2060 profiles of the paper's cluster, derived from the
-// measured V100 profile and the published points (src/fit/paperCluster.ts,
+// measured V100 profile and the published points (tools/fit/paperCluster/,
 // docs/profiles-paper-cluster.md). This file does the I/O; the derivation is pure.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { type DeriveReport, derivePaperCluster, parsePaperTables } from '../src/fit/paperCluster.js';
+import { parsePaperTables } from '../tools/fit/paperCluster/anchors.js';
+import { type DeriveReport, derivePaperCluster } from '../tools/fit/paperCluster/derive.js';
 import { InvalidInputError, type Profile, parseProfile } from '../src/profile/schema.js';
 
 function readText(path: string): string {

@@ -1,7 +1,7 @@
 // `inss loadgen --url URL`: an open-loop load generator for a KServe v2 / Open Inference Protocol
 // endpoint (the inss scheduler, or any server that speaks the protocol and its binary extension).
 // This file is the shell: flags, the metadata requests, timers and sockets. What is sent, when, how an
-// answer is judged and the report are pure (src/loadgen/). docs/loadgen.md is the user's guide.
+// answer is judged and the report are pure (tools/loadgen/). docs/loadgen.md is the user's guide.
 //
 // Open loop: each request leaves at its scheduled time whether or not earlier ones have been answered.
 // Requests go out on node:http with one keep-alive agent (--connections sockets; a request that finds
@@ -15,9 +15,9 @@ import type { Writable } from 'node:stream';
 import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { urlToHttpOptions } from 'node:url';
 import { type Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../src/loadgen/report.js';
-import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../src/loadgen/request.js';
-import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT } from '../src/loadgen/schedule.js';
+import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../tools/loadgen/report.js';
+import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../tools/loadgen/request.js';
+import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT } from '../tools/loadgen/schedule.js';
 import { Rng } from '../src/workload/random.js';
 
 /** Validated options of one run (what the flags mean, after every check). */

@@ -1,17 +1,18 @@
 // `inss profile measure`: measures this machine's NVIDIA GPU under MPS with native/gpu_measure.py
 // (each model alone over a grid of batch sizes and shares, then co-located pairs), with inss's own
-// MPS control daemon for that GPU, a progress bar with the time left, and returns the merged
+// MPS control daemon for that GPU, progress with the time left (a bar on a terminal, a line per
+// measured point elsewhere: cli/progress.ts), and returns the merged
 // measurements (inss-measurements/1) for `inss profile fit`'s fitting. Needs a GPU, PyTorch with CUDA
 // and the MPS control daemon; on a machine without them it says which is missing.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
 import { execa } from 'execa';
 import { MpsDaemon } from '../agent/mps.js';
 import { queryGpus } from '../agent/nvidiaSmi.js';
 import { resolvePython } from '../agent/torchWorker.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import { PACKAGE_ROOT } from './profiles.js';
+import { type Progress, startProgress } from './progress.js';
 
 export interface MeasureOptions {
   gpu: number;
@@ -26,14 +27,14 @@ export interface MeasureOptions {
   quiet?: boolean;
 }
 
-/** Runs one gpu_measure.py step, advancing the bar on each measured point it logs. */
-async function step(args: string[], env: Record<string, string>, bar: cliProgress.SingleBar | null): Promise<void> {
+/** Runs one gpu_measure.py step, advancing the progress on each measured point it logs. */
+async function step(args: string[], env: Record<string, string>, progress: Progress): Promise<void> {
   const script = join(PACKAGE_ROOT, 'native', 'gpu_measure.py');
   const p = execa(resolvePython(), [script, ...args], { env, extendEnv: true, reject: false, buffer: { stderr: false }, stdout: 'inherit', stderr: 'pipe' });
   let tail = '';
   p.stderr.setEncoding('utf8').on('data', (d: string) => {
     tail = (tail + d).slice(-4000);
-    for (const line of d.split('\n')) if (/ batch \d+: [\d.]+ ms|^\s+pair \[/.test(line)) bar?.increment();
+    for (const line of d.split('\n')) if (/ batch \d+: [\d.]+ ms|^\s+pair \[/.test(line)) progress.increment(line.trim());
   });
   const r = await p;
   if (r.exitCode !== 0) throw new InvalidInputError(`gpu_measure.py ${args[0]} failed (exit ${String(r.exitCode)}): ${tail.trim().split('\n').slice(-5).join(' | ')}`);
@@ -55,15 +56,15 @@ export async function measureGpu(o: MeasureOptions): Promise<unknown> {
     env = clientEnv;
   }
   const total = o.models.length * o.pcts.length * o.batches.length + o.pairs.length * o.splits.length * o.pairBatches.length;
-  const bar = o.quiet ? null : new cliProgress.SingleBar({ format: `${gpu.name}: {value}/{total} points |{bar}| {duration_formatted} elapsed, {eta_formatted} left`, etaBuffer: 30 }, cliProgress.Presets.shades_classic);
-  bar?.start(total, 0);
+  if (!o.quiet) console.error(`${gpu.name}: measuring ${total} points`);
+  const progress = startProgress({ total, etaBuffer: 30, ...(o.quiet ? { quiet: true } : {}) });
   const soloFile = join(o.workDir, 'solo.json');
   const pairsFile = join(o.workDir, 'pairs.json');
   try {
-    await step(['solo', '--out', soloFile, '--models', o.models.join(','), '--pcts', o.pcts.join(','), '--batches', o.batches.join(',')], env, bar);
-    if (o.pairs.length > 0) await step(['pairs', '--out', pairsFile, '--pairs', o.pairs.join(','), '--splits', o.splits.join(','), '--batches', o.pairBatches.join(',')], env, bar);
+    await step(['solo', '--out', soloFile, '--models', o.models.join(','), '--pcts', o.pcts.join(','), '--batches', o.batches.join(',')], env, progress);
+    if (o.pairs.length > 0) await step(['pairs', '--out', pairsFile, '--pairs', o.pairs.join(','), '--splits', o.splits.join(','), '--batches', o.pairBatches.join(',')], env, progress);
   } finally {
-    bar?.stop();
+    progress.stop();
     if (o.mps) await daemon.stop();
   }
   const solo = JSON.parse(readFileSync(soloFile, 'utf8')) as { colocated: unknown[] };

@@ -1,20 +1,21 @@
-// `inss train`: trains the TS agent on a scenario, with a progress bar, checkpoints, resume after
+// `inss train`: trains the TS agent on a scenario, with progress (a bar on a terminal, a line per
+// episode elsewhere: cli/progress.ts), checkpoints, resume after
 // interruption, training curves (CSV and SVG) and the trained policy file; each run is recorded in
 // the SQLite store.
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { initTf, type BackendName } from '../rl/backend.js';
 import { type Checkpoint, recordsCsv, type TrainConfig, Trainer } from '../rl/train.js';
 import { parseSacSettings } from '../rl/settings.js';
-import { lineChart } from '../src/report/svg.js';
+import { lineChart } from '../tools/report/svg.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { formatIssues, InvalidInputError } from '../src/profile/schema.js';
 import { Store } from '../scheduler/store.js';
 import { readJsonFile } from './profiles.js';
+import { startProgress } from './progress.js';
 import { loadScenario } from './scenarios.js';
 
 export interface TrainCliOptions {
@@ -89,13 +90,7 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
   const store = new Store(join(opts.stateDir ?? join(homedir(), '.inss'), 'inss.db'));
   const runId = store.startTrainingRun({ scenario: config.scenario, seed: opts.seed, settings: config, outDir: out, nowIso: new Date().toISOString() });
   const trainer = await Trainer.create(config, cluster, loaded.scenario.models, resume);
-  const bar = opts.quiet
-    ? null
-    : new cliProgress.SingleBar({
-        format: 'episode {value}/{total} |{bar}| reward {reward} | thr {thr}/s | SLO viol {viol}% | {duration_formatted} elapsed, {eta_formatted} left',
-        etaBuffer: 20,
-      }, cliProgress.Presets.shades_classic);
-  bar?.start(episodes, trainer.episodesDone, { reward: '-', thr: '-', viol: '-' });
+  const progress = startProgress({ total: episodes, start: trainer.episodesDone, ...(opts.quiet ? { quiet: true } : {}) });
   let interrupted = false;
   const onSignal = () => {
     interrupted = true;
@@ -117,10 +112,10 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
       const t0 = performance.now();
       const rec = trainer.runEpisode();
       rec.seconds = (performance.now() - t0) / 1000;
-      bar?.update(trainer.episodesDone, { reward: rec.reward.toFixed(0), thr: rec.throughputPerS.toFixed(0), viol: rec.sloViolationPct.toFixed(2) });
+      progress.update(trainer.episodesDone, `episode ${trainer.episodesDone}: reward ${rec.reward.toFixed(0)} | thr ${rec.throughputPerS.toFixed(0)}/s | SLO viol ${rec.sloViolationPct.toFixed(2)}% | ${rec.seconds.toFixed(1)} s`);
       if (trainer.episodesDone % opts.checkpointEvery === 0) saveAll(false);
     }
-    bar?.stop();
+    progress.stop();
     const done = trainer.episodesDone >= episodes;
     saveAll(done);
     const last = trainer.records.slice(-10);
@@ -130,7 +125,7 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
     console.error(done ? `trained ${trainer.episodesDone} episodes; policy: ${join(out, 'policy.json')} (run ${runId})` : `interrupted after ${trainer.episodesDone} episodes; resume with --resume --out ${opts.out} (run ${runId})`);
     return done ? 0 : 130;
   } catch (err) {
-    bar?.stop();
+    progress.stop();
     store.finishTrainingRun(runId, { status: 'failed', final: { error: String(err) }, policyPath: null, nowIso: new Date().toISOString() });
     throw err;
   } finally {

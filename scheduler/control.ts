@@ -24,9 +24,9 @@ import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
-import { onReady, planApply, type WorkerView } from '../src/serving/workerSet.js';
+import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
-import type { Metrics, TaskOutcome } from './metrics.js';
+import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
 import type { Store } from './store.js';
 
 export interface ServedModelConfig {
@@ -176,7 +176,7 @@ interface AgentEntry {
 }
 
 /** The control plane's workers as the shared worker-set plan reads them (src/serving/workerSet.ts). */
-const CONTROL_VIEW: WorkerView<Worker> = {
+const CONTROL_VIEW: PlanView<Worker> = {
   model: (w) => w.model,
   gpu: (w) => w.gpu,
   pct: (w) => w.pct,
@@ -308,6 +308,21 @@ export class Control {
     };
   }
 
+  /** The workers with the share and batch in force (read-only: Triton's model configuration, metrics). */
+  workerViews(): WorkerView[] {
+    return this.workers.map((w) => ({
+      workerId: w.workerId,
+      model: this.models[w.model]!.name,
+      gpu: w.gpu,
+      pct: this.gpuModes[w.gpu] === 'timeshare' ? 100 : w.pct,
+      batch: w.batch,
+      timeoutMs: w.timeoutMs,
+      role: w.role,
+      state: w.state,
+      serving: this.serving(w),
+    }));
+  }
+
   // ---- tasks ------------------------------------------------------------------------------------
 
   /**
@@ -350,9 +365,8 @@ export class Control {
     const now = this.opts.clock();
     const name = this.models[t.model]!.name;
     const lat = now - t.arrivalMs;
-    this.opts.metrics.requests.inc({ model: name, outcome });
+    this.opts.metrics.taskFinished(name, outcome, lat / 1000);
     if (a.ok) {
-      this.opts.metrics.latency.observe({ model: name }, lat / 1000);
       this.epochStats.served[t.model]! += 1;
       this.epochStats.latSum[t.model]! += lat;
       if (outcome === 'late') this.epochStats.violated[t.model]! += 1;
@@ -514,7 +528,7 @@ export class Control {
     const now = this.opts.clock();
     const m = b.worker.model;
     const model = this.models[m]!;
-    this.opts.metrics.computeTime.observe({ model: model.name }, msg.latencyMs / 1000);
+    this.opts.metrics.batchExecuted(model.name, b.tasks.length, msg.latencyMs / 1000);
     this.epochStats.execSum[m]! += msg.latencyMs;
     this.epochStats.execN[m]! += 1;
     // The transport a batch pays beyond its GPU time (scheduler -> agent -> worker and back): learned

@@ -576,9 +576,12 @@ export function errorBody(message: string): Buffer {
 // ---------------------------------------------------------------------------------------------------
 // Metadata
 
-/** GET /v2. Lists only the extensions inss implements. */
+/**
+ * GET /v2. Lists only the extensions inss implements: binary tensor data here; statistics, model
+ * configuration and the model repository (index only; load and unload are refused) in scheduler/triton.ts.
+ */
 export function serverMetadata(version: string): ServerMetadata {
-  return { name: 'inss', version, extensions: ['binary_tensor_data'] };
+  return { name: 'inss', version, extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository'] };
 }
 
 /**

@@ -1,12 +1,94 @@
-// Prometheus metrics of the scheduler service (prom-client), served at GET /metrics. One registry per
-// service instance (tests run several in one process). Names follow Prometheus conventions: base
-// units (seconds), `_total` for counters.
+// Prometheus metrics of the scheduler service (prom-client), served at GET /metrics, and the per-model
+// counters behind Triton's statistics extension (GET /v2/models/stats, scheduler/triton.ts). One
+// registry per service instance (tests run several in one process).
+//
+// Two families, documented one by one in docs/metrics.md:
+// - inss_*: inss's own, in Prometheus conventions (base units, seconds; `_total` for counters);
+// - nv_*: Triton's names and semantics where inss has the same quantity (cumulative microsecond
+//   durations, request/inference/execution counts, pending requests, GPU utilisation and memory), with
+//   Triton's `model` and `version` labels, so dashboards built for Triton graph inss unchanged.
+// Every quantity is counted in one place: the control plane reports a finished task once
+// (taskFinished) and an executed batch once (batchExecuted); the nv_* views of queue length, queue
+// time and GPU readings are derived at scrape time from the inss_* series they mirror.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** What became of a task: the `outcome` label of inss_requests_total. */
 export type TaskOutcome = 'ok' | 'late' | 'dropped_slo' | 'not_deployed' | 'worker_failed' | 'shutdown';
 
+/** The outcomes that are answers (a result, possibly after the SLO); the others are failures. */
+const SUCCESS: ReadonlySet<TaskOutcome> = new Set<TaskOutcome>(['ok', 'late']);
+
+/** The one model version inss serves (KServe/Triton's `version` label and field). */
+export const MODEL_VERSION = '1';
+
 const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5];
+const MIB = 1024 * 1024;
+
+/** A cumulative duration in Triton's statistics format: how many, and their total in nanoseconds. */
+export interface Duration {
+  count: number;
+  ns: number;
+}
+
+/** One batch size's executions (Triton's batch_stats entry). */
+export interface BatchSizeStats {
+  readonly batchSize: number;
+  readonly count: number;
+  /** Total compute time of these executions, ns (as the worker reports it). */
+  readonly computeNs: number;
+}
+
+/** Everything Triton's statistics extension reports for one model, since the service started. */
+export interface ModelStats {
+  /** Wall-clock ms since the epoch of the last finished request; 0 when none. */
+  readonly lastInferenceMs: number;
+  readonly inferenceCount: number;
+  readonly executionCount: number;
+  /** End-to-end durations of answered requests. */
+  readonly success: Duration;
+  /** End-to-end durations of requests that ended in an error (dropped, not deployed, worker failed, shutdown). */
+  readonly fail: Duration;
+  /** Time in the task buffer, per dispatched request. */
+  readonly queue: Duration;
+  /** The worker-reported batch time, counted once per request in the batch. */
+  readonly computeInfer: Duration;
+  readonly batches: readonly BatchSizeStats[];
+}
+
+/** A worker as the metrics and the Triton surface see it (Control.workerViews()). */
+export interface WorkerView {
+  readonly workerId: string;
+  readonly model: string;
+  /** Cluster GPU index. */
+  readonly gpu: number;
+  /** MPS share in force, percent (100 on a timeshare GPU: the whole GPU, in turns). */
+  readonly pct: number;
+  readonly batch: number;
+  readonly timeoutMs: number;
+  readonly role: 'active' | 'shadow' | 'retiring';
+  readonly state: string;
+  /** Takes batches now. */
+  readonly serving: boolean;
+}
+
+interface Counters {
+  lastInferenceMs: number;
+  success: Duration;
+  fail: Duration;
+  computeInfer: Duration;
+  executions: number;
+  /** batch size -> [executions, compute ns] */
+  readonly bySize: Map<number, [number, number]>;
+}
+
+/** prom-client's `get()` values of a histogram's `_sum` or `_count` series, by model label. */
+async function histogramSeries(h: Histogram<'model'>, suffix: '_sum' | '_count'): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const v of (await h.get()).values) {
+    if (v.metricName?.endsWith(suffix) && typeof v.labels.model === 'string') out.set(v.labels.model, v.value);
+  }
+  return out;
+}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -16,7 +98,7 @@ export class Metrics {
   readonly queueTime = new Histogram({ name: 'inss_task_queue_seconds', help: 'Time a task waited in the task buffer before its batch was sent', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
   readonly computeTime = new Histogram({ name: 'inss_batch_compute_seconds', help: 'Batch execution time reported by the worker', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
   readonly transportTime = new Histogram({ name: 'inss_batch_transport_seconds', help: 'Time a batch spent outside its worker: scheduler to agent to worker and back, less the time the worker reports', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
-  readonly batchSize = new Histogram({ name: 'inss_batch_size', help: 'Tasks per dispatched batch', labelNames: ['model'] as const, buckets: [1, 2, 4, 8, 12, 16, 24, 32], registers: [this.registry] });
+  readonly batchSize = new Histogram({ name: 'inss_batch_size', help: 'Tasks per dispatched batch', labelNames: ['model'] as const, buckets: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64], registers: [this.registry] });
   readonly queueLength = new Gauge({ name: 'inss_queue_length', help: 'Tasks waiting in the task buffer', labelNames: ['model'] as const, registers: [this.registry] });
   readonly arrivalRate = new Gauge({ name: 'inss_arrival_rate_per_second', help: "The monitor's arrival-rate estimate", labelNames: ['model'] as const, registers: [this.registry] });
   readonly sloAttainment = new Gauge({ name: 'inss_slo_attainment_ratio', help: 'Tasks answered within their SLO over all tasks finished in the last epoch', labelNames: ['model'] as const, registers: [this.registry] });
@@ -29,7 +111,145 @@ export class Metrics {
   readonly swaps = new Counter({ name: 'inss_shadow_swaps_total', help: 'Shadow-process swaps completed (a new worker took over from an old one)', registers: [this.registry] });
   readonly decisions = new Counter({ name: 'inss_decisions_total', help: 'Policy decisions', registers: [this.registry] });
 
+  // ---- Triton's names (docs/metrics.md maps each to Triton's definition) ----
+  private readonly nvSuccess = new Counter({ name: 'nv_inference_request_success', help: 'Successful inference requests (answered with a result, within the SLO or late)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
+  private readonly nvFailure = new Counter({ name: 'nv_inference_request_failure', help: 'Failed inference requests, by reason (dropped_slo, not_deployed, worker_failed, shutdown)', labelNames: ['model', 'version', 'reason'] as const, registers: [this.registry] });
+  private readonly nvCount = new Counter({ name: 'nv_inference_count', help: 'Inferences performed (one per answered request: inss requests carry one sample)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
+  private readonly nvExecCount = new Counter({ name: 'nv_inference_exec_count', help: 'Model executions (batches run by a worker)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
+  private readonly nvRequestDuration = new Counter({ name: 'nv_inference_request_duration_us', help: 'Cumulative end-to-end request duration (success and failure), microseconds', labelNames: ['model', 'version'] as const, registers: [this.registry] });
+  private readonly nvComputeInfer = new Counter({ name: 'nv_inference_compute_infer_duration_us', help: "Cumulative compute time of requests: each request counts its batch's worker-reported time, microseconds", labelNames: ['model', 'version'] as const, registers: [this.registry] });
+  private readonly counters = new Map<string, Counters>();
+  private workerSource: () => readonly WorkerView[] = () => [];
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'inss_process_' });
+    const queueTime = this.queueTime;
+    const queueLength = this.queueLength;
+    const gpuUtil = this.gpuUtil;
+    const gpuMemory = this.gpuMemory;
+    const workersOf = () => this.workerSource();
+    const registry = this.registry;
+    // Derived at scrape time from the series they mirror (one count, two names).
+    new Counter({
+      name: 'nv_inference_queue_duration_us',
+      help: 'Cumulative time requests waited in the task buffer, microseconds',
+      labelNames: ['model', 'version'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [model, s] of await histogramSeries(queueTime, '_sum')) this.inc({ model, version: MODEL_VERSION }, s * 1e6);
+      },
+    });
+    new Gauge({
+      name: 'nv_inference_pending_request_count',
+      help: 'Requests waiting in the task buffer (not yet sent to a worker)',
+      labelNames: ['model', 'version'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const v of (await queueLength.get()).values) if (typeof v.labels.model === 'string') this.set({ model: v.labels.model, version: MODEL_VERSION }, v.value);
+      },
+    });
+    const perGpu = (name: string, help: string, from: Gauge<'gpu'> | Gauge<'gpu' | 'source'>, scale: number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['gpu'] as const,
+        registers: [registry],
+        async collect() {
+          this.reset();
+          for (const v of (await from.get()).values) if (v.labels.gpu !== undefined && ((v.labels as Partial<Record<string, string | number>>).source ?? 'measured') === 'measured') this.set({ gpu: String(v.labels.gpu) }, v.value * scale);
+        },
+      });
+    perGpu('nv_gpu_utilization', 'GPU utilisation read by the agent, 0.0 to 1.0 (gpu: the cluster GPU index)', gpuUtil, 1 / 100);
+    perGpu('nv_gpu_memory_used_bytes', 'GPU memory used, read by the agent, bytes (gpu: the cluster GPU index)', gpuMemory, MIB);
+    const perWorker = (name: string, help: string, value: (w: WorkerView) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['model', 'gpu', 'worker', 'role'] as const,
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const w of workersOf()) this.set({ model: w.model, gpu: String(w.gpu), worker: w.workerId, role: w.role }, value(w));
+        },
+      });
+    perWorker('inss_model_share_percent', 'MPS share in force of each worker of a model (role: active, shadow or retiring; 100 on a timeshare GPU)', (w) => w.pct);
+    perWorker('inss_model_batch_size', 'Batch size in force of each worker of a model', (w) => w.batch);
+  }
+
+  /** Where inss_model_share_percent and inss_model_batch_size read the workers (the control plane's view). */
+  setWorkerSource(source: () => readonly WorkerView[]): void {
+    this.workerSource = source;
+  }
+
+  private countersOf(model: string): Counters {
+    let c = this.counters.get(model);
+    if (!c) {
+      c = { lastInferenceMs: 0, success: { count: 0, ns: 0 }, fail: { count: 0, ns: 0 }, computeInfer: { count: 0, ns: 0 }, executions: 0, bySize: new Map() };
+      this.counters.set(model, c);
+    }
+    return c;
+  }
+
+  /** A task ended (the control plane calls this once per accepted task): `seconds` from arrival to answer. */
+  taskFinished(model: string, outcome: TaskOutcome, seconds: number, nowMs = Date.now()): void {
+    const c = this.countersOf(model);
+    const labels = { model, version: MODEL_VERSION };
+    this.requests.inc({ model, outcome });
+    this.nvRequestDuration.inc(labels, seconds * 1e6);
+    c.lastInferenceMs = nowMs;
+    if (SUCCESS.has(outcome)) {
+      this.latency.observe({ model }, seconds);
+      c.success.count += 1;
+      c.success.ns += seconds * 1e9;
+      this.nvSuccess.inc(labels);
+      this.nvCount.inc(labels);
+    } else {
+      c.fail.count += 1;
+      c.fail.ns += seconds * 1e9;
+      this.nvFailure.inc({ ...labels, reason: outcome });
+    }
+  }
+
+  /** A worker answered a batch of `size` tasks, reporting `seconds` of execution. */
+  batchExecuted(model: string, size: number, seconds: number): void {
+    const c = this.countersOf(model);
+    this.computeTime.observe({ model }, seconds);
+    c.executions += 1;
+    c.computeInfer.count += size;
+    c.computeInfer.ns += seconds * 1e9 * size;
+    const s = c.bySize.get(size) ?? [0, 0];
+    s[0] += 1;
+    s[1] += seconds * 1e9;
+    c.bySize.set(size, s);
+    this.nvExecCount.inc({ model, version: MODEL_VERSION });
+    this.nvComputeInfer.inc({ model, version: MODEL_VERSION }, seconds * 1e6 * size);
+  }
+
+  /** Triton's statistics of one model since the service started. */
+  async modelStats(model: string): Promise<ModelStats> {
+    const c = this.countersOf(model);
+    const [queueSum, queueCount] = await Promise.all([histogramSeries(this.queueTime, '_sum'), histogramSeries(this.queueTime, '_count')]);
+    return {
+      lastInferenceMs: c.lastInferenceMs,
+      inferenceCount: c.success.count,
+      executionCount: c.executions,
+      success: { ...c.success },
+      fail: { ...c.fail },
+      queue: { count: queueCount.get(model) ?? 0, ns: (queueSum.get(model) ?? 0) * 1e9 },
+      computeInfer: { ...c.computeInfer },
+      batches: [...c.bySize.entries()].sort((a, b) => a[0] - b[0]).map(([batchSize, [count, computeNs]]) => ({ batchSize, count, computeNs })),
+    };
+  }
+
+  /** The names of every metric this registry serves (the Grafana dashboard test checks its queries against them). */
+  metricNames(): string[] {
+    return this.registry.getMetricsAsArray().flatMap((m) => {
+      const type = (m as unknown as { type: string }).type;
+      if (type === 'histogram') return [`${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`];
+      if (type === 'summary') return [m.name, `${m.name}_sum`, `${m.name}_count`];
+      return [m.name];
+    });
   }
 }

@@ -7,10 +7,12 @@ import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
 import { Control, type ControlSettings, type ServedModelConfig, type TaskAnswer } from './control.js';
+import { registerDashboard } from './dashboard.js';
 import { AGENT_PATH, AgentHub } from './hub.js';
 import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest, serverMetadata } from './kserve.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
+import { registerTriton, resolveModel } from './triton.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -88,17 +90,11 @@ export class SchedulerService {
 
     const json = (reply: FastifyReply, status: number, body: unknown) => reply.code(status).header('content-type', 'application/json').send(JSON.stringify(body));
     const modelOr404 = (name: string, version: string | undefined, reply: FastifyReply): number | null => {
-      const m = control.modelIndex(name);
-      if (m < 0) {
-        void json(reply, 404, { error: `unknown model '${name}' (served: ${opts.models.map((x) => x.name).join(', ')})` });
-        return null;
-      }
-      if (version !== undefined && version !== '1') {
-        void json(reply, 404, { error: `model '${name}' has no version '${version}' (versions: 1)` });
-        return null;
-      }
-      return m;
+      const r = resolveModel(opts.models, name, version);
+      if (!r.ok) void json(reply, 404, { error: r.error });
+      return r.ok ? r.index : null;
     };
+    registerTriton(app, { control, metrics, models: opts.models, bodyLimit });
 
     app.get('/v2/health/live', (_req, reply) => json(reply, 200, { live: true }));
     app.get('/v2/health/ready', (_req, reply) => {
@@ -141,24 +137,23 @@ export class SchedulerService {
       }
       const request = parsed.request;
       const input = request.inputs[0]!;
-      return new Promise<void>((resolve) => {
-        control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, data: input.data }, (a) => {
-          if (!a.ok) {
-            void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
-            resolve();
-            return;
-          }
-          // In the order the request named them (all of the signature's when it named none).
-          const byName = new Map(a.outputs.map((o) => [o.name, o]));
-          const outputs = request.outputs.flatMap((w) => {
-            const o = byName.get(w.name);
-            return o ? [{ ...o, binary: w.binary }] : [];
-          });
-          const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
-          void reply.code(200).headers(r.headers).send(r.body);
-          resolve();
+      // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
+      // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
+      control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, data: input.data }, (a) => {
+        if (!a.ok) {
+          void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
+          return;
+        }
+        // In the order the request named them (all of the signature's when it named none).
+        const byName = new Map(a.outputs.map((o) => [o.name, o]));
+        const outputs = request.outputs.flatMap((w) => {
+          const o = byName.get(w.name);
+          return o ? [{ ...o, binary: w.binary }] : [];
         });
+        const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
+        void reply.code(200).headers(r.headers).send(r.body);
       });
+      return reply;
     };
     app.post<{ Params: ModelParams }>('/v2/models/:name/infer', inferRoute);
     app.post<{ Params: ModelParams }>('/v2/models/:name/versions/:version/infer', inferRoute);
@@ -166,6 +161,7 @@ export class SchedulerService {
     app.get('/metrics', async (_req, reply) => reply.code(200).header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()));
     app.get('/v2/inss/cluster', (_req, reply) => json(reply, 200, control.snapshot()));
     app.get('/v2/inss/decisions', (_req, reply) => json(reply, 200, opts.store?.decisions(100) ?? []));
+    registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
 
     hub.attach(app.server);
     await app.listen({ host: opts.host, port: opts.port });

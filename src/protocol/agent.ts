@@ -1,6 +1,6 @@
 // Scheduler <-> agent messages (protocol version 1): the headers of frames.ts frames, one frame per
 // WebSocket binary message. The agent authenticates the WebSocket upgrade with
-// `Authorization: Bearer <token>`. docs/serving.md describes the exchange, docs/worker-protocol.md worker identity.
+// `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange (worker identity: docs/worker-protocol.md).
 import { z } from 'zod';
 import { TensorRefSchema } from './tensor.js';
 

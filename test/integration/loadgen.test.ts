@@ -15,8 +15,8 @@ import { Command, CommanderError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerLoadgen } from '../../cli/loadgen.js';
 import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest } from '../../scheduler/kserve.js';
-import { LoadgenReportSchema, type LoadgenReport } from '../../src/loadgen/report.js';
-import { sendSchedule } from '../../src/loadgen/schedule.js';
+import { LoadgenReportSchema, type LoadgenReport } from '../../tools/loadgen/report.js';
+import { sendSchedule } from '../../tools/loadgen/schedule.js';
 import type { ModelSignature } from '../../src/protocol/tensor.js';
 
 interface StandInModel {

@@ -21,7 +21,7 @@ import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from
 import { simulate } from '../../src/sim/simulator.js';
 import type { ClusterInfo, Deployment, Policy } from '../../src/policy/types.js';
 import { Rng } from '../../src/workload/random.js';
-import { LoadgenReportSchema } from '../../src/loadgen/report.js';
+import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
 import { FixedPolicy } from '../support/fakes.js';
 import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';

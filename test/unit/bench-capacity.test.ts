@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { capacityOf, type CurvePoint, gridCurve, gridLoads, parseGrid, parseSeeds, spread } from '../../src/bench/capacity.js';
-import { formatSuiteTable, type SuiteCell, summarizeSuite } from '../../src/bench/suite.js';
+import { capacityOf, type CurvePoint, gridCurve, gridLoads, parseGrid, parseSeeds, spread } from '../../tools/bench/capacity.js';
+import { formatSuiteTable, type SuiteCell, summarizeSuite } from '../../tools/bench/suite.js';
 
 const curve = (pairs: [number, number][]): CurvePoint[] => pairs.map(([loadScale, sloViolationPct]) => ({ loadScale, sloViolationPct, goodputPerS: 0 }));
 

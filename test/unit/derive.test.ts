@@ -1,10 +1,11 @@
-// derivePaperCluster (src/fit/paperCluster.ts): deterministic, schema-valid, reproduces the
+// derivePaperCluster (tools/fit/paperCluster/derive.ts): deterministic, schema-valid, reproduces the
 // committed profiles, and the RTX 2060 comes out slower than the RTX 2060 Super.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { PAPER_CLUSTER_DATA_DIR } from '../support/paths.js';
 import { describe, expect, it } from 'vitest';
-import { derivePaperCluster, parsePaperTables } from '../../src/fit/paperCluster.js';
+import { parsePaperTables } from '../../tools/fit/paperCluster/anchors.js';
+import { derivePaperCluster } from '../../tools/fit/paperCluster/derive.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { parseProfile, ProfileSchema } from '../../src/profile/schema.js';
 

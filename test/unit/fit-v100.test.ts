@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fitProfile } from '../../src/fit/fit.js';
-import { igniterToMeasurements } from '../../src/fit/igniter.js';
-import { MeasurementsSchema } from '../../src/fit/measurements.js';
+import { fitProfile } from '../../tools/fit/fit.js';
+import { igniterToMeasurements } from '../../tools/fit/igniter.js';
+import { MeasurementsSchema } from '../../tools/fit/measurements.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { parseProfile } from '../../src/profile/schema.js';
 import { REPO_ROOT, V100_DATA_DIR } from '../support/paths.js';

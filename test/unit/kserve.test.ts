@@ -506,7 +506,7 @@ describe('errors and metadata', () => {
   });
 
   it('server metadata lists only the extensions inss implements', () => {
-    expect(serverMetadata('0.1.0')).toEqual({ name: 'inss', version: '0.1.0', extensions: ['binary_tensor_data'] });
+    expect(serverMetadata('0.1.0')).toEqual({ name: 'inss', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository'] });
   });
 
   it('model metadata: batch dimension -1, slo_ms under parameters, versions when given', () => {

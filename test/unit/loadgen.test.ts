@@ -7,9 +7,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { type LoadgenOptions, registerLoadgen } from '../../cli/loadgen.js';
 import { main } from '../../cli/main.js';
 import { fromHalf, parseInferRequest } from '../../scheduler/kserve.js';
-import { buildReport, errorKey, formatReport, type LoadgenSettings, LoadgenReportSchema, percentile, type RequestRecord, TABLE_COLUMNS } from '../../src/loadgen/report.js';
-import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetadata, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../../src/loadgen/request.js';
-import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule } from '../../src/loadgen/schedule.js';
+import { buildReport, errorKey, formatReport, type LoadgenSettings, LoadgenReportSchema, percentile, type RequestRecord, TABLE_COLUMNS } from '../../tools/loadgen/report.js';
+import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetadata, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../../tools/loadgen/request.js';
+import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule } from '../../tools/loadgen/schedule.js';
 import type { ModelSignature } from '../../src/protocol/tensor.js';
 import { Rng } from '../../src/workload/random.js';
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { PAPER_CLUSTER_DATA_DIR } from '../support/paths.js';
 import { describe, expect, it } from 'vitest';
-import { parsePaperTables } from '../../src/fit/paperCluster.js';
+import { parsePaperTables } from '../../tools/fit/paperCluster/anchors.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { InvalidInputError, parseProfile } from '../../src/profile/schema.js';
 

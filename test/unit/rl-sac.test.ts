@@ -1,74 +1,36 @@
-// SAC-Discrete agent (rl/sacDiscrete.ts): learns a two-head contextual bandit; masks, seeding,
-// save/load, the tf-free ActorForward, tensor hygiene. Small networks ([64, 64]) keep it fast.
+// SAC-Discrete agent (rl/sacDiscrete.ts): learns a two-head contextual bandit (benchmarks/sacBandit.ts);
+// masks, seeding, save/load, the tf-free ActorForward, tensor hygiene. Small networks keep it fast.
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ActorForward } from '../../rl/actorForward.js';
 import { initTf } from '../../rl/backend.js';
 import { Rng } from '../../rl/replay.js';
 import { SacDiscrete, type UpdateMetrics } from '../../rl/sacDiscrete.js';
-import type { SacSettingsInput } from '../../rl/settings.js';
+import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_SETTINGS_QUICK, BANDIT_STATE_DIM, banditReward, banditState, greedyAccuracy, trainOnBandit } from '../../benchmarks/sacBandit.js';
 
 beforeAll(async () => {
   await initTf('wasm');
 });
 
-/**
- * Two heads (3 and 4 options), state in [-1, 1]^4. Head 0 is right when it picks the third of
- * [-1, 1] that s0 falls in; head 1 is right when it picks (a0 + [s1 > 0] + 2 [s2 > 0]) mod 4, so
- * its best option depends on the state and on head 0's choice. Reward = number of right heads.
- */
-const HEADS = [3, 4] as const;
-const STATE_DIM = 4;
-function best0(s: Float32Array): number {
-  return s[0]! < -1 / 3 ? 0 : s[0]! < 1 / 3 ? 1 : 2;
-}
-function best1(s: Float32Array, a0: number): number {
-  return (a0 + (s[1]! > 0 ? 1 : 0) + (s[2]! > 0 ? 2 : 0)) % 4;
-}
-function reward(s: Float32Array, a: Int32Array): number {
-  return (a[0] === best0(s) ? 1 : 0) + (a[1] === best1(s, a[0]!) ? 1 : 0);
-}
-function randomState(rng: Rng): Float32Array {
-  return Float32Array.from({ length: STATE_DIM }, () => 2 * rng.next() - 1);
-}
+const HEADS = BANDIT_HEADS;
+const STATE_DIM = BANDIT_STATE_DIM;
+const reward = banditReward;
+const randomState = banditState;
 
-const SMALL: SacSettingsInput = {
-  hidden: [64, 64],
-  batchSize: 64,
-  replaySize: 2000,
-  learningStarts: 256,
-  lrQ: 3e-3,
-  lrActor: 3e-3,
-  lrAlpha: 3e-3,
-  initialTemperature: 1.0,
-};
-
-function greedyAccuracy(agent: { act(s: Float32Array, o: { greedy: boolean }): Int32Array }, n: number, seed: number): number {
-  const rng = new Rng(seed);
-  let right = 0;
-  for (let k = 0; k < n; k++) {
-    const s = randomState(rng);
-    if (reward(s, agent.act(s, { greedy: true })) === 2) right += 1;
-  }
-  return right / n;
-}
+const SMALL = BANDIT_SETTINGS;
 
 describe('SacDiscrete', () => {
-  it('learns a two-head contextual bandit to near-optimal greedy accuracy within 5000 updates', async () => {
-    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], { ...SMALL, seed: Number(process.env.RL_TEST_SEED ?? 1) });
-    const env = new Rng(99);
+  // The long run (near-optimal accuracy within 5000 updates) is `npm run bench:sac-learn`; this
+  // prefix must already have learned far past chance (1/12), and the temperature must anneal.
+  it('learns the two-head contextual bandit far past chance within 1500 updates', async () => {
+    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], { ...BANDIT_SETTINGS_QUICK, seed: Number(process.env.RL_TEST_SEED ?? 1) });
     const before = greedyAccuracy(agent, 1000, 7);
-    let last: UpdateMetrics | null = null;
-    for (let step = 0; step < 5255; step++) {
-      const state = randomState(env);
-      const action = agent.act(state);
-      last = agent.step({ state, action, reward: reward(state, action), nextState: state, done: true }) ?? last;
-    }
-    expect(agent.updateCount).toBe(5000);
+    const last = trainOnBandit(agent, 1500);
+    expect(agent.updateCount).toBe(1500);
     const after = greedyAccuracy(agent, 1000, 7);
     if (process.env.RL_TEST_VERBOSE) console.log({ before, after, last });
     expect(before).toBeLessThan(0.3); // a random greedy policy is right on both heads 1/12 of the time
-    expect(after).toBeGreaterThan(0.88);
+    expect(after).toBeGreaterThan(0.45);
     // 'paper' target entropy is negative: the temperature only anneals.
     expect(last!['charts/alpha']).toBeLessThan(0.1);
     expect(last!['charts/targetEntropy']).toBeCloseTo(-Math.log(1 + 7), 5);

@@ -15,8 +15,8 @@
 // Input values are k/256 for floats and k for integers with k drawn uniformly from 0..127 (BOOL: k odd),
 // so they are exact in every datatype and both encodings carry the very same tensor.
 import { z } from 'zod';
-import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount } from '../protocol/tensor.js';
-import type { Rng } from '../workload/random.js';
+import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount } from '../../src/protocol/tensor.js';
+import type { Rng } from '../../src/workload/random.js';
 import type { Outcome } from './report.js';
 
 export type Encoding = 'binary' | 'json';

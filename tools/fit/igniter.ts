@@ -2,7 +2,7 @@
 // README): solo.json, colocated-calibration.json and model-facts.json, parsed by the caller, become
 // inss measurements. Pure: validates the source's shape with zod and converts.
 import { z } from 'zod';
-import { formatIssues, InvalidInputError } from '../profile/schema.js';
+import { formatIssues, InvalidInputError } from '../../src/profile/schema.js';
 import { MODEL_FACTS, derivedMemory } from './catalog.js';
 import type { MeasurementsInput } from './measurements.js';
 
@@ -42,7 +42,7 @@ export function igniterToMeasurements(soloRaw: unknown, pairsRaw: unknown, facts
   const models: MeasurementsInput['models'] = {};
   for (const [name, f] of Object.entries(facts.models)) {
     const known = MODEL_FACTS[name];
-    if (!known) throw new InvalidInputError(`model-facts.json: model '${name}' has no entry in the catalog (src/fit/catalog.ts)`);
+    if (!known) throw new InvalidInputError(`model-facts.json: model '${name}' has no entry in the catalog (tools/fit/catalog.ts)`);
     models[name] = {
       inputBytes: f.input_bytes,
       outputBytes: f.output_bytes,
@@ -51,7 +51,7 @@ export function igniterToMeasurements(soloRaw: unknown, pairsRaw: unknown, facts
       // within 2x of the source's per-kernel figure for one model (docs/profiles.md).
       schedSoloMs: f.idle_time_ms_solo,
       memory: derivedMemory(known),
-      notes: ['memory: derived from public model facts (src/fit/catalog.ts); the source publishes none'],
+      notes: ['memory: derived from public model facts (tools/fit/catalog.ts); the source publishes none'],
     };
   }
   const soloPoints: MeasurementsInput['solo'] = [];

@@ -1,7 +1,7 @@
 // The measurement file format that `inss profile fit` reads (docs/measurement-format.md): what a
 // user measures on their own GPU, or what an importer makes of published measurements.
 import { z } from 'zod';
-import { GpuHardwareSchema } from '../profile/schema.js';
+import { GpuHardwareSchema } from '../../src/profile/schema.js';
 
 const positive = z.number().finite().positive();
 const nonNegative = z.number().finite().nonnegative();

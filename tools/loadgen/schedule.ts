@@ -3,8 +3,8 @@
 // variation), seeded from the run's seed and the model's name; the streams are merged into one
 // time-ordered sequence that the shell replays against its clock. Open loop: the schedule does not
 // depend on answers, so a slow server cannot slow the offered load down.
-import { rateFunction, RenewalStream } from '../workload/arrivals.js';
-import { mixSeed, Rng } from '../workload/random.js';
+import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
+import { mixSeed, Rng } from '../../src/workload/random.js';
 
 /** Inter-arrival distribution: Poisson (exponential gaps, CV 1) or Gamma with CV `cv` (> 1 burstier, < 1 smoother). */
 export type ArrivalSpec = { readonly kind: 'poisson' } | { readonly kind: 'gamma'; readonly cv: number };

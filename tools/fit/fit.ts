@@ -1,10 +1,10 @@
 // `inss profile fit`: from measurement files to a profile (paper section 4.1, "Prediction overhead").
 // Least squares for the linear coefficients (alpha_s/beta_s, alpha_u/beta_u, alpha^cache), LWR
 // samples for the running time. Pure: the caller reads the files and writes the result.
-import { LatencyModel } from '../model/predictor.js';
-import { feedbackMs, uploadMs } from '../model/latency.js';
-import { lwrLeaveOneOutError, toLwrPoints } from '../model/lwr.js';
-import { type LwrSettings, type Profile, type Provenance, ProfileSchema, type RunSample } from '../profile/schema.js';
+import { LatencyModel } from '../../src/model/predictor.js';
+import { feedbackMs, uploadMs } from '../../src/model/latency.js';
+import { lwrLeaveOneOutError, toLwrPoints } from '../../src/model/lwr.js';
+import { type LwrSettings, type Profile, type Provenance, ProfileSchema, type RunSample } from '../../src/profile/schema.js';
 import { fitLine, fitProportional } from './leastSquares.js';
 import type { MeasuredRun, Measurements } from './measurements.js';
 

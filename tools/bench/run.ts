@@ -1,10 +1,10 @@
 // Runs policies side by side on the simulator over the same seeded workload (`inss bench`). Pure
 // apart from the injected clock that times decisions.
-import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../scenario/build.js';
-import type { Scenario } from '../scenario/schema.js';
-import type { Profile } from '../profile/schema.js';
-import type { ClusterInfo, PolicyFactory, PolicyOptions } from '../policy/types.js';
-import { simulate, type SimResult } from '../sim/simulator.js';
+import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
+import type { Scenario } from '../../src/scenario/schema.js';
+import type { Profile } from '../../src/profile/schema.js';
+import type { ClusterInfo, PolicyFactory, PolicyOptions } from '../../src/policy/types.js';
+import { simulate, type SimResult } from '../../src/sim/simulator.js';
 import { type CurvePoint, gridCurve } from './capacity.js';
 
 export interface BenchContext {

@@ -1,0 +1,203 @@
+// tritonclient.http's everyday calls beyond infer, against `inss up` started as a user starts it. Each
+// request is the HTTP that tritonclient.http (src/python/library/tritonclient/http/_client.py) sends:
+// the same method, path and body, no Content-Type, and for a compressed infer the gzip'd body with
+// Content-Encoding, Accept-Encoding and Inference-Header-Content-Length (the uncompressed JSON's
+// length). Answers are read raw (node:http does not decompress) and parsed the way tritonclient does.
+import { request } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { REPO_ROOT } from '../support/paths.js';
+import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+
+interface Raw {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** One HTTP request with exactly these headers (plus Host and Content-Length), answer bytes as sent. */
+function raw(method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers: { ...headers, ...(body !== undefined ? { 'content-length': String(body.length) } : {}) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** tritonclient's _raise_if_error + json.loads, then the shape Triton's protocol docs give (zod: a field missing or of the wrong type fails). */
+function jsonOf<T>(r: Raw, schema: z.ZodType<T>): T {
+  expect(r.status, r.body.toString().slice(0, 500)).toBe(200);
+  return schema.parse(JSON.parse(r.body.toString('utf8')));
+}
+
+/** A non-200 answer carries {"error": text} (tritonclient raises InferenceServerException with it). */
+function errorOf(r: Raw): string {
+  return z.object({ error: z.string() }).parse(JSON.parse(r.body.toString('utf8'))).error;
+}
+
+// Triton's JSON, from its protocol docs (extension_statistics.md, extension_model_configuration.md,
+// extension_model_repository.md): uint64 fields are integers.
+const U64 = z.number().int().nonnegative();
+const Dur = z.object({ count: U64, ns: U64 });
+const ModelStat = z.object({
+  name: z.string(),
+  version: z.string(),
+  last_inference: U64,
+  inference_count: U64,
+  execution_count: U64,
+  inference_stats: z.object({ success: Dur, fail: Dur, queue: Dur, compute_input: Dur, compute_infer: Dur, compute_output: Dur }),
+  batch_stats: z.array(z.object({ batch_size: U64, compute_input: Dur, compute_infer: Dur, compute_output: Dur })),
+});
+const Stats = z.object({ model_stats: z.array(ModelStat) });
+const Tensor = z.object({ name: z.string(), data_type: z.string().regex(/^TYPE_[A-Z0-9]+$/), format: z.string().optional(), dims: z.array(z.number().int()) });
+const Param = z.object({ string_value: z.string() });
+const Config = z.object({
+  name: z.string(),
+  platform: z.string(),
+  max_batch_size: z.number().int(),
+  input: z.array(Tensor),
+  output: z.array(Tensor),
+  instance_group: z.array(z.object({ name: z.string(), kind: z.string(), count: z.number().int(), gpus: z.array(z.number().int()) })),
+  parameters: z.record(z.string(), Param),
+});
+const Index = z.array(z.object({ name: z.string(), version: z.string(), state: z.string(), reason: z.string() }));
+const Meta = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
+
+const state = mkdtempSync(join(tmpdir(), 'inss-triton-'));
+let base = '';
+beforeAll(async () => {
+  // The paper's six models with 10 s SLOs, so that no request of these tests is dropped for its SLO
+  // however loaded the machine is (they check the protocol, not the latency); a policy that runs on any scenario.
+  const scenario = JSON.parse(readFileSync(join(REPO_ROOT, 'scenarios', 'paper-6.json'), 'utf8')) as { name: string; models: { sloMs: number }[] };
+  scenario.name = 'triton-e2e';
+  for (const m of scenario.models) m.sloMs = 10_000;
+  writeFileSync(join(state, 'scenario.json'), JSON.stringify(scenario));
+  const up = startInss(['up', '--port', '0', '--state-dir', state, '--log-level', 'warn', '--scenario', join(state, 'scenario.json'), '--policy', 'static-even']);
+  base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 60_000);
+  await waitHttp200(`${base}/v2/health/ready`, 90_000);
+}, 180_000);
+afterAll(async () => {
+  await stopAll();
+  rmSync(state, { recursive: true, force: true });
+});
+
+it('a gzip-compressed binary infer with a gzip answer (request/response_compression_algorithm="gzip")', async () => {
+  const x = Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 7) % 13) / 13);
+  // _get_inference_request for InferInput.set_data_from_numpy(x) (binary) and InferRequestedOutput('output', binary_data=True).
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
+  const body = gzipSync(Buffer.concat([header, Buffer.from(x.buffer)]));
+  const r = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'Content-Encoding': 'gzip', 'Accept-Encoding': 'gzip', 'Inference-Header-Content-Length': String(header.length) }, body);
+  expect(r.status, r.body.toString().slice(0, 500)).toBe(200);
+  expect(r.headers['content-encoding']).toBe('gzip');
+  // InferResult.from_response_body: decompress by Content-Encoding, then split at Inference-Header-Content-Length.
+  const plain = gunzipSync(r.body);
+  const jsonLen = Number(r.headers['inference-header-content-length']);
+  const res = JSON.parse(plain.subarray(0, jsonLen).toString()) as { model_name: string; outputs: { name: string; datatype: string; shape: number[]; parameters: { binary_data_size: number } }[] };
+  expect(res.model_name).toBe('resnet50');
+  expect(res.outputs[0]).toMatchObject({ name: 'output', datatype: 'FP32', shape: [1, 1000], parameters: { binary_data_size: 4000 } });
+  const y = new Float32Array(plain.buffer.slice(plain.byteOffset + jsonLen, plain.byteOffset + jsonLen + 4000));
+  expect(Array.from(y)).toEqual(Array.from(simForward(x, 'resnet50')));
+});
+
+it('a deflate-compressed JSON infer with a deflate answer; bad codings and a zip bomb are refused', async () => {
+  const data = new Array<number>(150528).fill(0.5);
+  const body = deflateSync(Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data }], outputs: [{ name: 'output', parameters: { binary_data: false } }] })));
+  const r = await raw('POST', `${base}/v2/models/vgg16/infer`, { 'Content-Encoding': 'deflate', 'Accept-Encoding': 'deflate' }, body);
+  expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
+  expect(r.headers['content-encoding']).toBe('deflate');
+  const res = JSON.parse(inflateSync(r.body).toString()) as { outputs: { data: number[] }[] };
+  expect(res.outputs[0]!.data).toEqual(Array.from(simForward(Float32Array.from(data), 'vgg16')));
+
+  const notGzip = await raw('POST', `${base}/v2/models/vgg16/infer`, { 'Content-Encoding': 'gzip' }, Buffer.from('{"inputs":[]}'));
+  expect(notGzip.status).toBe(400);
+  expect(errorOf(notGzip)).toContain('not valid gzip data');
+  const br = await raw('POST', `${base}/v2/models/vgg16/infer`, { 'Content-Encoding': 'br' }, Buffer.from('x'));
+  expect(br.status).toBe(415);
+  expect(errorOf(br)).toBe("Content-Encoding 'br' is not supported (gzip, deflate or identity)");
+  // 65 MiB of zeros is about 65 KB of gzip: past the 64 MiB body limit once decompressed.
+  const bomb = gzipSync(Buffer.alloc(65 * 1024 * 1024));
+  const big = await raw('POST', `${base}/v2/models/vgg16/infer`, { 'Content-Encoding': 'gzip' }, bomb);
+  expect(big.status).toBe(413);
+  expect(errorOf(big)).toContain('decompresses to more than the limit');
+});
+
+it('get_inference_statistics: all models, one model, one version; "stats" is not a model name', async () => {
+  const all = jsonOf(await raw('GET', `${base}/v2/models/stats`), Stats);
+  const names = all.model_stats.map((s) => s.name);
+  expect(names).toContain('resnet50');
+  expect(names).toContain('vgg16');
+  const one = jsonOf(await raw('GET', `${base}/v2/models/resnet50/stats`), Stats);
+  expect(one.model_stats).toHaveLength(1);
+  const s = one.model_stats[0]!;
+  expect(s).toMatchObject({ name: 'resnet50', version: '1' });
+  // The gzip infer above was answered (other tests in this file may add more).
+  expect(s.inference_count).toBeGreaterThanOrEqual(1);
+  expect(s.execution_count).toBeGreaterThanOrEqual(1);
+  expect(s.last_inference).toBeGreaterThan(Date.now() - 10 * 60_000);
+  expect(s.inference_stats.success.count).toBeGreaterThanOrEqual(1);
+  expect(s.inference_stats.compute_infer.ns).toBeGreaterThan(0);
+  expect(s.inference_stats.queue.count).toBeGreaterThanOrEqual(1);
+  expect(s.batch_stats.length).toBeGreaterThanOrEqual(1);
+  expect(s.batch_stats[0]!.batch_size).toBeGreaterThanOrEqual(1);
+  const v = jsonOf(await raw('GET', `${base}/v2/models/resnet50/versions/1/stats`), Stats);
+  expect(v.model_stats[0]!.name).toBe('resnet50');
+  const unknown = await raw('GET', `${base}/v2/models/nope/stats`);
+  expect(unknown.status).toBe(404);
+  expect(errorOf(unknown)).toContain("unknown model 'nope'");
+  expect((await raw('GET', `${base}/v2/models/resnet50/versions/9/stats`)).status).toBe(404);
+});
+
+it('get_model_config: tensors, max batch, SLO, shares and batch in force', async () => {
+  const c = jsonOf(await raw('GET', `${base}/v2/models/resnet50/config`), Config);
+  expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', max_batch_size: 64 });
+  expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [3, 224, 224] }]);
+  expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [1000] }]);
+  expect(c.parameters.slo_ms?.string_value).toBe('10000');
+  // The system is ready: at least one serving worker, with its share (percent) and batch size.
+  const shares = (c.parameters.share_pct?.string_value ?? '').split(',').map(Number);
+  expect(shares.length).toBeGreaterThanOrEqual(1);
+  for (const p of shares) expect(p > 0 && p <= 100).toBe(true);
+  expect((c.parameters.batch?.string_value ?? '').split(',').map(Number).every((b) => b >= 1)).toBe(true);
+  expect(c.instance_group.length).toBeGreaterThanOrEqual(1);
+  expect(jsonOf(await raw('GET', `${base}/v2/models/resnet50/versions/1/config`), Config).name).toBe('resnet50');
+  expect((await raw('GET', `${base}/v2/models/nope/config`)).status).toBe(404);
+});
+
+it('get_model_repository_index (POST, empty body) and refused load/unload', async () => {
+  const idx = jsonOf(await raw('POST', `${base}/v2/repository/index`, {}, Buffer.alloc(0)), Index);
+  expect(idx.map((e) => e.name)).toEqual(expect.arrayContaining(['resnet50', 'vgg16']));
+  for (const e of idx) expect(e).toEqual({ name: e.name, version: '1', state: 'READY', reason: '' });
+  const ready = jsonOf(await raw('POST', `${base}/v2/repository/index`, {}, Buffer.from('{"ready":true}')), Index);
+  expect(ready).toHaveLength(idx.length);
+  expect((await raw('POST', `${base}/v2/repository/index`, {}, Buffer.from('{"ready":1}'))).status).toBe(400);
+  // load_model / unload_model bodies as tritonclient sends them.
+  const load = await raw('POST', `${base}/v2/repository/models/resnet50/load`, {}, Buffer.from('{}'));
+  expect(load.status).toBe(403);
+  expect(errorOf(load)).toContain("cannot load model 'resnet50'");
+  const unload = await raw('POST', `${base}/v2/repository/models/resnet50/unload`, {}, Buffer.from('{"parameters":{"unload_dependents":false}}'));
+  expect(unload.status).toBe(403);
+  expect(errorOf(unload)).toContain("cannot unload model 'resnet50'");
+});
+
+it('server metadata lists exactly the extensions served; /metrics has Triton-named series, gzip on request', async () => {
+  const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
+  expect(meta.extensions).toEqual(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository']);
+  const m = await raw('GET', `${base}/metrics`, { 'Accept-Encoding': 'gzip' });
+  expect(m.status).toBe(200);
+  expect(m.headers['content-encoding']).toBe('gzip');
+  const text = gunzipSync(m.body).toString();
+  expect(text).toMatch(/^nv_inference_request_success\{model="resnet50",version="1"\} [1-9]/m);
+  expect(text).toMatch(/^nv_inference_exec_count\{model="resnet50",version="1"\} [1-9]/m);
+  expect(text).toMatch(/^inss_model_share_percent\{model="resnet50",gpu="\d+",worker="[^"]+",role="active"\} \d/m);
+  const plain = await raw('GET', `${base}/metrics`);
+  expect(plain.headers['content-encoding']).toBeUndefined();
+});
