@@ -19,7 +19,7 @@ import { Store } from '../../scheduler/store.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
 import { simulate } from '../../src/sim/simulator.js';
-import type { ClusterInfo, Deployment, Policy } from '../../src/policy/types.js';
+import type { ClusterInfo, Deployment, Observation, Policy } from '../../src/policy/types.js';
 import { Rng } from '../../src/workload/random.js';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
@@ -249,6 +249,25 @@ class SwitchPolicy implements Policy {
   }
 }
 
+/**
+ * Plays one deployment until it has served tasks for `servedEpochs` epochs, then another: the swap
+ * happens under load whatever the time the first workers took to start (on a loaded machine a switch
+ * at a fixed epoch can come before they are ready, and then it abandons them instead of swapping).
+ */
+class SwitchWhenServingPolicy implements Policy {
+  readonly name = 'switch-when-serving';
+  private serving = 0;
+  constructor(
+    private readonly first: Deployment,
+    private readonly second: Deployment,
+    private readonly servedEpochs: number,
+  ) {}
+  decide(obs: Observation): Deployment {
+    if (obs.lastEpoch.served.some((n) => n > 0)) this.serving++;
+    return this.serving < this.servedEpochs ? this.first : this.second;
+  }
+}
+
 describe('scheduler in process, agent and workers as processes', () => {
   let service: SchedulerService;
   let store: Store;
@@ -285,7 +304,7 @@ describe('scheduler in process, agent and workers as processes', () => {
   it('a shadow swap that changes a share under load loses no task and fails none', async () => {
     const d1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 40, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
     const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
-    await start(() => new SwitchPolicy(d1, d2, 6));
+    await start(() => new SwitchWhenServingPolicy(d1, d2, 3));
     startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
     await waitHttp200(`${base}/v2/health/ready`);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 6);
