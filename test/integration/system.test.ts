@@ -235,20 +235,6 @@ describe('inss scheduler + inss agent as processes', () => {
   });
 });
 
-/** Plays one deployment, then another from epoch `switchAt` on (a share change: a shadow swap). */
-class SwitchPolicy implements Policy {
-  readonly name = 'switch';
-  private epochs = 0;
-  constructor(
-    private readonly first: Deployment,
-    private readonly second: Deployment,
-    private readonly switchAt: number,
-  ) {}
-  decide(): Deployment {
-    return this.epochs++ < this.switchAt ? this.first : this.second;
-  }
-}
-
 /**
  * Plays one deployment until it has served tasks for `servedEpochs` epochs, then another: the swap
  * happens under load whatever the time the first workers took to start (on a loaded machine a switch
@@ -336,7 +322,7 @@ describe('scheduler in process, agent and workers as processes', () => {
 
   it('SIGKILL of a worker: its tasks in flight get explicit errors, it restarts, no task is lost', async () => {
     const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 8 }, { model: 1, gpu: 0, pct: 50, batch: 8 }] };
-    await start(() => new SwitchPolicy(d, d, 0));
+    await start(() => new FixedPolicy(d));
     startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
     await waitHttp200(`${base}/v2/health/ready`);
     const load = sendLoad(base, { resnet50: 120, mobilenet: 20 }, 5);
