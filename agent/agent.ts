@@ -1,13 +1,17 @@
 // The node agent: connects to the scheduler's WebSocket hub, says which GPUs it has, and reconciles
 // its worker processes toward the scheduler's desired set (STYLE.md: reconcile toward a goal state).
 //
-// - Desired workers that do not run are started; a worker that dies while still desired is restarted
+// - Workers are reconciled by their whole identity (id, model, GPU, share, generation;
+//   src/protocol/agent.ts): a running worker whose identity differs from every desired one is drained
+//   and stopped, never reused for another model, GPU or share. Desired workers that do not run are started; a worker that dies while still desired is restarted
 //   with backoff (its in-flight batches are answered with `worker-failed` errors first).
 // - Workers that are no longer desired stop taking batches, finish the ones they hold and get SIGTERM.
 //   The scheduler orders a shadow swap by desiring the new worker beside the old one and dropping the
-//   old one only once the new one is ready and the old one's batches are back (scheduler/control.ts).
+//   old one only once the new one is ready (scheduler/control.ts, src/serving/workerSet.ts).
 // - Batches for a worker that is not running (retired, restarting, unknown) are answered at once with
-//   a `batchError` saying so; the scheduler puts those tasks back in their queue.
+//   a `batchError` saying so; the scheduler puts those tasks back in their queue. A batch whose
+//   identity (model, GPU, share, generation) is not that of the worker it names is refused with
+//   `wrong-worker`: it never reaches a process running another model.
 // - When the scheduler goes away the workers keep running and the agent reconnects with exponential
 //   backoff; its `hello` lists the workers it still runs.
 // On simulated GPUs the agent is the GPU: it tells each simulated worker which batches run beside its
@@ -17,7 +21,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type AgentTls, upgradeRefusal } from './connect.js';
-import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DesiredWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
+import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DesiredWorker, describeWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerIdentity, workerKey, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
 import type { RunningBatch } from '../src/protocol/worker.js';
@@ -106,10 +110,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   /** The workers as the scheduler sees them (for tests and logs). */
   status(): WorkerStatus[] {
     return [...this.workers.values()].map((w) => ({
-      workerId: w.spec.workerId,
-      model: w.spec.model,
-      gpu: w.spec.gpu,
-      pct: w.spec.pct,
+      ...w.spec,
       state: w.state,
       ...(w.proc.pid !== undefined ? { pid: w.proc.pid } : {}),
       ...(w.message !== undefined ? { message: w.message } : {}),
@@ -171,11 +172,11 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       case 'welcome':
         break;
       case 'desired':
-        this.desired = new Map(m.workers.map((w) => [w.workerId, w]));
+        this.desired = new Map(m.workers.map((w) => [workerKey(w), w]));
         this.reconcile();
         break;
       case 'batch':
-        void this.runBatch(m.batchId, m.workerId, m.size, m.inputs, frame.payload);
+        void this.runBatch(m.batchId, { workerId: m.workerId, model: m.model, gpu: m.gpu, pct: m.pct, generation: m.generation }, m.size, m.inputs, frame.payload);
         break;
       case 'error':
         this.log.error({ err: m.message }, 'the scheduler reports an error');
@@ -183,11 +184,23 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     }
   }
 
-  private async runBatch(batchId: string, workerId: string, size: number, inputs: readonly TensorRef[], payload: Buffer): Promise<void> {
-    const w = this.workers.get(workerId);
-    if (!w || w.state !== 'ready') {
-      const reason = !w ? (this.desired.has(workerId) ? 'worker-failed' : 'unknown-worker') : w.state === 'draining' ? 'worker-retired' : 'worker-failed';
-      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message: `worker ${workerId} is ${w ? w.state : 'not running on this agent'}` });
+  private async runBatch(batchId: string, id: WorkerIdentity, size: number, inputs: readonly TensorRef[], payload: Buffer): Promise<void> {
+    const workerId = id.workerId;
+    const key = workerKey(id);
+    const w = this.workers.get(key);
+    if (!w) {
+      // Not this worker: another one under the same id (another model, GPU, share or generation) must never take it.
+      const other = [...this.workers.values()].find((x) => x.spec.workerId === workerId);
+      const [reason, message] = other
+        ? (['wrong-worker', `batch for worker ${describeWorker(id)} refused: worker ${workerId} here is ${describeWorker(other.spec)}`] as const)
+        : ([this.desired.has(key) ? 'worker-failed' : 'unknown-worker', `worker ${describeWorker(id)} is not running on this agent`] as const);
+      if (other) this.log.warn({ batchId, err: message }, 'batch for another worker refused');
+      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message });
+      return;
+    }
+    if (w.state !== 'ready') {
+      const reason = w.state === 'draining' ? 'worker-retired' : 'worker-failed';
+      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message: `worker ${workerId} is ${w.state}` });
       return;
     }
     const gpu = this.opts.gpus.find((g) => g.index === w.spec.gpu);
@@ -201,7 +214,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     }
     w.busy.set(batchId, size);
     const receivedAt = Date.now();
-    const o = await w.proc.run(batchId, size, inputs, payload, running);
+    const o = await w.proc.run(batchId, w.spec.model, size, inputs, payload, running);
     // Per-batch timing for tracing the transport (docs/serving.md); a no-op unless --log-level debug.
     this.log.debug({ batchId, size, receivedAt, answeredAt: Date.now(), workerMs: o.kind === 'result' ? o.latencyMs : null }, 'batch');
     w.busy.delete(batchId);
@@ -218,8 +231,8 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   /** One pass of the reconcile loop; cheap, called every 250 ms and on every desired-state message. */
   private reconcile(): void {
     const now = Date.now();
-    for (const spec of this.desired.values()) {
-      const w = this.workers.get(spec.workerId);
+    for (const [key, spec] of this.desired) {
+      const w = this.workers.get(key);
       if (!w) {
         this.spawn(spec, 0);
       } else if (w.state === 'failed' && now >= w.restartAtMs) {
@@ -227,9 +240,10 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       }
     }
     for (const w of this.workers.values()) {
-      if (this.desired.has(w.spec.workerId) || w.state === 'draining') continue;
+      const key = workerKey(w.spec);
+      if (this.desired.has(key) || w.state === 'draining') continue;
       if (w.state === 'failed') {
-        this.workers.delete(w.spec.workerId);
+        this.workers.delete(key);
         this.reportWorkers();
         continue;
       }
@@ -240,9 +254,10 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   }
 
   private spawn(spec: DesiredWorker, restarts: number): void {
+    const key = workerKey(spec);
     const gpu = this.opts.gpus.find((g) => g.index === spec.gpu);
     if (!gpu) {
-      this.workers.set(spec.workerId, this.managed(spec, null, restarts, `GPU ${spec.gpu} does not exist on this agent`));
+      this.workers.set(key, this.managed(spec, null, restarts, `GPU ${spec.gpu} does not exist on this agent`));
       this.reportWorkers();
       return;
     }
@@ -250,18 +265,18 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     try {
       launch = this.opts.launch(spec, gpu);
     } catch (e) {
-      this.workers.set(spec.workerId, this.managed(spec, null, restarts, (e as Error).message));
+      this.workers.set(key, this.managed(spec, null, restarts, (e as Error).message));
       this.reportWorkers();
       return;
     }
     const proc = new WorkerProcess(launch);
     const w = this.managed(spec, proc, restarts);
-    this.workers.set(spec.workerId, w);
+    this.workers.set(key, w);
     proc.on('stderr', (line) => this.log.debug({ worker: spec.workerId, line }, 'worker stderr'));
     proc.on('exit', (message) => {
-      if (this.workers.get(spec.workerId) !== w) return;
+      if (this.workers.get(key) !== w) return;
       if (w.state === 'draining' || this.closed) {
-        this.workers.delete(spec.workerId);
+        this.workers.delete(key);
       } else {
         this.log.warn({ worker: spec.workerId, message, restarts: w.restarts }, 'worker exited');
         w.state = 'failed';
@@ -274,7 +289,12 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     this.reportWorkers();
     proc.ready.then(
       (info) => {
-        if (this.workers.get(spec.workerId) !== w || w.state !== 'starting') return;
+        if (this.workers.get(key) !== w || w.state !== 'starting') return;
+        if (info.model !== spec.model) {
+          // A launch that started the wrong program: it must never take this worker's batches.
+          w.proc.kill(`worker ${spec.workerId} reported model '${info.model}', expected '${spec.model}'`);
+          return;
+        }
         w.state = 'ready';
         this.log.info({ worker: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, pid: info.pid, warmupMs: Math.round(info.warmupMs), device: info.device }, 'worker ready');
         this.reportWorkers();
@@ -300,7 +320,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
 
   private async retire(w: Managed): Promise<void> {
     await w.proc.stop();
-    if (this.workers.get(w.spec.workerId) === w) this.workers.delete(w.spec.workerId);
+    if (this.workers.get(workerKey(w.spec)) === w) this.workers.delete(workerKey(w.spec));
     this.reportWorkers();
   }
 

@@ -3,14 +3,15 @@
 // simulator's ground truth gives for its GPU, its share and the batches running beside it, so the
 // whole system runs end to end without a GPU. The agent launches it as
 //
-//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--zero-time] [--seed N] [--gpu-type K]
+//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--zero-time] [--seed N]
 //
 // Timing: t = t_inf(predicted for this batch and the `running` neighbours the agent reports)
 //   x GroundTruth.batchFactor (systematic error per configuration, per-batch noise, DRAM contention),
 // the same formula the discrete-event simulator uses (src/sim/simulator.ts). With --zero-time it
 // answers at once (the system-overhead benchmark).
-// Output: a deterministic function of the input, so tests can check that every answer belongs to its
-// request: for each sample of N input elements, output[k] = input[k] + input[N - 1 - k] (K outputs).
+// Output: a deterministic function of the input and of the model (src/serving/standIn.ts), so tests can
+// check that every answer belongs to its request and comes from its own model:
+// output[k] = input[k] + input[N - 1 - k] + modelOffset(model). A batch naming another model is refused.
 // Batches run one at a time in arrival order. SIGTERM or stdin closing: answer what was received, exit 0.
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +21,8 @@ import { parseProfile } from '../src/profile/schema.js';
 import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, tensorBytes, type TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, type ToWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
-import { DEFAULT_GROUND_TRUTH, GroundTruth } from '../src/sim/groundTruth.js';
+import { standInForward } from '../src/serving/standIn.js';
+import { DEFAULT_GROUND_TRUTH, GroundTruth, gpuTypeIndex, profileModelIndex } from '../src/sim/groundTruth.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -28,7 +30,6 @@ const { values: opts } = parseArgs({
     profile: { type: 'string' },
     pct: { type: 'string' },
     seed: { type: 'string', default: '1' },
-    'gpu-type': { type: 'string', default: '0' },
     'zero-time': { type: 'boolean', default: false },
     'warmup-ms': { type: 'string', default: '300' },
     'systematic-error-pct': { type: 'string', default: String(DEFAULT_GROUND_TRUTH.systematicErrorPct) },
@@ -62,7 +63,6 @@ if (!opts.model) die('--model is required');
 if (!opts.profile) die('--profile is required');
 const pct = num('pct', 0.5, 100);
 const seed = num('seed', 0, 2 ** 32 - 1);
-const gpuType = num('gpu-type', 0, 1000);
 const warmupMs = num('warmup-ms', 0, 600_000);
 const zeroTime = opts['zero-time'];
 
@@ -75,8 +75,11 @@ try {
 const profile = parseProfile(JSON.parse(profileText) as unknown, opts.profile);
 const latency = LatencyModel.compile(profile);
 const modelName = opts.model;
-const modelIdx = latency.modelIndex(modelName);
-if (modelIdx < 0) die(`--model ${modelName}: not in profile ${profile.id} (has ${latency.modelNames.join(', ')})`);
+const modelFound = latency.modelIndex(modelName);
+if (modelFound < 0) die(`--model ${modelName}: not in profile ${profile.id} (has ${latency.modelNames.join(', ')})`);
+const modelIdx = profileModelIndex(modelFound);
+// The same GPU type index as the simulator's (a hash of the profile id): the same configuration draws the same error.
+const gpuType = gpuTypeIndex(profile.id);
 const mp = profile.models[modelName]!;
 const signature = modelSignature(mp.inputBytes, mp.outputBytes);
 const input = signature.inputs[0]!;
@@ -96,18 +99,16 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
   const models = [modelIdx];
   const batches = [size];
   const pcts = [pct];
-  let dram = 0;
   for (const r of running) {
     const j = latency.modelIndex(r.model);
     if (j < 0) continue; // a model this profile does not know cannot be timed; it adds no interference
-    models.push(j);
+    models.push(profileModelIndex(j));
     batches.push(r.batch);
     pcts.push(r.pct);
-    dram += (r.pct / 100) * truth.dramIntensity(j);
   }
   const out = new Array<number>(models.length).fill(0);
   latency.predictGpu(models, batches, pcts, models.length, out);
-  return out[0]! * truth.batchFactor(gpuType, modelIdx, size, pct, dram);
+  return out[0]! * truth.batchFactor(gpuType, models, batches, pcts);
 }
 
 /** The deterministic stand-in for a forward pass (see the header); O(outputs), so it costs nothing. */
@@ -115,15 +116,11 @@ function forward(payload: Buffer, size: number): Buffer {
   // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
   const aligned = payload.byteOffset % 4 === 0 ? payload : Buffer.from(payload);
   const x = new Float32Array(aligned.buffer, aligned.byteOffset, size * inPerSample);
-  const y = new Float32Array(size * outPerSample);
-  for (let s = 0; s < size; s++) {
-    const base = s * inPerSample;
-    for (let k = 0; k < outPerSample; k++) y[s * outPerSample + k] = x[base + (k % inPerSample)]! + x[base + inPerSample - 1 - (k % inPerSample)]!;
-  }
-  return Buffer.from(y.buffer);
+  return Buffer.from(standInForward(modelName, x, size, inPerSample, outPerSample).buffer);
 }
 
 function checkBatch(b: Extract<ToWorker, { type: 'batch' }>, payload: Buffer): string | null {
+  if (b.model !== modelName) return `batch for model '${b.model}' refused: this worker runs '${modelName}'`;
   if (b.inputs.length !== 1) return `expected 1 input, got ${b.inputs.length}`;
   const t: TensorRef = b.inputs[0]!;
   if (t.name !== input.name) return `input '${t.name}': expected '${input.name}'`;

@@ -1,7 +1,7 @@
 // One worker child process (simulated or PyTorch) and the worker protocol over its stdin/stdout.
 // Used only by the agent. Contract:
 // - `start()` spawns it; `ready` resolves when it says `ready` (or rejects when it exits first);
-// - `run(batch)` sends a batch and resolves with the worker's answer; every call resolves exactly once:
+// - `run(batch)` sends a batch (naming the model it is for: a worker of another model refuses it) and resolves with the worker's answer; every call resolves exactly once:
 //   a result, a batch error from the worker, or a failure because the process died (SIGKILL, a crash);
 // - `stop()` sends SIGTERM (the worker answers what it holds, then exits) and SIGKILL after a grace time.
 import { EventEmitter } from 'node:events';
@@ -99,11 +99,11 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
   }
 
   /** Sends one batch; resolves exactly once (see the file header). */
-  run(id: string, size: number, inputs: readonly TensorRef[], payload: Buffer, running?: readonly RunningBatch[]): Promise<BatchOutcome> {
+  run(id: string, model: string, size: number, inputs: readonly TensorRef[], payload: Buffer, running?: readonly RunningBatch[]): Promise<BatchOutcome> {
     if (!this.alive) return Promise.resolve({ kind: 'died', message: this.exitMessage || 'worker is not running' });
     return new Promise((resolve) => {
       this.inFlight.set(id, { resolve });
-      const msg = { v: WORKER_PROTOCOL_VERSION, type: 'batch' as const, id, size, inputs: [...inputs], ...(running ? { running: [...running] } : {}) };
+      const msg = { v: WORKER_PROTOCOL_VERSION, type: 'batch' as const, id, model, size, inputs: [...inputs], ...(running ? { running: [...running] } : {}) };
       const stdin = this.proc?.stdin;
       if (!stdin) return;
       stdin.cork();

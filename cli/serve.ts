@@ -23,6 +23,7 @@ import { InvalidInputError, type Profile } from '../src/profile/schema.js';
 import type { AgentGpu, DesiredWorker } from '../src/protocol/agent.js';
 import { modelSignature } from '../src/protocol/tensor.js';
 import { initialRates } from '../src/scenario/build.js';
+import { servingSettings, withOverrides } from '../src/serving/settings.js';
 import { BUILTIN_POLICY_DIR, BUILTIN_PROFILE_DIR, listProfileIds, loadProfile, PACKAGE_ROOT, readJsonFile } from './profiles.js';
 import { loadScenario } from './scenarios.js';
 
@@ -82,7 +83,9 @@ interface ServeOptions {
   command: 'scheduler' | 'up';
   policy: string;
   policyFile?: string;
-  epochMs: number;
+  /** Overrides of the scenario's epoch and monitor window (undefined: the scenario's). */
+  epochMs?: number;
+  monitorWindowMs?: number;
   stateDir?: string;
   logLevel: string;
 }
@@ -104,8 +107,15 @@ function schedulerConfig(opts: ServeOptions) {
   const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
   const policyFile = opts.policyFile ?? (opts.policy.startsWith('inss') && existsSync(shipped) ? shipped : undefined);
   const policyData = policyFile ? readJsonFile(policyFile) : undefined;
+  let settings;
+  try {
+    settings = withOverrides(servingSettings(loaded.scenario), { epochMs: opts.epochMs, monitorWindowMs: opts.monitorWindowMs });
+  } catch (e) {
+    throw new InvalidInputError(`--epoch-ms / --monitor-window-ms: ${(e as Error).message}`);
+  }
   return {
     scenario: loaded,
+    settings,
     profiles,
     models,
     initialRatePerS,
@@ -210,7 +220,7 @@ async function startScheduler(
     logger,
     store,
     version: VERSION,
-    settings: { epochMs: opts.epochMs },
+    settings: config.settings,
     initialRatePerS: config.initialRatePerS,
     limits: { bodyLimitFactor: opts.bodyLimitFactor, maxConnections: opts.maxConnections, maxConnectionsPerClient: opts.maxConnectionsPerClient },
   }).catch((e: unknown) => {
@@ -263,11 +273,10 @@ function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<str
 
 function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
   const script = join(PACKAGE_ROOT, 'dist', 'agent', 'simWorker.js');
-  const typeIds = [...profilePaths.keys()];
   return (w, gpu) => {
     const path = gpu.profile === null ? undefined : profilePaths.get(gpu.profile);
     if (!path) throw new InvalidInputError(`GPU ${gpu.index} has no profile to simulate`);
-    const args = [script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed), '--gpu-type', String(typeIds.indexOf(gpu.profile!))];
+    const args = [script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed)];
     if (flags.zeroTime) args.push('--zero-time');
     return { command: process.execPath, args, env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
   };
@@ -425,7 +434,8 @@ function addSchedulerOptions(c: Command): Command {
     .option('--scenario <name|file>', 'models, SLOs and expected rates to serve, from a built-in scenario or a scenario file', 'paper-6')
     .option('--policy <name>', 'scheduling policy (inss, gpulet, gslice, igniter, static-even, timeshare, ...)', 'inss')
     .option('--policy-file <file>', 'trained policy for inss / inss-ni (default: the one shipped for the scenario)')
-    .option('--epoch-ms <ms>', 'decision epoch', positiveInt, 1000)
+    .option('--epoch-ms <ms>', "decision epoch (default: the scenario's epochS)", positiveInt)
+    .option('--monitor-window-ms <ms>', "window of the arrival-rate estimate (default: the scenario's monitorWindowS)", positiveInt)
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
     .option('--host <host>', 'address to bind (127.0.0.1 unless told otherwise; beyond loopback, introspection routes need a token)', '127.0.0.1')

@@ -56,7 +56,7 @@ MODELS = {
     "resnet18": "resnet18",
     "vgg19": "vgg19",
 }
-BATCH_KEYS = {"v", "type", "id", "size", "inputs", "running"}
+BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running"}
 TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
 
 
@@ -146,7 +146,7 @@ def reader(stream, inbox):
         inbox.put(FrameStreamError(f"reading stdin: {type(e).__name__}: {e}"))
 
 
-def check_batch(msg, payload, max_batch):
+def check_batch(msg, payload, max_batch, model):
     """What is wrong with a batch message and its payload, or None. Mirrors ToWorkerSchema plus the
     model's signature (one FP32 `input` of [size, 3, 224, 224]), as the simulated worker checks."""
     if not isinstance(msg, dict):
@@ -160,6 +160,8 @@ def check_batch(msg, payload, max_batch):
         return f"unknown keys: {', '.join(unknown)}"
     if not isinstance(msg.get("id"), str) or not msg["id"]:
         return "id: expected a non-empty string"
+    if msg.get("model") != model:
+        return f"batch for model {json.dumps(msg.get('model'))} refused: this worker runs '{model}'"
     size = msg.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         return f"size: expected a positive integer, got {json.dumps(size)}"
@@ -230,8 +232,9 @@ def build_model(torch, torchvision, args):
 
 
 class Worker:
-    def __init__(self, torch, model, device, proto, max_batch):
+    def __init__(self, torch, model, device, proto, max_batch, name):
         self.torch = torch
+        self.name = name  # the inss model name (--model): a batch for another model is refused
         self.model = model
         self.device = device
         self.proto = proto
@@ -264,7 +267,7 @@ class Worker:
         out-of-memory, which leaves the context unusable; the agent then restarts the worker."""
         torch = self.torch
         bid = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), str) else ""
-        problem = check_batch(msg, payload, self.max_batch)
+        problem = check_batch(msg, payload, self.max_batch, self.name)
         if problem:
             self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": problem})
             return
@@ -342,7 +345,7 @@ def run(argv, proto):
 
     builder, model = build_model(torch, torchvision, args)
     model = model.to(device)
-    worker = Worker(torch, model, device, proto, args.max_batch)
+    worker = Worker(torch, model, device, proto, args.max_batch, args.model)
     worker.warm_up(args.warmup_batches)
     warmup_ms = (time.perf_counter() - t_start) * 1000.0
     log(f"model {args.model} ({builder}, seed {args.seed}{', weights ' + args.weights if args.weights else ''}) on {device_name}, "

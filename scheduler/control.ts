@@ -19,9 +19,13 @@ import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
 import { buildCluster } from '../src/policy/cluster.js';
 import type { Profile } from '../src/profile/schema.js';
-import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
+import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
-import { dispatchStep, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
+import { RateMonitor } from '../src/serving/monitor.js';
+import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
+import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
+import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
 import type { Store } from './store.js';
 
@@ -31,13 +35,8 @@ export interface ServedModelConfig {
   readonly signature: ModelSignature;
 }
 
-export interface ControlSettings {
-  readonly epochMs: number;
-  readonly monitorWindowMs: number;
-  readonly dispatchSlack: number;
-}
-
-export const DEFAULT_CONTROL_SETTINGS: ControlSettings = { epochMs: 1000, monitorWindowMs: 3000, dispatchSlack: 0.1 };
+/** The scenario's serving settings (src/serving/settings.ts), the same the simulator runs by. */
+export type ControlSettings = ServingSettings;
 
 /** Sends a message to an agent; false when it is not connected. */
 export interface AgentLink {
@@ -82,6 +81,12 @@ export interface ControlOptions {
   readonly settings?: Partial<ControlSettings>;
   /** Rates to plan for before traffic is seen (per model name); default 0 (the first epochs learn them). */
   readonly initialRatePerS?: Readonly<Record<string, number>>;
+  /**
+   * The generation of the first worker this control plane creates (each next one gets one more).
+   * Default: the wall clock in ms, so a restarted scheduler's workers never share a generation with
+   * those of the run before it; tests with a manual clock give a fixed one.
+   */
+  readonly firstGeneration?: number;
 }
 
 interface Task {
@@ -130,6 +135,8 @@ type Role = 'active' | 'shadow' | 'retiring';
 
 interface Worker {
   readonly workerId: string;
+  /** Part of its identity (src/protocol/agent.ts): given at creation, or adopted from its agent. */
+  readonly generation: number;
   readonly agentId: string;
   readonly localGpu: number;
   /** Index into the cluster's GPUs. */
@@ -168,6 +175,15 @@ interface AgentEntry {
   workerKind: string;
 }
 
+/** The control plane's workers as the shared worker-set plan reads them (src/serving/workerSet.ts). */
+const CONTROL_VIEW: PlanView<Worker> = {
+  model: (w) => w.model,
+  gpu: (w) => w.gpu,
+  pct: (w) => w.pct,
+  phase: (w) => (!w.wanted ? 'draining' : w.role === 'shadow' ? 'starting' : w.role),
+  replaces: (w) => w.replaces,
+};
+
 export class Control {
   readonly models: readonly ServedModelConfig[];
   private readonly settings: ControlSettings;
@@ -187,27 +203,47 @@ export class Control {
   private current: Deployment = { placements: [] };
   private epochTimer: NodeJS.Timeout | null = null;
   private nextWorker = 1;
+  private nextGeneration: number;
   private nextBatch = 1;
   private generation = 0;
   private stopped = false;
-  // Monitor: arrivals per epoch (a window of them gives the rate), and last epoch's outcomes.
-  private readonly epochArrivals: number[][];
-  private readonly epochArr: number[];
+  // Monitor: arrivals per epoch (a window of them gives the rate, src/serving/monitor.ts), and last epoch's outcomes.
+  private readonly monitor: RateMonitor;
+  private readonly initialRates: number[];
   private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
   private readonly log: Logger;
+  /** The dispatch loop's view of the control plane (src/sim/dispatch.ts, shared with the simulator). */
+  private dispatchNow = 0;
+  private readonly dispatchView: DispatchView<Worker> = {
+    model: (w) => w.model,
+    canRun: (w) => this.canRun(w),
+    batch: (w) => w.batch,
+    timeoutMs: (w) => w.timeoutMs,
+    predicted: (w) => w.predicted,
+    overheadMs: (w) => w.overheadMs,
+    queued: (m) => this.queues[m]!.length,
+    headArrivalMs: (m) => this.queues[m]!.peek().arrivalMs,
+    drop: (m, w) => {
+      const t = this.queues[m]!.shift();
+      const slo = this.models[m]!.sloMs;
+      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
+    },
+    start: (w, size) => this.sendBatch(w, size, this.dispatchNow),
+  };
 
   constructor(private readonly opts: ControlOptions) {
     this.models = opts.models;
-    this.settings = { ...DEFAULT_CONTROL_SETTINGS, ...opts.settings };
+    this.settings = { ...DEFAULT_SERVING_SETTINGS, ...opts.settings };
     const n = opts.models.length;
     this.queues = opts.models.map(() => new Fifo());
     this.timers = new Array<NodeJS.Timeout | null>(n).fill(null);
     this.timerAt = new Array<number>(n).fill(Infinity);
-    this.epochArrivals = opts.models.map(() => []);
-    this.epochArr = new Array<number>(n).fill(0);
+    this.monitor = new RateMonitor(n, this.settings.epochMs, this.settings.monitorWindowMs);
+    this.initialRates = opts.models.map((m) => opts.initialRatePerS?.[m.name] ?? 0);
     const z = () => new Array<number>(n).fill(0);
     this.epochStats = { served: z(), violated: z(), dropped: z(), execSum: z(), execN: z(), latSum: z() };
     this.log = opts.logger;
+    this.nextGeneration = opts.firstGeneration ?? (opts.wallClock?.() ?? new Date()).getTime();
   }
 
   start(): void {
@@ -249,10 +285,12 @@ export class Control {
     return {
       policy: this.opts.policyName,
       policyError: this.policyError,
+      settings: this.settings,
       agents: [...this.agents.values()].map((a) => ({ agentId: a.agentId, connected: a.connected, hostname: a.hostname, workerKind: a.workerKind, gpus: a.gpus })),
       gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps' })),
       workers: this.workers.map((w) => ({
         workerId: w.workerId,
+        generation: w.generation,
         agentId: w.agentId,
         gpu: w.gpu,
         localGpu: w.localGpu,
@@ -293,7 +331,7 @@ export class Control {
    */
   submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void): void {
     const now = this.opts.clock();
-    this.epochArr[m]! += 1;
+    this.monitor.arrival(m);
     const task: Task = { model: m, arrivalMs: now, input: input.data, answer, dispatchedMs: NaN };
     if (this.stopped) {
       this.finish(task, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
@@ -347,36 +385,11 @@ export class Control {
   private tryDispatch(m: number): void {
     const q = this.queues[m]!;
     const slo = this.models[m]!.sloMs;
-    const now = this.opts.clock();
-    let wake = Infinity;
-    for (const w of this.workers) {
-      if (w.model !== m || !this.canRun(w)) continue;
-      for (;;) {
-        const step = dispatchStep({
-          nowMs: now,
-          queued: q.length,
-          headArrivalMs: q.length > 0 ? q.peek().arrivalMs : 0,
-          sloMs: slo,
-          batch: w.batch,
-          timeoutMs: w.timeoutMs,
-          slack: this.settings.dispatchSlack,
-          predicted: w.predicted,
-          overheadMs: w.overheadMs,
-        });
-        if (step.kind === 'empty') break;
-        if (step.kind === 'drop') {
-          const t = q.shift();
-          this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more after waiting ${(now - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
-          continue;
-        }
-        if (step.kind === 'start') this.sendBatch(w, step.size, now);
-        else wake = Math.min(wake, step.untilMs);
-        break;
-      }
-      if (q.length === 0) break;
-    }
-    // Tasks of a model with no serving worker wait (a worker is starting); drop them at their deadline.
-    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo);
+    this.dispatchNow = this.opts.clock();
+    let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
+    // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
+    // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
+    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
     this.opts.metrics.queueLength.set({ model: this.models[m]!.name }, q.length);
     this.arm(m, wake);
   }
@@ -402,7 +415,7 @@ export class Control {
     const q = this.queues[m]!;
     const slo = this.models[m]!.sloMs;
     const now = this.opts.clock();
-    while (q.length > 0 && q.peek().arrivalMs + slo <= now) {
+    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, slo, now)) {
       const t = q.shift();
       const why = this.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` }, 'dropped_slo');
@@ -423,7 +436,7 @@ export class Control {
     const batchId = `b${this.nextBatch++}`;
     const batch: Batch = { batchId, worker: w, tasks, sentMs: now };
     const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes }];
-    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, workerId: w.workerId, size, inputs }, parts);
+    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...this.identity(w), size, inputs }, parts);
     if (!sent) {
       // The agent went away between the check and the send: the tasks go back and wait.
       q.unshiftAll(tasks);
@@ -445,8 +458,9 @@ export class Control {
     if (!w.wanted) this.workers = this.workers.filter((x) => x !== w);
     if (this.gpuModes[w.gpu] === 'timeshare') {
       this.gpuBusy[w.gpu] = false;
-      // The GPU is free: any of its models may go next.
-      for (const m of new Set(this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model))) this.tryDispatch(m);
+      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      const onGpu = this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model);
+      for (const m of nextModelsOnFreedGpu(onGpu, (x) => (this.queues[x]!.length > 0 ? this.queues[x]!.peek().arrivalMs : Infinity))) this.tryDispatch(m);
     } else {
       this.tryDispatch(w.model);
     }
@@ -461,9 +475,11 @@ export class Control {
     this.store?.upsertAgent({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
     this.opts.metrics.agents.set([...this.agents.values()].filter((a) => a.connected).length);
     this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
-    if (gpusChanged) this.rebuildCluster();
-    // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own there.
-    if (!this.workers.some((w) => w.agentId === hello.agentId)) this.adopt(hello.agentId, hello.workers);
+    // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own
+    // there, by what they are (model, GPU, share), before its policy decides anything.
+    const adopt = this.workers.some((w) => w.agentId === hello.agentId) ? null : hello;
+    if (gpusChanged) this.rebuildCluster(adopt);
+    else if (adopt) this.adopt(adopt.agentId, adopt.workers);
     this.workersReported(hello.agentId, hello.workers);
     this.sendDesired(hello.agentId);
     for (let m = 0; m < this.models.length; m++) this.tryDispatch(m);
@@ -486,11 +502,14 @@ export class Control {
   }
 
   workersReported(agentId: string, statuses: readonly WorkerStatus[]): void {
-    const byId = new Map(statuses.map((s) => [s.workerId, s]));
+    // Matched by the whole identity: a process under the same id running another model, GPU, share or
+    // generation is not this worker (it stays 'unknown' and takes no batch).
+    const byKey = new Map(statuses.map((s) => [workerKey(s), s]));
+    for (const s of statuses) this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
     const touchedGpus = new Set<number>();
     for (const w of this.workers) {
       if (w.agentId !== agentId) continue;
-      const s = byId.get(w.workerId);
+      const s = byKey.get(workerKey(this.identity(w)));
       const state = s ? s.state : 'unknown';
       w.pid = s?.pid ?? null;
       if (state === w.state) continue;
@@ -505,7 +524,7 @@ export class Control {
 
   batchResult(agentId: string, msg: Extract<FromAgent, { type: 'result' }>, payload: Buffer): void {
     const b = this.batches.get(msg.batchId);
-    if (!b || b.worker.agentId !== agentId) return; // answered already (agent disconnect); late result ignored
+    if (!b || b.worker.agentId !== agentId || b.worker.workerId !== msg.workerId) return; // answered already (agent disconnect); late result ignored
     const now = this.opts.clock();
     const m = b.worker.model;
     const model = this.models[m]!;
@@ -552,7 +571,13 @@ export class Control {
   batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void {
     const b = this.batches.get(msg.batchId);
     if (!b || b.worker.agentId !== agentId) return;
-    if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
+    if (msg.reason === 'wrong-worker') {
+      // The agent runs another worker under this id: ours is not there. Nothing ran; the tasks go back
+      // and the worker takes no batch until its agent reports it (by its whole identity) ready.
+      this.log.warn({ worker: b.worker.workerId, agentId, err: msg.message }, 'the agent refused a batch: its worker is not the one sent to');
+      b.worker.state = 'unknown';
+      this.queues[b.worker.model]!.unshiftAll(b.tasks);
+    } else if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
       // Nothing ran: the tasks go back to the head of their queue for another worker.
       b.worker.state = msg.reason === 'worker-retired' ? 'draining' : 'unknown';
       this.queues[b.worker.model]!.unshiftAll(b.tasks);
@@ -578,7 +603,7 @@ export class Control {
 
   // ---- the cluster and the policy loop ----------------------------------------------------------
 
-  private rebuildCluster(): void {
+  private rebuildCluster(adopt: Extract<FromAgent, { type: 'hello' }> | null = null): void {
     const refs: { agentId: string; local: number }[] = [];
     const profiles: Profile[] = [];
     for (const a of [...this.agents.values()].sort((x, y) => x.agentId.localeCompare(y.agentId))) {
@@ -601,6 +626,7 @@ export class Control {
     this.gpuBusy = refs.map(() => false);
     for (const w of this.workers) w.gpu = refs.findIndex((r) => r.agentId === w.agentId && r.local === w.localGpu);
     this.workers = this.workers.filter((w) => w.gpu >= 0);
+    if (adopt) this.adopt(adopt.agentId, adopt.workers);
     if (refs.length === 0) {
       this.cluster = null;
       this.policy = null;
@@ -620,27 +646,33 @@ export class Control {
     }
     this.current = { placements: this.currentPlacements() };
     for (let g = 0; g < refs.length; g++) this.refreshPredictions(g);
-    this.epoch();
+    this.decide(this.observation());
   }
 
-  /** Adopts workers an agent reports that this scheduler does not know (after a scheduler restart). */
+  /**
+   * Adopts workers an agent reports that this scheduler does not know (after a scheduler restart): each
+   * keeps its whole identity (id, model, GPU, share, generation), so its batches go to that process and
+   * no other; the policy's first decision then keeps, retunes or replaces it like any worker.
+   */
   private adopt(agentId: string, statuses: readonly WorkerStatus[]): void {
-    const stored = new Map((this.store?.placements() ?? []).map((p) => [p.workerId, p]));
+    const stored = this.store?.placements() ?? [];
+    const known = new Set(this.workers.map((w) => workerKey(this.identity(w))));
     for (const s of statuses) {
+      this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
       const m = this.modelIndex(s.model);
       const g = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === s.gpu);
-      if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed') continue;
-      const batch = stored.get(s.workerId)?.batch ?? 1;
-      this.workers.push(this.newWorker(s.workerId, agentId, s.gpu, g, m, s.pct, batch, NaN, 'active'));
-      this.log.info({ worker: s.workerId, model: s.model, agentId }, 'adopted a running worker');
+      if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed' || known.has(workerKey(s))) continue;
+      const row = stored.find((p) => p.workerId === s.workerId && p.agentId === agentId && p.model === s.model && p.gpu === s.gpu && p.pct === s.pct);
+      this.workers.push(this.newWorker(s.workerId, s.generation, agentId, s.gpu, g, m, s.pct, row?.batch ?? 1, NaN, 'active'));
+      this.log.info({ worker: s.workerId, generation: s.generation, model: s.model, gpu: s.gpu, pct: s.pct, agentId }, 'adopted a running worker');
     }
     const n = Math.max(0, ...this.workers.map((w) => Number(/^w(\d+)$/.exec(w.workerId)?.[1] ?? 0)));
     this.nextWorker = Math.max(this.nextWorker, n + 1);
     this.current = { placements: this.currentPlacements() };
   }
 
-  private newWorker(workerId: string, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0 };
+  private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0 };
   }
 
   private currentPlacements(): Placement[] {
@@ -652,12 +684,8 @@ export class Control {
   /** One decision epoch: monitor -> policy -> apply. Runs every `epochMs` and when the cluster changes. */
   epoch(): void {
     if (this.stopped) return;
-    for (let m = 0; m < this.models.length; m++) {
-      const h = this.epochArrivals[m]!;
-      h.push(this.epochArr[m]!);
-      if (h.length > 64) h.shift();
-      this.expire(m);
-    }
+    this.monitor.endEpoch();
+    for (let m = 0; m < this.models.length; m++) this.expire(m);
     for (const w of this.workers) {
       if (w.batchesThisEpoch === 0) w.overheadMs *= 0.5;
       w.batchesThisEpoch = 0;
@@ -665,7 +693,16 @@ export class Control {
     const obs = this.observation();
     this.publishEpochMetrics(obs);
     this.resetEpoch();
-    if (!this.policy || !this.cluster) return;
+    this.decide(obs);
+  }
+
+  /**
+   * Asks the policy and applies its deployment: at each epoch's end, and when the cluster changes (an
+   * agent joins or leaves), which decides without ending the monitor's epoch (as the simulator's
+   * decision at time 0 does), so the warm-up rule counts only whole epochs.
+   */
+  private decide(obs: Observation): void {
+    if (this.stopped || !this.policy || !this.cluster) return;
     const t0 = this.opts.clock();
     let d: Deployment;
     try {
@@ -691,15 +728,8 @@ export class Control {
   }
 
   private observation(): Observation {
-    const k = Math.max(1, Math.round(this.settings.monitorWindowMs / this.settings.epochMs));
-    const seen = this.epochArrivals.map((h) => h.slice(-k));
-    const enough = seen.every((h) => h.length >= k);
-    const ratePerS = seen.map((h, m) => {
-      const measured = (h.reduce((a, b) => a + b, 0) / (Math.max(1, h.length) * this.settings.epochMs)) * 1000;
-      // Before a full window of traffic, plan for at least the configured rate.
-      const initial = this.opts.initialRatePerS?.[this.models[m]!.name] ?? 0;
-      return enough ? measured : Math.max(measured, initial);
-    });
+    // The monitor's rule (src/serving/monitor.ts): the scenario's rates until a full window is seen.
+    const ratePerS = this.monitor.ratesPerS(this.initialRates);
     const nan = (s: number, n: number) => (n > 0 ? s / n : NaN);
     const st = this.epochStats;
     return {
@@ -726,7 +756,6 @@ export class Control {
   }
 
   private resetEpoch(): void {
-    this.epochArr.fill(0);
     for (const a of Object.values(this.epochStats)) a.fill(0);
   }
 
@@ -734,57 +763,34 @@ export class Control {
   private apply(d: Deployment): boolean {
     const cluster = this.cluster!;
     const nG = cluster.gpus.length;
-    const modes: GpuMode[] = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nG).fill('mps');
-    const keep = new Set<Worker>();
-    const live = (w: Worker) => w.wanted;
-    let changed = JSON.stringify(modes) !== JSON.stringify(this.gpuModes);
-    const unmatched: Placement[] = [];
-    for (const p of d.placements) {
-      if (p.gpu < 0 || p.gpu >= nG || p.model < 0 || p.model >= this.models.length) {
-        this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
-        continue;
-      }
-      const same = this.workers.find((w) => live(w) && !keep.has(w) && w.model === p.model && w.gpu === p.gpu && modes[p.gpu] === this.gpuModes[p.gpu] && (w.pct === p.pct || modes[p.gpu] === 'timeshare'));
-      if (same) {
-        const t = p.timeoutMs ?? NaN;
-        if (same.batch !== p.batch || !(same.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(same.timeoutMs)))) changed = true;
-        same.batch = p.batch;
-        same.timeoutMs = t;
-        keep.add(same);
-      } else {
-        unmatched.push(p);
-      }
+    // The plan is the simulator's too (src/serving/workerSet.ts); here it becomes desired sets.
+    const plan = planApply(this.workers, CONTROL_VIEW, d, this.gpuModes, this.models.length, nG);
+    const modes = plan.modes;
+    for (const p of plan.invalid) this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
+    let changed = JSON.stringify(modes) !== JSON.stringify(this.gpuModes) || plan.start.length > 0 || plan.release.length > 0 || plan.abandon.length > 0;
+    for (const { worker, placement } of plan.retune) {
+      const t = placement.timeoutMs ?? NaN;
+      if (worker.batch !== placement.batch || !(worker.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(worker.timeoutMs)))) changed = true;
+      worker.batch = placement.batch;
+      worker.timeoutMs = t;
     }
-    for (const p of unmatched) {
-      changed = true;
-      const ref = this.gpuRefs[p.gpu]!;
-      const pct = modes[p.gpu] === 'timeshare' ? 100 : p.pct;
-      const w = this.newWorker(`w${this.nextWorker++}`, ref.agentId, ref.local, p.gpu, p.model, pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
-      const candidates = this.workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
-      const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
-      if (replaced) {
-        keep.add(replaced);
-        if (replaced.role === 'shadow') {
-          // A shadow that never became ready is abandoned; the worker it was to replace is ours to replace.
-          keep.delete(replaced);
-          w.replaces = replaced.replaces;
-          replaced.replaces = null;
-        } else {
-          w.replaces = replaced;
-          replaced.role = 'retiring';
-        }
-      }
-      this.workers.push(w);
-      keep.add(w);
-    }
-    for (const w of [...keep]) if (w.role === 'shadow' && w.replaces) keep.add(w.replaces);
-    for (const w of this.workers) {
-      if (keep.has(w)) continue;
-      if (w.wanted) changed = true;
+    const letGo = (w: Worker) => {
       w.role = 'retiring';
       w.replaces = null;
       w.wanted = false;
+    };
+    // An abandoned shadow and a released worker both leave the desired set at once (the agent stops
+    // it; a batch in hand finishes first).
+    for (const w of plan.abandon) letGo(w);
+    for (const w of plan.retire) w.role = 'retiring';
+    for (const st of plan.start) {
+      const p = st.placement;
+      const ref = this.gpuRefs[p.gpu]!;
+      const w = this.newWorker(`w${this.nextWorker++}`, this.nextGeneration++, ref.agentId, ref.local, p.gpu, p.model, st.pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
+      w.replaces = st.replaces;
+      this.workers.push(w);
     }
+    for (const w of plan.release) letGo(w);
     this.gpuModes = modes;
     // Forget workers that left the desired set and have nothing in flight.
     this.workers = this.workers.filter((w) => w.wanted || w.inFlight !== null);
@@ -802,8 +808,8 @@ export class Control {
 
   /** A shadow reported ready: it takes over, and the worker it replaces leaves the desired set. */
   private activate(w: Worker): void {
+    const old = onReady(w, CONTROL_VIEW);
     w.role = 'active';
-    const old = w.replaces;
     w.replaces = null;
     if (old) {
       old.replaces = null;
@@ -820,9 +826,12 @@ export class Control {
   }
 
   private desiredFor(agentId: string): DesiredWorker[] {
-    return this.workers
-      .filter((w) => w.agentId === agentId && w.wanted)
-      .map((w) => ({ workerId: w.workerId, model: this.models[w.model]!.name, gpu: w.localGpu, pct: w.pct }));
+    return this.workers.filter((w) => w.agentId === agentId && w.wanted).map((w) => this.identity(w));
+  }
+
+  /** What the worker is, as its agent and its batches name it. */
+  private identity(w: Worker): WorkerIdentity {
+    return { workerId: w.workerId, model: this.models[w.model]!.name, gpu: w.localGpu, pct: w.pct, generation: w.generation };
   }
 
   private sendDesired(agentId: string): void {

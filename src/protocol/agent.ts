@@ -1,6 +1,6 @@
 // Scheduler <-> agent messages (protocol version 1): the headers of frames.ts frames, one frame per
 // WebSocket binary message. The agent authenticates the WebSocket upgrade with
-// `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange.
+// `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange (worker identity: docs/worker-protocol.md).
 import { z } from 'zod';
 import { TensorRefSchema } from './tensor.js';
 
@@ -24,25 +24,49 @@ export type AgentGpu = z.infer<typeof AgentGpuSchema>;
 export const WorkerStateSchema = z.enum(['starting', 'ready', 'draining', 'failed']);
 export type WorkerState = z.infer<typeof WorkerStateSchema>;
 
-export const WorkerStatusSchema = z
+/**
+ * What a worker is: its id, the model it runs, its GPU (the agent's local index), its MPS share and a
+ * generation the scheduler gives it when it creates it (unique per scheduler run and increasing across
+ * restarts). Two workers are the same worker only when all five agree: an agent reconciles by the whole
+ * identity, refuses a batch whose identity is not its worker's, and a restarted scheduler adopts a
+ * running worker by what it is (docs/worker-protocol.md, "Worker identity").
+ */
+export const WorkerIdentitySchema = z
   .object({
-    workerId: z.string(),
-    model: z.string(),
+    workerId: z.string().min(1),
+    model: z.string().min(1),
     gpu: z.number().int().nonnegative(),
     pct: z.number().positive().max(100),
-    state: WorkerStateSchema,
-    pid: z.number().int().optional(),
-    message: z.string().optional(),
+    generation: z.number().int().nonnegative(),
   })
   .strict();
+export type WorkerIdentity = z.infer<typeof WorkerIdentitySchema>;
+
+export const WorkerStatusSchema = WorkerIdentitySchema.extend({
+  state: WorkerStateSchema,
+  pid: z.number().int().optional(),
+  message: z.string().optional(),
+}).strict();
 export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
 
-export const DesiredWorkerSchema = z
-  .object({ workerId: z.string().min(1), model: z.string().min(1), gpu: z.number().int().nonnegative(), pct: z.number().positive().max(100) })
-  .strict();
-export type DesiredWorker = z.infer<typeof DesiredWorkerSchema>;
+export const DesiredWorkerSchema = WorkerIdentitySchema;
+export type DesiredWorker = WorkerIdentity;
 
-export const BatchErrorReasonSchema = z.enum(['worker-failed', 'worker-retired', 'unknown-worker', 'bad-batch']);
+/** One string per identity (all five fields), for maps keyed by worker. */
+export function workerKey(w: WorkerIdentity): string {
+  return `${w.workerId}|${w.model}|${w.gpu}|${w.pct}|${w.generation}`;
+}
+
+export function sameWorker(a: WorkerIdentity, b: WorkerIdentity): boolean {
+  return a.workerId === b.workerId && a.model === b.model && a.gpu === b.gpu && a.pct === b.pct && a.generation === b.generation;
+}
+
+/** "w2 (mobilenet on GPU 0 at 50%, generation 7)", for errors and logs. */
+export function describeWorker(w: WorkerIdentity): string {
+  return `${w.workerId} (${w.model} on GPU ${w.gpu} at ${w.pct}%, generation ${w.generation})`;
+}
+
+export const BatchErrorReasonSchema = z.enum(['worker-failed', 'worker-retired', 'unknown-worker', 'wrong-worker', 'bad-batch']);
 export type BatchErrorReason = z.infer<typeof BatchErrorReasonSchema>;
 
 export const FromAgentSchema = z.discriminatedUnion('type', [
@@ -76,7 +100,8 @@ export const ToAgentSchema = z.discriminatedUnion('type', [
   z.object({ v, type: z.literal('welcome'), heartbeatMs: z.number().int().positive() }).strict(),
   /** The whole set of workers this agent should run; it reconciles toward it (shadow swaps for new shares). */
   z.object({ v, type: z.literal('desired'), generation: z.number().int().nonnegative(), workers: z.array(DesiredWorkerSchema) }).strict(),
-  z.object({ v, type: z.literal('batch'), batchId: z.string(), workerId: z.string(), size: z.number().int().positive(), inputs: z.array(TensorRefSchema) }).strict(),
+  /** A batch for one worker, named by its whole identity: an agent whose worker is not that one refuses it (`wrong-worker`). */
+  WorkerIdentitySchema.extend({ v, type: z.literal('batch'), batchId: z.string(), size: z.number().int().positive(), inputs: z.array(TensorRefSchema) }).strict(),
   z.object({ v, type: z.literal('error'), message: z.string() }).strict(),
 ]);
 export type ToAgent = z.infer<typeof ToAgentSchema>;

@@ -17,6 +17,8 @@ export const ToWorkerSchema = z.discriminatedUnion('type', [
       v,
       type: z.literal('batch'),
       id: z.string().min(1),
+      /** The model the batch is for: a worker running another model refuses it (an `error` for its id). */
+      model: z.string().min(1),
       size: z.number().int().positive(),
       inputs: z.array(TensorRefSchema),
       /** Set by an agent that simulates its GPU: the batches running beside this one now. */

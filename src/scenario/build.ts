@@ -1,5 +1,6 @@
 // Turns a validated scenario into what the simulator needs. Pure: profiles and trace files come in
 // already read (the CLI reads them).
+import { servingSettings } from '../serving/settings.js';
 import { buildCluster } from '../policy/cluster.js';
 import type { ClusterInfo } from '../policy/types.js';
 import type { Profile } from '../profile/schema.js';
@@ -55,10 +56,10 @@ export function initialRates(s: Scenario, traces: ReadonlyMap<string, readonly n
 export function scenarioSettings(s: Scenario): SimSettings {
   return {
     ...DEFAULT_SIM_SETTINGS,
+    // Epoch, monitor window and dispatch slack: the same as `inss scheduler` reads (src/serving/settings.ts).
+    ...servingSettings(s),
     durationMs: s.durationS * 1000,
-    epochMs: s.epochS * 1000,
     swapMs: s.swapS * 1000,
-    monitorWindowMs: s.monitorWindowS * 1000,
     groundTruth: { ...s.groundTruth, seed: s.seed },
     timeshareGpu: s.timeshareGpu,
   };

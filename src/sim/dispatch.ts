@@ -89,3 +89,58 @@ export function predictionTable(gpu: GpuInfo, peers: readonly PeerPlacement[], s
     out[b] = s.out[at]!;
   }
 }
+
+/** How the dispatch loop reads one side's workers and queues and acts on them (created once per side). */
+export interface DispatchView<W> {
+  model(w: W): number;
+  /** Free and serving (and its GPU free, when time-shared). */
+  canRun(w: W): boolean;
+  batch(w: W): number;
+  /** NaN: no timeout. */
+  timeoutMs(w: W): number;
+  predicted(w: W): Float64Array;
+  /** Transport a batch pays beyond its GPU time (the scheduler's learned estimate; the simulator's setting). */
+  overheadMs(w: W): number;
+  queued(m: number): number;
+  /** Arrival time of model m's oldest queued task (only asked when one is queued). */
+  headArrivalMs(m: number): number;
+  /** Drops model m's head task (it cannot meet its SLO); `w` is the worker that could not take it in time. */
+  drop(m: number, w: W): void;
+  /** Starts a batch of `size` of the model's oldest tasks on `w`. */
+  start(w: W, size: number): void;
+}
+
+/**
+ * The task buffer's dispatch loop for model m, shared by the simulator and the scheduler: each free
+ * worker of the model, in order, takes batches by `dispatchStep` until the queue is empty or the rule
+ * says wait. Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
+ */
+export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack: number, workers: readonly W[], v: DispatchView<W>): number {
+  let wake = Infinity;
+  for (const w of workers) {
+    if (v.model(w) !== m || !v.canRun(w)) continue;
+    for (;;) {
+      const queued = v.queued(m);
+      const step = dispatchStep({
+        nowMs,
+        queued,
+        headArrivalMs: queued > 0 ? v.headArrivalMs(m) : 0,
+        sloMs,
+        batch: v.batch(w),
+        timeoutMs: v.timeoutMs(w),
+        slack,
+        predicted: v.predicted(w),
+        overheadMs: v.overheadMs(w),
+      });
+      if (step.kind === 'empty') return wake;
+      if (step.kind === 'drop') {
+        v.drop(m, w);
+        continue;
+      }
+      if (step.kind === 'start') v.start(w, step.size);
+      else if (step.untilMs < wake) wake = step.untilMs;
+      break;
+    }
+  }
+  return wake;
+}

@@ -8,7 +8,28 @@
 // - DRAM bandwidth contention, an interference channel the predictor does not model: each running
 //   neighbour j adds dramAlpha * (pct_j / 100) * intensity_j, with intensity_j in [0.5, 1.5] drawn
 //   per model from the seed.
+import { stableHash } from '../serving/hash.js';
 import { mixSeed, Rng } from '../workload/random.js';
+
+/**
+ * A model's index in a GPU profile's latency model (`LatencyModel.modelIndex`, `GpuInfo.profileIndex`),
+ * never its index among the served models: the ground truth keys its per-configuration error and its
+ * DRAM intensities by it, so the simulator and the simulated worker draw the same for the same model.
+ */
+export type ProfileModelIndex = number & { readonly __profileModelIndex: true };
+
+export function profileModelIndex(i: number): ProfileModelIndex {
+  if (!Number.isInteger(i) || i < 0) throw new RangeError(`not a profile model index: ${i}`);
+  return i as ProfileModelIndex;
+}
+
+/**
+ * The GPU type of the ground truth's per-configuration error: a stable hash of the profile id, the
+ * same in the simulator and in every simulated worker whatever order the GPUs were listed in.
+ */
+export function gpuTypeIndex(profileId: string): number {
+  return stableHash(profileId) % 1024;
+}
 
 export interface GroundTruthSettings {
   /** Standard deviation of the per-configuration error, percent (default 3: the predictor's error on real V100 measurements). */
@@ -41,8 +62,8 @@ export class GroundTruth {
     this.sigmaNoise = settings.noisePct / 100;
   }
 
-  /** Fixed multiplicative error of a configuration. `gpuType` and `model` are small integers. */
-  systematicFactor(gpuType: number, model: number, batch: number, pct: number): number {
+  /** Fixed multiplicative error of a configuration (`gpuType` from gpuTypeIndex). */
+  systematicFactor(gpuType: number, model: ProfileModelIndex, batch: number, pct: number): number {
     if (this.sigmaSys === 0) return 1;
     const bucket = Math.round(pct / 5);
     const key = ((gpuType * 64 + model) * 64 + batch) * 32 + bucket;
@@ -63,15 +84,19 @@ export class GroundTruth {
   /**
    * What the ground truth multiplies the latency model's prediction by for one batch: the
    * configuration's systematic error, fresh per-batch noise, and the DRAM contention of the
-   * neighbours running beside it (`dramLoad` = sum over them of pct_j / 100 * dramIntensity(j)).
-   * The simulator and the simulated worker (agent/simWorker.ts) both time batches with it.
+   * neighbours running beside it (sum over them of pct_j / 100 * dramIntensity(j)). Entry 0 of
+   * `models`, `batches` and `pcts` is this batch, the others its neighbours on the GPU (the layout
+   * LatencyModel.predictGpu takes). The simulator and the simulated worker (agent/simWorker.ts) both
+   * time batches with it.
    */
-  batchFactor(gpuType: number, model: number, batch: number, pct: number, dramLoad: number): number {
-    return this.systematicFactor(gpuType, model, batch, pct) * this.noiseFactor() * (1 + this.settings.dramAlpha * dramLoad);
+  batchFactor(gpuType: number, models: readonly ProfileModelIndex[], batches: readonly number[], pcts: readonly number[]): number {
+    let dram = 0;
+    for (let j = 1; j < models.length; j++) dram += (pcts[j]! / 100) * this.dramIntensity(models[j]!);
+    return this.systematicFactor(gpuType, models[0]!, batches[0]!, pcts[0]!) * this.noiseFactor() * (1 + this.settings.dramAlpha * dram);
   }
 
   /** DRAM intensity of a model, in [0.5, 1.5], fixed by the seed. */
-  dramIntensity(model: number): number {
+  dramIntensity(model: ProfileModelIndex): number {
     return 0.5 + mixSeed(this.settings.seed, 0x6472616d, model) / 4294967296;
   }
 }

@@ -24,8 +24,12 @@
 import { throughputPerS } from '../model/latency.js';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../policy/types.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
-import { dispatchStep, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
-import { GroundTruth, type GroundTruthSettings } from './groundTruth.js';
+import { RateMonitor } from '../serving/monitor.js';
+import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
+import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
+import { onReady, type Phase, planApply, type WorkerView } from '../serving/workerSet.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
+import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
@@ -54,10 +58,8 @@ export interface SimSettings {
 }
 
 export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth'> = {
-  epochMs: 1000,
+  ...DEFAULT_SERVING_SETTINGS,
   swapMs: 3000,
-  monitorWindowMs: 3000,
-  dispatchSlack: 0.1,
 };
 
 export interface SimInput {
@@ -70,6 +72,17 @@ export interface SimInput {
   readonly settings: SimSettings;
   /** Milliseconds from a monotonic clock, to time decisions; omit for no timing. */
   readonly clock?: () => number;
+  /** Told of each batch start, drop and activation, as they happen (the conformance suite compares them with the control plane's). */
+  readonly trace?: SimTrace;
+}
+
+export interface SimTrace {
+  /** A batch of `size` tasks of `model` starts on `gpu`; it will take `durationMs` (transport included). */
+  batchStart?(tMs: number, model: number, gpu: number, size: number, durationMs: number): void;
+  /** A task of `model` is dropped (it cannot meet its SLO, or it is past its deadline). */
+  drop?(tMs: number, model: number): void;
+  /** A new worker of `model` on `gpu` at `pct` is ready and serves. */
+  activate?(tMs: number, model: number, gpu: number, pct: number): void;
 }
 
 export interface Summary {
@@ -163,13 +176,17 @@ interface Worker {
 }
 
 
+/** The simulator's workers as the shared worker-set plan reads them. */
+const SIM_PHASE: Record<State, Phase> = { [State.Starting]: 'starting', [State.Active]: 'active', [State.Retiring]: 'retiring', [State.Draining]: 'draining', [State.Stopped]: 'draining' };
+const SIM_VIEW: WorkerView<Worker> = { model: (w) => w.model, gpu: (w) => w.gpu, pct: (w) => w.pct, phase: (w) => SIM_PHASE[w.state], replaces: (w) => w.replaces };
+
 export function simulate(input: SimInput): SimResult {
   const { cluster, settings, policy } = input;
   const nModels = cluster.models.length;
   const nGpus = cluster.gpus.length;
   const truth = new GroundTruth(settings.groundTruth);
   const transportMs = settings.transportMs ?? 0;
-  const gpuType = cluster.gpus.map((g) => [...new Set(cluster.gpus.map((x) => x.profileId))].indexOf(g.profileId));
+  const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
 
   const queues = cluster.models.map(() => new TaskQueue());
@@ -196,14 +213,13 @@ export function simulate(input: SimInput): SimResult {
   const latH = cluster.models.map(() => new LogHistogram());
   const queueH = cluster.models.map(() => new LogHistogram());
   const execH = cluster.models.map(() => new LogHistogram());
-  const epochArrivals: number[][] = cluster.models.map(() => []);
+  const monitor = new RateMonitor(nModels, settings.epochMs, settings.monitorWindowMs);
   const epochServed = new Float64Array(nModels);
   const epochViolated = new Float64Array(nModels);
   const epochDropped = new Float64Array(nModels);
   const epochExecSum = new Float64Array(nModels);
   const epochExecN = new Float64Array(nModels);
   const epochLatSum = new Float64Array(nModels);
-  const epochArr = new Float64Array(nModels);
   const timeline: TimelinePoint[] = [];
   const decisionMs: number[] = [];
   let swaps = 0;
@@ -215,7 +231,7 @@ export function simulate(input: SimInput): SimResult {
   let epochAll = 0;
   let epochMissed = 0;
 
-  const scratchModels: number[] = [];
+  const scratchModels: ProfileModelIndex[] = [];
   const scratchBatches: number[] = [];
   const scratchPcts: number[] = [];
   const scratchOut: number[] = [];
@@ -256,24 +272,22 @@ export function simulate(input: SimInput): SimResult {
     const evenPct = timeshared ? timeshareSharePct(gpuBusy[g]! + 1) : 0;
     // The models running on this GPU now, and this batch.
     scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 0;
-    let dram = 0;
-    scratchModels.push(gpu.profileIndex[w.model]!);
+    scratchModels.push(gpu.profileIndex[w.model]! as ProfileModelIndex);
     scratchBatches.push(size);
     scratchPcts.push(timeshared ? evenPct : w.pct);
     for (const x of workers) {
       if (x !== w && x.gpu === g && x.busy) {
         const pct = timeshared ? evenPct : x.pct;
-        scratchModels.push(gpu.profileIndex[x.model]!);
+        scratchModels.push(gpu.profileIndex[x.model]! as ProfileModelIndex);
         scratchBatches.push(x.size);
         scratchPcts.push(pct);
-        dram += (pct / 100) * truth.dramIntensity(x.model);
       }
     }
     scratchOut.length = scratchModels.length;
     gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
     let modelMs = scratchOut[0]!;
     if (timeshared && scratchModels.length > 1) modelMs = overlapBatchMs(modelMs, soloMs(gpu, scratchModels[0]!, size), scratchModels.slice(1).map((m, k) => soloMs(gpu, m, scratchBatches[k + 1]!)));
-    const t = modelMs * truth.batchFactor(gpuType[g]!, w.model, size, scratchPcts[0]!, dram);
+    const t = modelMs * truth.batchFactor(gpuType[g]!, scratchModels, scratchBatches, scratchPcts);
     if (timeshared) gpuBusy[g]! += 1;
     w.timeshared = timeshared;
     w.busy = true;
@@ -281,6 +295,7 @@ export function simulate(input: SimInput): SimResult {
     w.startMs = nowMs;
     w.execMs = t;
     w.doneAtMs = nowMs + t + transportMs;
+    input.trace?.batchStart?.(nowMs, w.model, g, size, t + transportMs);
     batchTasks[w.model]! += size;
     batchCount[w.model]! += 1;
   }
@@ -296,38 +311,32 @@ export function simulate(input: SimInput): SimResult {
     return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]! >= timeshareLimit);
   }
 
+  /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */
+  const dispatchView: DispatchView<Worker> = {
+    model: (w) => w.model,
+    canRun,
+    batch: (w) => w.batch,
+    timeoutMs: (w) => w.timeoutMs,
+    predicted: (w) => w.predicted,
+    overheadMs: () => transportMs,
+    queued: (m) => queues[m]!.length,
+    headArrivalMs: (m) => queues[m]!.peek(),
+    drop: (m) => {
+      // The head task cannot meet its SLO even if its batch starts now.
+      queues[m]!.shift();
+      dropped[m]! += 1;
+      epochDropped[m]! += 1;
+      epochMissed++;
+      input.trace?.drop?.(dispatchNow, m);
+    },
+    start: (w, size) => startBatch(w, dispatchNow, size),
+  };
+  let dispatchNow = 0;
+
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
-    const q = queues[m]!;
-    timer[m] = Infinity;
-    for (const w of workers) {
-      if (w.model !== m || !canRun(w)) continue;
-      for (;;) {
-        const step = dispatchStep({
-          nowMs,
-          queued: q.length,
-          headArrivalMs: q.length > 0 ? q.peek() : 0,
-          sloMs: sloMs[m]!,
-          batch: w.batch,
-          timeoutMs: w.timeoutMs,
-          slack: settings.dispatchSlack,
-          predicted: w.predicted,
-          overheadMs: transportMs,
-        });
-        if (step.kind === 'empty') return;
-        if (step.kind === 'drop') {
-          // The head task cannot meet its SLO even if its batch starts now.
-          q.shift();
-          dropped[m]! += 1;
-          epochDropped[m]! += 1;
-          epochMissed++;
-          continue;
-        }
-        if (step.kind === 'start') startBatch(w, nowMs, step.size);
-        else if (step.untilMs < timer[m]) timer[m] = step.untilMs;
-        break;
-      }
-    }
+    dispatchNow = nowMs;
+    timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
   }
 
   function finishBatch(w: Worker, nowMs: number): void {
@@ -362,10 +371,9 @@ export function simulate(input: SimInput): SimResult {
     if (w.timeshared) gpuBusy[w.gpu]! -= 1;
     if (w.state === State.Draining) w.state = State.Stopped;
     if (gpuModes[w.gpu] === 'timeshare') {
-      // The GPU is free: the model whose oldest task is oldest goes next.
-      const ms = [...new Set(workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model))];
-      ms.sort((a, b) => (queues[a]!.length ? queues[a]!.peek() : Infinity) - (queues[b]!.length ? queues[b]!.peek() : Infinity));
-      for (const x of ms) tryDispatch(x, nowMs);
+      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      const onGpu = workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
+      for (const x of nextModelsOnFreedGpu(onGpu, (m) => (queues[m]!.length ? queues[m]!.peek() : Infinity))) tryDispatch(x, nowMs);
     } else {
       tryDispatch(m, nowMs);
     }
@@ -396,50 +404,22 @@ export function simulate(input: SimInput): SimResult {
   /** Moves the cluster toward a new deployment (see the file comment for what is free and what swaps). */
   function apply(d: Deployment, nowMs: number, first: boolean): void {
     accountShares(nowMs);
-    const modes = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nGpus).fill('mps');
-    const keep = new Set<Worker>();
-    const live = (w: Worker) => w.state === State.Active || w.state === State.Starting || w.state === State.Retiring;
-    // Pass 1: placements whose worker already runs on that GPU with that share (or a timeshare GPU
-    // staying timeshare) keep it; only the batch size and timeout change, at once.
-    const unmatched: Placement[] = [];
-    for (const p of d.placements) {
-      const same = workers.find((w) => live(w) && !keep.has(w) && w.model === p.model && w.gpu === p.gpu && modes[p.gpu] === gpuModes[p.gpu] && (w.pct === p.pct || modes[p.gpu] === 'timeshare'));
-      if (same) {
-        same.batch = p.batch;
-        same.timeoutMs = p.timeoutMs ?? NaN;
-        keep.add(same);
-      } else {
-        unmatched.push(p);
-      }
+    // The plan is the control plane's too (src/serving/workerSet.ts); here it runs in simulated time.
+    const plan = planApply(workers, SIM_VIEW, d, gpuModes, nModels, nGpus, first);
+    const modes = plan.modes;
+    for (const { worker, placement } of plan.retune) {
+      worker.batch = placement.batch;
+      worker.timeoutMs = placement.timeoutMs ?? NaN;
     }
-    // Pass 2: the rest get a new worker; where the model has a worker that is no longer wanted (other
-    // share or other GPU), the new one is its shadow: the old one serves until the new one is ready.
-    for (const p of unmatched) {
-      const w = newWorker(p, nowMs, first);
-      const candidates = workers.filter((x) => live(x) && !keep.has(x) && x.model === p.model);
-      const replaced = candidates.find((x) => x.gpu === p.gpu) ?? candidates[0];
-      if (replaced && !first) {
-        keep.add(replaced);
-        if (replaced.state === State.Starting) {
-          // A shadow that never became ready is abandoned; the worker it was to replace is ours to replace.
-          replaced.state = State.Stopped;
-          w.replaces = replaced.replaces;
-        } else {
-          w.replaces = replaced;
-          replaced.state = State.Retiring;
-        }
-      }
+    for (const w of plan.abandon) w.state = State.Stopped;
+    for (const w of plan.retire) w.state = State.Retiring;
+    for (const st of plan.start) {
+      const w = newWorker({ ...st.placement, pct: st.pct }, nowMs, first);
+      w.replaces = st.replaces;
       if (!first) swaps++;
       workers.push(w);
-      keep.add(w);
     }
-    // A kept shadow still starting keeps the worker it replaces serving.
-    for (const w of [...keep]) if (w.state === State.Starting && w.replaces) keep.add(w.replaces);
-    // Workers no longer wanted drain and stop.
-    for (const w of workers) {
-      if (keep.has(w) || w.state === State.Stopped) continue;
-      w.state = w.busy ? State.Draining : State.Stopped;
-    }
+    for (const w of plan.release) w.state = w.busy ? State.Draining : State.Stopped;
     gpuModes = modes;
     workers = workers.filter((w) => w.state !== State.Stopped || w.busy);
     for (let g = 0; g < nGpus; g++) {
@@ -454,21 +434,17 @@ export function simulate(input: SimInput): SimResult {
     accountShares(nowMs);
     w.state = State.Active;
     w.readyAtMs = Infinity;
-    const old = w.replaces;
-    if (old && old.state === State.Retiring) old.state = old.busy ? State.Draining : State.Stopped;
+    input.trace?.activate?.(nowMs, w.model, w.gpu, w.pct);
+    const old = onReady(w, SIM_VIEW);
+    if (old) old.state = old.busy ? State.Draining : State.Stopped;
     w.replaces = null;
     refreshPredictions(w.gpu);
     tryDispatch(w.model, nowMs);
   }
 
-  function observation(nowMs: number, first: boolean): Observation {
-    const k = Math.max(1, Math.round(settings.monitorWindowMs / settings.epochMs));
-    const ratePerS = first
-      ? [...input.initialRatePerS]
-      : epochArrivals.map((hist) => {
-          const recent = hist.slice(-k);
-          return (recent.reduce((a, b) => a + b, 0) / (recent.length * settings.epochMs)) * 1000;
-        });
+  function observation(nowMs: number): Observation {
+    // The monitor's rule (src/serving/monitor.ts): the scenario's rates until a full window is seen.
+    const ratePerS = monitor.ratesPerS(input.initialRatePerS);
     const nan = (s: number, n: number) => (n > 0 ? s / n : NaN);
     return {
       nowMs,
@@ -486,7 +462,7 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function decide(nowMs: number, first: boolean): void {
-    const obs = observation(nowMs, first);
+    const obs = observation(nowMs);
     const t0 = input.clock?.();
     const d = policy.decide(obs);
     if (t0 !== undefined) decisionMs.push(input.clock!() - t0);
@@ -495,16 +471,16 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function endEpoch(nowMs: number): void {
+    monitor.endEpoch();
     for (let m = 0; m < nModels; m++) {
-      epochArrivals[m]!.push(epochArr[m]!);
-      if (epochArrivals[m]!.length > 64) epochArrivals[m]!.shift();
-      // Tasks already past their deadline can no longer meet it: drop them.
+      // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
       const q = queues[m]!;
-      while (q.length > 0 && q.peek() + sloMs[m]! < nowMs) {
+      while (q.length > 0 && pastDeadline(q.peek(), sloMs[m]!, nowMs)) {
         q.shift();
         dropped[m]! += 1;
         epochDropped[m]! += 1;
         epochMissed++;
+        input.trace?.drop?.(nowMs, m);
       }
     }
     const sec = settings.epochMs / 1000;
@@ -512,7 +488,6 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function resetEpoch(): void {
-    epochArr.fill(0);
     epochServed.fill(0);
     epochViolated.fill(0);
     epochDropped.fill(0);
@@ -546,7 +521,7 @@ export function simulate(input: SimInput): SimResult {
       const m = which;
       queues[m]!.push(tMin);
       arrivals[m]! += 1;
-      epochArr[m]! += 1;
+      monitor.arrival(m);
       nextArrival[m] = input.streams[m]!.next();
       tryDispatch(m, tMin);
     } else if (kind === 2) {

@@ -105,7 +105,7 @@ it('a gzip-compressed binary infer with a gzip answer (request/response_compress
   expect(res.model_name).toBe('resnet50');
   expect(res.outputs[0]).toMatchObject({ name: 'output', datatype: 'FP32', shape: [1, 1000], parameters: { binary_data_size: 4000 } });
   const y = new Float32Array(plain.buffer.slice(plain.byteOffset + jsonLen, plain.byteOffset + jsonLen + 4000));
-  expect(Array.from(y)).toEqual(Array.from(simForward(x)));
+  expect(Array.from(y)).toEqual(Array.from(simForward(x, 'resnet50')));
 });
 
 it('a deflate-compressed JSON infer with a deflate answer; bad codings and a zip bomb are refused', async () => {
@@ -115,7 +115,7 @@ it('a deflate-compressed JSON infer with a deflate answer; bad codings and a zip
   expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
   expect(r.headers['content-encoding']).toBe('deflate');
   const res = JSON.parse(inflateSync(r.body).toString()) as { outputs: { data: number[] }[] };
-  expect(res.outputs[0]!.data).toEqual(Array.from(simForward(Float32Array.from(data))));
+  expect(res.outputs[0]!.data).toEqual(Array.from(simForward(Float32Array.from(data), 'vgg16')));
 
   const notGzip = await raw('POST', `${base}/v2/models/vgg16/infer`, { 'Content-Encoding': 'gzip' }, Buffer.from('{"inputs":[]}'));
   expect(notGzip.status).toBe(400);

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { modelOffset } from '../../src/serving/standIn.js';
 import { runCli } from '../support/cli.js';
 import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
@@ -24,7 +25,8 @@ it('inss up serves the README request, loadgen gets every answer, and SIGINT sto
   const answer = JSON.parse(out) as { model_name: string; outputs: { name: string; shape: number[]; data: number[] }[] };
   expect(answer.model_name).toBe('resnet50');
   expect(answer.outputs[0]!.shape).toEqual([1, 1000]);
-  expect(answer.outputs[0]!.data.every((v) => v === 0)).toBe(true);
+  // The simulated worker's stand-in for resnet50 (src/serving/standIn.ts): 0 + 0 + the model's offset.
+  expect(answer.outputs[0]!.data.every((v) => v === modelOffset('resnet50'))).toBe(true);
 
   const lg = await runCli(['loadgen', '--url', base, '--model', 'resnet50=20', '--model', 'vgg16=10', '--duration', '3', '--json']);
   expect(lg.code).toBe(0);

@@ -19,7 +19,7 @@ import { Store } from '../../scheduler/store.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
 import { simulate } from '../../src/sim/simulator.js';
-import type { ClusterInfo, Deployment, Policy } from '../../src/policy/types.js';
+import type { ClusterInfo, Deployment, Observation, Policy } from '../../src/policy/types.js';
 import { Rng } from '../../src/workload/random.js';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
@@ -150,7 +150,7 @@ describe('inss scheduler + inss agent as processes', () => {
     // dispatcher learns grows under load, and tasks that cannot make it are dropped, explicitly);
     // idle, it is all of them (docs/serving.md).
     expect(ok.length / sent.length).toBeGreaterThan(0.5);
-    for (const s of ok.slice(0, 20)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input)));
+    for (const s of ok.slice(0, 20)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
 
     // The simulator on the same scenario and policy: the same placement, its predicted latencies.
     const loaded = loadScenario(scenarioFile);
@@ -235,17 +235,22 @@ describe('inss scheduler + inss agent as processes', () => {
   });
 });
 
-/** Plays one deployment, then another from epoch `switchAt` on (a share change: a shadow swap). */
-class SwitchPolicy implements Policy {
-  readonly name = 'switch';
-  private epochs = 0;
+/**
+ * Plays one deployment until it has served tasks for `servedEpochs` epochs, then another: the swap
+ * happens under load whatever the time the first workers took to start (on a loaded machine a switch
+ * at a fixed epoch can come before they are ready, and then it abandons them instead of swapping).
+ */
+class SwitchWhenServingPolicy implements Policy {
+  readonly name = 'switch-when-serving';
+  private serving = 0;
   constructor(
     private readonly first: Deployment,
     private readonly second: Deployment,
-    private readonly switchAt: number,
+    private readonly servedEpochs: number,
   ) {}
-  decide(): Deployment {
-    return this.epochs++ < this.switchAt ? this.first : this.second;
+  decide(obs: Observation): Deployment {
+    if (obs.lastEpoch.served.some((n) => n > 0)) this.serving++;
+    return this.serving < this.servedEpochs ? this.first : this.second;
   }
 }
 
@@ -285,7 +290,7 @@ describe('scheduler in process, agent and workers as processes', () => {
   it('a shadow swap that changes a share under load loses no task and fails none', async () => {
     const d1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 40, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
     const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
-    await start(() => new SwitchPolicy(d1, d2, 6));
+    await start(() => new SwitchWhenServingPolicy(d1, d2, 3));
     startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
     await waitHttp200(`${base}/v2/health/ready`);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 6);
@@ -307,7 +312,7 @@ describe('scheduler in process, agent and workers as processes', () => {
     await waitHttp200(`${base}/v2/health/ready`);
     const sent = await sendLoad(base, { resnet50: 40, mobilenet: 10 }, 6);
     expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
-    for (const s of sent.filter((x) => x.status === 200).slice(0, 10)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input)));
+    for (const s of sent.filter((x) => x.status === 200).slice(0, 10)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => w.gpu).sort()).toEqual([0, 1]);
     expect(resnet.every((w) => w.state === 'ready')).toBe(true);
@@ -317,7 +322,7 @@ describe('scheduler in process, agent and workers as processes', () => {
 
   it('SIGKILL of a worker: its tasks in flight get explicit errors, it restarts, no task is lost', async () => {
     const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 8 }, { model: 1, gpu: 0, pct: 50, batch: 8 }] };
-    await start(() => new SwitchPolicy(d, d, 0));
+    await start(() => new FixedPolicy(d));
     startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
     await waitHttp200(`${base}/v2/health/ready`);
     const load = sendLoad(base, { resnet50: 120, mobilenet: 20 }, 5);

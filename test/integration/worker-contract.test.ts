@@ -93,10 +93,10 @@ describe.each(implementations)('worker contract: $name', (impl) => {
 
       it('answers a malformed batch with an error for its id and keeps serving', async () => {
         // Wrong shape (a consistent byte length for that shape).
-        worker.send(batchMessage('bad-shape', 1, { shape: [1, 3, 224, 225] }), Buffer.alloc(4 * 3 * 224 * 225));
+        worker.send(batchMessage('bad-shape', impl.model, 1, { shape: [1, 3, 224, 225] }), Buffer.alloc(4 * 3 * 224 * 225));
         // Right shape, payload and byteLength one image short.
         const short = imageBatch(1);
-        worker.send(batchMessage('bad-bytes', 2, { byteLength: short.length }), short);
+        worker.send(batchMessage('bad-bytes', impl.model, 2, { byteLength: short.length }), short);
         worker.sendBatch('after', 1);
         const shapeErr = await worker.expect('error');
         expect(shapeErr.msg.id).toBe('bad-shape');
@@ -107,6 +107,16 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         const ok = await worker.expect('result');
         expect(ok.msg.id).toBe('after');
         expect(ok.msg.outputs[0]?.shape).toEqual([1, 1000]);
+      });
+
+      it('refuses a batch for another model with an error for its id, and keeps serving its own', async () => {
+        worker.send(batchMessage('other-model', 'not-' + impl.model, 1), imageBatch(1));
+        worker.sendBatch('own', 1);
+        const err = await worker.expect('error');
+        expect(err.msg.id).toBe('other-model');
+        expect(err.msg.message).toMatch(new RegExp(`refused: this worker runs '${impl.model}'`));
+        const ok = await worker.expect('result');
+        expect(ok.msg.id).toBe('own');
       });
     });
 

@@ -1,6 +1,7 @@
 // Starts the running system as a user would: `inss up`, `inss scheduler`, `inss agent` as real
 // processes, and waits on their HTTP endpoint. Every started process is killed by `stopAll()`.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { standInForward } from '../../src/serving/standIn.js';
 import { INSS_BIN, REPO_ROOT } from './paths.js';
 
 export interface Running {
@@ -70,8 +71,10 @@ export function binaryInferRequest(values: Float32Array, shape = [1, 3, 224, 224
   };
 }
 
-/** The simulated worker's forward pass (agent/simWorker.ts): output[k] = input[k] + input[N - 1 - k]. */
-export function simForward(x: Float32Array, outputs = 1000): Float32Array {
-  const n = x.length;
-  return Float32Array.from({ length: outputs }, (_, k) => x[k % n]! + x[n - 1 - (k % n)]!);
+/**
+ * The simulated worker's forward pass for `model` (agent/simWorker.ts, src/serving/standIn.ts):
+ * output[k] = input[k] + input[N - 1 - k] + modelOffset(model), so an answer from another model's worker differs.
+ */
+export function simForward(x: Float32Array, model: string, outputs = 1000): Float32Array {
+  return standInForward(model, x, 1, x.length, outputs);
 }

@@ -40,11 +40,11 @@ export function floats(payload: Buffer): Float32Array {
   return new Float32Array(copy.buffer, copy.byteOffset, copy.length / 4);
 }
 
-/** A batch message's tensor description; `shape`/`byteLength` may be overridden to make it wrong. */
-export function batchMessage(id: string, size: number, override: { shape?: number[]; byteLength?: number } = {}): object {
+/** A batch message for `model`'s worker; `shape`/`byteLength` may be overridden to make it wrong. */
+export function batchMessage(id: string, model: string, size: number, override: { shape?: number[]; byteLength?: number } = {}): object {
   const shape = override.shape ?? [size, ...IMAGE_SHAPE];
   const byteLength = override.byteLength ?? tensorBytes('FP32', shape);
-  return { v: WORKER_PROTOCOL_VERSION, type: 'batch', id, size, inputs: [{ name: 'input', datatype: 'FP32', shape, byteLength }] };
+  return { v: WORKER_PROTOCOL_VERSION, type: 'batch', id, model, size, inputs: [{ name: 'input', datatype: 'FP32', shape, byteLength }] };
 }
 
 /**
@@ -53,6 +53,8 @@ export function batchMessage(id: string, size: number, override: { shape?: numbe
  */
 export class WorkerUnderTest {
   readonly child: ChildProcess;
+  /** Its --model: the model every batch from sendBatch names. */
+  readonly model: string;
   readonly exited: Promise<WorkerExit>;
   private readonly decoder = new FrameDecoder();
   private readonly inbox: WorkerMessage[] = [];
@@ -66,6 +68,7 @@ export class WorkerUnderTest {
     readonly args: readonly string[],
     env: Readonly<Record<string, string>> = {},
   ) {
+    this.model = args[args.indexOf('--model') + 1] ?? '';
     this.child = spawn(command, [...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     this.child.stdout!.on('data', (chunk: Buffer) => this.onData(chunk));
     this.child.stderr!.on('data', (chunk: Buffer) => {
@@ -102,7 +105,7 @@ export class WorkerUnderTest {
   /** Sends a well-formed batch of `size` images (seeded by `seed`); returns the input bytes. */
   sendBatch(id: string, size: number, seed = 1): Buffer {
     const input = imageBatch(size, seed);
-    this.send(batchMessage(id, size), input);
+    this.send(batchMessage(id, this.model, size), input);
     return input;
   }
 

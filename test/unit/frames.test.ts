@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFrame, encodeFrame, FrameDecoder, FrameError, framePieces } from '../../src/protocol/frames.js';
-import { FromAgentSchema } from '../../src/protocol/agent.js';
+import { FromAgentSchema, ToAgentSchema } from '../../src/protocol/agent.js';
 import { ToWorkerSchema } from '../../src/protocol/worker.js';
 
 describe('frames', () => {
@@ -55,6 +55,16 @@ describe('frames', () => {
     expect(FromAgentSchema.safeParse({ v: 1, type: 'nope' }).success).toBe(false);
     expect(FromAgentSchema.safeParse({ v: 1, type: 'workers', workers: [], extra: 1 }).success).toBe(false);
     expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 0, inputs: [] }).success).toBe(false);
-    expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 2, inputs: [] }).success).toBe(true);
+    expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', model: 'resnet50', size: 2, inputs: [] }).success).toBe(true);
+    // A batch names its model (a worker refuses one for another); an agent batch names the whole worker identity.
+    expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 2, inputs: [] }).success).toBe(false);
+    const identity = { workerId: 'w1', model: 'resnet50', gpu: 0, pct: 50, generation: 7 };
+    expect(ToAgentSchema.safeParse({ v: 1, type: 'batch', batchId: 'b1', ...identity, size: 1, inputs: [] }).success).toBe(true);
+    for (const k of Object.keys(identity)) {
+      const partial: Record<string, unknown> = { v: 1, type: 'batch', batchId: 'b1', ...identity, size: 1, inputs: [] };
+      delete partial[k];
+      expect(ToAgentSchema.safeParse(partial).success, `batch without ${k}`).toBe(false);
+    }
+    expect(ToAgentSchema.safeParse({ v: 1, type: 'desired', generation: 1, workers: [{ workerId: 'w1', model: 'resnet50', gpu: 0, pct: 50 }] }).success).toBe(false);
   });
 });

@@ -1,0 +1,36 @@
+// The serving settings the simulator and the scheduler's control plane both run by, read from the
+// scenario by both (src/scenario/build.ts for the simulator, cli/serve.ts for `inss scheduler` and
+// `inss up`); operator flags may override them, validated here. Pure.
+import { z } from 'zod';
+import type { Scenario } from '../scenario/schema.js';
+
+export const ServingSettingsSchema = z
+  .object({
+    /** Decision epoch: the policy is asked every `epochMs`. */
+    epochMs: z.number().int().positive(),
+    /** Window of the monitor's rate estimate (src/serving/monitor.ts). */
+    monitorWindowMs: z.number().int().positive(),
+    /** Safety margin of the dispatch rule (c), a fraction of the predicted batch time. */
+    dispatchSlack: z.number().nonnegative().max(10),
+  })
+  .strict();
+export type ServingSettings = z.infer<typeof ServingSettingsSchema>;
+
+export const DEFAULT_SERVING_SETTINGS: ServingSettings = { epochMs: 1000, monitorWindowMs: 3000, dispatchSlack: 0.1 };
+
+/** The scenario's settings (its epochS and monitorWindowS), with the defaults for the rest. */
+export function servingSettings(s: Pick<Scenario, 'epochS' | 'monitorWindowS'>): ServingSettings {
+  return ServingSettingsSchema.parse({ ...DEFAULT_SERVING_SETTINGS, epochMs: Math.round(s.epochS * 1000), monitorWindowMs: Math.round(s.monitorWindowS * 1000) });
+}
+
+/**
+ * The scenario's settings with an operator's overrides (undefined: keep the scenario's). Throws a
+ * RangeError naming the setting when an override is not valid.
+ */
+export function withOverrides(base: ServingSettings, overrides: Partial<Record<keyof ServingSettings, number | undefined>>): ServingSettings {
+  const merged: Record<string, number> = { ...base };
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) merged[k] = v;
+  const r = ServingSettingsSchema.safeParse(merged);
+  if (!r.success) throw new RangeError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  return r.data;
+}

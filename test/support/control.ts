@@ -1,0 +1,86 @@
+// The scheduler's control plane (scheduler/control.ts) driven by hand: a manual clock, a fake agent
+// link that records every message, a silent logger and real Prometheus metrics. Tests play the agent:
+// they connect it (hello), report its workers, answer batches. Nothing runs by itself: the epoch
+// runs when the test calls `control.epoch()` (start() is never called).
+import { pino } from 'pino';
+import { Control, type ControlSettings, type TaskAnswer } from '../../scheduler/control.js';
+import { Metrics } from '../../scheduler/metrics.js';
+import type { ClusterInfo, Policy } from '../../src/policy/types.js';
+import type { Profile } from '../../src/profile/schema.js';
+import { AGENT_PROTOCOL_VERSION, type AgentGpu, type FromAgent, type ToAgent, type WorkerStatus } from '../../src/protocol/agent.js';
+import { modelSignature } from '../../src/protocol/tensor.js';
+
+export interface Sent {
+  readonly agentId: string;
+  readonly msg: ToAgent;
+}
+
+export interface Harness {
+  readonly control: Control;
+  readonly sent: Sent[];
+  /** The manual clock (ms); tests move it. */
+  now: number;
+  /** Batches sent so far, in order. */
+  batches(): Extract<ToAgent, { type: 'batch' }>[];
+  /** The last desired set sent to the agent. */
+  desired(): Extract<ToAgent, { type: 'desired' }>['workers'];
+  /** The agent reports every desired worker in `state`. */
+  report(state: WorkerStatus['state']): void;
+  /** Submits a task of model m; its answer lands in `answers`. */
+  submit(m: number): { answer: TaskAnswer | null };
+  /** The agent answers batch `batchId` with one FP32 [n,1000] output after `latencyMs` of GPU time. */
+  result(batchId: string, latencyMs?: number): void;
+}
+
+export function simGpus(profile: string, count: number): AgentGpu[] {
+  return Array.from({ length: count }, (_, i) => ({ index: i, uuid: `SIM-${profile}-${i}`, name: profile, memMb: 8000, profile, simulated: true }));
+}
+
+export function controlHarness(opts: {
+  models: readonly { name: string; sloMs: number }[];
+  profiles: ReadonlyMap<string, Profile>;
+  policy: (c: ClusterInfo) => Policy;
+  gpus: AgentGpu[];
+  settings?: Partial<ControlSettings>;
+  initialRatePerS?: Record<string, number>;
+  /** Workers the agent says it still runs when it connects (a scheduler restart). */
+  running?: WorkerStatus[];
+}): Harness {
+  const sent: Sent[] = [];
+  const h = {
+    now: 0,
+    sent,
+  } as Harness;
+  const control = new Control({
+    models: opts.models.map((m) => ({ ...m, signature: modelSignature(602112, 4000) })),
+    profiles: opts.profiles,
+    policyName: 'test',
+    createPolicy: opts.policy,
+    link: { send: (agentId, msg) => (sent.push({ agentId, msg }), true) },
+    clock: () => h.now,
+    wallClock: () => new Date(0),
+    logger: pino({ level: 'silent' }),
+    metrics: new Metrics(),
+    firstGeneration: 1,
+    ...(opts.settings ? { settings: opts.settings } : {}),
+    ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
+  });
+  Object.assign(h, {
+    control,
+    batches: () => sent.flatMap((s) => (s.msg.type === 'batch' ? [s.msg] : [])),
+    desired: () => sent.flatMap((s) => (s.msg.type === 'desired' ? [s.msg] : [])).at(-1)?.workers ?? [],
+    report: (state: WorkerStatus['state']) => control.workersReported('a1', h.desired().map((w) => ({ ...w, state, pid: 1 }))),
+    submit: (m: number) => {
+      const box: { answer: TaskAnswer | null } = { answer: null };
+      control.submit(m, { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: Buffer.alloc(602112) }, (a) => (box.answer = a));
+      return box;
+    },
+    result: (batchId: string, latencyMs = 1) => {
+      const b = h.batches().find((x) => x.batchId === batchId)!;
+      const msg: Extract<FromAgent, { type: 'result' }> = { v: AGENT_PROTOCOL_VERSION, type: 'result', batchId, workerId: b.workerId, latencyMs, outputs: [{ name: 'output', datatype: 'FP32', shape: [b.size, 1000], byteLength: b.size * 4000 }] };
+      control.batchResult('a1', msg, Buffer.alloc(b.size * 4000));
+    },
+  });
+  control.agentConnected({ v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: 'a1', hostname: 'test', workerKind: 'sim', gpus: opts.gpus, workers: opts.running ?? [] });
+  return h;
+}

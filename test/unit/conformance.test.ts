@@ -1,0 +1,164 @@
+// Conformance: one scripted trace (arrivals, a burst, two deployments with shadow swaps, batch
+// completions, readies) through the simulator and through the scheduler's control plane (manual clock,
+// the test as the agent), and the same batch starts, drops and activations come out of both: the
+// running system applies the simulator's rules (src/serving/, src/sim/dispatch.ts), not a copy of them.
+// The control plane's batches complete after the time the simulator's ground truth gave the same
+// batch, so any difference is a difference of rules. (A worker failure is not in the trace: the
+// simulator does not model one.)
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildCluster } from '../../src/policy/cluster.js';
+import type { Deployment } from '../../src/policy/types.js';
+import { workerKey, type WorkerIdentity } from '../../src/protocol/agent.js';
+import type { TaskAnswer } from '../../scheduler/control.js';
+import { DEFAULT_SERVING_SETTINGS } from '../../src/serving/settings.js';
+import { simulate } from '../../src/sim/simulator.js';
+import type { ArrivalStream } from '../../src/workload/arrivals.js';
+import { loadProfileFile } from '../support/clusters.js';
+import { controlHarness, type Harness, simGpus } from '../support/control.js';
+import { ScriptedPolicy } from '../support/fakes.js';
+
+const rtx = loadProfileFile('rtx2060s');
+const MODELS = [{ name: 'resnet50', sloMs: 100 }, { name: 'mobilenet', sloMs: 40 }];
+const SWAP_MS = 1000;
+const END_MS = 5000;
+// Two deployments: the shares change at the decision of t = 2 s (shadow swaps, ready at 3 s).
+const D1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] };
+const D2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 70, batch: 1 }, { model: 1, gpu: 0, pct: 30, batch: 1 }] };
+const SCRIPT = [D1, D1, D2];
+// A time-shared GPU, one batch at a time (the scheduler's way; the simulator's `serial`): when it frees
+// up, the model with the oldest waiting task goes next.
+const TS: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] };
+// Steady arrivals off the epoch grid, and a burst of mobilenet at 2.5 s that its worker cannot serve in time.
+const ARRIVALS: number[][] = [
+  Array.from({ length: 280 }, (_, i) => 7.31 + 17.03 * i),
+  [...Array.from({ length: 330 }, (_, i) => 3.17 + 14.71 * i), ...Array.from({ length: 40 }, (_, i) => 2500.5 + 0.013 * i)].sort((a, b) => a - b),
+];
+
+class TimesStream implements ArrivalStream {
+  private i = 0;
+  constructor(private readonly times: readonly number[]) {}
+  next(): number {
+    return this.times[this.i++] ?? Infinity;
+  }
+}
+
+const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
+
+interface Trace {
+  batches: [number, number, number][]; // t, model, size
+  drops: [number, number][]; // t, model
+  activations: [number, number, number][]; // t, model, pct
+}
+
+function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap'): Trace & { durations: number[][] } {
+  const t: Trace & { durations: number[][] } = { batches: [], drops: [], activations: [], durations: [[], []] };
+  simulate({
+    cluster: buildCluster([rtx], MODELS),
+    streams: ARRIVALS.map((a) => new TimesStream(a)),
+    initialRatePerS: [60, 70],
+    policy: new ScriptedPolicy(script),
+    settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: SWAP_MS, durationMs: END_MS, timeshareGpu, groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 } },
+    trace: {
+      batchStart: (tMs, model, _gpu, size, durationMs) => {
+        t.batches.push([r6(tMs), model, size]);
+        t.durations[model]!.push(durationMs);
+      },
+      drop: (tMs, model) => t.drops.push([r6(tMs), model]),
+      activate: (tMs, model, _gpu, pct) => t.activations.push([r6(tMs), model, pct]),
+    },
+  });
+  return t;
+}
+
+const harnesses: Harness[] = [];
+afterEach(() => {
+  for (const h of harnesses.splice(0)) h.control.stop();
+});
+
+/** The control plane through the same trace; the test is the agent (see the file header). */
+function runControl(script: readonly Deployment[], durations: number[][]): Trace {
+  const out: Trace = { batches: [], drops: [], activations: [] };
+  const h = controlHarness({ models: MODELS, profiles: new Map([[rtx.id, rtx]]), policy: () => new ScriptedPolicy(script), gpus: simGpus('rtx2060s', 1), settings: DEFAULT_SERVING_SETTINGS, initialRatePerS: { resnet50: 60, mobilenet: 70 } });
+  harnesses.push(h);
+  const c = h.control;
+  // Events: [time, priority (the simulator's order at a tie: epoch, arrival, worker), sequence, action].
+  const events: [number, number, number, () => void][] = [];
+  let seq = 0;
+  const at = (t: number, prio: number, f: () => void) => events.push([t, prio, seq++, f]);
+  const readyAt = new Map<string, number>();
+  let desired: WorkerIdentity[] = [];
+  let batchesSeen = 0;
+  let desiredSeen = 0;
+  const answers: { m: number; box: { answer: TaskAnswer | null }; seen: boolean }[] = [];
+  const report = () => c.workersReported('a1', desired.map((w) => ({ ...w, state: readyAt.get(workerKey(w))! <= h.now ? 'ready' : 'starting', pid: 1 })));
+  const sync = () => {
+    const ds = h.sent.flatMap((s) => (s.msg.type === 'desired' ? [s.msg.workers] : []));
+    for (; desiredSeen < ds.length; desiredSeen++) {
+      desired = ds[desiredSeen]!;
+      for (const w of desired) {
+        const k = workerKey(w);
+        if (readyAt.has(k)) continue;
+        // The first deployment starts warm, as the simulator's does; later workers warm up for swapMs.
+        const t = h.now === 0 ? 0 : h.now + SWAP_MS;
+        readyAt.set(k, t);
+        if (t > 0) {
+          at(t, 3, () => {
+            out.activations.push([r6(h.now), MODELS.findIndex((m) => m.name === w.model), w.pct]);
+            report();
+          });
+        }
+      }
+    }
+    const bs = h.batches();
+    for (; batchesSeen < bs.length; batchesSeen++) {
+      const b = bs[batchesSeen]!;
+      const m = MODELS.findIndex((x) => x.name === b.model);
+      out.batches.push([r6(h.now), m, b.size]);
+      const d = durations[m]!.shift() ?? 1;
+      at(h.now + d, 3, () => h.result(b.batchId, d));
+    }
+    for (const a of answers) {
+      if (a.seen || a.box.answer === null) continue;
+      a.seen = true;
+      if (!a.box.answer.ok && a.box.answer.reason === 'slo') out.drops.push([r6(h.now), a.m]);
+    }
+  };
+  sync();
+  report();
+  sync();
+  ARRIVALS.forEach((ts, m) => ts.forEach((t) => at(t, 1, () => answers.push({ m, box: h.submit(m), seen: false }))));
+  for (let t = DEFAULT_SERVING_SETTINGS.epochMs; t <= END_MS; t += DEFAULT_SERVING_SETTINGS.epochMs) at(t, 0, () => c.epoch());
+  for (;;) {
+    events.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
+    const e = events.shift();
+    if (!e || e[0] > END_MS) break;
+    h.now = e[0];
+    e[3]();
+    sync();
+  }
+  return out;
+}
+
+describe('conformance: the simulator and the control plane on one scripted trace', () => {
+  it('start the same batches, drop the same tasks and activate the same shadows at the same times', () => {
+    const sim = runSimulator(SCRIPT);
+    // The trace exercises what it is meant to: swaps, drops, many batches.
+    expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([[3000, 0, 70], [3000, 1, 30]]);
+    expect(sim.drops.length).toBeGreaterThan(5);
+    expect(sim.batches.length).toBeGreaterThan(400);
+    const live = runControl(SCRIPT, sim.durations.map((d) => [...d]));
+    expect(live.activations).toEqual(sim.activations);
+    expect(live.drops).toEqual(sim.drops);
+    expect(live.batches).toEqual(sim.batches);
+  });
+
+  it('on a time-shared GPU, serve the same model next when it frees up', () => {
+    const sim = runSimulator([TS], 'serial');
+    expect(sim.batches.length).toBeGreaterThan(300);
+    expect(sim.drops.length).toBeGreaterThan(5);
+    const live = runControl([TS], sim.durations.map((d) => [...d]));
+    expect(live.activations).toEqual([]);
+    expect(live.drops).toEqual(sim.drops);
+    expect(live.batches).toEqual(sim.batches);
+  });
+});

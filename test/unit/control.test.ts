@@ -1,0 +1,99 @@
+// The scheduler's control plane (scheduler/control.ts) driven by hand (test/support/control.ts):
+// worker identity in desired sets and batches, adoption after a restart, a refused batch.
+import { afterEach, describe, expect, it } from 'vitest';
+import { PolicyRegistry } from '../../scheduler/registry.js';
+import type { Deployment } from '../../src/policy/types.js';
+import { AGENT_PROTOCOL_VERSION, type WorkerStatus } from '../../src/protocol/agent.js';
+import { loadProfileFile } from '../support/clusters.js';
+import { controlHarness, type Harness, simGpus } from '../support/control.js';
+import { FixedPolicy } from '../support/fakes.js';
+
+const rtx = loadProfileFile('rtx2060s');
+const profiles = new Map([[rtx.id, rtx]]);
+const MODELS = [{ name: 'resnet50', sloMs: 1000 }, { name: 'mobilenet', sloMs: 1000 }];
+const harnesses: Harness[] = [];
+afterEach(() => {
+  for (const h of harnesses.splice(0)) h.control.stop();
+});
+function harness(opts: Partial<Parameters<typeof controlHarness>[0]> & { d?: Deployment }): Harness {
+  const d = opts.d ?? { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] };
+  const h = controlHarness({ models: MODELS, profiles, policy: () => new FixedPolicy(d), gpus: simGpus('rtx2060s', 2), ...opts });
+  harnesses.push(h);
+  return h;
+}
+
+describe('worker identity in the control plane', () => {
+  it('every desired worker and every batch names its model, GPU, share and generation', () => {
+    const h = harness({});
+    expect(h.desired()).toEqual([
+      { workerId: 'w1', model: 'resnet50', gpu: 0, pct: 50, generation: 1 },
+      { workerId: 'w2', model: 'mobilenet', gpu: 1, pct: 50, generation: 2 },
+    ]);
+    h.report('ready');
+    h.submit(1);
+    expect(h.batches()).toMatchObject([{ workerId: 'w2', model: 'mobilenet', gpu: 1, pct: 50, generation: 2, size: 1 }]);
+  });
+
+  it('a worker reported under its id but with another identity is not ready and takes no batch', () => {
+    const h = harness({});
+    h.control.workersReported('a1', h.desired().map((w) => ({ ...w, model: w.model === 'resnet50' ? 'mobilenet' : 'resnet50', state: 'ready' as const })));
+    expect(h.control.readiness().ready).toBe(false);
+    const t = h.submit(0);
+    expect(h.batches()).toEqual([]);
+    expect(t.answer).toBeNull(); // it waits for a worker of its own model
+  });
+
+  it('a batch the agent refuses as wrong-worker goes back to its queue, and the worker takes none until reported again', () => {
+    const h = harness({});
+    h.report('ready');
+    const t = h.submit(0);
+    const b = h.batches()[0]!;
+    h.control.batchError('a1', { v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: b.batchId, workerId: b.workerId, reason: 'wrong-worker', message: 'w1 here is another worker' });
+    expect(t.answer).toBeNull();
+    expect(h.batches().length).toBe(1);
+    h.report('ready');
+    expect(h.batches().length).toBe(2);
+    expect(h.batches()[1]).toMatchObject({ workerId: 'w1', model: 'resnet50' });
+  });
+});
+
+describe('a restarted scheduler adopts running workers by what they are', () => {
+  // What the agent runs from the scheduler's previous life: w1 and w2 under generations 100 and 101.
+  const running: WorkerStatus[] = [
+    { workerId: 'w1', model: 'mobilenet', gpu: 1, pct: 50, generation: 100, state: 'ready', pid: 11 },
+    { workerId: 'w2', model: 'resnet50', gpu: 0, pct: 50, generation: 101, state: 'ready', pid: 12 },
+  ];
+
+  it('keeps the workers that match the new deployment under their identity, without starting any', () => {
+    const h = harness({ running });
+    expect(h.desired().map((w) => [w.workerId, w.model, w.gpu, w.pct, w.generation]).sort()).toEqual([
+      ['w1', 'mobilenet', 1, 50, 100],
+      ['w2', 'resnet50', 0, 50, 101],
+    ]);
+    expect(h.control.readiness().ready).toBe(true);
+    h.submit(0);
+    expect(h.batches()).toMatchObject([{ workerId: 'w2', model: 'resnet50', generation: 101 }]);
+  });
+
+  it('replaces adopted workers another policy places elsewhere; new workers never reuse an identity', () => {
+    const h = harness({ running, d: { placements: [{ model: 0, gpu: 1, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] } });
+    const desired = h.desired();
+    // The adopted ones keep serving (retiring) beside their shadows; the shadows are new ids and generations.
+    const fresh = desired.filter((w) => w.generation > 101);
+    expect(fresh.map((w) => [w.model, w.gpu]).sort()).toEqual([['mobilenet', 0], ['resnet50', 1]]);
+    expect(fresh.every((w) => !['w1', 'w2'].includes(w.workerId))).toBe(true);
+    h.submit(0);
+    expect(h.batches()).toMatchObject([{ workerId: 'w2', model: 'resnet50', gpu: 0 }]);
+  });
+
+  it('with the static-even policy (one model a GPU at 96%): shadows at the new share, the adopted serve meanwhile', () => {
+    const h = harness({ running, policy: (c) => new PolicyRegistry().get('static-even').create(c, {}) });
+    const byGen = h.desired().map((w) => [w.model, w.gpu, w.pct, w.generation > 101 ? 'new' : w.generation]);
+    expect(byGen.sort()).toEqual([
+      ['mobilenet', 1, 50, 100],
+      ['mobilenet', 1, 96, 'new'],
+      ['resnet50', 0, 50, 101],
+      ['resnet50', 0, 96, 'new'],
+    ]);
+  });
+});
