@@ -1,0 +1,350 @@
+// The pooling planner (issue 12; docs/inss.md, "Pooling"): chooses per GPU between MPS partitions
+// and time-shared pooling, scoring whole deployments with the latency model and a queueing model of
+// each model's servers (queueing.ts). Pure and deterministic.
+//
+// A deployment's score: every model's queue is one pool of servers, its placements. A server on an
+// `mps` GPU is a partition: its batch is BDA's (bda.ts) for the part of the rate it carries, its
+// service time t_inf at that batch with its co-located partitions' interference, its rate b / t_inf.
+// A server on a `timeshare` GPU runs at the whole GPU with the batch Triton-style time sharing uses
+// (timeshare.ts: 2 t_inf <= SLO), but takes turns with the GPU's other models: its rate is scaled by
+// the fraction of time the others leave free, and its batches wait on average for the residual of a
+// batch of another model (rho_other * t_other / 2, the M/G/1 residual of deterministic service). A
+// model's rate is split over its servers in proportion to their effective rates (what one shared
+// queue with free workers pulling from it does), and the pool is SERF's M/D_interf/c queue
+// (queueing.ts). The probability a task misses is the probability its wait exceeds
+// SLO x sloFraction minus its server's service time; a pool past utilisation 1 misses everything.
+// score = expected missed tasks/s + UTILISATION_WEIGHT x (rate-weighted utilisation): among
+// deployments that miss nothing at the planned rates, the one with the most room left wins.
+//
+// Candidates: timeshare's own deployment (timesharePlan, so the planner is never worse than time
+// sharing by its own score), the MPS plans it is given (the actor's refined allocation, or a greedy
+// partition refined on the latency model), hybrids of each (the first k GPUs pooled over every model
+// that fits, the rest keeping their partitions), and a bounded first-improvement local search from
+// the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a pooled one).
+import { bda } from './bda.js';
+import { poolQueue, waitExceeds } from './queueing.js';
+import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
+import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from './types.js';
+import { deploymentProblem, predictOnGpu } from './util.js';
+
+/** Weight of the utilisation term against missed tasks/s (a tie-break among plans that miss nothing). */
+export const UTILISATION_WEIGHT = 0.01;
+
+export interface PoolingOptions {
+  /** Plan each task's latency against SLO x this (inss: SLO_FRACTION). */
+  readonly sloFraction: number;
+  /** Predict with interference between co-located MPS partitions (default true). */
+  readonly interference?: boolean;
+  /** Most deployment evaluations of the local search. */
+  readonly budget: number;
+}
+
+export interface PlanScore {
+  /** The deployment with its batch sizes set (BDA's on MPS GPUs, time sharing's on pooled ones). */
+  readonly deployment: Deployment;
+  /** Expected missed tasks/s at the planned rates; Infinity when the deployment is infeasible. */
+  readonly missedPerS: number;
+  readonly score: number;
+  /** Per model: predicted fraction of its tasks that miss the SLO. */
+  readonly violation: number[];
+  /** Per model: its pool's utilisation lambda / (c mu). */
+  readonly utilisation: number[];
+}
+
+const timeshareBatchMemo = new WeakMap<ClusterInfo, Map<number, { batch: number; ms: number }>>();
+
+/** Time sharing's batch for a model on a GPU and its solo t_inf there (memoised per cluster). */
+function pooledServer(cluster: ClusterInfo, gpu: GpuInfo, model: number): { batch: number; ms: number } {
+  let memo = timeshareBatchMemo.get(cluster);
+  if (!memo) timeshareBatchMemo.set(cluster, (memo = new Map()));
+  const key = gpu.index * 4096 + model;
+  let s = memo.get(key);
+  if (!s) {
+    const batch = timeshareMaxBatch(gpu, model, cluster.models[model]!.sloMs);
+    s = { batch, ms: predictOnGpu(gpu, [{ model, batch, pct: 100 }])[0]! };
+    memo.set(key, s);
+  }
+  return s;
+}
+
+const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] => cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
+
+/** Scores a deployment (its MPS batches are re-chosen by BDA for the rates; pooled GPUs use time sharing's). */
+export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: readonly number[], options: PoolingOptions): PlanScore {
+  const modes = modesOf(cluster, d);
+  const ps = d.placements;
+  const n = ps.length;
+  const nModels = cluster.models.length;
+  const interference = options.interference ?? true;
+  const batch = new Array<number>(n).fill(1);
+  const tMs = new Array<number>(n).fill(NaN);
+  const mu = new Array<number>(n).fill(0); // tasks/s of the server alone (mps: with its co-located partitions)
+  const mpsIdx: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const p = ps[i]!;
+    const gpu = cluster.gpus[p.gpu];
+    if (!gpu || (gpu.profileIndex[p.model] ?? -1) < 0) return infeasible(d, nModels);
+    if (modes[p.gpu] === 'timeshare') {
+      const s = pooledServer(cluster, gpu, p.model);
+      batch[i] = s.batch;
+      tMs[i] = s.ms;
+      mu[i] = (1000 * s.batch) / s.ms;
+    } else mpsIdx.push(i);
+  }
+  // MPS partitions: the batch-1 rate (with interference) decides the first split, then BDA sets batches.
+  for (const g of cluster.gpus) {
+    if (modes[g.index] === 'timeshare') continue;
+    const on = mpsIdx.filter((i) => ps[i]!.gpu === g.index);
+    if (on.length === 0) continue;
+    const t1 = predictOnGpu(g, on.map((i) => ({ ...ps[i]!, batch: 1 })), interference);
+    on.forEach((i, k) => (mu[i] = 1000 / t1[k]!));
+  }
+  const split = (rates: readonly number[]): number[] => {
+    const total = new Array<number>(nModels).fill(0);
+    for (let i = 0; i < n; i++) total[ps[i]!.model]! += rates[i]!;
+    return ps.map((p, i) => (total[p.model]! > 0 ? (ratePerS[p.model]! * rates[i]!) / total[p.model]! : 0));
+  };
+  let lam = split(mu);
+  if (mpsIdx.length > 0) {
+    const r = bda(cluster.gpus, mpsIdx.map((i) => ({ placement: ps[i]!, sloMs: cluster.models[ps[i]!.model]!.sloMs, ratePerS: lam[i]! })), { interference, sloFraction: options.sloFraction });
+    mpsIdx.forEach((i, k) => {
+      batch[i] = r.batches[k]!;
+      tMs[i] = r.tInfMs[k]!;
+      mu[i] = (1000 * batch[i]!) / tMs[i]!;
+    });
+    lam = split(mu);
+  }
+  // Pooled GPUs: each server takes turns with the GPU's other models.
+  const busy = new Array<number>(cluster.gpus.length).fill(0); // sum of rho on a pooled GPU
+  const residual = new Array<number>(cluster.gpus.length).fill(0); // sum of rho * t / 2, ms
+  const effMu = [...mu];
+  const effMs = [...tMs];
+  for (let pass = 0; pass < 2; pass++) {
+    busy.fill(0);
+    residual.fill(0);
+    for (let i = 0; i < n; i++) {
+      if (modes[ps[i]!.gpu] !== 'timeshare') continue;
+      const rho = lam[i]! / mu[i]!;
+      busy[ps[i]!.gpu]! += rho;
+      residual[ps[i]!.gpu]! += (rho * tMs[i]!) / 2;
+    }
+    for (let i = 0; i < n; i++) {
+      const g = ps[i]!.gpu;
+      if (modes[g] !== 'timeshare') continue;
+      const rho = lam[i]! / mu[i]!;
+      effMu[i] = mu[i]! * Math.max(0, 1 - (busy[g]! - rho));
+      effMs[i] = tMs[i]! + (residual[g]! - (rho * tMs[i]!) / 2);
+    }
+    lam = split(effMu);
+  }
+  const violation = new Array<number>(nModels).fill(0);
+  const utilisation = new Array<number>(nModels).fill(0);
+  let missed = 0;
+  let utilTerm = 0;
+  for (const m of cluster.models) {
+    const rate = ratePerS[m.index]!;
+    if (!(rate > 0)) continue;
+    const mine = [...ps.keys()].filter((i) => ps[i]!.model === m.index);
+    const c = mine.length;
+    const muSum = mine.reduce((s, i) => s + effMu[i]!, 0);
+    if (c === 0 || !(muSum > 0)) {
+      violation[m.index] = 1;
+      utilisation[m.index] = Infinity;
+      missed += rate;
+      utilTerm += rate * 2;
+      continue;
+    }
+    const q = poolQueue(rate, new Array<number>(c).fill(muSum / c));
+    const budgetMs = m.sloMs * options.sloFraction;
+    let v = 0;
+    for (const i of mine) v += (lam[i]! / rate) * (q.utilisation >= 1 ? 1 : waitExceeds(q, (budgetMs - effMs[i]!) / 1000));
+    violation[m.index] = Math.min(1, v);
+    utilisation[m.index] = q.utilisation;
+    missed += rate * violation[m.index]!;
+    utilTerm += rate * Math.min(2, q.utilisation);
+  }
+  const placements = ps.map((p, i) => (modes[p.gpu] === 'timeshare' ? { model: p.model, gpu: p.gpu, pct: 100, batch: batch[i]!, timeoutMs: TIMESHARE_MAX_QUEUE_DELAY_MS } : { model: p.model, gpu: p.gpu, pct: p.pct, batch: batch[i]! }));
+  placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
+  const deployment: Deployment = modes.some((x) => x === 'timeshare') ? { placements, gpuModes: modes } : { placements };
+  if (deploymentProblem(cluster, deployment) !== null) return infeasible(deployment, nModels);
+  return { deployment, missedPerS: missed, score: missed + UTILISATION_WEIGHT * utilTerm, violation, utilisation };
+}
+
+function infeasible(d: Deployment, nModels: number): PlanScore {
+  return { deployment: d, missedPerS: Infinity, score: Infinity, violation: new Array<number>(nModels).fill(1), utilisation: new Array<number>(nModels).fill(Infinity) };
+}
+
+const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+
+/** Models that fit on a pooled GPU at time sharing's batches, in the order given, while memory lasts. */
+function fillPooled(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[]): number[] {
+  let used = 0;
+  const out: number[] = [];
+  for (const m of models) {
+    if ((gpu.profileIndex[m] ?? -1) < 0 || out.includes(m)) continue;
+    const mb = gpu.model.memoryMb(gpu.profileIndex[m]!, pooledServer(cluster, gpu, m).batch);
+    if (used + mb > gpu.memMb + 1e-6) continue;
+    used += mb;
+    out.push(m);
+  }
+  return out;
+}
+
+/** Partition shares for `models` on an MPS GPU in proportion to `demand`, multiples of the unit, at least one each. */
+function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readonly number[]): number[] | null {
+  const unit = gpu.mpsUnitPct;
+  const units = Math.floor(100 / unit + 1e-9);
+  if (models.length === 0 || models.length > units) return null;
+  const total = models.reduce((s, m) => s + Math.max(demand[m]!, 1e-9), 0);
+  const got = models.map((m) => Math.max(1, Math.floor((units * Math.max(demand[m]!, 1e-9)) / total)));
+  let left = units - got.reduce((s, u) => s + u, 0);
+  for (let k = 0; left > 0; k = (k + 1) % models.length, left--) got[k]!++;
+  while (got.reduce((s, u) => s + u, 0) > units) {
+    const k = got.indexOf(Math.max(...got));
+    got[k]!--;
+  }
+  return got.map((u) => round6(Math.min(100, u * unit)));
+}
+
+/** A model's demand in GPU-seconds per second on a GPU at the whole GPU (time sharing's batch). */
+function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
+  return cluster.models.map((m) => ((gpu.profileIndex[m.index] ?? -1) < 0 ? 0 : (ratePerS[m.index]! * pooledServer(cluster, gpu, m.index).ms) / (1000 * pooledServer(cluster, gpu, m.index).batch)));
+}
+
+/**
+ * A greedy MPS partition to start the model-based planner from when no trained actor fits: models by
+ * demand, largest first, each on the GPU with the most capacity left that holds it; then each GPU's
+ * units split in proportion to its models' demand. One placement per model.
+ */
+export function greedyPartition(cluster: ClusterInfo, ratePerS: readonly number[]): Placement[] {
+  const gpus = cluster.gpus;
+  const left = gpus.map(() => 1);
+  const mem = gpus.map(() => 0);
+  const on: number[][] = gpus.map(() => []);
+  const demand = gpus.map((g) => demandOn(cluster, g, ratePerS));
+  const order = cluster.models.map((m) => m.index).sort((a, b) => Math.max(...demand.map((d) => d[b]!)) - Math.max(...demand.map((d) => d[a]!)) || a - b);
+  for (const m of order) {
+    let best = -1;
+    for (const g of gpus) {
+      const idx = g.profileIndex[m] ?? -1;
+      if (idx < 0 || mem[g.index]! + g.model.memoryMb(idx, 1) > g.memMb || (on[g.index]!.length + 1) * g.mpsUnitPct > 100 + 1e-9) continue;
+      if (best < 0 || left[g.index]! - demand[g.index]![m]! > left[best]! - demand[best]![m]! + 1e-12) best = g.index;
+    }
+    if (best < 0) continue;
+    on[best]!.push(m);
+    left[best]! -= demand[best]![m]!;
+    mem[best]! += gpus[best]!.model.memoryMb(gpus[best]!.profileIndex[m]!, 1);
+  }
+  const out: Placement[] = [];
+  for (const g of gpus) {
+    const shares = partitionShares(g, on[g.index]!, demand[g.index]!);
+    if (!shares) continue;
+    on[g.index]!.forEach((m, k) => out.push({ model: m, gpu: g.index, pct: shares[k]!, batch: 1 }));
+  }
+  return out;
+}
+
+/** GPUs in the order hybrids pool them: fastest type first (most throughput per model), then index. */
+function poolingOrder(cluster: ClusterInfo, ratePerS: readonly number[]): number[] {
+  const work = cluster.gpus.map((g) => demandOn(cluster, g, ratePerS).reduce((s, x) => s + x, 0));
+  return cluster.gpus.map((g) => g.index).sort((a, b) => work[a]! - work[b]! || a - b);
+}
+
+/** Hybrids of an MPS plan: the first k GPUs (of poolingOrder) pooled over every model that fits, the rest as planned. */
+function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
+  const order = poolingOrder(cluster, ratePerS);
+  const byRate = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! - ratePerS[a]! || a - b);
+  const out: Deployment[] = [];
+  for (let k = 1; k < cluster.gpus.length; k++) {
+    const pooled = new Set(order.slice(0, k));
+    const modes: GpuMode[] = cluster.gpus.map((g) => (pooled.has(g.index) ? 'timeshare' : 'mps'));
+    const placements: Placement[] = plan.placements.filter((p) => !pooled.has(p.gpu)).map((p) => ({ ...p }));
+    for (const g of order.slice(0, k)) for (const m of fillPooled(cluster, cluster.gpus[g]!, byRate)) placements.push({ model: m, gpu: g, pct: 100, batch: 1 });
+    out.push({ placements, gpuModes: modes });
+  }
+  return out;
+}
+
+/** Neighbours of a deployment for the local search, those touching the worst-served models first. */
+function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
+  const d = s.deployment;
+  const modes = modesOf(cluster, d);
+  const ps = d.placements;
+  const worst = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! * s.violation[b]! - ratePerS[a]! * s.violation[a]! || s.utilisation[b]! - s.utilisation[a]! || a - b);
+  const count = new Array<number>(cluster.models.length).fill(0);
+  for (const p of ps) count[p.model]!++;
+  const withModes = (placements: Placement[], m: GpuMode[]): Deployment => ({ placements, gpuModes: m });
+  // Add the worst-served models to pooled GPUs that can hold them.
+  for (const m of worst) {
+    for (const g of cluster.gpus) {
+      if (modes[g.index] !== 'timeshare' || ps.some((p) => p.gpu === g.index && p.model === m) || (g.profileIndex[m] ?? -1) < 0) continue;
+      yield withModes([...ps, { model: m, gpu: g.index, pct: 100, batch: 1 }], modes);
+    }
+  }
+  // Pool a partitioned GPU (its models take turns at the whole GPU).
+  for (const g of cluster.gpus) {
+    if (modes[g.index] !== 'mps') continue;
+    const m2 = [...modes];
+    m2[g.index] = 'timeshare';
+    yield withModes(ps.map((p) => (p.gpu === g.index ? { ...p, pct: 100 } : p)), m2);
+  }
+  // Drop a model from a pooled GPU where it has other servers (less contention for the rest).
+  for (const m of [...worst].reverse()) {
+    if (count[m]! < 2) continue;
+    for (const g of cluster.gpus) if (modes[g.index] === 'timeshare' && ps.some((p) => p.gpu === g.index && p.model === m)) yield withModes(ps.filter((p) => !(p.gpu === g.index && p.model === m)), modes);
+  }
+  // Partition a pooled GPU: its models get shares in proportion to their demand there.
+  for (const g of cluster.gpus) {
+    if (modes[g.index] !== 'timeshare') continue;
+    const on = ps.filter((p) => p.gpu === g.index).map((p) => p.model);
+    const shares = partitionShares(g, on, demandOn(cluster, g, ratePerS));
+    if (!shares) continue;
+    const m2 = [...modes];
+    m2[g.index] = 'mps';
+    yield withModes([...ps.filter((p) => p.gpu !== g.index), ...on.map((m, k) => ({ model: m, gpu: g.index, pct: shares[k]!, batch: 1 }))], m2);
+  }
+}
+
+export interface PoolingPlan {
+  readonly best: PlanScore;
+  /** Which candidate family the best came from: 'timeshare', 'mps', 'hybrid' (+ 'search' when the local search improved it). */
+  readonly source: string;
+  readonly evaluations: number;
+}
+
+/**
+ * The best deployment among timeshare's, the given MPS plans, their hybrids, and a local search from
+ * the best of those, by `scoreDeployment` at `ratePerS`.
+ */
+export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], mpsPlans: readonly Deployment[], options: PoolingOptions): PoolingPlan {
+  let evaluations = 0;
+  const evaluate = (d: Deployment) => {
+    evaluations++;
+    return scoreDeployment(cluster, d, ratePerS, options);
+  };
+  let best = evaluate(timesharePlan(cluster));
+  let source = 'timeshare';
+  for (const plan of mpsPlans) {
+    const s = evaluate(plan);
+    if (s.score < best.score - 1e-9) [best, source] = [s, 'mps'];
+    for (const h of hybrids(cluster, plan, ratePerS)) {
+      const hs = evaluate(h);
+      if (hs.score < best.score - 1e-9) [best, source] = [hs, 'hybrid'];
+    }
+  }
+  let improved = true;
+  let searched = false;
+  while (improved && evaluations < options.budget) {
+    improved = false;
+    for (const cand of moves(cluster, best, ratePerS)) {
+      if (evaluations >= options.budget) break;
+      const s = evaluate(cand);
+      if (s.score < best.score - 1e-9 * Math.max(1, Math.abs(best.score))) {
+        best = s;
+        improved = searched = true;
+        break;
+      }
+    }
+  }
+  return { best, source: searched ? `${source}+search` : source, evaluations };
+}
