@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { policyCurve } from '../src/bench/run.js';
+import { policyCurve, unsupportedReason } from '../src/bench/run.js';
 import type { SuiteCell } from '../src/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
@@ -63,9 +63,9 @@ export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): L
 }
 
 /**
- * Runs one cell. A policy that cannot run on the scenario (its factory refuses with a RangeError,
- * e.g. inss without a trained policy for it, or the oracle on an instance too large) gives a cell
- * marked not runnable, with the reason; any other error propagates.
+ * Runs one cell. A policy that cannot run on the scenario (`unsupportedReason`: e.g. inss-paper
+ * without a trained policy for it, or the oracle on an instance too large) gives a cell marked not
+ * runnable, with the reason (the suite only gets here with --skip-unsupported); any other error propagates.
  */
 export function runCell(job: CellJob): SuiteCell {
   registry ??= benchRegistry();
@@ -75,13 +75,11 @@ export function runCell(job: CellJob): SuiteCell {
   const options = policyOptionsFor(inssPolicyData(s.name, job.policyFile));
   const ctx = { scenario: s, profiles: loaded.profiles, traces: loaded.traces, policyOptions: options };
   const base = { scenario: s.name, policy: job.policy, seed: job.seed };
-  try {
-    factory.create(scenarioCluster(s, loaded.profiles), { seed: job.seed, ...options(job.policy) });
-  } catch (err) {
-    if (!(err instanceof RangeError)) throw err;
-    return { ...base, runnable: false, reason: err.message, curve: [], wallMs: 0 };
-  }
+  const cluster = scenarioCluster(s, loaded.profiles);
+  const reason = unsupportedReason(factory, cluster, { seed: job.seed, ...options(job.policy) });
+  if (reason !== null) return { ...base, runnable: false, reason, curve: [], wallMs: 0 };
+  const note = factory.create(cluster, { seed: job.seed, ...options(job.policy) }).note;
   const t0 = performance.now();
   const curve = policyCurve(ctx, factory, job.loads, job.seed, job.stopAtAttainment);
-  return { ...base, runnable: true, curve, wallMs: performance.now() - t0 };
+  return { ...base, runnable: true, ...(note !== undefined ? { note } : {}), curve, wallMs: performance.now() - t0 };
 }

@@ -80,6 +80,14 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   const tMs = new Array<number>(n).fill(NaN);
   const mu = new Array<number>(n).fill(0); // tasks/s of the server alone (mps: with its co-located partitions)
   const mpsIdx: number[] = [];
+  const byGpu: number[][] = cluster.gpus.map(() => []);
+  const byModel: number[][] = cluster.models.map(() => []);
+  for (let i = 0; i < n; i++) {
+    const q = ps[i]!;
+    if (!byGpu[q.gpu] || !byModel[q.model]) return infeasible(d, nModels);
+    byGpu[q.gpu]!.push(i);
+    byModel[q.model]!.push(i);
+  }
   for (let i = 0; i < n; i++) {
     const p = ps[i]!;
     const gpu = cluster.gpus[p.gpu];
@@ -94,7 +102,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   // MPS partitions: the batch-1 rate (with interference) decides the first split, then BDA sets batches.
   for (const g of cluster.gpus) {
     if (modes[g.index] === 'timeshare') continue;
-    const on = mpsIdx.filter((i) => ps[i]!.gpu === g.index);
+    const on = byGpu[g.index]!;
     if (on.length === 0) continue;
     const t1 = predictOnGpu(g, on.map((i) => ({ ...ps[i]!, batch: 1 })), interference);
     on.forEach((i, k) => (mu[i] = 1000 / t1[k]!));
@@ -144,7 +152,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   for (const m of cluster.models) {
     const rate = ratePerS[m.index]!;
     if (!(rate > 0)) continue;
-    const mine = [...ps.keys()].filter((i) => ps[i]!.model === m.index);
+    const mine = byModel[m.index]!;
     const c = mine.length;
     const muSum = mine.reduce((s, i) => s + effMu[i]!, 0);
     if (c === 0 || !(muSum > 0)) {
@@ -250,12 +258,28 @@ function poolingOrder(cluster: ClusterInfo, ratePerS: readonly number[]): number
   return cluster.gpus.map((g) => g.index).sort((a, b) => work[a]! - work[b]! || a - b);
 }
 
+const timeshareMemo = new WeakMap<ClusterInfo, Deployment>();
+
+/** timesharePlan (static: it depends on the cluster only), computed once per cluster. */
+function timeshareDeployment(cluster: ClusterInfo): Deployment {
+  let d = timeshareMemo.get(cluster);
+  if (!d) timeshareMemo.set(cluster, (d = timesharePlan(cluster)));
+  return d;
+}
+
+/** Most hybrids tried per MPS plan: k = 1, 2, 3, 4, 6, 8, 12, 16, ... GPUs pooled (up to all but one). */
+function hybridSizes(gpus: number): number[] {
+  const out: number[] = [];
+  for (let k = 1; k < gpus; k = k < 4 ? k + 1 : Math.round(k * 1.5)) out.push(k);
+  return out;
+}
+
 /** Hybrids of an MPS plan: the first k GPUs (of poolingOrder) pooled over every model that fits, the rest as planned. */
 function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
   const order = poolingOrder(cluster, ratePerS);
   const byRate = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! - ratePerS[a]! || a - b);
   const out: Deployment[] = [];
-  for (let k = 1; k < cluster.gpus.length; k++) {
+  for (const k of hybridSizes(cluster.gpus.length)) {
     const pooled = new Set(order.slice(0, k));
     const modes: GpuMode[] = cluster.gpus.map((g) => (pooled.has(g.index) ? 'timeshare' : 'mps'));
     const placements: Placement[] = plan.placements.filter((p) => !pooled.has(p.gpu)).map((p) => ({ ...p }));
@@ -322,7 +346,7 @@ export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], m
     evaluations++;
     return scoreDeployment(cluster, d, ratePerS, options);
   };
-  let best = evaluate(timesharePlan(cluster));
+  let best = evaluate(timeshareDeployment(cluster));
   let source = 'timeshare';
   for (const plan of mpsPlans) {
     const s = evaluate(plan);
