@@ -21,11 +21,11 @@
 // partition refined on the latency model), hybrids of each (the first k GPUs pooled over every model
 // that fits, the rest keeping their partitions), and a bounded first-improvement local search from
 // the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a pooled one).
-import { bda } from './bda.js';
+import { bda, BDA_MAX_BATCH } from './bda.js';
 import { poolQueue, waitExceeds } from './queueing.js';
 import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
 import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from './types.js';
-import { deploymentProblem, predictOnGpu } from './util.js';
+import { deploymentProblem, memoryOnGpu, predictOnGpu } from './util.js';
 
 /** Weight of the utilisation term against missed tasks/s (a tie-break among plans that miss nothing). */
 export const UTILISATION_WEIGHT = 0.01;
@@ -56,7 +56,7 @@ const timeshareBatchMemo = new WeakMap<ClusterInfo, Map<number, { batch: number;
 /** Time sharing's batch for a model on a GPU and its solo t_inf there (memoised per cluster). */
 function pooledServer(cluster: ClusterInfo, gpu: GpuInfo, model: number): { batch: number; ms: number } {
   let memo = timeshareBatchMemo.get(cluster);
-  if (!memo) timeshareBatchMemo.set(cluster, (memo = new Map()));
+  if (!memo) timeshareBatchMemo.set(cluster, (memo = new Map<number, { batch: number; ms: number }>()));
   const key = gpu.index * 4096 + model;
   let s = memo.get(key);
   if (!s) {
@@ -65,6 +65,41 @@ function pooledServer(cluster: ClusterInfo, gpu: GpuInfo, model: number): { batc
     memo.set(key, s);
   }
   return s;
+}
+
+/** Most batches a pooled-GPU server is assumed to overlap with at once (itself included). */
+const MAX_OVERLAP = 4;
+
+const overlapMemo = new WeakMap<ClusterInfo, Map<string, number>>();
+
+/** t_inf (ms) of a model alone at the whole GPU at a batch (memoised per cluster). */
+function soloMs(cluster: ClusterInfo, gpu: GpuInfo, model: number, batch: number): number {
+  let memo = overlapMemo.get(cluster);
+  if (!memo) overlapMemo.set(cluster, (memo = new Map<string, number>()));
+  const key = `${gpu.profileId}|${model}|${batch}`;
+  let ms = memo.get(key);
+  if (ms === undefined) memo.set(key, (ms = predictOnGpu(gpu, [{ model, batch, pct: 100 }])[0]!));
+  return ms;
+}
+
+/**
+ * t_inf (ms) of the first of `models` (at `batches`) overlapping the others on a time-shared GPU:
+ * an even split of the GPU with the latency model's interference, never more than running after
+ * them in series (the simulator's overlap model, src/sim/timeshareGpu.ts). Memoised per cluster.
+ */
+function overlapMs(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[], batches: readonly number[]): number {
+  let memo = overlapMemo.get(cluster);
+  if (!memo) overlapMemo.set(cluster, (memo = new Map<string, number>()));
+  const key = `${gpu.profileId}|${models.join(',')}|${batches.join(',')}|o`;
+  let ms = memo.get(key);
+  if (ms === undefined) {
+    const pct = 100 / models.length;
+    const even = predictOnGpu(gpu, models.map((m, k) => ({ model: m, batch: batches[k]!, pct })))[0]!;
+    const serial = models.reduce((sum, m, k) => sum + soloMs(cluster, gpu, m, batches[k]!), 0);
+    ms = Math.min(even, serial);
+    memo.set(key, ms);
+  }
+  return ms;
 }
 
 const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] => cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
@@ -118,30 +153,62 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
     mpsIdx.forEach((i, k) => {
       batch[i] = r.batches[k]!;
       tMs[i] = r.tInfMs[k]!;
+      if (!r.feasible[k]) {
+        // No batch carries its part of the rate: serve at the largest batch whose worst task (one
+        // batch waiting, then its own) still meets the SLO; the queue then says what it misses.
+        const p = ps[i]!;
+        const g = cluster.gpus[p.gpu]!;
+        const peers = byGpu[p.gpu]!.map((j) => ({ ...ps[j]!, batch: batch[j]! }));
+        const self = byGpu[p.gpu]!.indexOf(i);
+        const budget = cluster.models[p.model]!.sloMs * options.sloFraction;
+        for (let b = BDA_MAX_BATCH; b > batch[i]!; b--) {
+          peers[self] = { ...peers[self]!, batch: b };
+          const t = predictOnGpu(g, peers, interference)[self]!;
+          if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
+            batch[i] = b;
+            tMs[i] = t;
+            break;
+          }
+        }
+      }
       mu[i] = (1000 * batch[i]!) / tMs[i]!;
     });
     lam = split(mu);
   }
-  // Pooled GPUs: each server takes turns with the GPU's other models.
-  const busy = new Array<number>(cluster.gpus.length).fill(0); // sum of rho on a pooled GPU
-  const residual = new Array<number>(cluster.gpus.length).fill(0); // sum of rho * t / 2, ms
+  // Pooled GPUs (timeout 0: a free worker takes whatever is queued, up to its batch): a server's
+  // batches hold about what arrives while the previous one runs (b = lambda x t_inf(b), between 1
+  // and the batch), and run alone at the whole GPU or overlapping the batches of the GPU's other
+  // models that are running (each at an even split, never slower than in series). Its capacity is
+  // at the full batch, slowed by the same overlap.
   const effMu = [...mu];
   const effMs = [...tMs];
-  for (let pass = 0; pass < 2; pass++) {
-    busy.fill(0);
-    residual.fill(0);
-    for (let i = 0; i < n; i++) {
-      if (modes[ps[i]!.gpu] !== 'timeshare') continue;
-      const rho = lam[i]! / mu[i]!;
-      busy[ps[i]!.gpu]! += rho;
-      residual[ps[i]!.gpu]! += (rho * tMs[i]!) / 2;
-    }
-    for (let i = 0; i < n; i++) {
-      const g = ps[i]!.gpu;
-      if (modes[g] !== 'timeshare') continue;
-      const rho = lam[i]! / mu[i]!;
-      effMu[i] = mu[i]! * Math.max(0, 1 - (busy[g]! - rho));
-      effMs[i] = tMs[i]! + (residual[g]! - (rho * tMs[i]!) / 2);
+  const fill = [...batch];
+  for (let pass = 0; pass < 3; pass++) {
+    for (const g of cluster.gpus) {
+      if (modes[g.index] !== 'timeshare') continue;
+      const on = byGpu[g.index]!;
+      for (const i of on) {
+        let b = 1;
+        for (let it = 0; it < 4; it++) b = Math.min(batch[i]!, Math.max(1, Math.ceil((lam[i]! * soloMs(cluster, g, ps[i]!.model, b)) / 1000 - 1e-9)));
+        fill[i] = b;
+      }
+      const rho = on.map((i) => Math.min(1, (lam[i]! * soloMs(cluster, g, ps[i]!.model, fill[i]!)) / (1000 * fill[i]!)));
+      on.forEach((i, k) => {
+        const solo = soloMs(cluster, g, ps[i]!.model, fill[i]!);
+        const busyOthers = rho.reduce((sum, r, j) => (j === k ? sum : sum + r), 0);
+        let slowdown = 1;
+        if (on.length > 1 && busyOthers > 0) {
+          // Others busy on average: the expected number overlapping this batch, the busiest first.
+          const others = on.filter((_, j) => j !== k).sort((x, y) => rho[on.indexOf(y)]! - rho[on.indexOf(x)]! || x - y);
+          const overlapping = Math.min(others.length, MAX_OVERLAP - 1, Math.max(1, Math.ceil(busyOthers - 1e-9)));
+          const group = [i, ...others.slice(0, overlapping)];
+          const sharedMs = overlapMs(cluster, g, group.map((j) => ps[j]!.model), group.map((j) => fill[j]!));
+          const w = Math.min(1, busyOthers);
+          slowdown = ((1 - w) * solo + w * sharedMs) / solo;
+        }
+        effMs[i] = solo * slowdown;
+        effMu[i] = (1000 * batch[i]!) / (tMs[i]! * slowdown);
+      });
     }
     lam = split(effMu);
   }
