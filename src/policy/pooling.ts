@@ -161,7 +161,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
         const peers = byGpu[p.gpu]!.map((j) => ({ ...ps[j]!, batch: batch[j]! }));
         const self = byGpu[p.gpu]!.indexOf(i);
         const budget = cluster.models[p.model]!.sloMs * options.sloFraction;
-        for (let b = BDA_MAX_BATCH; b > batch[i]!; b--) {
+        for (let b = BDA_MAX_BATCH; b > batch[i]; b--) {
           peers[self] = { ...peers[self]!, batch: b };
           const t = predictOnGpu(g, peers, interference)[self]!;
           if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
@@ -171,7 +171,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
           }
         }
       }
-      mu[i] = (1000 * batch[i]!) / tMs[i]!;
+      mu[i] = (1000 * batch[i]) / tMs[i];
     });
     lam = split(mu);
   }
@@ -370,6 +370,18 @@ function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[])
     for (const g of cluster.gpus) {
       if (modes[g.index] !== 'timeshare' || ps.some((p) => p.gpu === g.index && p.model === m) || (g.profileIndex[m] ?? -1) < 0) continue;
       yield withModes([...ps, { model: m, gpu: g.index, pct: 100, batch: 1 }], modes);
+    }
+  }
+  // Move one MPS unit to a worst-served model's partition from a co-located one.
+  for (const m of worst) {
+    if (!(s.violation[m]! > 0 || s.utilisation[m]! > 0.7)) continue;
+    for (const p of ps) {
+      if (p.model !== m || modes[p.gpu] !== 'mps') continue;
+      const unit = cluster.gpus[p.gpu]!.mpsUnitPct;
+      for (const q of ps) {
+        if (q.gpu !== p.gpu || q.model === m || q.pct < 2 * unit - 1e-9) continue;
+        yield withModes(ps.map((x) => (x === p ? { ...x, pct: round6(x.pct + unit) } : x === q ? { ...x, pct: round6(x.pct - unit) } : x)), modes);
+      }
     }
   }
   // Pool a partitioned GPU (its models take turns at the whole GPU).
