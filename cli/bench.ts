@@ -139,14 +139,12 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
   }
   if (opts.json) {
     console.log(JSON.stringify(summary));
+    for (const s of skipped) console.error(`${s.policy}: skipped: ${s.reason}`); // never silent: stdout is the JSON
   } else {
     console.log(`scenario ${loaded.scenario.name}, seed ${loaded.scenario.seed}, ${loaded.scenario.durationS} s simulated`);
     console.log(formatTable(results, opts.sweep ? sweeps : undefined));
     for (const r of results) if (r.note !== undefined) console.log(`${r.policy}: decided with ${r.note}`);
     for (const s of skipped) console.log(`${s.policy}: skipped: ${s.reason}`);
-  }
-  if (skipped.length > 0 && opts.json) {
-    for (const s of skipped) console.error(`${s.policy}: skipped: ${s.reason}`);
     if (opts.sweep) console.log(`capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`);
     if (opts.out) console.log(`wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`);
   }

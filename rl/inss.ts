@@ -141,9 +141,10 @@ export class InssPolicy implements Policy {
     const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
     if (current.placements.length > 0) {
       const kept = scoreDeployment(this.cluster, current, rates, this.poolingOptions);
-      if (!(plan.best.score < kept.score - SWITCH_MARGIN * Math.abs(kept.score) - 1e-9)) {
+      // An infeasible deployment in force (e.g. handed over by another policy) is always replaced.
+      if (Number.isFinite(kept.score) && !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9)) {
         this.count('kept');
-        return Number.isFinite(kept.score) ? kept.deployment : current;
+        return kept.deployment;
       }
     }
     this.count(plan.source);
