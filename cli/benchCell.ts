@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { ALL_ADDITIONS, inssVariantFactory } from '../rl/inss.js';
 import { policyCurve, unsupportedReason } from '../src/bench/run.js';
 import type { SuiteCell } from '../src/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
@@ -17,13 +18,21 @@ import { type LoadedScenario, loadScenario } from './scenarios.js';
 /** The baselines that also run with inss's headroom, as `<name>-h` (src/policy/headroom.ts). */
 export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even', 'oracle'] as const;
 
-/** Names of the headroom variants benchRegistry adds (run by name, not by default in a single-scenario bench). */
-export const HEADROOM_VARIANTS: readonly string[] = HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`);
+/** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
+export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), 'inss-nopool'];
 
-/** The registered policies and each model-based baseline with inss's headroom beside it. */
+/**
+ * inss with one addition left out, for the ablation (docs/inss.md), run by name: `inss-nopool` is
+ * inss before issue 12 (the actor's allocation refined, no pooling; needs a trained policy that fits).
+ */
+export const INSS_ABLATIONS: readonly PolicyFactory[] = [
+  inssVariantFactory({ name: 'inss-nopool', interference: true, additions: { ...ALL_ADDITIONS, pooling: false }, description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)' }),
+];
+
+/** The registered policies, each model-based baseline with inss's headroom beside it, and inss's ablations. */
 export function benchRegistry(base = new PolicyRegistry()): PolicyRegistry {
   const known = new Set(base.names());
-  return new PolicyRegistry([...base.all(), ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n)))]);
+  return new PolicyRegistry([...base.all(), ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n))), ...INSS_ABLATIONS]);
 }
 
 /** The trained policy inss variants load: the given file, else the one shipped for the scenario (by its name). */
