@@ -183,13 +183,14 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   const effMu = [...mu];
   const effMs = [...tMs];
   const fill = [...batch];
-  for (let pass = 0; pass < 3; pass++) {
+  const slow = new Array<number>(n).fill(1); // overlap slowdown of each pooled server, from the previous pass
+  for (let pass = 0; pass < 4; pass++) {
     for (const g of cluster.gpus) {
       if (modes[g.index] !== 'timeshare') continue;
       const on = byGpu[g.index]!;
       for (const i of on) {
         let b = 1;
-        for (let it = 0; it < 4; it++) b = Math.min(batch[i]!, Math.max(1, Math.ceil((lam[i]! * soloMs(cluster, g, ps[i]!.model, b)) / 1000 - 1e-9)));
+        for (let it = 0; it < 6; it++) b = Math.min(batch[i]!, Math.max(1, Math.ceil((lam[i]! * soloMs(cluster, g, ps[i]!.model, b) * slow[i]!) / 1000 - 1e-9)));
         fill[i] = b;
       }
       const rho = on.map((i) => Math.min(1, (lam[i]! * soloMs(cluster, g, ps[i]!.model, fill[i]!)) / (1000 * fill[i]!)));
@@ -207,6 +208,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
           slowdown = ((1 - w) * solo + w * sharedMs) / solo;
         }
         effMs[i] = solo * slowdown;
+        slow[i] = slowdown;
         effMu[i] = (1000 * batch[i]!) / (tMs[i]! * slowdown);
       });
     }
@@ -231,8 +233,18 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
     }
     const q = poolQueue(rate, new Array<number>(c).fill(muSum / c));
     const budgetMs = m.sloMs * options.sloFraction;
+    // A batching server: a task that finds every server of its pool busy waits for the first to
+    // finish its batch (a residual uniform on [0, t_inf]), then runs in the next batch. Each server
+    // is busy a fraction lambda_i t_inf(b) / b of the time (b its batch at this load).
+    const busy = mine.map((k) => Math.min(1, (lam[k]! * effMs[k]!) / (1000 * fill[k]!)));
     let v = 0;
-    for (const i of mine) v += (lam[i]! / rate) * (q.utilisation >= 1 ? 1 : waitExceeds(q, (budgetMs - effMs[i]!) / 1000));
+    for (const i of mine) {
+      const slackMs = budgetMs - effMs[i]!;
+      let batchMiss = 1;
+      if (slackMs >= 0) mine.forEach((k, j) => (batchMiss *= busy[j]! * Math.max(0, 1 - slackMs / effMs[k]!)));
+      const queueMiss = q.utilisation >= 1 ? 1 : waitExceeds(q, slackMs / 1000);
+      v += (lam[i]! / rate) * Math.max(queueMiss, batchMiss);
+    }
     violation[m.index] = Math.min(1, v);
     utilisation[m.index] = q.utilisation;
     missed += rate * violation[m.index]!;
