@@ -3,16 +3,20 @@
 // each model's servers (queueing.ts). Pure and deterministic.
 //
 // A deployment's score: every model's queue is one pool of servers, its placements. A server on an
-// `mps` GPU is a partition: its batch is BDA's (bda.ts) for the part of the rate it carries, its
-// service time t_inf at that batch with its co-located partitions' interference, its rate b / t_inf.
-// A server on a `timeshare` GPU runs at the whole GPU with the batch Triton-style time sharing uses
-// (timeshare.ts: 2 t_inf <= SLO), but takes turns with the GPU's other models: its rate is scaled by
-// the fraction of time the others leave free, and its batches wait on average for the residual of a
-// batch of another model (rho_other * t_other / 2, the M/G/1 residual of deterministic service). A
-// model's rate is split over its servers in proportion to their effective rates (what one shared
-// queue with free workers pulling from it does), and the pool is SERF's M/D_interf/c queue
-// (queueing.ts). The probability a task misses is the probability its wait exceeds
-// SLO x sloFraction minus its server's service time; a pool past utilisation 1 misses everything.
+// `mps` GPU is a partition: its batch is BDA's (bda.ts) for the part of the rate it carries (or,
+// where BDA finds none, the largest batch whose worst task meets the SLO), its service time t_inf at
+// that batch with its co-located partitions' interference, its rate b / t_inf. A server on a
+// `timeshare` GPU runs at the whole GPU with time sharing's batch cap (timeshare.ts: 2 t_inf <= SLO)
+// and, like the simulator's time-shared GPU (src/sim/timeshareGpu.ts, overlap), its batches overlap
+// the batches of the GPU's other models that are running: timed at an even split of the GPU with the
+// latency model's interference, never slower than in series, for the fraction of time the others are
+// busy. Its batches hold what arrives while the previous one runs (b = lambda t_inf(b), capped).
+// A model's rate is split over its servers in proportion to their rates (what one shared queue with
+// free workers pulling from it does), and the pool is SERF's M/D_interf/c queue (queueing.ts). A
+// task misses when its wait exceeds SLO x sloFraction minus its batch's time, by the larger of two
+// estimates: the queue's waiting-time tail, and a batching server's (a task that finds every server
+// of its pool busy waits for the first to finish a batch, a residual uniform on [0, t_inf]). A pool
+// past utilisation 1 misses everything.
 // score = expected missed tasks/s + UTILISATION_WEIGHT x (rate-weighted utilisation): among
 // deployments that miss nothing at the planned rates, the one with the most room left wins.
 //
