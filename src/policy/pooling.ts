@@ -74,15 +74,27 @@ function pooledServer(cluster: ClusterInfo, gpu: GpuInfo, model: number): { batc
 /** Most batches a pooled-GPU server is assumed to overlap with at once (itself included). */
 const MAX_OVERLAP = 4;
 
-const overlapMemo = new WeakMap<ClusterInfo, Map<string, number>>();
+interface Memo {
+  /** soloMs by (gpu, model, batch 1..BDA_MAX_BATCH); NaN: not computed yet. */
+  readonly solo: Float64Array;
+  /** overlapMs by a numeric key of (gpu, models, batches). */
+  readonly overlap: Map<number | string, number>;
+}
+
+const memos = new WeakMap<ClusterInfo, Memo>();
+
+function memoOf(cluster: ClusterInfo): Memo {
+  let m = memos.get(cluster);
+  if (!m) memos.set(cluster, (m = { solo: new Float64Array(cluster.gpus.length * cluster.models.length * (BDA_MAX_BATCH + 1)).fill(NaN), overlap: new Map<number | string, number>() }));
+  return m;
+}
 
 /** t_inf (ms) of a model alone at the whole GPU at a batch (memoised per cluster). */
 function soloMs(cluster: ClusterInfo, gpu: GpuInfo, model: number, batch: number): number {
-  let memo = overlapMemo.get(cluster);
-  if (!memo) overlapMemo.set(cluster, (memo = new Map<string, number>()));
-  const key = `${gpu.profileId}|${model}|${batch}`;
-  let ms = memo.get(key);
-  if (ms === undefined) memo.set(key, (ms = predictOnGpu(gpu, [{ model, batch, pct: 100 }])[0]!));
+  const memo = memoOf(cluster).solo;
+  const key = (gpu.index * cluster.models.length + model) * (BDA_MAX_BATCH + 1) + batch;
+  let ms = memo[key]!;
+  if (Number.isNaN(ms)) memo[key] = ms = predictOnGpu(gpu, [{ model, batch, pct: 100 }])[0]!;
   return ms;
 }
 
@@ -92,9 +104,13 @@ function soloMs(cluster: ClusterInfo, gpu: GpuInfo, model: number, batch: number
  * them in series (the simulator's overlap model, src/sim/timeshareGpu.ts). Memoised per cluster.
  */
 function overlapMs(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[], batches: readonly number[]): number {
-  let memo = overlapMemo.get(cluster);
-  if (!memo) overlapMemo.set(cluster, (memo = new Map<string, number>()));
-  const key = `${gpu.profileId}|${models.join(',')}|${batches.join(',')}|o`;
+  const memo = memoOf(cluster).overlap;
+  // A number while it stays exact (at most MAX_OVERLAP members: up to 64 GPUs and 64 models), else a string.
+  let key: number | string = gpu.index;
+  if (cluster.gpus.length <= 64 && cluster.models.length <= 64 && models.length <= MAX_OVERLAP) {
+    for (let k = 0; k < models.length; k++) key = key * (cluster.models.length * (BDA_MAX_BATCH + 1)) + models[k]! * (BDA_MAX_BATCH + 1) + batches[k]!;
+    key = key * (MAX_OVERLAP + 1) + models.length;
+  } else key = `${gpu.index}|${models.join(',')}|${batches.join(',')}`;
   let ms = memo.get(key);
   if (ms === undefined) {
     const pct = 100 / models.length;
@@ -198,15 +214,18 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
         fill[i] = b;
       }
       const rho = on.map((i) => Math.min(1, (lam[i]! * soloMs(cluster, g, ps[i]!.model, fill[i]!)) / (1000 * fill[i]!)));
+      const rhoSum = rho.reduce((sum, r) => sum + r, 0);
+      // The GPU's servers, busiest first (ties: placement order).
+      const byBusy = on.map((_, j) => j).sort((x, y) => rho[y]! - rho[x]! || on[x]! - on[y]!);
       on.forEach((i, k) => {
         const solo = soloMs(cluster, g, ps[i]!.model, fill[i]!);
-        const busyOthers = rho.reduce((sum, r, j) => (j === k ? sum : sum + r), 0);
+        const busyOthers = rhoSum - rho[k]!;
         let slowdown = 1;
         if (on.length > 1 && busyOthers > 0) {
           // Others busy on average: the expected number overlapping this batch, the busiest first.
-          const others = on.filter((_, j) => j !== k).sort((x, y) => rho[on.indexOf(y)]! - rho[on.indexOf(x)]! || x - y);
-          const overlapping = Math.min(others.length, MAX_OVERLAP - 1, Math.max(1, Math.ceil(busyOthers - 1e-9)));
-          const group = [i, ...others.slice(0, overlapping)];
+          const overlapping = Math.min(on.length - 1, MAX_OVERLAP - 1, Math.max(1, Math.ceil(busyOthers - 1e-9)));
+          const group = [i];
+          for (let j = 0; j < byBusy.length && group.length <= overlapping; j++) if (byBusy[j] !== k) group.push(on[byBusy[j]!]!);
           const sharedMs = overlapMs(cluster, g, group.map((j) => ps[j]!.model), group.map((j) => fill[j]!));
           const w = Math.min(1, busyOthers);
           slowdown = ((1 - w) * solo + w * sharedMs) / solo;
