@@ -28,8 +28,9 @@ describe('inss bench', () => {
     }
     expect(readFileSync(join(out, 'throughput.svg'), 'utf8')).toMatch(/^<svg/);
     expect(readFileSync(join(out, 'slo-violations.svg'), 'utf8')).toMatch(/^<svg/);
-    const second = await runCli(['bench', '--scenario', 'paper-6', '--json']);
-    expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable(a));
+    // The same seed gives the same numbers (two policies again, to keep the test short).
+    const second = await runCli(['bench', '--scenario', 'paper-6', '--policies', 'inss,timeshare', '--json']);
+    expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable({ ...a, results: a.results.filter((x) => x.policy === 'inss' || x.policy === 'timeshare') }));
   }, 180_000);
 
   it('--suite: scenarios x seeds x policies on the load grid, one table, inss running where no policy is shipped, JSON and plots, a progress line per cell', async () => {
