@@ -14,6 +14,7 @@ import { loadScenario } from '../cli/scenarios.js';
 const { values } = parseArgs({ options: { scenarios: { type: 'string', default: 'paper-6,paper-8,paper-8x5' }, seeds: { type: 'string', default: '1,2,3' } } });
 const variants: { name: string; additions: InssAdditions }[] = [
   { name: 'inss', additions: ALL_ADDITIONS },
+  { name: '-pooling', additions: { ...ALL_ADDITIONS, pooling: false } },
   { name: '-replicas', additions: { ...ALL_ADDITIONS, replicas: false } },
   { name: '-repairCurrent', additions: { ...ALL_ADDITIONS, repairCurrent: false } },
   { name: '-capacityCredit', additions: { ...ALL_ADDITIONS, capacityCredit: false } },

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../tools/bench/capacity.js';
-import { type BenchContext, type PolicyResult, policyCurve, runPolicy } from '../tools/bench/run.js';
+import { type BenchContext, type PolicyResult, policyCurve, runPolicy, unsupportedReason } from '../tools/bench/run.js';
 import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../tools/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
@@ -14,7 +14,7 @@ import { InvalidInputError } from '../src/profile/schema.js';
 import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
 import type { PolicyOptions } from '../src/policy/types.js';
-import { type CellJob, cellScenario, HEADROOM_VARIANTS, runCell } from './benchCell.js';
+import { type CellJob, cellScenario, HEADROOM_VARIANTS, inssPolicyData, policyOptionsFor, runCell } from './benchCell.js';
 import { startProgress } from './progress.js';
 import { listScenarioNames } from './scenarios.js';
 
@@ -30,6 +30,13 @@ export interface BenchOptions {
   readonly timeshareGpu?: TimeshareGpuModel;
   readonly out?: string;
   readonly policyOptions?: (name: string) => PolicyOptions;
+  /** Skip a policy that cannot run on the scenario (reported) instead of failing with a non-zero exit. */
+  readonly skipUnsupported?: boolean;
+}
+
+/** The error for a policy that cannot run where the user asked for it (exit 2 from the CLI). */
+export function unsupportedError(policy: string, scenario: string, reason: string): InvalidInputError {
+  return new InvalidInputError(`${policy} cannot run on scenario ${scenario}: ${reason} (--skip-unsupported skips it and reports why)`);
 }
 
 /** Capacity of one policy over the seeds, and its curve at each seed. */
@@ -75,21 +82,22 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
   if (names.length === 0) throw new InvalidInputError('--policies: no policy named');
   const factories = names.map((n) => registry.get(n)); // unknown names fail before anything runs
   const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), ...(opts.policyOptions ? { policyOptions: opts.policyOptions } : {}) };
-  scenarioCluster(loaded.scenario, loaded.profiles); // validates models against profiles before anything runs
+  const cluster = scenarioCluster(loaded.scenario, loaded.profiles); // validates models against profiles before anything runs
   const results: PolicyResult[] = [];
   const skipped: { policy: string; reason: string }[] = [];
-  for (const f of factories) {
-    try {
-      results.push(runPolicy(ctx, f));
-    } catch (err) {
-      if (!(err instanceof RangeError)) throw err;
-      skipped.push({ policy: f.name, reason: err.message }); // e.g. the oracle refusing an instance too large
-    }
-  }
+  const runnable = factories.filter((f) => {
+    const reason = unsupportedReason(f, cluster, { seed: loaded.scenario.seed, ...(opts.policyOptions?.(f.name) ?? {}) });
+    if (reason === null) return true;
+    // Named policies must run; of the default set (every registered one), those that cannot are skipped and reported.
+    if (!opts.skipUnsupported && opts.policies) throw unsupportedError(f.name, loaded.scenario.name, reason);
+    skipped.push({ policy: f.name, reason }); // asked for: e.g. inss-paper without a trained policy, the oracle on an instance too large
+    return false;
+  });
+  for (const f of runnable) results.push(runPolicy(ctx, f));
   const sweeps = new Map<string, CapacitySummary>();
   const loads = gridLoads(opts.grid ?? DEFAULT_GRID);
   const seeds = opts.seeds ?? [loaded.scenario.seed];
-  if (opts.sweep) for (const f of factories) if (results.some((r) => r.policy === f.name)) sweeps.set(f.name, capacitySummary(ctx, f, loads, seeds));
+  if (opts.sweep) for (const f of runnable) sweeps.set(f.name, capacitySummary(ctx, f, loads, seeds));
   const summary = {
     scenario: loaded.scenario.name,
     seed: loaded.scenario.seed,
@@ -98,6 +106,7 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
     ...(opts.sweep ? { grid: opts.grid ?? DEFAULT_GRID, seeds } : {}),
     results: results.map((r) => ({
       policy: r.policy,
+      ...(r.note !== undefined ? { note: r.note } : {}),
       throughputPerS: r.throughputPerS,
       goodputPerS: r.goodputPerS,
       sloViolationPct: r.sloViolationPct,
@@ -131,9 +140,11 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
   }
   if (opts.json) {
     console.log(JSON.stringify(summary));
+    for (const s of skipped) console.error(`${s.policy}: skipped: ${s.reason}`); // never silent: stdout is the JSON
   } else {
     console.log(`scenario ${loaded.scenario.name}, seed ${loaded.scenario.seed}, ${loaded.scenario.durationS} s simulated`);
     console.log(formatTable(results, opts.sweep ? sweeps : undefined));
+    for (const r of results) if (r.note !== undefined) console.log(`${r.policy}: decided with ${r.note}`);
     for (const s of skipped) console.log(`${s.policy}: skipped: ${s.reason}`);
     if (opts.sweep) console.log(`capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`);
     if (opts.out) console.log(`wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`);
@@ -171,6 +182,8 @@ export interface SuiteOptions {
   readonly timeshareGpu?: TimeshareGpuModel;
   readonly out?: string;
   readonly json?: boolean;
+  /** Run the rest when a policy cannot run on a scenario (the cell shows n/r and why) instead of failing before anything runs. */
+  readonly skipUnsupported?: boolean;
   /** Where progress goes (cli/progress.ts): a TTY gets a bar, anything else one line per cell. */
   readonly progress?: NodeJS.WriteStream;
 }
@@ -224,6 +237,15 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   if (new Set(names).size !== names.length) throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
   const policies = opts.policies && opts.policies.length > 0 ? [...opts.policies] : DEFAULT_SUITE_POLICIES.filter((p) => registry.names().includes(p));
   for (const p of policies) registry.get(p); // unknown names fail before anything runs
+  if (!opts.skipUnsupported) {
+    for (const l of loadedAll) {
+      const reason = (p: string) => unsupportedReason(registry.get(p), scenarioCluster(l.scenario, l.profiles), { seed: l.scenario.seed, ...policyOptionsFor(inssPolicyData(l.scenario.name))(p) });
+      for (const p of policies) {
+        const why = reason(p);
+        if (why !== null) throw unsupportedError(p, l.scenario.name, why);
+      }
+    }
+  }
   const grid = opts.grid ?? DEFAULT_GRID;
   const loads = gridLoads(grid);
   const stopAt = Math.min(...ATTAINMENTS);

@@ -4,7 +4,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { policyCurve } from '../tools/bench/run.js';
+import { ALL_ADDITIONS, inssVariantFactory } from '../rl/inss.js';
+import { policyCurve, unsupportedReason } from '../tools/bench/run.js';
 import type { SuiteCell } from '../tools/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
@@ -17,13 +18,21 @@ import { type LoadedScenario, loadScenario } from './scenarios.js';
 /** The baselines that also run with inss's headroom, as `<name>-h` (src/policy/headroom.ts). */
 export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even', 'oracle'] as const;
 
-/** Names of the headroom variants benchRegistry adds (run by name, not by default in a single-scenario bench). */
-export const HEADROOM_VARIANTS: readonly string[] = HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`);
+/** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
+export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), 'inss-nopool'];
 
-/** The registered policies and each model-based baseline with inss's headroom beside it. */
+/**
+ * inss with one addition left out, for the ablation (docs/inss.md), run by name: `inss-nopool` is
+ * inss before issue 12 (the actor's allocation refined, no pooling; needs a trained policy that fits).
+ */
+export const INSS_ABLATIONS: readonly PolicyFactory[] = [
+  inssVariantFactory({ name: 'inss-nopool', interference: true, additions: { ...ALL_ADDITIONS, pooling: false }, description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)' }),
+];
+
+/** The registered policies, each model-based baseline with inss's headroom beside it, and inss's ablations. */
 export function benchRegistry(base = new PolicyRegistry()): PolicyRegistry {
   const known = new Set(base.names());
-  return new PolicyRegistry([...base.all(), ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n)))]);
+  return new PolicyRegistry([...base.all(), ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n))), ...INSS_ABLATIONS]);
 }
 
 /** The trained policy inss variants load: the given file, else the one shipped for the scenario (by its name). */
@@ -63,9 +72,9 @@ export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): L
 }
 
 /**
- * Runs one cell. A policy that cannot run on the scenario (its factory refuses with a RangeError,
- * e.g. inss without a trained policy for it, or the oracle on an instance too large) gives a cell
- * marked not runnable, with the reason; any other error propagates.
+ * Runs one cell. A policy that cannot run on the scenario (`unsupportedReason`: e.g. inss-paper
+ * without a trained policy for it, or the oracle on an instance too large) gives a cell marked not
+ * runnable, with the reason (the suite only gets here with --skip-unsupported); any other error propagates.
  */
 export function runCell(job: CellJob): SuiteCell {
   registry ??= benchRegistry();
@@ -75,13 +84,11 @@ export function runCell(job: CellJob): SuiteCell {
   const options = policyOptionsFor(inssPolicyData(s.name, job.policyFile));
   const ctx = { scenario: s, profiles: loaded.profiles, traces: loaded.traces, policyOptions: options };
   const base = { scenario: s.name, policy: job.policy, seed: job.seed };
-  try {
-    factory.create(scenarioCluster(s, loaded.profiles), { seed: job.seed, ...options(job.policy) });
-  } catch (err) {
-    if (!(err instanceof RangeError)) throw err;
-    return { ...base, runnable: false, reason: err.message, curve: [], wallMs: 0 };
-  }
+  const cluster = scenarioCluster(s, loaded.profiles);
+  const reason = unsupportedReason(factory, cluster, { seed: job.seed, ...options(job.policy) });
+  if (reason !== null) return { ...base, runnable: false, reason, curve: [], wallMs: 0 };
+  const note = factory.create(cluster, { seed: job.seed, ...options(job.policy) }).note;
   const t0 = performance.now();
   const curve = policyCurve(ctx, factory, job.loads, job.seed, job.stopAtAttainment);
-  return { ...base, runnable: true, curve, wallMs: performance.now() - t0 };
+  return { ...base, runnable: true, ...(note !== undefined ? { note } : {}), curve, wallMs: performance.now() - t0 };
 }

@@ -162,8 +162,9 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--jobs <n>', '--suite: worker threads (default 2)', positiveInt, 2)
     .option('--timeshare-gpu <model>', 'what a time-shared GPU does with different models\' batches: overlap | serial (default: the scenario\'s, overlap)')
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
-    .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json)')
-    .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string }) => {
+    .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json, used only where its GPUs, models and SLOs match)')
+    .option('--skip-unsupported', 'skip (and report) a policy that cannot run on a scenario, e.g. inss-paper without a trained policy; without it that is an error (exit 2)')
+    .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string; skipUnsupported?: boolean }) => {
       const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
       const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
       if (opts.timeshareGpu !== undefined && opts.timeshareGpu !== 'overlap' && opts.timeshareGpu !== 'serial') throw new InvalidInputError(`--timeshare-gpu: must be overlap or serial, got '${opts.timeshareGpu}'`);
@@ -182,6 +183,7 @@ export function buildProgram(argv: readonly string[]): Command {
           ...(timeshareGpu ? { timeshareGpu } : {}),
           ...(opts.out ? { out: opts.out } : {}),
           ...(opts.json ? { json: true } : {}),
+          ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
           progress: process.stderr,
         });
         return;
@@ -199,6 +201,7 @@ export function buildProgram(argv: readonly string[]): Command {
         ...(timeshareGpu ? { timeshareGpu } : {}),
         ...(opts.out ? { out: opts.out } : {}),
         policyOptions: policyOptionsFor(data),
+        ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
       });
     });
 

@@ -10,6 +10,7 @@
 // reallocation is kept only if its predicted reward by eq. (3) beats it by a margin, so a poor actor
 // output never replaces a better deployment and no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
+import { greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
 import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
 import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, type ScoreOptions, scorePlacements, staticMasks } from './mdp.js';
@@ -49,10 +50,18 @@ export interface InssAdditions {
   readonly repairCurrent: boolean;
   /** Cap each model's capacity credit in the refinement's reward at CAPACITY_CREDIT_X x its rate. */
   readonly capacityCredit: boolean;
+  /**
+   * Pooling (issue 12): the MPS plan competes with time sharing's deployment and hybrids, scored by
+   * the queueing model (src/policy/pooling.ts); and with no trained policy that fits, the MPS plan
+   * comes from a greedy partition refined on the latency model instead of the actor.
+   */
+  readonly pooling: boolean;
 }
 
-export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false };
-export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true };
+export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false, pooling: false };
+export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true, pooling: true };
+/** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
+export const POOLING_BUDGET = 40;
 
 export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
@@ -61,47 +70,89 @@ export class InssPolicy implements Policy {
   private readonly state: Float32Array<ArrayBuffer>;
   private readonly bdaOptions: ScoreOptions;
   private readonly refineOptions: RefineOptions;
+  private readonly poolingOptions: PoolingOptions;
   private readonly headroom: number;
+  /** How many decisions took each kind of plan (pooling: 'timeshare', 'mps', 'hybrid', '+search'; 'kept'). */
+  readonly sources = new Map<string, number>();
 
   constructor(
     readonly name: string,
     private readonly cluster: ClusterInfo,
-    private readonly space: ActionSpace,
-    private readonly actor: ActorForward,
+    private readonly space: ActionSpace | null,
+    /** The trained actor; null: the model-based planner alone (pooling variants only). */
+    private readonly actor: ActorForward | null,
     interference: boolean,
     private readonly add: InssAdditions = ALL_ADDITIONS,
+    /** What the policy decides with, as `inss bench` reports it. */
+    readonly note = actor ? 'trained actor' : 'model-based planner',
   ) {
+    if (actor === null && !add.pooling) throw new PolicyFileError(`${name} needs a trained policy`);
     this.refPerS = referenceThroughput(cluster);
-    this.masks = staticMasks(cluster, space);
-    this.state = new Float32Array(actor.stateDim);
+    this.masks = space ? staticMasks(cluster, space) : [];
+    this.state = new Float32Array(actor ? actor.stateDim : 0);
     this.bdaOptions = { interference, sloFraction: add.refine ? SLO_FRACTION : 1, ...(add.refine && add.capacityCredit ? { capacityCreditX: CAPACITY_CREDIT_X } : {}) };
     this.headroom = add.refine ? RATE_HEADROOM : 1;
     this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
+    this.poolingOptions = { sloFraction: SLO_FRACTION, interference, budget: POOLING_BUDGET };
   }
 
   decide(obs: Observation): Deployment {
     const rates = obs.ratePerS.map((r) => r * this.headroom);
     const current = obs.current;
-    const opts = this.bdaOptions;
     if (current.placements.length > 0) {
       const changed = this.lastRates === null || rates.some((r, i) => Math.abs(r - this.lastRates![i]!) > RATE_CHANGE * Math.max(1, this.lastRates![i]!));
       if (!changed) return current;
-      this.lastRates = rates;
-      // Case 1: BDA alone on the current placement and shares.
-      const kept = scorePlacements(this.cluster, this.refPerS, current.placements.map((p) => ({ ...p, batch: 1 })), rates, opts);
-      if (kept.bdaOk) return kept.deployment;
-      // Case 2: BDA found no feasible batch for some model: the actor reallocates.
-      const fresh = this.reallocate(obs, rates, current);
-      // Beyond the paper: the deployment in force, refined (a few units moved, a replica added),
-      // is the alternative the actor's reallocation must beat; it usually needs fewer swaps.
-      const base = this.add.repairCurrent ? refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome : kept;
-      return fresh.reward > base.reward + SWITCH_MARGIN * Math.abs(base.reward) ? fresh.deployment : base.deployment;
     }
     this.lastRates = rates;
-    return this.reallocate(obs, rates, current).deployment;
+    return this.add.pooling ? this.decidePooling(obs, rates, current) : this.decidePaper(obs, rates, current);
+  }
+
+  private count(source: string): void {
+    this.sources.set(source, (this.sources.get(source) ?? 0) + 1);
+  }
+
+  /** The paper's TS (with the refinement additions when set): BDA on the placement in force, the actor when BDA fails. */
+  private decidePaper(obs: Observation, rates: number[], current: Deployment): Deployment {
+    const opts = this.bdaOptions;
+    if (current.placements.length === 0) return this.reallocate(obs, rates, current).deployment;
+    // Case 1: BDA alone on the current placement and shares.
+    const kept = scorePlacements(this.cluster, this.refPerS, current.placements.map((p) => ({ ...p, batch: 1 })), rates, opts);
+    if (kept.bdaOk) return kept.deployment;
+    // Case 2: BDA found no feasible batch for some model: the actor reallocates.
+    const fresh = this.reallocate(obs, rates, current);
+    // Beyond the paper: the deployment in force, refined (a few units moved, a replica added),
+    // is the alternative the actor's reallocation must beat; it usually needs fewer swaps.
+    const base = this.add.repairCurrent ? refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome : kept;
+    return fresh.reward > base.reward + SWITCH_MARGIN * Math.abs(base.reward) ? fresh.deployment : base.deployment;
+  }
+
+  /**
+   * Pooling (beyond the paper): the MPS plan (the actor's allocation refined, or a greedy partition
+   * refined when no actor fits; and the MPS deployment in force, refined) competes with time
+   * sharing's deployment and hybrids under the queueing model; the deployment in force (re-batched)
+   * is kept unless the best beats it by SWITCH_MARGIN (hysteresis: no flapping between near-equal plans).
+   */
+  private decidePooling(obs: Observation, rates: number[], current: Deployment): Deployment {
+    const mpsPlans: Deployment[] = [];
+    if (this.actor) mpsPlans.push(this.reallocate(obs, rates, current).deployment);
+    else mpsPlans.push(refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome.deployment);
+    const currentIsMps = current.placements.length > 0 && !(current.gpuModes ?? []).some((m) => m === 'timeshare');
+    if (currentIsMps && this.add.repairCurrent) mpsPlans.push(refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome.deployment);
+    const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
+    if (current.placements.length > 0) {
+      const kept = scoreDeployment(this.cluster, current, rates, this.poolingOptions);
+      // An infeasible deployment in force (e.g. handed over by another policy) is always replaced.
+      if (Number.isFinite(kept.score) && !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9)) {
+        this.count('kept');
+        return kept.deployment;
+      }
+    }
+    this.count(plan.source);
+    return plan.best.deployment;
   }
 
   private reallocate(obs: Observation, rates: number[], current: Deployment): { deployment: Deployment; reward: number } {
+    if (!this.actor || !this.space) throw new PolicyFileError(`${this.name}: no trained actor`);
     encodeState(this.cluster, this.refPerS, memoryUsed(this.cluster, current), rates, obs.queued, this.state);
     const action = this.actor.act(this.state, { greedy: true, masks: this.masks });
     const { placements } = decodeAction(this.cluster, this.space, action);
@@ -127,23 +178,40 @@ export interface InssVariant {
   readonly description: string;
 }
 
+type LoadedActor = { readonly space: ActionSpace; readonly actor: ActorForward } | { readonly reason: string };
+
+/** The trained actor in `policyData` when it fits the cluster (GPU types, models, SLOs, action space), else why not. */
+function loadActor(name: string, cluster: ClusterInfo, policyData: unknown): LoadedActor {
+  if (policyData === undefined) return { reason: `no trained policy for this cluster (train one with \`inss train\`, or pass --policy-file)` };
+  const parsed = PolicyFileSchema.safeParse(policyData);
+  if (!parsed.success) throw new PolicyFileError(`${name}: policy file: ${formatIssues(parsed.error)}`);
+  const space = actionSpace(cluster);
+  const mismatch = policyMismatch(parsed.data, cluster, space);
+  if (mismatch) return { reason: `the policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}` };
+  return { space, actor: ActorForward.fromSnapshot(parsed.data.actor) };
+}
+
 /** A factory for a variant of the TS policy (the registered three, or an ablation's). */
 export function inssVariantFactory(v: InssVariant): PolicyFactory {
   return {
     name: v.name,
     description: v.description,
+    supports(cluster: ClusterInfo, options: PolicyOptions): string | null {
+      if (v.additions.pooling) return null; // the model-based planner runs anywhere
+      const a = loadActor(v.name, cluster, options.policyData);
+      return 'reason' in a ? `${v.name} needs a trained policy that fits: ${a.reason}` : null;
+    },
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
-      if (options.policyData === undefined) throw new PolicyFileError(`${v.name} needs a trained policy: train one with \`inss train\`, or pass --policy-file`);
-      const parsed = PolicyFileSchema.safeParse(options.policyData);
-      if (!parsed.success) throw new PolicyFileError(`policy file: ${formatIssues(parsed.error)}`);
-      const space = actionSpace(cluster);
-      const mismatch = policyMismatch(parsed.data, cluster, space);
-      if (mismatch) throw new PolicyFileError(`policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}`);
-      return new InssPolicy(v.name, cluster, space, ActorForward.fromSnapshot(parsed.data.actor), v.interference, v.additions);
+      const a = loadActor(v.name, cluster, options.policyData);
+      if ('reason' in a) {
+        if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
+        return new InssPolicy(v.name, cluster, null, null, v.interference, v.additions, `model-based planner (${a.reason})`);
+      }
+      return new InssPolicy(v.name, cluster, a.space, a.actor, v.interference, v.additions, v.additions.pooling ? 'trained actor + pooling planner' : 'trained actor');
     },
   };
 }
 
-export const inssFactory = inssVariantFactory({ name: 'inss', interference: true, additions: ALL_ADDITIONS, description: 'InSS: SAC-Discrete placement and shares refined on the latency model, BDA batch sizes (paper section 5, docs/inss.md)' });
+export const inssFactory = inssVariantFactory({ name: 'inss', interference: true, additions: ALL_ADDITIONS, description: 'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) refined on the latency model, against time-shared pooling and hybrids under a queueing model; BDA batch sizes (docs/inss.md)' });
 export const inssNiFactory = inssVariantFactory({ name: 'inss-ni', interference: false, additions: ALL_ADDITIONS, description: 'inss with interference ignored in the latency model it decides on' });
-export const inssPaperFactory = inssVariantFactory({ name: 'inss-paper', interference: true, additions: PAPER_ONLY, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom" });
+export const inssPaperFactory = inssVariantFactory({ name: 'inss-paper', interference: true, additions: PAPER_ONLY, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom, no pooling" });

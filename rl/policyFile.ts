@@ -34,6 +34,8 @@ export function policyMismatch(file: PolicyFile, cluster: ClusterInfo, space: Ac
   if (JSON.stringify(sig.gpus) !== JSON.stringify(file.cluster.gpus)) return `trained for GPUs [${file.cluster.gpus.join(', ')}], this cluster has [${sig.gpus.join(', ')}]`;
   const names = (m: { name: string }[]) => m.map((x) => x.name).join(', ');
   if (names(sig.models) !== names(file.cluster.models)) return `trained for models [${names(file.cluster.models)}], this cluster serves [${names(sig.models)}]`;
+  const slos = (m: { name: string; sloMs: number }[]) => m.map((x) => `${x.name} ${x.sloMs} ms`).join(', ');
+  if (sig.models.some((m, i) => Math.abs(m.sloMs - file.cluster.models[i]!.sloMs) > 1e-9)) return `trained for SLOs [${slos(file.cluster.models)}], this cluster has [${slos(sig.models)}]`;
   if (JSON.stringify(space.options) !== JSON.stringify(file.actionSpace.options)) return 'trained with another action space (share levels differ)';
   return null;
 }

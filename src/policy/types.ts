@@ -83,6 +83,8 @@ export interface Policy {
   readonly name: string;
   /** Called once per decision epoch. May keep state between calls; must not read a clock. */
   decide(obs: Observation): Deployment;
+  /** What it decides with, when that depends on the cluster (e.g. inss: a trained actor or the model-based planner). */
+  readonly note?: string;
 }
 
 export interface PolicyOptions {
@@ -94,5 +96,11 @@ export interface PolicyOptions {
 export interface PolicyFactory {
   readonly name: string;
   readonly description: string;
+  /**
+   * Why this policy cannot run on the cluster with these options (e.g. it needs a trained policy
+   * that fits), or null when it can. Absent: it runs on any valid cluster. Callers ask before
+   * `create`, so a thrown error from `create` is a real failure, not "unsupported".
+   */
+  supports?(cluster: ClusterInfo, options: PolicyOptions): string | null;
   create(cluster: ClusterInfo, options: PolicyOptions): Policy;
 }

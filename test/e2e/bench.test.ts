@@ -28,31 +28,54 @@ describe('inss bench', () => {
     }
     expect(readFileSync(join(out, 'throughput.svg'), 'utf8')).toMatch(/^<svg/);
     expect(readFileSync(join(out, 'slo-violations.svg'), 'utf8')).toMatch(/^<svg/);
-    const second = await runCli(['bench', '--scenario', 'paper-6', '--json']);
-    expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable(a));
+    // The same seed gives the same numbers (two policies again, to keep the test short).
+    const second = await runCli(['bench', '--scenario', 'paper-6', '--policies', 'inss,timeshare', '--json']);
+    expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable({ ...a, results: a.results.filter((x) => x.policy === 'inss' || x.policy === 'timeshare') }));
   }, 180_000);
 
-  it('--suite: scenarios x seeds x policies on the load grid, one table, inss shown not runnable where no policy is shipped, JSON and plots, a progress line per cell', async () => {
+  it('--suite: scenarios x seeds x policies on the load grid, one table, inss running where no policy is shipped, JSON and plots, a progress line per cell', async () => {
     const out = mkdtempSync(join(tmpdir(), 'inss-suite-'));
-    const r = await runCli(['bench', '--suite', 'v100-2-tight', '--policies', 'inss,static-even,igniter-h', '--seeds', '1,2', '--grid', '0.5:1:0.5', '--jobs', '1', '--out', out]);
+    const r = await runCli(['bench', '--suite', 'v100-2-tight', '--policies', 'inss,inss-paper,static-even,igniter-h', '--seeds', '1,2', '--grid', '0.5:1:0.5', '--jobs', '1', '--skip-unsupported', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/\| scenario \| inss \| static-even \| igniter-h \| inss \/ best other \|/);
-    expect(r.stdout).toMatch(/\| v100-2-tight \| n\/r \| [\d.]+/);
-    expect(r.stderr.split('\n').filter((l) => /^\[\d+\/6\] v100-2-tight /.test(l))).toHaveLength(6);
-    const j = JSON.parse(readFileSync(join(out, 'suite.json'), 'utf8')) as { cells: { policy: string; runnable: boolean; reason?: string; curve: { loadScale: number }[] }[] };
-    expect(j.cells).toHaveLength(6);
-    for (const c of j.cells.filter((x) => x.policy === 'inss')) expect(c.reason).toMatch(/trained policy/);
-    for (const c of j.cells.filter((x) => x.policy !== 'inss')) expect(c.curve[0]!.loadScale).toBe(0.5);
+    expect(r.stdout).toMatch(/\| scenario \| inss \| inss-paper \| static-even \| igniter-h \| inss \/ best other \|/);
+    expect(r.stdout).toMatch(/\| v100-2-tight \| [\d.]+( \([\d.-]+\))? \| n\/r \| [\d.]+/);
+    expect(r.stderr.split('\n').filter((l) => /^\[\d+\/8\] v100-2-tight /.test(l))).toHaveLength(8);
+    const j = JSON.parse(readFileSync(join(out, 'suite.json'), 'utf8')) as { cells: { policy: string; runnable: boolean; reason?: string; note?: string; curve: { loadScale: number }[] }[] };
+    expect(j.cells).toHaveLength(8);
+    for (const c of j.cells.filter((x) => x.policy === 'inss-paper')) expect(c.reason).toMatch(/needs a trained policy/);
+    for (const c of j.cells.filter((x) => x.policy === 'inss')) expect(c.note).toMatch(/model-based planner/);
+    for (const c of j.cells.filter((x) => x.policy !== 'inss-paper')) expect(c.curve[0]!.loadScale).toBe(0.5);
     expect(readFileSync(join(out, 'v100-2-tight-violation-vs-load.svg'), 'utf8')).toMatch(/^<svg/);
   }, 180_000);
 
-  it('finds the shipped trained policy for a scenario given by path, and runs its capacity on the grid', async () => {
-    const r = await runCli(['bench', '--scenario', 'scenarios/paper-6.json', '--policies', 'inss', '--sweep', '--grid', '1:1:1', '--json']);
+  it('a policy that cannot run is an error naming it and why (exit 2), in the suite and alone, unless --skip-unsupported', async () => {
+    const suite = await runCli(['bench', '--suite', 'v100-2-tight', '--policies', 'inss-paper,static-even', '--seeds', '1', '--grid', '0.5:0.5:0.5', '--jobs', '1']);
+    expect(suite.code).toBe(2);
+    expect(suite.stderr).toMatch(/inss-paper cannot run on scenario v100-2-tight: .*needs a trained policy.*--skip-unsupported/);
+    const one = await runCli(['bench', '--scenario', 'v100-2-tight', '--policies', 'inss-paper,static-even']);
+    expect(one.code).toBe(2);
+    expect(one.stdout).toBe('');
+    const skipped = await runCli(['bench', '--scenario', 'v100-2-tight', '--policies', 'inss-paper,static-even', '--skip-unsupported', '--json']);
+    expect(skipped.code, skipped.stderr).toBe(0);
+    const j = JSON.parse(skipped.stdout) as BenchJson;
+    expect(j.skipped.map((x) => x.policy)).toEqual(['inss-paper']);
+    expect(skipped.stderr).toMatch(/inss-paper: skipped: .*needs a trained policy/);
+  }, 120_000);
+
+  it('runs inss on a scenario it has never seen (a file passed by path, no policy shipped for it) with the model-based planner', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-unseen-'));
+    const f = join(dir, 'unseen.json');
+    const model = (name: string, sloMs: number, ratePerS: number) => ({ name, sloMs, arrival: { process: 'gamma', cv: 2 }, rate: { kind: 'constant', ratePerS } });
+    writeFileSync(f, JSON.stringify({ name: 'unseen-3', gpus: [{ profile: 'rtx2060s', count: 1 }, { profile: 'rtx2060', count: 2 }], models: [model('resnet18', 30, 200), model('vgg19', 200, 40), model('mobilenet', 45, 300)], durationS: 20, seed: 4 }));
+    const r = await runCli(['bench', '--scenario', f, '--policies', 'inss,timeshare', '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const j = JSON.parse(r.stdout) as BenchJson & { results: { sweep?: { capacity: Record<string, { n: number }> } }[] };
+    const j = JSON.parse(r.stdout) as BenchJson & { results: { note?: string }[] };
     expect(j.skipped).toEqual([]);
-    expect(j.results[0]!.sweep!.capacity['99']!.n).toBe(1);
-  }, 180_000);
+    expect(j.results.map((x) => x.policy)).toEqual(['inss', 'timeshare']);
+    expect(j.results[0]!.note).toMatch(/model-based planner/);
+    expect(j.results[0]!.served).toBeGreaterThan(0);
+    expect(j.results[0]!.arrivals).toBe(j.results[0]!.served + j.results[0]!.dropped + j.results[0]!.unfinished);
+  }, 120_000);
 
   it('prints a table by default', async () => {
     const r = await runCli(['bench', '--scenario', 'v100-4', '--policies', 'static-even']);

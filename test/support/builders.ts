@@ -1,6 +1,7 @@
 // Builders for test objects: a small synthetic profile whose running time is an exact power law,
 // so expected values can be computed by hand.
 import type { ProfileInput } from '../../src/profile/schema.js';
+import type { Deployment, Observation } from '../../src/policy/types.js';
 
 export interface SyntheticModel {
   /** o_r(b, pct) = runAtB1Full * b^batchExp * (100 / pct)^pctExp */
@@ -78,3 +79,8 @@ export class ProfileBuilder {
 }
 
 export const makeProfile = () => new ProfileBuilder();
+
+/** An observation with the given rates and deployment in force, nothing queued, no last-epoch measurements. */
+export function observation(ratePerS: readonly number[], current: Deployment): Observation {
+  return { nowMs: 0, ratePerS, queued: ratePerS.map(() => 0), lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current };
+}

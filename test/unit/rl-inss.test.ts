@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { initTf } from '../../rl/backend.js';
 import { ProvisioningEnv } from '../../rl/env.js';
 import { ActorForward, actorSnapshot } from '../../rl/actorForward.js';
-import { inssFactory, inssNiFactory } from '../../rl/inss.js';
+import { inssFactory, inssNiFactory, inssPaperFactory } from '../../rl/inss.js';
 import { actionSpace } from '../../rl/mdp.js';
 import { clusterSignature, type PolicyFile } from '../../rl/policyFile.js';
 import { SacDiscrete } from '../../rl/sacDiscrete.js';
-import type { Observation } from '../../src/policy/types.js';
 import { deploymentProblem } from '../../src/policy/util.js';
+import { observation } from '../support/builders.js';
 import { builtInScenario } from '../support/clusters.js';
 
 const { cluster, scenario } = builtInScenario('paper-6');
@@ -23,42 +23,44 @@ async function policyFile(): Promise<PolicyFile> {
   return file;
 }
 
-const obs = (ratePerS: number[], current: Observation['current']): Observation => ({
-  nowMs: 0,
-  ratePerS,
-  queued: ratePerS.map(() => 0),
-  lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] },
-  current,
-});
+
 
 describe('inss policy', () => {
   it('always emits a feasible deployment, and changes only batch sizes when rates move a little (case 1)', async () => {
     const p = inssFactory.create(cluster, { policyData: await policyFile() });
     const rates = [100, 100, 50, 100, 100, 100];
-    const first = p.decide(obs(rates, { placements: [] }));
+    const first = p.decide(observation(rates, { placements: [] }));
     expect(deploymentProblem(cluster, first)).toBeNull();
-    expect(first.placements).toHaveLength(6);
-    const second = p.decide(obs(rates.map((r) => r * 1.1), first));
+    expect(new Set(first.placements.map((x) => x.model)).size).toBe(6); // every model served (pooled ones on several GPUs)
+    const second = p.decide(observation(rates.map((r) => r * 1.1), first));
     expect(deploymentProblem(cluster, second)).toBeNull();
     expect(second.placements.map((x) => [x.model, x.gpu, x.pct])).toEqual(first.placements.map((x) => [x.model, x.gpu, x.pct]));
-    expect(p.decide(obs(rates.map((r) => r * 1.1), second))).toBe(second); // nothing changed: nothing to do
+    expect(p.decide(observation(rates.map((r) => r * 1.1), second))).toBe(second); // nothing changed: nothing to do
   });
 
   it('reallocates when BDA finds the current placement infeasible (case 2) and never makes it worse', async () => {
     const p = inssNiFactory.create(cluster, { policyData: await policyFile() });
     // Everything crammed on GPU 0 at one unit each: infeasible at these rates.
     const crammed = { placements: cluster.models.map((m) => ({ model: m.index, gpu: 0, pct: 6, batch: 1 })) };
-    const d = p.decide(obs([300, 300, 150, 300, 300, 300], crammed));
+    const d = p.decide(observation([300, 300, 150, 300, 300, 300], crammed));
     expect(deploymentProblem(cluster, d)).toBeNull();
     expect(new Set(d.placements.map((x) => x.gpu)).size).toBeGreaterThan(1);
   });
 
-  it('refuses a missing, malformed or mismatched policy file with a clear reason', async () => {
-    expect(() => inssFactory.create(cluster, {})).toThrow(/needs a trained policy/);
+  it('inss-paper refuses a missing or mismatched policy file with a clear reason; inss falls back to the model-based planner and says why; both refuse a malformed one', async () => {
+    expect(() => inssPaperFactory.create(cluster, {})).toThrow(/needs a trained policy/);
+    expect(inssPaperFactory.supports?.(cluster, {})).toMatch(/needs a trained policy/);
     expect(() => inssFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);
+    expect(() => inssPaperFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);
     const other = builtInScenario('v100-4').cluster;
     const file = await policyFile();
-    expect(() => inssFactory.create(other, { policyData: file })).toThrow(/does not fit this cluster: trained for GPUs/);
+    expect(() => inssPaperFactory.create(other, { policyData: file })).toThrow(/does not fit this cluster: trained for GPUs/);
+    expect(inssFactory.create(other, { policyData: file }).note).toMatch(/model-based planner .*does not fit this cluster: trained for GPUs/);
+    expect(inssFactory.create(cluster, { policyData: file }).note).toMatch(/trained actor/);
+    // Same GPUs and models, other SLOs: the file does not fit either (SLOs are part of what it was trained for).
+    const tighter = { gpus: cluster.gpus, models: cluster.models.map((m) => ({ ...m, sloMs: m.sloMs / 2 })) };
+    expect(inssPaperFactory.supports?.(tighter, { policyData: file })).toMatch(/trained for SLOs \[alexnet 25 ms/);
+    expect(inssFactory.create(tighter, { policyData: file }).note).toMatch(/model-based planner/);
   });
 });
 

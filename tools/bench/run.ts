@@ -25,6 +25,8 @@ export interface PolicyResult {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly decisionMsP99: number;
+  /** What the policy decided with, where it says (Policy.note). */
+  readonly note?: string;
   /** Wall time of the whole simulation, ms (0 without a clock). */
   readonly wallMs: number;
 }
@@ -33,6 +35,22 @@ export function quantile(values: readonly number[], q: number): number {
   if (values.length === 0) return NaN;
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+
+/**
+ * Why `factory` cannot run on the cluster with these options, or null when it can: its `supports`
+ * answer; a factory without `supports` that refuses in `create` with a RangeError (the oracle's size
+ * limit) counts as unsupported with that message. Any other error propagates.
+ */
+export function unsupportedReason(factory: PolicyFactory, cluster: ClusterInfo, options: PolicyOptions): string | null {
+  if (factory.supports) return factory.supports(cluster, options);
+  try {
+    factory.create(cluster, options);
+    return null;
+  } catch (err) {
+    if (err instanceof RangeError) return err.message;
+    throw err;
+  }
 }
 
 export function runPolicy(ctx: BenchContext, factory: PolicyFactory, loadScale = 1, cluster?: ClusterInfo): PolicyResult {
@@ -59,6 +77,7 @@ export function runPolicy(ctx: BenchContext, factory: PolicyFactory, loadScale =
     p50Ms: sim.latencyMs.p50,
     p99Ms: sim.latencyMs.p99,
     decisionMsP99: quantile(sim.decisionMs, 0.99),
+    ...(policy.note !== undefined ? { note: policy.note } : {}),
     wallMs,
   };
 }

@@ -11,6 +11,8 @@ export interface SuiteCell {
   /** False when the policy cannot run on the scenario (e.g. inss without a trained policy for it). */
   readonly runnable: boolean;
   readonly reason?: string;
+  /** What the policy decided with, where it says (Policy.note: inss's trained actor or model-based planner). */
+  readonly note?: string;
   readonly curve: readonly CurvePoint[];
   /** Wall time of the cell's runs, ms (0 when not timed). */
   readonly wallMs: number;

@@ -1,0 +1,488 @@
+// The pooling planner (issue 12; docs/inss.md, "Pooling"): chooses per GPU between MPS partitions
+// and time-shared pooling, scoring whole deployments with the latency model and a queueing model of
+// each model's servers (queueing.ts). Pure and deterministic.
+//
+// A deployment's score: every model's queue is one pool of servers, its placements. A server on an
+// `mps` GPU is a partition: its batch is BDA's (bda.ts) for the part of the rate it carries (or,
+// where BDA finds none, the largest batch whose worst task meets the SLO), its service time t_inf at
+// that batch with its co-located partitions' interference, its rate b / t_inf. A server on a
+// `timeshare` GPU runs at the whole GPU with time sharing's batch cap (timeshare.ts: 2 t_inf <= SLO)
+// and, like the simulator's time-shared GPU (src/sim/timeshareGpu.ts, overlap), its batches overlap
+// the batches of the GPU's other models that are running: timed at an even split of the GPU with the
+// latency model's interference, never slower than in series, for the fraction of time the others are
+// busy. Its batches hold what arrives while the previous one runs (b = lambda t_inf(b), capped).
+// A model's rate is split over its servers in proportion to their rates (what one shared queue with
+// free workers pulling from it does), and the pool is SERF's M/D_interf/c queue (queueing.ts). A
+// task misses when its wait exceeds SLO x sloFraction minus its batch's time, by the larger of two
+// estimates: the queue's waiting-time tail, and a batching server's (a task that finds every server
+// of its pool busy waits for the first to finish a batch, a residual uniform on [0, t_inf]). A pool
+// past utilisation 1 misses everything.
+// score = expected missed tasks/s + UTILISATION_WEIGHT x (rate-weighted utilisation): among
+// deployments that miss nothing at the planned rates, the one with the most room left wins.
+//
+// Candidates: timeshare's own deployment (timesharePlan, so the planner is never worse than time
+// sharing by its own score), the MPS plans it is given (the actor's refined allocation, or a greedy
+// partition refined on the latency model), hybrids of each (the first k GPUs pooled over every model
+// that fits, the rest keeping their partitions), and a bounded first-improvement local search from
+// the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a pooled one).
+import { bda, BDA_MAX_BATCH } from './bda.js';
+import { poolQueue, waitExceeds } from './queueing.js';
+import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
+import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from './types.js';
+import { deploymentProblem, memoryOnGpu, predictOnGpu } from './util.js';
+
+/** Weight of the utilisation term against missed tasks/s (a tie-break among plans that miss nothing). */
+export const UTILISATION_WEIGHT = 0.01;
+
+export interface PoolingOptions {
+  /** Plan each task's latency against SLO x this (inss: SLO_FRACTION). */
+  readonly sloFraction: number;
+  /** Predict with interference between co-located MPS partitions (default true). */
+  readonly interference?: boolean;
+  /** Most deployment evaluations of the local search. */
+  readonly budget: number;
+}
+
+export interface PlanScore {
+  /** The deployment with its batch sizes set (BDA's on MPS GPUs, time sharing's on pooled ones). */
+  readonly deployment: Deployment;
+  /** Expected missed tasks/s at the planned rates; Infinity when the deployment is infeasible. */
+  readonly missedPerS: number;
+  readonly score: number;
+  /** Per model: predicted fraction of its tasks that miss the SLO. */
+  readonly violation: number[];
+  /** Per model: its pool's utilisation lambda / (c mu). */
+  readonly utilisation: number[];
+}
+
+const timeshareBatchMemo = new WeakMap<ClusterInfo, Map<number, { batch: number; ms: number }>>();
+
+/** Time sharing's batch for a model on a GPU and its solo t_inf there (memoised per cluster). */
+function pooledServer(cluster: ClusterInfo, gpu: GpuInfo, model: number): { batch: number; ms: number } {
+  let memo = timeshareBatchMemo.get(cluster);
+  if (!memo) timeshareBatchMemo.set(cluster, (memo = new Map<number, { batch: number; ms: number }>()));
+  const key = gpu.index * 4096 + model;
+  let s = memo.get(key);
+  if (!s) {
+    const batch = timeshareMaxBatch(gpu, model, cluster.models[model]!.sloMs);
+    s = { batch, ms: predictOnGpu(gpu, [{ model, batch, pct: 100 }])[0]! };
+    memo.set(key, s);
+  }
+  return s;
+}
+
+/** Most batches a pooled-GPU server is assumed to overlap with at once (itself included). */
+const MAX_OVERLAP = 4;
+
+interface Memo {
+  /** soloMs by (gpu, model, batch 1..BDA_MAX_BATCH); NaN: not computed yet. */
+  readonly solo: Float64Array;
+  /** overlapMs by a numeric key of (gpu, models, batches). */
+  readonly overlap: Map<number | string, number>;
+}
+
+const memos = new WeakMap<ClusterInfo, Memo>();
+
+function memoOf(cluster: ClusterInfo): Memo {
+  let m = memos.get(cluster);
+  if (!m) memos.set(cluster, (m = { solo: new Float64Array(cluster.gpus.length * cluster.models.length * (BDA_MAX_BATCH + 1)).fill(NaN), overlap: new Map<number | string, number>() }));
+  return m;
+}
+
+/** t_inf (ms) of a model alone at the whole GPU at a batch (memoised per cluster). */
+function soloMs(cluster: ClusterInfo, gpu: GpuInfo, model: number, batch: number): number {
+  const memo = memoOf(cluster).solo;
+  const key = (gpu.index * cluster.models.length + model) * (BDA_MAX_BATCH + 1) + batch;
+  let ms = memo[key]!;
+  if (Number.isNaN(ms)) memo[key] = ms = predictOnGpu(gpu, [{ model, batch, pct: 100 }])[0]!;
+  return ms;
+}
+
+/**
+ * t_inf (ms) of the first of `models` (at `batches`) overlapping the others on a time-shared GPU:
+ * an even split of the GPU with the latency model's interference, never more than running after
+ * them in series (the simulator's overlap model, src/sim/timeshareGpu.ts). Memoised per cluster.
+ */
+function overlapMs(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[], batches: readonly number[]): number {
+  const memo = memoOf(cluster).overlap;
+  // A number while it stays exact (at most MAX_OVERLAP members: up to 64 GPUs and 64 models), else a string.
+  let key: number | string = gpu.index;
+  if (cluster.gpus.length <= 64 && cluster.models.length <= 64 && models.length <= MAX_OVERLAP) {
+    for (let k = 0; k < models.length; k++) key = key * (cluster.models.length * (BDA_MAX_BATCH + 1)) + models[k]! * (BDA_MAX_BATCH + 1) + batches[k]!;
+    key = key * (MAX_OVERLAP + 1) + models.length;
+  } else key = `${gpu.index}|${models.join(',')}|${batches.join(',')}`;
+  let ms = memo.get(key);
+  if (ms === undefined) {
+    const pct = 100 / models.length;
+    const even = predictOnGpu(gpu, models.map((m, k) => ({ model: m, batch: batches[k]!, pct })))[0]!;
+    const serial = models.reduce((sum, m, k) => sum + soloMs(cluster, gpu, m, batches[k]!), 0);
+    ms = Math.min(even, serial);
+    memo.set(key, ms);
+  }
+  return ms;
+}
+
+const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] => cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
+
+/** Scores a deployment (its MPS batches are re-chosen by BDA for the rates; pooled GPUs use time sharing's). */
+export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: readonly number[], options: PoolingOptions): PlanScore {
+  const modes = modesOf(cluster, d);
+  const ps = d.placements;
+  const n = ps.length;
+  const nModels = cluster.models.length;
+  const interference = options.interference ?? true;
+  const batch = new Array<number>(n).fill(1);
+  const tMs = new Array<number>(n).fill(NaN);
+  const mu = new Array<number>(n).fill(0); // tasks/s of the server alone (mps: with its co-located partitions)
+  const mpsIdx: number[] = [];
+  const byGpu: number[][] = cluster.gpus.map(() => []);
+  const byModel: number[][] = cluster.models.map(() => []);
+  for (let i = 0; i < n; i++) {
+    const q = ps[i]!;
+    if (!byGpu[q.gpu] || !byModel[q.model]) return infeasible(d, nModels);
+    byGpu[q.gpu]!.push(i);
+    byModel[q.model]!.push(i);
+  }
+  for (let i = 0; i < n; i++) {
+    const p = ps[i]!;
+    const gpu = cluster.gpus[p.gpu];
+    if (!gpu || (gpu.profileIndex[p.model] ?? -1) < 0) return infeasible(d, nModels);
+    if (modes[p.gpu] === 'timeshare') {
+      const s = pooledServer(cluster, gpu, p.model);
+      batch[i] = s.batch;
+      tMs[i] = s.ms;
+      mu[i] = (1000 * s.batch) / s.ms;
+    } else mpsIdx.push(i);
+  }
+  // MPS partitions: the batch-1 rate (with interference) decides the first split, then BDA sets batches.
+  for (const g of cluster.gpus) {
+    if (modes[g.index] === 'timeshare') continue;
+    const on = byGpu[g.index]!;
+    if (on.length === 0) continue;
+    const t1 = predictOnGpu(g, on.map((i) => ({ ...ps[i]!, batch: 1 })), interference);
+    on.forEach((i, k) => (mu[i] = 1000 / t1[k]!));
+  }
+  const split = (rates: readonly number[]): number[] => {
+    const total = new Array<number>(nModels).fill(0);
+    for (let i = 0; i < n; i++) total[ps[i]!.model]! += rates[i]!;
+    return ps.map((p, i) => (total[p.model]! > 0 ? (ratePerS[p.model]! * rates[i]!) / total[p.model]! : 0));
+  };
+  let lam = split(mu);
+  if (mpsIdx.length > 0) {
+    const r = bda(cluster.gpus, mpsIdx.map((i) => ({ placement: ps[i]!, sloMs: cluster.models[ps[i]!.model]!.sloMs, ratePerS: lam[i]! })), { interference, sloFraction: options.sloFraction });
+    mpsIdx.forEach((i, k) => {
+      batch[i] = r.batches[k]!;
+      tMs[i] = r.tInfMs[k]!;
+      if (!r.feasible[k]) {
+        // No batch carries its part of the rate: serve at the largest batch whose worst task (one
+        // batch waiting, then its own) still meets the SLO; the queue then says what it misses.
+        const p = ps[i]!;
+        const g = cluster.gpus[p.gpu]!;
+        const peers = byGpu[p.gpu]!.map((j) => ({ ...ps[j]!, batch: batch[j]! }));
+        const self = byGpu[p.gpu]!.indexOf(i);
+        const budget = cluster.models[p.model]!.sloMs * options.sloFraction;
+        for (let b = BDA_MAX_BATCH; b > batch[i]; b--) {
+          peers[self] = { ...peers[self]!, batch: b };
+          const t = predictOnGpu(g, peers, interference)[self]!;
+          if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
+            batch[i] = b;
+            tMs[i] = t;
+            break;
+          }
+        }
+      }
+      mu[i] = (1000 * batch[i]) / tMs[i];
+    });
+    lam = split(mu);
+  }
+  // Pooled GPUs (timeout 0: a free worker takes whatever is queued, up to its batch): a server's
+  // batches hold about what arrives while the previous one runs (b = lambda x t_inf(b), between 1
+  // and the batch), and run alone at the whole GPU or overlapping the batches of the GPU's other
+  // models that are running (each at an even split, never slower than in series). Its capacity is
+  // at the full batch, slowed by the same overlap.
+  const effMu = [...mu];
+  const effMs = [...tMs];
+  const fill = [...batch];
+  const slow = new Array<number>(n).fill(1); // overlap slowdown of each pooled server, from the previous pass
+  for (let pass = 0; pass < 4; pass++) {
+    for (const g of cluster.gpus) {
+      if (modes[g.index] !== 'timeshare') continue;
+      const on = byGpu[g.index]!;
+      for (const i of on) {
+        let b = 1;
+        for (let it = 0; it < 6; it++) b = Math.min(batch[i]!, Math.max(1, Math.ceil((lam[i]! * soloMs(cluster, g, ps[i]!.model, b) * slow[i]!) / 1000 - 1e-9)));
+        fill[i] = b;
+      }
+      const rho = on.map((i) => Math.min(1, (lam[i]! * soloMs(cluster, g, ps[i]!.model, fill[i]!)) / (1000 * fill[i]!)));
+      const rhoSum = rho.reduce((sum, r) => sum + r, 0);
+      // The GPU's servers, busiest first (ties: placement order).
+      const byBusy = on.map((_, j) => j).sort((x, y) => rho[y]! - rho[x]! || on[x]! - on[y]!);
+      on.forEach((i, k) => {
+        const solo = soloMs(cluster, g, ps[i]!.model, fill[i]!);
+        const busyOthers = rhoSum - rho[k]!;
+        let slowdown = 1;
+        if (on.length > 1 && busyOthers > 0) {
+          // Others busy on average: the expected number overlapping this batch, the busiest first.
+          const overlapping = Math.min(on.length - 1, MAX_OVERLAP - 1, Math.max(1, Math.ceil(busyOthers - 1e-9)));
+          const group = [i];
+          for (let j = 0; j < byBusy.length && group.length <= overlapping; j++) if (byBusy[j] !== k) group.push(on[byBusy[j]!]!);
+          const sharedMs = overlapMs(cluster, g, group.map((j) => ps[j]!.model), group.map((j) => fill[j]!));
+          const w = Math.min(1, busyOthers);
+          slowdown = ((1 - w) * solo + w * sharedMs) / solo;
+        }
+        effMs[i] = solo * slowdown;
+        slow[i] = slowdown;
+        effMu[i] = (1000 * batch[i]!) / (tMs[i]! * slowdown);
+      });
+    }
+    lam = split(effMu);
+  }
+  const violation = new Array<number>(nModels).fill(0);
+  const utilisation = new Array<number>(nModels).fill(0);
+  let missed = 0;
+  let utilTerm = 0;
+  for (const m of cluster.models) {
+    const rate = ratePerS[m.index]!;
+    if (!(rate > 0)) continue;
+    const mine = byModel[m.index]!;
+    const c = mine.length;
+    const muSum = mine.reduce((s, i) => s + effMu[i]!, 0);
+    if (c === 0 || !(muSum > 0)) {
+      violation[m.index] = 1;
+      utilisation[m.index] = Infinity;
+      missed += rate;
+      utilTerm += rate * 2;
+      continue;
+    }
+    const q = poolQueue(rate, new Array<number>(c).fill(muSum / c));
+    const budgetMs = m.sloMs * options.sloFraction;
+    // A batching server: a task that finds every server of its pool busy waits for the first to
+    // finish its batch (a residual uniform on [0, t_inf]), then runs in the next batch. Each server
+    // is busy a fraction lambda_i t_inf(b) / b of the time (b its batch at this load).
+    const busy = mine.map((k) => Math.min(1, (lam[k]! * effMs[k]!) / (1000 * fill[k]!)));
+    let v = 0;
+    for (const i of mine) {
+      const slackMs = budgetMs - effMs[i]!;
+      let batchMiss = 1;
+      if (slackMs >= 0) mine.forEach((k, j) => (batchMiss *= busy[j]! * Math.max(0, 1 - slackMs / effMs[k]!)));
+      const queueMiss = q.utilisation >= 1 ? 1 : waitExceeds(q, slackMs / 1000);
+      v += (lam[i]! / rate) * Math.max(queueMiss, batchMiss);
+    }
+    violation[m.index] = Math.min(1, v);
+    utilisation[m.index] = q.utilisation;
+    missed += rate * violation[m.index]!;
+    utilTerm += rate * Math.min(2, q.utilisation);
+  }
+  const placements = ps.map((p, i) => (modes[p.gpu] === 'timeshare' ? { model: p.model, gpu: p.gpu, pct: 100, batch: batch[i]!, timeoutMs: TIMESHARE_MAX_QUEUE_DELAY_MS } : { model: p.model, gpu: p.gpu, pct: p.pct, batch: batch[i]! }));
+  placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
+  const deployment: Deployment = modes.some((x) => x === 'timeshare') ? { placements, gpuModes: modes } : { placements };
+  if (deploymentProblem(cluster, deployment) !== null) return infeasible(deployment, nModels);
+  return { deployment, missedPerS: missed, score: missed + UTILISATION_WEIGHT * utilTerm, violation, utilisation };
+}
+
+function infeasible(d: Deployment, nModels: number): PlanScore {
+  return { deployment: d, missedPerS: Infinity, score: Infinity, violation: new Array<number>(nModels).fill(1), utilisation: new Array<number>(nModels).fill(Infinity) };
+}
+
+const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+
+/** Models that fit on a pooled GPU at time sharing's batches, in the order given, while memory lasts. */
+function fillPooled(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[]): number[] {
+  let used = 0;
+  const out: number[] = [];
+  for (const m of models) {
+    if ((gpu.profileIndex[m] ?? -1) < 0 || out.includes(m)) continue;
+    const mb = gpu.model.memoryMb(gpu.profileIndex[m]!, pooledServer(cluster, gpu, m).batch);
+    if (used + mb > gpu.memMb + 1e-6) continue;
+    used += mb;
+    out.push(m);
+  }
+  return out;
+}
+
+/** Partition shares for `models` on an MPS GPU in proportion to `demand`, multiples of the unit, at least one each. */
+function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readonly number[]): number[] | null {
+  const unit = gpu.mpsUnitPct;
+  const units = Math.floor(100 / unit + 1e-9);
+  if (models.length === 0 || models.length > units) return null;
+  const total = models.reduce((s, m) => s + Math.max(demand[m]!, 1e-9), 0);
+  const got = models.map((m) => Math.max(1, Math.floor((units * Math.max(demand[m]!, 1e-9)) / total)));
+  let left = units - got.reduce((s, u) => s + u, 0);
+  for (let k = 0; left > 0; k = (k + 1) % models.length, left--) got[k]!++;
+  while (got.reduce((s, u) => s + u, 0) > units) {
+    const k = got.indexOf(Math.max(...got));
+    got[k]!--;
+  }
+  return got.map((u) => round6(Math.min(100, u * unit)));
+}
+
+/** A model's demand in GPU-seconds per second on a GPU at the whole GPU (time sharing's batch). */
+function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
+  return cluster.models.map((m) => ((gpu.profileIndex[m.index] ?? -1) < 0 ? 0 : (ratePerS[m.index]! * pooledServer(cluster, gpu, m.index).ms) / (1000 * pooledServer(cluster, gpu, m.index).batch)));
+}
+
+/**
+ * A greedy MPS partition to start the model-based planner from when no trained actor fits: models by
+ * demand, largest first, each on the GPU with the most capacity left that holds it; then each GPU's
+ * units split in proportion to its models' demand. One placement per model.
+ */
+export function greedyPartition(cluster: ClusterInfo, ratePerS: readonly number[]): Placement[] {
+  const gpus = cluster.gpus;
+  const left = gpus.map(() => 1);
+  const mem = gpus.map(() => 0);
+  const on: number[][] = gpus.map(() => []);
+  const demand = gpus.map((g) => demandOn(cluster, g, ratePerS));
+  const order = cluster.models.map((m) => m.index).sort((a, b) => Math.max(...demand.map((d) => d[b]!)) - Math.max(...demand.map((d) => d[a]!)) || a - b);
+  for (const m of order) {
+    let best = -1;
+    for (const g of gpus) {
+      const idx = g.profileIndex[m] ?? -1;
+      if (idx < 0 || mem[g.index]! + g.model.memoryMb(idx, 1) > g.memMb || (on[g.index]!.length + 1) * g.mpsUnitPct > 100 + 1e-9) continue;
+      if (best < 0 || left[g.index]! - demand[g.index]![m]! > left[best]! - demand[best]![m]! + 1e-12) best = g.index;
+    }
+    if (best < 0) continue;
+    on[best]!.push(m);
+    left[best]! -= demand[best]![m]!;
+    mem[best]! += gpus[best]!.model.memoryMb(gpus[best]!.profileIndex[m]!, 1);
+  }
+  const out: Placement[] = [];
+  for (const g of gpus) {
+    const shares = partitionShares(g, on[g.index]!, demand[g.index]!);
+    if (!shares) continue;
+    on[g.index]!.forEach((m, k) => out.push({ model: m, gpu: g.index, pct: shares[k]!, batch: 1 }));
+  }
+  return out;
+}
+
+/** GPUs in the order hybrids pool them: fastest type first (most throughput per model), then index. */
+function poolingOrder(cluster: ClusterInfo, ratePerS: readonly number[]): number[] {
+  const work = cluster.gpus.map((g) => demandOn(cluster, g, ratePerS).reduce((s, x) => s + x, 0));
+  return cluster.gpus.map((g) => g.index).sort((a, b) => work[a]! - work[b]! || a - b);
+}
+
+const timeshareMemo = new WeakMap<ClusterInfo, Deployment>();
+
+/** timesharePlan (static: it depends on the cluster only), computed once per cluster. */
+function timeshareDeployment(cluster: ClusterInfo): Deployment {
+  let d = timeshareMemo.get(cluster);
+  if (!d) timeshareMemo.set(cluster, (d = timesharePlan(cluster)));
+  return d;
+}
+
+/** Most hybrids tried per MPS plan: k = 1, 2, 3, 4, 6, 8, 12, 16, ... GPUs pooled (up to all but one). */
+function hybridSizes(gpus: number): number[] {
+  const out: number[] = [];
+  for (let k = 1; k < gpus; k = k < 4 ? k + 1 : Math.round(k * 1.5)) out.push(k);
+  return out;
+}
+
+/** Hybrids of an MPS plan: the first k GPUs (of poolingOrder) pooled over every model that fits, the rest as planned. */
+function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
+  const order = poolingOrder(cluster, ratePerS);
+  const byRate = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! - ratePerS[a]! || a - b);
+  const out: Deployment[] = [];
+  for (const k of hybridSizes(cluster.gpus.length)) {
+    const pooled = new Set(order.slice(0, k));
+    const modes: GpuMode[] = cluster.gpus.map((g) => (pooled.has(g.index) ? 'timeshare' : 'mps'));
+    const placements: Placement[] = plan.placements.filter((p) => !pooled.has(p.gpu)).map((p) => ({ ...p }));
+    for (const g of order.slice(0, k)) for (const m of fillPooled(cluster, cluster.gpus[g]!, byRate)) placements.push({ model: m, gpu: g, pct: 100, batch: 1 });
+    out.push({ placements, gpuModes: modes });
+  }
+  return out;
+}
+
+/** Neighbours of a deployment for the local search, those touching the worst-served models first. */
+function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
+  const d = s.deployment;
+  const modes = modesOf(cluster, d);
+  const ps = d.placements;
+  const worst = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! * s.violation[b]! - ratePerS[a]! * s.violation[a]! || s.utilisation[b]! - s.utilisation[a]! || a - b);
+  const count = new Array<number>(cluster.models.length).fill(0);
+  for (const p of ps) count[p.model]!++;
+  const withModes = (placements: Placement[], m: GpuMode[]): Deployment => ({ placements, gpuModes: m });
+  // Add the worst-served models to pooled GPUs that can hold them.
+  for (const m of worst) {
+    for (const g of cluster.gpus) {
+      if (modes[g.index] !== 'timeshare' || ps.some((p) => p.gpu === g.index && p.model === m) || (g.profileIndex[m] ?? -1) < 0) continue;
+      yield withModes([...ps, { model: m, gpu: g.index, pct: 100, batch: 1 }], modes);
+    }
+  }
+  // Move one MPS unit to a worst-served model's partition from a co-located one.
+  for (const m of worst) {
+    if (!(s.violation[m]! > 0 || s.utilisation[m]! > 0.7)) continue;
+    for (const p of ps) {
+      if (p.model !== m || modes[p.gpu] !== 'mps') continue;
+      const unit = cluster.gpus[p.gpu]!.mpsUnitPct;
+      for (const q of ps) {
+        if (q.gpu !== p.gpu || q.model === m || q.pct < 2 * unit - 1e-9) continue;
+        yield withModes(ps.map((x) => (x === p ? { ...x, pct: round6(x.pct + unit) } : x === q ? { ...x, pct: round6(x.pct - unit) } : x)), modes);
+      }
+    }
+  }
+  // Pool a partitioned GPU (its models take turns at the whole GPU).
+  for (const g of cluster.gpus) {
+    if (modes[g.index] !== 'mps') continue;
+    const m2 = [...modes];
+    m2[g.index] = 'timeshare';
+    yield withModes(ps.map((p) => (p.gpu === g.index ? { ...p, pct: 100 } : p)), m2);
+  }
+  // Drop a model from a pooled GPU where it has other servers (less contention for the rest).
+  for (const m of [...worst].reverse()) {
+    if (count[m]! < 2) continue;
+    for (const g of cluster.gpus) if (modes[g.index] === 'timeshare' && ps.some((p) => p.gpu === g.index && p.model === m)) yield withModes(ps.filter((p) => !(p.gpu === g.index && p.model === m)), modes);
+  }
+  // Partition a pooled GPU: its models get shares in proportion to their demand there.
+  for (const g of cluster.gpus) {
+    if (modes[g.index] !== 'timeshare') continue;
+    const on = ps.filter((p) => p.gpu === g.index).map((p) => p.model);
+    const shares = partitionShares(g, on, demandOn(cluster, g, ratePerS));
+    if (!shares) continue;
+    const m2 = [...modes];
+    m2[g.index] = 'mps';
+    yield withModes([...ps.filter((p) => p.gpu !== g.index), ...on.map((m, k) => ({ model: m, gpu: g.index, pct: shares[k]!, batch: 1 }))], m2);
+  }
+}
+
+export interface PoolingPlan {
+  readonly best: PlanScore;
+  /** Which candidate family the best came from: 'timeshare', 'mps', 'hybrid' (+ 'search' when the local search improved it). */
+  readonly source: string;
+  readonly evaluations: number;
+}
+
+/**
+ * The best deployment among timeshare's, the given MPS plans, their hybrids, and a local search from
+ * the best of those, by `scoreDeployment` at `ratePerS`.
+ */
+export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], mpsPlans: readonly Deployment[], options: PoolingOptions): PoolingPlan {
+  let evaluations = 0;
+  const evaluate = (d: Deployment) => {
+    evaluations++;
+    return scoreDeployment(cluster, d, ratePerS, options);
+  };
+  let best = evaluate(timeshareDeployment(cluster));
+  let source = 'timeshare';
+  for (const plan of mpsPlans) {
+    const s = evaluate(plan);
+    if (s.score < best.score - 1e-9) [best, source] = [s, 'mps'];
+    for (const h of hybrids(cluster, plan, ratePerS)) {
+      const hs = evaluate(h);
+      if (hs.score < best.score - 1e-9) [best, source] = [hs, 'hybrid'];
+    }
+  }
+  let improved = true;
+  let searched = false;
+  while (improved && evaluations < options.budget) {
+    improved = false;
+    for (const cand of moves(cluster, best, ratePerS)) {
+      if (evaluations >= options.budget) break;
+      const s = evaluate(cand);
+      if (s.score < best.score - 1e-9 * Math.max(1, Math.abs(best.score))) {
+        best = s;
+        improved = searched = true;
+        break;
+      }
+    }
+  }
+  return { best, source: searched ? `${source}+search` : source, evaluations };
+}
