@@ -34,6 +34,8 @@ export const SLO_FRACTION = 0.85;
 export const REFINE_BUDGET = 60;
 /** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
 const SWITCH_MARGIN = 0.05;
+/** The pooling planner keeps a feasible deployment in force predicted to miss at most this fraction of the tasks. */
+const KEEP_MISSED_FRACTION = 0.001;
 /**
  * The refinement credits a model's capacity up to this multiple of its (planned) rate: past it,
  * more capacity for one model is worth nothing, so units go where a model is near its limit.
@@ -141,8 +143,12 @@ export class InssPolicy implements Policy {
     const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
     if (current.placements.length > 0) {
       const kept = scoreDeployment(this.cluster, current, rates, this.poolingOptions);
-      // An infeasible deployment in force (e.g. handed over by another policy) is always replaced.
-      if (Number.isFinite(kept.score) && !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9)) {
+      // An infeasible deployment in force (e.g. handed over by another policy) is always replaced; one
+      // predicted to meet the SLOs at these rates is kept (a swap costs worker starts and churn for a
+      // better utilisation score alone); otherwise the best must beat it by SWITCH_MARGIN.
+      const total = rates.reduce((a, b) => a + b, 0);
+      const meets = kept.missedPerS <= KEEP_MISSED_FRACTION * total;
+      if (Number.isFinite(kept.score) && (meets || !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
         this.count('kept');
         return kept.deployment;
       }

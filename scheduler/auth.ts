@@ -4,8 +4,11 @@
 // the token files and the environment. Routes fall in three classes:
 // - health (`/v2/health/*`): always open (probes carry no credentials);
 // - inference (every other `/v2/...` route of the protocol): open unless client tokens are set;
-// - introspection (`/v2/inss/*`, `/metrics`, `/dashboard*`): needs a token when `introspection` lists
-//   some (the CLI does so whenever it binds beyond loopback, unless the operator opts out).
+// - page (`/dashboard` and its assets): always open. They hold no data: the page reads everything
+//   from `/v2/inss/dashboard` (introspection) with the token it is given in its address
+//   (`/dashboard/#token=...`), and a browser cannot send a Bearer header to open a page;
+// - introspection (`/v2/inss/*`, `/metrics`): needs a token when `introspection` lists some (the CLI
+//   does so whenever it binds beyond loopback, unless the operator opts out).
 // Agents: a shared token lets an agent take any id; a per-agent token (agent id -> token) only its own.
 import { timingSafeEqual } from 'node:crypto';
 
@@ -18,11 +21,12 @@ export interface AccessOptions {
 
 export const OPEN_ACCESS: AccessOptions = { clientTokens: [], introspectionTokens: null };
 
-export type RouteClass = 'health' | 'inference' | 'introspection';
+export type RouteClass = 'health' | 'page' | 'inference' | 'introspection';
 
 export function routeClass(path: string): RouteClass {
   if (path.startsWith('/v2/health/')) return 'health';
-  if (path.startsWith('/v2/inss/') || path === '/v2/inss' || path === '/metrics' || path.startsWith('/dashboard')) return 'introspection';
+  if (path === '/dashboard' || path.startsWith('/dashboard/')) return 'page';
+  if (path.startsWith('/v2/inss/') || path === '/v2/inss' || path === '/metrics') return 'introspection';
   return 'inference';
 }
 
@@ -51,7 +55,7 @@ export function presents(header: string | undefined, tokens: readonly string[]):
 /** undefined: allowed; else the 401's error text (which never says which tokens exist). */
 export function refusal(access: AccessOptions, path: string, authorization: string | undefined): string | undefined {
   const cls = routeClass(path);
-  if (cls === 'health') return undefined;
+  if (cls === 'health' || cls === 'page') return undefined;
   if (cls === 'introspection') {
     if (access.introspectionTokens === null) return undefined;
     if (presents(authorization, [...access.introspectionTokens, ...access.clientTokens])) return undefined;

@@ -226,7 +226,7 @@ export class Control {
     drop: (m, w) => {
       const t = this.queues[m]!.shift();
       const slo = this.models[m]!.sloMs;
-      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
+      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
     },
     start: (w, size) => this.sendBatch(w, size, this.dispatchNow),
   };

@@ -5,7 +5,8 @@
 //   (a) `batch` tasks are queued, or
 //   (b) the oldest task has waited the placement's `timeoutMs`, or
 //   (c) waiting longer would make the oldest task miss its SLO: now >= deadline - (1 + slack) * t_pred(q);
-// and before it starts, a head task that cannot finish within its SLO even if started now is dropped.
+// it takes the largest batch (up to `batch` of the oldest tasks) with which the oldest still finishes
+// within its SLO; a head task that cannot finish within its SLO even alone and started now is dropped.
 import type { GpuInfo } from '../policy/types.js';
 
 /** Predicted batch times are tabulated for batches 1..MAX_PRED_BATCH-1; beyond, scaled linearly. */
@@ -45,10 +46,18 @@ export function predictedMs(table: Float64Array, size: number): number {
 
 export function dispatchStep(x: DispatchInput): DispatchStep {
   if (x.queued === 0) return EMPTY;
-  const size = Math.min(x.queued, x.batch);
-  const t = predictedMs(x.predicted, size) + (x.overheadMs ?? 0);
-  if (x.nowMs + t > x.headArrivalMs + x.sloMs) return DROP;
-  const latestStart = x.headArrivalMs + x.sloMs - (1 + x.slack) * t;
+  const full = Math.min(x.queued, x.batch);
+  const deadline = x.headArrivalMs + x.sloMs;
+  const over = x.overheadMs ?? 0;
+  // The largest batch of the oldest tasks that still lets the head finish within its SLO: a queue
+  // that built up (a burst, a swap, requests parsed together) is served in a smaller batch rather
+  // than dropped. The head is dropped only when even a batch of one would finish late.
+  let size = full;
+  while (size > 1 && x.nowMs + predictedMs(x.predicted, size) + over > deadline) size--;
+  const t = predictedMs(x.predicted, size) + over;
+  if (x.nowMs + t > deadline) return DROP;
+  if (size < full) return { kind: 'start', size };
+  const latestStart = deadline - (1 + x.slack) * t;
   const timeoutAt = Number.isNaN(x.timeoutMs) ? Infinity : x.headArrivalMs + x.timeoutMs;
   if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= latestStart) return { kind: 'start', size };
   return { kind: 'wait', untilMs: Math.min(timeoutAt, latestStart) };
@@ -110,10 +119,16 @@ export interface DispatchView<W> {
   start(w: W, size: number): void;
 }
 
+/** Whether a free worker of model m other than `w` could finish one task alone by `deadlineMs` if started now. */
+function otherCanServe<W>(m: number, w: W, nowMs: number, deadlineMs: number, workers: readonly W[], v: DispatchView<W>): boolean {
+  for (const o of workers) if (o !== w && v.model(o) === m && v.canRun(o) && nowMs + predictedMs(v.predicted(o), 1) + v.overheadMs(o) <= deadlineMs) return true;
+  return false;
+}
+
 /**
  * The task buffer's dispatch loop for model m, shared by the simulator and the scheduler: each free
  * worker of the model, in order, takes batches by `dispatchStep` until the queue is empty or the rule
- * says wait. Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
+ * says wait; a head task one worker cannot serve in time is left to another free worker that can. Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
  */
 export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack: number, workers: readonly W[], v: DispatchView<W>): number {
   let wake = Infinity;
@@ -134,6 +149,10 @@ export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack:
       });
       if (step.kind === 'empty') return wake;
       if (step.kind === 'drop') {
+        // Another free worker of the model that can still finish the head in time takes it instead
+        // (a replica with less interference, or a shorter measured transport): only a task that no
+        // free worker can serve within its SLO is dropped.
+        if (otherCanServe(m, w, nowMs, v.headArrivalMs(m) + sloMs, workers, v)) break;
         v.drop(m, w);
         continue;
       }

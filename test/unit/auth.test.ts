@@ -6,11 +6,14 @@ const T = 'client-token-0123456789';
 const bearer = (t: string) => `Bearer ${t}`;
 
 describe('routes and tokens', () => {
-  it('classes the routes: health open, introspection, inference', () => {
+  it('classes the routes: health and the dashboard page open, introspection, inference', () => {
     expect(routeClass('/v2/health/ready')).toBe('health');
+    expect(routeClass('/dashboard')).toBe('page');
+    expect(routeClass('/dashboard/app.js')).toBe('page');
+    expect(routeClass('/dashboardx')).toBe('inference');
     expect(routeClass('/metrics')).toBe('introspection');
     expect(routeClass('/v2/inss/cluster')).toBe('introspection');
-    expect(routeClass('/dashboard/x')).toBe('introspection');
+    expect(routeClass('/v2/inss/dashboard')).toBe('introspection');
     expect(routeClass('/v2/models/m/infer')).toBe('inference');
     expect(routeClass('/v2')).toBe('inference');
   });
@@ -23,6 +26,9 @@ describe('routes and tokens', () => {
     expect(refusal(closed, '/v2/models/m/infer', bearer(T))).toBeUndefined();
     expect(refusal(closed, '/metrics', bearer(T))).toBeUndefined();
     expect(refusal(closed, '/v2/health/live', undefined)).toBeUndefined();
+    // The page and its assets hold no data; what it shows comes from the guarded /v2/inss/dashboard.
+    expect(refusal(closed, '/dashboard/', undefined)).toBeUndefined();
+    expect(refusal(closed, '/v2/inss/dashboard', undefined)).toMatch(/needs a token/);
     const introOnly = { clientTokens: [], introspectionTokens: ['intro-token-0123456789'] };
     expect(refusal(introOnly, '/v2/models/m/infer', undefined)).toBeUndefined();
     expect(refusal(introOnly, '/v2/inss/decisions', undefined)).toMatch(/needs a token/);
