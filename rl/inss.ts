@@ -34,7 +34,7 @@ export const SLO_FRACTION = 0.85;
 export const REFINE_BUDGET = 60;
 /** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
 const SWITCH_MARGIN = 0.05;
-/** The pooling planner keeps a feasible deployment in force predicted to miss at most this fraction of the tasks. */
+/** When no model's rate rose, the pooling planner keeps a deployment in force predicted to miss at most this fraction of the tasks. */
 const KEEP_MISSED_FRACTION = 0.001;
 /**
  * The refinement credits a model's capacity up to this multiple of its (planned) rate: past it,
@@ -67,6 +67,8 @@ export const POOLING_BUDGET = 40;
 
 export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
+  /** The rates the pooling planner chose the deployment in force for (null: not chosen by it). */
+  private plannedFor: number[] | null = null;
   private readonly refPerS: number[];
   private readonly masks: Uint8Array[];
   private readonly state: Float32Array<ArrayBuffer>;
@@ -144,16 +146,19 @@ export class InssPolicy implements Policy {
     if (current.placements.length > 0) {
       const kept = scoreDeployment(this.cluster, current, rates, this.poolingOptions);
       // An infeasible deployment in force (e.g. handed over by another policy) is always replaced; one
-      // predicted to meet the SLOs at these rates is kept (a swap costs worker starts and churn for a
-      // better utilisation score alone); otherwise the best must beat it by SWITCH_MARGIN.
+      // this planner chose for rates no lower than these, and predicted to meet the SLOs at these, is
+      // kept (when the load falls a swap buys only a better utilisation score and costs worker
+      // starts under load); otherwise the best must beat it by SWITCH_MARGIN.
       const total = rates.reduce((a, b) => a + b, 0);
-      const meets = kept.missedPerS <= KEEP_MISSED_FRACTION * total;
+      const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
+      const meets = noHigher && kept.missedPerS <= KEEP_MISSED_FRACTION * total;
       if (Number.isFinite(kept.score) && (meets || !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
         this.count('kept');
         return kept.deployment;
       }
     }
     this.count(plan.source);
+    this.plannedFor = rates;
     return plan.best.deployment;
   }
 
