@@ -143,7 +143,7 @@ describe('deploy/k8s', () => {
     const file = join(tmp, 'scenario.json');
     writeFileSync(file, cm!.data![scenarioPath.split('/').pop()!]!);
     expect(loadScenario(file).scenario.models.length).toBeGreaterThan(0);
-    const tokenFile = /\$\(cat ([^)]+)\)/.exec(c.args!.join(' '))![1]!;
+    const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
     expect(mountOf(tokenFile)?.secret?.secretName).toBe('inss-token');
   });
 
@@ -170,7 +170,7 @@ describe('deploy/k8s', () => {
     const stateDir = argValue(inv.args, '--state-dir')!;
     const mount = c.volumeMounts!.find((v) => stateDir.startsWith(v.mountPath))!;
     expect(pod.volumes!.find((v) => v.name === mount.name)?.hostPath?.path).toBe('/var/lib/inss');
-    const tokenFile = /\$\(cat ([^)]+)\)/.exec(c.args!.join(' '))![1]!;
+    const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
     const tokenMount = c.volumeMounts!.find((v) => tokenFile.startsWith(v.mountPath))!;
     expect(pod.volumes!.find((v) => v.name === tokenMount.name)?.secret?.secretName).toBe('inss-token');
   });
