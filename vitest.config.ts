@@ -20,7 +20,13 @@ export const SYSTEM_TEST_FILES = [
   'test/integration/chaos.test.ts',
 ];
 
-export const TIMEOUTS = { testTimeout: 60_000, hookTimeout: 60_000 };
+/**
+ * Limits far above what any test takes on an idle 2-core machine (the slowest unit/e2e test ~20 s),
+ * so a busy machine (seen: 3-4x slower) does not fail them.
+ */
+export const TIMEOUTS = { testTimeout: 120_000, hookTimeout: 120_000 };
+/** The system tests wait on states (workers ready, swaps seen); the slowest takes ~33 s idle. */
+export const SYSTEM_TIMEOUTS = { testTimeout: 240_000, hookTimeout: 240_000 };
 
 export default defineConfig({
   test: { include: ['test/**/*.test.ts'], ...TIMEOUTS },

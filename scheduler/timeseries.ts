@@ -2,6 +2,7 @@
 // bounded timeline of events, fed once per epoch by the sampler in scheduler/dashboard.ts from what the
 // control plane already publishes (its cluster snapshot and its Prometheus metrics). Pure: times are
 // passed in, nothing here reads a clock, a socket or a file.
+import type { WorkerView as ControlWorkerView } from './metrics.js';
 
 /** A fixed-capacity FIFO: pushing beyond the capacity forgets the oldest item. */
 export class Ring<T> {
@@ -148,16 +149,8 @@ export class ModelTimeSeries {
 // ---------------------------------------------------------------------------------------------------
 // Events: what changed between two samples of the cluster.
 
-/** A worker as the cluster snapshot shows it (the fields the timeline needs). */
-export interface WorkerView {
-  readonly workerId: string;
-  readonly model: string;
-  readonly gpu: number;
-  readonly pct: number;
-  readonly batch: number;
-  readonly role: string;
-  readonly state: string;
-}
+/** A worker as the cluster snapshot shows it (the fields the timeline needs; metrics.ts's WorkerView). */
+export type WorkerView = Pick<ControlWorkerView, 'workerId' | 'model' | 'gpu' | 'pct' | 'batch' | 'state'> & { readonly role: string };
 
 /** A placement of the deployment in force, with the model's name. */
 export interface PlacementView {

@@ -163,5 +163,5 @@ describe('SIGKILL of the scheduler under load, restarted with another policy', (
     const listed = await readyWorkers(base);
     expect(listed.length).toBeGreaterThanOrEqual(MODELS.length);
     for (const w of listed) expect(processIdentity(w.pid!), `worker ${w.workerId} (pid ${w.pid})`).toBe(`${w.model} on GPU ${w.gpu} at ${w.pct}%`);
-  }, 120_000); // worker start-up dominates: 20-30 s on the shared 2-core VM at load 10, a minute at load 18
+  });
 });
