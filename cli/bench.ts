@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../tools/bench/capacity.js';
-import { type BenchContext, type PolicyResult, policyCurve, runPolicy, unsupportedReason } from '../tools/bench/run.js';
+import { type BenchContext, type PolicyResult, policyCurve, runPolicy } from '../tools/bench/run.js';
 import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../tools/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
@@ -86,7 +86,7 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
   const results: PolicyResult[] = [];
   const skipped: { policy: string; reason: string }[] = [];
   const runnable = factories.filter((f) => {
-    const reason = unsupportedReason(f, cluster, { seed: loaded.scenario.seed, ...(opts.policyOptions?.(f.name) ?? {}) });
+    const reason = f.supports(cluster, { seed: loaded.scenario.seed, ...(opts.policyOptions?.(f.name) ?? {}) });
     if (reason === null) return true;
     // Named policies must run; of the default set (every registered one), those that cannot are skipped and reported.
     if (!opts.skipUnsupported && opts.policies) throw unsupportedError(f.name, loaded.scenario.name, reason);
@@ -239,7 +239,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   for (const p of policies) registry.get(p); // unknown names fail before anything runs
   if (!opts.skipUnsupported) {
     for (const l of loadedAll) {
-      const reason = (p: string) => unsupportedReason(registry.get(p), scenarioCluster(l.scenario, l.profiles), { seed: l.scenario.seed, ...policyOptionsFor(inssPolicyData(l.scenario.name))(p) });
+      const reason = (p: string) => registry.get(p).supports(scenarioCluster(l.scenario, l.profiles), { seed: l.scenario.seed, ...policyOptionsFor(inssPolicyData(l.scenario.name))(p) });
       for (const p of policies) {
         const why = reason(p);
         if (why !== null) throw unsupportedError(p, l.scenario.name, why);

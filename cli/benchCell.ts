@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ALL_ADDITIONS, inssVariantFactory } from '../rl/inss.js';
-import { policyCurve, unsupportedReason } from '../tools/bench/run.js';
+import { policyCurve } from '../tools/bench/run.js';
 import type { SuiteCell } from '../tools/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
@@ -18,9 +18,6 @@ import { type LoadedScenario, loadScenario } from './scenarios.js';
 /** The baselines that also run with inss's headroom, as `<name>-h` (src/policy/headroom.ts). */
 export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even', 'oracle'] as const;
 
-/** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
-export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), 'inss-nopool'];
-
 /**
  * inss with one addition left out, for the ablation (docs/inss.md), run by name: `inss-nopool` is
  * inss before issue 12 (the actor's allocation refined, no pooling; needs a trained policy that fits).
@@ -28,6 +25,9 @@ export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((
 export const INSS_ABLATIONS: readonly PolicyFactory[] = [
   inssVariantFactory({ name: 'inss-nopool', interference: true, additions: { ...ALL_ADDITIONS, pooling: false }, description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)' }),
 ];
+
+/** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
+export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), ...INSS_ABLATIONS.map((f) => f.name)];
 
 /** The registered policies, each model-based baseline with inss's headroom beside it, and inss's ablations. */
 export function benchRegistry(base = new PolicyRegistry()): PolicyRegistry {
@@ -72,7 +72,7 @@ export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): L
 }
 
 /**
- * Runs one cell. A policy that cannot run on the scenario (`unsupportedReason`: e.g. inss-paper
+ * Runs one cell. A policy that cannot run on the scenario (`supports`: e.g. inss-paper
  * without a trained policy for it, or the oracle on an instance too large) gives a cell marked not
  * runnable, with the reason (the suite only gets here with --skip-unsupported); any other error propagates.
  */
@@ -85,7 +85,7 @@ export function runCell(job: CellJob): SuiteCell {
   const ctx = { scenario: s, profiles: loaded.profiles, traces: loaded.traces, policyOptions: options };
   const base = { scenario: s.name, policy: job.policy, seed: job.seed };
   const cluster = scenarioCluster(s, loaded.profiles);
-  const reason = unsupportedReason(factory, cluster, { seed: job.seed, ...options(job.policy) });
+  const reason = factory.supports(cluster, { seed: job.seed, ...options(job.policy) });
   if (reason !== null) return { ...base, runnable: false, reason, curve: [], wallMs: 0 };
   const note = factory.create(cluster, { seed: job.seed, ...options(job.policy) }).note;
   const t0 = performance.now();

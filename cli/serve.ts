@@ -21,6 +21,7 @@ import { Store } from '../scheduler/store.js';
 import type { ServedModelConfig } from '../scheduler/control.js';
 import { InvalidInputError, type Profile } from '../src/profile/schema.js';
 import type { AgentGpu, DesiredWorker } from '../src/protocol/agent.js';
+import type { ClusterInfo } from '../src/policy/types.js';
 import { modelSignature } from '../src/protocol/tensor.js';
 import { initialRates } from '../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../src/serving/settings.js';
@@ -120,7 +121,14 @@ function schedulerConfig(opts: ServeOptions) {
     models,
     initialRatePerS,
     policyFile,
-    createPolicy: (cluster: Parameters<typeof factory.create>[0]) => factory.create(cluster, { seed: loaded.scenario.seed, ...(policyData !== undefined ? { policyData } : {}) }),
+    // A cluster the policy does not support (e.g. too large for the oracle) is refused with its reason,
+    // which the control plane reports; an error from `create` on a supported cluster is a real failure.
+    createPolicy: (cluster: ClusterInfo) => {
+      const options = { seed: loaded.scenario.seed, ...(policyData !== undefined ? { policyData } : {}) };
+      const why = factory.supports(cluster, options);
+      if (why !== null) throw new Error(`${opts.policy} cannot run on this cluster: ${why}`);
+      return factory.create(cluster, options);
+    },
   };
 }
 

@@ -17,9 +17,12 @@ import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, r
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
 import { refine, type RefineOptions } from './refine.js';
 import { formatIssues } from '../src/profile/schema.js';
+import { type ReplanGate, ratesMoved } from '../src/policy/replan.js';
 
 /** Relative change of any model's rate that makes BDA run again (case 1). */
 const RATE_CHANGE = 0.02;
+/** BDA runs again (case 1) when a rate moved by RATE_CHANGE, rates under 1 task/s counting as 1. */
+const INSS_REPLAN: ReplanGate = { fraction: RATE_CHANGE, floorPerS: 1 };
 /**
  * Capacity kept above the measured rate: BDA's (4c) and the reward use rate x this, so a Poisson
  * burst or a rising rate between two epochs does not push a model to utilisation 1 (docs/inss.md).
@@ -104,7 +107,7 @@ export class InssPolicy implements Policy {
     const rates = obs.ratePerS.map((r) => r * this.headroom);
     const current = obs.current;
     if (current.placements.length > 0) {
-      const changed = this.lastRates === null || rates.some((r, i) => Math.abs(r - this.lastRates![i]!) > RATE_CHANGE * Math.max(1, this.lastRates![i]!));
+      const changed = this.lastRates === null || ratesMoved(this.lastRates, rates, INSS_REPLAN);
       if (!changed) return current;
     }
     this.lastRates = rates;
@@ -189,13 +192,14 @@ export interface InssVariant {
   readonly description: string;
 }
 
-type LoadedActor = { readonly space: ActionSpace; readonly actor: ActorForward } | { readonly reason: string };
+/** `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or does not fit. */
+type LoadedActor = { readonly space: ActionSpace; readonly actor: ActorForward } | { readonly reason: string; readonly malformed?: true };
 
 /** The trained actor in `policyData` when it fits the cluster (GPU types, models, SLOs, action space), else why not. */
-function loadActor(name: string, cluster: ClusterInfo, policyData: unknown): LoadedActor {
+function loadActor(cluster: ClusterInfo, policyData: unknown): LoadedActor {
   if (policyData === undefined) return { reason: `no trained policy for this cluster (train one with \`inss train\`, or pass --policy-file)` };
   const parsed = PolicyFileSchema.safeParse(policyData);
-  if (!parsed.success) throw new PolicyFileError(`${name}: policy file: ${formatIssues(parsed.error)}`);
+  if (!parsed.success) return { reason: `policy file: ${formatIssues(parsed.error)}`, malformed: true };
   const space = actionSpace(cluster);
   const mismatch = policyMismatch(parsed.data, cluster, space);
   if (mismatch) return { reason: `the policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}` };
@@ -208,13 +212,16 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
     name: v.name,
     description: v.description,
     supports(cluster: ClusterInfo, options: PolicyOptions): string | null {
+      const a = loadActor(cluster, options.policyData);
+      if (!('reason' in a)) return null;
+      if (a.malformed) return `${v.name}: ${a.reason}`;
       if (v.additions.pooling) return null; // the model-based planner runs anywhere
-      const a = loadActor(v.name, cluster, options.policyData);
-      return 'reason' in a ? `${v.name} needs a trained policy that fits: ${a.reason}` : null;
+      return `${v.name} needs a trained policy that fits: ${a.reason}`;
     },
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
-      const a = loadActor(v.name, cluster, options.policyData);
+      const a = loadActor(cluster, options.policyData);
       if ('reason' in a) {
+        if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
         if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
         return new InssPolicy(v.name, cluster, null, null, v.interference, v.additions, `model-based planner (${a.reason})`);
       }

@@ -40,6 +40,7 @@ export function withHeadroom(factory: PolicyFactory, h: Headroom = INSS_HEADROOM
   return {
     name,
     description: `${factory.name} planning with inss's headroom (rates x ${h.rateX}, SLOs x ${h.sloFraction})`,
+    supports: (cluster: ClusterInfo, options: PolicyOptions) => factory.supports(clusterWithHeadroom(cluster, h), options),
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
       const inner = factory.create(clusterWithHeadroom(cluster, h), options);
       return { name, decide: (obs) => inner.decide(observationWithHeadroom(obs, h)) };

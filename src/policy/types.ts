@@ -97,10 +97,11 @@ export interface PolicyFactory {
   readonly name: string;
   readonly description: string;
   /**
-   * Why this policy cannot run on the cluster with these options (e.g. it needs a trained policy
-   * that fits), or null when it can. Absent: it runs on any valid cluster. Callers ask before
-   * `create`, so a thrown error from `create` is a real failure, not "unsupported".
+   * Why this policy cannot run on the cluster with these options (too large for it, needs a trained
+   * policy, a policy file that does not fit or does not parse), or null when it can. Pure and cheap.
+   * Callers ask before `create`; `create` on a cluster `supports` refused is a caller bug and throws
+   * a RangeError, and any error `create` throws on a supported cluster is a real failure.
    */
-  supports?(cluster: ClusterInfo, options: PolicyOptions): string | null;
+  supports(cluster: ClusterInfo, options: PolicyOptions): string | null;
   create(cluster: ClusterInfo, options: PolicyOptions): Policy;
 }

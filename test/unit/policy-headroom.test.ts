@@ -25,10 +25,14 @@ describe('withHeadroom: a baseline planning with inss headroom', () => {
   });
 
   it('the inner policy sees rates x rateX and SLOs x sloFraction', () => {
-    const seen: { cluster?: ClusterInfo; rates?: readonly number[] } = {};
+    const seen: { cluster?: ClusterInfo; asked?: ClusterInfo; rates?: readonly number[] } = {};
     const probe: PolicyFactory = {
       name: 'probe',
       description: '',
+      supports(c) {
+        seen.asked = c;
+        return c.models.some((m) => m.sloMs < 10) ? 'an SLO under 10 ms' : null;
+      },
       create(c): Policy {
         seen.cluster = c;
         return { name: 'probe', decide: (o) => ((seen.rates = o.ratePerS), { placements: [] }) };
@@ -36,6 +40,8 @@ describe('withHeadroom: a baseline planning with inss headroom', () => {
     };
     const f = withHeadroom(probe, { rateX: 1.5, sloFraction: 0.5 });
     expect(f.name).toBe('probe-h');
+    expect(f.supports(cluster, {})).toBe('an SLO under 10 ms'); // asked with the SLOs it plans against
+    expect(seen.asked!.models.map((m) => m.sloMs)).toEqual([7.5, 20]);
     f.create(cluster, {}).decide(obs([100, 10]));
     expect(seen.cluster!.models.map((m) => m.sloMs)).toEqual([7.5, 20]);
     expect(seen.rates).toEqual([150, 15]);

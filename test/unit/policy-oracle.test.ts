@@ -179,16 +179,18 @@ describe('oracle search', () => {
     }
   });
 
-  it('refuses instances over its size limit with a RangeError naming the size', () => {
+  it('supports() names the size of an instance over its limit; a search or create on one anyway is a RangeError', () => {
     const six = synthetic(2.5, ['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
     const models = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((name) => ({ name, sloMs: 100 }));
     const big = buildCluster([six, six], models);
     expect(oracleSize(big).splits).toBeGreaterThan(2e6);
     expect(() => oracleSearch(big, models.map(() => 10))).toThrow(RangeError);
     expect(() => oracleSearch(big, models.map(() => 10))).toThrow(/6 models on 2 GPUs/);
-    expect(() => oracleFactory.create(big, {})).toThrow(/instance too large/);
+    expect(oracleFactory.supports(big, {})).toMatch(/^instance too large: 6 models on 2 GPUs means .* share splits/);
+    expect(() => oracleFactory.create(big, {})).toThrow(RangeError);
     const manyGpus = buildCluster(new Array(7).fill(v100), [{ name: 'alexnet', sloMs: 25 }]);
-    expect(() => oracleFactory.create(manyGpus, {})).toThrow(/1 models on 7 GPUs/);
+    expect(oracleFactory.supports(manyGpus, {})).toMatch(/1 models on 7 GPUs \(limit 8 models, 6 GPUs\)/);
+    expect(oracleFactory.supports(buildCluster(new Array(6).fill(v100), [{ name: 'alexnet', sloMs: 25 }]), {})).toBeNull();
   });
 });
 

@@ -84,7 +84,7 @@ describe('inss without a trained policy', () => {
     const policy = inssFactory.create(cluster, {});
     expect(policy).toBeInstanceOf(InssPolicy);
     expect(policy.note).toMatch(/model-based planner/);
-    expect(inssFactory.supports?.(cluster, {})).toBeNull();
+    expect(inssFactory.supports(cluster, {})).toBeNull();
     const rates = [300, 250, 125, 250, 275, 250];
     const first = policy.decide(observation(rates, { placements: [] }));
     expectFeasible(cluster, first);
@@ -109,7 +109,7 @@ describe('inss without a trained policy', () => {
   it('inss-paper stays the paper: without a trained policy it says why it cannot run', async () => {
     const { inssPaperFactory } = await import('../../rl/inss.js');
     const { cluster } = builtInScenario('bursty-6');
-    expect(inssPaperFactory.supports?.(cluster, {})).toMatch(/needs a trained policy/);
+    expect(inssPaperFactory.supports(cluster, {})).toMatch(/needs a trained policy/);
     expect(() => inssPaperFactory.create(cluster, {})).toThrow(/needs a trained policy/);
   });
 });

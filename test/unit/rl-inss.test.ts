@@ -49,9 +49,12 @@ describe('inss policy', () => {
 
   it('inss-paper refuses a missing or mismatched policy file with a clear reason; inss falls back to the model-based planner and says why; both refuse a malformed one', async () => {
     expect(() => inssPaperFactory.create(cluster, {})).toThrow(/needs a trained policy/);
-    expect(inssPaperFactory.supports?.(cluster, {})).toMatch(/needs a trained policy/);
+    expect(inssPaperFactory.supports(cluster, {})).toMatch(/needs a trained policy/);
     expect(() => inssFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);
     expect(() => inssPaperFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);
+    expect(inssFactory.supports(cluster, { policyData: { format: 'nope' } })).toMatch(/^inss: policy file: format/);
+    expect(inssPaperFactory.supports(cluster, { policyData: { format: 'nope' } })).toMatch(/^inss-paper: policy file: format/);
+    expect(inssFactory.supports(cluster, {})).toBeNull();
     const other = builtInScenario('v100-4').cluster;
     const file = await policyFile();
     expect(() => inssPaperFactory.create(other, { policyData: file })).toThrow(/does not fit this cluster: trained for GPUs/);
@@ -59,7 +62,7 @@ describe('inss policy', () => {
     expect(inssFactory.create(cluster, { policyData: file }).note).toMatch(/trained actor/);
     // Same GPUs and models, other SLOs: the file does not fit either (SLOs are part of what it was trained for).
     const tighter = { gpus: cluster.gpus, models: cluster.models.map((m) => ({ ...m, sloMs: m.sloMs / 2 })) };
-    expect(inssPaperFactory.supports?.(tighter, { policyData: file })).toMatch(/trained for SLOs \[alexnet 25 ms/);
+    expect(inssPaperFactory.supports(tighter, { policyData: file })).toMatch(/trained for SLOs \[alexnet 25 ms/);
     expect(inssFactory.create(tighter, { policyData: file }).note).toMatch(/model-based planner/);
   });
 });

@@ -37,22 +37,6 @@ export function quantile(values: readonly number[], q: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
 }
 
-/**
- * Why `factory` cannot run on the cluster with these options, or null when it can: its `supports`
- * answer; a factory without `supports` that refuses in `create` with a RangeError (the oracle's size
- * limit) counts as unsupported with that message. Any other error propagates.
- */
-export function unsupportedReason(factory: PolicyFactory, cluster: ClusterInfo, options: PolicyOptions): string | null {
-  if (factory.supports) return factory.supports(cluster, options);
-  try {
-    factory.create(cluster, options);
-    return null;
-  } catch (err) {
-    if (err instanceof RangeError) return err.message;
-    throw err;
-  }
-}
-
 export function runPolicy(ctx: BenchContext, factory: PolicyFactory, loadScale = 1, cluster?: ClusterInfo): PolicyResult {
   const s = ctx.scenario;
   const c = cluster ?? scenarioCluster(s, ctx.profiles);

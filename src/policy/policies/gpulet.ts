@@ -25,8 +25,10 @@
 // SLO/2 (kept although it costs throughput: InSS section 6.3).
 // Pure: the only state is the last plan and the rates it was made for.
 import { BDA_MAX_BATCH } from '../bda.js';
+import { type ReplanGate, ratesMoved } from '../replan.js';
 import { alignToCurrent, deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import { runsAnywhere } from '../contract.js';
 
 /** Gpulet's partition sizes (% of a GPU), ascending. */
 export const GPULET_PARTITIONS_PCT: readonly number[] = [20, 40, 50, 60, 80, 100];
@@ -296,14 +298,8 @@ function emptyGpulet(gpu: number, nominalPct: number, pct: number): Gpulet {
 }
 
 
-function rateMoved(prev: readonly number[], now: readonly number[]): boolean {
-  if (prev.length !== now.length) return true;
-  return now.some((r, i) => {
-    const p = prev[i]!;
-    if ((p > 0) !== (r > 0)) return true; // traffic started or stopped
-    return Math.abs(r - p) > GPULET_RATE_CHANGE_FRACTION * Math.max(p, GPULET_RATE_FLOOR_PER_S);
-  });
-}
+/** Gpulet re-plans when a rate moved by the fraction, or when a model's traffic started or stopped. */
+const GPULET_REPLAN: ReplanGate = { fraction: GPULET_RATE_CHANGE_FRACTION, floorPerS: GPULET_RATE_FLOOR_PER_S, onStartStop: true };
 
 class GpuletPolicy implements Policy {
   readonly name = 'gpulet';
@@ -317,7 +313,7 @@ class GpuletPolicy implements Policy {
 
   decide(obs: Observation): Deployment {
     const rates = this.cluster.models.map((m) => Math.max(0, obs.ratePerS[m.index] ?? 0));
-    if (this.lastRates !== null && !rateMoved(this.lastRates, rates)) return this.lastPlan;
+    if (this.lastRates !== null && !ratesMoved(this.lastRates, rates, GPULET_REPLAN)) return this.lastPlan;
     const plan = alignToCurrent(this.cluster, this.planner.plan(rates), obs.current);
     const problem = deploymentProblem(this.cluster, plan);
     // Cannot happen by construction (memory and shares are checked as gpu-lets are made); keep the
@@ -333,6 +329,7 @@ export const gpuletFactory: PolicyFactory = {
   name: 'gpulet',
   description:
     'Gpulet (ATC 2022): at most two gpu-lets per GPU from 20/40/50/60/80/100%, elastic partitioning by rate with the most efficient partition, best fit with an interference check, batch 2*L(b) <= SLO, timeout SLO/2',
+  supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new GpuletPolicy(cluster);
   },

@@ -25,6 +25,7 @@
 import { BDA_MAX_BATCH } from '../bda.js';
 import { ceilToUnit, deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import { runsAnywhere } from '../contract.js';
 
 /** GSLICE's tuning threshold (%): residuals within it leave the GPU% alone (glet self_tuning.h _THRESHOLD). */
 export const GSLICE_THRESHOLD_PCT = 5;
@@ -238,8 +239,9 @@ class GslicePolicy implements Policy {
       for (let r = 0; r < n; r++) wanted.push({ model, pct: g / n, replica: r });
     });
     wanted.sort((a, b) => a.replica - b.replica || b.pct - a.pct || a.model - b.model);
+    // A GPU whose profile lacks the model can neither hold it nor size its batch.
+    const serves = (gpu: GpuInfo, model: number) => (gpu.profileIndex[model] ?? -1) >= 0;
     const fits = (gpu: GpuInfo, model: number, pct: number, batch: number) =>
-      (gpu.profileIndex[model] ?? -1) >= 0 &&
       !onGpu[gpu.index]!.some((x) => x.model === model) &&
       usedPct[gpu.index]! + pct <= 100 + 1e-9 &&
       memoryOnGpu(gpu, [...onGpu[gpu.index]!, { model, batch }]) <= gpu.memMb + 1e-6;
@@ -252,7 +254,7 @@ class GslicePolicy implements Policy {
     const byFree = () => [...gpus].sort((a, b) => usedPct[a.index]! - usedPct[b.index]! || a.index - b.index);
     for (const w of wanted) {
       const prev = prevGpus.get(w.model) ?? [];
-      const candidates = [...prev.map((g) => gpus[g]!), ...byFree().filter((g) => !prev.includes(g.index))];
+      const candidates = [...prev.map((g) => gpus[g]!), ...byFree().filter((g) => !prev.includes(g.index))].filter((g) => serves(g, w.model));
       let placed = false;
       for (const gpu of candidates) {
         const pct = ceilToUnit(gpu, w.pct);
@@ -265,6 +267,7 @@ class GslicePolicy implements Policy {
       if (placed) continue;
       // Out of room: the largest free share on a GPU without the model.
       for (const gpu of byFree()) {
+        if (!serves(gpu, w.model)) continue;
         const free = 100 - usedPct[gpu.index]!;
         if (free < gpu.mpsUnitPct - 1e-9) continue;
         const pct = floorToUnit(gpu, free);
@@ -282,7 +285,7 @@ class GslicePolicy implements Policy {
       for (const l of onGpu) {
         for (const x of l) {
           const gpu = gpus[x.gpu]!;
-          if (x.pct < 2 * gpu.mpsUnitPct - 1e-9 || l.some((y) => y.model === model) || (gpu.profileIndex[model] ?? -1) < 0) continue;
+          if (x.pct < 2 * gpu.mpsUnitPct - 1e-9 || l.some((y) => y.model === model) || !serves(gpu, model)) continue;
           if (!best || x.pct > best.pct) best = x;
         }
       }
@@ -311,6 +314,7 @@ export const gsliceFactory: PolicyFactory = {
   name: 'gslice',
   description:
     'GSLICE (SoCC 2020): per-model GPU% from the latency knee, self-tuned from measured residual latency and throughput, adaptive batch within SLO/2, timeout SLO/2, shadow-swap reallocation; no interference model',
+  supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new GslicePolicy(cluster);
   },

@@ -17,13 +17,16 @@
 //     the GPU is over 100%; the cost is the share added on that GPU. None fits: open a new GPU.
 // Pure: the only state is the last plan and the rates it was made for (re-provisioning hysteresis).
 import { BDA_MAX_BATCH } from '../bda.js';
+import { type ReplanGate, ratesMoved } from '../replan.js';
 import { alignToCurrent, deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import { runsAnywhere } from '../contract.js';
 
 /** Re-provision when some model's rate moved by more than this fraction of the rate last provisioned for. */
 export const IGNITER_RATE_CHANGE_FRACTION = 0.1;
 /** Rates below this (tasks/s) count as this much when measuring a change, so near-idle models do not flap. */
 export const IGNITER_RATE_FLOOR_PER_S = 1;
+const IGNITER_REPLAN: ReplanGate = { fraction: IGNITER_RATE_CHANGE_FRACTION, floorPerS: IGNITER_RATE_FLOOR_PER_S };
 
 /** iGniter's per-model, per-GPU-profile demand (steps 1-3). */
 export interface IgniterDemand {
@@ -127,12 +130,6 @@ function tryAllocate(cluster: ClusterInfo, gpu: GpuInfo, slots: readonly Slot[],
   return sumPct(next) <= 100 + 1e-9 ? next : null;
 }
 
-/** Relative rate change, with small rates floored so near-idle models do not trigger re-provisioning. */
-export function rateChanged(prev: readonly number[], now: readonly number[], fraction: number, floorPerS: number): boolean {
-  if (prev.length !== now.length) return true;
-  return now.some((r, i) => Math.abs(r - prev[i]!) > fraction * Math.max(prev[i]!, floorPerS));
-}
-
 
 /**
  * The whole provisioning plan for one rate vector (steps 1-4), within the cluster's GPUs.
@@ -227,7 +224,7 @@ class IgniterPolicy implements Policy {
 
   decide(obs: Observation): Deployment {
     const rates = obs.ratePerS.map((r) => (Number.isFinite(r) && r > 0 ? r : 0));
-    if (this.provisionedFor === null || rateChanged(this.provisionedFor, rates, IGNITER_RATE_CHANGE_FRACTION, IGNITER_RATE_FLOOR_PER_S)) {
+    if (this.provisionedFor === null || ratesMoved(this.provisionedFor, rates, IGNITER_REPLAN)) {
       const fresh = alignToCurrent(this.cluster, igniterPlan(this.cluster, rates), obs.current);
       // Every emitted deployment must be valid; igniterPlan only builds valid ones, this keeps the contract explicit.
       if (deploymentProblem(this.cluster, fresh) === null) {
@@ -243,6 +240,7 @@ export const igniterFactory: PolicyFactory = {
   name: 'igniter',
   description:
     'iGniter (TPDS 2023): closed-form batch (fills within SLO/2) and minimum MPS share (t_inf <= SLO/2) per model, interference-aware greedy placement; re-provisions when a rate moves >10%',
+  supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new IgniterPolicy(cluster);
   },

@@ -18,7 +18,7 @@
 import { bda, BDA_MAX_BATCH, worstTaskLatencyMs, type BdaInput } from '../bda.js';
 import { alignToCurrent, deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
-import { rateChanged } from './igniter.js';
+import { ratesMoved } from '../replan.js';
 
 /** Hard caps on the instance, whatever the share units. */
 export const ORACLE_MAX_MODELS = 8;
@@ -77,20 +77,24 @@ export function oracleSize(cluster: ClusterInfo): OracleSize {
   };
 }
 
-/** Throws a RangeError naming the size when the instance is over the documented limit. */
-export function assertOracleSize(cluster: ClusterInfo, maxSplits = ORACLE_MAX_SPLITS): OracleSize {
+/** Why the instance is over the documented size limit (naming the size), or null when the search can run it. */
+export function oracleSizeProblem(cluster: ClusterInfo, maxSplits = ORACLE_MAX_SPLITS): string | null {
   const size = oracleSize(cluster);
   const what = `${size.models} models on ${size.gpus} GPUs`;
-  if (size.models > ORACLE_MAX_MODELS || size.gpus > ORACLE_MAX_GPUS) {
-    throw new RangeError(`oracle: instance too large: ${what} (limit ${ORACLE_MAX_MODELS} models, ${ORACLE_MAX_GPUS} GPUs)`);
-  }
-  if (size.splits > maxSplits) {
-    throw new RangeError(`oracle: instance too large: ${what} means ${size.splits.toExponential(2)} share splits to search (limit ${maxSplits.toExponential(2)})`);
-  }
-  if (size.placements > ORACLE_MAX_PLACEMENTS) {
-    throw new RangeError(`oracle: instance too large: ${what} means ${size.placements.toExponential(2)} placements (limit ${ORACLE_MAX_PLACEMENTS.toExponential(2)})`);
-  }
-  return size;
+  if (size.models > ORACLE_MAX_MODELS || size.gpus > ORACLE_MAX_GPUS) return `instance too large: ${what} (limit ${ORACLE_MAX_MODELS} models, ${ORACLE_MAX_GPUS} GPUs)`;
+  if (size.splits > maxSplits) return `instance too large: ${what} means ${size.splits.toExponential(2)} share splits to search (limit ${maxSplits.toExponential(2)})`;
+  if (size.placements > ORACLE_MAX_PLACEMENTS) return `instance too large: ${what} means ${size.placements.toExponential(2)} placements (limit ${ORACLE_MAX_PLACEMENTS.toExponential(2)})`;
+  return null;
+}
+
+/**
+ * Throws a RangeError naming the size when the instance is over the documented limit: a caller that
+ * searches without asking `oracleSizeProblem` (or the factory's `supports`) first has a bug.
+ */
+export function assertOracleSize(cluster: ClusterInfo, maxSplits = ORACLE_MAX_SPLITS): OracleSize {
+  const problem = oracleSizeProblem(cluster, maxSplits);
+  if (problem !== null) throw new RangeError(`oracle: ${problem}`);
+  return oracleSize(cluster);
 }
 
 /** What a deployment achieves under problem (1)'s predictions (timeouts ignored: eq. (2) assumes full batches). */
@@ -410,7 +414,7 @@ class OraclePolicy implements Policy {
       return Number.isFinite(r) && r > 0 ? r : 0;
     });
     const last = this.searchedFor;
-    if (last !== null && !rateChanged(last, rates, ORACLE_RATE_CHANGE_FRACTION, ORACLE_RATE_FLOOR_PER_S)) {
+    if (last !== null && !ratesMoved(last, rates, { fraction: ORACLE_RATE_CHANGE_FRACTION, floorPerS: ORACLE_RATE_FLOOR_PER_S })) {
       // Small rate change: keep placement and shares (no swap) and let BDA re-pick the batches (free),
       // as InSS does (section 5.5, case 1). Re-search only if BDA finds them infeasible.
       const inputs = this.plan.placements.map((p) => ({ placement: p, sloMs: this.cluster.models[p.model]!.sloMs, ratePerS: rates[p.model]! }));
@@ -434,6 +438,9 @@ export const oracleFactory: PolicyFactory = {
   name: 'oracle',
   description:
     'Exhaustive search of problem (1) on small instances: every placement and MPS share split, batches by BDA, maximising predicted throughput; refuses instances over its size limit',
+  supports(cluster: ClusterInfo, _options: PolicyOptions): string | null {
+    return oracleSizeProblem(cluster);
+  },
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new OraclePolicy(cluster);
   },

@@ -15,6 +15,7 @@
 import { BDA_MAX_BATCH } from '../bda.js';
 import { deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu } from '../util.js';
 import type { ClusterInfo, Deployment, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import { runsAnywhere } from '../contract.js';
 
 /** Model -> GPU, balanced by count (see the header). Returns per GPU the models on it, in index order. */
 export function staticEvenPlacement(cluster: ClusterInfo): number[][] {
@@ -90,6 +91,7 @@ export const staticEvenFactory: PolicyFactory = {
   name: 'static-even',
   description:
     'Kubernetes NVIDIA device plugin MPS sharing: models balanced by count over GPUs, each GPU split evenly, largest batch with 2*t_inf <= SLO, timeout SLO/2; never re-placed',
+  supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new StaticEvenPolicy(cluster);
   },

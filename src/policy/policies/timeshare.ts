@@ -17,6 +17,7 @@
 import { BDA_MAX_BATCH } from '../bda.js';
 import { deploymentProblem, predictOnGpu } from '../util.js';
 import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import { runsAnywhere } from '../contract.js';
 
 /** Triton's default max_queue_delay (ms). */
 export const TIMESHARE_MAX_QUEUE_DELAY_MS = 0;
@@ -83,6 +84,7 @@ export const timeshareFactory: PolicyFactory = {
   name: 'timeshare',
   description:
     'Triton-style time sharing: no MPS, every model on every GPU (memory permitting), one batch at a time per GPU, dynamic batching with max batch 2*t_inf <= SLO and no queue delay; static',
+  supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new TimesharePolicy(cluster);
   },
