@@ -584,6 +584,9 @@ export class Control {
     } else {
       const why = msg.reason === 'bad-batch' ? `worker ${msg.workerId} rejected the batch: ${msg.message}` : `worker ${msg.workerId} failed: ${msg.message}`;
       for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: why }, 'worker_failed');
+      // The agent answers a dead worker's batches before it reports the worker failed: it takes no
+      // batch until its agent reports it ready again (else the next batch is lost the same way).
+      if (msg.reason === 'worker-failed') b.worker.state = 'failed';
     }
     this.batchDone(b);
   }

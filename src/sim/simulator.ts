@@ -21,6 +21,11 @@
 // GPU is a shadow-process swap: the new worker starts and warms up for `swapMs` while the old one
 // keeps serving (both hold GPU memory), then the old one finishes its batch and stops. The first
 // deployment at time 0 is ready at once (the system starts warm).
+//
+// Worker failures (`failures`, for the conformance suite and what-if runs): at the given time the
+// serving worker of a model on a GPU dies; the batch it runs is lost (its tasks count as dropped, as
+// the scheduler answers them `worker-failed`), and it serves nothing until its agent has restarted it
+// `downMs` later. It keeps its place in the deployment meanwhile, as the scheduler keeps a failed worker.
 import { throughputPerS } from '../model/latency.js';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../policy/types.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
@@ -74,6 +79,16 @@ export interface SimInput {
   readonly clock?: () => number;
   /** Told of each batch start, drop and activation, as they happen (the conformance suite compares them with the control plane's). */
   readonly trace?: SimTrace;
+  /** Workers that die during the run (see the file comment); none by default. */
+  readonly failures?: readonly WorkerFailure[];
+}
+
+/** The worker serving `model` on `gpu` (active or retiring) dies at `tMs` and is back `downMs` later. */
+export interface WorkerFailure {
+  readonly tMs: number;
+  readonly model: number;
+  readonly gpu: number;
+  readonly downMs: number;
 }
 
 export interface SimTrace {
@@ -83,6 +98,8 @@ export interface SimTrace {
   drop?(tMs: number, model: number): void;
   /** A new worker of `model` on `gpu` at `pct` is ready and serves. */
   activate?(tMs: number, model: number, gpu: number, pct: number): void;
+  /** The worker of `model` on `gpu` died; `lost` tasks of the batch it ran are lost with it. */
+  fail?(tMs: number, model: number, gpu: number, lost: number): void;
 }
 
 export interface Summary {
@@ -99,6 +116,7 @@ export interface ModelStats {
   readonly good: number;
   /** Served after the SLO. */
   readonly late: number;
+  /** Dropped (they could not meet the SLO) or lost with a failed worker. */
   readonly dropped: number;
   /** Still queued or running when the simulation ended (neither served nor dropped). */
   readonly unfinished: number;
@@ -173,6 +191,8 @@ interface Worker {
   /** Predicted t_inf at batch 1..32 (index b) given the GPU's placements: the task buffer's view. */
   predicted: Float64Array;
   replaces: Worker | null;
+  /** Dead until its agent restarts it at this time (Infinity: up); it takes no batch meanwhile. */
+  downUntilMs: number;
 }
 
 
@@ -308,7 +328,7 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function canRun(w: Worker): boolean {
-    return !w.busy && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]! >= timeshareLimit);
+    return !w.busy && w.downUntilMs === Infinity && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]! >= timeshareLimit);
   }
 
   /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */
@@ -339,6 +359,41 @@ export function simulate(input: SimInput): SimResult {
     timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
   }
 
+  /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */
+  function batchEnded(w: Worker, nowMs: number): void {
+    accountShares(nowMs);
+    w.busy = false;
+    w.doneAtMs = Infinity;
+    w.size = 0;
+    if (w.timeshared) gpuBusy[w.gpu]! -= 1;
+    if (w.state === State.Draining) w.state = State.Stopped;
+    if (gpuModes[w.gpu] === 'timeshare') {
+      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      const onGpu = workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
+      for (const x of nextModelsOnFreedGpu(onGpu, (m) => (queues[m]!.length ? queues[m]!.peek() : Infinity))) tryDispatch(x, nowMs);
+    } else {
+      tryDispatch(w.model, nowMs);
+    }
+  }
+
+  function fail(f: WorkerFailure, nowMs: number): void {
+    const w = workers.find((x) => x.model === f.model && x.gpu === f.gpu && (x.state === State.Active || x.state === State.Retiring) && x.downUntilMs === Infinity);
+    if (!w) return;
+    const lost = w.busy ? w.size : 0;
+    input.trace?.fail?.(nowMs, w.model, w.gpu, lost);
+    w.downUntilMs = nowMs + f.downMs;
+    if (!w.busy) return;
+    dropped[w.model]! += lost;
+    epochDropped[w.model]! += lost;
+    epochMissed += lost;
+    batchEnded(w, nowMs);
+  }
+
+  function recover(w: Worker, nowMs: number): void {
+    w.downUntilMs = Infinity;
+    tryDispatch(w.model, nowMs);
+  }
+
   function finishBatch(w: Worker, nowMs: number): void {
     const m = w.model;
     const slo = sloMs[m]!;
@@ -364,19 +419,7 @@ export function simulate(input: SimInput): SimResult {
     epochAll += w.size;
     epochExecSum[m]! += exec;
     epochExecN[m]! += 1;
-    accountShares(nowMs);
-    w.busy = false;
-    w.doneAtMs = Infinity;
-    w.size = 0;
-    if (w.timeshared) gpuBusy[w.gpu]! -= 1;
-    if (w.state === State.Draining) w.state = State.Stopped;
-    if (gpuModes[w.gpu] === 'timeshare') {
-      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
-      const onGpu = workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
-      for (const x of nextModelsOnFreedGpu(onGpu, (m) => (queues[m]!.length ? queues[m]!.peek() : Infinity))) tryDispatch(x, nowMs);
-    } else {
-      tryDispatch(m, nowMs);
-    }
+    batchEnded(w, nowMs);
   }
 
   function newWorker(p: Placement, nowMs: number, ready: boolean): Worker {
@@ -398,6 +441,7 @@ export function simulate(input: SimInput): SimResult {
       arrivals: new Float64Array(Math.max(1, p.batch)),
       predicted: new Float64Array(MAX_PRED_BATCH),
       replaces: null,
+      downUntilMs: Infinity,
     };
   }
 
@@ -500,11 +544,13 @@ export function simulate(input: SimInput): SimResult {
   // The event loop. Event sources are few (one next arrival and one timer per model, one event per
   // worker, the epoch), so the next event is found by scanning rather than with a heap.
   decide(0, true);
+  const failures = [...(input.failures ?? [])].sort((a, b) => a.tMs - b.tMs);
+  let nextFailure = 0;
   let nextEpochMs = settings.epochMs;
   const end = settings.durationMs;
   for (;;) {
     let tMin = nextEpochMs;
-    let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker
+    let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker, 4 failure
     let which = -1;
     for (let m = 0; m < nModels; m++) {
       if (nextArrival[m]! < tMin) { tMin = nextArrival[m]!; kind = 1; which = m; }
@@ -512,9 +558,10 @@ export function simulate(input: SimInput): SimResult {
     }
     let worker: Worker | null = null;
     for (const w of workers) {
-      const t = w.busy ? w.doneAtMs : w.state === State.Starting ? w.readyAtMs : Infinity;
+      const t = w.busy ? w.doneAtMs : w.state === State.Starting ? w.readyAtMs : w.downUntilMs;
       if (t < tMin) { tMin = t; kind = 3; worker = w; }
     }
+    if (nextFailure < failures.length && failures[nextFailure]!.tMs < tMin) { tMin = failures[nextFailure]!.tMs; kind = 4; }
     if (tMin > end) break;
     events++;
     if (kind === 1) {
@@ -529,8 +576,11 @@ export function simulate(input: SimInput): SimResult {
     } else if (kind === 3) {
       const w = worker!;
       if (w.busy) finishBatch(w, tMin);
-      else activate(w, tMin);
+      else if (w.state === State.Starting) activate(w, tMin);
+      else recover(w, tMin);
       if (w.state === State.Stopped) workers = workers.filter((x) => x !== w);
+    } else if (kind === 4) {
+      fail(failures[nextFailure++]!, tMin);
     } else {
       endEpoch(tMin);
       decide(tMin, false);

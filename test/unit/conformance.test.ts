@@ -1,17 +1,18 @@
 // Conformance: one scripted trace (arrivals, a burst, two deployments with shadow swaps, batch
-// completions, readies) through the simulator and through the scheduler's control plane (manual clock,
+// completions, readies, a worker that dies with a batch in flight and is restarted) through the simulator and through the scheduler's control plane (manual clock,
 // the test as the agent), and the same batch starts, drops and activations come out of both: the
 // running system applies the simulator's rules (src/serving/, src/sim/dispatch.ts), not a copy of them.
 // The control plane's batches complete after the time the simulator's ground truth gave the same
-// batch, so any difference is a difference of rules. (A worker failure is not in the trace: the
-// simulator does not model one.)
+// batch, so any difference is a difference of rules. A failure plays as the agent plays it: the
+// batch in flight is answered `worker-failed`, then the worker is reported failed, then ready again.
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
 import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerIdentity } from '../../src/protocol/agent.js';
 import type { TaskAnswer } from '../../scheduler/control.js';
 import { DEFAULT_SERVING_SETTINGS } from '../../src/serving/settings.js';
-import { simulate } from '../../src/sim/simulator.js';
+import { simulate, type WorkerFailure } from '../../src/sim/simulator.js';
+import { AGENT_PROTOCOL_VERSION } from '../../src/protocol/agent.js';
 import type { ArrivalStream } from '../../src/workload/arrivals.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
@@ -48,26 +49,43 @@ interface Trace {
   batches: [number, number, number][]; // t, model, size
   drops: [number, number][]; // t, model
   activations: [number, number, number][]; // t, model, pct
+  failures: [number, number, number][]; // t, model, tasks lost
+  /** Control plane only: tasks answered `worker-failed`. */
+  failedAnswers?: number;
 }
 
-function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap'): Trace & { durations: number[][] } {
-  const t: Trace & { durations: number[][] } = { batches: [], drops: [], activations: [], durations: [[], []] };
+type SimRun = Trace & { durations: number[][]; ends: [number, number, number][] };
+
+function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap', failures: readonly WorkerFailure[] = []): SimRun {
+  const t: SimRun = { batches: [], drops: [], activations: [], failures: [], durations: [[], []], ends: [] };
   simulate({
     cluster: buildCluster([rtx], MODELS),
     streams: ARRIVALS.map((a) => new TimesStream(a)),
     initialRatePerS: [60, 70],
     policy: new ScriptedPolicy(script),
+    failures,
     settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: SWAP_MS, durationMs: END_MS, timeshareGpu, groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 } },
     trace: {
       batchStart: (tMs, model, _gpu, size, durationMs) => {
         t.batches.push([r6(tMs), model, size]);
         t.durations[model]!.push(durationMs);
+        t.ends.push([tMs, model, tMs + durationMs]);
       },
       drop: (tMs, model) => t.drops.push([r6(tMs), model]),
       activate: (tMs, model, _gpu, pct) => t.activations.push([r6(tMs), model, pct]),
+      fail: (tMs, model, _gpu, lost) => t.failures.push([r6(tMs), model, lost]),
     },
   });
   return t;
+}
+
+/**
+ * A failure of `model`'s worker half-way through its first batch that starts after `afterMs` (in the
+ * run without failures, which is the same up to then), so a batch is lost; back `downMs` later.
+ */
+function failMidBatch(run: SimRun, model: number, afterMs: number, downMs: number): WorkerFailure {
+  const [start, , end] = run.ends.find(([t, m]) => m === model && t > afterMs)!;
+  return { tMs: r6((start + end) / 2), model, gpu: 0, downMs };
 }
 
 const harnesses: Harness[] = [];
@@ -76,8 +94,8 @@ afterEach(() => {
 });
 
 /** The control plane through the same trace; the test is the agent (see the file header). */
-function runControl(script: readonly Deployment[], durations: number[][]): Trace {
-  const out: Trace = { batches: [], drops: [], activations: [] };
+function runControl(script: readonly Deployment[], durations: number[][], failures: readonly WorkerFailure[] = []): Trace {
+  const out: Trace = { batches: [], drops: [], activations: [], failures: [] };
   const h = controlHarness({ models: MODELS, profiles: new Map([[rtx.id, rtx]]), policy: () => new ScriptedPolicy(script), gpus: simGpus('rtx2060s', 1), settings: DEFAULT_SERVING_SETTINGS, initialRatePerS: { resnet50: 60, mobilenet: 70 } });
   harnesses.push(h);
   const c = h.control;
@@ -90,7 +108,11 @@ function runControl(script: readonly Deployment[], durations: number[][]): Trace
   let batchesSeen = 0;
   let desiredSeen = 0;
   const answers: { m: number; box: { answer: TaskAnswer | null }; seen: boolean }[] = [];
-  const report = () => c.workersReported('a1', desired.map((w) => ({ ...w, state: readyAt.get(workerKey(w))! <= h.now ? 'ready' : 'starting', pid: 1 })));
+  // Per worker id: the batch it runs (lost if it dies first). Per worker: dead until its restart.
+  const inFlight = new Map<string, { batchId: string; size: number; lost: boolean }>();
+  const downUntil = new Map<string, number>();
+  const state = (w: WorkerIdentity) => ((downUntil.get(workerKey(w)) ?? -1) > h.now ? 'failed' : readyAt.get(workerKey(w))! <= h.now ? 'ready' : 'starting');
+  const report = () => c.workersReported('a1', desired.map((w) => ({ ...w, state: state(w), pid: 1 })));
   const sync = () => {
     const ds = h.sent.flatMap((s) => (s.msg.type === 'desired' ? [s.msg.workers] : []));
     for (; desiredSeen < ds.length; desiredSeen++) {
@@ -115,12 +137,20 @@ function runControl(script: readonly Deployment[], durations: number[][]): Trace
       const m = MODELS.findIndex((x) => x.name === b.model);
       out.batches.push([r6(h.now), m, b.size]);
       const d = durations[m]!.shift() ?? 1;
-      at(h.now + d, 3, () => h.result(b.batchId, d));
+      const run = { batchId: b.batchId, size: b.size, lost: false };
+      inFlight.set(b.workerId, run);
+      at(h.now + d, 3, () => {
+        if (run.lost) return;
+        inFlight.delete(b.workerId);
+        h.result(b.batchId, d);
+      });
     }
     for (const a of answers) {
       if (a.seen || a.box.answer === null) continue;
       a.seen = true;
       if (!a.box.answer.ok && a.box.answer.reason === 'slo') out.drops.push([r6(h.now), a.m]);
+      if (!a.box.answer.ok && a.box.answer.reason === 'worker-failed') out.failedAnswers = (out.failedAnswers ?? 0) + 1;
+      else if (!a.box.answer.ok && a.box.answer.reason !== 'slo') throw new Error(`task of model ${a.m} answered ${a.box.answer.reason} at ${h.now}: ${a.box.answer.error}`);
     }
   };
   sync();
@@ -128,6 +158,23 @@ function runControl(script: readonly Deployment[], durations: number[][]): Trace
   sync();
   ARRIVALS.forEach((ts, m) => ts.forEach((t) => at(t, 1, () => answers.push({ m, box: h.submit(m), seen: false }))));
   for (let t = DEFAULT_SERVING_SETTINGS.epochMs; t <= END_MS; t += DEFAULT_SERVING_SETTINGS.epochMs) at(t, 0, () => c.epoch());
+  for (const f of failures) {
+    at(f.tMs, 4, () => {
+      // The serving worker of the model on the GPU (not a shadow still warming up).
+      const w = desired.find((x) => x.model === MODELS[f.model]!.name && x.gpu === f.gpu && readyAt.get(workerKey(x))! <= h.now && state(x) === 'ready');
+      if (!w) return;
+      const run = inFlight.get(w.workerId);
+      out.failures.push([r6(h.now), f.model, run?.size ?? 0]);
+      downUntil.set(workerKey(w), h.now + f.downMs);
+      if (run) {
+        run.lost = true;
+        inFlight.delete(w.workerId);
+        c.batchError('a1', { v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: run.batchId, workerId: w.workerId, reason: 'worker-failed', message: 'worker exited' });
+      }
+      report();
+      at(h.now + f.downMs, 3, report);
+    });
+  }
   for (;;) {
     events.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
     const e = events.shift();
@@ -140,24 +187,34 @@ function runControl(script: readonly Deployment[], durations: number[][]): Trace
 }
 
 describe('conformance: the simulator and the control plane on one scripted trace', () => {
-  it('start the same batches, drop the same tasks and activate the same shadows at the same times', () => {
-    const sim = runSimulator(SCRIPT);
-    // The trace exercises what it is meant to: swaps, drops, many batches.
+  it('start the same batches, drop the same tasks, lose the same batches to failed workers and activate the same shadows at the same times', () => {
+    // resnet50's worker dies during the first deployment; mobilenet's during the swap (it is retiring
+    // then) and its burst, with tasks queued; each is back (restarted by its agent) 700 ms later.
+    const plain = runSimulator(SCRIPT);
+    const failures = [failMidBatch(plain, 0, 1200, 700), failMidBatch(plain, 1, 2500.5, 700)];
+    const sim = runSimulator(SCRIPT, 'overlap', failures);
+    // The trace exercises what it is meant to: swaps, drops, many batches, two workers dying with a batch each.
     expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([[3000, 0, 70], [3000, 1, 30]]);
     expect(sim.drops.length).toBeGreaterThan(5);
     expect(sim.batches.length).toBeGreaterThan(400);
-    const live = runControl(SCRIPT, sim.durations.map((d) => [...d]));
+    expect(sim.failures).toEqual([[failures[0]!.tMs, 0, 1], [failures[1]!.tMs, 1, 1]]);
+    const live = runControl(SCRIPT, sim.durations.map((d) => [...d]), failures);
+    expect(live.failures).toEqual(sim.failures);
+    expect(live.failedAnswers).toBe(2); // the lost tasks are answered worker-failed, and no other
     expect(live.activations).toEqual(sim.activations);
     expect(live.drops).toEqual(sim.drops);
     expect(live.batches).toEqual(sim.batches);
   });
 
-  it('on a time-shared GPU, serve the same model next when it frees up', () => {
-    const sim = runSimulator([TS], 'serial');
+  it('on a time-shared GPU, serve the same model next when it frees up, also when a worker dies', () => {
+    const failures = [failMidBatch(runSimulator([TS], 'serial'), 0, 1500, 400)];
+    const sim = runSimulator([TS], 'serial', failures);
     expect(sim.batches.length).toBeGreaterThan(300);
     expect(sim.drops.length).toBeGreaterThan(5);
-    const live = runControl([TS], sim.durations.map((d) => [...d]));
+    expect(sim.failures).toEqual([[failures[0]!.tMs, 0, 1]]);
+    const live = runControl([TS], sim.durations.map((d) => [...d]), failures);
     expect(live.activations).toEqual([]);
+    expect(live.failures).toEqual(sim.failures);
     expect(live.drops).toEqual(sim.drops);
     expect(live.batches).toEqual(sim.batches);
   });

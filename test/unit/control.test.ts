@@ -1,5 +1,5 @@
 // The scheduler's control plane (scheduler/control.ts) driven by hand (test/support/control.ts):
-// worker identity in desired sets and batches, adoption after a restart, a refused batch.
+// worker identity in desired sets and batches, adoption after a restart, a refused batch, a failed worker.
 import { afterEach, describe, expect, it } from 'vitest';
 import { PolicyRegistry } from '../../scheduler/registry.js';
 import type { Deployment } from '../../src/policy/types.js';
@@ -52,6 +52,24 @@ describe('worker identity in the control plane', () => {
     expect(t.answer).toBeNull();
     expect(h.batches().length).toBe(1);
     h.report('ready');
+    expect(h.batches().length).toBe(2);
+    expect(h.batches()[1]).toMatchObject({ workerId: 'w1', model: 'resnet50' });
+  });
+
+  it('a worker whose batch fails (worker-failed) loses that batch only: queued tasks wait for it to be reported ready again', () => {
+    const h = harness({});
+    h.report('ready');
+    const lost = h.submit(0);
+    const queued = h.submit(0); // batch 1: waits for the worker
+    const b = h.batches()[0]!;
+    // The agent answers the dead worker's batch first, then reports the worker failed.
+    h.control.batchError('a1', { v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: b.batchId, workerId: b.workerId, reason: 'worker-failed', message: 'worker exited' });
+    expect(lost.answer).toMatchObject({ ok: false, reason: 'worker-failed' });
+    expect(h.batches().length).toBe(1); // no batch to the dead worker before the agent reports it
+    h.report('failed');
+    expect(h.batches().length).toBe(1);
+    expect(queued.answer).toBeNull();
+    h.report('ready'); // restarted by its agent
     expect(h.batches().length).toBe(2);
     expect(h.batches()[1]).toMatchObject({ workerId: 'w1', model: 'resnet50' });
   });
