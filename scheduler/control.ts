@@ -17,7 +17,6 @@
 // its worker was retiring goes back to the head of its queue.
 import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
-import { buildCluster } from '../src/policy/cluster.js';
 import type { Profile } from '../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
@@ -26,6 +25,7 @@ import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/s
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
+import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
 import type { Store } from './store.js';
 
@@ -195,7 +195,7 @@ export class Control {
   private readonly batches = new Map<string, Batch>();
   private cluster: ClusterInfo | null = null;
   /** Cluster GPU index -> (agent, local index). */
-  private gpuRefs: { agentId: string; local: number }[] = [];
+  private gpuRefs: readonly GpuRef[] = [];
   private gpuModes: GpuMode[] = [];
   private gpuBusy: boolean[] = [];
   private policy: Policy | null = null;
@@ -593,7 +593,7 @@ export class Control {
 
   telemetry(agentId: string, msg: Extract<FromAgent, { type: 'telemetry' }>): void {
     for (const g of msg.gpus) {
-      const idx = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === g.index);
+      const idx = gpuIndex(this.gpuRefs, agentId, g.index);
       if (idx < 0) continue;
       if (g.utilPct !== null) this.opts.metrics.gpuUtil.set({ gpu: String(idx) }, g.utilPct);
       if (g.memUsedMb !== null) this.opts.metrics.gpuMemory.set({ gpu: String(idx), source: 'measured' }, g.memUsedMb);
@@ -607,37 +607,22 @@ export class Control {
   // ---- the cluster and the policy loop ----------------------------------------------------------
 
   private rebuildCluster(adopt: Extract<FromAgent, { type: 'hello' }> | null = null): void {
-    const refs: { agentId: string; local: number }[] = [];
-    const profiles: Profile[] = [];
-    for (const a of [...this.agents.values()].sort((x, y) => x.agentId.localeCompare(y.agentId))) {
-      for (const g of a.gpus) {
-        const p = g.profile === null ? undefined : this.opts.profiles.get(g.profile);
-        if (!p) {
-          this.log.warn({ agentId: a.agentId, gpu: g.index, name: g.name, profile: g.profile }, 'GPU has no known profile; not used');
-          continue;
-        }
-        refs.push({ agentId: a.agentId, local: g.index });
-        profiles.push(p);
-      }
-    }
-    const old = this.gpuRefs;
+    const view = clusterView(this.agents.values(), this.opts.profiles, this.models);
+    for (const g of view.unprofiled) this.log.warn({ agentId: g.agentId, gpu: g.gpu, name: g.name, profile: g.profile }, 'GPU has no known profile; not used');
+    const refs = view.refs;
+    this.gpuModes = carryModes(this.gpuRefs, this.gpuModes, refs);
     this.gpuRefs = refs;
-    this.gpuModes = refs.map((r) => {
-      const o = old.findIndex((x) => x.agentId === r.agentId && x.local === r.local);
-      return o >= 0 ? (this.gpuModes[o] ?? 'mps') : 'mps';
-    });
     this.gpuBusy = refs.map(() => false);
-    for (const w of this.workers) w.gpu = refs.findIndex((r) => r.agentId === w.agentId && r.local === w.localGpu);
+    for (const w of this.workers) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);
     this.workers = this.workers.filter((w) => w.gpu >= 0);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);
-    if (refs.length === 0) {
+    if (view.cluster === null) {
       this.cluster = null;
       this.policy = null;
       return;
     }
-    const models = this.models.filter((m) => profiles.some((p) => p.models[m.name]));
-    if (models.length < this.models.length) this.log.warn({ missing: this.models.filter((m) => !models.includes(m)).map((m) => m.name) }, 'no GPU profile has these models; they cannot be deployed');
-    this.cluster = buildCluster(profiles, this.models);
+    if (view.missingModels.length > 0) this.log.warn({ missing: view.missingModels }, 'no GPU profile has these models; they cannot be deployed');
+    this.cluster = view.cluster;
     try {
       this.policy = this.opts.createPolicy(this.cluster);
       this.policyError = null;
@@ -663,7 +648,7 @@ export class Control {
     for (const s of statuses) {
       this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
       const m = this.modelIndex(s.model);
-      const g = this.gpuRefs.findIndex((r) => r.agentId === agentId && r.local === s.gpu);
+      const g = gpuIndex(this.gpuRefs, agentId, s.gpu);
       if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed' || known.has(workerKey(s))) continue;
       const row = stored.find((p) => p.workerId === s.workerId && p.agentId === agentId && p.model === s.model && p.gpu === s.gpu && p.pct === s.pct);
       this.workers.push(this.newWorker(s.workerId, s.generation, agentId, s.gpu, g, m, s.pct, row?.batch ?? 1, NaN, 'active'));

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { carryModes, clusterView, gpuIndex } from '../../scheduler/clusterView.js';
+import type { AgentGpu } from '../../src/protocol/agent.js';
+import { loadProfileFile } from '../support/clusters.js';
+
+const rtx = loadProfileFile('rtx2060s');
+const v100 = loadProfileFile('v100');
+const profiles = new Map([[rtx.id, rtx], [v100.id, v100]]);
+const gpu = (index: number, profile: string | null): AgentGpu => ({ index, uuid: `G-${index}`, name: profile ?? 'Unknown GPU', memMb: 8000, profile, simulated: true });
+const MODELS = [{ name: 'resnet50', sloMs: 80 }, { name: 'mnasnet', sloMs: 50 }];
+
+describe('clusterView: agents and profiles -> the policy cluster and GPU references', () => {
+  it('numbers the GPUs with a known profile, agents in id order, GPUs in their order', () => {
+    const v = clusterView(
+      [
+        { agentId: 'b', gpus: [gpu(0, 'v100'), gpu(1, 'rtx2060s')] },
+        { agentId: 'a', gpus: [gpu(0, 'rtx2060s'), gpu(1, 'mystery'), gpu(2, null)] },
+      ],
+      profiles,
+      MODELS,
+    );
+    expect(v.refs).toEqual([{ agentId: 'a', local: 0 }, { agentId: 'b', local: 0 }, { agentId: 'b', local: 1 }]);
+    expect(v.cluster!.gpus.map((g) => [g.index, g.profileId])).toEqual([[0, 'rtx2060s'], [1, 'v100'], [2, 'rtx2060s']]);
+    expect(v.cluster!.models.map((m) => [m.name, m.sloMs])).toEqual([['resnet50', 80], ['mnasnet', 50]]);
+    expect(v.unprofiled).toEqual([{ agentId: 'a', gpu: 1, name: 'mystery', profile: 'mystery' }, { agentId: 'a', gpu: 2, name: 'Unknown GPU', profile: null }]);
+    expect(v.missingModels).toEqual([]);
+    expect(gpuIndex(v.refs, 'b', 1)).toBe(2);
+    expect(gpuIndex(v.refs, 'a', 1)).toBe(-1);
+  });
+
+  it('names the served models no GPU profile has; no GPU with a profile is no cluster', () => {
+    const v = clusterView([{ agentId: 'a', gpus: [gpu(0, 'v100')] }], profiles, MODELS);
+    expect(v.missingModels).toEqual(['mnasnet']); // the V100 profile has no mnasnet
+    expect(v.cluster!.gpus[0]!.profileIndex[1]).toBe(-1);
+    const none = clusterView([{ agentId: 'a', gpus: [gpu(0, 'mystery')] }], profiles, MODELS);
+    expect(none.cluster).toBeNull();
+    expect(none.refs).toEqual([]);
+  });
+
+  it('carries each GPU mode over to the new numbering; a new GPU starts as MPS', () => {
+    const old = [{ agentId: 'a', local: 0 }, { agentId: 'b', local: 0 }];
+    const now = [{ agentId: 'a', local: 0 }, { agentId: 'a', local: 1 }, { agentId: 'b', local: 0 }];
+    expect(carryModes(old, ['mps', 'timeshare'], now)).toEqual(['mps', 'mps', 'timeshare']);
+  });
+});
