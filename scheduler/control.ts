@@ -769,6 +769,7 @@ export class Control {
     };
     // An abandoned shadow and a released worker both leave the desired set at once (the agent stops
     // it; a batch in hand finishes first).
+    for (const w of plan.reinstate) w.role = 'active';
     for (const w of plan.abandon) letGo(w);
     for (const w of plan.retire) w.role = 'retiring';
     for (const st of plan.start) {

@@ -11,7 +11,8 @@
 //
 // Applying a deployment (paper section 5.5):
 // - retune: a placement whose worker already runs (same model and GPU, same share, or a time-shared
-//   GPU staying time-shared) keeps it; only its batch size and timeout change, at once;
+//   GPU staying time-shared) keeps it; only its batch size and timeout change, at once; a kept worker
+//   that was retiring (a plan returning to it before its shadow was ready) is reinstated: active again;
 // - start: any other placement gets a new worker; where the model has a worker that is not kept
 //   (same GPU preferred), the new one is its shadow and that one retires (serves until the new one is
 //   ready). A shadow that was itself still starting is abandoned (stopped at once) and the new worker
@@ -39,6 +40,8 @@ export interface ApplyPlan<W> {
   readonly invalid: Placement[];
   /** Kept workers and their new placement (batch size and timeout). */
   readonly retune: { readonly worker: W; readonly placement: Placement }[];
+  /** Kept workers that were retiring: active again (the shadow that was to replace them is released or kept beside them). */
+  readonly reinstate: W[];
   /** New workers: the placement, the share to start with (100 on a time-shared GPU), the worker it replaces. */
   readonly start: { readonly placement: Placement; readonly pct: number; readonly replaces: W | null }[];
   /** Shadows still starting that are given up: stopped at once. */
@@ -57,7 +60,7 @@ export function planApply<W>(workers: readonly W[], view: WorkerView<W>, d: Depl
   const modes: GpuMode[] = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nGpus).fill('mps');
   const live = (w: W) => view.phase(w) !== 'draining';
   const keep = new Set<W>();
-  const plan: ApplyPlan<W> = { modes, invalid: [], retune: [], start: [], abandon: [], retire: [], release: [] };
+  const plan: ApplyPlan<W> = { modes, invalid: [], retune: [], reinstate: [], start: [], abandon: [], retire: [], release: [] };
   const unmatched: Placement[] = [];
   for (const p of d.placements) {
     if (p.gpu < 0 || p.gpu >= nGpus || p.model < 0 || p.model >= nModels) {
@@ -67,6 +70,7 @@ export function planApply<W>(workers: readonly W[], view: WorkerView<W>, d: Depl
     const same = workers.find((w) => live(w) && !keep.has(w) && view.model(w) === p.model && view.gpu(w) === p.gpu && modes[p.gpu] === currentModes[p.gpu] && (view.pct(w) === p.pct || modes[p.gpu] === 'timeshare'));
     if (same) {
       plan.retune.push({ worker: same, placement: p });
+      if (view.phase(same) === 'retiring') plan.reinstate.push(same);
       keep.add(same);
     } else {
       unmatched.push(p);

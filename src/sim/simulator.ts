@@ -455,6 +455,7 @@ export function simulate(input: SimInput): SimResult {
       worker.batch = placement.batch;
       worker.timeoutMs = placement.timeoutMs ?? NaN;
     }
+    for (const w of plan.reinstate) w.state = State.Active;
     for (const w of plan.abandon) w.state = State.Stopped;
     for (const w of plan.retire) w.state = State.Retiring;
     for (const st of plan.start) {

@@ -1,12 +1,13 @@
 // The scheduler's control plane (scheduler/control.ts) driven by hand (test/support/control.ts):
-// worker identity in desired sets and batches, adoption after a restart, a refused batch, a failed worker.
+// worker identity in desired sets and batches, adoption after a restart, a refused batch, a failed
+// worker, a plan returning to a retiring worker.
 import { afterEach, describe, expect, it } from 'vitest';
 import { PolicyRegistry } from '../../scheduler/registry.js';
 import type { Deployment } from '../../src/policy/types.js';
 import { AGENT_PROTOCOL_VERSION, type WorkerStatus } from '../../src/protocol/agent.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
-import { FixedPolicy } from '../support/fakes.js';
+import { FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
 
 const rtx = loadProfileFile('rtx2060s');
 const profiles = new Map([[rtx.id, rtx]]);
@@ -72,6 +73,22 @@ describe('worker identity in the control plane', () => {
     h.report('ready'); // restarted by its agent
     expect(h.batches().length).toBe(2);
     expect(h.batches()[1]).toMatchObject({ workerId: 'w1', model: 'resnet50' });
+  });
+});
+
+describe('applying deployments', () => {
+  it('a plan that returns to a retiring worker before its shadow is ready makes it active again and lets the shadow go', () => {
+    const at = (pct: number): Deployment => ({ placements: [{ model: 0, gpu: 0, pct, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] });
+    const h = harness({ policy: () => new ScriptedPolicy([at(50), at(70), at(50)]) });
+    h.report('ready');
+    const role = (id: string) => (h.control.snapshot() as { workers: { workerId: string; role: string }[] }).workers.find((w) => w.workerId === id)?.role;
+    h.control.epoch(); // 70%: w3 starts as w1's shadow, w1 retires
+    expect([role('w1'), role('w3')]).toEqual(['retiring', 'shadow']);
+    h.control.epoch(); // back to 50% before w3 is ready
+    expect(role('w1')).toBe('active');
+    expect(h.desired().map((w) => w.workerId)).toEqual(['w1', 'w2']);
+    expect((h.control.snapshot() as { deployment: Deployment }).deployment).toEqual(at(50));
+    expect(h.control.workerViews().find((w) => w.workerId === 'w1')).toMatchObject({ role: 'active', serving: true });
   });
 });
 

@@ -30,6 +30,20 @@ describe('planApply', () => {
     expect(plan.abandon).toEqual([]);
   });
 
+  it('reinstates a retiring worker a plan returns to: active again, its shadow released', () => {
+    // D1 put the model on GPU 0 at 50%; D2 moved it to 70% (a shadow starting, the old one retiring); D3 goes back to 50%.
+    const old = w('old', 0, 0, 50, 'retiring');
+    const shadow = w('shadow', 0, 0, 70, 'starting', old);
+    const plan = planApply([old, shadow], view, { placements: [{ model: 0, gpu: 0, pct: 50, batch: 2 }] }, ['mps'], 1, 1);
+    expect(plan.retune.map((r) => r.worker.name)).toEqual(['old']);
+    expect(names(plan.reinstate)).toEqual(['old']);
+    expect(names(plan.release)).toEqual(['shadow']);
+    expect(plan.start).toEqual([]);
+    expect(plan.retire).toEqual([]);
+    // An active worker kept as it is is not reinstated.
+    expect(planApply([w('a', 0, 0, 50)], view, { placements: [{ model: 0, gpu: 0, pct: 50, batch: 2 }] }, ['mps'], 1, 1).reinstate).toEqual([]);
+  });
+
   it('abandons a shadow still starting: the new worker replaces what the shadow was to replace', () => {
     // The model moves from GPU 1 to GPU 0 at 60%, then, before that shadow is ready, to 70%.
     const old = w('old', 0, 1, 50, 'retiring');
