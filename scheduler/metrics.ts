@@ -129,27 +129,21 @@ export class Metrics {
     const gpuMemory = this.gpuMemory;
     const workersOf = () => this.workerSource();
     const registry = this.registry;
-    // Derived at scrape time from the series they mirror (one count, two names).
-    new Counter({
-      name: 'nv_inference_queue_duration_us',
-      help: 'Cumulative time requests waited in the task buffer, microseconds',
-      labelNames: ['model', 'version'] as const,
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        for (const [model, s] of await histogramSeries(queueTime, '_sum')) this.inc({ model, version: MODEL_VERSION }, s * 1e6);
-      },
-    });
-    new Gauge({
-      name: 'nv_inference_pending_request_count',
-      help: 'Requests waiting in the task buffer (not yet sent to a worker)',
-      labelNames: ['model', 'version'] as const,
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        for (const v of (await queueLength.get()).values) if (typeof v.labels.model === 'string') this.set({ model: v.labels.model, version: MODEL_VERSION }, v.value);
-      },
-    });
+    // Derived at scrape time from the series they mirror (one count, two names): Triton's per-model
+    // series, each reset and refilled from its inss_* source at every scrape.
+    const perModel = (name: string, help: string, type: typeof Counter | typeof Gauge, read: () => Promise<Map<string, number>>) =>
+      new (type as typeof Gauge)({
+        name,
+        help,
+        labelNames: ['model', 'version'] as const,
+        registers: [registry],
+        async collect() {
+          this.reset();
+          for (const [model, value] of await read()) this.inc({ model, version: MODEL_VERSION }, value);
+        },
+      });
+    perModel('nv_inference_queue_duration_us', 'Cumulative time requests waited in the task buffer, microseconds', Counter, async () => new Map([...(await histogramSeries(queueTime, '_sum'))].map(([m, s]) => [m, s * 1e6])));
+    perModel('nv_inference_pending_request_count', 'Requests waiting in the task buffer (not yet sent to a worker)', Gauge, async () => new Map((await queueLength.get()).values.flatMap((v) => (typeof v.labels.model === 'string' ? [[v.labels.model, v.value] as const] : []))));
     const perGpu = (name: string, help: string, from: Gauge<'gpu'> | Gauge<'gpu' | 'source'>, scale: number) =>
       new Gauge({
         name,

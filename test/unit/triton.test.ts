@@ -69,6 +69,9 @@ describe('statistics', () => {
     expect(sample(text, 'nv_inference_compute_infer_duration_us{model="resnet50",version="1"}')).toBeCloseTo(34_000, 6);
     expect(sample(text, 'nv_inference_request_duration_us{model="resnet50",version="1"}')).toBeCloseTo(330_000, 6);
     expect(sample(text, 'nv_inference_pending_request_count{model="resnet50",version="1"}')).toBe(7);
+    // Triton's types: a cumulative duration is a counter, a pending count a gauge.
+    expect(text).toMatch(/^# TYPE nv_inference_queue_duration_us counter$/m);
+    expect(text).toMatch(/^# TYPE nv_inference_pending_request_count gauge$/m);
     expect(sample(text, 'nv_gpu_utilization{gpu="0"}')).toBeCloseTo(0.4, 9);
     expect(sample(text, 'nv_gpu_memory_used_bytes{gpu="0"}')).toBe(1024 * 1024 * 1024);
     expect(sample(text, 'inss_requests_total{model="resnet50",outcome="late"}')).toBe(1);
