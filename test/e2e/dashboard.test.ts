@@ -3,36 +3,31 @@
 // load so the policy gives a model a larger share: the page must show the running system's GPUs and
 // models, then the shadow swap and the new share as they happen, with no console error.
 // Set INSS_DASHBOARD_SCREENSHOTS=docs/img to save the screenshots docs/dashboard.md shows.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { type ScenarioSpec, writeScenario } from '../support/scenario.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = process.env.INSS_DASHBOARD_SCREENSHOTS ? resolve(process.env.INSS_DASHBOARD_SCREENSHOTS) : null;
 
 // Two simulated GPUs and three models at a low planned rate: few worker processes on a loaded machine.
-const SCENARIO = {
+const SCENARIO: ScenarioSpec = {
   name: 'dashboard-test',
   description: 'The dashboard browser test: two GPUs, three models, a low planned rate.',
-  gpus: [
-    { profile: 'rtx2060s', count: 1 },
-    { profile: 'rtx2060', count: 1 },
-  ],
+  gpus: { rtx2060s: 1, rtx2060: 1 },
   models: [
-    { name: 'alexnet', sloMs: 40, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 5 } },
-    { name: 'resnet50', sloMs: 100, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 5 } },
-    { name: 'mobilenet', sloMs: 60, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 5 } },
+    { name: 'alexnet', sloMs: 40, ratePerS: 5 },
+    { name: 'resnet50', sloMs: 100, ratePerS: 5 },
+    { name: 'mobilenet', sloMs: 60, ratePerS: 5 },
   ],
   durationS: 60,
-  epochS: 1,
   swapS: 3,
-  monitorWindowS: 3,
-  seed: 1,
 };
 
 interface Cluster {
@@ -50,8 +45,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the dashboard in headless Chromium${HAVE_CHROMI
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    const scenario = join(state, 'scenario.json');
-    writeFileSync(scenario, JSON.stringify(SCENARIO));
+    const scenario = writeScenario(join(state, 'scenario.json'), SCENARIO);
     const up = startInss(['up', '--port', '0', '--state-dir', state, '--scenario', scenario, '--policy', 'igniter', '--log-level', 'warn']);
     base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
     await waitHttp200(`${base}/v2/health/ready`, 60_000);

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
 import { binaryInferRequest, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { writeScenario } from '../support/scenario.js';
 
 const python = resolvePython();
 const torchOk = await torchAvailable(python);
@@ -31,20 +32,7 @@ print(json.dumps(y.flatten().tolist()))
 describe.skipIf(!torchOk)(`inss up --worker torch (${python})`, () => {
   it('serves resnet18 outputs that equal the model run directly', async () => {
     const scenario = join(dir, 'torch.json');
-    writeFileSync(
-      scenario,
-      JSON.stringify({
-        name: 'torch-cpu',
-        description: 'resnet18 on the CPU behind one simulated GPU; a generous SLO because a CPU is slow',
-        gpus: [{ profile: 'rtx2060s', count: 1 }],
-        models: [{ name: 'resnet18', sloMs: 20000, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 1 } }],
-        durationS: 10,
-        epochS: 1,
-        swapS: 3,
-        monitorWindowS: 3,
-        seed: 1,
-      }),
-    );
+    writeScenario(scenario, { name: 'torch-cpu', description: 'resnet18 on the CPU behind one simulated GPU; a generous SLO because a CPU is slow', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet18', sloMs: 20000, ratePerS: 1 }], swapS: 3 });
     const up = startInss(['up', '--port', '0', '--worker', 'torch', '--scenario', scenario, '--policy', 'static-even', '--state-dir', join(dir, 'state'), '--log-level', 'warn']);
     const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
     await waitHttp200(`${base}/v2/health/ready`, 90_000);

@@ -2,30 +2,17 @@
 // scheduler restarted without the agent's token, a 503 from a proxy) keeps retrying with backoff, says
 // why each time, and joins once the real scheduler comes up on that address (issue 15, item 2).
 // Real processes: `inss agent` and `inss scheduler`; the stand-in before the scheduler is a real HTTP server.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { writeScenario } from '../support/scenario.js';
 import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-agent-reconnect-'));
-const scenarioFile = join(dir, 'solo.json');
-writeFileSync(
-  scenarioFile,
-  JSON.stringify({
-    name: 'solo',
-    description: 'one model on one simulated RTX 2060 Super',
-    gpus: [{ profile: 'rtx2060s', count: 1 }],
-    models: [{ name: 'resnet50', sloMs: 80, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 20 } }],
-    durationS: 10,
-    epochS: 1,
-    swapS: 1,
-    monitorWindowS: 3,
-    seed: 1,
-  }),
-);
+const scenarioFile = writeScenario(join(dir, 'solo.json'), { name: 'solo', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet50', sloMs: 80, ratePerS: 20 }] });
 
 afterEach(stopAll);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { torchAvailable } from '../../agent/torchWorker.js';
 import { REPO_ROOT } from '../support/paths.js';
 import { binaryInferRequest, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { writeScenario } from '../support/scenario.js';
 
 const torchOk = await torchAvailable();
 const dir = mkdtempSync(join(tmpdir(), 'inss-gpu-agent-'));
@@ -23,20 +24,7 @@ type W = { workerId: string; model: string; state: string; pid: number | null };
 describe.skipIf(!torchOk)('inss up --worker torch on a (stand-in) GPU server', () => {
   it('serves through MPS, and recovers from a failed MPS server by restarting the daemon and the workers', async () => {
     const scenario = join(dir, 'one.json');
-    writeFileSync(
-      scenario,
-      JSON.stringify({
-        name: 'one-gpu',
-        description: 'resnet18 on one RTX 2060 Super',
-        gpus: [{ profile: 'rtx2060s', count: 1 }],
-        models: [{ name: 'resnet18', sloMs: 20000, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 1 } }],
-        durationS: 10,
-        epochS: 1,
-        swapS: 3,
-        monitorWindowS: 3,
-        seed: 1,
-      }),
-    );
+    writeScenario(scenario, { name: 'one-gpu', description: 'resnet18 on one RTX 2060 Super', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet18', sloMs: 20000, ratePerS: 1 }], swapS: 3 });
     const state = join(dir, 'state');
     const bin = join(REPO_ROOT, 'test', 'support', 'bin');
     const up = startInss(['up', '--port', '0', '--worker', 'torch', '--scenario', scenario, '--policy', 'static-even', '--state-dir', state, '--log-level', 'warn'], {

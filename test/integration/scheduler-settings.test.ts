@@ -1,27 +1,22 @@
 // `inss scheduler` runs by the scenario's epoch and monitor window, as the simulator does
 // (src/serving/settings.ts); --epoch-ms and --monitor-window-ms override them, validated. Real process.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
+import { writeScenario } from '../support/scenario.js';
 import { startInss, stopAll, waitFor } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-settings-'));
-const scenarioFile = join(dir, 'half.json');
-writeFileSync(
-  scenarioFile,
-  JSON.stringify({
-    name: 'half',
-    description: 'one model, a 0.5 s epoch and a 2 s monitor window',
-    gpus: [{ profile: 'rtx2060s', count: 1 }],
-    models: [{ name: 'resnet50', sloMs: 80, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 20 } }],
-    durationS: 10,
-    epochS: 0.5,
-    monitorWindowS: 2,
-    seed: 1,
-  }),
-);
+const scenarioFile = writeScenario(join(dir, 'half.json'), {
+  name: 'half',
+  description: 'one model, a 0.5 s epoch and a 2 s monitor window',
+  gpus: { rtx2060s: 1 },
+  models: [{ name: 'resnet50', sloMs: 80, ratePerS: 20 }],
+  epochS: 0.5,
+  monitorWindowS: 2,
+});
 
 afterEach(stopAll);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,7 +6,7 @@
 // - SIGKILL of a worker: explicit errors for its batch in flight, a restarted worker, no lost task;
 // - restarting the agent brings the cluster back to the desired state;
 // - bad input gets a 4xx with a JSON error and changes nothing.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,27 +24,19 @@ import { Rng } from '../../src/workload/random.js';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
 import { FixedPolicy } from '../support/fakes.js';
+import { writeScenario } from '../support/scenario.js';
 import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-system-'));
-const scenarioFile = join(dir, 'duo.json');
-writeFileSync(
-  scenarioFile,
-  JSON.stringify({
-    name: 'duo',
-    description: 'two models on one simulated RTX 2060 Super',
-    gpus: [{ profile: 'rtx2060s', count: 1 }],
-    models: [
-      { name: 'resnet50', sloMs: 80, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 40 } },
-      { name: 'mobilenet', sloMs: 60, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 40 } },
-    ],
-    durationS: 10,
-    epochS: 1,
-    swapS: 1,
-    monitorWindowS: 3,
-    seed: 1,
-  }),
-);
+const scenarioFile = writeScenario(join(dir, 'duo.json'), {
+  name: 'duo',
+  description: 'two models on one simulated RTX 2060 Super',
+  gpus: { rtx2060s: 1 },
+  models: [
+    { name: 'resnet50', sloMs: 80, ratePerS: 40 },
+    { name: 'mobilenet', sloMs: 60, ratePerS: 40 },
+  ],
+});
 
 interface Sent {
   model: string;
