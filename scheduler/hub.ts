@@ -1,7 +1,8 @@
 // The WebSocket hub agents connect to (path /agents on the scheduler's HTTP port). It authenticates
 // the upgrade (`Authorization: Bearer <token>`, compared in constant time: the shared token admits
 // any agent id, an agent's own token only its id, scheduler/auth.ts), validates every frame
-// (frames.ts + the zod schemas of protocol/agent.ts) and hands the messages to the control plane.
+// (frames.ts + the zod schemas of protocol/agent.ts) and hands the messages to its `AgentEvents` (the
+// control plane), given with the server it listens on, so no message arrives before there is one to take it.
 // The first message must be `hello`; a bad frame or message gets an `error` message and the
 // connection is closed (1008), without touching the cluster state. A second connection with the
 // same agent id replaces the first.
@@ -9,17 +10,26 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
-import { AGENT_PROTOCOL_VERSION, describeZodError, FromAgentSchema, type ToAgent } from '../src/protocol/agent.js';
+import { AGENT_PROTOCOL_VERSION, describeZodError, type FromAgent, FromAgentSchema, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame, FrameError, framePieces } from '../src/protocol/frames.js';
 import { agentIdentity } from './auth.js';
-import type { AgentLink, Control } from './control.js';
+import type { AgentLink } from './control.js';
 
 export const AGENT_PATH = '/agents';
+
+/** What the hub tells of its agents, each message validated (scheduler/control.ts implements it). */
+export interface AgentEvents {
+  agentConnected(hello: Extract<FromAgent, { type: 'hello' }>): void;
+  agentDisconnected(agentId: string): void;
+  workersReported(agentId: string, statuses: readonly WorkerStatus[]): void;
+  telemetry(agentId: string, msg: Extract<FromAgent, { type: 'telemetry' }>): void;
+  batchResult(agentId: string, msg: Extract<FromAgent, { type: 'result' }>, payload: Buffer): void;
+  batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void;
+}
 
 export class AgentHub implements AgentLink {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 30 });
   private readonly sockets = new Map<string, WebSocket>();
-  private control: Control | null = null;
 
   /**
    * `token`: the shared token (any agent id; null: none); `agentTokens`: agent id -> its own token,
@@ -31,12 +41,11 @@ export class AgentHub implements AgentLink {
     private readonly agentTokens: ReadonlyMap<string, string> = new Map(),
   ) {}
 
-  /** The control plane is created after the hub (it sends through it). */
-  bind(control: Control): void {
-    this.control = control;
-  }
-
-  attach(server: Server): void {
+  /**
+   * Accepts agents on `server`'s upgrades from now on, telling `events` of them (the control plane,
+   * created after the hub because it sends through it).
+   */
+  attach(server: Server, events: AgentEvents): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== AGENT_PATH) {
@@ -49,7 +58,7 @@ export class AgentHub implements AgentLink {
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, 'agentId' in identity ? identity.agentId : null));
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, 'agentId' in identity ? identity.agentId : null, events));
     });
   }
 
@@ -69,7 +78,7 @@ export class AgentHub implements AgentLink {
   }
 
   /** `bound`: the only agent id this connection's token allows (null: any). */
-  private accept(ws: WebSocket, bound: string | null): void {
+  private accept(ws: WebSocket, bound: string | null, control: AgentEvents): void {
     let agentId: string | null = null;
     const refuse = (why: string) => {
       this.log.warn({ agentId, err: why }, 'agent message refused; closing its connection');
@@ -77,8 +86,6 @@ export class AgentHub implements AgentLink {
       ws.close(1008, why.slice(0, 120));
     };
     ws.on('message', (data: Buffer, isBinary: boolean) => {
-      const control = this.control;
-      if (!control) return;
       if (!isBinary) return refuse('messages must be binary frames');
       let frame;
       try {
@@ -116,7 +123,7 @@ export class AgentHub implements AgentLink {
     ws.on('close', () => {
       if (agentId !== null && this.sockets.get(agentId) === ws) {
         this.sockets.delete(agentId);
-        this.control?.agentDisconnected(agentId);
+        control.agentDisconnected(agentId);
       }
     });
     ws.on('error', (e) => this.log.warn({ agentId, err: e.message }, 'agent connection error'));

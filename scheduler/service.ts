@@ -108,7 +108,6 @@ export class SchedulerService {
       ...(opts.settings ? { settings: opts.settings } : {}),
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
     });
-    hub.bind(control);
 
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none).
     app.removeAllContentTypeParsers();
@@ -221,7 +220,7 @@ export class SchedulerService {
     app.get('/v2/inss/decisions', (_req, reply) => json(reply, 200, opts.store?.decisions(100) ?? []));
     registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
 
-    hub.attach(app.server);
+    hub.attach(app.server, control);
     try {
       await app.listen({ host: opts.host, port: opts.port });
     } catch (e) {
