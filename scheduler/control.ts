@@ -26,8 +26,9 @@ import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
-import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
-import type { Store } from './store.js';
+import type { TaskOutcome, WorkerView } from './metrics.js';
+import { type ControlObserver, fanOut } from './observer.js';
+import type { PlacementRow } from './store.js';
 
 export interface ServedModelConfig {
   readonly name: string;
@@ -76,8 +77,10 @@ export interface ControlOptions {
   readonly clock: () => number;
   readonly wallClock?: () => Date;
   readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly store?: Store;
+  /** Who records what happens (scheduler/observer.ts): the metrics, the SQLite store. */
+  readonly observers: readonly Partial<ControlObserver>[];
+  /** The placements the last run persisted (a restarted scheduler adopts its workers with their batch sizes). */
+  readonly storedPlacements?: () => readonly PlacementRow[];
   readonly settings?: Partial<ControlSettings>;
   /** Rates to plan for before traffic is seen (per model name); default 0 (the first epochs learn them). */
   readonly initialRatePerS?: Readonly<Record<string, number>>;
@@ -212,6 +215,7 @@ export class Control {
   private readonly initialRates: number[];
   private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
   private readonly log: Logger;
+  private readonly observe: ControlObserver;
   /** The dispatch loop's view of the control plane (src/sim/dispatch.ts, shared with the simulator). */
   private dispatchNow = 0;
   private readonly dispatchView: DispatchView<Worker> = {
@@ -243,6 +247,7 @@ export class Control {
     const z = () => new Array<number>(n).fill(0);
     this.epochStats = { served: z(), violated: z(), dropped: z(), execSum: z(), execN: z(), latSum: z() };
     this.log = opts.logger;
+    this.observe = fanOut(opts.observers);
     this.nextGeneration = opts.firstGeneration ?? (opts.wallClock?.() ?? new Date()).getTime();
   }
 
@@ -260,10 +265,6 @@ export class Control {
     this.batches.clear();
   }
 
-  /** The SQLite store while the service runs; after stop() nothing more is written (it may be closed). */
-  private get store(): Store | undefined {
-    return this.stopped ? undefined : this.opts.store;
-  }
 
   modelIndex(name: string): number {
     return this.models.findIndex((m) => m.name === name);
@@ -365,7 +366,7 @@ export class Control {
     const now = this.opts.clock();
     const name = this.models[t.model]!.name;
     const lat = now - t.arrivalMs;
-    this.opts.metrics.taskFinished(name, outcome, lat / 1000);
+    this.observe.taskFinished(name, outcome, lat / 1000);
     if (a.ok) {
       this.epochStats.served[t.model]! += 1;
       this.epochStats.latSum[t.model]! += lat;
@@ -390,7 +391,7 @@ export class Control {
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
-    this.opts.metrics.queueLength.set({ model: this.models[m]!.name }, q.length);
+    this.observe.queueChanged(this.models[m]!.name, q.length);
     this.arm(m, wake);
   }
 
@@ -446,9 +447,7 @@ export class Control {
     this.log.debug({ batchId, size, sentAt: Date.now() }, 'batch sent'); // transport tracing (docs/serving.md)
     if (this.gpuModes[w.gpu] === 'timeshare') this.gpuBusy[w.gpu] = true;
     this.batches.set(batchId, batch);
-    const name = this.models[w.model]!.name;
-    this.opts.metrics.batchSize.observe({ model: name }, size);
-    for (const t of tasks) this.opts.metrics.queueTime.observe({ model: name }, (now - t.arrivalMs) / 1000);
+    this.observe.batchSent(this.models[w.model]!.name, size, tasks.map((t) => (now - t.arrivalMs) / 1000));
   }
 
   private batchDone(b: Batch): void {
@@ -472,8 +471,8 @@ export class Control {
     const prev = this.agents.get(hello.agentId);
     const gpusChanged = !prev || JSON.stringify(prev.gpus) !== JSON.stringify(hello.gpus);
     this.agents.set(hello.agentId, { agentId: hello.agentId, gpus: hello.gpus, connected: true, hostname: hello.hostname, workerKind: hello.workerKind });
-    this.store?.upsertAgent({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
-    this.opts.metrics.agents.set([...this.agents.values()].filter((a) => a.connected).length);
+    this.observe.agentJoined({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
+    this.observe.agentCount([...this.agents.values()].filter((a) => a.connected).length);
     this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
     // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own
     // there, by what they are (model, GPU, share), before its policy decides anything.
@@ -489,8 +488,8 @@ export class Control {
     const a = this.agents.get(agentId);
     if (!a || this.stopped) return;
     a.connected = false;
-    this.store?.setAgentConnected(agentId, false, this.nowIso());
-    this.opts.metrics.agents.set([...this.agents.values()].filter((x) => x.connected).length);
+    this.observe.agentLeft(agentId, this.nowIso());
+    this.observe.agentCount([...this.agents.values()].filter((x) => x.connected).length);
     // Its batches in flight will never be answered: fail their tasks now, with the reason.
     for (const b of [...this.batches.values()]) {
       if (b.worker.agentId !== agentId) continue;
@@ -528,7 +527,7 @@ export class Control {
     const now = this.opts.clock();
     const m = b.worker.model;
     const model = this.models[m]!;
-    this.opts.metrics.batchExecuted(model.name, b.tasks.length, msg.latencyMs / 1000);
+    this.observe.batchExecuted(model.name, b.tasks.length, msg.latencyMs / 1000);
     this.epochStats.execSum[m]! += msg.latencyMs;
     this.epochStats.execN[m]! += 1;
     // The transport a batch pays beyond its GPU time (scheduler -> agent -> worker and back): learned
@@ -536,7 +535,7 @@ export class Control {
     // Starts at 0 and moves 10% toward each sample, so one slow batch (a cold start) cannot make the
     // rule drop everything; an estimate that did grow decays while the worker gets no batches (epoch()).
     const overhead = Math.max(0, now - b.sentMs - msg.latencyMs);
-    this.opts.metrics.transportTime.observe({ model: model.name }, overhead / 1000);
+    this.observe.batchTransported(model.name, overhead / 1000);
     this.log.debug({ batchId: msg.batchId, backAt: Date.now() }, 'batch back');
     b.worker.overheadMs = 0.9 * b.worker.overheadMs + 0.1 * overhead;
     b.worker.batchesThisEpoch++;
@@ -595,12 +594,11 @@ export class Control {
     for (const g of msg.gpus) {
       const idx = gpuIndex(this.gpuRefs, agentId, g.index);
       if (idx < 0) continue;
-      if (g.utilPct !== null) this.opts.metrics.gpuUtil.set({ gpu: String(idx) }, g.utilPct);
-      if (g.memUsedMb !== null) this.opts.metrics.gpuMemory.set({ gpu: String(idx), source: 'measured' }, g.memUsedMb);
+      this.observe.gpuMeasured(idx, g.utilPct, g.memUsedMb);
     }
     for (const t of msg.workers) {
       const w = this.workers.find((x) => x.workerId === t.workerId);
-      if (w && t.meanLatencyMs !== null) this.opts.metrics.workerLatency.set({ worker: w.workerId, model: this.models[w.model]!.name, gpu: String(w.gpu) }, t.meanLatencyMs / 1000);
+      if (w && t.meanLatencyMs !== null) this.observe.workerLatencyMeasured(w.workerId, this.models[w.model]!.name, w.gpu, t.meanLatencyMs / 1000);
     }
   }
 
@@ -643,7 +641,7 @@ export class Control {
    * no other; the policy's first decision then keeps, retunes or replaces it like any worker.
    */
   private adopt(agentId: string, statuses: readonly WorkerStatus[]): void {
-    const stored = this.store?.placements() ?? [];
+    const stored = this.opts.storedPlacements?.() ?? [];
     const known = new Set(this.workers.map((w) => workerKey(this.identity(w))));
     for (const s of statuses) {
       this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
@@ -700,10 +698,9 @@ export class Control {
       return;
     }
     const decideMs = this.opts.clock() - t0;
-    this.opts.metrics.decisions.inc();
     const changed = this.apply(d);
+    this.observe.decided({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso(), changed });
     if (changed) {
-      this.store?.recordDecision({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso() });
       this.log.info({ placements: this.named(d).placements, decideMs: Number(decideMs.toFixed(3)) }, 'new deployment');
     }
   }
@@ -737,9 +734,8 @@ export class Control {
 
   private publishEpochMetrics(obs: Observation): void {
     this.models.forEach((m, i) => {
-      this.opts.metrics.arrivalRate.set({ model: m.name }, obs.ratePerS[i]!);
       const done = obs.lastEpoch.served[i]! + obs.lastEpoch.dropped[i]!;
-      if (done > 0) this.opts.metrics.sloAttainment.set({ model: m.name }, (obs.lastEpoch.served[i]! - obs.lastEpoch.violated[i]!) / done);
+      this.observe.epochObserved(m.name, obs.ratePerS[i]!, done > 0 ? (obs.lastEpoch.served[i]! - obs.lastEpoch.violated[i]!) / done : null);
     });
   }
 
@@ -803,7 +799,7 @@ export class Control {
     if (old) {
       old.replaces = null;
       old.wanted = false;
-      this.opts.metrics.swaps.inc();
+      this.observe.swapCompleted();
       if (old.inFlight === null) this.workers = this.workers.filter((x) => x !== old);
       this.refreshPredictions(old.gpu);
     }
@@ -828,11 +824,10 @@ export class Control {
   }
 
   private persistPlacements(): void {
-    if (!this.store) return;
     const rows = this.workers
       .filter((w) => w.wanted)
       .map((w) => ({ workerId: w.workerId, agentId: w.agentId, gpu: w.localGpu, model: this.models[w.model]!.name, pct: w.pct, batch: w.batch, role: w.role }));
-    this.store.replacePlacements(rows, this.nowIso());
+    this.observe.placementsChanged(rows, this.nowIso());
   }
 
   /** Recomputes the predicted batch-time tables of the serving workers on GPU g. */
@@ -852,14 +847,13 @@ export class Control {
       const pi = gpu.profileIndex[w.model]!;
       if (pi >= 0) mem += gpu.model.memoryMb(pi, w.batch);
     }
-    this.opts.metrics.gpuShare.set({ gpu: String(g) }, timeshare ? 100 : share);
-    this.opts.metrics.gpuMemory.set({ gpu: String(g), source: 'predicted' }, mem);
+    this.observe.gpuPredicted(g, timeshare ? 100 : share, mem);
   }
 
   private updateWorkerGauges(): void {
     const counts: Record<string, number> = { starting: 0, ready: 0, draining: 0, failed: 0, unknown: 0 };
     for (const w of this.workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
-    for (const [state, n] of Object.entries(counts)) this.opts.metrics.workers.set({ state }, n);
+    this.observe.workerStatesCounted(counts);
   }
 
   private nowIso(): string {

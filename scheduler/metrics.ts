@@ -11,9 +11,10 @@
 // (taskFinished) and an executed batch once (batchExecuted); the nv_* views of queue length, queue
 // time and GPU readings are derived at scrape time from the inss_* series they mirror.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ControlObserver, TaskOutcome } from './observer.js';
 
-/** What became of a task: the `outcome` label of inss_requests_total. */
-export type TaskOutcome = 'ok' | 'late' | 'dropped_slo' | 'not_deployed' | 'worker_failed' | 'shutdown';
+export type { TaskOutcome } from './observer.js';
+
 
 /** The outcomes that are answers (a result, possibly after the SLO); the others are failures. */
 const SUCCESS: ReadonlySet<TaskOutcome> = new Set<TaskOutcome>(['ok', 'late']);
@@ -90,7 +91,7 @@ async function histogramSeries(h: Histogram<'model'>, suffix: '_sum' | '_count')
   return out;
 }
 
-export class Metrics {
+export class Metrics implements Partial<ControlObserver> {
   readonly registry = new Registry();
   readonly requests = new Counter({ name: 'inss_requests_total', help: 'Tasks answered, by model and outcome (ok: within SLO; late: answered after the SLO)', labelNames: ['model', 'outcome'] as const, registers: [this.registry] });
   readonly badRequests = new Counter({ name: 'inss_bad_requests_total', help: 'Requests refused before they became tasks (4xx), by model and status', labelNames: ['model', 'status'] as const, registers: [this.registry] });
@@ -219,6 +220,56 @@ export class Metrics {
     c.bySize.set(size, s);
     this.nvExecCount.inc({ model, version: MODEL_VERSION });
     this.nvComputeInfer.inc({ model, version: MODEL_VERSION }, seconds * 1e6 * size);
+  }
+
+  // ---- the control plane's events (scheduler/observer.ts) ----
+
+  queueChanged(model: string, tasks: number): void {
+    this.queueLength.set({ model }, tasks);
+  }
+
+  batchSent(model: string, size: number, waitedSeconds: readonly number[]): void {
+    this.batchSize.observe({ model }, size);
+    for (const s of waitedSeconds) this.queueTime.observe({ model }, s);
+  }
+
+  batchTransported(model: string, seconds: number): void {
+    this.transportTime.observe({ model }, seconds);
+  }
+
+  agentCount(n: number): void {
+    this.agents.set(n);
+  }
+
+  gpuMeasured(gpu: number, utilPct: number | null, memUsedMb: number | null): void {
+    if (utilPct !== null) this.gpuUtil.set({ gpu: String(gpu) }, utilPct);
+    if (memUsedMb !== null) this.gpuMemory.set({ gpu: String(gpu), source: 'measured' }, memUsedMb);
+  }
+
+  workerLatencyMeasured(workerId: string, model: string, gpu: number, seconds: number): void {
+    this.workerLatency.set({ worker: workerId, model, gpu: String(gpu) }, seconds);
+  }
+
+  decided(): void {
+    this.decisions.inc();
+  }
+
+  epochObserved(model: string, ratePerS: number, sloAttainment: number | null): void {
+    this.arrivalRate.set({ model }, ratePerS);
+    if (sloAttainment !== null) this.sloAttainment.set({ model }, sloAttainment);
+  }
+
+  swapCompleted(): void {
+    this.swaps.inc();
+  }
+
+  gpuPredicted(gpu: number, sharePct: number, memMb: number): void {
+    this.gpuShare.set({ gpu: String(gpu) }, sharePct);
+    this.gpuMemory.set({ gpu: String(gpu), source: 'predicted' }, memMb);
+  }
+
+  workerStatesCounted(counts: Readonly<Record<string, number>>): void {
+    for (const [state, n] of Object.entries(counts)) this.workers.set({ state }, n);
   }
 
   /** Triton's statistics of one model since the service started. */

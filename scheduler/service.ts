@@ -103,8 +103,8 @@ export class SchedulerService {
       link: hub,
       clock: () => performance.now(),
       logger: opts.logger.child({ part: 'control' }),
-      metrics,
-      ...(opts.store ? { store: opts.store } : {}),
+      observers: opts.store ? [metrics, opts.store] : [metrics],
+      ...(opts.store ? { storedPlacements: () => opts.store!.placements() } : {}),
       ...(opts.settings ? { settings: opts.settings } : {}),
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
     });

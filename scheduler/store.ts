@@ -3,6 +3,7 @@
 // ~/.inss/inss.db, or --state-dir); ':memory:' for tests. Schema changes are numbered migrations
 // applied in order inside a transaction, recorded in `user_version`.
 import Database from 'better-sqlite3';
+import type { AgentRecord, ControlObserver, DecisionRecord, PlacementRow } from './observer.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -56,15 +57,7 @@ const MIGRATIONS: readonly string[] = [
    )`,
 ];
 
-export interface PlacementRow {
-  readonly workerId: string;
-  readonly agentId: string;
-  readonly gpu: number;
-  readonly model: string;
-  readonly pct: number;
-  readonly batch: number;
-  readonly role: string;
-}
+export type { PlacementRow } from './observer.js';
 
 export interface TrainingRun {
   readonly id: number;
@@ -108,7 +101,7 @@ const toRun = (r: Row): TrainingRun => ({
   outDir: r.out_dir,
 });
 
-export class Store {
+export class Store implements Partial<ControlObserver> {
   private readonly db: Database.Database;
 
   constructor(path: string) {
@@ -210,6 +203,24 @@ export class Store {
   decisions(limit = 100): { at: string; policy: string; ratePerS: number[]; deployment: unknown; decideMs: number }[] {
     const rows = this.db.prepare(`SELECT * FROM decisions ORDER BY id DESC LIMIT ?`).all(limit) as { at: string; policy: string; rates_json: string; deployment_json: string; decide_ms: number }[];
     return rows.reverse().map((r) => ({ at: r.at, policy: r.policy, ratePerS: JSON.parse(r.rates_json) as number[], deployment: JSON.parse(r.deployment_json) as unknown, decideMs: r.decide_ms }));
+  }
+
+  // ---- the control plane's events it records (scheduler/observer.ts); none once the store is closed ----
+
+  agentJoined(a: AgentRecord): void {
+    if (this.db.open) this.upsertAgent(a);
+  }
+
+  agentLeft(agentId: string, nowIso: string): void {
+    if (this.db.open) this.setAgentConnected(agentId, false, nowIso);
+  }
+
+  decided(d: DecisionRecord): void {
+    if (d.changed && this.db.open) this.recordDecision(d);
+  }
+
+  placementsChanged(rows: readonly PlacementRow[], nowIso: string): void {
+    if (this.db.open) this.replacePlacements(rows, nowIso);
   }
 
   /** The policy the service runs (and its trained data, when it has some). */

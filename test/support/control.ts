@@ -1,10 +1,11 @@
 // The scheduler's control plane (scheduler/control.ts) driven by hand: a manual clock, a fake agent
-// link that records every message, a silent logger and real Prometheus metrics. Tests play the agent:
+// link that records every message, a silent logger and real Prometheus metrics (or the observers given). Tests play the agent:
 // they connect it (hello), report its workers, answer batches. Nothing runs by itself: the epoch
 // runs when the test calls `control.epoch()` (start() is never called).
 import { pino } from 'pino';
 import { Control, type ControlSettings, type TaskAnswer } from '../../scheduler/control.js';
 import { Metrics } from '../../scheduler/metrics.js';
+import type { ControlObserver } from '../../scheduler/observer.js';
 import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type FromAgent, type ToAgent, type WorkerStatus } from '../../src/protocol/agent.js';
@@ -45,6 +46,8 @@ export function controlHarness(opts: {
   initialRatePerS?: Record<string, number>;
   /** Workers the agent says it still runs when it connects (a scheduler restart). */
   running?: WorkerStatus[];
+  /** Who records the control plane's events (default: real Prometheus metrics). */
+  observers?: readonly Partial<ControlObserver>[];
 }): Harness {
   const sent: Sent[] = [];
   const h = {
@@ -60,7 +63,7 @@ export function controlHarness(opts: {
     clock: () => h.now,
     wallClock: () => new Date(0),
     logger: pino({ level: 'silent' }),
-    metrics: new Metrics(),
+    observers: opts.observers ?? [new Metrics()],
     firstGeneration: 1,
     ...(opts.settings ? { settings: opts.settings } : {}),
     ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
