@@ -79,20 +79,14 @@ function start(args: string[], onLine?: (line: string) => void): { child: ChildP
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let partial = '';
-  child.stdout.on('data', (d: Buffer) => {
-    if (!onLine) {
-      out += d.toString();
-      return;
-    }
-    // Log lines go to onLine only (a run at debug level writes one per batch); the rest is kept.
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  // The log (pino, on stderr) goes line by line to onLine (a run at debug level writes one per batch).
+  child.stderr.on('data', (d: Buffer) => {
+    if (!onLine) return;
     const lines = (partial + d.toString()).split('\n');
     partial = lines.pop()!;
-    for (const l of lines) {
-      if (l.startsWith('{')) onLine(l);
-      else out += l + '\n';
-    }
+    for (const l of lines) if (l.startsWith('{')) onLine(l);
   });
-  child.stderr.on('data', () => undefined);
   return { child, out: () => out };
 }
 

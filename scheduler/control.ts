@@ -10,8 +10,9 @@
 //   the new one reports ready, then it leaves the desired set, finishes its batch and is stopped by its
 //   agent; workers no longer wanted leave the desired set at once (their batches in flight finish);
 // - dispatching: per model, each free serving worker takes batches by the shared dispatch rule
-//   (src/sim/dispatch.ts) on its predicted t_inf table; one batch in flight per worker; on a
-//   timeshare GPU one batch at a time on the GPU.
+//   (src/sim/dispatch.ts) on its predicted t_inf table; a worker takes its next batch while one is in
+//   flight once that one's predicted GPU time is over, where there is transport to hide (pipelining,
+//   `nextBatchAtMs`, the simulator's rule too); on a timeshare GPU one batch at a time on the GPU.
 // - the path of a batch: straight to the worker's data socket when its agent reported one and the
 //   connection is up (`DirectLink`, scheduler/workerLink.ts), else through the agent's WebSocket;
 //   either way the batch names the worker's whole identity and the worker refuses one not its own.
@@ -28,8 +29,9 @@ import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '..
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
+import { TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
-import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
 import type { Store } from './store.js';
 import type { DirectLink } from './workerLink.js';
@@ -159,7 +161,8 @@ interface Worker {
   state: WorkerStatus['state'] | 'unknown';
   pid: number | null;
   replaces: Worker | null;
-  inFlight: Batch | null;
+  /** Its batches sent and not yet answered, oldest first (at most PIPELINE_DEPTH). */
+  inFlight: Batch[];
   predicted: Float64Array;
   /** Moving average of (round trip of a batch) - (time the worker reports for it), ms. */
   overheadMs: number;
@@ -179,6 +182,8 @@ interface Batch {
   /** Wall-clock ms when it was written (per-hop tracing against the worker's timestamps). */
   readonly sentWallMs: number;
   readonly bytes: number;
+  /** Its predicted GPU time when it was sent (when the worker may take the next one: pipelining). */
+  readonly predictedMs: number;
 }
 
 interface AgentEntry {
@@ -205,6 +210,8 @@ export class Control {
   private readonly timers: (NodeJS.Timeout | null)[];
   private readonly timerAt: number[];
   private readonly agents = new Map<string, AgentEntry>();
+  /** Per agent (host): its batches' transport fitted to fixed + per-megabyte cost (the twin's model of the path). */
+  private readonly transport = new Map<string, TransportFit>();
   private workers: Worker[] = [];
   private readonly batches = new Map<string, Batch>();
   private cluster: ClusterInfo | null = null;
@@ -315,11 +322,13 @@ export class Control {
         role: w.role,
         state: w.state,
         pid: w.pid,
-        busy: w.inFlight !== null,
+        busy: w.inFlight.length > 0,
         overheadMs: Number(w.overheadMs.toFixed(3)),
       })),
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
       deployment: this.current,
+      // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
+      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples }])),
     };
   }
 
@@ -394,7 +403,14 @@ export class Control {
   // ---- dispatch ---------------------------------------------------------------------------------
 
   private canRun(w: Worker): boolean {
-    return w.inFlight === null && this.serving(w) && !(this.gpuModes[w.gpu] === 'timeshare' && this.gpuBusy[w.gpu]);
+    const timeshared = this.gpuModes[w.gpu] === 'timeshare';
+    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuBusy[w.gpu]);
+  }
+
+  /** When the worker may take another batch (pipelining: src/sim/dispatch.ts `nextBatchAtMs`). */
+  private nextBatchAt(w: Worker): number {
+    const last = w.inFlight[w.inFlight.length - 1];
+    return nextBatchAtMs(w.inFlight.length, last?.sentMs ?? 0, last?.predictedMs ?? 0, w.overheadMs, this.gpuModes[w.gpu] === 'timeshare');
   }
 
   private tryDispatch(m: number): void {
@@ -402,6 +418,14 @@ export class Control {
     const slo = this.models[m]!.sloMs;
     this.dispatchNow = this.opts.clock();
     let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
+    // Pipelining: a worker with a batch in flight may take the next before that one is answered.
+    if (q.length > 0) {
+      for (const w of this.workers) {
+        if (w.model !== m || w.inFlight.length === 0 || !this.serving(w)) continue;
+        const at = this.nextBatchAt(w);
+        if (at > this.dispatchNow && at < wake) wake = at;
+      }
+    }
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
@@ -463,8 +487,8 @@ export class Control {
       return;
     }
     const sentWallMs = performance.timeOrigin + performance.now();
-    const batch: Batch = { batchId, worker: w, tasks, sentMs: now, direct, sentWallMs, bytes };
-    w.inFlight = batch;
+    const batch: Batch = { batchId, worker: w, tasks, sentMs: now, direct, sentWallMs, bytes, predictedMs: predictedMs(w.predicted, size) };
+    w.inFlight.push(batch);
     this.log.debug({ batchId, size, bytes, direct, sentAt: sentWallMs }, 'batch sent'); // transport tracing (docs/serving.md)
     if (this.gpuModes[w.gpu] === 'timeshare') this.gpuBusy[w.gpu] = true;
     this.batches.set(batchId, batch);
@@ -481,7 +505,7 @@ export class Control {
   /** The batches in flight on the worker's GPU beside its own (what a simulated GPU runs now). */
   private runningBeside(w: Worker): RunningBatch[] {
     const out: RunningBatch[] = [];
-    for (const x of this.workers) if (x !== w && x.gpu === w.gpu && x.inFlight) out.push({ model: this.models[x.model]!.name, batch: x.inFlight.tasks.length, pct: x.pct });
+    for (const x of this.workers) if (x !== w && x.gpu === w.gpu && x.inFlight.length > 0) out.push({ model: this.models[x.model]!.name, batch: x.inFlight[0]!.tasks.length, pct: x.pct });
     return out;
   }
 
@@ -553,7 +577,7 @@ export class Control {
   private batchDone(b: Batch): void {
     this.batches.delete(b.batchId);
     const w = b.worker;
-    if (w.inFlight === b) w.inFlight = null;
+    w.inFlight = w.inFlight.filter((x) => x !== b);
     if (!w.wanted) this.keepWorkers((x) => x !== w);
     if (this.gpuModes[w.gpu] === 'timeshare') {
       this.gpuBusy[w.gpu] = false;
@@ -646,6 +670,9 @@ export class Control {
     // rule drop everything; an estimate that did grow decays while the worker gets no batches (epoch()).
     const overhead = Math.max(0, now - b.sentMs - latencyMs);
     this.opts.metrics.transportTime.observe({ model: model.name }, overhead / 1000);
+    let fit = this.transport.get(b.worker.agentId);
+    if (!fit) this.transport.set(b.worker.agentId, (fit = new TransportFit()));
+    fit.add(b.bytes, overhead);
     b.worker.overheadMs = 0.9 * b.worker.overheadMs + 0.1 * overhead;
     b.worker.batchesThisEpoch++;
     const n = b.tasks.length;
@@ -685,8 +712,8 @@ export class Control {
     this.log.warn({ worker: b.worker.workerId, agentId: b.worker.agentId, err: message }, 'a batch was refused: its worker is not the one sent to');
     b.worker.state = 'unknown';
     this.queues[b.worker.model]!.unshiftAll(b.tasks);
-    this.opts.direct?.close(this.linkKey(b.worker));
     this.batchDone(b);
+    this.opts.direct?.close(this.linkKey(b.worker));
   }
 
   batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void {
@@ -791,7 +818,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, data: null };
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, data: null };
   }
 
   private currentPlacements(): Placement[] {
@@ -912,7 +939,7 @@ export class Control {
     for (const w of plan.release) letGo(w);
     this.gpuModes = modes;
     // Forget workers that left the desired set and have nothing in flight.
-    this.keepWorkers((w) => w.wanted || w.inFlight !== null);
+    this.keepWorkers((w) => w.wanted || w.inFlight.length > 0);
     this.current = d;
     if (changed) {
       for (let g = 0; g < nG; g++) this.refreshPredictions(g);
@@ -934,7 +961,7 @@ export class Control {
       old.replaces = null;
       old.wanted = false;
       this.opts.metrics.swaps.inc();
-      if (old.inFlight === null) this.keepWorkers((x) => x !== old);
+      if (old.inFlight.length === 0) this.keepWorkers((x) => x !== old);
       this.refreshPredictions(old.gpu);
     }
     this.refreshPredictions(w.gpu);

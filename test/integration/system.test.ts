@@ -295,13 +295,17 @@ describe('scheduler in process, agent and workers as processes', () => {
     await start(() => new SwitchWhenServingPolicy(d1, d2, 3));
     startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
     await waitHttp200(`${base}/v2/health/ready`);
+    // Load until the swap has happened (how long a new worker takes to start depends on the machine's
+    // load: 2 s idle, over 6 s at a load average of 15), and 2 s more.
+    const swaps = async () => Number(/^inss_shadow_swaps_total (\d+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1]);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 6);
+    for (let i = 0; i < 30 && (await swaps()) < 1; i++) sent.push(...(await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 2)));
+    sent.push(...(await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 2)));
     // No task failed and none was lost (every request resolved): the only errors allowed are SLO drops
     // by the task buffer, which the swap does not cause (the old worker serves until the new is ready).
     const notOk = sent.filter((s) => s.status !== 200);
     expect(notOk.map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(Number(/^inss_shadow_swaps_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(await swaps()).toBeGreaterThanOrEqual(1);
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => [w.pct, w.state, w.role])).toEqual([[60, 'ready', 'active']]);
   });

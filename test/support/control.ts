@@ -9,6 +9,7 @@ import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type FromAgent, type ToAgent, type WorkerStatus } from '../../src/protocol/agent.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
+import type { DirectLink } from '../../scheduler/workerLink.js';
 
 export interface Sent {
   readonly agentId: string;
@@ -45,6 +46,8 @@ export function controlHarness(opts: {
   initialRatePerS?: Record<string, number>;
   /** Workers the agent says it still runs when it connects (a scheduler restart). */
   running?: WorkerStatus[];
+  /** The direct path to workers' data sockets (a fake: test/support/fakes.ts `FakeDirectLink`). */
+  direct?: DirectLink;
 }): Harness {
   const sent: Sent[] = [];
   const h = {
@@ -62,6 +65,7 @@ export function controlHarness(opts: {
     logger: pino({ level: 'silent' }),
     metrics: new Metrics(),
     firstGeneration: 1,
+    ...(opts.direct ? { direct: opts.direct } : {}),
     ...(opts.settings ? { settings: opts.settings } : {}),
     ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
   });
