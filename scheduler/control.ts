@@ -29,7 +29,7 @@ import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '..
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
-import { TransportFit } from '../src/serving/transport.js';
+import { idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
 import type { Metrics, TaskOutcome, WorkerView } from './metrics.js';
@@ -673,7 +673,7 @@ export class Control {
     let fit = this.transport.get(b.worker.agentId);
     if (!fit) this.transport.set(b.worker.agentId, (fit = new TransportFit()));
     fit.add(b.bytes, overhead);
-    b.worker.overheadMs = 0.9 * b.worker.overheadMs + 0.1 * overhead;
+    b.worker.overheadMs = learnedOverheadMs(b.worker.overheadMs, overhead);
     b.worker.batchesThisEpoch++;
     const n = b.tasks.length;
     // Split each output along the batch dimension, checking the worker sent what it said.
@@ -833,7 +833,7 @@ export class Control {
     this.monitor.endEpoch();
     for (let m = 0; m < this.models.length; m++) this.expire(m);
     for (const w of this.workers) {
-      if (w.batchesThisEpoch === 0) w.overheadMs *= 0.5;
+      if (w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
       w.batchesThisEpoch = 0;
     }
     const obs = this.observation();

@@ -64,3 +64,19 @@ export class TransportFit {
     return { fixedMs: round(intercept), perMbMs: round(slope) };
   }
 }
+
+/**
+ * The dispatch rule's transport estimate per worker, learned from its batches the same way by the
+ * scheduler (each answered batch's round trip less its GPU time) and by the simulator (each batch's
+ * transport under its transport setting): it starts at 0 and moves 10% toward each sample, so one slow
+ * batch (a cold start) cannot make the rule drop everything, and halves each epoch the worker runs no
+ * batch, so a stale estimate fades.
+ */
+export function learnedOverheadMs(prevMs: number, sampleMs: number): number {
+  return 0.9 * prevMs + 0.1 * sampleMs;
+}
+
+/** The estimate after an epoch in which the worker ran no batch. */
+export function idleOverheadMs(prevMs: number): number {
+  return prevMs * 0.5;
+}

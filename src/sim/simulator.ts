@@ -31,7 +31,7 @@ import { onReady, type Phase, planApply, type WorkerView } from '../serving/work
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
-import { type TransportModel, transportMsFor } from '../serving/transport.js';
+import { idleOverheadMs, learnedOverheadMs, type TransportModel, transportMsFor } from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
 
@@ -182,6 +182,10 @@ interface Worker {
   lastPredMs: number;
   /** A batch sent ahead while one runs (pipelining; only with transport): it runs when the GPU frees. */
   held: { size: number; sentMs: number; arrivals: Float64Array } | null;
+  /** The transport of the batch running (ms), and the dispatch rule's estimate learned from its batches (as the scheduler learns it). */
+  transportMs: number;
+  overheadMs: number;
+  batchesThisEpoch: number;
   /** Predicted t_inf at batch 1..32 (index b) given the GPU's placements: the task buffer's view. */
   predicted: Float64Array;
   replaces: Worker | null;
@@ -295,7 +299,8 @@ export function simulate(input: SimInput): SimResult {
     }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
     for (let i = 0; i < size; i++) w.arrivals[i] = q.shift();
-    startBatch(w, nowMs, size, nowMs, transportMs(w.model, size));
+    w.transportMs = transportMs(w.model, size);
+    startBatch(w, nowMs, size, nowMs, w.transportMs);
   }
 
   /** The batch held by a worker whose GPU just freed starts; what is left of its transport comes first. */
@@ -303,7 +308,8 @@ export function simulate(input: SimInput): SimResult {
     const h = w.held!;
     w.held = null;
     w.arrivals = h.arrivals;
-    startBatch(w, nowMs, h.size, h.sentMs, Math.max(0, transportMs(w.model, h.size) - (nowMs - h.sentMs)));
+    w.transportMs = transportMs(w.model, h.size);
+    startBatch(w, nowMs, h.size, h.sentMs, Math.max(0, w.transportMs - (nowMs - h.sentMs)));
   }
 
   /**
@@ -360,7 +366,7 @@ export function simulate(input: SimInput): SimResult {
   function canRun(w: Worker): boolean {
     const timeshared = gpuModes[w.gpu] === 'timeshare';
     const inFlight = (w.busy ? 1 : 0) + (w.held ? 1 : 0);
-    return dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, transportMs(w.model, w.batch), timeshared) && (w.state === State.Active || w.state === State.Retiring) && !(timeshared && gpuBusy[w.gpu]! >= timeshareLimit);
+    return dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) && (w.state === State.Active || w.state === State.Retiring) && !(timeshared && gpuBusy[w.gpu]! >= timeshareLimit);
   }
 
   /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */
@@ -370,8 +376,9 @@ export function simulate(input: SimInput): SimResult {
     batch: (w) => w.batch,
     timeoutMs: (w) => w.timeoutMs,
     predicted: (w) => w.predicted,
-    // A full batch's transport: what the scheduler's learned per-worker estimate tends to.
-    overheadMs: (w) => transportMs(w.model, w.batch),
+    // Without a transport model, the fixed transport (as before); with one, learned from the worker's
+    // batches the way the scheduler learns it (src/serving/transport.ts).
+    overheadMs: (w) => (transportModel ? w.overheadMs : fixedTransportMs),
     queued: (m) => queues[m]!.length,
     headArrivalMs: (m) => queues[m]!.peek(),
     drop: (m) => {
@@ -394,7 +401,7 @@ export function simulate(input: SimInput): SimResult {
     if (hasTransport && queues[m]!.length > 0) {
       for (const w of workers) {
         if (w.model !== m || !w.busy || w.held || !(w.state === State.Active || w.state === State.Retiring)) continue;
-        const at = nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, transportMs(w.model, w.batch), gpuModes[w.gpu] === 'timeshare');
+        const at = nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare');
         if (at > nowMs && at < wake) wake = at;
       }
     }
@@ -426,6 +433,8 @@ export function simulate(input: SimInput): SimResult {
     epochAll += w.size;
     epochExecSum[m]! += exec;
     epochExecN[m]! += 1;
+    w.overheadMs = transportModel ? learnedOverheadMs(w.overheadMs, w.transportMs) : fixedTransportMs;
+    w.batchesThisEpoch++;
     accountShares(nowMs);
     w.busy = false;
     w.doneAtMs = Infinity;
@@ -462,6 +471,9 @@ export function simulate(input: SimInput): SimResult {
       lastSentMs: -Infinity,
       lastPredMs: 0,
       held: null,
+      transportMs: 0,
+      overheadMs: transportModel ? 0 : fixedTransportMs,
+      batchesThisEpoch: 0,
       predicted: new Float64Array(MAX_PRED_BATCH),
       replaces: null,
     };
@@ -538,6 +550,10 @@ export function simulate(input: SimInput): SimResult {
 
   function endEpoch(nowMs: number): void {
     monitor.endEpoch();
+    for (const w of workers) {
+      if (transportModel && w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
+      w.batchesThisEpoch = 0;
+    }
     for (let m = 0; m < nModels; m++) {
       // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
       const q = queues[m]!;

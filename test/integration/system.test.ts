@@ -166,19 +166,22 @@ describe('inss scheduler + inss agent as processes', () => {
     const metric = (name: string, model: string) => Number(new RegExp(`^${name}\\{model="${model}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics)?.[1]);
     // The digital twin with the transport this run measured (scheduler -> agent -> worker and back,
     // per batch): it then predicts the task latencies the scheduler itself sees (arrival to answer).
-    const transportMs = (['resnet50', 'mobilenet'].reduce((a, n) => a + metric('inss_batch_transport_seconds_sum', n), 0) / ['resnet50', 'mobilenet'].reduce((a, n) => a + metric('inss_batch_transport_seconds_count', n), 0)) * 1000;
+    // The host's transport as the scheduler fitted it (fixed + per MB of a batch's inputs, the twin's model of the path).
+    const fitted = ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, { fixedMs: number; perMbMs: number }> }).transport.a1!;
+    const transport = { fixedMs: fitted.fixedMs, perMbMs: fitted.perMbMs };
+    const transportMs = transport.fixedMs + transport.perMbMs * 0.602112; // a batch of one, for the messages
     // The load this test sent is half the scenario's rates (20/s a model against 40/s).
     const twin = simulate({
       cluster: c,
       streams: scenarioStreams(loaded.scenario, loaded.traces, 0.5),
       initialRatePerS: initialRates(loaded.scenario, loaded.traces, 0.5),
       policy: new PolicyRegistry().get('static-even').create(c, {}),
-      settings: { ...scenarioSettings(loaded.scenario), durationMs: 60_000, transportMs },
+      settings: { ...scenarioSettings(loaded.scenario), durationMs: 60_000, transport },
     });
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
       const served = (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
       const twinMs = twin.models[m]!.latencyMs.mean;
-      const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured ${transportMs.toFixed(1)} ms transport ${twinMs.toFixed(1)} ms`;
+      const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport (${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image) ${twinMs.toFixed(1)} ms`;
       expect(Math.abs(served - twinMs), msg).toBeLessThan(0.3 * twinMs + 5); // measured idle: 11-16% apart
     }
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
