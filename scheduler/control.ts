@@ -168,6 +168,8 @@ interface Worker {
   overheadMs: number;
   /** Batches answered since the last epoch (an idle worker's overhead estimate decays). */
   batchesThisEpoch: number;
+  /** When its last batch was answered (a batch sent before that waited behind it: pipelining). */
+  lastAnsweredMs: number;
   /** Its data socket as its agent last reported it (null: none; its batches go through the agent). */
   data: DataEndpoint | null;
 }
@@ -668,7 +670,11 @@ export class Control {
     // per worker so the dispatch rule starts batches early enough to meet the SLO with it.
     // Starts at 0 and moves 10% toward each sample, so one slow batch (a cold start) cannot make the
     // rule drop everything; an estimate that did grow decays while the worker gets no batches (epoch()).
-    const overhead = Math.max(0, now - b.sentMs - latencyMs);
+    // A batch sent ahead (pipelining) waited at the worker behind the one before it: that wait is not
+    // transport, so its path counts from when the one before was answered (the simulator's held
+    // batch likewise pays only the transport left when the GPU frees, src/sim/simulator.ts).
+    const overhead = Math.max(0, now - Math.max(b.sentMs, b.worker.lastAnsweredMs) - latencyMs);
+    b.worker.lastAnsweredMs = now;
     this.opts.metrics.transportTime.observe({ model: model.name }, overhead / 1000);
     let fit = this.transport.get(b.worker.agentId);
     if (!fit) this.transport.set(b.worker.agentId, (fit = new TransportFit()));
@@ -818,7 +824,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, data: null };
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, data: null };
   }
 
   private currentPlacements(): Placement[] {

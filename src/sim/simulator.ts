@@ -308,8 +308,9 @@ export function simulate(input: SimInput): SimResult {
     const h = w.held!;
     w.held = null;
     w.arrivals = h.arrivals;
-    w.transportMs = transportMs(w.model, h.size);
-    startBatch(w, nowMs, h.size, h.sentMs, Math.max(0, w.transportMs - (nowMs - h.sentMs)));
+    // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures it).
+    w.transportMs = Math.max(0, transportMs(w.model, h.size) - (nowMs - h.sentMs));
+    startBatch(w, nowMs, h.size, h.sentMs, w.transportMs);
   }
 
   /**
