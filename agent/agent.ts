@@ -14,17 +14,26 @@
 //   `wrong-worker`: it never reaches a process running another model.
 // - When the scheduler goes away the workers keep running and the agent reconnects with exponential
 //   backoff; its `hello` lists the workers it still runs.
+// - The data path (docs/serving.md, "The path of a batch"): each worker is started with a data socket
+//   (INSS_WORKER_LISTEN: a Unix socket in a private directory, or TCP for a scheduler on another host),
+//   a secret and its identity; once it is ready the agent reports the socket and the secret to the
+//   scheduler, which then sends batches straight to the worker. The agent stays the control plane
+//   (start, swap, stop, watch); it still relays batches for a worker without a data socket.
 // On simulated GPUs the agent is the GPU: it tells each simulated worker which batches run beside its
-// own on the same GPU (`running`), the state a real GPU would hold.
+// own on the same GPU (`running`), the state a real GPU would hold (on the direct path the scheduler,
+// which sends every batch, fills `running` itself).
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { hostname } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type AgentTls, upgradeRefusal } from './connect.js';
-import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DesiredWorker, describeWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerIdentity, workerKey, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
+import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DataEndpoint, type DesiredWorker, describeWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerIdentity, workerKey, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
-import type { RunningBatch } from '../src/protocol/worker.js';
+import { formatDataAddress, parseDataAddress, type RunningBatch, WORKER_ENV } from '../src/protocol/worker.js';
 import { type WorkerLaunch, WorkerProcess } from './workerProcess.js';
 
 export interface AgentOptions {
@@ -43,6 +52,13 @@ export interface AgentOptions {
   readonly telemetryMs?: number;
   readonly reconnectMinMs?: number;
   readonly reconnectMaxMs?: number;
+  /**
+   * Where workers listen for the scheduler's batches (the direct path): `unix` (the default) a socket
+   * per worker in a private temporary directory, for a scheduler on this host; `tcp` a port per worker
+   * on `host` (e.g. 0.0.0.0), reported to the scheduler as `advertise` (this host's address as the
+   * scheduler reaches it); `off`: no data socket, every batch is relayed by the agent.
+   */
+  readonly dataPath?: 'unix' | 'off' | { readonly tcpHost: string; readonly advertise: string };
   /** Reads GPU utilisation and memory (nvidia-smi) for telemetry; absent: computed from the workers. */
   readonly readGpus?: () => Promise<readonly { index: number; utilPct: number | null; memUsedMb: number | null }[]>;
 }
@@ -58,6 +74,10 @@ interface Managed {
   busy: Map<string, number>;
   batches: number;
   latencySumMs: number;
+  /** The secret its data connections must attach with (given at spawn). */
+  secret: string;
+  /** Its data socket, once it is ready and listens on one. */
+  data?: DataEndpoint;
 }
 
 export class Agent extends EventEmitter<{ connected: []; disconnected: []; workers: [WorkerStatus[]] }> {
@@ -70,12 +90,40 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   private timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
   private readonly log: Logger;
+  /** The private directory of the workers' Unix data sockets (dataPath 'unix'), made on first use. */
+  private socketDir: string | null = null;
 
   constructor(private readonly opts: AgentOptions) {
     super();
     this.agentId = opts.agentId ?? hostname();
     this.backoffMs = opts.reconnectMinMs ?? 200;
     this.log = opts.logger.child({ agent: this.agentId });
+  }
+
+  /** The environment that gives a worker its data socket, secret and identity (none for dataPath 'off'). */
+  private dataEnv(spec: DesiredWorker, secret: string): Record<string, string> {
+    const path = this.opts.dataPath ?? 'unix';
+    if (path === 'off') return {};
+    let listen: string;
+    if (path === 'unix') {
+      this.socketDir ??= mkdtempSync(join(tmpdir(), 'inss-data-')); // mode 0700: only this user reaches the sockets
+      listen = formatDataAddress({ kind: 'unix', path: join(this.socketDir, `${spec.workerId}-${spec.generation}.sock`) });
+    } else {
+      listen = formatDataAddress({ kind: 'tcp', host: path.tcpHost, port: 0 });
+    }
+    return { [WORKER_ENV.listen]: listen, [WORKER_ENV.secret]: secret, [WORKER_ENV.identity]: JSON.stringify({ workerId: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, generation: spec.generation }) };
+  }
+
+  /** The data endpoint to report for a worker's `ready` address (a TCP wildcard host becomes the advertised one). */
+  private endpoint(listen: string, secret: string): DataEndpoint | undefined {
+    const a = parseDataAddress(listen);
+    if (typeof a === 'string') {
+      this.log.warn({ listen, err: a }, 'a worker reported a data socket address that is not one; batches go through the agent');
+      return undefined;
+    }
+    const path = this.opts.dataPath ?? 'unix';
+    if (a.kind === 'tcp' && typeof path === 'object') return { address: formatDataAddress({ ...a, host: path.advertise }), secret };
+    return { address: listen, secret };
   }
 
   start(): void {
@@ -92,6 +140,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     this.ws?.close();
     await Promise.all([...this.workers.values()].map((w) => w.proc.stop()));
     this.workers.clear();
+    if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
   }
 
   /**
@@ -114,6 +163,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       state: w.state,
       ...(w.proc.pid !== undefined ? { pid: w.proc.pid } : {}),
       ...(w.message !== undefined ? { message: w.message } : {}),
+      ...(w.data && w.state === 'ready' ? { data: w.data } : {}),
     }));
   }
 
@@ -262,8 +312,10 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       return;
     }
     let launch: WorkerLaunch;
+    const secret = randomBytes(16).toString('hex');
     try {
-      launch = this.opts.launch(spec, gpu);
+      const base = this.opts.launch(spec, gpu);
+      launch = { ...base, env: { ...base.env, ...this.dataEnv(spec, secret) } };
     } catch (e) {
       this.workers.set(key, this.managed(spec, null, restarts, (e as Error).message));
       this.reportWorkers();
@@ -271,6 +323,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     }
     const proc = new WorkerProcess(launch);
     const w = this.managed(spec, proc, restarts);
+    w.secret = secret;
     this.workers.set(key, w);
     proc.on('stderr', (line) => this.log.debug({ worker: spec.workerId, line }, 'worker stderr'));
     proc.on('exit', (message) => {
@@ -296,7 +349,11 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
           return;
         }
         w.state = 'ready';
-        this.log.info({ worker: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, pid: info.pid, warmupMs: Math.round(info.warmupMs), device: info.device }, 'worker ready');
+        if (info.listen !== undefined) {
+          const data = this.endpoint(info.listen, w.secret);
+          if (data) w.data = data;
+        }
+        this.log.info({ worker: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, pid: info.pid, warmupMs: Math.round(info.warmupMs), device: info.device, data: w.data?.address ?? 'through the agent' }, 'worker ready');
         this.reportWorkers();
       },
       () => undefined, // the exit handler reports it
@@ -313,6 +370,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       busy: new Map(),
       batches: 0,
       latencySumMs: 0,
+      secret: '',
     };
     if (failure) w.message = failure;
     return w;

@@ -12,15 +12,21 @@
 // Output: a deterministic function of the input and of the model (src/serving/standIn.ts), so tests can
 // check that every answer belongs to its request and comes from its own model:
 // output[k] = input[k] + input[N - 1 - k] + modelOffset(model). A batch naming another model is refused.
-// Batches run one at a time in arrival order. SIGTERM or stdin closing: answer what was received, exit 0.
+// Batches run one at a time in arrival order, from stdin (the agent's relay) and from its data socket
+// (the direct path: INSS_WORKER_LISTEN, agent/workerData.ts), each answered where it came from; the next
+// batch is read while one runs (pipelining). A batch naming another worker identity
+// (INSS_WORKER_IDENTITY) is refused with reason `wrong-worker`. SIGTERM or stdin closing: answer what
+// was received, exit 0.
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { LatencyModel } from '../src/model/predictor.js';
 import { parseProfile } from '../src/profile/schema.js';
+import { describeWorker, sameWorker, type WorkerIdentity, WorkerIdentitySchema } from '../src/protocol/agent.js';
 import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, tensorBytes, type TensorRef } from '../src/protocol/tensor.js';
-import { type FromWorker, type ToWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import { type FromWorker, parseDataAddress, type ToWorker, ToWorkerSchema, WORKER_ENV, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import { badMessage, type DataServer, listenData, type Reply, wallMs } from './workerData.js';
 import { standInForward } from '../src/serving/standIn.js';
 import { DEFAULT_GROUND_TRUTH, GroundTruth, gpuTypeIndex, profileModelIndex } from '../src/sim/groundTruth.js';
 
@@ -86,6 +92,26 @@ const input = signature.inputs[0]!;
 const output = signature.outputs[0]!;
 const inPerSample = elementCount(input.shape);
 const outPerSample = elementCount(output.shape);
+// The direct path (docs/worker-protocol.md, "The data socket"): all three variables or none.
+const listenAt = process.env[WORKER_ENV.listen];
+const secret = process.env[WORKER_ENV.secret];
+const identityJson = process.env[WORKER_ENV.identity];
+const listenAddr = listenAt === undefined ? null : parseDataAddress(listenAt);
+if (typeof listenAddr === 'string') die(`${WORKER_ENV.listen}: ${listenAddr}`);
+if (listenAddr !== null && !secret) die(`${WORKER_ENV.listen} is set but ${WORKER_ENV.secret} is not`);
+let identity: WorkerIdentity | null = null;
+if (identityJson !== undefined) {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(identityJson);
+  } catch (e) {
+    die(`${WORKER_ENV.identity}: not JSON (${(e as Error).message})`);
+  }
+  const parsed = WorkerIdentitySchema.safeParse(raw);
+  if (!parsed.success) die(`${WORKER_ENV.identity}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  identity = parsed.data;
+  if (identity.model !== modelName) die(`${WORKER_ENV.identity} names model '${identity.model}' but --model is '${modelName}'`);
+}
 const truth = new GroundTruth({
   seed,
   systematicErrorPct: num('systematic-error-pct', 0, 100),
@@ -119,8 +145,17 @@ function forward(payload: Buffer, size: number): Buffer {
   return Buffer.from(standInForward(modelName, x, size, inPerSample, outPerSample).buffer);
 }
 
-function checkBatch(b: Extract<ToWorker, { type: 'batch' }>, payload: Buffer): string | null {
+type Batch = Extract<ToWorker, { type: 'batch' }>;
+
+/** A batch that is not this worker's: another model, or (when it names one) another whole identity. */
+function notMine(b: Batch): string | null {
   if (b.model !== modelName) return `batch for model '${b.model}' refused: this worker runs '${modelName}'`;
+  if (b.worker && identity && !sameWorker(b.worker, identity)) return `batch for worker ${describeWorker(b.worker)} refused: this worker is ${describeWorker(identity)}`;
+  if (b.worker && b.worker.model !== modelName) return `batch for worker ${describeWorker(b.worker)} refused: this worker runs '${modelName}'`;
+  return null;
+}
+
+function checkBatch(b: Batch, payload: Buffer): string | null {
   if (b.inputs.length !== 1) return `expected 1 input, got ${b.inputs.length}`;
   const t: TensorRef = b.inputs[0]!;
   if (t.name !== input.name) return `input '${t.name}': expected '${input.name}'`;
@@ -133,8 +168,8 @@ function checkBatch(b: Extract<ToWorker, { type: 'batch' }>, payload: Buffer): s
   return null;
 }
 
-// Batches are served one at a time, in order.
-const pending: { msg: Extract<ToWorker, { type: 'batch' }>; payload: Buffer }[] = [];
+// Batches are served one at a time, in order of arrival, whichever connection they came on.
+const pending: { msg: Batch; payload: Buffer; receivedAtMs: number; reply: Reply }[] = [];
 let serving = false;
 let closing = false;
 
@@ -142,10 +177,15 @@ async function serve(): Promise<void> {
   if (serving) return;
   serving = true;
   while (pending.length > 0) {
-    const { msg, payload } = pending.shift()!;
+    const { msg, payload, receivedAtMs, reply } = pending.shift()!;
+    const refused = notMine(msg);
+    if (refused) {
+      reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: refused, reason: 'wrong-worker' });
+      continue;
+    }
     const problem = checkBatch(msg, payload);
     if (problem) {
-      send({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: problem });
+      reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: problem });
       continue;
     }
     const started = performance.now();
@@ -154,15 +194,33 @@ async function serve(): Promise<void> {
     const left = t - (performance.now() - started);
     if (left > 0) await sleep(left);
     const shape = [msg.size, ...output.shape];
-    send({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs: performance.now() - started, outputs: [{ name: output.name, datatype: output.datatype, shape, byteLength: out.length }] }, out);
+    const latencyMs = performance.now() - started;
+    reply({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs, outputs: [{ name: output.name, datatype: output.datatype, shape, byteLength: out.length }], receivedAtMs, answeredAtMs: wallMs() }, out);
   }
   serving = false;
   if (closing) process.exit(0);
 }
 
+let dataServer: DataServer | null = null;
+
 function finish(): void {
   closing = true;
+  dataServer?.close();
   if (!serving) process.exit(0);
+}
+
+/** One whole frame from stdin or a data connection: a batch is queued, anything else answered with an error. */
+function onFrame(header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply): void {
+  const parsed = ToWorkerSchema.safeParse(header);
+  if (!parsed.success) {
+    reply(badMessage(header, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')));
+    return;
+  }
+  if (parsed.data.type !== 'batch') {
+    reply(badMessage(header, `'${parsed.data.type}' is only the first frame of a data connection`));
+    return;
+  }
+  pending.push({ msg: parsed.data, payload, receivedAtMs, reply });
 }
 
 const decoder = new FrameDecoder();
@@ -174,15 +232,8 @@ process.stdin.on('data', (chunk: Buffer) => {
   } catch (e) {
     die(`stdin is not a frame stream: ${(e as Error).message}`);
   }
-  for (const f of frames) {
-    const parsed = ToWorkerSchema.safeParse(f.header);
-    if (!parsed.success) {
-      const id = (f.header as { id?: unknown } | null)?.id;
-      send({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: typeof id === 'string' ? id : '', message: `bad message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
-      continue;
-    }
-    pending.push({ msg: parsed.data, payload: f.payload });
-  }
+  const at = wallMs();
+  for (const f of frames) onFrame(f.header, f.payload, at, send);
   if (ready) void serve();
 });
 process.stdin.on('end', finish);
@@ -192,6 +243,21 @@ process.on('SIGINT', finish);
 // "Loading and warming up the model": the time a real worker needs before its first batch.
 const t0 = performance.now();
 await sleep(warmupMs);
+if (listenAddr !== null) {
+  try {
+    dataServer = await listenData(
+      listenAddr,
+      secret!,
+      (header, payload, at, reply) => {
+        onFrame(header, payload, at, reply);
+        if (ready) void serve();
+      },
+      (line) => process.stderr.write(`simWorker: ${line}\n`),
+    );
+  } catch (e) {
+    die(`${WORKER_ENV.listen}=${listenAt}: cannot listen: ${(e as Error).message}`);
+  }
+}
 ready = true;
-send({ v: WORKER_PROTOCOL_VERSION, type: 'ready', model: modelName, pid: process.pid, warmupMs: performance.now() - t0, device: `simulated ${profile.gpu.name} at ${pct}%` });
+send({ v: WORKER_PROTOCOL_VERSION, type: 'ready', model: modelName, pid: process.pid, warmupMs: performance.now() - t0, device: `simulated ${profile.gpu.name} at ${pct}%`, ...(dataServer ? { listen: dataServer.address } : {}) });
 void serve();

@@ -6,12 +6,15 @@
 //    size of a 1000-class FP32 answer), driven closed-loop with the same client and the same body (one
 //    224x224x3 FP32 image in Triton's binary format, 602 KB), and with an empty body.
 // 2. Full path: `inss up --zero-time --policy static-even --scenario benchmarks/scenarios/system-one.json`
-//    (client -> scheduler -> agent -> one simulated worker answering at once -> back; resnet50 with a
-//    500 ms SLO so the figure is what the path carries, not what a tight SLO lets through), driven
-//    closed-loop: tasks per second answered.
+//    (client -> scheduler -> one simulated worker answering at once -> back; resnet50 with a 500 ms SLO
+//    so the figure is what the path carries, not what a tight SLO lets through), driven closed-loop:
+//    tasks per second answered. Twice: the direct path (`--data-path unix`, the default: batches go
+//    from the scheduler straight to the worker's Unix socket) and the agent relay (`--data-path off`:
+//    scheduler -> agent's WebSocket -> worker's stdin pipe), the figure before issue 14.
 // 3. Latency at half that rate: `inss loadgen` open-loop (Poisson) at 50% of the measured capacity;
 //    p50/p99 as the client sees it, and how much of it is the task buffer waiting for a batch to fill
-//    (inss_task_queue_seconds, by design of the dispatch rule) rather than transport.
+//    (inss_task_queue_seconds, by design of the dispatch rule) rather than transport; on the direct
+//    path, the per-hop times the scheduler logs at debug level for each batch (`batch back`).
 // Both servers run on this machine with the client, so every figure includes the client's own CPU.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -72,12 +75,24 @@ async function closedLoop(urls: readonly string[], body: Buffer, headers: Record
   return { perS: ok / ((performance.now() - t0) / 1000), errors, p50Ms: lat[Math.floor(lat.length / 2)] ?? NaN };
 }
 
-function start(args: string[]): { child: ChildProcess; out: () => string } {
+function start(args: string[], onLine?: (line: string) => void): { child: ChildProcess; out: () => string } {
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  let partial = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', () => undefined);
+  // The log (pino, on stderr) goes line by line to onLine (a run at debug level writes one per batch).
+  child.stderr.on('data', (d: Buffer) => {
+    if (!onLine) return;
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop()!;
+    for (const l of lines) if (l.startsWith('{')) onLine(l);
+  });
   return { child, out: () => out };
+}
+
+function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
 async function waitFor(get: () => string, re: RegExp, ms = 30_000): Promise<string> {
@@ -121,43 +136,65 @@ bare.child.kill();
 console.log(`bare node:http, 602 KB request: ${bareImage.perS.toFixed(0)} req/s (p50 ${bareImage.p50Ms.toFixed(2)} ms)`);
 console.log(`bare node:http, empty request:  ${bareEmpty.perS.toFixed(0)} req/s (p50 ${bareEmpty.p50Ms.toFixed(2)} ms)`);
 
-const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
-const scenario = join(ROOT, 'benchmarks', 'scenarios', 'system-one.json');
-const up = start([BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--log-level', 'warn']);
-const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
-await waitReady(`${base}/v2/health/ready`);
-const models = ['resnet50'];
-const urls = models.map((m) => `${base}/v2/models/${m}/infer`);
-await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
-const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
-console.log(`inss full path (scheduler + agent + one simulated worker, zero compute, 602 KB tasks): ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors)`);
-
-const half = full.perS / 2;
-const per = half / models.length;
 type Sums = Record<string, number>;
-async function sums(): Promise<Sums> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const out: Sums = {};
-  for (const name of ['inss_task_latency_seconds', 'inss_task_queue_seconds', 'inss_batch_compute_seconds']) {
-    for (const part of ['sum', 'count']) {
-      const re = new RegExp(`^${name}_${part}\\{[^}]*\\} ([0-9.e+-]+)$`, 'gm');
-      out[`${name}_${part}`] = [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+
+/** One `inss up` with the given data path: closed-loop capacity, then open loop at half of it. */
+async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> {
+  const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
+  const scenario = join(ROOT, 'benchmarks', 'scenarios', 'system-one.json');
+  const hops: { toWorkerMs: number; inWorkerMs: number; fromWorkerMs: number; bytes: number; size: number }[] = [];
+  let recording = false;
+  const up = start([BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', 'debug'], (line) => {
+    if (!recording || !line.includes('"batch back"') || !line.includes('toWorkerMs')) return;
+    hops.push(JSON.parse(line) as (typeof hops)[number]);
+  });
+  const label = dataPath === 'unix' ? 'direct path (scheduler -> worker over a Unix socket)' : 'agent relay (scheduler -> agent WebSocket -> worker pipe)';
+  const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
+  await waitReady(`${base}/v2/health/ready`);
+  const models = ['resnet50'];
+  const urls = models.map((m) => `${base}/v2/models/${m}/infer`);
+  await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
+  const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
+  console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
+
+  const half = full.perS / 2;
+  const per = half / models.length;
+  async function sums(): Promise<Sums> {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const out: Sums = {};
+    for (const name of ['inss_task_latency_seconds', 'inss_task_queue_seconds', 'inss_batch_compute_seconds']) {
+      for (const part of ['sum', 'count']) {
+        const re = new RegExp(`^${name}_${part}\\{[^}]*\\} ([0-9.e+-]+)$`, 'gm');
+        out[`${name}_${part}`] = [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+      }
     }
+    return out;
   }
-  return out;
+  const before = await sums();
+  recording = true;
+  const lg = start([BIN, 'loadgen', '--url', base, ...models.flatMap((m) => ['--model', `${m}=${per.toFixed(1)}`]), '--duration', String(SECONDS), '--json']);
+  const code = await new Promise<number | null>((r) => lg.child.on('exit', r));
+  recording = false;
+  const after = await sums();
+  const meanMs = (name: string) => ((after[`${name}_sum`]! - before[`${name}_sum`]!) / Math.max(1, after[`${name}_count`]! - before[`${name}_count`]!)) * 1000;
+  const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
+  const t = report.total;
+  const queueMs = meanMs('inss_task_queue_seconds');
+  const computeMs = meanMs('inss_batch_compute_seconds');
+  const clientMean = t.latency.meanMs ?? NaN;
+  console.log(`  open loop (Poisson) at ${half.toFixed(0)} tasks/s (50%), loadgen exit ${code}: ${t.ok}/${t.sent} answered ok; client latency p50 ${t.latency.p50Ms?.toFixed(1)} ms, p99 ${t.latency.p99Ms?.toFixed(1)} ms, mean ${clientMean.toFixed(1)} ms`);
+  console.log(`  of the mean: ${queueMs.toFixed(1)} ms waiting in the task buffer for the batch to fill (the dispatch rule, by design), ${computeMs.toFixed(1)} ms in the worker per batch, leaving ${(clientMean - queueMs - computeMs).toFixed(1)} ms added by the path`);
+  if (hops.length > 0) {
+    const q = (k: 'toWorkerMs' | 'inWorkerMs' | 'fromWorkerMs' | 'bytes' | 'size', p: number) => quantile(hops.map((h) => h[k]), p);
+    console.log(
+      `  per hop, ${hops.length} batches (p50 / p90): scheduler -> worker ${q('toWorkerMs', 0.5).toFixed(2)} / ${q('toWorkerMs', 0.9).toFixed(2)} ms, in the worker ${q('inWorkerMs', 0.5).toFixed(2)} / ${q('inWorkerMs', 0.9).toFixed(2)} ms, worker -> scheduler ${q('fromWorkerMs', 0.5).toFixed(2)} / ${q('fromWorkerMs', 0.9).toFixed(2)} ms; batch ${q('size', 0.5)} images, ${(q('bytes', 0.5) / 1e6).toFixed(1)} MB at p50`,
+    );
+  }
+  up.child.kill('SIGINT');
+  await new Promise((r) => up.child.on('exit', r));
+  rmSync(state, { recursive: true, force: true });
+  return full;
 }
-const before = await sums();
-const lg = start([BIN, 'loadgen', '--url', base, ...models.flatMap((m) => ['--model', `${m}=${per.toFixed(1)}`]), '--duration', String(SECONDS), '--json']);
-const code = await new Promise<number | null>((r) => lg.child.on('exit', r));
-const after = await sums();
-const meanMs = (name: string) => ((after[`${name}_sum`]! - before[`${name}_sum`]!) / Math.max(1, after[`${name}_count`]! - before[`${name}_count`]!)) * 1000;
-const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
-const t = report.total;
-const queueMs = meanMs('inss_task_queue_seconds');
-const computeMs = meanMs('inss_batch_compute_seconds');
-const clientMean = t.latency.meanMs ?? NaN;
-console.log(`open loop (Poisson) at ${half.toFixed(0)} tasks/s (50% of the full path), loadgen exit ${code}: ${t.ok}/${t.sent} answered ok; client latency p50 ${t.latency.p50Ms?.toFixed(1)} ms, p99 ${t.latency.p99Ms?.toFixed(1)} ms, mean ${clientMean.toFixed(1)} ms`);
-console.log(`  of the mean: ${queueMs.toFixed(1)} ms waiting in the task buffer for the batch to fill (the dispatch rule, by design), ${computeMs.toFixed(1)} ms in the worker per batch (zero compute: the stand-in forward pass), leaving ${(clientMean - queueMs - computeMs).toFixed(1)} ms added by the path (HTTP, scheduler, WebSocket, agent, pipe and back)`);
-up.child.kill('SIGINT');
-await new Promise((r) => up.child.on('exit', r));
-rmSync(state, { recursive: true, force: true });
+
+await measurePath('unix');
+await measurePath('off');

@@ -12,6 +12,7 @@ import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
+import type { TransportModel } from '../src/serving/transport.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
 import type { PolicyOptions } from '../src/policy/types.js';
 import { type CellJob, cellScenario, HEADROOM_VARIANTS, inssPolicyData, policyOptionsFor, runCell } from './benchCell.js';
@@ -28,6 +29,8 @@ export interface BenchOptions {
   /** Seeds the capacity is measured over (mean and range); default the scenario's. */
   readonly seeds?: readonly number[];
   readonly timeshareGpu?: TimeshareGpuModel;
+  /** The transport a running system measured on a host (`inss bench --transport FILE`). */
+  readonly transport?: TransportModel;
   readonly out?: string;
   readonly policyOptions?: (name: string) => PolicyOptions;
   /** Skip a policy that cannot run on the scenario (reported) instead of failing with a non-zero exit. */
@@ -81,7 +84,7 @@ export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
   const names = opts.policies ? opts.policies.split(',').map((s) => s.trim()).filter(Boolean) : registry.names().filter((n) => !HEADROOM_VARIANTS.includes(n));
   if (names.length === 0) throw new InvalidInputError('--policies: no policy named');
   const factories = names.map((n) => registry.get(n)); // unknown names fail before anything runs
-  const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), ...(opts.policyOptions ? { policyOptions: opts.policyOptions } : {}) };
+  const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), ...(opts.policyOptions ? { policyOptions: opts.policyOptions } : {}), ...(opts.transport ? { transport: opts.transport } : {}) };
   const cluster = scenarioCluster(loaded.scenario, loaded.profiles); // validates models against profiles before anything runs
   const results: PolicyResult[] = [];
   const skipped: { policy: string; reason: string }[] = [];

@@ -21,6 +21,16 @@ import { registerLoadgen } from './loadgen.js';
 import { measureGpu } from './profileMeasure.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
+import { type TransportModel, TransportModelSchema } from '../src/serving/transport.js';
+
+/** --transport FILE: a transport model (extra keys, such as the scheduler's `batches`, are ignored). */
+function transportFile(path: string): TransportModel {
+  const raw = readJsonFile(path);
+  const picked = raw !== null && typeof raw === 'object' ? { fixedMs: (raw as Record<string, unknown>).fixedMs, perMbMs: (raw as Record<string, unknown>).perMbMs } : raw;
+  const parsed = TransportModelSchema.safeParse(picked);
+  if (!parsed.success) throw new InvalidInputError(`--transport ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
 
 function commandLine(argv: readonly string[]): string {
   return ['inss', ...argv.slice(2)].join(' ');
@@ -164,14 +174,17 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
     .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json, used only where its GPUs, models and SLOs match)')
     .option('--skip-unsupported', 'skip (and report) a policy that cannot run on a scenario, e.g. inss-paper without a trained policy; without it that is an error (exit 2)')
-    .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string; skipUnsupported?: boolean }) => {
+    .option('--transport <file>', "a host's measured transport, {\"fixedMs\": .., \"perMbMs\": ..} (one agent's entry of `transport` at GET /v2/inss/cluster): every batch pays it, as on that host (docs/serving.md)")
+    .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string; skipUnsupported?: boolean; transport?: string }) => {
       const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
       const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
       if (opts.timeshareGpu !== undefined && opts.timeshareGpu !== 'overlap' && opts.timeshareGpu !== 'serial') throw new InvalidInputError(`--timeshare-gpu: must be overlap or serial, got '${opts.timeshareGpu}'`);
       const timeshareGpu = opts.timeshareGpu;
       const registry = benchRegistry(new PolicyRegistry());
       const list = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
+      const transport = opts.transport !== undefined ? transportFile(opts.transport) : undefined;
       if (opts.suite !== undefined) {
+        if (transport) throw new InvalidInputError('--transport: not with --suite (give it with --scenario)');
         if (opts.scenario !== undefined) throw new InvalidInputError('--suite and --scenario: give one (--suite takes a list of scenarios)');
         if (opts.policyFile !== undefined) throw new InvalidInputError('--policy-file: not with --suite (each scenario uses the policy shipped for it)');
         process.exitCode = await runSuite(registry, {
@@ -202,6 +215,7 @@ export function buildProgram(argv: readonly string[]): Command {
         ...(opts.out ? { out: opts.out } : {}),
         policyOptions: policyOptionsFor(data),
         ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
+        ...(transport ? { transport } : {}),
       });
     });
 

@@ -248,6 +248,19 @@ interface AgentFlags {
   zeroTime?: boolean;
   seed: number;
   tls?: AgentTls;
+  dataPath?: string;
+  dataAdvertise?: string;
+}
+
+/** --data-path / --data-advertise as the agent takes them (agent/agent.ts `dataPath`). */
+function dataPathOf(flags: AgentFlags): 'unix' | 'off' | { tcpHost: string; advertise: string } {
+  const p = flags.dataPath ?? 'unix';
+  if (p === 'tcp') {
+    if (!flags.dataAdvertise) throw new InvalidInputError('--data-path tcp: give --data-advertise <host>, the address the scheduler reaches this machine at');
+    return { tcpHost: '0.0.0.0', advertise: flags.dataAdvertise };
+  }
+  if (flags.dataAdvertise !== undefined) throw new InvalidInputError('--data-advertise: only with --data-path tcp');
+  return p === 'off' ? 'off' : 'unix';
 }
 
 /**
@@ -338,6 +351,7 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
       if (d.kind !== 'ok') throw new Error(`nvidia-smi: ${'reason' in d ? d.reason : d.error}`);
       return d.gpus.map((g) => ({ index: g.index, utilPct: g.utilPct, memUsedMb: g.memUsedMb }));
     },
+    dataPath: dataPathOf(flags),
     launch: (w, gpu) => {
       const c = torchWorkerCommand({ model: w.model, device: 'auto' });
       return { command: c.command, args: c.args, env: daemons.get(gpu.index)!.clientEnv(w.pct) };
@@ -391,6 +405,7 @@ async function startAgent(url: string, token: string, flags: AgentFlags, logger:
     gpus,
     workerKind: flags.worker,
     launch: flags.worker === 'torch' ? torchWorkerLaunch() : simWorkerLaunch(profilePaths, flags),
+    dataPath: dataPathOf(flags),
     logger,
   });
   agent.start();
@@ -458,6 +473,10 @@ function addSchedulerOptions(c: Command): Command {
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000);
 }
 
+/** How batches reach the workers (docs/serving.md, "The path of a batch"). */
+const DATA_PATH_OPTION = () =>
+  new Option('--data-path <path>', "how batches reach workers: unix (straight from the scheduler over a Unix socket per worker; the scheduler on this host), tcp (straight over TCP; give --data-advertise), off (relayed by the agent)").choices(['unix', 'tcp', 'off']).default('unix');
+
 export function registerServe(program: Command): void {
   addSchedulerOptions(
     program
@@ -494,6 +513,8 @@ export function registerServe(program: Command): void {
     .option('--state-dir <dir>', "where the agent keeps its MPS daemons' pipe and log directories (default ~/.inss)")
     .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
     .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
+    .addOption(DATA_PATH_OPTION())
+    .option('--data-advertise <host>', '--data-path tcp: the address the scheduler reaches this machine at')
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (opts: AgentFlags & { scheduler: string; token?: string; tokenFile?: string; ca?: string; logLevel: string }) => {
       const logger = makeLogger(opts.logLevel);
@@ -512,7 +533,8 @@ export function registerServe(program: Command): void {
       .option('--simulate <profile:count,...>', "simulated GPUs (default: the scenario's cluster)", parseSimulate)
       .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
       .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
-      .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1),
+      .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
+      .addOption(DATA_PATH_OPTION()),
   ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }) => {
     const logger = makeLogger(opts.logLevel);
     const token = randomBytes(16).toString('hex');

@@ -19,6 +19,12 @@ Contract:
 - Batches are run one at a time in arrival order. A batch whose message or tensors are wrong gets an
   `error` naming what is wrong, and the worker goes on. latencyMs is the GPU execution latency of
   the latency model, t_inf: host-to-device copy, forward pass, device-to-host copy, synchronised.
+- The data socket (docs/worker-protocol.md, "The data socket"): with INSS_WORKER_LISTEN (unix:PATH or
+  tcp:HOST:PORT), INSS_WORKER_SECRET and INSS_WORKER_IDENTITY set, it also listens there; the scheduler
+  connects, sends `attach` with the secret, then batches, and gets each answer on that connection.
+  Batches from stdin and from data connections are served in one queue, in arrival order, each
+  answered where it came from; a batch naming another worker identity gets an `error` with reason
+  `wrong-worker`. Reader threads receive the next batch while one runs (pipelining).
 - SIGTERM (or SIGINT): the batches received before the signal are answered, then exit 0.
 - stdin closing: the batches received are answered, then exit 0.
 - A stream that is not frames, a CUDA error that leaves the context unusable, or any uncaught
@@ -32,6 +38,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import struct
 import sys
 import threading
@@ -56,7 +63,8 @@ MODELS = {
     "resnet18": "resnet18",
     "vgg19": "vgg19",
 }
-BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running"}
+BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running", "worker"}
+IDENTITY_KEYS = ("workerId", "model", "gpu", "pct", "generation")
 TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
 
 
@@ -96,6 +104,87 @@ class Protocol:
             pass  # the agent has gone; the exit code still says it
 
 
+class SocketSender:
+    """Frames out on one data connection (the answers to the batches that came on it). The main thread
+    writes; the header and the payload go out in one sendmsg, without joining them first."""
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def send(self, msg, payload=b""):
+        data = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        data += b" " * ((8 - (8 + len(data)) % 8) % 8)
+        parts = [memoryview(struct.pack(">II", len(data), len(payload)) + data), memoryview(payload)]
+        try:
+            while parts:
+                n = self.sock.sendmsg([p for p in parts if len(p)])
+                while parts and n >= len(parts[0]):
+                    n -= len(parts[0])
+                    parts.pop(0)
+                if parts:
+                    parts[0] = parts[0][n:]
+        except OSError as e:
+            log(f"data connection: answer not sent ({e}); the scheduler has gone")
+
+
+def wall_ms():
+    """Wall-clock ms since the Unix epoch (per-hop tracing; comparable across processes of one host)."""
+    return time.time() * 1000.0
+
+
+def parse_listen(s):
+    """unix:PATH or tcp:HOST:PORT -> (family, address); UsageError otherwise (as parseDataAddress)."""
+    if s.startswith("unix:") and len(s) > 5:
+        return socket.AF_UNIX, s[5:]
+    if s.startswith("tcp:"):
+        host, _, port = s[4:].rpartition(":")
+        if host and port.isdigit() and int(port) <= 65535:
+            host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+            return (socket.AF_INET6 if ":" in host else socket.AF_INET), (host, int(port))
+    raise UsageError(f"INSS_WORKER_LISTEN: '{s}': expected unix:PATH or tcp:HOST:PORT")
+
+
+def serve_data(server, secret, inbox):
+    """The accept thread of the data socket: a reader thread per connection."""
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        threading.Thread(target=data_reader, args=(conn, secret, inbox), name="data-reader", daemon=True).start()
+
+
+def data_reader(conn, secret, inbox):
+    """One data connection: its first frame must be `attach` with the secret; then whole frames go onto
+    the inbox with the connection to answer on. A broken connection ends only itself."""
+    if conn.family != socket.AF_UNIX:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    stream = conn.makefile("rb", buffering=0)
+    sender = SocketSender(conn)
+    attached = False
+    try:
+        while True:
+            frame = read_frame(stream)
+            if frame is None:
+                return
+            msg, payload = frame
+            if not attached:
+                if not (isinstance(msg, dict) and msg.get("type") == "attach" and msg.get("v") == PROTOCOL_VERSION and msg.get("secret") == secret):
+                    log("data connection closed: its first frame is not an attach with this worker's secret")
+                    conn.shutdown(socket.SHUT_RDWR)  # nothing was queued from it: nothing to answer
+                    return
+                attached = True
+                continue
+            inbox.put((msg, payload, sender, wall_ms()))
+    except (FrameStreamError, OSError) as e:
+        log(f"data connection closed: {e}")
+    finally:
+        try:
+            conn.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+
+
 def read_exact(stream, n, buf=None):
     """n bytes from a raw binary stream into a fresh bytearray (writable, for torch.frombuffer).
     None at a clean end of stream before the first byte; FrameStreamError at an end in mid-frame."""
@@ -116,30 +205,38 @@ EOF = ("eof",)
 STOP = ("stop",)
 
 
-def reader(stream, inbox):
+def read_frame(stream):
+    """One whole frame (message, payload) from a raw binary stream; None at a clean end of stream."""
+    prefix = read_exact(stream, 8)
+    if prefix is None:
+        return None
+    h, p = struct.unpack(">II", prefix)
+    if h > MAX_HEADER_BYTES:
+        raise FrameStreamError(f"frame header of {h} bytes is over {MAX_HEADER_BYTES}")
+    if p > MAX_PAYLOAD_BYTES:
+        raise FrameStreamError(f"frame payload of {p} bytes is over {MAX_PAYLOAD_BYTES}")
+    header = read_exact(stream, h) if h > 0 else bytearray()
+    if header is None:
+        raise FrameStreamError("stream closed inside a frame (after its prefix)")
+    payload = read_exact(stream, p) if p > 0 else bytearray()
+    if payload is None:
+        raise FrameStreamError("stream closed inside a frame (before its payload)")
+    try:
+        msg = json.loads(header.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise FrameStreamError(f"frame header is not JSON: {e}") from e
+    return msg, payload
+
+
+def reader(stream, inbox, proto):
     """The reader thread: whole frames from stdin onto the inbox, then EOF (or a FrameStreamError)."""
     try:
         while True:
-            prefix = read_exact(stream, 8)
-            if prefix is None:
+            frame = read_frame(stream)
+            if frame is None:
                 inbox.put(EOF)
                 return
-            h, p = struct.unpack(">II", prefix)
-            if h > MAX_HEADER_BYTES:
-                raise FrameStreamError(f"frame header of {h} bytes is over {MAX_HEADER_BYTES}")
-            if p > MAX_PAYLOAD_BYTES:
-                raise FrameStreamError(f"frame payload of {p} bytes is over {MAX_PAYLOAD_BYTES}")
-            header = read_exact(stream, h) if h > 0 else bytearray()
-            if header is None:
-                raise FrameStreamError("stdin closed inside a frame (after its prefix)")
-            payload = read_exact(stream, p) if p > 0 else bytearray()
-            if payload is None:
-                raise FrameStreamError("stdin closed inside a frame (before its payload)")
-            try:
-                msg = json.loads(header.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as e:
-                raise FrameStreamError(f"frame header is not JSON: {e}") from e
-            inbox.put((msg, payload))
+            inbox.put((frame[0], frame[1], proto, wall_ms()))
     except FrameStreamError as e:
         inbox.put(e)
     except BaseException as e:  # noqa: BLE001 - reported as fatal by the main thread
@@ -232,12 +329,12 @@ def build_model(torch, torchvision, args):
 
 
 class Worker:
-    def __init__(self, torch, model, device, proto, max_batch, name):
+    def __init__(self, torch, model, device, max_batch, name, identity):
         self.torch = torch
         self.name = name  # the inss model name (--model): a batch for another model is refused
+        self.identity = identity  # INSS_WORKER_IDENTITY (a dict), or None: a batch naming another is refused
         self.model = model
         self.device = device
-        self.proto = proto
         self.max_batch = max_batch
         self.cuda = device.type == "cuda"
 
@@ -262,14 +359,28 @@ class Worker:
             size = self.max_batch if self.cuda and i == batches - 1 else 1
             self.forward(self.torch.zeros(size, *IMAGE_SHAPE))
 
-    def serve(self, msg, payload):
-        """Answers one batch with a `result` or an `error`. Raises (-> `fatal`) on a CUDA error other than
-        out-of-memory, which leaves the context unusable; the agent then restarts the worker."""
+    def not_mine(self, msg):
+        """Why a batch naming a worker identity is not this worker's, or None."""
+        named = msg.get("worker") if isinstance(msg, dict) else None
+        if not isinstance(named, dict) or self.identity is None:
+            return None
+        if all(named.get(k) == self.identity.get(k) for k in IDENTITY_KEYS):
+            return None
+        return f"batch for worker {describe_worker(named)} refused: this worker is {describe_worker(self.identity)}"
+
+    def serve(self, msg, payload, out, received_at):
+        """Answers one batch on `out` (stdin's answer stream or its data connection) with a `result` or an
+        `error`. Raises (-> `fatal`) on a CUDA error other than out-of-memory, which leaves the context
+        unusable; the agent then restarts the worker."""
         torch = self.torch
         bid = msg.get("id") if isinstance(msg, dict) and isinstance(msg.get("id"), str) else ""
+        refused = self.not_mine(msg)
+        if refused:
+            out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": refused, "reason": "wrong-worker"})
+            return
         problem = check_batch(msg, payload, self.max_batch, self.name)
         if problem:
-            self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": problem})
+            out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": problem})
             return
         size = msg["size"]
         x = torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE)
@@ -280,23 +391,70 @@ class Worker:
             if "out of memory" in text:
                 if self.cuda:
                     torch.cuda.empty_cache()
-                self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": f"out of memory: {text.splitlines()[0]}"})
+                out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": f"out of memory: {text.splitlines()[0]}"})
                 return
             if self.cuda and "CUDA" in text:
                 # A CUDA error other than OOM usually poisons the context; the agent restarts the worker.
                 raise
-            self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"})
+            out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"})
             return
         if tuple(y.shape) != (size, NUM_CLASSES):
-            self.proto.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid,
-                             "message": f"model output has shape {list(y.shape)}, expected [{size},{NUM_CLASSES}]"})
+            out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid,
+                      "message": f"model output has shape {list(y.shape)}, expected [{size},{NUM_CLASSES}]"})
             return
-        out = y.contiguous().numpy().tobytes()  # little-endian: checked at start
-        self.proto.send(
+        y_bytes = y.contiguous().numpy().tobytes()  # little-endian: checked at start
+        out.send(
             {"v": PROTOCOL_VERSION, "type": "result", "id": bid, "latencyMs": ms,
-             "outputs": [{"name": OUTPUT_NAME, "datatype": "FP32", "shape": [size, NUM_CLASSES], "byteLength": len(out)}]},
-            out,
+             "outputs": [{"name": OUTPUT_NAME, "datatype": "FP32", "shape": [size, NUM_CLASSES], "byteLength": len(y_bytes)}],
+             "receivedAtMs": received_at, "answeredAtMs": wall_ms()},
+            y_bytes,
         )
+
+
+def describe_worker(w):
+    """As describeWorker in src/protocol/agent.ts: 'w2 (mobilenet on GPU 0 at 50%, generation 7)'."""
+    pct = w.get("pct")
+    pct = int(pct) if isinstance(pct, float) and pct.is_integer() else pct
+    return f"{w.get('workerId')} ({w.get('model')} on GPU {w.get('gpu')} at {pct}%, generation {w.get('generation')})"
+
+
+def data_settings():
+    """(listen address, secret, identity) from the agent's environment; (None, None, identity) without a data socket."""
+    listen = os.environ.get("INSS_WORKER_LISTEN")
+    secret = os.environ.get("INSS_WORKER_SECRET")
+    raw = os.environ.get("INSS_WORKER_IDENTITY")
+    identity = None
+    if raw is not None:
+        try:
+            identity = json.loads(raw)
+        except ValueError as e:
+            raise UsageError(f"INSS_WORKER_IDENTITY: not JSON ({e})") from e
+        if not isinstance(identity, dict) or any(k not in identity for k in IDENTITY_KEYS):
+            raise UsageError(f"INSS_WORKER_IDENTITY: expected an object with {', '.join(IDENTITY_KEYS)}")
+    if listen is not None and not secret:
+        raise UsageError("INSS_WORKER_LISTEN is set but INSS_WORKER_SECRET is not")
+    return (parse_listen(listen) if listen is not None else None), secret, identity
+
+
+def listen_data(where):
+    """Binds the data socket; returns (server socket, the address to report in `ready`)."""
+    family, addr = where
+    server = socket.socket(family, socket.SOCK_STREAM)
+    if family == socket.AF_UNIX:
+        try:
+            os.unlink(addr)  # a stale socket file of a worker that died
+        except FileNotFoundError:
+            pass
+        server.bind(addr)
+        shown = f"unix:{addr}"
+    else:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(addr)
+        host = addr[0]
+        port = server.getsockname()[1]
+        shown = f"tcp:[{host}]:{port}" if ":" in host else f"tcp:{host}:{port}"
+    server.listen(8)
+    return server, shown
 
 
 def run(argv, proto):
@@ -343,9 +501,12 @@ def run(argv, proto):
         device = torch.device("cpu")
         device_name = "cpu"
 
+    listen_at, secret, identity = data_settings()
+    if identity is not None and identity.get("model") != args.model:
+        raise UsageError(f"INSS_WORKER_IDENTITY names model {json.dumps(identity.get('model'))} but --model is '{args.model}'")
     builder, model = build_model(torch, torchvision, args)
     model = model.to(device)
-    worker = Worker(torch, model, device, proto, args.max_batch, args.model)
+    worker = Worker(torch, model, device, args.max_batch, args.model, identity)
     worker.warm_up(args.warmup_batches)
     warmup_ms = (time.perf_counter() - t_start) * 1000.0
     log(f"model {args.model} ({builder}, seed {args.seed}{', weights ' + args.weights if args.weights else ''}) on {device_name}, "
@@ -354,8 +515,15 @@ def run(argv, proto):
     if stopped_by:
         log(f"{stopped_by[0]} before ready: exiting")
         return 0
-    proto.send({"v": PROTOCOL_VERSION, "type": "ready", "model": args.model, "pid": os.getpid(), "warmupMs": warmup_ms, "device": device_name})
-    threading.Thread(target=reader, args=(sys.stdin.buffer.raw, inbox), name="stdin-reader", daemon=True).start()
+    ready = {"v": PROTOCOL_VERSION, "type": "ready", "model": args.model, "pid": os.getpid(), "warmupMs": warmup_ms, "device": device_name}
+    if listen_at is not None:
+        try:
+            server, ready["listen"] = listen_data(listen_at)
+        except OSError as e:
+            raise UsageError(f"INSS_WORKER_LISTEN={os.environ.get('INSS_WORKER_LISTEN')}: cannot listen: {e}") from e
+        threading.Thread(target=serve_data, args=(server, secret, inbox), name="data-accept", daemon=True).start()
+    proto.send(ready)
+    threading.Thread(target=reader, args=(sys.stdin.buffer.raw, inbox, proto), name="stdin-reader", daemon=True).start()
 
     served = 0
     while True:
@@ -366,8 +534,8 @@ def run(argv, proto):
             return 0
         if isinstance(item, FrameStreamError):
             raise item
-        msg, payload = item
-        worker.serve(msg, payload)
+        msg, payload, out, received_at = item
+        worker.serve(msg, payload, out, received_at)
         served += 1
 
 

@@ -10,25 +10,32 @@
 //   the new one reports ready, then it leaves the desired set, finishes its batch and is stopped by its
 //   agent; workers no longer wanted leave the desired set at once (their batches in flight finish);
 // - dispatching: per model, each free serving worker takes batches by the shared dispatch rule
-//   (src/sim/dispatch.ts) on its predicted t_inf table; one batch in flight per worker; on a
-//   timeshare GPU one batch at a time on the GPU.
+//   (src/sim/dispatch.ts) on its predicted t_inf table; a worker takes its next batch while one is in
+//   flight once that one's predicted GPU time is over, where there is transport to hide (pipelining,
+//   `nextBatchAtMs`, the simulator's rule too); on a timeshare GPU one batch at a time on the GPU.
+// - the path of a batch: straight to the worker's data socket when its agent reported one and the
+//   connection is up (`DirectLink`, scheduler/workerLink.ts), else through the agent's WebSocket;
+//   either way the batch names the worker's whole identity and the worker refuses one not its own.
 // Every accepted task is answered exactly once: a result, or an error with its reason (dropped because
 // it cannot meet its SLO, model not deployed, worker failed, shutting down). A batch refused because
 // its worker was retiring goes back to the head of its queue.
 import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
-import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
+import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DataEndpoint, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
+import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
+import { idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
-import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from '../src/sim/dispatch.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
 import { type ControlObserver, fanOut } from './observer.js';
 import type { PlacementRow } from './store.js';
+import type { DirectLink } from './workerLink.js';
 
 export interface ServedModelConfig {
   readonly name: string;
@@ -74,6 +81,8 @@ export interface ControlOptions {
   /** Creates the policy for a cluster; throws when it cannot run there (the error is logged and shown in readiness). */
   readonly createPolicy: (cluster: ClusterInfo) => Policy;
   readonly link: AgentLink;
+  /** The direct path to workers' data sockets; absent: every batch goes through its agent. */
+  readonly direct?: DirectLink;
   readonly clock: () => number;
   readonly wallClock?: () => Date;
   readonly logger: Logger;
@@ -155,12 +164,17 @@ interface Worker {
   state: WorkerStatus['state'] | 'unknown';
   pid: number | null;
   replaces: Worker | null;
-  inFlight: Batch | null;
+  /** Its batches sent and not yet answered, oldest first (at most PIPELINE_DEPTH). */
+  inFlight: Batch[];
   predicted: Float64Array;
   /** Moving average of (round trip of a batch) - (time the worker reports for it), ms. */
   overheadMs: number;
   /** Batches answered since the last epoch (an idle worker's overhead estimate decays). */
   batchesThisEpoch: number;
+  /** When its last batch was answered (a batch sent before that waited behind it: pipelining). */
+  lastAnsweredMs: number;
+  /** Its data socket as its agent last reported it (null: none; its batches go through the agent). */
+  data: DataEndpoint | null;
 }
 
 interface Batch {
@@ -168,6 +182,13 @@ interface Batch {
   readonly worker: Worker;
   readonly tasks: Task[];
   readonly sentMs: number;
+  /** Sent on the worker's data socket (true) or through its agent. */
+  readonly direct: boolean;
+  /** Wall-clock ms when it was written (per-hop tracing against the worker's timestamps). */
+  readonly sentWallMs: number;
+  readonly bytes: number;
+  /** Its predicted GPU time when it was sent (when the worker may take the next one: pipelining). */
+  readonly predictedMs: number;
 }
 
 interface AgentEntry {
@@ -194,6 +215,8 @@ export class Control {
   private readonly timers: (NodeJS.Timeout | null)[];
   private readonly timerAt: number[];
   private readonly agents = new Map<string, AgentEntry>();
+  /** Per agent (host): its batches' transport fitted to fixed + per-megabyte cost (the twin's model of the path). */
+  private readonly transport = new Map<string, TransportFit>();
   private workers: Worker[] = [];
   private readonly batches = new Map<string, Batch>();
   private cluster: ClusterInfo | null = null;
@@ -263,6 +286,7 @@ export class Control {
     for (const q of this.queues) for (const t of q.drain()) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
     for (const b of this.batches.values()) for (const t of b.tasks) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
     this.batches.clear();
+    for (const w of this.workers) this.opts.direct?.close(this.linkKey(w));
   }
 
 
@@ -301,11 +325,13 @@ export class Control {
         role: w.role,
         state: w.state,
         pid: w.pid,
-        busy: w.inFlight !== null,
+        busy: w.inFlight.length > 0,
         overheadMs: Number(w.overheadMs.toFixed(3)),
       })),
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
       deployment: this.current,
+      // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
+      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples }])),
     };
   }
 
@@ -380,7 +406,14 @@ export class Control {
   // ---- dispatch ---------------------------------------------------------------------------------
 
   private canRun(w: Worker): boolean {
-    return w.inFlight === null && this.serving(w) && !(this.gpuModes[w.gpu] === 'timeshare' && this.gpuBusy[w.gpu]);
+    const timeshared = this.gpuModes[w.gpu] === 'timeshare';
+    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuBusy[w.gpu]);
+  }
+
+  /** When the worker may take another batch (pipelining: src/sim/dispatch.ts `nextBatchAtMs`). */
+  private nextBatchAt(w: Worker): number {
+    const last = w.inFlight[w.inFlight.length - 1];
+    return nextBatchAtMs(w.inFlight.length, last?.sentMs ?? 0, last?.predictedMs ?? 0, w.overheadMs, this.gpuModes[w.gpu] === 'timeshare');
   }
 
   private tryDispatch(m: number): void {
@@ -388,6 +421,14 @@ export class Control {
     const slo = this.models[m]!.sloMs;
     this.dispatchNow = this.opts.clock();
     let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
+    // Pipelining: a worker with a batch in flight may take the next before that one is answered.
+    if (q.length > 0) {
+      for (const w of this.workers) {
+        if (w.model !== m || w.inFlight.length === 0 || !this.serving(w)) continue;
+        const at = this.nextBatchAt(w);
+        if (at > this.dispatchNow && at < wake) wake = at;
+      }
+    }
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
@@ -435,26 +476,110 @@ export class Control {
     const parts = tasks.map((t) => t.input);
     const bytes = parts.reduce((a, p) => a + p.length, 0);
     const batchId = `b${this.nextBatch++}`;
-    const batch: Batch = { batchId, worker: w, tasks, sentMs: now };
     const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes }];
-    const sent = this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...this.identity(w), size, inputs }, parts);
+    const identity = this.identity(w);
+    // Straight to the worker when its data socket is connected (the agent's GPU state, `running`, comes
+    // from here then: this side sends every batch); through its agent otherwise.
+    const running = this.simulatedGpu(w) ? this.runningBeside(w) : undefined;
+    const direct =
+      this.opts.direct?.send(this.linkKey(w), { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: batchId, model: identity.model, size, inputs, worker: identity, ...(running ? { running } : {}) }, parts) ?? false;
+    const sent = direct || this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...identity, size, inputs }, parts);
     if (!sent) {
       // The agent went away between the check and the send: the tasks go back and wait.
       q.unshiftAll(tasks);
       return;
     }
-    w.inFlight = batch;
-    this.log.debug({ batchId, size, sentAt: Date.now() }, 'batch sent'); // transport tracing (docs/serving.md)
+    const sentWallMs = performance.timeOrigin + performance.now();
+    const batch: Batch = { batchId, worker: w, tasks, sentMs: now, direct, sentWallMs, bytes, predictedMs: predictedMs(w.predicted, size) };
+    w.inFlight.push(batch);
+    this.log.debug({ batchId, size, bytes, direct, sentAt: sentWallMs }, 'batch sent'); // transport tracing (docs/serving.md)
     if (this.gpuModes[w.gpu] === 'timeshare') this.gpuBusy[w.gpu] = true;
     this.batches.set(batchId, batch);
     this.observe.batchSent(this.models[w.model]!.name, size, tasks.map((t) => (now - t.arrivalMs) / 1000));
   }
 
+  /** The worker's GPU is simulated by its agent (its batches must name the batches running beside them). */
+  private simulatedGpu(w: Worker): boolean {
+    return this.agents.get(w.agentId)?.gpus.find((g) => g.index === w.localGpu)?.simulated ?? false;
+  }
+
+  /** The batches in flight on the worker's GPU beside its own (what a simulated GPU runs now). */
+  private runningBeside(w: Worker): RunningBatch[] {
+    const out: RunningBatch[] = [];
+    for (const x of this.workers) if (x !== w && x.gpu === w.gpu && x.inFlight.length > 0) out.push({ model: this.models[x.model]!.name, batch: x.inFlight[0]!.tasks.length, pct: x.pct });
+    return out;
+  }
+
+  private linkKey(w: Worker): string {
+    return workerKey(this.identity(w));
+  }
+
+  /** Keeps the workers `keep` selects; the others' direct connections are closed (their batches are done). */
+  private keepWorkers(keep: (w: Worker) => boolean): void {
+    const gone = this.workers.filter((w) => !keep(w));
+    if (gone.length === 0) return;
+    this.workers = this.workers.filter(keep);
+    for (const w of gone) this.opts.direct?.close(this.linkKey(w));
+  }
+
+  /** Opens the direct connection to a ready worker with a data socket (once; again after it closed). */
+  private connectDirect(w: Worker): void {
+    const direct = this.opts.direct;
+    if (!direct || !w.data || w.state !== 'ready' || !w.wanted) return;
+    const key = this.linkKey(w);
+    if (direct.has(key)) return;
+    direct.open(key, w.data, {
+      frame: (header, payload) => this.directFrame(w, header, payload),
+      closed: (why) => this.directClosed(w, why),
+    });
+  }
+
+  /** A frame from a worker's data socket: the answer to one of its direct batches. */
+  private directFrame(w: Worker, header: unknown, payload: Buffer): void {
+    const parsed = FromWorkerSchema.safeParse(header);
+    if (!parsed.success) {
+      this.log.warn({ worker: w.workerId, err: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') }, 'bad message on a worker data socket; closing it');
+      this.opts.direct?.close(this.linkKey(w));
+      return;
+    }
+    const m = parsed.data;
+    if (m.type !== 'result' && m.type !== 'error') return; // ready/fatal belong on stdout; the agent reports them
+    const b = this.batches.get(m.id);
+    if (!b || b.worker !== w || !b.direct) return; // answered already, or not sent on this connection
+    if (m.type === 'result') {
+      const backWallMs = performance.timeOrigin + performance.now();
+      if (m.receivedAtMs !== undefined && m.answeredAtMs !== undefined) {
+        // Per-hop timing (docs/serving.md): clocks agree on one host; across hosts only workerMs and the round trip do.
+        this.log.debug({ batchId: b.batchId, size: b.tasks.length, bytes: b.bytes, toWorkerMs: m.receivedAtMs - b.sentWallMs, workerMs: m.latencyMs, inWorkerMs: m.answeredAtMs - m.receivedAtMs, fromWorkerMs: backWallMs - m.answeredAtMs, roundTripMs: backWallMs - b.sentWallMs }, 'batch back');
+      }
+      this.complete(b, m.latencyMs, m.outputs, payload);
+    } else if (m.reason === 'wrong-worker') {
+      this.refusedAsWrongWorker(b, m.message);
+    } else {
+      for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} rejected the batch: ${m.message}` }, 'worker_failed');
+      this.batchDone(b);
+    }
+  }
+
+  /**
+   * A worker's data connection ended: its direct batches still unanswered will never be. A worker let
+   * go answers what it received before it exits, so those it did not answer did not run: they go back
+   * to their queue. A worker still wanted failed (killed, crashed): its tasks fail with the reason.
+   */
+  private directClosed(w: Worker, why: string): void {
+    for (const b of [...this.batches.values()]) {
+      if (b.worker !== w || !b.direct) continue;
+      if (!w.wanted) this.queues[w.model]!.unshiftAll(b.tasks);
+      else for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} failed: its data connection closed (${why})` }, 'worker_failed');
+      this.batchDone(b);
+    }
+  }
+
   private batchDone(b: Batch): void {
     this.batches.delete(b.batchId);
     const w = b.worker;
-    if (w.inFlight === b) w.inFlight = null;
-    if (!w.wanted) this.workers = this.workers.filter((x) => x !== w);
+    w.inFlight = w.inFlight.filter((x) => x !== b);
+    if (!w.wanted) this.keepWorkers((x) => x !== w);
     if (this.gpuModes[w.gpu] === 'timeshare') {
       this.gpuBusy[w.gpu] = false;
       // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
@@ -490,9 +615,10 @@ export class Control {
     a.connected = false;
     this.observe.agentLeft(agentId, this.nowIso());
     this.observe.agentCount([...this.agents.values()].filter((x) => x.connected).length);
-    // Its batches in flight will never be answered: fail their tasks now, with the reason.
+    // Its relayed batches in flight will never be answered: fail their tasks now, with the reason (a
+    // batch sent on a worker's data socket is answered there, or fails when that connection closes).
     for (const b of [...this.batches.values()]) {
-      if (b.worker.agentId !== agentId) continue;
+      if (b.worker.agentId !== agentId || b.direct) continue;
       for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${b.worker.workerId} failed: its agent ${agentId} disconnected` }, 'worker_failed');
       this.batchDone(b);
     }
@@ -511,10 +637,13 @@ export class Control {
       const s = byKey.get(workerKey(this.identity(w)));
       const state = s ? s.state : 'unknown';
       w.pid = s?.pid ?? null;
+      w.data = s?.data ?? null;
+      this.connectDirect(w);
       if (state === w.state) continue;
       w.state = state;
       touchedGpus.add(w.gpu);
       if (state === 'ready' && w.role === 'shadow') this.activate(w);
+      this.connectDirect(w);
     }
     for (const g of touchedGpus) this.refreshPredictions(g);
     this.updateWorkerGauges();
@@ -523,28 +652,40 @@ export class Control {
 
   batchResult(agentId: string, msg: Extract<FromAgent, { type: 'result' }>, payload: Buffer): void {
     const b = this.batches.get(msg.batchId);
-    if (!b || b.worker.agentId !== agentId || b.worker.workerId !== msg.workerId) return; // answered already (agent disconnect); late result ignored
+    if (!b || b.direct || b.worker.agentId !== agentId || b.worker.workerId !== msg.workerId) return; // answered already (agent disconnect); late result ignored
+    this.log.debug({ batchId: msg.batchId, backAt: Date.now() }, 'batch back');
+    this.complete(b, msg.latencyMs, msg.outputs, payload);
+  }
+
+  /** A batch's answer, from its agent or its worker's data socket: each task gets its slice of the outputs. */
+  private complete(b: Batch, latencyMs: number, outputs: readonly TensorRef[], payload: Buffer): void {
     const now = this.opts.clock();
     const m = b.worker.model;
     const model = this.models[m]!;
-    this.observe.batchExecuted(model.name, b.tasks.length, msg.latencyMs / 1000);
-    this.epochStats.execSum[m]! += msg.latencyMs;
+    this.observe.batchExecuted(model.name, b.tasks.length, latencyMs / 1000);
+    this.epochStats.execSum[m]! += latencyMs;
     this.epochStats.execN[m]! += 1;
     // The transport a batch pays beyond its GPU time (scheduler -> agent -> worker and back): learned
     // per worker so the dispatch rule starts batches early enough to meet the SLO with it.
     // Starts at 0 and moves 10% toward each sample, so one slow batch (a cold start) cannot make the
     // rule drop everything; an estimate that did grow decays while the worker gets no batches (epoch()).
-    const overhead = Math.max(0, now - b.sentMs - msg.latencyMs);
+    // A batch sent ahead (pipelining) waited at the worker behind the one before it: that wait is not
+    // transport, so its path counts from when the one before was answered (the simulator's held
+    // batch likewise pays only the transport left when the GPU frees, src/sim/simulator.ts).
+    const overhead = Math.max(0, now - Math.max(b.sentMs, b.worker.lastAnsweredMs) - latencyMs);
+    b.worker.lastAnsweredMs = now;
     this.observe.batchTransported(model.name, overhead / 1000);
-    this.log.debug({ batchId: msg.batchId, backAt: Date.now() }, 'batch back');
-    b.worker.overheadMs = 0.9 * b.worker.overheadMs + 0.1 * overhead;
+    let fit = this.transport.get(b.worker.agentId);
+    if (!fit) this.transport.set(b.worker.agentId, (fit = new TransportFit()));
+    fit.add(b.bytes, overhead);
+    b.worker.overheadMs = learnedOverheadMs(b.worker.overheadMs, overhead);
     b.worker.batchesThisEpoch++;
     const n = b.tasks.length;
     // Split each output along the batch dimension, checking the worker sent what it said.
     let offset = 0;
     const per: { ref: TensorRef; bytesPer: number; start: number }[] = [];
     let problem: string | null = null;
-    for (const ref of msg.outputs) {
+    for (const ref of outputs) {
       if (ref.shape[0] !== n || ref.byteLength % n !== 0) problem = `output '${ref.name}' has shape [${ref.shape.join(',')}] for a batch of ${n}`;
       per.push({ ref, bytesPer: ref.byteLength / n, start: offset });
       offset += ref.byteLength;
@@ -567,16 +708,27 @@ export class Control {
     this.batchDone(b);
   }
 
+  /**
+   * The batch reached a process that is not its worker (another model, GPU, share or generation under
+   * the id). Nothing ran; the tasks go back and the worker takes no batch until its agent reports it (by
+   * its whole identity) ready. Does not finish the batch (the caller does).
+   */
+  private refusedAsWrongWorker(b: Batch, message: string): void {
+    this.log.warn({ worker: b.worker.workerId, agentId: b.worker.agentId, err: message }, 'a batch was refused: its worker is not the one sent to');
+    b.worker.state = 'unknown';
+    this.queues[b.worker.model]!.unshiftAll(b.tasks);
+    this.batchDone(b);
+    this.opts.direct?.close(this.linkKey(b.worker));
+  }
+
   batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void {
     const b = this.batches.get(msg.batchId);
-    if (!b || b.worker.agentId !== agentId) return;
+    if (!b || b.direct || b.worker.agentId !== agentId) return;
     if (msg.reason === 'wrong-worker') {
-      // The agent runs another worker under this id: ours is not there. Nothing ran; the tasks go back
-      // and the worker takes no batch until its agent reports it (by its whole identity) ready.
-      this.log.warn({ worker: b.worker.workerId, agentId, err: msg.message }, 'the agent refused a batch: its worker is not the one sent to');
-      b.worker.state = 'unknown';
-      this.queues[b.worker.model]!.unshiftAll(b.tasks);
-    } else if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
+      this.refusedAsWrongWorker(b, msg.message);
+      return;
+    }
+    if (msg.reason === 'worker-retired' || msg.reason === 'unknown-worker') {
       // Nothing ran: the tasks go back to the head of their queue for another worker.
       b.worker.state = msg.reason === 'worker-retired' ? 'draining' : 'unknown';
       this.queues[b.worker.model]!.unshiftAll(b.tasks);
@@ -612,7 +764,7 @@ export class Control {
     this.gpuRefs = refs;
     this.gpuBusy = refs.map(() => false);
     for (const w of this.workers) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);
-    this.workers = this.workers.filter((w) => w.gpu >= 0);
+    this.keepWorkers((w) => w.gpu >= 0);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);
     if (view.cluster === null) {
       this.cluster = null;
@@ -658,7 +810,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: null, predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0 };
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, data: null };
   }
 
   private currentPlacements(): Placement[] {
@@ -673,7 +825,7 @@ export class Control {
     this.monitor.endEpoch();
     for (let m = 0; m < this.models.length; m++) this.expire(m);
     for (const w of this.workers) {
-      if (w.batchesThisEpoch === 0) w.overheadMs *= 0.5;
+      if (w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
       w.batchesThisEpoch = 0;
     }
     const obs = this.observation();
@@ -778,7 +930,7 @@ export class Control {
     for (const w of plan.release) letGo(w);
     this.gpuModes = modes;
     // Forget workers that left the desired set and have nothing in flight.
-    this.workers = this.workers.filter((w) => w.wanted || w.inFlight !== null);
+    this.keepWorkers((w) => w.wanted || w.inFlight.length > 0);
     this.current = d;
     if (changed) {
       for (let g = 0; g < nG; g++) this.refreshPredictions(g);
@@ -800,7 +952,7 @@ export class Control {
       old.replaces = null;
       old.wanted = false;
       this.observe.swapCompleted();
-      if (old.inFlight === null) this.workers = this.workers.filter((x) => x !== old);
+      if (old.inFlight.length === 0) this.keepWorkers((x) => x !== old);
       this.refreshPredictions(old.gpu);
     }
     this.refreshPredictions(w.gpu);

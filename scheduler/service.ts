@@ -17,6 +17,7 @@ import { ParsePool } from './parsePool.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import { registerTriton, resolveModel } from './triton.js';
+import { DirectLinks } from './workerLink.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -101,6 +102,8 @@ export class SchedulerService {
       policyName: opts.policyName,
       createPolicy: opts.createPolicy,
       link: hub,
+      // Batches go straight to the workers whose agents report a data socket (docs/serving.md).
+      direct: new DirectLinks(opts.logger.child({ part: 'direct' })),
       clock: () => performance.now(),
       logger: opts.logger.child({ part: 'control' }),
       observers: opts.store ? [metrics, opts.store] : [metrics],

@@ -42,10 +42,20 @@ export const WorkerIdentitySchema = z
   .strict();
 export type WorkerIdentity = z.infer<typeof WorkerIdentitySchema>;
 
+/**
+ * A ready worker's data socket, for the direct path (scheduler -> worker, no agent in between):
+ * `address` is `unix:PATH` or `tcp:HOST:PORT` (protocol/worker.ts `parseDataAddress`), `secret` the
+ * one its `attach` frame must carry. The agent reports it over its authenticated WebSocket only.
+ */
+export const DataEndpointSchema = z.object({ address: z.string().min(1), secret: z.string().min(1) }).strict();
+export type DataEndpoint = z.infer<typeof DataEndpointSchema>;
+
 export const WorkerStatusSchema = WorkerIdentitySchema.extend({
   state: WorkerStateSchema,
   pid: z.number().int().optional(),
   message: z.string().optional(),
+  /** Set once the worker is ready and listens on a data socket; absent: batches go through the agent. */
+  data: DataEndpointSchema.optional(),
 }).strict();
 export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
 

@@ -163,3 +163,25 @@ export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack:
   }
   return wake;
 }
+
+/**
+ * Pipelining (issue 14), shared by the simulator and the scheduler: a worker holds at most
+ * PIPELINE_DEPTH batches, one on its GPU and one on its way to it or waiting at it, so that a batch's
+ * transfer overlaps the batch running. A worker with a batch in flight takes the next one once that
+ * batch's predicted GPU time, counted from when it was sent, is over: sent then, the next batch reaches
+ * the worker as the GPU frees (the transport of a batch being mostly its inputs' way in). Only where
+ * there is transport to hide (`transportMs > 0`) and on a GPU that is not time-shared (where one batch
+ * at a time holds the whole GPU); with zero transport this is the one-batch-at-a-time rule, so the
+ * simulator's results without transport are what they were before pipelining.
+ */
+export const PIPELINE_DEPTH = 2;
+
+/**
+ * When a worker with `inFlight` batches may take another (ms; Infinity: not until one is answered).
+ * `lastSentMs`/`lastPredictedMs`: when its latest batch was sent and that batch's predicted GPU time.
+ */
+export function nextBatchAtMs(inFlight: number, lastSentMs: number, lastPredictedMs: number, transportMs: number, timeshared: boolean): number {
+  if (inFlight === 0) return -Infinity;
+  if (inFlight >= PIPELINE_DEPTH || !(transportMs > 0) || timeshared) return Infinity;
+  return lastSentMs + lastPredictedMs;
+}

@@ -33,9 +33,10 @@ import { RateMonitor } from '../serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
 import { onReady, type Phase, planApply, type WorkerView } from '../serving/workerSet.js';
-import { dispatchModel, type DispatchView, MAX_PRED_BATCH, predictionTable } from './dispatch.js';
+import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
+import { idleOverheadMs, learnedOverheadMs, type TransportModel, transportMsFor } from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
 
@@ -50,13 +51,19 @@ export interface SimSettings {
   /** Safety margin of the dispatch rule (c), as a fraction of the predicted batch time. */
   readonly dispatchSlack: number;
   /**
-   * Time each batch spends outside the GPU on its way to the worker and back (ms), during which its
-   * worker holds it: 0 by default (batches start where they are decided). The running system
-   * measures it (inss_batch_transport_seconds); with it, the simulator predicts the running
-   * system's task latencies, and its dispatch rule starts batches that much earlier, as the
-   * scheduler's does.
+   * Time each batch spends outside the GPU on its way to the worker and back (ms), before its GPU
+   * time: 0 by default (batches start where they are decided). The running system measures it
+   * (inss_batch_transport_seconds); with it, the simulator predicts the running system's task
+   * latencies, its dispatch rule starts batches that much earlier, as the scheduler's does, and a
+   * worker takes its next batch while one runs (pipelining, `nextBatchAtMs` in dispatch.ts): the
+   * next batch's transport overlaps the batch running.
    */
   readonly transportMs?: number;
+  /**
+   * The host's transport as the running system measured it (src/serving/transport.ts): each batch's
+   * transport is `fixedMs + perMbMs x` its inputs' megabytes. When given, it replaces `transportMs`.
+   */
+  readonly transport?: TransportModel;
   readonly groundTruth: GroundTruthSettings;
   /** What a `timeshare` GPU does with batches of different models ready at once (timeshareGpu.ts); default overlap. */
   readonly timeshareGpu?: TimeshareGpuModel;
@@ -188,6 +195,15 @@ interface Worker {
   timeshared: boolean;
   size: number;
   arrivals: Float64Array; // arrival times of the running batch
+  /** When the latest batch sent to it was sent, and that batch's predicted GPU time (pipelining). */
+  lastSentMs: number;
+  lastPredMs: number;
+  /** A batch sent ahead while one runs (pipelining; only with transport): it runs when the GPU frees. */
+  held: { size: number; sentMs: number; arrivals: Float64Array } | null;
+  /** The transport of the batch running (ms), and the dispatch rule's estimate learned from its batches (as the scheduler learns it). */
+  transportMs: number;
+  overheadMs: number;
+  batchesThisEpoch: number;
   /** Predicted t_inf at batch 1..32 (index b) given the GPU's placements: the task buffer's view. */
   predicted: Float64Array;
   replaces: Worker | null;
@@ -205,7 +221,16 @@ export function simulate(input: SimInput): SimResult {
   const nModels = cluster.models.length;
   const nGpus = cluster.gpus.length;
   const truth = new GroundTruth(settings.groundTruth);
-  const transportMs = settings.transportMs ?? 0;
+  const transportModel = settings.transport;
+  const fixedTransportMs = settings.transportMs ?? 0;
+  const hasTransport = transportModel ? transportModel.fixedMs > 0 || transportModel.perMbMs > 0 : fixedTransportMs > 0;
+  // Per served model, the bytes of one task's input (the profile's), for the per-megabyte transport.
+  const inputBytes = cluster.models.map((m) => {
+    const g = cluster.gpus.find((x) => x.model.profile.models[m.name]);
+    return g ? g.model.profile.models[m.name]!.inputBytes : 0;
+  });
+  /** The transport of a batch of `size` tasks of model m (ms). */
+  const transportMs = (m: number, size: number): number => (transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) : fixedTransportMs);
   const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
 
@@ -279,10 +304,41 @@ export function simulate(input: SimInput): SimResult {
     lastShareMs = nowMs;
   }
 
-  function startBatch(w: Worker, nowMs: number, size: number): void {
+  /** Sends a batch of the model's `size` oldest tasks to `w`: it runs now, or after the batch running (pipelining). */
+  function sendBatch(w: Worker, nowMs: number, size: number): void {
     const q = queues[w.model]!;
+    w.lastSentMs = nowMs;
+    w.lastPredMs = predictedMs(w.predicted, size);
+    if (w.busy) {
+      const h = (w.held ??= { size: 0, sentMs: 0, arrivals: new Float64Array(Math.max(size, w.batch)) });
+      if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
+      for (let i = 0; i < size; i++) h.arrivals[i] = q.shift();
+      h.size = size;
+      h.sentMs = nowMs;
+      return;
+    }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
     for (let i = 0; i < size; i++) w.arrivals[i] = q.shift();
+    w.transportMs = transportMs(w.model, size);
+    startBatch(w, nowMs, size, nowMs, w.transportMs);
+  }
+
+  /** The batch held by a worker whose GPU just freed starts; what is left of its transport comes first. */
+  function startHeld(w: Worker, nowMs: number): void {
+    const h = w.held!;
+    w.held = null;
+    w.arrivals = h.arrivals;
+    // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures it).
+    w.transportMs = Math.max(0, transportMs(w.model, h.size) - (nowMs - h.sentMs));
+    startBatch(w, nowMs, h.size, h.sentMs, w.transportMs);
+  }
+
+  /**
+   * Batch of `size` (its arrival times in w.arrivals) starts on `w` at `nowMs`: its GPU time from the
+   * neighbours running now, answered after `transportLeftMs` + that time. `sentMs`: when it was sent
+   * (its tasks' queueing ends there).
+   */
+  function startBatch(w: Worker, nowMs: number, size: number, sentMs: number, transportLeftMs: number): void {
     const g = w.gpu;
     const gpu = cluster.gpus[g]!;
     accountShares(nowMs);
@@ -312,10 +368,11 @@ export function simulate(input: SimInput): SimResult {
     w.timeshared = timeshared;
     w.busy = true;
     w.size = size;
-    w.startMs = nowMs;
+    w.startMs = sentMs;
     w.execMs = t;
-    w.doneAtMs = nowMs + t + transportMs;
-    input.trace?.batchStart?.(nowMs, w.model, g, size, t + transportMs);
+    w.doneAtMs = nowMs + t + transportLeftMs;
+    // Told at its start on the GPU; a batch held by pipelining was sent earlier (tMs = when it was sent).
+    input.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs);
     batchTasks[w.model]! += size;
     batchCount[w.model]! += 1;
   }
@@ -328,7 +385,9 @@ export function simulate(input: SimInput): SimResult {
   }
 
   function canRun(w: Worker): boolean {
-    return !w.busy && w.downUntilMs === Infinity && (w.state === State.Active || w.state === State.Retiring) && !(gpuModes[w.gpu] === 'timeshare' && gpuBusy[w.gpu]! >= timeshareLimit);
+    const timeshared = gpuModes[w.gpu] === 'timeshare';
+    const inFlight = (w.busy ? 1 : 0) + (w.held ? 1 : 0);
+    return w.downUntilMs === Infinity && dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) && (w.state === State.Active || w.state === State.Retiring) && !(timeshared && gpuBusy[w.gpu]! >= timeshareLimit);
   }
 
   /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */
@@ -338,7 +397,9 @@ export function simulate(input: SimInput): SimResult {
     batch: (w) => w.batch,
     timeoutMs: (w) => w.timeoutMs,
     predicted: (w) => w.predicted,
-    overheadMs: () => transportMs,
+    // Without a transport model, the fixed transport (as before); with one, learned from the worker's
+    // batches the way the scheduler learns it (src/serving/transport.ts).
+    overheadMs: (w) => (transportModel ? w.overheadMs : fixedTransportMs),
     queued: (m) => queues[m]!.length,
     headArrivalMs: (m) => queues[m]!.peek(),
     drop: (m) => {
@@ -349,14 +410,23 @@ export function simulate(input: SimInput): SimResult {
       epochMissed++;
       input.trace?.drop?.(dispatchNow, m);
     },
-    start: (w, size) => startBatch(w, dispatchNow, size),
+    start: (w, size) => sendBatch(w, dispatchNow, size),
   };
   let dispatchNow = 0;
 
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
     dispatchNow = nowMs;
-    timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
+    let wake = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
+    // Pipelining: a busy worker may take the model's next batch before its own is answered.
+    if (hasTransport && queues[m]!.length > 0) {
+      for (const w of workers) {
+        if (w.model !== m || !w.busy || w.held || !(w.state === State.Active || w.state === State.Retiring)) continue;
+        const at = nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare');
+        if (at > nowMs && at < wake) wake = at;
+      }
+    }
+    timer[m] = wake;
   }
 
   /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */
@@ -366,7 +436,9 @@ export function simulate(input: SimInput): SimResult {
     w.doneAtMs = Infinity;
     w.size = 0;
     if (w.timeshared) gpuBusy[w.gpu]! -= 1;
-    if (w.state === State.Draining) w.state = State.Stopped;
+    // Pipelining: the batch sent ahead starts now that the GPU is free.
+    if (w.held) startHeld(w, nowMs);
+    if (w.state === State.Draining && !w.busy) w.state = State.Stopped;
     if (gpuModes[w.gpu] === 'timeshare') {
       // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
       const onGpu = workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
@@ -379,10 +451,12 @@ export function simulate(input: SimInput): SimResult {
   function fail(f: WorkerFailure, nowMs: number): void {
     const w = workers.find((x) => x.model === f.model && x.gpu === f.gpu && (x.state === State.Active || x.state === State.Retiring) && x.downUntilMs === Infinity);
     if (!w) return;
-    const lost = w.busy ? w.size : 0;
+    // The batch running and the one sent ahead of it (pipelining) are both lost with the worker.
+    const lost = w.busy ? w.size + (w.held?.size ?? 0) : 0;
     input.trace?.fail?.(nowMs, w.model, w.gpu, lost);
     w.downUntilMs = nowMs + f.downMs;
     if (!w.busy) return;
+    w.held = null;
     dropped[w.model]! += lost;
     epochDropped[w.model]! += lost;
     epochMissed += lost;
@@ -419,6 +493,8 @@ export function simulate(input: SimInput): SimResult {
     epochAll += w.size;
     epochExecSum[m]! += exec;
     epochExecN[m]! += 1;
+    w.overheadMs = transportModel ? learnedOverheadMs(w.overheadMs, w.transportMs) : fixedTransportMs;
+    w.batchesThisEpoch++;
     batchEnded(w, nowMs);
   }
 
@@ -439,6 +515,12 @@ export function simulate(input: SimInput): SimResult {
       timeshared: false,
       size: 0,
       arrivals: new Float64Array(Math.max(1, p.batch)),
+      lastSentMs: -Infinity,
+      lastPredMs: 0,
+      held: null,
+      transportMs: 0,
+      overheadMs: transportModel ? 0 : fixedTransportMs,
+      batchesThisEpoch: 0,
       predicted: new Float64Array(MAX_PRED_BATCH),
       replaces: null,
       downUntilMs: Infinity,
@@ -517,6 +599,10 @@ export function simulate(input: SimInput): SimResult {
 
   function endEpoch(nowMs: number): void {
     monitor.endEpoch();
+    for (const w of workers) {
+      if (transportModel && w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
+      w.batchesThisEpoch = 0;
+    }
     for (let m = 0; m < nModels; m++) {
       // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
       const q = queues[m]!;
@@ -593,7 +679,7 @@ export function simulate(input: SimInput): SimResult {
 
   const summary = (h: LogHistogram): Summary => ({ p50: h.quantile(0.5), p99: h.quantile(0.99), mean: h.mean() });
   const models: ModelStats[] = cluster.models.map((m, i) => {
-    const running = workers.filter((w) => w.model === i && w.busy).reduce((s, w) => s + w.size, 0);
+    const running = workers.filter((w) => w.model === i && w.busy).reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0);
     return {
       model: m.name,
       arrivals: arrivals[i]!,

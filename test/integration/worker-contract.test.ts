@@ -1,13 +1,16 @@
 // The worker contract suite: every implementation of the worker protocol (docs/worker-protocol.md)
 // passes the same tests, so the simulated worker and the PyTorch worker cannot drift apart. Each
-// starts real worker processes and talks frames to them over pipes.
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+// starts real worker processes and talks frames to them over pipes, and over their data sockets
+// (the direct path: a Unix socket and TCP, as the scheduler connects to them).
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/torchWorker.js';
-import type { FromWorker } from '../../src/protocol/worker.js';
+import type { WorkerIdentity } from '../../src/protocol/agent.js';
+import { type FromWorker, WORKER_ENV } from '../../src/protocol/worker.js';
 import { REPO_ROOT } from '../support/paths.js';
-import { batchMessage, floats, imageBatch, WorkerUnderTest } from '../support/worker.js';
+import { batchMessage, DataClient, floats, imageBatch, WorkerUnderTest } from '../support/worker.js';
 
 const SIM_WORKER = resolve(REPO_ROOT, 'dist', 'agent', 'simWorker.js');
 const PROFILE = resolve(REPO_ROOT, 'profiles', 'rtx2060s.json');
@@ -43,14 +46,16 @@ const implementations: Implementation[] = [
 
 describe.each(implementations)('worker contract: $name', (impl) => {
   const started: WorkerUnderTest[] = [];
-  function start(): WorkerUnderTest {
+  function start(env: Record<string, string> = {}): WorkerUnderTest {
     const { command, args } = impl.launch();
-    const w = new WorkerUnderTest(command, args);
+    const w = new WorkerUnderTest(command, args, env);
     started.push(w);
     return w;
   }
+  const dir = mkdtempSync(join(tmpdir(), 'inss-contract-'));
   afterAll(async () => {
     await Promise.all(started.map((w) => w.dispose()));
+    rmSync(dir, { recursive: true, force: true });
   });
 
   // The reason goes in a title built here: vitest shortens long `$name`-style interpolations.
@@ -144,6 +149,81 @@ describe.each(implementations)('worker contract: $name', (impl) => {
       w.closeStdin();
       expect((await w.expect('result')).msg.id).toBe('last');
       expect(await w.exited).toEqual({ code: 0, signal: null });
+    });
+
+    describe.each([
+      { kind: 'unix', listen: () => `unix:${join(dir, `${impl.name}.sock`)}` },
+      { kind: 'tcp', listen: () => 'tcp:127.0.0.1:0' },
+    ])('the data socket over $kind (the direct path)', ({ kind, listen }) => {
+      const secret = 'c0ffee' + kind;
+      const identity: WorkerIdentity = { workerId: 'w7', model: impl.model, gpu: 1, pct: 40, generation: 1234 };
+      let worker: WorkerUnderTest;
+      let address = '';
+      const clients: DataClient[] = [];
+      const client = (s: string | null) => {
+        const c = new DataClient(address, s);
+        clients.push(c);
+        return c;
+      };
+      const directBatch = (id: string, size: number, who: WorkerIdentity = identity) => ({ ...batchMessage(id, impl.model, size), worker: who });
+      beforeAll(async () => {
+        worker = start({ [WORKER_ENV.listen]: listen(), [WORKER_ENV.secret]: secret, [WORKER_ENV.identity]: JSON.stringify(identity) });
+        const ready = (await worker.expect('ready', 60_000)).msg;
+        address = ready.listen ?? '';
+      });
+      afterAll(() => {
+        for (const c of clients) c.close();
+      });
+
+      it('reports where it listens in ready', () => {
+        expect(address).toMatch(kind === 'unix' ? /^unix:\// : /^tcp:127\.0\.0\.1:[1-9]\d*$/);
+      });
+
+      it('answers batches on the connection they came on, in order, with per-hop timestamps, and nothing on stdout', async () => {
+        const c = client(secret);
+        const inputs = [imageBatch(2, 5), imageBatch(1, 6)];
+        // Sent back to back: the second is received while the first runs (pipelining).
+        c.send(directBatch('d1', 2), inputs[0]);
+        c.send(directBatch('d2', 1), inputs[1]);
+        for (const [i, size] of [2, 1].entries()) {
+          const { msg, payload } = await c.next();
+          expect(msg).toMatchObject({ type: 'result', id: `d${i + 1}` });
+          if (msg.type !== 'result') return;
+          expect(msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [size, 1000], byteLength: size * 4000 }]);
+          expect(payload.length).toBe(size * 4000);
+          expect(msg.answeredAtMs! - msg.receivedAtMs!).toBeGreaterThanOrEqual(0);
+        }
+        // stdin still works beside it, and its answer comes on stdout (the first message there since ready).
+        worker.sendBatch('stdin-after', 1);
+        expect((await worker.expect('result')).msg.id).toBe('stdin-after');
+      });
+
+      it('refuses a batch naming another worker identity (wrong-worker), then serves its own', async () => {
+        const c = client(secret);
+        c.send(directBatch('other-gen', 1, { ...identity, generation: identity.generation + 1 }), imageBatch(1));
+        c.send(directBatch('other-pct', 1, { ...identity, pct: 60 }), imageBatch(1));
+        c.send(directBatch('mine', 1), imageBatch(1));
+        for (const id of ['other-gen', 'other-pct']) {
+          const { msg } = await c.next();
+          expect(msg).toMatchObject({ type: 'error', id, reason: 'wrong-worker' });
+          if (msg.type === 'error') expect(msg.message).toMatch(/refused: this worker is w7/);
+        }
+        expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'mine' });
+      });
+
+      it('closes a connection whose first frame is not an attach with its secret, and answers nothing on it', async () => {
+        const wrong = client('not-the-secret');
+        wrong.send(directBatch('sneaky', 1), imageBatch(1));
+        await wrong.closed;
+        await expect(wrong.next(100)).rejects.toThrow(/closed/);
+        const none = client(null);
+        none.send(directBatch('sneaky2', 1), imageBatch(1));
+        await none.closed;
+        // Still serving the right one.
+        const c = client(secret);
+        c.send(directBatch('still', 1), imageBatch(1));
+        expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'still' });
+      });
     });
   });
 });

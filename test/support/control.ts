@@ -10,6 +10,7 @@ import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type FromAgent, type ToAgent, type WorkerStatus } from '../../src/protocol/agent.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
+import type { DirectLink } from '../../scheduler/workerLink.js';
 
 export interface Sent {
   readonly agentId: string;
@@ -48,6 +49,8 @@ export function controlHarness(opts: {
   running?: WorkerStatus[];
   /** Who records the control plane's events (default: real Prometheus metrics). */
   observers?: readonly Partial<ControlObserver>[];
+  /** The direct path to workers' data sockets (a fake: test/support/fakes.ts `FakeDirectLink`). */
+  direct?: DirectLink;
 }): Harness {
   const sent: Sent[] = [];
   const h = {
@@ -65,6 +68,7 @@ export function controlHarness(opts: {
     logger: pino({ level: 'silent' }),
     observers: opts.observers ?? [new Metrics()],
     firstGeneration: 1,
+    ...(opts.direct ? { direct: opts.direct } : {}),
     ...(opts.settings ? { settings: opts.settings } : {}),
     ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
   });

@@ -3,9 +3,10 @@
 // every message, in order, for the test to inspect, and lets a test send what an agent never would
 // (malformed batches, signals at chosen moments).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
 import { encodeFrame, FrameDecoder } from '../../src/protocol/frames.js';
 import { tensorBytes } from '../../src/protocol/tensor.js';
-import { type FromWorker, FromWorkerSchema, WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
+import { type FromWorker, FromWorkerSchema, parseDataAddress, WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 
 export interface WorkerMessage {
   readonly msg: FromWorker;
@@ -191,5 +192,68 @@ export class WorkerUnderTest {
   private withLog(e: Error): Error {
     const tail = this.stderrText.trim().split('\n').slice(-15).join('\n');
     return new Error(`${e.message}\n--- worker stderr (tail) ---\n${tail}`);
+  }
+}
+
+/**
+ * A connection to a worker's data socket (the direct path), as the scheduler makes it
+ * (scheduler/workerLink.ts): `attach` with `secret` first (unless `secret` is null), then frames;
+ * every frame the worker answers is validated with FromWorkerSchema and kept in order.
+ */
+export class DataClient {
+  readonly socket: Socket;
+  /** Resolves when the connection has ended (either side). */
+  readonly closed: Promise<void>;
+  private readonly decoder = new FrameDecoder();
+  private readonly inbox: WorkerMessage[] = [];
+  private waiter: ((m: WorkerMessage | null) => void) | null = null;
+  private ended = false;
+
+  constructor(address: string, secret: string | null) {
+    const a = parseDataAddress(address);
+    if (typeof a === 'string') throw new Error(a);
+    this.socket = a.kind === 'unix' ? connect({ path: a.path }) : connect({ host: a.host, port: a.port });
+    if (secret !== null) this.send({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret });
+    this.socket.on('data', (chunk: Buffer) => {
+      for (const f of this.decoder.push(chunk)) {
+        const m = { msg: FromWorkerSchema.parse(f.header), payload: f.payload };
+        if (this.waiter) {
+          const w = this.waiter;
+          this.waiter = null;
+          w(m);
+        } else this.inbox.push(m);
+      }
+    });
+    this.socket.on('error', () => undefined); // a refused connection ends in 'close'
+    this.closed = new Promise((resolve) =>
+      this.socket.on('close', () => {
+        this.ended = true;
+        this.waiter?.(null);
+        resolve();
+      }),
+    );
+  }
+
+  send(header: object, payload?: Uint8Array): void {
+    this.socket.write(encodeFrame(header, payload));
+  }
+
+  /** The next frame the worker sent on this connection; rejects when it closed first or after `timeoutMs`. */
+  next(timeoutMs = 30_000): Promise<WorkerMessage> {
+    const queued = this.inbox.shift();
+    if (queued) return Promise.resolve(queued);
+    if (this.ended) return Promise.reject(new Error('the data connection closed'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no frame on the data connection within ${timeoutMs} ms`)), timeoutMs);
+      this.waiter = (m) => {
+        clearTimeout(timer);
+        if (m) resolve(m);
+        else reject(new Error('the data connection closed'));
+      };
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
   }
 }

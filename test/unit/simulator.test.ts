@@ -78,6 +78,46 @@ describe('transport', () => {
   });
 });
 
+describe('pipelining (a worker takes its next batch while one runs, where there is transport)', () => {
+  const cluster = buildCluster([profile], [{ name: 'net', sloMs: 1e12 }]);
+  const serviceMs = cluster.gpus[0]!.model.predict([{ model: 'net', batch: 1, pct: 100 }]).latencyMs[0]!;
+  const run = (transportMs: number) => {
+    const starts: { tMs: number; durationMs: number }[] = [];
+    const r = simulate({
+      cluster,
+      streams: [poisson(1000, 3)],
+      initialRatePerS: [1000],
+      policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }] }),
+      settings: settings({ durationMs: 20_000, transportMs }),
+      trace: { batchStart: (tMs, _m, _g, _size, durationMs) => starts.push({ tMs, durationMs }) },
+    });
+    // Batches sent while the one before was still unanswered (told in send order).
+    const sorted = [...starts].sort((x, y) => x.tMs - y.tMs);
+    const overlapping = sorted.filter((s, i) => i > 0 && s.tMs < sorted[i - 1]!.tMs + sorted[i - 1]!.durationMs - 1e-9).length;
+    return { r, overlapping, batches: starts.length };
+  };
+
+  it('under overload, a transport shorter than a batch overlaps the batch running: the GPU stays busy, throughput is the service rate', () => {
+    const { r, overlapping, batches } = run(serviceMs / 2);
+    // Without pipelining it would be 1000 / (service + transport), two thirds of it.
+    expect(r.throughputPerS / (1000 / serviceMs)).toBeGreaterThan(0.98);
+    expect(overlapping / batches).toBeGreaterThan(0.95);
+    expect(r.arrivals).toBe(r.served + r.dropped + r.unfinished);
+  });
+
+  it('a transport longer than a batch is hidden only in part: two batches in flight per round trip of transport + service', () => {
+    const { r } = run(3 * serviceMs);
+    // PIPELINE_DEPTH (2) batches per (transport + service): 2 / 4 of the service rate (without pipelining 1 / 4).
+    expect(r.throughputPerS / (1000 / serviceMs)).toBeCloseTo(0.5, 2);
+  });
+
+  it('with zero transport a worker runs one batch at a time (the results before pipelining)', () => {
+    const { r, overlapping } = run(0);
+    expect(overlapping).toBe(0);
+    expect(r.throughputPerS / (1000 / serviceMs)).toBeCloseTo(1, 2);
+  });
+});
+
 describe('task buffer', () => {
   it('drops tasks that cannot meet their SLO and counts every task exactly once', () => {
     const cluster = buildCluster([profile], [{ name: 'net', sloMs: 5 }]);

@@ -1,6 +1,7 @@
 // Runs policies side by side on the simulator over the same seeded workload (`inss bench`). Pure
 // apart from the injected clock that times decisions.
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
+import type { TransportModel } from '../../src/serving/transport.js';
 import type { Scenario } from '../../src/scenario/schema.js';
 import type { Profile } from '../../src/profile/schema.js';
 import type { ClusterInfo, PolicyFactory, PolicyOptions } from '../../src/policy/types.js';
@@ -13,6 +14,8 @@ export interface BenchContext {
   readonly traces: ReadonlyMap<string, readonly number[]>;
   readonly clock?: () => number;
   readonly policyOptions?: (name: string) => PolicyOptions;
+  /** The host's measured transport (src/serving/transport.ts): the simulator runs every batch's path with it. */
+  readonly transport?: TransportModel;
 }
 
 export interface PolicyResult {
@@ -47,7 +50,7 @@ export function runPolicy(ctx: BenchContext, factory: PolicyFactory, loadScale =
     streams: scenarioStreams(s, ctx.traces, loadScale),
     initialRatePerS: initialRates(s, ctx.traces, loadScale),
     policy,
-    settings: scenarioSettings(s),
+    settings: { ...scenarioSettings(s), ...(ctx.transport ? { transport: ctx.transport } : {}) },
     ...(ctx.clock ? { clock: ctx.clock } : {}),
   });
   const wallMs = ctx.clock ? ctx.clock() - t0 : 0;

@@ -1,0 +1,85 @@
+// A Node worker's data socket (the direct path, docs/worker-protocol.md "The data socket"): the
+// scheduler connects to it, sends `attach` with the worker's secret, then batch frames; the worker
+// answers each batch on the connection it came on. Used by agent/simWorker.ts; a worker in another
+// language implements the same (native/torch_worker.py).
+// Contract: `listenData` resolves once listening, with the address to report in `ready`; every whole
+// frame after a good `attach` goes to `onFrame` with a `reply` that writes a frame back (prefix and
+// header, then the payload, corked into one writev: the payload is not copied into one buffer).
+// A connection whose first frame is not an `attach` with the secret is closed without reading on.
+import { rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { FrameDecoder, frameHead } from '../src/protocol/frames.js';
+import { type DataAddress, formatDataAddress, type FromWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+
+export type Reply = (msg: FromWorker, payload?: Uint8Array) => void;
+
+export interface DataServer {
+  /** The address it listens on, as `ready` reports it (a TCP port 0 resolved to the real port). */
+  readonly address: string;
+  /** Stops accepting connections (those open stay, so batches received are still answered). */
+  close(): void;
+}
+
+/** Wall-clock ms since the Unix epoch, fractional: comparable across processes of one host (per-hop tracing). */
+export function wallMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** Writes one frame to a socket as pieces (no copy of the payload), in one writev. */
+export function writeFrame(socket: Socket, msg: object, payload?: Uint8Array): void {
+  if (socket.destroyed) return;
+  socket.cork();
+  socket.write(frameHead(msg, payload?.length ?? 0));
+  if (payload && payload.length > 0) socket.write(payload);
+  socket.uncork();
+}
+
+export async function listenData(addr: DataAddress, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void): Promise<DataServer> {
+  const server: Server = createServer({ noDelay: true }, (socket) => serveConnection(socket, secret, onFrame, log));
+  if (addr.kind === 'unix') rmSync(addr.path, { force: true }); // a stale socket file of a worker that died
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    if (addr.kind === 'unix') server.listen(addr.path, resolve);
+    else server.listen(addr.port, addr.host, resolve);
+  });
+  const bound = server.address();
+  const address = addr.kind === 'tcp' && bound !== null && typeof bound === 'object' ? formatDataAddress({ kind: 'tcp', host: addr.host, port: bound.port }) : formatDataAddress(addr);
+  return { address, close: () => server.close() };
+}
+
+function serveConnection(socket: Socket, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void): void {
+  const decoder = new FrameDecoder();
+  let attached = false;
+  const reply: Reply = (msg, payload) => writeFrame(socket, msg, payload);
+  socket.on('error', (e) => log(`data connection error: ${e.message}`));
+  socket.on('data', (chunk: Buffer) => {
+    let frames;
+    try {
+      frames = decoder.push(chunk);
+    } catch (e) {
+      log(`data connection closed: not a frame stream (${(e as Error).message})`);
+      socket.destroy();
+      return;
+    }
+    const at = wallMs();
+    for (const f of frames) {
+      if (!attached) {
+        const m = ToWorkerSchema.safeParse(f.header);
+        if (!m.success || m.data.type !== 'attach' || m.data.secret !== secret) {
+          log('data connection closed: its first frame is not an attach with this worker\'s secret');
+          socket.destroy();
+          return;
+        }
+        attached = true;
+        continue;
+      }
+      onFrame(f.header, f.payload, at, reply);
+    }
+  });
+}
+
+/** The `error` a worker answers a frame it cannot parse with (its id when it has one). */
+export function badMessage(header: unknown, why: string): FromWorker {
+  const id = (header as { id?: unknown } | null)?.id;
+  return { v: WORKER_PROTOCOL_VERSION, type: 'error', id: typeof id === 'string' ? id : '', message: `bad message: ${why}` };
+}

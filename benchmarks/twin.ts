@@ -1,0 +1,92 @@
+// The live system against its twin (issue 14): `inss up` on a scenario (default: its default,
+// paper-6, with its default policy), `inss loadgen` at a fraction of the scenario's rates, then the
+// simulator on the same scenario, policy and rates, given the transport the scheduler fitted during the
+// run (fixed + per MB, GET /v2/inss/cluster `transport`; docs/serving.md "The path in the twin").
+// Prints, per model, SLO attainment and mean latency at the client and in the twin.
+//
+//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60]
+//
+// The simulator gets the same rates, not the same arrival instants (loadgen draws its own Poisson
+// arrivals); both start from the scenario's rates as the monitor's floor, as `inss up` does.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { benchRegistry, inssPolicyData, policyOptionsFor } from '../cli/benchCell.js';
+import { loadScenario } from '../cli/scenarios.js';
+import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
+import { TransportModelSchema } from '../src/serving/transport.js';
+import { simulate } from '../src/sim/simulator.js';
+import { LoadgenReportSchema } from '../tools/loadgen/report.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'inss.js');
+const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' } } });
+const SCALE = Number(values.scale);
+const SECONDS = Number(values.seconds);
+if (!(SCALE > 0) || !(SECONDS > 0)) throw new Error('--scale and --seconds: positive numbers');
+
+function start(args: string[]): { child: ChildProcess; out: () => string } {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', () => undefined);
+  return { child, out: () => out };
+}
+
+async function waitFor(get: () => string, re: RegExp, ms = 60_000): Promise<string> {
+  const t0 = Date.now();
+  for (;;) {
+    const m = re.exec(get());
+    if (m) return m[1]!;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${re}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const loaded = loadScenario(values.scenario);
+const s = loaded.scenario;
+const rates = initialRates(s, loaded.traces, SCALE);
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+console.log(`scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${s.models.map((m, i) => `${m.name} ${rates[i]!.toFixed(1)}/s`).join(', ')}), ${SECONDS} s`);
+
+const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
+const up = start([BIN, 'up', '--port', '0', '--scenario', values.scenario, '--policy', values.policy, '--state-dir', state, '--log-level', 'warn']);
+const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
+for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r.status, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--model', `${m.name}=${rates[i]!.toFixed(2)}`]), '--duration', String(SECONDS), '--json']);
+await new Promise((r) => lg.child.on('exit', r));
+const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
+const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> };
+const transport = TransportModelSchema.parse({ fixedMs: (clusterView.transport.local as { fixedMs?: number }).fixedMs, perMbMs: (clusterView.transport.local as { perMbMs?: number }).perMbMs });
+up.child.kill('SIGINT');
+await new Promise((r) => up.child.on('exit', r));
+rmSync(state, { recursive: true, force: true });
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB`);
+
+const cluster = scenarioCluster(s, loaded.profiles);
+const registry = benchRegistry();
+const policy = registry.get(values.policy).create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) });
+const twin = simulate({
+  cluster,
+  streams: scenarioStreams(s, loaded.traces, SCALE),
+  // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
+  initialRatePerS: initialRates(s, loaded.traces),
+  policy,
+  settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport },
+});
+
+console.log('model          live SLO%  twin SLO%   live mean ms  twin mean ms');
+let worst = 0;
+for (const [i, m] of s.models.entries()) {
+  const live = report.models.find((x) => x.model === m.name);
+  const t = twin.models[i]!;
+  const twinAtt = t.arrivals > 0 ? (100 * t.good) / t.arrivals : NaN;
+  const liveAtt = live?.sloAttainmentPct ?? NaN;
+  const liveMean = live?.latency.meanMs ?? NaN;
+  worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), Math.abs(liveMean - t.latencyMs.mean) / t.latencyMs.mean);
+  console.log(`${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}`);
+}
+const liveTotal = report.total.sloAttainmentPct ?? NaN;
+console.log(`total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean latency, relative): ${(100 * worst).toFixed(1)}%`);

@@ -1,0 +1,82 @@
+// The path of a batch in the twin (issue 14): the time a batch spends outside its worker's GPU time
+// (scheduler -> worker -> scheduler: its inputs' bytes crossing the data socket, the hand-offs between
+// processes), modelled per host as a fixed cost plus a cost per megabyte of input. The running scheduler
+// learns it from its batches (`TransportFit`, one per agent, shown at GET /v2/inss/cluster as
+// `transport`); the simulator takes it as a setting (`SimSettings.transport`, `inss bench --transport
+// FILE`), so a benchmark says what the live system does on that machine. Pure.
+import { z } from 'zod';
+
+export const TransportModelSchema = z
+  .object({
+    /** Per batch, whatever its size (ms). */
+    fixedMs: z.number().nonnegative().finite(),
+    /** Per 10^6 bytes of the batch's inputs (ms). */
+    perMbMs: z.number().nonnegative().finite(),
+  })
+  .strict();
+export type TransportModel = z.infer<typeof TransportModelSchema>;
+
+/** A batch's transport under the model (ms) for `inputBytes` bytes of inputs. */
+export function transportMsFor(m: TransportModel, inputBytes: number): number {
+  return m.fixedMs + (m.perMbMs * inputBytes) / 1e6;
+}
+
+/**
+ * Least-squares fit of (input bytes, transport ms) samples to `fixedMs + perMbMs * MB`, from running
+ * sums (O(1) per sample, no history kept). Both coefficients are kept non-negative: a fit whose slope
+ * or intercept would be negative (sizes that hardly vary, noise) falls back to the other alone.
+ */
+export class TransportFit {
+  private n = 0;
+  private sx = 0;
+  private sy = 0;
+  private sxx = 0;
+  private sxy = 0;
+
+  add(inputBytes: number, transportMs: number): void {
+    if (!Number.isFinite(inputBytes) || !Number.isFinite(transportMs) || inputBytes < 0 || transportMs < 0) return;
+    const x = inputBytes / 1e6;
+    this.n++;
+    this.sx += x;
+    this.sy += transportMs;
+    this.sxx += x * x;
+    this.sxy += x * transportMs;
+  }
+
+  get samples(): number {
+    return this.n;
+  }
+
+  /** The fitted model; null before any sample. */
+  model(): TransportModel | null {
+    const n = this.n;
+    if (n === 0) return null;
+    const meanX = this.sx / n;
+    const meanY = this.sy / n;
+    const varX = this.sxx / n - meanX * meanX;
+    const round = (v: number) => Number(v.toFixed(4));
+    // Sizes that do not vary cannot separate the two costs: all of it is fixed.
+    if (!(varX > 1e-12 * Math.max(1, meanX * meanX))) return { fixedMs: round(meanY), perMbMs: 0 };
+    const slope = (this.sxy / n - meanX * meanY) / varX;
+    const intercept = meanY - slope * meanX;
+    if (slope <= 0) return { fixedMs: round(meanY), perMbMs: 0 };
+    if (intercept < 0) return { fixedMs: 0, perMbMs: round(this.sxy / this.sxx) }; // through the origin
+    return { fixedMs: round(intercept), perMbMs: round(slope) };
+  }
+}
+
+/**
+ * The dispatch rule's transport estimate per worker, learned from its batches the same way by the
+ * scheduler (each answered batch's round trip less its GPU time) and by the simulator (each batch's
+ * transport under its transport setting): it starts at 0 and moves 10% toward each sample, so one slow
+ * batch (a cold start) cannot make the rule drop everything, and halves each epoch the worker runs no
+ * batch, so a stale estimate fades.
+ */
+export function learnedOverheadMs(prevMs: number, sampleMs: number): number {
+  return 0.9 * prevMs + 0.1 * sampleMs;
+}
+
+/** The estimate after an epoch in which the worker ran no batch. */
+export function idleOverheadMs(prevMs: number): number {
+  return prevMs * 0.5;
+}

@@ -1,0 +1,115 @@
+// The control plane's data path (scheduler/control.ts) driven by hand: batches go on a worker's data
+// socket once its agent reports one and the connection is up, else through the agent; answers and
+// refusals on that socket; a connection that closes; and pipelining (a second batch in flight once
+// the first one's predicted GPU time is over, where there is transport to hide), with the shared rule
+// of src/sim/dispatch.ts.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Deployment } from '../../src/policy/types.js';
+import { workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
+import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
+import { nextBatchAtMs, PIPELINE_DEPTH } from '../../src/sim/dispatch.js';
+import { loadProfileFile } from '../support/clusters.js';
+import { controlHarness, type Harness, simGpus } from '../support/control.js';
+import { FakeDirectLink, FixedPolicy } from '../support/fakes.js';
+
+const rtx = loadProfileFile('rtx2060s');
+const profiles = new Map([[rtx.id, rtx]]);
+const MODELS = [{ name: 'resnet50', sloMs: 1000 }];
+const D: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }] };
+const harnesses: Harness[] = [];
+afterEach(() => {
+  for (const h of harnesses.splice(0)) h.control.stop();
+});
+
+function setup(direct?: FakeDirectLink): Harness {
+  const h = controlHarness({ models: MODELS, profiles, policy: () => new FixedPolicy(D), gpus: simGpus('rtx2060s', 1), ...(direct ? { direct } : {}) });
+  harnesses.push(h);
+  return h;
+}
+
+/** The agent reports its worker ready with a data socket. */
+function readyWithData(h: Harness): string {
+  const w = h.desired()[0]!;
+  const status: WorkerStatus = { ...w, state: 'ready', pid: 1, data: { address: 'unix:/tmp/x.sock', secret: 's3cret' } };
+  h.control.workersReported('a1', [status]);
+  return workerKey(w);
+}
+
+describe('the direct path in the control plane', () => {
+  it('opens a connection to a ready worker with a data socket and sends its batches there, naming its identity, once connected', () => {
+    const direct = new FakeDirectLink();
+    const h = setup(direct);
+    const key = readyWithData(h);
+    expect(direct.opened.get(key)?.endpoint).toEqual({ address: 'unix:/tmp/x.sock', secret: 's3cret' });
+    // Not connected yet: the first batch goes through the agent.
+    h.submit(0);
+    expect(h.batches().length).toBe(1);
+    h.result(h.batches()[0]!.batchId);
+    direct.connect(key);
+    const t = h.submit(0);
+    expect(h.batches().length).toBe(1);
+    expect(direct.sent).toHaveLength(1);
+    const header = direct.sent[0]!.header;
+    expect(header).toMatchObject({ v: WORKER_PROTOCOL_VERSION, type: 'batch', model: 'resnet50', size: 1, worker: h.desired()[0] });
+    expect(direct.sent[0]!.bytes).toBe(602112);
+    // Its answer on the socket answers the task.
+    direct.opened.get(key)!.events.frame({ v: 1, type: 'result', id: header.id, latencyMs: 2, outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }] }, Buffer.alloc(4000));
+    expect(t.answer).toMatchObject({ ok: true });
+  });
+
+  it('a wrong-worker refusal on the socket puts the tasks back; a closed connection fails the batches of a wanted worker', () => {
+    const direct = new FakeDirectLink();
+    const h = setup(direct);
+    const key = readyWithData(h);
+    direct.connect(key);
+    const t = h.submit(0);
+    const id = direct.sent[0]!.header.id;
+    direct.opened.get(key)!.events.frame({ v: 1, type: 'error', id, reason: 'wrong-worker', message: 'not me' }, Buffer.alloc(0));
+    expect(t.answer).toBeNull();
+    expect(direct.has(key)).toBe(false); // closed: that process is not this worker
+    // Reported ready again: the task goes at once, through the agent while the new connection opens.
+    readyWithData(h);
+    expect(h.batches()).toHaveLength(1);
+    h.result(h.batches()[0]!.batchId);
+    expect(t.answer).toMatchObject({ ok: true });
+    // Connected: the next task goes on the socket and is in flight when the worker dies.
+    direct.connect(key);
+    const t2 = h.submit(0);
+    expect(direct.sent).toHaveLength(2);
+    direct.drop(key, 'the worker exited');
+    expect(t2.answer).toMatchObject({ ok: false, reason: 'worker-failed' });
+    if (t2.answer?.ok === false) expect(t2.answer.error).toMatch(/data connection closed \(the worker exited\)/);
+  });
+});
+
+describe('pipelining', () => {
+  it('the shared rule: free at once when idle; with transport, the next batch once the last one\'s predicted GPU time is over; never more than the depth', () => {
+    expect(nextBatchAtMs(0, 100, 10, 5, false)).toBe(-Infinity);
+    expect(nextBatchAtMs(1, 100, 10, 5, false)).toBe(110);
+    expect(nextBatchAtMs(1, 100, 10, 0, false)).toBe(Infinity); // no transport to hide: one at a time (the simulator's results unchanged)
+    expect(nextBatchAtMs(1, 100, 10, 5, true)).toBe(Infinity); // a time-shared GPU runs one batch at a time
+    expect(nextBatchAtMs(PIPELINE_DEPTH, 100, 10, 5, false)).toBe(Infinity);
+  });
+
+  it('the control plane sends a worker its next batch while one is in flight once it has measured transport, two at most', () => {
+    const h = setup();
+    h.report('ready');
+    h.submit(0);
+    h.submit(0);
+    // No transport measured yet: one batch at a time.
+    expect(h.batches().length).toBe(1);
+    h.now = 50;
+    h.result(h.batches()[0]!.batchId, 1); // 49 ms beyond the GPU time: transport
+    expect(h.batches().length).toBe(2); // the queued task went at once (nothing in flight)
+    h.submit(0);
+    expect(h.batches().length).toBe(2); // the batch sent at 50 is still within its predicted GPU time
+    h.now = 50 + 200; // past any batch-1 prediction on this GPU
+    h.submit(0);
+    expect(h.batches().length).toBe(3); // pipelined: two in flight
+    h.now = 1000;
+    h.submit(0);
+    expect(h.batches().length).toBe(3); // never a third
+    h.result(h.batches()[1]!.batchId, 1);
+    expect(h.batches().length).toBe(4);
+  });
+});
