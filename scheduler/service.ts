@@ -54,6 +54,7 @@ const ERROR_STATUS: Record<Extract<TaskAnswer, { ok: false }>['reason'], number>
   'not-deployed': 503,
   'worker-failed': 503,
   shutdown: 503,
+  'bad-input': 400,
 };
 
 export class SchedulerService {
@@ -197,7 +198,7 @@ export class SchedulerService {
       const input = request.inputs[0]!;
       // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
       // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
-      control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, data: input.data }, (a) => {
+      control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, encoding: input.encoding, data: input.data }, (a) => {
         if (!a.ok) {
           void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
           return;

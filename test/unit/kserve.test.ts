@@ -516,7 +516,7 @@ describe('errors and metadata', () => {
       platform: 'inss',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3, 224, 224] }],
       outputs: [{ name: 'output', datatype: 'FP32', shape: [-1, 1000] }],
-      parameters: { slo_ms: 80 },
+      parameters: { slo_ms: 80, input_forms: { input: [{ datatype: 'FP32', shape: [-1, 3, 224, 224], content: 'tensor' }] } },
     });
     expect(modelMetadata({ name: 'two', signature: TWO.signature, sloMs: 25 })).not.toHaveProperty('versions');
   });
