@@ -66,8 +66,28 @@ export function bytesElement(data: Uint8Array): Buffer {
   return out;
 }
 
-/** The image forms loadgen sends and the datatype and shape (with the batch dimension) of each. */
+/** The image forms loadgen sends (`--input`). */
 export type ImageForm = 'uint8' | 'jpeg' | 'png';
+
+/** The KServe datatype an image form is sent as. */
+export function formDatatype(form: ImageForm): 'UINT8' | 'BYTES' {
+  return form === 'uint8' ? 'UINT8' : 'BYTES';
+}
+
+/**
+ * Whether a model's metadata says its input takes this form: inss lists the forms under
+ * `parameters.input_forms[input]` (scheduler/kserve.ts); a server that lists none takes none.
+ */
+export function metadataTakes(parameters: Record<string, unknown> | undefined, inputName: string, form: ImageForm): boolean {
+  const forms = (parameters?.input_forms as Record<string, unknown> | undefined)?.[inputName];
+  return Array.isArray(forms) && forms.some((f) => (f as { datatype?: unknown } | null)?.datatype === formDatatype(form));
+}
+
+/** UINT8 pixels as a JSON request (`--encoding json --input uint8`); outputs come back as JSON. */
+export function uint8JsonRequest(inputName: string, p: Picture): { body: Buffer; headers: Record<string, string> } {
+  const body = Buffer.from(JSON.stringify({ inputs: [{ name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width], data: Array.from(uint8Chw(p)) }] }));
+  return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length) } };
+}
 
 /**
  * A binary infer request for one input of an image model: the picture as UINT8 pixels (it must be the
