@@ -15,10 +15,19 @@
 import { z } from 'zod';
 import { type JsonBudget, scanJson } from './limits.js';
 import { DATATYPE_BYTES, type Datatype, elementCount, inputForms, type ModelSignature, type SampleEncoding, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
-import { imageHeader } from '../src/serving/image.js';
+import { imageHeader, MAX_IMAGE_BYTES } from '../src/serving/image.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Types
+
+/** A tensor in a registered system shared-memory region (Triton's extension; scheduler/sharedMemory.ts). */
+export interface RegionRef {
+  /** The name the client registered the region under. */
+  readonly name: string;
+  /** Bytes from the region's start (shared_memory_offset, 0 when absent). */
+  readonly offset: number;
+  readonly byteSize: number;
+}
 
 export interface InferInput {
   readonly name: string;
@@ -27,9 +36,15 @@ export interface InferInput {
   readonly shape: number[];
   /**
    * How `data` holds the sample: the model's own datatype (FP32 for the paper's models), or, for an
-   * image input, 8-bit pixels (UINT8, same shape) or an encoded image (JPEG, PNG) that the worker decodes.
+   * image input, 8-bit pixels (UINT8, same shape) or an encoded image (JPEG, PNG) that the worker
+   * decodes. `BYTES` only with `region`: an encoded image whose format is known once the region is read.
    */
-  readonly encoding: SampleEncoding;
+  readonly encoding: SampleEncoding | 'BYTES';
+  /**
+   * Set when the input is in a shared-memory region: `data` is then empty until the service reads the
+   * region and calls resolveRegionInput.
+   */
+  readonly region?: RegionRef;
   /**
    * The sample's bytes: raw little-endian, tensorBytes(datatype, shape) long for the model's datatype,
    * one byte a value for UINT8, the encoded image itself (without BYTES' 4-byte length) for JPEG and
@@ -43,6 +58,8 @@ export interface RequestedOutput {
   readonly name: string;
   /** true: return it as binary data after the JSON (binary tensor data extension); false: as JSON. */
   readonly binary: boolean;
+  /** Write it into this shared-memory region instead, and answer without its data. */
+  readonly region?: RegionRef;
 }
 
 export interface InferRequest {
@@ -64,6 +81,8 @@ export interface ResponseOutput {
   /** Little-endian bytes, expected to be tensorBytes(datatype, shape) long (the control plane checks worker results). */
   readonly data: Buffer;
   readonly binary: boolean;
+  /** Written into this region by the service: the answer names it and carries no data. */
+  readonly region?: RegionRef;
 }
 
 export interface InferResponse {
@@ -398,14 +417,51 @@ function splitBody(body: Buffer, inferenceHeaderLength: string | undefined): { o
   return { ok: true, json: body.subarray(0, n), binary: body.subarray(n) };
 }
 
-/** The shared memory extension's parameters, which inss does not implement. */
-const SHARED_MEMORY = ['shared_memory_region', 'shared_memory_byte_size', 'shared_memory_offset'];
+/** Region names as inss accepts them (registration checks the same): no path characters, at most 128. */
+export const REGION_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
-function unsupportedParameter(where: string, parameters: Record<string, unknown> | undefined): string | undefined {
-  const shm = SHARED_MEMORY.find((k) => parameters?.[k] !== undefined);
-  if (shm) return `${where}.parameters.${shm}: the shared memory extension is not supported by inss; send the tensor in the body (JSON data or binary data)`;
-  return undefined;
+/**
+ * The shared memory extension's parameters of an input or output: none, or a region, offset and
+ * byte size (Triton's shared_memory_region, shared_memory_offset, shared_memory_byte_size). Whether
+ * the region exists and holds that range is the service's check (scheduler/sharedMemory.ts).
+ */
+function regionParameters(where: string, parameters: Record<string, unknown> | undefined): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+  const name = parameters?.shared_memory_region;
+  const size = parameters?.shared_memory_byte_size;
+  const offset = parameters?.shared_memory_offset ?? 0;
+  if (name === undefined) {
+    const stray = size !== undefined ? 'shared_memory_byte_size' : parameters?.shared_memory_offset !== undefined ? 'shared_memory_offset' : undefined;
+    return stray ? { ok: false, error: `${where}.parameters.${stray}: given without shared_memory_region` } : { ok: true, region: undefined };
+  }
+  if (typeof name !== 'string' || !REGION_NAME.test(name)) return { ok: false, error: `${where}.parameters.shared_memory_region: expected a region name (letters, digits, '_', '.', '-'), got ${show(name)}` };
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: expected a non-negative integer, got ${show(size)}` };
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) return { ok: false, error: `${where}.parameters.shared_memory_offset: expected a non-negative integer, got ${show(offset)}` };
+  return { ok: true, region: { name, offset, byteSize: size } };
 }
+
+/** An input's region, checked against its form's size; or undefined when it has none. */
+function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: number | null): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+  const r = regionParameters(where, inp.parameters);
+  if (!r.ok || r.region === undefined) return r;
+  if (inp.data !== undefined || inp.parameters?.binary_data_size !== undefined) return { ok: false, error: `${where}: has both parameters.shared_memory_region and ${inp.data !== undefined ? 'data' : 'parameters.binary_data_size'} (send one)` };
+  const size = r.region.byteSize;
+  if (bytes !== null && size !== bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes, but the input is ${bytes} bytes` };
+  if (bytes === null && (size < 4 || size > 4 + MAX_IMAGE_BYTES)) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes is not one BYTES image (4 bytes of length, then at most ${MAX_IMAGE_BYTES})` };
+  return r;
+}
+
+/**
+ * An input whose region the service has read (`bytes`, exactly region.byteSize): checked as its form
+ * requires (an encoded image's header, as for binary data) and returned with its data. Pure.
+ */
+export function resolveRegionInput(k: number, input: InferInput, bytes: Buffer): { ok: true; input: InferInput } | { ok: false; error: string } {
+  const { region: _region, ...rest } = input;
+  if (input.encoding !== 'BYTES') return { ok: true, input: { ...rest, data: bytes } };
+  const image = readImageElement(`inputs[${k}]`, input.name, bytes);
+  return image.ok ? { ok: true, input: { ...rest, encoding: image.encoding, data: image.data } } : image;
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /** A boolean parameter, or undefined when absent; or an error text. */
 function boolParameter(where: string, name: string, parameters: Record<string, unknown> | undefined): { ok: true; value: boolean | undefined } | { ok: false; error: string } {
@@ -475,9 +531,10 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
     const hint = sameShape(inp.shape, spec.shape) ? ' (the first dimension is the batch dimension, always 1)' : '';
     return { ok: false, error: `${where}.shape: expected ${dims(want)}, got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}${hint}` };
   }
-  const unsupported = unsupportedParameter(where, inp.parameters);
-  if (unsupported) return { ok: false, error: unsupported };
   const bytes = tensorBytes(spec.datatype, want);
+  const shm = regionInput(where, inp, bytes);
+  if (!shm.ok) return shm;
+  if (shm.region) return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: EMPTY, region: shm.region } };
   const binSize = inp.parameters?.binary_data_size;
   if (binSize !== undefined) {
     if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
@@ -508,8 +565,9 @@ function readImageInput(where: string, inp: RequestJson['inputs'][number], spec:
     const what = content === 'uint8-image' ? 'UINT8 pixels, channel-first' : 'one encoded image a request';
     return { ok: false, error: `${where}.shape: expected ${dims(want)} for ${inp.datatype} (${what}), got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}` };
   }
-  const unsupported = unsupportedParameter(where, inp.parameters);
-  if (unsupported) return { ok: false, error: unsupported };
+  const shm = regionInput(where, inp, content === 'uint8-image' ? elementCount(want) : null);
+  if (!shm.ok) return shm;
+  if (shm.region) return { ok: true, input: { ...model, encoding: content === 'uint8-image' ? 'UINT8' : 'BYTES', data: EMPTY, region: shm.region } };
   const binSize = inp.parameters?.binary_data_size;
   if (binSize !== undefined) {
     if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
@@ -548,12 +606,16 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
       return { ok: false, error: `${where}.name: '${clip(o.name)}' is not an output of model '${model.name}' (outputs: ${sig.outputs.map((s) => s.name).join(', ')})` };
     }
     if (outputs.some((x) => x.name === o.name)) return { ok: false, error: `${where}.name: output '${clip(o.name)}' is requested twice` };
-    const unsupported = unsupportedParameter(where, o.parameters);
-    if (unsupported) return { ok: false, error: unsupported };
+    const shm = regionParameters(where, o.parameters);
+    if (!shm.ok) return shm;
+    const spec = sig.outputs.find((s) => s.name === o.name)!;
+    const bytes = tensorBytes(spec.datatype, [1, ...spec.shape]);
+    if (shm.region && shm.region.byteSize < bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${shm.region.byteSize} bytes, but output '${o.name}' is ${bytes} bytes` };
     if (o.parameters?.classification !== undefined) return { ok: false, error: `${where}.parameters.classification: the classification extension is not supported by inss` };
     const b = boolParameter(`${where}.`, 'binary_data', o.parameters);
     if (!b.ok) return b;
-    outputs.push({ name: o.name, binary: b.value ?? allBinary }); // a per-output binary_data overrides binary_data_output
+    // A per-output binary_data overrides binary_data_output; an output in shared memory carries no data.
+    outputs.push({ name: o.name, binary: shm.region ? false : (b.value ?? allBinary), ...(shm.region ? { region: shm.region } : {}) });
   }
   return { ok: true, outputs };
 }
@@ -643,6 +705,7 @@ export function encodeInferResponse(r: InferResponse): { body: Buffer; headers: 
   const binaries: Buffer[] = [];
   const outputs = r.outputs.map((o) => {
     const head = `{"name":${JSON.stringify(o.name)},"datatype":"${o.datatype}","shape":${JSON.stringify(o.shape)}`;
+    if (o.region) return `${head},"parameters":{"shared_memory_region":${JSON.stringify(o.region.name)},"shared_memory_byte_size":${o.data.length}}}`;
     if (!o.binary) return `${head},"data":${jsonArray(o.data, o.datatype)}}`;
     binaries.push(o.data);
     return `${head},"parameters":{"binary_data_size":${o.data.length}}}`;
@@ -669,10 +732,11 @@ export function errorBody(message: string): Buffer {
 
 /**
  * GET /v2. Lists only the extensions inss implements: binary tensor data here; statistics, model
- * configuration and the model repository (index only; load and unload are refused) in scheduler/triton.ts.
+ * configuration and the model repository (index only; load and unload are refused) in
+ * scheduler/triton.ts; system shared memory in scheduler/sharedMemory.ts.
  */
 export function serverMetadata(version: string): ServerMetadata {
-  return { name: 'inss', version, extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository'] };
+  return { name: 'inss', version, extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory'] };
 }
 
 /**

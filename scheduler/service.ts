@@ -17,6 +17,8 @@ import { ParsePool } from './parsePool.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import { registerTriton, resolveModel } from './triton.js';
+import { isLocalPeer, registerSharedMemoryRoutes, resolveRegions, SharedMemoryRegistry } from './sharedMemory.js';
+import { tensorBytes } from '../src/protocol/tensor.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -152,6 +154,12 @@ export class SchedulerService {
       return r.ok ? r.index : null;
     };
     registerTriton(app, { control, metrics, models: opts.models, bodyLimit: routeBodyLimit });
+    const regions = new SharedMemoryRegistry();
+    registerSharedMemoryRoutes(app, regions);
+    app.addHook('onClose', (_app, done) => {
+      regions.close();
+      done();
+    });
 
     app.get('/v2/health/live', (_req, reply) => json(reply, 200, { live: true }));
     app.get('/v2/health/ready', (_req, reply) => {
@@ -194,8 +202,19 @@ export class SchedulerService {
         metrics.badRequests.inc({ model: c.name, status: String(parsed.status) });
         return json(reply, parsed.status, { error: parsed.error });
       }
-      const request = parsed.request;
+      // Inputs and outputs in shared-memory regions (Triton's extension, scheduler/sharedMemory.ts).
+      const outputBytes = (name: string) => {
+        const o = c.signature.outputs.find((s) => s.name === name)!;
+        return tensorBytes(o.datatype, [1, ...o.shape]);
+      };
+      const shm = resolveRegions(regions, parsed.request, outputBytes, isLocalPeer(req.socket.remoteAddress));
+      if (!shm.ok) {
+        metrics.badRequests.inc({ model: c.name, status: String(shm.status) });
+        return json(reply, shm.status, { error: shm.error });
+      }
+      const request = shm.value;
       const input = request.inputs[0]!;
+      if (input.encoding === 'BYTES') throw new Error('an input in shared memory was not resolved'); // resolveRegions resolves every one
       // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
       // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
       control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, encoding: input.encoding, data: input.data }, (a) => {
@@ -207,8 +226,15 @@ export class SchedulerService {
         const byName = new Map(a.outputs.map((o) => [o.name, o]));
         const outputs = request.outputs.flatMap((w) => {
           const o = byName.get(w.name);
-          return o ? [{ ...o, binary: w.binary }] : [];
+          return o ? [{ ...o, binary: w.binary, ...(w.region ? { region: w.region } : {}) }] : [];
         });
+        for (const o of outputs) {
+          const wrote = o.region ? regions.write(o.region, o.data, `output '${o.name}'`) : undefined;
+          if (wrote && !wrote.ok) {
+            void json(reply, wrote.status, { error: `${wrote.error} (the region was unregistered while the task ran)` });
+            return;
+          }
+        }
         const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
         void reply.code(200).headers(r.headers).send(r.body);
       });

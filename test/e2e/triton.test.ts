@@ -195,7 +195,7 @@ it('get_model_repository_index (POST, empty body) and refused load/unload', asyn
 
 it('server metadata lists exactly the extensions served; /metrics has Triton-named series, gzip on request', async () => {
   const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
-  expect(meta.extensions).toEqual(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository']);
+  expect(meta.extensions).toEqual(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory']);
   const m = await raw('GET', `${base}/metrics`, { 'Accept-Encoding': 'gzip' });
   expect(m.status).toBe(200);
   expect(m.headers['content-encoding']).toBe('gzip');
@@ -269,4 +269,57 @@ it('BYTES that are not an image get a 400 before they become a task; an image th
   expect(failed.status).toBe(400);
   expect(errorOf(failed)).toMatch(/^input 'input': the PNG image could not be decoded: /);
   expect(Array.from(binaryOutput(ok))).toEqual(Array.from(simForward(preprocessed('UINT8', uint8Chw(pic)), 'resnet50')));
+});
+
+// ---- Triton's system shared-memory extension (issue 14) -----------------------------------------
+
+it('a client on this host: creates a /dev/shm region, registers it, infers with the input and output in it, reads the answer there, unregisters', async () => {
+  // What tritonclient.utils.shared_memory.create_shared_memory_region does: shm_open("/<key>") = /dev/shm/<key>.
+  const key = `inss_e2e_${process.pid}`;
+  const path = `/dev/shm/${key}`;
+  const x = Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 11) % 17) / 17);
+  const inBytes = x.byteLength;
+  writeFileSync(path, Buffer.concat([Buffer.from(x.buffer), Buffer.alloc(4000 + 64)]));
+  try {
+    // register_system_shared_memory(name, key, byte_size, offset): POST with {key, offset, byte_size}.
+    const reg = await raw('POST', `${base}/v2/systemsharedmemory/region/io/register`, {}, Buffer.from(JSON.stringify({ key: `/${key}`, offset: 0, byte_size: inBytes + 4000 + 64 })));
+    expect(reg.status, reg.body.toString()).toBe(200);
+    const again = await raw('POST', `${base}/v2/systemsharedmemory/region/io/register`, {}, Buffer.from(JSON.stringify({ key: `/${key}`, offset: 0, byte_size: 8 })));
+    expect(again.status).toBe(409);
+    const traversal = await raw('POST', `${base}/v2/systemsharedmemory/region/evil/register`, {}, Buffer.from(JSON.stringify({ key: '/../../etc/passwd', offset: 0, byte_size: 8 })));
+    expect(traversal.status).toBe(400);
+    expect(errorOf(traversal)).toMatch(/expected a POSIX shared-memory name/);
+    const status = jsonOf(await raw('GET', `${base}/v2/systemsharedmemory/region/io/status`), z.array(z.object({ name: z.string(), key: z.string(), offset: z.number(), byte_size: z.number() })));
+    expect(status).toEqual([{ name: 'io', key: `/${key}`, offset: 0, byte_size: inBytes + 4000 + 64 }]);
+
+    // infer with InferInput.set_shared_memory('io', byte_size) and InferRequestedOutput.set_shared_memory('io', 4000, offset).
+    const body = Buffer.from(JSON.stringify({
+      inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { shared_memory_region: 'io', shared_memory_byte_size: inBytes } }],
+      outputs: [{ name: 'output', parameters: { shared_memory_region: 'io', shared_memory_byte_size: 4000, shared_memory_offset: inBytes + 64 } }],
+    }));
+    const r = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, body);
+    expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
+    expect(r.body.length).toBeLessThan(1000); // no tensor bytes over HTTP
+    expect(JSON.parse(r.body.toString())).toMatchObject({ outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], parameters: { shared_memory_region: 'io', shared_memory_byte_size: 4000 } }] });
+    const out = readFileSync(path).subarray(inBytes + 64, inBytes + 64 + 4000);
+    const y = new Float32Array(Buffer.from(out).buffer, 0, 1000);
+    expect(Array.from(y)).toEqual(Array.from(simForward(x, 'resnet50')));
+
+    // A range past the region, and a region that is not registered: 400 before any task.
+    const past = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { shared_memory_region: 'io', shared_memory_byte_size: inBytes, shared_memory_offset: 4096 } }] })));
+    expect(past.status).toBe(400);
+    expect(errorOf(past)).toMatch(/runs past region 'io'/);
+
+    const unreg = await raw('POST', `${base}/v2/systemsharedmemory/region/io/unregister`);
+    expect(unreg.status).toBe(200);
+    expect(jsonOf(await raw('GET', `${base}/v2/systemsharedmemory/status`), z.array(z.unknown()))).toEqual([]);
+    const gone = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, body);
+    expect(gone.status).toBe(400);
+    expect(errorOf(gone)).toBe("inputs[0] ('input'): no shared memory region 'io' is registered");
+    expect((await raw('GET', `${base}/v2/systemsharedmemory/region/io/status`)).status).toBe(404);
+    const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
+    expect(meta.extensions).toContain('systemsharedmemory');
+  } finally {
+    rmSync(path, { force: true });
+  }
 });
