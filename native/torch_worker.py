@@ -255,7 +255,10 @@ class Preprocess:
         raw = self.torch.frombuffer(data, dtype=self.torch.uint8) if len(data) > 0 else self.torch.empty(0, dtype=self.torch.uint8)
         if encoding == "JPEG":
             if self.cuda:
-                return tio.decode_jpeg(raw, mode=tio.ImageReadMode.RGB, device=self.device)
+                try:
+                    return tio.decode_jpeg(raw, mode=tio.ImageReadMode.RGB, device=self.device)
+                except RuntimeError:
+                    pass  # nvjpeg does not take every JPEG the CPU decoder does (e.g. some grey ones): try the CPU
             return tio.decode_jpeg(raw, mode=tio.ImageReadMode.RGB)
         return tio.decode_png(raw, mode=tio.ImageReadMode.RGB)
 
