@@ -4,7 +4,10 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isLocalPeer, keyProblem, parseRegisterBody, SharedMemoryRegistry } from '../../scheduler/sharedMemory.js';
+import { parseInferRequest } from '../../scheduler/kserve.js';
+import { isLocalPeer, keyProblem, parseRegisterBody, resolveRegions, SharedMemoryRegistry } from '../../scheduler/sharedMemory.js';
+import { modelSignature } from '../../src/protocol/tensor.js';
+import { bytesElement, encodeJpeg, syntheticPicture } from '../../tools/loadgen/images.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-shm-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -86,5 +89,35 @@ describe('boundary checks', () => {
   it('knows a local peer', () => {
     expect(['127.0.0.1', '::1', '::ffff:127.0.0.1', '127.1.2.3'].every(isLocalPeer)).toBe(true);
     expect(['10.0.0.1', '::ffff:10.0.0.1', undefined, '128.0.0.1'].some(isLocalPeer)).toBe(false);
+  });
+});
+
+describe('resolveRegions (the service\'s step between the codec and the task)', () => {
+  const IMAGE = modelSignature(4 * 3 * 224 * 224, 4000);
+  const jpeg = encodeJpeg(syntheticPicture(64, 48, 4));
+  const parse = (region: string, size: number) =>
+    parseInferRequest(Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'BYTES', shape: [1, 1], parameters: { shared_memory_region: region, shared_memory_byte_size: size } }], outputs: [{ name: 'output', parameters: { shared_memory_region: region, shared_memory_byte_size: 4000, shared_memory_offset: 8192 } }] })), {}, { name: 'resnet50', signature: IMAGE });
+
+  it('reads an encoded image from its region and checks it as a BYTES input; refuses a client off this host', () => {
+    const reg = new SharedMemoryRegistry(dir);
+    const key = file('img', 16384);
+    writeFileSync(join(dir, 'img'), Buffer.concat([bytesElement(jpeg), Buffer.alloc(16384 - 4 - jpeg.length)]));
+    expect(reg.register('img', key, 0, 16384).ok).toBe(true);
+    const parsed = parse('img', 4 + jpeg.length);
+    if (!parsed.ok) throw new Error(parsed.error);
+    const r = resolveRegions(reg, parsed.request, () => 4000, true);
+    expect(r.ok && r.value.inputs[0]!.encoding).toBe('JPEG');
+    expect(r.ok && r.value.inputs[0]!.data.equals(jpeg)).toBe(true);
+    expect(resolveRegions(reg, parsed.request, () => 4000, false)).toMatchObject({ ok: false, status: 403 });
+    // The same range holding no image: the header check answers as for binary data.
+    writeFileSync(join(dir, 'img'), Buffer.concat([bytesElement(Buffer.alloc(jpeg.length, 7)), Buffer.alloc(16384 - 4 - jpeg.length)]));
+    expect(resolveRegions(reg, parsed.request, () => 4000, true)).toMatchObject({ ok: false, status: 400, error: expect.stringMatching(/^inputs\[0\] \('input'\): not a JPEG or PNG image/) as unknown });
+    // An output that does not fit where the request says.
+    const small = new SharedMemoryRegistry(dir);
+    expect(small.register('img', key, 0, 9000).ok).toBe(true);
+    writeFileSync(join(dir, 'img'), Buffer.concat([bytesElement(jpeg), Buffer.alloc(16384 - 4 - jpeg.length)]));
+    expect(resolveRegions(small, parsed.request, () => 4000, true)).toMatchObject({ ok: false, error: expect.stringMatching(/output 'output': 4000 bytes do not fit at offset 8192/) as unknown });
+    reg.close();
+    small.close();
   });
 });
