@@ -11,7 +11,9 @@
 // answers at once (the system-overhead benchmark).
 // Output: a deterministic function of the input and of the model (src/serving/standIn.ts), so tests can
 // check that every answer belongs to its request and comes from its own model:
-// output[k] = input[k] + input[N - 1 - k] + modelOffset(model). A batch naming another model is refused.
+// output[k] = input[k] + input[N - 1 - k] + modelOffset(model), `input` being the FP32 tensor after the
+// decode step (agent/decode.ts: UINT8 and JPEG/PNG samples decoded and preprocessed with real decoders;
+// a sample that fails to decode is reported in the output's `failed`). A batch naming another model is refused.
 // Batches run one at a time in arrival order, from stdin (the agent's relay) and from its data socket
 // (the direct path: INSS_WORKER_LISTEN, agent/workerData.ts), each answered where it came from; the next
 // batch is read while one runs (pipelining). A batch naming another worker identity
@@ -29,6 +31,7 @@ import { type FromWorker, parseDataAddress, type ToWorker, ToWorkerSchema, WORKE
 import { badMessage, type DataServer, listenData, type Reply, wallMs } from './workerData.js';
 import { standInForward } from '../src/serving/standIn.js';
 import { DEFAULT_GROUND_TRUTH, GroundTruth, gpuTypeIndex, profileModelIndex } from '../src/sim/groundTruth.js';
+import { checkBatchInput, decodeBatchInput } from './decode.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -137,12 +140,18 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
   return out[0]! * truth.batchFactor(gpuType, models, batches, pcts);
 }
 
-/** The deterministic stand-in for a forward pass (see the header); O(outputs), so it costs nothing. */
-function forward(payload: Buffer, size: number): Buffer {
-  // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
-  const aligned = payload.byteOffset % 4 === 0 ? payload : Buffer.from(payload);
-  const x = new Float32Array(aligned.buffer, aligned.byteOffset, size * inPerSample);
-  return Buffer.from(standInForward(modelName, x, size, inPerSample, outPerSample).buffer);
+/** The decode step, then the deterministic stand-in for a forward pass (see the header; O(outputs)). */
+function forward(ref: TensorRef, payload: Buffer, size: number): { out: Buffer; failed: ReturnType<typeof decodeBatchInput>['failed'] } {
+  let x: Float32Array;
+  let failed: ReturnType<typeof decodeBatchInput>['failed'] = [];
+  if (ref.samples === undefined) {
+    // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
+    const aligned = payload.byteOffset % 4 === 0 ? payload : Buffer.from(payload);
+    x = new Float32Array(aligned.buffer, aligned.byteOffset, size * inPerSample);
+  } else {
+    ({ x, failed } = decodeBatchInput(ref, payload, size, input));
+  }
+  return { out: Buffer.from(standInForward(modelName, x, size, inPerSample, outPerSample).buffer), failed };
 }
 
 type Batch = Extract<ToWorker, { type: 'batch' }>;
@@ -157,15 +166,7 @@ function notMine(b: Batch): string | null {
 
 function checkBatch(b: Batch, payload: Buffer): string | null {
   if (b.inputs.length !== 1) return `expected 1 input, got ${b.inputs.length}`;
-  const t: TensorRef = b.inputs[0]!;
-  if (t.name !== input.name) return `input '${t.name}': expected '${input.name}'`;
-  if (t.datatype !== input.datatype) return `input '${t.name}': datatype ${t.datatype}, expected ${input.datatype}`;
-  const want = [b.size, ...input.shape];
-  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) return `input '${t.name}': shape [${t.shape.join(',')}], expected [${want.join(',')}]`;
-  if (t.byteLength !== tensorBytes(t.datatype, t.shape) || payload.length !== t.byteLength) {
-    return `input '${t.name}': ${payload.length} payload bytes (byteLength ${t.byteLength}), expected ${tensorBytes(t.datatype, t.shape)}`;
-  }
-  return null;
+  return checkBatchInput(b.inputs[0]!, payload, b.size, input);
 }
 
 // Batches are served one at a time, in order of arrival, whichever connection they came on.
@@ -188,14 +189,17 @@ async function serve(): Promise<void> {
       reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: problem });
       continue;
     }
+    // The decode step runs before the GPU time starts, as in the PyTorch worker: latencyMs stays t_inf,
+    // and the decoding's cost shows in the transport time the scheduler learns.
+    const { out, failed } = forward(msg.inputs[0]!, payload, msg.size);
     const started = performance.now();
     const t = batchMs(msg.size, msg.running ?? []);
-    const out = forward(payload, msg.size);
     const left = t - (performance.now() - started);
     if (left > 0) await sleep(left);
     const shape = [msg.size, ...output.shape];
     const latencyMs = performance.now() - started;
-    reply({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs, outputs: [{ name: output.name, datatype: output.datatype, shape, byteLength: out.length }], receivedAtMs, answeredAtMs: wallMs() }, out);
+    const ref: TensorRef = { name: output.name, datatype: output.datatype, shape, byteLength: out.length, ...(failed.length > 0 ? { failed } : {}) };
+    reply({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs, outputs: [ref], receivedAtMs, answeredAtMs: wallMs() }, out);
   }
   serving = false;
   if (closing) process.exit(0);

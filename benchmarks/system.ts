@@ -11,17 +11,24 @@
 //    tasks per second answered. Twice: the direct path (`--data-path unix`, the default: batches go
 //    from the scheduler straight to the worker's Unix socket) and the agent relay (`--data-path off`:
 //    scheduler -> agent's WebSocket -> worker's stdin pipe), the figure before issue 14.
+//    Then, on the direct path, what clients really send (issue 14): the image as UINT8 pixels (150 KB),
+//    as a JPEG (quality 90, ~15 KB) and as a PNG (~80 KB), decoded in the simulated worker with jpeg-js
+//    and pngjs; and through Triton's system shared memory (input and output in a /dev/shm region
+//    registered once: the HTTP body carries ~300 bytes of JSON each way; every request's answer is
+//    written at the same place in the region, the benchmark does not read it). Bytes per request are
+//    the request body plus the answer body.
 // 3. Latency at half that rate: `inss loadgen` open-loop (Poisson) at 50% of the measured capacity;
 //    p50/p99 as the client sees it, and how much of it is the task buffer waiting for a batch to fill
 //    (inss_task_queue_seconds, by design of the dispatch rule) rather than transport; on the direct
 //    path, the per-hop times the scheduler logs at debug level for each batch (`batch back`).
 // Both servers run on this machine with the client, so every figure includes the client's own CPU.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { imageRequest as encodedImageRequest, syntheticPicture } from '../tools/loadgen/images.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -38,18 +45,19 @@ function imageRequest(): { body: Buffer; headers: Record<string, string> } {
 }
 
 /** Closed loop: `concurrency` requests always outstanding for `seconds`; returns ok answers per second. */
-async function closedLoop(urls: readonly string[], body: Buffer, headers: Record<string, string>, seconds: number, concurrency: number): Promise<{ perS: number; errors: number; p50Ms: number }> {
+async function closedLoop(urls: readonly string[], body: Buffer, headers: Record<string, string>, seconds: number, concurrency: number): Promise<{ perS: number; errors: number; p50Ms: number; answerBytes: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const end = performance.now() + seconds * 1000;
   let ok = 0;
   let errors = 0;
   const lat: number[] = [];
   let next = 0;
+  let answerBytes = 0;
   const one = (url: string) =>
     new Promise<void>((res) => {
       const t0 = performance.now();
       const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (r) => {
-        r.on('data', () => undefined);
+        r.on('data', (d: Buffer) => (answerBytes += d.length));
         r.on('end', () => {
           if (r.statusCode === 200) {
             ok++;
@@ -72,7 +80,7 @@ async function closedLoop(urls: readonly string[], body: Buffer, headers: Record
   );
   agent.destroy();
   lat.sort((a, b) => a - b);
-  return { perS: ok / ((performance.now() - t0) / 1000), errors, p50Ms: lat[Math.floor(lat.length / 2)] ?? NaN };
+  return { perS: ok / ((performance.now() - t0) / 1000), errors, p50Ms: lat[Math.floor(lat.length / 2)] ?? NaN, answerBytes: answerBytes / Math.max(1, ok + errors) };
 }
 
 function start(args: string[], onLine?: (line: string) => void): { child: ChildProcess; out: () => string } {
@@ -137,6 +145,38 @@ console.log(`bare node:http, 602 KB request: ${bareImage.perS.toFixed(0)} req/s 
 console.log(`bare node:http, empty request:  ${bareEmpty.perS.toFixed(0)} req/s (p50 ${bareEmpty.p50Ms.toFixed(2)} ms)`);
 
 type Sums = Record<string, number>;
+type Loop = Awaited<ReturnType<typeof closedLoop>>;
+
+/** UINT8, JPEG, PNG and shared-memory requests against a running `inss up`, beside its FP32 figure. */
+async function encodings(base: string, urls: readonly string[], full: Loop): Promise<void> {
+  const line = (what: string, r: Loop, requestBytes: number) =>
+    console.log(`  ${what}: ${r.perS.toFixed(0)} tasks/s (${((r.perS / full.perS) * 100).toFixed(0)}% of FP32, ${((r.perS / bareImage.perS) * 100).toFixed(0)}% of bare; p50 ${r.p50Ms.toFixed(2)} ms, ${r.errors} errors), ${(requestBytes + r.answerBytes).toFixed(0)} bytes a request (${requestBytes} up, ${r.answerBytes.toFixed(0)} down)`);
+  line('FP32 binary', full, img.body.length);
+  const picture = syntheticPicture(224, 224, 1);
+  for (const form of ['uint8', 'jpeg', 'png'] as const) {
+    const req = encodedImageRequest('input', form, picture);
+    await closedLoop(urls, req.body, req.headers, 1, CONCURRENCY); // warm-up
+    line(`${form.toUpperCase()} image`, await closedLoop(urls, req.body, req.headers, SECONDS, CONCURRENCY), req.body.length);
+  }
+  // Shared memory: the FP32 image at offset 0, the answer written at offset 602112 + 64.
+  const shmKey = `inss_bench_${process.pid}`;
+  const inBytes = 4 * 3 * 224 * 224;
+  writeFileSync(`/dev/shm/${shmKey}`, Buffer.concat([img.body.subarray(img.body.length - inBytes), Buffer.alloc(4096)]));
+  try {
+    const reg = await fetch(`${base}/v2/systemsharedmemory/region/bench/register`, { method: 'POST', body: JSON.stringify({ key: `/${shmKey}`, offset: 0, byte_size: inBytes + 4096 }) });
+    if (reg.status !== 200) throw new Error(`register: HTTP ${reg.status} ${await reg.text()}`);
+    const shmBody = Buffer.from(JSON.stringify({
+      inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { shared_memory_region: 'bench', shared_memory_byte_size: inBytes } }],
+      outputs: [{ name: 'output', parameters: { shared_memory_region: 'bench', shared_memory_byte_size: 4000, shared_memory_offset: inBytes + 64 } }],
+    }));
+    const shmHeaders = { 'content-type': 'application/json' };
+    await closedLoop(urls, shmBody, shmHeaders, 1, CONCURRENCY); // warm-up
+    line('FP32 in shared memory (input and output)', await closedLoop(urls, shmBody, shmHeaders, SECONDS, CONCURRENCY), shmBody.length);
+    await fetch(`${base}/v2/systemsharedmemory/unregister`, { method: 'POST' });
+  } finally {
+    rmSync(`/dev/shm/${shmKey}`, { force: true });
+  }
+}
 
 /** One `inss up` with the given data path: closed-loop capacity, then open loop at half of it. */
 async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> {
@@ -156,6 +196,7 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
   const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
   console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
+  if (dataPath === 'unix') await encodings(base, urls, full);
 
   const half = full.perS / 2;
   const per = half / models.length;

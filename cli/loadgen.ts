@@ -16,7 +16,8 @@ import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/prom
 import { urlToHttpOptions } from 'node:url';
 import { type Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../tools/loadgen/report.js';
-import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../tools/loadgen/request.js';
+import { formDatatype, type ImageForm, imageRequest, metadataTakes, syntheticPicture, uint8JsonRequest } from '../tools/loadgen/images.js';
+import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, type ModelMetadata, parseModelMetadata, randomInputs, requestInputs } from '../tools/loadgen/request.js';
 import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT } from '../tools/loadgen/schedule.js';
 import { Rng } from '../src/workload/random.js';
 
@@ -29,6 +30,8 @@ export interface LoadgenOptions {
   readonly arrival: ArrivalSpec;
   readonly seed: number;
   readonly encoding: Encoding;
+  /** --input: the model's own tensor (fp32), or one image as UINT8 pixels, a JPEG or a PNG (tools/loadgen/images.ts). */
+  readonly input: 'fp32' | ImageForm;
   /** SLOs from --slo; other models take their metadata's parameters.slo_ms. */
   readonly sloMs: ReadonlyMap<string, number>;
   readonly timeoutMs: number;
@@ -119,6 +122,7 @@ interface RawFlags {
   cv?: number;
   seed: number;
   encoding: Encoding;
+  input: 'fp32' | ImageForm;
   slo?: Map<string, number>;
   timeout: number;
   json?: boolean;
@@ -130,6 +134,7 @@ interface RawFlags {
 function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOptions {
   if (f.arrival === 'gamma' && f.cv === undefined) fail('--cv <x> is required with --arrival gamma (the CV of the inter-arrival times; 1 is Poisson)');
   if (f.arrival === 'poisson' && f.cv !== undefined) fail('--cv is only for --arrival gamma (Poisson arrivals have CV 1)');
+  if (f.encoding === 'json' && (f.input === 'jpeg' || f.input === 'png')) fail(`--input ${f.input} needs --encoding binary (a JPEG or PNG travels as binary data; JSON strings cannot carry it)`);
   const names = new Set(f.model.map((m) => m.name));
   for (const name of f.slo?.keys() ?? []) if (!names.has(name)) fail(`--slo ${name}=...: '${name}' is not one of the --model models (${[...names].join(', ')})`);
   return {
@@ -139,6 +144,7 @@ function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOpt
     arrival: f.arrival === 'gamma' ? { kind: 'gamma', cv: f.cv! } : { kind: 'poisson' },
     seed: f.seed,
     encoding: f.encoding,
+    input: f.input,
     sloMs: f.slo ?? new Map(),
     timeoutMs: f.timeout,
     json: f.json === true,
@@ -173,6 +179,7 @@ export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Comma
     .option('--cv <x>', 'coefficient of variation of the Gamma inter-arrival times (> 1 burstier than Poisson, < 1 smoother)', positiveNumber)
     .option('--seed <n>', 'seed of the send times and the input values', seedNumber, 1)
     .addOption(new Option('--encoding <kind>', "request body: binary (Triton's binary tensor extension) or json").choices(['binary', 'json']).default('binary'))
+    .addOption(new Option('--input <form>', "each request's input: the model's own tensor (fp32), or a generated 224x224 picture as uint8 pixels, a jpeg or a png (image models)").choices(['fp32', 'uint8', 'jpeg', 'png']).default('fp32'))
     .option('--slo <name=ms>', "a model's latency SLO; repeatable (default: parameters.slo_ms of the model's metadata)", modelSlo)
     .option('--timeout <ms>', 'per-request timeout: no whole answer within it counts as a timeout error', positiveInt, 30_000)
     .option('--json', 'print the JSON report instead of the table (and no progress)')
@@ -294,9 +301,19 @@ async function planModel(opts: LoadgenOptions, m: ModelLoad, agent: http.Agent):
   if (!specs.ok) throw new LoadgenSetupError(`--model ${m.name}: ${specs.error}`, EXIT_SETUP);
   const sloMs = opts.sloMs.get(m.name) ?? metadataSloMs(meta.value);
   if (sloMs === undefined) throw new LoadgenSetupError(`--slo: no SLO for model '${m.name}': its metadata has no parameters.slo_ms; give --slo ${m.name}=<ms>`, EXIT_BAD_FLAGS);
-  const inputs = randomInputs(specs.value, new Rng(modelStreamSeed(opts.seed, m.name, STREAM_INPUT)));
-  const request = encodeInferRequest(inputs, opts.encoding);
+  const request = opts.input === 'fp32' ? encodeInferRequest(randomInputs(specs.value, new Rng(modelStreamSeed(opts.seed, m.name, STREAM_INPUT))), opts.encoding) : imagePlan(opts, opts.input, m.name, meta.value);
   return { name: m.name, ratePerS: m.ratePerS, sloMs, request, target: requestTarget(`${opts.url}${path}/infer`, 'POST', agent, request.headers) };
+}
+
+/** The one request of an image model for --input uint8|jpeg|png: a picture seeded by --seed and the model's name. */
+function imagePlan(opts: LoadgenOptions, form: ImageForm, name: string, meta: ModelMetadata): EncodedRequest {
+  const input = meta.inputs[0]!;
+  if (meta.inputs.length !== 1 || !metadataTakes(meta.parameters, input.name, form)) {
+    throw new LoadgenSetupError(`--input ${form}: model '${name}' does not take its input as ${formDatatype(form)} (its metadata lists no such form in parameters.input_forms; --input fp32 sends its own tensor)`, EXIT_SETUP);
+  }
+  const side = input.shape[input.shape.length - 1]!;
+  const picture = syntheticPicture(side, side, modelStreamSeed(opts.seed, name, STREAM_INPUT));
+  return form === 'uint8' && opts.encoding === 'json' ? uint8JsonRequest(input.name, picture) : imageRequest(input.name, form, picture);
 }
 
 /** Live counts for the progress line. */
@@ -367,7 +384,7 @@ function checkOutWritable(out: string): void {
 }
 
 function settingsOf(opts: LoadgenOptions): LoadgenSettings {
-  return { url: opts.url, durationS: opts.durationS, arrival: opts.arrival, seed: opts.seed, encoding: opts.encoding, timeoutMs: opts.timeoutMs, connections: opts.connections };
+  return { url: opts.url, durationS: opts.durationS, arrival: opts.arrival, seed: opts.seed, encoding: opts.encoding, input: opts.input, timeoutMs: opts.timeoutMs, connections: opts.connections };
 }
 
 /**

@@ -25,6 +25,10 @@ Contract:
   Batches from stdin and from data connections are served in one queue, in arrival order, each
   answered where it came from; a batch naming another worker identity gets an `error` with reason
   `wrong-worker`. Reader threads receive the next batch while one runs (pipelining).
+- Inputs whose samples arrive as UINT8 images or JPEG/PNG (the input's `samples`) are decoded first
+  (torchvision.io; JPEG on the GPU when the worker runs on one) and preprocessed by the rule of
+  src/serving/image.ts (decode_batch below); that time is not in latencyMs. A sample that fails to
+  decode is listed in the output's `failed` (its row is zero): that task alone gets the error.
 - SIGTERM (or SIGINT): the batches received before the signal are answered, then exit 0.
 - stdin closing: the batches received are answered, then exit 0.
 - A stream that is not frames, a CUDA error that leaves the context unusable, or any uncaught
@@ -66,6 +70,10 @@ MODELS = {
 BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running", "worker"}
 IDENTITY_KEYS = ("workerId", "model", "gpu", "pct", "generation")
 TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
+SAMPLE_ENCODINGS = ("FP32", "UINT8", "JPEG", "PNG")
+# The preprocessing rule of src/serving/image.ts: ImageNet's mean and standard deviation (R, G, B).
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def log(msg):
@@ -270,8 +278,8 @@ def check_batch(msg, payload, max_batch, model):
     if len(inputs) != 1:
         return f"expected 1 input, got {len(inputs)}"
     t = inputs[0]
-    if not isinstance(t, dict) or set(t) != TENSOR_KEYS:
-        return f"inputs.0: expected an object with keys {', '.join(sorted(TENSOR_KEYS))}"
+    if not isinstance(t, dict) or not TENSOR_KEYS <= set(t) <= TENSOR_KEYS | {"samples"}:
+        return f"inputs.0: expected an object with keys {', '.join(sorted(TENSOR_KEYS))} (and samples)"
     if t["name"] != INPUT_NAME:
         return f"input '{t['name']}': expected '{INPUT_NAME}'"
     if t["datatype"] != "FP32":
@@ -281,10 +289,103 @@ def check_batch(msg, payload, max_batch, model):
     if not isinstance(shape, list) or shape != want:
         shown = ",".join(str(d) for d in shape) if isinstance(shape, list) else json.dumps(shape)
         return f"input '{t['name']}': shape [{shown}], expected [{','.join(str(d) for d in want)}]"
-    expected = 4 * size * IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
-    if t["byteLength"] != expected or len(payload) != expected:
-        return f"input '{t['name']}': {len(payload)} payload bytes (byteLength {t['byteLength']}), expected {expected}"
+    per = IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
+    if "samples" not in t:
+        expected = 4 * size * per
+        if t["byteLength"] != expected or len(payload) != expected:
+            return f"input '{t['name']}': {len(payload)} payload bytes (byteLength {t['byteLength']}), expected {expected}"
+        return None
+    # As agent/decode.ts checkBatchInput: one sample per batch row, sizes fixed for FP32 and UINT8.
+    samples = t["samples"]
+    if not isinstance(samples, list) or len(samples) != size:
+        return f"input '{t['name']}': samples: expected a list of {size}"
+    total = 0
+    for k, smp in enumerate(samples):
+        if not isinstance(smp, dict) or set(smp) != {"encoding", "byteLength"} or smp["encoding"] not in SAMPLE_ENCODINGS \
+                or not isinstance(smp["byteLength"], int) or isinstance(smp["byteLength"], bool) or smp["byteLength"] < 0:
+            return f"input '{t['name']}': sample {k}: expected {{encoding: {'|'.join(SAMPLE_ENCODINGS)}, byteLength}}"
+        fixed = {"FP32": 4 * per, "UINT8": per}.get(smp["encoding"])
+        if fixed is not None and smp["byteLength"] != fixed:
+            return f"input '{t['name']}': sample {k} ({smp['encoding']}) is {smp['byteLength']} bytes, expected {fixed}"
+        total += smp["byteLength"]
+    if t["byteLength"] != total or len(payload) != total:
+        return f"input '{t['name']}': {len(payload)} payload bytes (byteLength {t['byteLength']}), its samples add up to {total}"
     return None
+
+
+def resized_axis(length, other, side):
+    """Step 2 of the preprocessing rule for one axis: the resized length and where the crop starts."""
+    resized = side if length <= other else (side * length) // other
+    return resized, (resized - side) // 2
+
+
+class Preprocess:
+    """The preprocessing rule of src/serving/image.ts (docs/serving.md, "Images"), on the worker's device:
+    8-bit RGB CHW -> resize the shorter side to 224 (bilinear, align_corners=False, no antialiasing),
+    crop the centre, scale and normalise with ImageNet's mean and std, as x * scale - bias."""
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.device = device
+        self.cuda = device.type == "cuda"
+        import torchvision.io as tio  # noqa: E402 - torch is imported late (see run)
+        self.tio = tio
+        self.scale = torch.tensor([1.0 / (255.0 * s) for s in IMAGENET_STD], dtype=torch.float32, device=device).view(3, 1, 1)
+        self.bias = torch.tensor([m / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD)], dtype=torch.float32, device=device).view(3, 1, 1)
+
+    def pixels(self, img):
+        """uint8 [3, H, W] on the device -> float32 [3, 224, 224]."""
+        torch = self.torch
+        side = IMAGE_SHAPE[2]
+        x = img.to(self.device, dtype=torch.float32)
+        _, h, w = x.shape
+        if (h, w) != (side, side):
+            rh, top = resized_axis(h, w, side)
+            rw, left = resized_axis(w, h, side)
+            x = torch.nn.functional.interpolate(x[None], size=(rh, rw), mode="bilinear", align_corners=False)[0]
+            x = x[:, top:top + side, left:left + side]
+        return x * self.scale - self.bias
+
+    def decode(self, encoding, data):
+        """An encoded image's bytes -> uint8 [3, H, W] (RGB). JPEG on the GPU (nvjpeg) when there is one."""
+        tio = self.tio
+        raw = self.torch.frombuffer(data, dtype=self.torch.uint8) if len(data) > 0 else self.torch.empty(0, dtype=self.torch.uint8)
+        if encoding == "JPEG":
+            if self.cuda:
+                try:
+                    return tio.decode_jpeg(raw, mode=tio.ImageReadMode.RGB, device=self.device)
+                except RuntimeError:
+                    pass  # nvjpeg does not take every JPEG the CPU decoder does (e.g. some grey ones): try the CPU
+            return tio.decode_jpeg(raw, mode=tio.ImageReadMode.RGB)
+        return tio.decode_png(raw, mode=tio.ImageReadMode.RGB)
+
+    def batch(self, t, payload, size):
+        """A checked batch input -> (float32 [size, 3, 224, 224], failed samples). FP32 samples are taken
+        as they are, UINT8 ones scaled and normalised, JPEG/PNG ones decoded first; a sample that fails
+        to decode is reported (its row stays zero)."""
+        torch = self.torch
+        per = IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
+        if "samples" not in t:
+            return torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE), []
+        x = torch.zeros(size, *IMAGE_SHAPE, dtype=torch.float32, device=self.device)
+        failed = []
+        view = memoryview(payload)
+        at = 0
+        for k, smp in enumerate(t["samples"]):
+            n = smp["byteLength"]
+            data = view[at:at + n]
+            at += n
+            if smp["encoding"] == "FP32":
+                x[k] = torch.frombuffer(data, dtype=torch.float32).view(*IMAGE_SHAPE)
+            elif smp["encoding"] == "UINT8":
+                x[k] = self.pixels(torch.frombuffer(data, dtype=torch.uint8).view(*IMAGE_SHAPE))
+            else:
+                try:
+                    x[k] = self.pixels(self.decode(smp["encoding"], data))
+                except RuntimeError as e:
+                    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    failed.append({"index": k, "message": f"input '{t['name']}': the {smp['encoding']} image could not be decoded: {first}"})
+        return x, failed
 
 
 def parse_args(argv):
@@ -331,6 +432,7 @@ def build_model(torch, torchvision, args):
 class Worker:
     def __init__(self, torch, model, device, max_batch, name, identity):
         self.torch = torch
+        self.preprocess = Preprocess(torch, device)
         self.name = name  # the inss model name (--model): a batch for another model is refused
         self.identity = identity  # INSS_WORKER_IDENTITY (a dict), or None: a batch naming another is refused
         self.model = model
@@ -383,8 +485,8 @@ class Worker:
             out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": problem})
             return
         size = msg["size"]
-        x = torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE)
         try:
+            x, failed = self.preprocess.batch(msg["inputs"][0], payload, size)
             y, ms = self.forward(x)
         except RuntimeError as e:
             text = str(e)
@@ -403,10 +505,12 @@ class Worker:
                       "message": f"model output has shape {list(y.shape)}, expected [{size},{NUM_CLASSES}]"})
             return
         y_bytes = y.contiguous().numpy().tobytes()  # little-endian: checked at start
+        ref = {"name": OUTPUT_NAME, "datatype": "FP32", "shape": [size, NUM_CLASSES], "byteLength": len(y_bytes)}
+        if failed:
+            ref["failed"] = failed
         out.send(
             {"v": PROTOCOL_VERSION, "type": "result", "id": bid, "latencyMs": ms,
-             "outputs": [{"name": OUTPUT_NAME, "datatype": "FP32", "shape": [size, NUM_CLASSES], "byteLength": len(y_bytes)}],
-             "receivedAtMs": received_at, "answeredAtMs": wall_ms()},
+             "outputs": [ref], "receivedAtMs": received_at, "answeredAtMs": wall_ms()},
             y_bytes,
         )
 

@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DataEndpoint, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
-import type { ModelSignature, TensorRef } from '../src/protocol/tensor.js';
+import type { ModelSignature, SampleEncoding, TensorRef } from '../src/protocol/tensor.js';
 import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
@@ -56,6 +56,8 @@ export interface TaskInput {
   readonly name: string;
   readonly datatype: TensorRef['datatype'];
   readonly shape: readonly number[];
+  /** How `data` holds the sample (scheduler/kserve.ts InferInput); absent: the tensor's own bytes. */
+  readonly encoding?: SampleEncoding;
   readonly data: Buffer;
 }
 
@@ -66,8 +68,8 @@ export interface TaskOutput {
   readonly data: Buffer;
 }
 
-/** Why a task got an error instead of a result. */
-export type TaskErrorReason = 'slo' | 'not-deployed' | 'worker-failed' | 'shutdown';
+/** Why a task got an error instead of a result ('bad-input': the worker could not decode its image). */
+export type TaskErrorReason = 'slo' | 'not-deployed' | 'worker-failed' | 'shutdown' | 'bad-input';
 
 export type TaskAnswer =
   | { readonly ok: true; readonly outputs: readonly TaskOutput[]; readonly latencyMs: number }
@@ -105,6 +107,7 @@ interface Task {
   readonly model: number;
   readonly arrivalMs: number;
   readonly input: Buffer;
+  readonly encoding: SampleEncoding | undefined;
   readonly answer: (a: TaskAnswer) => void;
   dispatchedMs: number;
 }
@@ -359,7 +362,7 @@ export class Control {
   submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void): void {
     const now = this.opts.clock();
     this.monitor.arrival(m);
-    const task: Task = { model: m, arrivalMs: now, input: input.data, answer, dispatchedMs: NaN };
+    const task: Task = { model: m, arrivalMs: now, input: input.data, encoding: input.encoding, answer, dispatchedMs: NaN };
     if (this.stopped) {
       this.finish(task, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
       return;
@@ -476,7 +479,10 @@ export class Control {
     const parts = tasks.map((t) => t.input);
     const bytes = parts.reduce((a, p) => a + p.length, 0);
     const batchId = `b${this.nextBatch++}`;
-    const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes }];
+    // Samples sent in another encoding (UINT8, JPEG, PNG) are listed, so the worker can decode each (issue 14).
+    const encoded = tasks.some((t) => t.encoding !== undefined && t.encoding !== spec.datatype);
+    const samples = encoded ? { samples: tasks.map((t) => ({ encoding: t.encoding ?? (spec.datatype as SampleEncoding), byteLength: t.input.length })) } : {};
+    const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes, ...samples }];
     const identity = this.identity(w);
     // Straight to the worker when its data socket is connected (the agent's GPU state, `running`, comes
     // from here then: this side sends every batch); through its agent otherwise.
@@ -691,9 +697,16 @@ export class Control {
       offset += ref.byteLength;
     }
     if (offset !== payload.length) problem = `worker sent ${payload.length} output bytes, its header says ${offset}`;
+    // Samples whose input the worker could not decode: those tasks alone get its error.
+    const failed = new Map(outputs.flatMap((ref) => ref.failed ?? []).map((f) => [f.index, f.message]));
     b.tasks.forEach((t, i) => {
       if (problem) {
         this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${b.worker.workerId} returned a malformed result: ${problem}` }, 'worker_failed');
+        return;
+      }
+      const bad = failed.get(i);
+      if (bad !== undefined) {
+        this.finish(t, { ok: false, reason: 'bad-input', error: bad }, 'bad_input');
         return;
       }
       const outputs = per.map((p) => ({

@@ -14,19 +14,42 @@
 // InferResult) and KServe's InferRequest.to_rest / InferResponse.from_bytes.
 import { z } from 'zod';
 import { type JsonBudget, scanJson } from './limits.js';
-import { DATATYPE_BYTES, type Datatype, elementCount, type ModelSignature, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
+import { DATATYPE_BYTES, type Datatype, elementCount, inputForms, type ModelSignature, type SampleEncoding, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
+import { imageHeader, MAX_IMAGE_BYTES } from '../src/serving/image.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Types
 
+/** A tensor in a registered system shared-memory region (Triton's extension; scheduler/sharedMemory.ts). */
+export interface RegionRef {
+  /** The name the client registered the region under. */
+  readonly name: string;
+  /** Bytes from the region's start (shared_memory_offset, 0 when absent). */
+  readonly offset: number;
+  readonly byteSize: number;
+}
+
 export interface InferInput {
   readonly name: string;
+  /** The model's datatype and shape `[1, ...spec.shape]` (one sample, with its batch dimension), whatever the encoding. */
   readonly datatype: Datatype;
-  /** `[1, ...spec.shape]`: one sample, with its batch dimension. */
   readonly shape: number[];
   /**
-   * Raw little-endian bytes, exactly tensorBytes(datatype, shape) long. For a binary input this is a
-   * view of the request body (no copy): the body belongs to this request and must not be reused.
+   * How `data` holds the sample: the model's own datatype (FP32 for the paper's models), or, for an
+   * image input, 8-bit pixels (UINT8, same shape) or an encoded image (JPEG, PNG) that the worker
+   * decodes. `BYTES` only with `region`: an encoded image whose format is known once the region is read.
+   */
+  readonly encoding: SampleEncoding | 'BYTES';
+  /**
+   * Set when the input is in a shared-memory region: `data` is then empty until the service reads the
+   * region and calls resolveRegionInput.
+   */
+  readonly region?: RegionRef;
+  /**
+   * The sample's bytes: raw little-endian, tensorBytes(datatype, shape) long for the model's datatype,
+   * one byte a value for UINT8, the encoded image itself (without BYTES' 4-byte length) for JPEG and
+   * PNG. For a binary input this is a view of the request body (no copy): the body belongs to this
+   * request and must not be reused.
    */
   readonly data: Buffer;
 }
@@ -35,6 +58,8 @@ export interface RequestedOutput {
   readonly name: string;
   /** true: return it as binary data after the JSON (binary tensor data extension); false: as JSON. */
   readonly binary: boolean;
+  /** Write it into this shared-memory region instead, and answer without its data. */
+  readonly region?: RegionRef;
 }
 
 export interface InferRequest {
@@ -56,6 +81,8 @@ export interface ResponseOutput {
   /** Little-endian bytes, expected to be tensorBytes(datatype, shape) long (the control plane checks worker results). */
   readonly data: Buffer;
   readonly binary: boolean;
+  /** Written into this region by the service: the answer names it and carries no data. */
+  readonly region?: RegionRef;
 }
 
 export interface InferResponse {
@@ -80,14 +107,26 @@ export interface MetadataTensor {
   readonly shape: number[];
 }
 
+/** One form an input may be sent in (inss's addition to the metadata): its datatype and shape with the batch dimension. */
+export interface MetadataForm {
+  readonly datatype: Datatype | 'BYTES';
+  readonly shape: number[];
+  /** `tensor`: the model's input itself; `uint8-image`: 8-bit pixels, channel-first; `encoded-image`: one JPEG or PNG. */
+  readonly content: 'tensor' | 'uint8-image' | 'encoded-image';
+}
+
 export interface ModelMetadata {
   readonly name: string;
   readonly versions?: string[];
   readonly platform: 'inss';
   readonly inputs: MetadataTensor[];
   readonly outputs: MetadataTensor[];
-  /** inss's addition to the protocol's model metadata: `slo_ms`, the model's latency SLO (`inss loadgen` reads it). */
-  readonly parameters: { readonly slo_ms: number };
+  /**
+   * inss's additions to the protocol's model metadata: `slo_ms`, the model's latency SLO (`inss loadgen`
+   * reads it), and `input_forms`, by input name, every form the input is accepted in (the one in
+   * `inputs` first; an image input also takes UINT8 pixels and JPEG/PNG images).
+   */
+  readonly parameters: { readonly slo_ms: number; readonly input_forms: Record<string, MetadataForm[]> };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -378,14 +417,51 @@ function splitBody(body: Buffer, inferenceHeaderLength: string | undefined): { o
   return { ok: true, json: body.subarray(0, n), binary: body.subarray(n) };
 }
 
-/** The shared memory extension's parameters, which inss does not implement. */
-const SHARED_MEMORY = ['shared_memory_region', 'shared_memory_byte_size', 'shared_memory_offset'];
+/** Region names as inss accepts them (registration checks the same): no path characters, at most 128. */
+export const REGION_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
-function unsupportedParameter(where: string, parameters: Record<string, unknown> | undefined): string | undefined {
-  const shm = SHARED_MEMORY.find((k) => parameters?.[k] !== undefined);
-  if (shm) return `${where}.parameters.${shm}: the shared memory extension is not supported by inss; send the tensor in the body (JSON data or binary data)`;
-  return undefined;
+/**
+ * The shared memory extension's parameters of an input or output: none, or a region, offset and
+ * byte size (Triton's shared_memory_region, shared_memory_offset, shared_memory_byte_size). Whether
+ * the region exists and holds that range is the service's check (scheduler/sharedMemory.ts).
+ */
+function regionParameters(where: string, parameters: Record<string, unknown> | undefined): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+  const name = parameters?.shared_memory_region;
+  const size = parameters?.shared_memory_byte_size;
+  const offset = parameters?.shared_memory_offset ?? 0;
+  if (name === undefined) {
+    const stray = size !== undefined ? 'shared_memory_byte_size' : parameters?.shared_memory_offset !== undefined ? 'shared_memory_offset' : undefined;
+    return stray ? { ok: false, error: `${where}.parameters.${stray}: given without shared_memory_region` } : { ok: true, region: undefined };
+  }
+  if (typeof name !== 'string' || !REGION_NAME.test(name)) return { ok: false, error: `${where}.parameters.shared_memory_region: expected a region name (letters, digits, '_', '.', '-'), got ${show(name)}` };
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: expected a non-negative integer, got ${show(size)}` };
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) return { ok: false, error: `${where}.parameters.shared_memory_offset: expected a non-negative integer, got ${show(offset)}` };
+  return { ok: true, region: { name, offset, byteSize: size } };
 }
+
+/** An input's region, checked against its form's size; or undefined when it has none. */
+function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: number | null): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+  const r = regionParameters(where, inp.parameters);
+  if (!r.ok || r.region === undefined) return r;
+  if (inp.data !== undefined || inp.parameters?.binary_data_size !== undefined) return { ok: false, error: `${where}: has both parameters.shared_memory_region and ${inp.data !== undefined ? 'data' : 'parameters.binary_data_size'} (send one)` };
+  const size = r.region.byteSize;
+  if (bytes !== null && size !== bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes, but the input is ${bytes} bytes` };
+  if (bytes === null && (size < 4 || size > 4 + MAX_IMAGE_BYTES)) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes is not one BYTES image (4 bytes of length, then at most ${MAX_IMAGE_BYTES})` };
+  return r;
+}
+
+/**
+ * An input whose region the service has read (`bytes`, exactly region.byteSize): checked as its form
+ * requires (an encoded image's header, as for binary data) and returned with its data. Pure.
+ */
+export function resolveRegionInput(k: number, input: InferInput, bytes: Buffer): { ok: true; input: InferInput } | { ok: false; error: string } {
+  const { region: _region, ...rest } = input;
+  if (input.encoding !== 'BYTES') return { ok: true, input: { ...rest, data: bytes } };
+  const image = readImageElement(`inputs[${k}]`, input.name, bytes);
+  return image.ok ? { ok: true, input: { ...rest, encoding: image.encoding, data: image.data } } : image;
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /** A boolean parameter, or undefined when absent; or an error text. */
 function boolParameter(where: string, name: string, parameters: Record<string, unknown> | undefined): { ok: true; value: boolean | undefined } | { ok: false; error: string } {
@@ -418,9 +494,35 @@ class BinaryCursor {
   }
 }
 
+/**
+ * One element of a BYTES tensor as the binary tensor data extension (and tritonclient's
+ * serialize_byte_tensor) lays it out: a 4-byte little-endian length, then the bytes; checked as an
+ * encoded image (its header: scheduler-side, cheap). The input's name is in every error.
+ */
+export function readImageElement(where: string, name: string, data: Buffer): { ok: true; encoding: 'JPEG' | 'PNG'; data: Buffer } | { ok: false; error: string } {
+  if (data.length < 4) return { ok: false, error: `${where} ('${name}'): a BYTES element starts with its 4-byte length; got ${data.length} bytes` };
+  const n = data.readUInt32LE(0);
+  if (n !== data.length - 4) return { ok: false, error: `${where} ('${name}'): the BYTES element says ${n} bytes, but ${data.length - 4} follow its length (send exactly one image)` };
+  const image = data.subarray(4);
+  const head = imageHeader(image);
+  if (!head.ok) return { ok: false, error: `${where} ('${name}'): ${head.reason}` };
+  return { ok: true, encoding: head.format, data: image };
+}
+
+/** The forms an input may be sent in, as an error text lists them: `FP32 [1,3,224,224], UINT8 [1,3,224,224] or BYTES [1,1] (a JPEG or PNG)`. */
+function formsText(spec: TensorSpec): string {
+  const all = inputForms(spec).map((f) => `${f.datatype} ${dims([1, ...f.shape])}${f.content === 'encoded-image' ? ' (a JPEG or PNG)' : ''}`);
+  return all.length === 1 ? all[0]! : `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
+}
+
 function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSpec, binary: BinaryCursor): { ok: true; input: InferInput } | { ok: false; error: string } {
   const where = `inputs[${k}]`;
-  if (inp.datatype !== spec.datatype) return { ok: false, error: `${where}.datatype: expected ${spec.datatype}, got ${clip(inp.datatype)}` };
+  const form = inputForms(spec).find((f) => f.datatype === inp.datatype);
+  if (!form) {
+    const also = spec.image ? ` (this image input takes ${formsText(spec)})` : '';
+    return { ok: false, error: `${where}.datatype: expected ${spec.datatype}, got ${clip(inp.datatype)}${also}` };
+  }
+  if (form.content !== 'tensor') return readImageInput(where, inp, spec, form.content, binary);
   const want = [1, ...spec.shape];
   if (!sameShape(inp.shape, want)) {
     if (inp.shape.length === want.length && sameShape(inp.shape.slice(1), spec.shape)) {
@@ -429,9 +531,10 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
     const hint = sameShape(inp.shape, spec.shape) ? ' (the first dimension is the batch dimension, always 1)' : '';
     return { ok: false, error: `${where}.shape: expected ${dims(want)}, got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}${hint}` };
   }
-  const unsupported = unsupportedParameter(where, inp.parameters);
-  if (unsupported) return { ok: false, error: unsupported };
   const bytes = tensorBytes(spec.datatype, want);
+  const shm = regionInput(where, inp, bytes);
+  if (!shm.ok) return shm;
+  if (shm.region) return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: EMPTY, region: shm.region } };
   const binSize = inp.parameters?.binary_data_size;
   if (binSize !== undefined) {
     if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
@@ -439,7 +542,7 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
     if (binSize !== bytes) return { ok: false, error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of ${spec.datatype} is ${bytes} bytes` };
     const taken = binary.take(where, binSize);
     if (!taken.ok) return taken;
-    return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, data: taken.data } };
+    return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: taken.data } };
   }
   if (inp.data === undefined) return { ok: false, error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)` };
   const values = flatten(inp.data);
@@ -447,7 +550,46 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
   if (values.length !== count) return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
   const enc = encodeValues(values, spec.datatype);
   if (!enc.ok) return { ok: false, error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}` };
-  return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, data: enc.data } };
+  return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: enc.data } };
+}
+
+/**
+ * An image input sent as UINT8 pixels (the model's C x H x W shape; JSON or binary data) or as one
+ * encoded image (BYTES, shape [1,1], binary data only: JSON strings cannot carry a JPEG's bytes).
+ * What the worker does with them: src/serving/image.ts.
+ */
+function readImageInput(where: string, inp: RequestJson['inputs'][number], spec: TensorSpec, content: 'uint8-image' | 'encoded-image', binary: BinaryCursor): { ok: true; input: InferInput } | { ok: false; error: string } {
+  const model = { name: spec.name, datatype: spec.datatype, shape: [1, ...spec.shape] };
+  const want = content === 'uint8-image' ? [1, ...spec.shape] : [1, 1];
+  if (!sameShape(inp.shape, want)) {
+    const what = content === 'uint8-image' ? 'UINT8 pixels, channel-first' : 'one encoded image a request';
+    return { ok: false, error: `${where}.shape: expected ${dims(want)} for ${inp.datatype} (${what}), got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}` };
+  }
+  const shm = regionInput(where, inp, content === 'uint8-image' ? elementCount(want) : null);
+  if (!shm.ok) return shm;
+  if (shm.region) return { ok: true, input: { ...model, encoding: content === 'uint8-image' ? 'UINT8' : 'BYTES', data: EMPTY, region: shm.region } };
+  const binSize = inp.parameters?.binary_data_size;
+  if (binSize !== undefined) {
+    if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
+    if (inp.data !== undefined) return { ok: false, error: `${where}: has both data and parameters.binary_data_size (send one)` };
+    const bytes = elementCount(want);
+    if (content === 'uint8-image' && binSize !== bytes) return { ok: false, error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of UINT8 is ${bytes} bytes` };
+    const taken = binary.take(where, binSize);
+    if (!taken.ok) return taken;
+    if (content === 'uint8-image') return { ok: true, input: { ...model, encoding: 'UINT8', data: taken.data } };
+    const image = readImageElement(where, spec.name, taken.data);
+    return image.ok ? { ok: true, input: { ...model, encoding: image.encoding, data: image.data } } : image;
+  }
+  if (content === 'encoded-image') {
+    return { ok: false, error: `${where}: a BYTES image must be sent as binary data (parameters.binary_data_size, the binary tensor data extension): JSON strings cannot carry a JPEG's or PNG's bytes` };
+  }
+  if (inp.data === undefined) return { ok: false, error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)` };
+  const values = flatten(inp.data);
+  const count = elementCount(want);
+  if (values.length !== count) return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
+  const enc = encodeValues(values, 'UINT8');
+  if (!enc.ok) return { ok: false, error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}` };
+  return { ok: true, input: { ...model, encoding: 'UINT8', data: enc.data } };
 }
 
 function readOutputs(req: RequestJson, model: { name: string; signature: ModelSignature }): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
@@ -464,12 +606,16 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
       return { ok: false, error: `${where}.name: '${clip(o.name)}' is not an output of model '${model.name}' (outputs: ${sig.outputs.map((s) => s.name).join(', ')})` };
     }
     if (outputs.some((x) => x.name === o.name)) return { ok: false, error: `${where}.name: output '${clip(o.name)}' is requested twice` };
-    const unsupported = unsupportedParameter(where, o.parameters);
-    if (unsupported) return { ok: false, error: unsupported };
+    const shm = regionParameters(where, o.parameters);
+    if (!shm.ok) return shm;
+    const spec = sig.outputs.find((s) => s.name === o.name)!;
+    const bytes = tensorBytes(spec.datatype, [1, ...spec.shape]);
+    if (shm.region && shm.region.byteSize < bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${shm.region.byteSize} bytes, but output '${o.name}' is ${bytes} bytes` };
     if (o.parameters?.classification !== undefined) return { ok: false, error: `${where}.parameters.classification: the classification extension is not supported by inss` };
     const b = boolParameter(`${where}.`, 'binary_data', o.parameters);
     if (!b.ok) return b;
-    outputs.push({ name: o.name, binary: b.value ?? allBinary }); // a per-output binary_data overrides binary_data_output
+    // A per-output binary_data overrides binary_data_output; an output in shared memory carries no data.
+    outputs.push({ name: o.name, binary: shm.region ? false : (b.value ?? allBinary), ...(shm.region ? { region: shm.region } : {}) });
   }
   return { ok: true, outputs };
 }
@@ -559,6 +705,7 @@ export function encodeInferResponse(r: InferResponse): { body: Buffer; headers: 
   const binaries: Buffer[] = [];
   const outputs = r.outputs.map((o) => {
     const head = `{"name":${JSON.stringify(o.name)},"datatype":"${o.datatype}","shape":${JSON.stringify(o.shape)}`;
+    if (o.region) return `${head},"parameters":{"shared_memory_region":${JSON.stringify(o.region.name)},"shared_memory_byte_size":${o.data.length}}}`;
     if (!o.binary) return `${head},"data":${jsonArray(o.data, o.datatype)}}`;
     binaries.push(o.data);
     return `${head},"parameters":{"binary_data_size":${o.data.length}}}`;
@@ -585,16 +732,23 @@ export function errorBody(message: string): Buffer {
 
 /**
  * GET /v2. Lists only the extensions inss implements: binary tensor data here; statistics, model
- * configuration and the model repository (index only; load and unload are refused) in scheduler/triton.ts.
+ * configuration and the model repository (index only; load and unload are refused) in
+ * scheduler/triton.ts; system shared memory in scheduler/sharedMemory.ts.
  */
 export function serverMetadata(version: string): ServerMetadata {
-  return { name: 'inss', version, extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository'] };
+  return { name: 'inss', version, extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory'] };
 }
 
 /**
- * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1).
- * `parameters.slo_ms` is inss's addition to the protocol (the model's latency SLO).
+ * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1). `inputs` lists
+ * each input in the model's own datatype; `parameters` are inss's additions: `slo_ms` (the model's
+ * latency SLO) and `input_forms` (each input's accepted datatypes and shapes).
  */
+/** Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's model config). */
+export function inputFormsByName(signature: ModelSignature): Record<string, MetadataForm[]> {
+  return Object.fromEntries(signature.inputs.map((s) => [s.name, inputForms(s).map((f) => ({ datatype: f.datatype, shape: [-1, ...f.shape], content: f.content }))]));
+}
+
 export function modelMetadata(model: { name: string; signature: ModelSignature; sloMs: number; versions?: string[] }): ModelMetadata {
   const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
   return {
@@ -603,6 +757,6 @@ export function modelMetadata(model: { name: string; signature: ModelSignature; 
     platform: 'inss',
     inputs: model.signature.inputs.map(tensor),
     outputs: model.signature.outputs.map(tensor),
-    parameters: { slo_ms: model.sloMs },
+    parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature) },
   };
 }

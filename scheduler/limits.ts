@@ -5,6 +5,7 @@
 // a body of nested brackets or millions of values is refused after one cheap pass over its bytes,
 // before any object is built. docs/reliability.md explains the numbers.
 import { elementCount, type ModelSignature } from '../src/protocol/tensor.js';
+import { MAX_IMAGE_BYTES } from '../src/serving/image.js';
 
 export interface InputLimits {
   /** A model's body limit is its largest legitimate request times this (and its JSON budget likewise). */
@@ -62,9 +63,16 @@ export interface JsonBudget {
 }
 
 export interface RequestBudget {
-  /** The largest legitimate request body (all inputs as JSON, or as binary data, whichever is larger). */
+  /**
+   * The largest legitimate request body: all inputs as JSON (FP32 values are the longest; UINT8 ones
+   * are shorter), or, for an image input, one encoded image of MAX_IMAGE_BYTES as binary data.
+   */
   readonly largestBytes: number;
-  /** largestBytes x the factor: larger bodies are refused (413) before they are read. */
+  /**
+   * Larger bodies are refused (413) before they are read: the JSON size x the factor (JSON's layout
+   * varies by client), or the encoded image's size plus room for the JSON header (binary sizes are
+   * exact), whichever is larger.
+   */
   readonly bodyLimitBytes: number;
   readonly json: JsonBudget;
 }
@@ -86,7 +94,9 @@ export function requestBudget(signature: ModelSignature, factor: number): Reques
   let containers = 0;
   let rank = 0;
   let bytes = JSON_OVERHEAD_BYTES;
+  let imageBytes = 0;
   for (const s of signature.inputs) {
+    if (s.image) imageBytes += 4 + MAX_IMAGE_BYTES; // BYTES: a 4-byte length, then the image
     const shape = [1, ...s.shape];
     const n = elementCount(shape);
     values += n;
@@ -95,9 +105,10 @@ export function requestBudget(signature: ModelSignature, factor: number): Reques
     bytes += n * JSON_BYTES_PER_VALUE + 2 * nestedArrays(shape);
   }
   const scale = (x: number) => Math.ceil(x * factor);
+  const image = imageBytes > 0 ? JSON_OVERHEAD_BYTES + imageBytes : 0;
   return {
-    largestBytes: bytes,
-    bodyLimitBytes: scale(bytes),
+    largestBytes: Math.max(bytes, image),
+    bodyLimitBytes: Math.max(scale(bytes), image),
     json: { maxValues: scale(values + SLACK_TOKENS), maxContainers: scale(containers + SLACK_TOKENS), maxDepth: rank + SLACK_DEPTH },
   };
 }

@@ -18,6 +18,8 @@ import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import { registerTriton, resolveModel } from './triton.js';
 import { DirectLinks } from './workerLink.js';
+import { isLocalPeer, registerSharedMemoryRoutes, resolveRegions, SharedMemoryRegistry } from './sharedMemory.js';
+import { tensorBytes } from '../src/protocol/tensor.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -55,6 +57,7 @@ const ERROR_STATUS: Record<Extract<TaskAnswer, { ok: false }>['reason'], number>
   'not-deployed': 503,
   'worker-failed': 503,
   shutdown: 503,
+  'bad-input': 400,
 };
 
 export class SchedulerService {
@@ -153,6 +156,12 @@ export class SchedulerService {
       return r.ok ? r.index : null;
     };
     registerTriton(app, { control, metrics, models: opts.models, bodyLimit: routeBodyLimit });
+    const regions = new SharedMemoryRegistry();
+    registerSharedMemoryRoutes(app, regions);
+    app.addHook('onClose', (_app, done) => {
+      regions.close();
+      done();
+    });
 
     app.get('/v2/health/live', (_req, reply) => json(reply, 200, { live: true }));
     app.get('/v2/health/ready', (_req, reply) => {
@@ -195,11 +204,22 @@ export class SchedulerService {
         metrics.badRequests.inc({ model: c.name, status: String(parsed.status) });
         return json(reply, parsed.status, { error: parsed.error });
       }
-      const request = parsed.request;
+      // Inputs and outputs in shared-memory regions (Triton's extension, scheduler/sharedMemory.ts).
+      const outputBytes = (name: string) => {
+        const o = c.signature.outputs.find((s) => s.name === name)!;
+        return tensorBytes(o.datatype, [1, ...o.shape]);
+      };
+      const shm = resolveRegions(regions, parsed.request, outputBytes, isLocalPeer(req.socket.remoteAddress));
+      if (!shm.ok) {
+        metrics.badRequests.inc({ model: c.name, status: String(shm.status) });
+        return json(reply, shm.status, { error: shm.error });
+      }
+      const request = shm.value;
       const input = request.inputs[0]!;
+      if (input.encoding === 'BYTES') throw new Error('an input in shared memory was not resolved'); // resolveRegions resolves every one
       // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
       // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
-      control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, data: input.data }, (a) => {
+      control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, encoding: input.encoding, data: input.data }, (a) => {
         if (!a.ok) {
           void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
           return;
@@ -208,8 +228,15 @@ export class SchedulerService {
         const byName = new Map(a.outputs.map((o) => [o.name, o]));
         const outputs = request.outputs.flatMap((w) => {
           const o = byName.get(w.name);
-          return o ? [{ ...o, binary: w.binary }] : [];
+          return o ? [{ ...o, binary: w.binary, ...(w.region ? { region: w.region } : {}) }] : [];
         });
+        for (const o of outputs) {
+          const wrote = o.region ? regions.write(o.region, o.data, `output '${o.name}'`) : undefined;
+          if (wrote && !wrote.ok) {
+            void json(reply, wrote.status, { error: `${wrote.error} (the region was unregistered while the task ran)` });
+            return;
+          }
+        }
         const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
         void reply.code(200).headers(r.headers).send(r.body);
       });

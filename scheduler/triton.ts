@@ -20,6 +20,7 @@ import { z } from 'zod';
 import type { Datatype, TensorSpec } from '../src/protocol/tensor.js';
 import { MAX_PRED_BATCH } from '../src/sim/dispatch.js';
 import type { Control, ServedModelConfig } from './control.js';
+import { inputFormsByName } from './kserve.js';
 import { type Duration, MODEL_VERSION, type Metrics, type ModelStats, type WorkerView } from './metrics.js';
 
 const gunzipAsync = promisify(gunzip);
@@ -67,7 +68,7 @@ export interface TritonModelConfig {
   readonly output: ConfigTensor[];
   readonly dynamic_batching: Record<string, never>;
   readonly instance_group: { readonly name: string; readonly kind: 'KIND_GPU'; readonly count: 1; readonly gpus: number[] }[];
-  readonly parameters: Readonly<Record<'slo_ms' | 'share_pct' | 'batch' | 'timeout_ms' | 'placements', { readonly string_value: string }>>;
+  readonly parameters: Readonly<Record<'slo_ms' | 'share_pct' | 'batch' | 'timeout_ms' | 'placements' | 'input_forms', { readonly string_value: string }>>;
 }
 
 function duration(d: Duration): StatDuration {
@@ -118,7 +119,9 @@ export function configDatatype(d: Datatype): string {
  * inss forms, so `dims` leave the batch dimension out (Triton's rule for batching models). One
  * instance_group per worker of the model (the GPU it runs on). `parameters` (Triton's
  * map of `{string_value}`) carry inss's own: `slo_ms`, and per serving worker in GPU order `share_pct`,
- * `batch` and `timeout_ms`, and `placements` (all workers, as JSON, with role and state).
+ * `batch` and `timeout_ms`, `placements` (all workers, as JSON, with role and state), and
+ * `input_forms` (JSON: each input's accepted datatypes and shapes, as in the model metadata; `input`
+ * lists the model's own datatype, and an image input also takes UINT8 pixels and JPEG/PNG BYTES).
  */
 export function modelConfigJson(model: ServedModelConfig, workers: readonly WorkerView[]): TritonModelConfig {
   const tensor = (s: TensorSpec): ConfigTensor => ({ name: s.name, data_type: configDatatype(s.datatype), format: 'FORMAT_NONE', dims: [...s.shape] });
@@ -141,6 +144,7 @@ export function modelConfigJson(model: ServedModelConfig, workers: readonly Work
       batch: list((w) => w.batch),
       timeout_ms: list((w) => w.timeoutMs),
       placements: { string_value: JSON.stringify(own.map((w) => ({ worker: w.workerId, gpu: w.gpu, share_pct: w.pct, batch: w.batch, timeout_ms: w.timeoutMs, role: w.role, state: w.state }))) },
+      input_forms: { string_value: JSON.stringify(inputFormsByName(model.signature)) },
     },
   };
 }

@@ -2,7 +2,10 @@
 // served model. Pure.
 import { z } from 'zod';
 
-/** KServe v2 datatypes with a fixed element size (BYTES, variable length, is not served by inss). */
+/**
+ * KServe v2 datatypes with a fixed element size. BYTES (variable length) is taken only as an encoded
+ * image input (TensorSpec.image), never as a model's tensor.
+ */
 export const DATATYPE_BYTES = {
   BOOL: 1,
   UINT8: 1,
@@ -20,6 +23,23 @@ export const DATATYPE_BYTES = {
 export type Datatype = keyof typeof DATATYPE_BYTES;
 export const DatatypeSchema = z.enum(Object.keys(DATATYPE_BYTES) as [Datatype, ...Datatype[]]);
 
+/**
+ * How one sample of an image input travels from the client to the worker (docs/serving.md, "Images"):
+ * FP32 is the model's tensor itself (the client preprocessed it); UINT8 is the same C x H x W image in
+ * 8-bit values; JPEG and PNG are an encoded image (a KServe BYTES element). The worker turns each into
+ * the FP32 tensor with one preprocessing rule (src/serving/image.ts).
+ */
+export const SampleEncodingSchema = z.enum(['FP32', 'UINT8', 'JPEG', 'PNG']);
+export type SampleEncoding = z.infer<typeof SampleEncodingSchema>;
+
+/** One sample of a batch input sent as `encoding`, `byteLength` bytes of the payload. */
+export const SampleRefSchema = z.object({ encoding: SampleEncodingSchema, byteLength: z.number().int().nonnegative() }).strict();
+export type SampleRef = z.infer<typeof SampleRefSchema>;
+
+/** A sample of a batch output that is not an answer: its input could not be decoded (`message` says why). */
+export const FailedSampleSchema = z.object({ index: z.number().int().nonnegative(), message: z.string() }).strict();
+export type FailedSample = z.infer<typeof FailedSampleSchema>;
+
 /** A tensor's description inside a frame header; its bytes are a slice of the frame's payload. */
 export const TensorRefSchema = z
   .object({
@@ -27,6 +47,14 @@ export const TensorRefSchema = z
     datatype: DatatypeSchema,
     shape: z.array(z.number().int().nonnegative()),
     byteLength: z.number().int().nonnegative(),
+    /**
+     * Batch inputs only, absent when every sample is the tensor's own bytes: the samples in batch
+     * order, each in its own encoding, one after another in the payload (their byteLengths add up
+     * to byteLength); `datatype` and `shape` are then those of the tensor the model receives.
+     */
+    samples: z.array(SampleRefSchema).optional(),
+    /** Batch outputs only: the samples whose input failed to decode; their rows hold no answer. */
+    failed: z.array(FailedSampleSchema).optional(),
   })
   .strict();
 export type TensorRef = z.infer<typeof TensorRefSchema>;
@@ -36,6 +64,27 @@ export interface TensorSpec {
   readonly name: string;
   readonly datatype: Datatype;
   readonly shape: readonly number[];
+  /**
+   * An FP32 image input (shape [3, H, W], normalised as src/serving/image.ts says): it also takes the
+   * image as UINT8 of the same shape, or as one encoded image (BYTES, JPEG or PNG, shape [1]).
+   */
+  readonly image?: boolean;
+}
+
+/** One form an input is accepted in (model metadata, Triton's model config). */
+export interface InputForm {
+  readonly datatype: Datatype | 'BYTES';
+  /** Without the batch dimension. */
+  readonly shape: readonly number[];
+  /** What the bytes are: the tensor itself, 8-bit pixels, or an encoded image. */
+  readonly content: 'tensor' | 'uint8-image' | 'encoded-image';
+}
+
+/** Every form an input is accepted in, the model's own first. */
+export function inputForms(spec: TensorSpec): InputForm[] {
+  const own: InputForm = { datatype: spec.datatype, shape: spec.shape, content: 'tensor' };
+  if (!spec.image) return [own];
+  return [own, { datatype: 'UINT8', shape: spec.shape, content: 'uint8-image' }, { datatype: 'BYTES', shape: [1], content: 'encoded-image' }];
 }
 
 export interface ModelSignature {
@@ -54,13 +103,14 @@ export function tensorBytes(datatype: Datatype, shape: readonly number[]): numbe
 /**
  * The signature of a profiled model. The paper's models are torchvision image classifiers: one FP32
  * image in (3 x 224 x 224, 602,112 bytes, NCHW as torchvision takes it) and 1000 FP32 class scores
- * out. A profile records only byte sizes, so an input of that size is read as the image and any other
- * as a flat FP32 vector; the output is a flat FP32 vector (docs/serving.md).
+ * out. A profile records only byte sizes, so an input of that size is read as the image (which clients
+ * may also send as UINT8 or JPEG/PNG: TensorSpec.image) and any other as a flat FP32 vector; the
+ * output is a flat FP32 vector (docs/serving.md).
  */
 export function modelSignature(inputBytes: number, outputBytes: number): ModelSignature {
   const image = inputBytes === 4 * 3 * 224 * 224;
   return {
-    inputs: [{ name: 'input', datatype: 'FP32', shape: image ? [3, 224, 224] : [Math.max(1, Math.round(inputBytes / 4))] }],
+    inputs: [image ? { name: 'input', datatype: 'FP32', shape: [3, 224, 224], image: true } : { name: 'input', datatype: 'FP32', shape: [Math.max(1, Math.round(inputBytes / 4))] }],
     outputs: [{ name: 'output', datatype: 'FP32', shape: [Math.max(1, Math.round(outputBytes / 4))] }],
   };
 }

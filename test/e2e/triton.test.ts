@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
+import { decodeBatchInput } from '../../agent/decode.js';
+import { modelSignature, type TensorRef } from '../../src/protocol/tensor.js';
+import { encodeJpeg, encodePng, imageRequest, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
 import { REPO_ROOT } from '../support/paths.js';
 import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
@@ -71,6 +74,8 @@ const Config = z.object({
 });
 const Index = z.array(z.object({ name: z.string(), version: z.string(), state: z.string(), reason: z.string() }));
 const Meta = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
+
+const IMAGE_SPEC = modelSignature(4 * 3 * 224 * 224, 4000).inputs[0]!;
 
 const state = mkdtempSync(join(tmpdir(), 'inss-triton-'));
 let base = '';
@@ -190,7 +195,7 @@ it('get_model_repository_index (POST, empty body) and refused load/unload', asyn
 
 it('server metadata lists exactly the extensions served; /metrics has Triton-named series, gzip on request', async () => {
   const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
-  expect(meta.extensions).toEqual(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository']);
+  expect(meta.extensions).toEqual(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory']);
   const m = await raw('GET', `${base}/metrics`, { 'Accept-Encoding': 'gzip' });
   expect(m.status).toBe(200);
   expect(m.headers['content-encoding']).toBe('gzip');
@@ -200,4 +205,121 @@ it('server metadata lists exactly the extensions served; /metrics has Triton-nam
   expect(text).toMatch(/^inss_model_share_percent\{model="resnet50",gpu="\d+",worker="[^"]+",role="active"\} \d/m);
   const plain = await raw('GET', `${base}/metrics`);
   expect(plain.headers['content-encoding']).toBeUndefined();
+});
+
+// ---- images as clients send them (issue 14) ------------------------------------------------------
+
+/** The tensor the workers make of an image (the rule of src/serving/image.ts, with the simulated worker's decoders). */
+function preprocessed(encoding: 'UINT8' | 'JPEG' | 'PNG', bytes: Buffer): Float32Array {
+  const ref: TensorRef = { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], byteLength: bytes.length, samples: [{ encoding, byteLength: bytes.length }] };
+  return decodeBatchInput(ref, bytes, 1, IMAGE_SPEC).x;
+}
+
+/** The binary output of an answer (binary_data_output), as FP32 values. */
+function binaryOutput(r: Raw): Float32Array {
+  expect(r.status, r.body.toString().slice(0, 500)).toBe(200);
+  const n = Number(r.headers['inference-header-content-length']);
+  const copy = Buffer.from(r.body.subarray(n));
+  return new Float32Array(copy.buffer, copy.byteOffset, copy.length / 4);
+}
+
+it('UINT8 pixels, a JPEG and a PNG (resized) are each answered from their own decoded image', async () => {
+  const pic = syntheticPicture(224, 224, 31);
+  const wide = syntheticPicture(300, 200, 32);
+  const cases = [
+    { form: 'uint8' as const, pic, tensor: preprocessed('UINT8', uint8Chw(pic)) },
+    { form: 'jpeg' as const, pic, tensor: preprocessed('JPEG', encodeJpeg(pic)) },
+    { form: 'png' as const, pic: wide, tensor: preprocessed('PNG', encodePng(wide)) },
+  ];
+  const answers = await Promise.all(cases.map((c) => {
+    const req = imageRequest('input', c.form, c.pic);
+    return raw('POST', `${base}/v2/models/mobilenet/infer`, req.headers, req.body);
+  }));
+  answers.forEach((r, k) => expect(Array.from(binaryOutput(r)), cases[k]!.form).toEqual(Array.from(simForward(cases[k]!.tensor, 'mobilenet'))));
+});
+
+it('the model metadata and config list the forms an image input takes', async () => {
+  const meta = JSON.parse((await raw('GET', `${base}/v2/models/resnet50`)).body.toString()) as { parameters: { input_forms: { input: { datatype: string }[] } } };
+  expect(meta.parameters.input_forms.input.map((f) => f.datatype)).toEqual(['FP32', 'UINT8', 'BYTES']);
+  const config = jsonOf(await raw('GET', `${base}/v2/models/resnet50/config`), Config);
+  expect(JSON.parse(config.parameters.input_forms!.string_value)).toEqual(meta.parameters.input_forms);
+});
+
+it('BYTES that are not an image get a 400 before they become a task; an image that fails to decode fails its task alone', async () => {
+  const text = Buffer.from('this is not an image');
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: 4 + text.length } }] }));
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(text.length);
+  const refused = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'Inference-Header-Content-Length': String(header.length) }, Buffer.concat([header, len, text]));
+  expect(refused.status).toBe(400);
+  expect(errorOf(refused)).toMatch(/^inputs\[0\] \('input'\): not a JPEG or PNG image/);
+
+  // A PNG whose header reads but whose image data is broken: the worker answers that task with a 400.
+  const pic = syntheticPicture(224, 224, 33);
+  const broken = Buffer.from(encodePng(pic));
+  broken.fill(0x55, 40, 400);
+  const badHeader = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: 4 + broken.length } }] }));
+  const badLen = Buffer.alloc(4);
+  badLen.writeUInt32LE(broken.length);
+  const good = imageRequest('input', 'uint8', pic);
+  const [failed, ok] = await Promise.all([
+    raw('POST', `${base}/v2/models/resnet50/infer`, { 'Inference-Header-Content-Length': String(badHeader.length) }, Buffer.concat([badHeader, badLen, broken])),
+    raw('POST', `${base}/v2/models/resnet50/infer`, good.headers, good.body),
+  ]);
+  expect(failed.status).toBe(400);
+  expect(errorOf(failed)).toMatch(/^input 'input': the PNG image could not be decoded: /);
+  expect(Array.from(binaryOutput(ok))).toEqual(Array.from(simForward(preprocessed('UINT8', uint8Chw(pic)), 'resnet50')));
+});
+
+// ---- Triton's system shared-memory extension (issue 14) -----------------------------------------
+
+it('a client on this host: creates a /dev/shm region, registers it, infers with the input and output in it, reads the answer there, unregisters', async () => {
+  // What tritonclient.utils.shared_memory.create_shared_memory_region does: shm_open("/<key>") = /dev/shm/<key>.
+  const key = `inss_e2e_${process.pid}`;
+  const path = `/dev/shm/${key}`;
+  const x = Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 11) % 17) / 17);
+  const inBytes = x.byteLength;
+  writeFileSync(path, Buffer.concat([Buffer.from(x.buffer), Buffer.alloc(4000 + 64)]));
+  try {
+    // register_system_shared_memory(name, key, byte_size, offset): POST with {key, offset, byte_size}.
+    const reg = await raw('POST', `${base}/v2/systemsharedmemory/region/io/register`, {}, Buffer.from(JSON.stringify({ key: `/${key}`, offset: 0, byte_size: inBytes + 4000 + 64 })));
+    expect(reg.status, reg.body.toString()).toBe(200);
+    const again = await raw('POST', `${base}/v2/systemsharedmemory/region/io/register`, {}, Buffer.from(JSON.stringify({ key: `/${key}`, offset: 0, byte_size: 8 })));
+    expect(again.status).toBe(409);
+    const traversal = await raw('POST', `${base}/v2/systemsharedmemory/region/evil/register`, {}, Buffer.from(JSON.stringify({ key: '/../../etc/passwd', offset: 0, byte_size: 8 })));
+    expect(traversal.status).toBe(400);
+    expect(errorOf(traversal)).toMatch(/expected a POSIX shared-memory name/);
+    const status = jsonOf(await raw('GET', `${base}/v2/systemsharedmemory/region/io/status`), z.array(z.object({ name: z.string(), key: z.string(), offset: z.number(), byte_size: z.number() })));
+    expect(status).toEqual([{ name: 'io', key: `/${key}`, offset: 0, byte_size: inBytes + 4000 + 64 }]);
+
+    // infer with InferInput.set_shared_memory('io', byte_size) and InferRequestedOutput.set_shared_memory('io', 4000, offset).
+    const body = Buffer.from(JSON.stringify({
+      inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { shared_memory_region: 'io', shared_memory_byte_size: inBytes } }],
+      outputs: [{ name: 'output', parameters: { shared_memory_region: 'io', shared_memory_byte_size: 4000, shared_memory_offset: inBytes + 64 } }],
+    }));
+    const r = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, body);
+    expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
+    expect(r.body.length).toBeLessThan(1000); // no tensor bytes over HTTP
+    expect(JSON.parse(r.body.toString())).toMatchObject({ outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], parameters: { shared_memory_region: 'io', shared_memory_byte_size: 4000 } }] });
+    const out = readFileSync(path).subarray(inBytes + 64, inBytes + 64 + 4000);
+    const y = new Float32Array(Buffer.from(out).buffer, 0, 1000);
+    expect(Array.from(y)).toEqual(Array.from(simForward(x, 'resnet50')));
+
+    // A range past the region, and a region that is not registered: 400 before any task.
+    const past = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { shared_memory_region: 'io', shared_memory_byte_size: inBytes, shared_memory_offset: 4096 } }] })));
+    expect(past.status).toBe(400);
+    expect(errorOf(past)).toMatch(/runs past region 'io'/);
+
+    const unreg = await raw('POST', `${base}/v2/systemsharedmemory/region/io/unregister`);
+    expect(unreg.status).toBe(200);
+    expect(jsonOf(await raw('GET', `${base}/v2/systemsharedmemory/status`), z.array(z.unknown()))).toEqual([]);
+    const gone = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, body);
+    expect(gone.status).toBe(400);
+    expect(errorOf(gone)).toBe("inputs[0] ('input'): no shared memory region 'io' is registered");
+    expect((await raw('GET', `${base}/v2/systemsharedmemory/region/io/status`)).status).toBe(404);
+    const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
+    expect(meta.extensions).toContain('systemsharedmemory');
+  } finally {
+    rmSync(path, { force: true });
+  }
 });

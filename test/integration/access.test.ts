@@ -68,7 +68,7 @@ describe.skipIf(!HAS_OPENSSL)('the cluster recipe over TLS with tokens from file
 
     // Health answers anyone; everything else needs a client token.
     expect([200, 503]).toContain((await request(`${base}/v2/health/ready`, { ca })).status);
-    for (const path of ['/metrics', '/v2/inss/cluster', '/v2/inss/decisions', '/v2/models/resnet50', '/v2']) {
+    for (const path of ['/metrics', '/v2/inss/cluster', '/v2/inss/decisions', '/v2/models/resnet50', '/v2', '/v2/systemsharedmemory/status']) {
       const r = await request(`${base}${path}`, { ca });
       expect(r.status, path).toBe(401);
       expect((JSON.parse(r.body.toString()) as { error: string }).error, path).toMatch(/needs a token/);

@@ -17,7 +17,7 @@ import { registerLoadgen } from '../../cli/loadgen.js';
 import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest } from '../../scheduler/kserve.js';
 import { LoadgenReportSchema, type LoadgenReport } from '../../tools/loadgen/report.js';
 import { sendSchedule } from '../../tools/loadgen/schedule.js';
-import type { ModelSignature } from '../../src/protocol/tensor.js';
+import { type ModelSignature, modelSignature } from '../../src/protocol/tensor.js';
 
 interface StandInModel {
   readonly signature: ModelSignature;
@@ -31,7 +31,7 @@ const HANG_MS = 1500;
 const FAILURE = 'worker w1 failed: its agent a1 disconnected';
 
 const MODELS: Record<string, StandInModel> = {
-  resnet50: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [3, 224, 224] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [1000] }] }, sloMs: 80, behaviour: 'ok' },
+  resnet50: { signature: modelSignature(4 * 3 * 224 * 224, 4000), sloMs: 80, behaviour: 'ok' },
   tiny: {
     signature: {
       inputs: [
@@ -56,12 +56,14 @@ interface Seen {
   malformed: string[];
   /** The first input tensors received per encoding (to compare the two). */
   firstInputs: Partial<Record<'binary' | 'json', Buffer[]>>;
+  /** The encoding of each accepted request's first input (FP32, UINT8, JPEG, PNG), and the first such input's bytes. */
+  encodings: Set<string>;
 }
 
 const seen = new Map<string, Seen>();
 const seenOf = (name: string): Seen => {
   let s = seen.get(name);
-  if (!s) seen.set(name, (s = { binary: 0, json: 0, malformed: [], firstInputs: {} }));
+  if (!s) seen.set(name, (s = { binary: 0, json: 0, malformed: [], firstInputs: {}, encodings: new Set() }));
   return s;
 };
 const infers = (): number => [...seen.values()].reduce((a, s) => a + s.binary + s.json + s.malformed.length, 0);
@@ -107,6 +109,7 @@ function handle(req: http.IncomingMessage, body: Buffer, res: http.ServerRespons
   }
   s[encoding]++;
   s.firstInputs[encoding] ??= parsed.request.inputs.map((i) => i.data);
+  s.encodings.add(parsed.request.inputs[0]!.encoding);
   const answer = (): void => {
     if (model.behaviour === 'fail') return reply(res, 503, errorBody(FAILURE));
     const wanted = new Map(parsed.request.outputs.map((o) => [o.name, o.binary]));
@@ -231,6 +234,31 @@ describe('inss loadgen against a stand-in server', () => {
     const binaryInputs = seenOf('tiny').firstInputs.binary!;
     expect(binaryInputs.length).toBe(2);
     for (const [i, b] of binaryInputs.entries()) expect(b.equals(jsonInputs[i]!)).toBe(true);
+  });
+
+  it.each([
+    ['uint8', 'binary', 'UINT8'],
+    ['uint8', 'json', 'UINT8'],
+    ['jpeg', 'binary', 'JPEG'],
+    ['png', 'binary', 'PNG'],
+  ])('--input %s (%s): every request is an image the codec accepts as %s', async (input, encoding, want) => {
+    seen.clear();
+    const r = await loadgen(['--url', url, '--model', 'resnet50=20', '--duration', '0.5', '--input', input, '--encoding', encoding, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
+    expect(report.settings.input).toBe(input);
+    expect(seenOf('resnet50').malformed).toEqual([]);
+    expect([...seenOf('resnet50').encodings]).toEqual([want]);
+    expect(byModel(report, 'resnet50').ok).toBe(byModel(report, 'resnet50').sent);
+  });
+
+  it('--input refuses a model that takes no images, and JPEG/PNG in JSON', async () => {
+    const r = await loadgen(['--url', url, '--model', 'tiny=5', '--duration', '0.2', '--input', 'jpeg']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("--input jpeg: model 'tiny' does not take its input as BYTES");
+    const j = await loadgen(['--url', url, '--model', 'resnet50=5', '--duration', '0.2', '--input', 'png', '--encoding', 'json']);
+    expect(j.code).toBe(2);
+    expect(j.stderr).toContain('--input png needs --encoding binary');
   });
 
   it('a request with no answer within --timeout is a timeout error, and the run still ends', async () => {

@@ -10,7 +10,31 @@ import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/t
 import type { WorkerIdentity } from '../../src/protocol/agent.js';
 import { type FromWorker, WORKER_ENV } from '../../src/protocol/worker.js';
 import { REPO_ROOT } from '../support/paths.js';
+import { decodeBatchInput } from '../../agent/decode.js';
+import { modelSignature, type SampleEncoding, type TensorRef } from '../../src/protocol/tensor.js';
+import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
+import { encodeJpeg, encodePng, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
 import { batchMessage, DataClient, floats, imageBatch, WorkerUnderTest } from '../support/worker.js';
+
+const IMAGE_SPEC = modelSignature(4 * 3 * 224 * 224, 4000).inputs[0]!;
+
+/** A batch input of samples in their own encodings (TensorRef.samples) and its payload. */
+function encodedBatch(samples: readonly { encoding: SampleEncoding; bytes: Buffer }[]): { ref: TensorRef; payload: Buffer } {
+  const payload = Buffer.concat(samples.map((x) => x.bytes));
+  const ref: TensorRef = { name: 'input', datatype: 'FP32', shape: [samples.length, 3, 224, 224], byteLength: payload.length, samples: samples.map((x) => ({ encoding: x.encoding, byteLength: x.bytes.length })) };
+  return { ref, payload };
+}
+
+/** Largest difference between two rows of answers, relative to the reference row's largest magnitude. */
+function relDiff(a: Float32Array, b: Float32Array): number {
+  let d = 0;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    d = Math.max(d, Math.abs(a[i]! - b[i]!));
+    m = Math.max(m, Math.abs(b[i]!));
+  }
+  return d / m;
+}
 
 const SIM_WORKER = resolve(REPO_ROOT, 'dist', 'agent', 'simWorker.js');
 const PROFILE = resolve(REPO_ROOT, 'profiles', 'rtx2060s.json');
@@ -112,6 +136,44 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         const ok = await worker.expect('result');
         expect(ok.msg.id).toBe('after');
         expect(ok.msg.outputs[0]?.shape).toEqual([1, 1000]);
+      });
+
+      it('decodes UINT8, PNG and JPEG samples beside FP32 ones: each answer is that of its image preprocessed by the one rule', async () => {
+        const pic = syntheticPicture(224, 224, 21);
+        const wide = syntheticPicture(320, 240, 22); // resized and cropped
+        const { ref, payload } = encodedBatch([
+          { encoding: 'FP32', bytes: imageBatch(1, 7) },
+          { encoding: 'UINT8', bytes: uint8Chw(pic) },
+          { encoding: 'PNG', bytes: encodePng(wide) },
+          { encoding: 'JPEG', bytes: encodeJpeg(pic, 95) },
+        ]);
+        worker.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'encoded', model: impl.model, size: 4, inputs: [ref] }, payload);
+        // The same four images as the FP32 tensors the rule makes of them (agent/decode.ts: jpeg-js, pngjs).
+        const tensors = decodeBatchInput(ref, payload, 4, IMAGE_SPEC).x;
+        worker.send(batchMessage('reference', impl.model, 4), Buffer.from(tensors.buffer, tensors.byteOffset, tensors.byteLength));
+        const got = await worker.expect('result');
+        const want = await worker.expect('result');
+        expect(got.msg.id).toBe('encoded');
+        expect(got.msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [4, 1000], byteLength: 16000 }]);
+        const row = (p: Buffer, k: number) => floats(p).subarray(k * 1000, (k + 1) * 1000);
+        for (const k of [0, 1, 2]) expect(relDiff(row(got.payload, k), row(want.payload, k)), `sample ${k}`).toBeLessThan(1e-3);
+        // JPEG decoders differ by a level or two of 255 (libjpeg-turbo in torchvision, jpeg-js here).
+        expect(relDiff(row(got.payload, 3), row(want.payload, 3))).toBeLessThan(0.1);
+      });
+
+      it('answers a batch with an image that does not decode: that sample is listed as failed, the others answered', async () => {
+        const pic = syntheticPicture(224, 224, 23);
+        const broken = Buffer.from(encodePng(pic));
+        broken.fill(0x55, 40, 400); // the header reads; the image data does not
+        const { ref, payload } = encodedBatch([
+          { encoding: 'UINT8', bytes: uint8Chw(pic) },
+          { encoding: 'PNG', bytes: broken },
+        ]);
+        worker.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'one-broken', model: impl.model, size: 2, inputs: [ref] }, payload);
+        const { msg, payload: out } = await worker.expect('result');
+        expect(msg.id).toBe('one-broken');
+        expect(msg.outputs[0]).toMatchObject({ shape: [2, 1000], byteLength: 8000, failed: [{ index: 1, message: expect.stringMatching(/^input 'input': the PNG image could not be decoded: \S/) as unknown }] });
+        expect(floats(out).subarray(0, 1000).every(Number.isFinite)).toBe(true);
       });
 
       it('refuses a batch for another model with an error for its id, and keeps serving its own', async () => {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PolicyRegistry } from '../../scheduler/registry.js';
 import type { Deployment } from '../../src/policy/types.js';
 import { AGENT_PROTOCOL_VERSION, type WorkerStatus } from '../../src/protocol/agent.js';
+import type { TaskAnswer } from '../../scheduler/control.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
 import { FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
@@ -130,5 +131,27 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
       ['resnet50', 0, 50, 101],
       ['resnet50', 0, 96, 'new'],
     ]);
+  });
+});
+
+describe('tasks in other encodings (issue 14)', () => {
+  it('a batch lists each sample\'s encoding; a sample the worker could not decode fails its task alone', () => {
+    const h = harness({ d: { placements: [{ model: 0, gpu: 0, pct: 50, batch: 3 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] } });
+    h.report('ready');
+    const answers: (TaskAnswer | null)[] = [null, null, null];
+    const inputs = [
+      { encoding: 'UINT8' as const, data: Buffer.alloc(150528, 1) },
+      { encoding: 'JPEG' as const, data: Buffer.from([0xff, 0xd8, 0xff, 0xe0]) },
+      { encoding: undefined, data: Buffer.alloc(602112) },
+    ];
+    inputs.forEach((x, k) => h.control.submit(0, { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], ...(x.encoding ? { encoding: x.encoding } : {}), data: x.data }, (a) => (answers[k] = a)));
+    const b = h.batches().find((x) => x.model === 'resnet50')!;
+    expect(b.size).toBe(3);
+    expect(b.inputs[0]).toEqual({ name: 'input', datatype: 'FP32', shape: [3, 3, 224, 224], byteLength: 150528 + 4 + 602112, samples: [{ encoding: 'UINT8', byteLength: 150528 }, { encoding: 'JPEG', byteLength: 4 }, { encoding: 'FP32', byteLength: 602112 }] });
+    const out = Buffer.alloc(3 * 4000, 7);
+    h.control.batchResult('a1', { v: AGENT_PROTOCOL_VERSION, type: 'result', batchId: b.batchId, workerId: b.workerId, latencyMs: 1, outputs: [{ name: 'output', datatype: 'FP32', shape: [3, 1000], byteLength: 12000, failed: [{ index: 1, message: "input 'input': the JPEG image could not be decoded: truncated" }] }] }, out);
+    expect(answers[1]).toEqual({ ok: false, reason: 'bad-input', error: "input 'input': the JPEG image could not be decoded: truncated" });
+    expect(answers[0]).toMatchObject({ ok: true, outputs: [{ name: 'output', shape: [1, 1000] }] });
+    expect(answers[2]).toMatchObject({ ok: true });
   });
 });

@@ -1,7 +1,7 @@
 // The KServe v2 codec (scheduler/kserve.ts): every accepted request form, every rejection with the
 // field it names, each datatype both ways, and the wire bytes of tritonclient.http and KServe's client.
 import { describe, expect, it } from 'vitest';
-import { decodeValues, encodeInferResponse, errorBody, fromHalf, type InferParse, type InferRequest, modelMetadata, parseInferRequest, serverMetadata, toHalf } from '../../scheduler/kserve.js';
+import { decodeValues, encodeInferResponse, errorBody, fromHalf, type InferParse, type InferRequest, modelMetadata, parseInferRequest, resolveRegionInput, serverMetadata, toHalf } from '../../scheduler/kserve.js';
 import { type Datatype, type ModelSignature } from '../../src/protocol/tensor.js';
 
 type Model = { name: string; signature: ModelSignature };
@@ -172,12 +172,17 @@ describe('parseInferRequest: rejections name what is wrong', () => {
     ['binary data longer than the sizes', binary({ inputs: [binA(), binB()] }, A_BYTES, B_BYTES, Buffer.alloc(4)).body, binary({ inputs: [binA(), binB()] }).headers, TWO, ["the binary data after the JSON header is 44 bytes, but the inputs' binary_data_size add up to 40"]],
     ['bytes after a JSON-only header', binary({ inputs: [inA(), inB()] }, Buffer.alloc(3)).body, binary({ inputs: [inA(), inB()] }).headers, TWO, ["the binary data after the JSON header is 3 bytes, but the inputs' binary_data_size add up to 0"]],
     ['both data and binary_data_size', binary({ inputs: [{ ...binA(), data: A }, binB()] }, A_BYTES, B_BYTES).body, binary({ inputs: [{ ...binA(), data: A }, binB()] }).headers, TWO, ['inputs[0]: has both data and parameters.binary_data_size']],
-    ['shared memory input', json({ inputs: [inA({ data: undefined, parameters: { shared_memory_region: 'r', shared_memory_byte_size: 24 } }), inB()] }), {}, TWO, ['inputs[0].parameters.shared_memory_region: the shared memory extension is not supported']],
+    ['shared memory input with data too', json({ inputs: [inA({ parameters: { shared_memory_region: 'r', shared_memory_byte_size: 24 } }), inB()] }), {}, TWO, ['inputs[0]: has both parameters.shared_memory_region and data']],
+    ['shared memory input of the wrong size', json({ inputs: [inA({ data: undefined, parameters: { shared_memory_region: 'r', shared_memory_byte_size: 20 } }), inB()] }), {}, TWO, ['inputs[0].parameters.shared_memory_byte_size: 20 bytes, but the input is 24 bytes']],
+    ['shared memory size without a region', json({ inputs: [inA({ data: undefined, parameters: { shared_memory_byte_size: 24 } }), inB()] }), {}, TWO, ['inputs[0].parameters.shared_memory_byte_size: given without shared_memory_region']],
+    ['a region name with a path in it', json({ inputs: [inA({ data: undefined, parameters: { shared_memory_region: '../x', shared_memory_byte_size: 24 } }), inB()] }), {}, TWO, ['inputs[0].parameters.shared_memory_region: expected a region name']],
+    ['a negative shared memory offset', json({ inputs: [inA({ data: undefined, parameters: { shared_memory_region: 'r', shared_memory_byte_size: 24, shared_memory_offset: -1 } }), inB()] }), {}, TWO, ['inputs[0].parameters.shared_memory_offset: expected a non-negative integer, got -1']],
     ['an unknown requested output', json({ inputs: [inA(), inB()], outputs: [{ name: 'nope' }] }), {}, TWO, ["outputs[0].name: 'nope' is not an output of model 'two' (outputs: y, z)"]],
     ['a duplicate requested output', json({ inputs: [inA(), inB()], outputs: [{ name: 'y' }, { name: 'y' }] }), {}, TWO, ["outputs[1].name: output 'y' is requested twice"]],
     ['binary_data that is not a boolean', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { binary_data: 'true' } }] }), {}, TWO, ['outputs[0].parameters.binary_data: expected true or false, got "true"']],
     ['binary_data_output that is not a boolean', json({ inputs: [inA(), inB()], parameters: { binary_data_output: 1 } }), {}, TWO, ['parameters.binary_data_output: expected true or false, got 1']],
-    ['shared memory output', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { binary_data: false, shared_memory_region: 'r' } }] }), {}, TWO, ['outputs[0].parameters.shared_memory_region: the shared memory extension is not supported']],
+    ['shared memory output without its size', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { binary_data: false, shared_memory_region: 'r' } }] }), {}, TWO, ['outputs[0].parameters.shared_memory_byte_size: expected a non-negative integer, got nothing']],
+    ['shared memory output too small for it', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 } }] }), {}, TWO, ["outputs[0].parameters.shared_memory_byte_size: 4 bytes, but output 'y' is 8 bytes"]],
     ['classification output', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { binary_data: true, classification: 3 } }] }), {}, TWO, ['outputs[0].parameters.classification: the classification extension is not supported']],
   ];
   it.each(cases)('%s', (_what, body, headers, model, texts) => {
@@ -506,7 +511,7 @@ describe('errors and metadata', () => {
   });
 
   it('server metadata lists only the extensions inss implements', () => {
-    expect(serverMetadata('0.1.0')).toEqual({ name: 'inss', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository'] });
+    expect(serverMetadata('0.1.0')).toEqual({ name: 'inss', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory'] });
   });
 
   it('model metadata: batch dimension -1, slo_ms under parameters, versions when given', () => {
@@ -516,8 +521,21 @@ describe('errors and metadata', () => {
       platform: 'inss',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3, 224, 224] }],
       outputs: [{ name: 'output', datatype: 'FP32', shape: [-1, 1000] }],
-      parameters: { slo_ms: 80 },
+      parameters: { slo_ms: 80, input_forms: { input: [{ datatype: 'FP32', shape: [-1, 3, 224, 224], content: 'tensor' }] } },
     });
     expect(modelMetadata({ name: 'two', signature: TWO.signature, sloMs: 25 })).not.toHaveProperty('versions');
+  });
+});
+
+describe('shared memory parameters (Triton\'s system shared-memory extension)', () => {
+  it('an input and an output by region: the input waits for its bytes, the output is answered by name, without data', () => {
+    const req = accepted(parse(json({ inputs: [inA({ data: undefined, parameters: { shared_memory_region: 'in', shared_memory_byte_size: 24, shared_memory_offset: 8 } }), inB()], outputs: [{ name: 'y', parameters: { shared_memory_region: 'out', shared_memory_byte_size: 64 } }] })));
+    expect(req.inputs[0]).toMatchObject({ name: 'a', region: { name: 'in', offset: 8, byteSize: 24 }, encoding: 'FP32' });
+    expect(req.inputs[0]!.data.length).toBe(0);
+    expect(req.outputs).toEqual([{ name: 'y', binary: false, region: { name: 'out', offset: 0, byteSize: 64 } }]);
+    const r = resolveRegionInput(0, req.inputs[0]!, A_BYTES);
+    expect(r.ok && r.input.data.equals(A_BYTES) && r.input.region === undefined).toBe(true);
+    const body = encodeInferResponse({ modelName: 'two', outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], data: Buffer.alloc(8), binary: false, region: { name: 'out', offset: 0, byteSize: 64 } }] });
+    expect(JSON.parse(body.body.toString())).toEqual({ model_name: 'two', outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], parameters: { shared_memory_region: 'out', shared_memory_byte_size: 8 } }] });
   });
 });

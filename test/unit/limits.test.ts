@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseInferRequest } from '../../scheduler/kserve.js';
 import { bodyTimeoutMs, requestBudget, scanJson, shownPath } from '../../scheduler/limits.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
+import { MAX_IMAGE_BYTES } from '../../src/serving/image.js';
 
 const IMAGE = modelSignature(4 * 3 * 224 * 224, 4000);
 const N = 3 * 224 * 224;
@@ -31,14 +32,28 @@ describe('requestBudget', () => {
   });
 
   it('scales with the factor and with the signature', () => {
-    const b1 = requestBudget(IMAGE, 1);
-    const b3 = requestBudget(IMAGE, 3);
+    const VECTOR = modelSignature(4 * 50_000, 4000); // not an image: JSON is its largest form
+    const b1 = requestBudget(VECTOR, 1);
+    const b3 = requestBudget(VECTOR, 3);
     expect(b3.bodyLimitBytes).toBe(Math.ceil(b1.largestBytes * 3));
     expect(b3.json.maxValues).toBeGreaterThan(b1.json.maxValues * 2.9);
     const small = requestBudget(modelSignature(400, 40), 2);
     expect(small.bodyLimitBytes).toBeLessThan(budget.bodyLimitBytes / 100);
     // Binary tensor data of the image is far below the limit.
     expect(budget.bodyLimitBytes).toBeGreaterThan(4 * N * 2);
+  });
+});
+
+describe('requestBudget of an image input (issue 14)', () => {
+  it('admits the largest encoded image as binary data, and UINT8 pixels as JSON', () => {
+    const one = requestBudget(IMAGE, 1);
+    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 1], datatype: 'BYTES', parameters: { binary_data_size: 4 + MAX_IMAGE_BYTES } }] }));
+    expect(header.length + 4 + MAX_IMAGE_BYTES).toBeLessThanOrEqual(one.bodyLimitBytes);
+    const pixels = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'UINT8', data: new Array<number>(N).fill(255) }] }).replace(/,/g, ', '));
+    expect(pixels.length).toBeLessThanOrEqual(one.bodyLimitBytes);
+    expect(scanJson(pixels, one.json)).toBeUndefined();
+    // A model without an image input is not given room for one.
+    expect(requestBudget(modelSignature(400, 40), 2).bodyLimitBytes).toBeLessThan(MAX_IMAGE_BYTES / 100);
   });
 });
 

@@ -210,7 +210,7 @@ describe('judging answers', () => {
   });
 });
 
-const settings: LoadgenSettings = { url: 'http://127.0.0.1:8000', durationS: 10, arrival: { kind: 'poisson' }, seed: 1, encoding: 'binary', timeoutMs: 30_000, connections: 256 };
+const settings: LoadgenSettings = { url: 'http://127.0.0.1:8000', durationS: 10, arrival: { kind: 'poisson' }, seed: 1, encoding: 'binary', input: 'fp32', timeoutMs: 30_000, connections: 256 };
 
 function ok(model: string, latencyMs: number): RequestRecord {
   return { model, sentAtMs: 0, latencyMs, outcome: 'ok', status: 200 };
@@ -361,6 +361,7 @@ describe('flags', () => {
       arrival: { kind: 'poisson' },
       seed: 1,
       encoding: 'binary',
+      input: 'fp32',
       sloMs: new Map(),
       timeoutMs: 30_000,
       json: false,

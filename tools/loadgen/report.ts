@@ -77,6 +77,8 @@ export const LoadgenSettingsSchema = z
     arrival: z.discriminatedUnion('kind', [z.object({ kind: z.literal('poisson') }).strict(), z.object({ kind: z.literal('gamma'), cv: z.number().positive() }).strict()]),
     seed: z.number().int().nonnegative(),
     encoding: z.enum(['binary', 'json']),
+    /** What each request's input is: the model's own tensor (fp32), or an image as UINT8 pixels, a JPEG or a PNG. */
+    input: z.enum(['fp32', 'uint8', 'jpeg', 'png']).default('fp32'),
     timeoutMs: z.number().positive(),
     connections: z.number().int().positive(),
   })
@@ -248,7 +250,7 @@ export function formatReport(report: LoadgenReport): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
-    `${s.url}: ${s.durationS} s, ${arrival} arrivals, seed ${s.seed}, ${s.encoding} encoding`,
+    `${s.url}: ${s.durationS} s, ${arrival} arrivals, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
     line(head),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map(line),
