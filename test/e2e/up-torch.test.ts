@@ -34,7 +34,7 @@ describe.skipIf(!torchOk)(`inss up --worker torch (${python})`, () => {
     const scenario = join(dir, 'torch.json');
     writeScenario(scenario, { name: 'torch-cpu', description: 'resnet18 on the CPU behind one simulated GPU; a generous SLO because a CPU is slow', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet18', sloMs: 20000, ratePerS: 1 }], swapS: 3 });
     const up = startInss(['up', '--port', '0', '--worker', 'torch', '--scenario', scenario, '--policy', 'static-even', '--state-dir', join(dir, 'state'), '--log-level', 'warn']);
-    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
+    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000); // checking for torch imports it: slow on a busy machine
     await waitHttp200(`${base}/v2/health/ready`, 90_000);
     const x = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i) * 0.5);
     const req = binaryInferRequest(x);

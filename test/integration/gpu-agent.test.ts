@@ -39,9 +39,14 @@ describe.skipIf(!torchOk)('inss up --worker torch on a (stand-in) GPU server', (
     const req = binaryInferRequest(new Float32Array(3 * 224 * 224).fill(0.1));
     const infer = () => fetch(`${base}/v2/models/resnet18/infer`, { method: 'POST', headers: req.headers, body: req.body });
     expect((await infer()).status).toBe(200);
-    // Telemetry: the agent reads the GPU's utilisation and memory with nvidia-smi (the fixture: 3%, 12 MiB).
-    await new Promise((r) => setTimeout(r, 1500));
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    // Telemetry: the agent reads the GPU's utilisation and memory with nvidia-smi (the fixture: 3%, 12 MiB),
+    // every second; wait for the first reading rather than a fixed time.
+    let metrics = await (await fetch(`${base}/metrics`)).text();
+    const since = Date.now();
+    while (!/^inss_gpu_utilisation_percent\{/m.test(metrics) && Date.now() - since < 30_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      metrics = await (await fetch(`${base}/metrics`)).text();
+    }
     expect(metrics).toMatch(/^inss_gpu_utilisation_percent\{gpu="0"\} 3$/m);
     expect(metrics).toMatch(/^inss_gpu_memory_mb\{gpu="0",source="measured"\} 12$/m);
     const workers = async () => ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: W[] }).workers;

@@ -93,6 +93,21 @@ describe('applying deployments', () => {
   });
 });
 
+describe('abandoning a shadow (a drift of issue 13: the simulator stopped it at once, the scheduler kept it retiring)', () => {
+  it('a deployment that changes again before a shadow is ready lets the shadow go at once; the old worker serves until the new shadow is ready', () => {
+    const at = (pct: number): Deployment => ({ placements: [{ model: 0, gpu: 0, pct, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] });
+    const h = harness({ policy: () => new ScriptedPolicy([at(50), at(70), at(60)]) });
+    h.report('ready');
+    h.control.epoch(); // 70%: w3 starts as w1's shadow
+    h.control.epoch(); // 60% before w3 is ready: w3 is abandoned, w4 replaces w1
+    const ws = (h.control.snapshot() as { workers: { workerId: string; role: string; pct: number }[] }).workers;
+    expect(ws.map((w) => [w.workerId, w.pct, w.role])).toEqual([['w1', 50, 'retiring'], ['w2', 50, 'active'], ['w4', 60, 'shadow']]);
+    expect(h.desired().map((w) => w.workerId)).toEqual(['w1', 'w2', 'w4']);
+    h.submit(0);
+    expect(h.batches().at(-1)).toMatchObject({ workerId: 'w1' }); // still serving
+  });
+});
+
 describe('a restarted scheduler adopts running workers by what they are', () => {
   // What the agent runs from the scheduler's previous life: w1 and w2 under generations 100 and 101.
   const running: WorkerStatus[] = [
