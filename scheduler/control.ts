@@ -170,6 +170,9 @@ interface Worker {
   batchesThisEpoch: number;
   /** When its last batch was answered (a batch sent before that waited behind it: pipelining). */
   lastAnsweredMs: number;
+  /** GPU time its workers reported for batches on the direct path this epoch (the agent sees none of them). */
+  directLatencySumMs: number;
+  directBatches: number;
   /** Its data socket as its agent last reported it (null: none; its batches go through the agent). */
   data: DataEndpoint | null;
 }
@@ -681,6 +684,10 @@ export class Control {
     fit.add(b.bytes, overhead);
     b.worker.overheadMs = learnedOverheadMs(b.worker.overheadMs, overhead);
     b.worker.batchesThisEpoch++;
+    if (b.direct) {
+      b.worker.directLatencySumMs += latencyMs;
+      b.worker.directBatches++;
+    }
     const n = b.tasks.length;
     // Split each output along the batch dimension, checking the worker sent what it said.
     let offset = 0;
@@ -824,7 +831,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, data: null };
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, directLatencySumMs: 0, directBatches: 0, data: null };
   }
 
   private currentPlacements(): Placement[] {
@@ -841,6 +848,10 @@ export class Control {
     for (const w of this.workers) {
       if (w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
       w.batchesThisEpoch = 0;
+      // Batches on the direct path: the per-worker latency gauge the agent's telemetry sets for relayed ones.
+      if (w.directBatches > 0) this.opts.metrics.workerLatency.set({ worker: w.workerId, model: this.models[w.model]!.name, gpu: String(w.gpu) }, w.directLatencySumMs / w.directBatches / 1000);
+      w.directLatencySumMs = 0;
+      w.directBatches = 0;
     }
     const obs = this.observation();
     this.publishEpochMetrics(obs);
