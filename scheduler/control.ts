@@ -328,6 +328,8 @@ export class Control {
         state: w.state,
         pid: w.pid,
         busy: w.inFlight.length > 0,
+        // Where its batches go: its data socket (the secret is not shown), or null (through its agent).
+        data: w.data?.address ?? null,
         overheadMs: Number(w.overheadMs.toFixed(3)),
       })),
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
