@@ -570,12 +570,13 @@ export class Control {
   /**
    * A worker's data connection ended: its direct batches still unanswered will never be. A worker let
    * go answers what it received before it exits, so those it did not answer did not run: they go back
-   * to their queue. A worker still wanted failed (killed, crashed): its tasks fail with the reason.
+   * to their queue; so do those sent to a process that refused one as not its own (state unknown). A
+   * worker still wanted failed (killed, crashed): its tasks fail with the reason.
    */
   private directClosed(w: Worker, why: string): void {
     for (const b of [...this.batches.values()]) {
       if (b.worker !== w || !b.direct) continue;
-      if (!w.wanted) this.queues[w.model]!.unshiftAll(b.tasks);
+      if (!w.wanted || w.state === 'unknown') this.queues[w.model]!.unshiftAll(b.tasks);
       else for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} failed: its data connection closed (${why})` }, 'worker_failed');
       this.batchDone(b);
     }
@@ -721,7 +722,8 @@ export class Control {
   /**
    * The batch reached a process that is not its worker (another model, GPU, share or generation under
    * the id). Nothing ran; the tasks go back and the worker takes no batch until its agent reports it (by
-   * its whole identity) ready. Does not finish the batch (the caller does).
+   * its whole identity) ready. Its direct connection, if that is where the batch went, is closed (a
+   * batch sent ahead on it goes back too: directClosed).
    */
   private refusedAsWrongWorker(b: Batch, message: string): void {
     this.log.warn({ worker: b.worker.workerId, agentId: b.worker.agentId, err: message }, 'a batch was refused: its worker is not the one sent to');
