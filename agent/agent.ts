@@ -107,7 +107,8 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     let listen: string;
     if (path === 'unix') {
       this.socketDir ??= mkdtempSync(join(tmpdir(), 'inss-data-')); // mode 0700: only this user reaches the sockets
-      listen = formatDataAddress({ kind: 'unix', path: join(this.socketDir, `${spec.workerId}-${spec.generation}.sock`) });
+      // One path per process (a restarted worker gets a new one): the scheduler never mistakes a stale one for it.
+      listen = formatDataAddress({ kind: 'unix', path: join(this.socketDir, `${spec.workerId}-${spec.generation}-${secret.slice(0, 8)}.sock`) });
     } else {
       listen = formatDataAddress({ kind: 'tcp', host: path.tcpHost, port: 0 });
     }

@@ -30,6 +30,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { imageRequest as encodedImageRequest, syntheticPicture } from '../tools/loadgen/images.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
+import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -103,15 +104,6 @@ function quantile(xs: readonly number[], q: number): number {
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
-async function waitFor(get: () => string, re: RegExp, ms = 30_000): Promise<string> {
-  const t0 = Date.now();
-  for (;;) {
-    const m = re.exec(get());
-    if (m) return m[1]!;
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${re}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 300; i++) {

@@ -19,6 +19,7 @@ import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from
 import { TransportModelSchema } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
+import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -35,15 +36,6 @@ function start(args: string[]): { child: ChildProcess; out: () => string } {
   return { child, out: () => out };
 }
 
-async function waitFor(get: () => string, re: RegExp, ms = 60_000): Promise<string> {
-  const t0 = Date.now();
-  for (;;) {
-    const m = re.exec(get());
-    if (m) return m[1]!;
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${re}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;

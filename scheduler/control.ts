@@ -176,6 +176,9 @@ interface Worker {
   batchesThisEpoch: number;
   /** When its last batch was answered (a batch sent before that waited behind it: pipelining). */
   lastAnsweredMs: number;
+  /** GPU time its workers reported for batches on the direct path this epoch (the agent sees none of them). */
+  directLatencySumMs: number;
+  directBatches: number;
   /** Its data socket as its agent last reported it (null: none; its batches go through the agent). */
   data: DataEndpoint | null;
 }
@@ -329,6 +332,8 @@ export class Control {
         state: w.state,
         pid: w.pid,
         busy: w.inFlight.length > 0,
+        // Where its batches go: its data socket (the secret is not shown), or null (through its agent).
+        data: w.data?.address ?? null,
         overheadMs: Number(w.overheadMs.toFixed(3)),
       })),
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
@@ -570,12 +575,13 @@ export class Control {
   /**
    * A worker's data connection ended: its direct batches still unanswered will never be. A worker let
    * go answers what it received before it exits, so those it did not answer did not run: they go back
-   * to their queue. A worker still wanted failed (killed, crashed): its tasks fail with the reason.
+   * to their queue; so do those sent to a process that refused one as not its own (state unknown). A
+   * worker still wanted failed (killed, crashed): its tasks fail with the reason.
    */
   private directClosed(w: Worker, why: string): void {
     for (const b of [...this.batches.values()]) {
       if (b.worker !== w || !b.direct) continue;
-      if (!w.wanted) this.queues[w.model]!.unshiftAll(b.tasks);
+      if (!w.wanted || w.state === 'unknown') this.queues[w.model]!.unshiftAll(b.tasks);
       else for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} failed: its data connection closed (${why})` }, 'worker_failed');
       this.batchDone(b);
     }
@@ -686,6 +692,10 @@ export class Control {
     fit.add(b.bytes, overhead);
     b.worker.overheadMs = learnedOverheadMs(b.worker.overheadMs, overhead);
     b.worker.batchesThisEpoch++;
+    if (b.direct) {
+      b.worker.directLatencySumMs += latencyMs;
+      b.worker.directBatches++;
+    }
     const n = b.tasks.length;
     // Split each output along the batch dimension, checking the worker sent what it said.
     let offset = 0;
@@ -724,7 +734,8 @@ export class Control {
   /**
    * The batch reached a process that is not its worker (another model, GPU, share or generation under
    * the id). Nothing ran; the tasks go back and the worker takes no batch until its agent reports it (by
-   * its whole identity) ready. Does not finish the batch (the caller does).
+   * its whole identity) ready. Its direct connection, if that is where the batch went, is closed (a
+   * batch sent ahead on it goes back too: directClosed).
    */
   private refusedAsWrongWorker(b: Batch, message: string): void {
     this.log.warn({ worker: b.worker.workerId, agentId: b.worker.agentId, err: message }, 'a batch was refused: its worker is not the one sent to');
@@ -823,7 +834,7 @@ export class Control {
   }
 
   private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, data: null };
+    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, directLatencySumMs: 0, directBatches: 0, data: null };
   }
 
   private currentPlacements(): Placement[] {
@@ -840,6 +851,10 @@ export class Control {
     for (const w of this.workers) {
       if (w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
       w.batchesThisEpoch = 0;
+      // Batches on the direct path: the per-worker latency gauge the agent's telemetry sets for relayed ones.
+      if (w.directBatches > 0) this.observe.workerLatencyMeasured(w.workerId, this.models[w.model]!.name, w.gpu, w.directLatencySumMs / w.directBatches / 1000);
+      w.directLatencySumMs = 0;
+      w.directBatches = 0;
     }
     const obs = this.observation();
     this.publishEpochMetrics(obs);

@@ -106,7 +106,7 @@ export class Metrics implements Partial<ControlObserver> {
   readonly gpuShare = new Gauge({ name: 'inss_gpu_share_percent', help: 'Sum of the MPS shares of the serving workers on a GPU', labelNames: ['gpu'] as const, registers: [this.registry] });
   readonly gpuMemory = new Gauge({ name: 'inss_gpu_memory_mb', help: 'GPU memory: predicted by the latency model for the placements (source=predicted) or read by the agent (source=measured)', labelNames: ['gpu', 'source'] as const, registers: [this.registry] });
   readonly gpuUtil = new Gauge({ name: 'inss_gpu_utilisation_percent', help: 'GPU utilisation read by the agent (nvidia-smi)', labelNames: ['gpu'] as const, registers: [this.registry] });
-  readonly workerLatency = new Gauge({ name: 'inss_worker_batch_latency_seconds', help: "Mean batch latency a worker reported over the agent's last telemetry interval", labelNames: ['worker', 'model', 'gpu'] as const, registers: [this.registry] });
+  readonly workerLatency = new Gauge({ name: 'inss_worker_batch_latency_seconds', help: "Mean batch latency a worker reported over the agent's last telemetry interval (batches sent on the direct path: over the scheduler's last epoch)", labelNames: ['worker', 'model', 'gpu'] as const, registers: [this.registry] });
   readonly agents = new Gauge({ name: 'inss_agents_connected', help: 'Agents connected to the hub', registers: [this.registry] });
   readonly workers = new Gauge({ name: 'inss_workers', help: 'Workers by state', labelNames: ['state'] as const, registers: [this.registry] });
   readonly swaps = new Counter({ name: 'inss_shadow_swaps_total', help: 'Shadow-process swaps completed (a new worker took over from an old one)', registers: [this.registry] });

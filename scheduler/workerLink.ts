@@ -36,12 +36,18 @@ interface Conn {
 
 export class DirectLinks implements DirectLink {
   private readonly conns = new Map<string, Conn>();
+  /**
+   * Addresses that could not be reached at all (an agent on another host reporting a Unix socket of
+   * its own host): not tried again, so their workers' batches go through the agent without a warning
+   * per status report.
+   */
+  private readonly unreachable = new Set<string>();
 
   constructor(private readonly log: { warn(o: object, msg: string): void; debug(o: object, msg: string): void }) {}
 
   open(key: string, endpoint: DataEndpoint, events: DirectEvents): void {
     const had = this.conns.get(key);
-    if (had && had.address === endpoint.address) return;
+    if ((had && had.address === endpoint.address) || this.unreachable.has(endpoint.address)) return;
     if (had) had.socket.destroy();
     const a = parseDataAddress(endpoint.address);
     if (typeof a === 'string') {
@@ -74,7 +80,10 @@ export class DirectLinks implements DirectLink {
     });
     socket.on('close', () => {
       if (this.conns.get(key) === c) this.conns.delete(key);
-      if (!c.connected) this.log.warn({ key, address: endpoint.address, err: why }, 'cannot reach a worker data socket; its batches go through the agent');
+      if (!c.connected) {
+        this.unreachable.add(endpoint.address);
+        this.log.warn({ key, address: endpoint.address, err: why }, 'cannot reach a worker data socket; its batches go through the agent');
+      }
       events.closed(why);
     });
   }

@@ -100,7 +100,7 @@ async function sendLoad(base: string, ratePerS: Record<string, number>, seconds:
   return out;
 }
 
-async function cluster(base: string): Promise<{ workers: { workerId: string; model: string; gpu: number; pct: number; state: string; role: string; pid: number | null; busy: boolean; overheadMs: number }[] }> {
+async function cluster(base: string): Promise<{ workers: { workerId: string; model: string; gpu: number; pct: number; state: string; role: string; pid: number | null; busy: boolean; overheadMs: number; data: string | null }[] }> {
   return (await (await fetch(`${base}/v2/inss/cluster`)).json()) as never;
 }
 
@@ -305,6 +305,27 @@ describe('scheduler in process, agent and workers as processes', () => {
     expect(await swaps()).toBeGreaterThanOrEqual(1);
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => [w.pct, w.state, w.role])).toEqual([[60, 'ready', 'active']]);
+  });
+
+  it.each([
+    { path: 'tcp', flags: ['--data-path', 'tcp', '--data-advertise', '127.0.0.1'], data: /^tcp:127\.0\.0\.1:\d+$/ },
+    { path: 'off', flags: ['--data-path', 'off'], data: null },
+  ])('batches over the data path $path: every task answered, by its own model', async ({ flags, data }) => {
+    const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
+    await start(() => new FixedPolicy(d));
+    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn', ...flags]);
+    await waitHttp200(`${base}/v2/health/ready`);
+    // The scheduler knows where each worker's batches go (once the agent reports it ready with its socket).
+    const workers = await until('workers with their data path', async () => {
+      const ws = (await cluster(base)).workers;
+      return ws.length === 2 && ws.every((w) => w.state === 'ready' && (data === null ? w.data === null : data.test(w.data ?? ''))) ? ws : null;
+    });
+    expect(workers).toHaveLength(2);
+    const sent = await sendLoad(base, { resnet50: 20, mobilenet: 10 }, 4);
+    expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
+    const ok = sent.filter((x) => x.status === 200);
+    expect(ok.length).toBeGreaterThan(0);
+    for (const s of ok.slice(0, 20)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
   });
 
   it('a model with replicas on two GPUs: both workers serve its one queue, every task is answered', async () => {

@@ -19,6 +19,8 @@ export interface Sent {
 
 export interface Harness {
   readonly control: Control;
+  /** The control plane's metrics (real prom-client registry). */
+  readonly metrics: Metrics;
   readonly sent: Sent[];
   /** The manual clock (ms); tests move it. */
   now: number;
@@ -53,9 +55,11 @@ export function controlHarness(opts: {
   direct?: DirectLink;
 }): Harness {
   const sent: Sent[] = [];
+  const metrics = new Metrics();
   const h = {
     now: 0,
     sent,
+    metrics,
   } as Harness;
   const control = new Control({
     models: opts.models.map((m) => ({ ...m, signature: modelSignature(602112, 4000) })),
@@ -66,7 +70,7 @@ export function controlHarness(opts: {
     clock: () => h.now,
     wallClock: () => new Date(0),
     logger: pino({ level: 'silent' }),
-    observers: opts.observers ?? [new Metrics()],
+    observers: opts.observers ?? [metrics],
     firstGeneration: 1,
     ...(opts.direct ? { direct: opts.direct } : {}),
     ...(opts.settings ? { settings: opts.settings } : {}),

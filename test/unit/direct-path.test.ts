@@ -113,3 +113,20 @@ describe('pipelining', () => {
     expect(h.batches().length).toBe(4);
   });
 });
+
+describe('per-worker batch latency on the direct path', () => {
+  it('the scheduler publishes the mean GPU time of the epoch (the agent sees none of these batches)', async () => {
+    const direct = new FakeDirectLink();
+    const h = setup(direct);
+    const key = readyWithData(h);
+    direct.connect(key);
+    for (const ms of [2, 4]) {
+      h.submit(0);
+      const id = direct.sent.at(-1)!.header.id;
+      direct.opened.get(key)!.events.frame({ v: 1, type: 'result', id, latencyMs: ms, outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }] }, Buffer.alloc(4000));
+    }
+    h.control.epoch();
+    const text = await h.metrics.registry.metrics();
+    expect(text).toMatch(/^inss_worker_batch_latency_seconds\{worker="w1",model="resnet50",gpu="0"\} 0\.003$/m);
+  });
+});
