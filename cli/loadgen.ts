@@ -7,8 +7,9 @@
 // Requests go out on node:http with one keep-alive agent (--connections sockets; a request that finds
 // every socket busy waits in the agent, and that wait counts in its latency). Every request is waited
 // for, or timed out, before the report.
-import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Writable } from 'node:stream';
@@ -39,6 +40,10 @@ export interface LoadgenOptions {
   readonly json: boolean;
   readonly out?: string | undefined;
   readonly connections: number;
+  /** Sent as `Authorization: Bearer <token>` on every request (a scheduler with client tokens). */
+  readonly token?: string | undefined;
+  /** https://: PEM certificate(s) to trust for the server (its self-signed certificate, or a private CA). */
+  readonly ca?: Buffer | undefined;
 }
 
 export interface LoadgenIo {
@@ -86,7 +91,7 @@ function baseUrl(v: string): string {
   } catch {
     throw new InvalidArgumentError(`'${v}' is not a URL (e.g. http://127.0.0.1:8000)`);
   }
-  if (u.protocol !== 'http:') throw new InvalidArgumentError(`'${v}': only http:// URLs are supported`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new InvalidArgumentError(`'${v}': only http:// and https:// URLs are supported`);
   if (u.search !== '' || u.hash !== '') throw new InvalidArgumentError(`'${v}': give the server's base URL, without a query or fragment`);
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
@@ -128,6 +133,26 @@ interface RawFlags {
   json?: boolean;
   out?: string;
   connections: number;
+  token?: string;
+  tokenFile?: string;
+  ca?: string;
+}
+
+/** A file a flag names, read whole; `fail` when it cannot be. */
+function flagFile(flag: string, path: string, fail: (message: string) => never): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    return fail(`${flag} ${path}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** The bearer token of INSS_CLIENT_TOKEN or --token-file (one line), checked; undefined when neither is given. */
+function clientToken(f: RawFlags, fail: (message: string) => never): string | undefined {
+  if (f.token !== undefined && f.tokenFile !== undefined) fail('--token-file and INSS_CLIENT_TOKEN: give one');
+  const token = f.tokenFile !== undefined ? flagFile('--token-file', f.tokenFile, fail).toString('utf8').trim() : f.token;
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) fail(`${f.tokenFile !== undefined ? `--token-file ${f.tokenFile}` : 'INSS_CLIENT_TOKEN'}: expected one token (printable ASCII, no spaces) on one line`);
+  return token;
 }
 
 /** Cross-flag rules; `fail` reports a bad flag (it does not return). */
@@ -137,6 +162,9 @@ function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOpt
   if (f.encoding === 'json' && (f.input === 'jpeg' || f.input === 'png')) fail(`--input ${f.input} needs --encoding binary (a JPEG or PNG travels as binary data; JSON strings cannot carry it)`);
   const names = new Set(f.model.map((m) => m.name));
   for (const name of f.slo?.keys() ?? []) if (!names.has(name)) fail(`--slo ${name}=...: '${name}' is not one of the --model models (${[...names].join(', ')})`);
+  if (f.ca !== undefined && !f.url.startsWith('https:')) fail('--ca: only for an https:// --url');
+  const token = clientToken(f, fail);
+  const ca = f.ca !== undefined ? flagFile('--ca', f.ca, fail) : undefined;
   return {
     url: f.url,
     models: f.model,
@@ -150,6 +178,8 @@ function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOpt
     json: f.json === true,
     out: f.out,
     connections: f.connections,
+    ...(token !== undefined ? { token } : {}),
+    ...(ca !== undefined ? { ca } : {}),
   };
 }
 
@@ -185,6 +215,9 @@ export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Comma
     .option('--json', 'print the JSON report instead of the table (and no progress)')
     .option('--out <file>', 'also write the JSON report to this file')
     .option('--connections <n>', 'keep-alive sockets to the server', positiveInt, 256)
+    .option('--token-file <file>', 'a bearer token (one line) sent on every request, for a server with client tokens; or set INSS_CLIENT_TOKEN')
+    .addOption(new Option('--token <token>', 'the bearer token (environment only: keep it off the command line)').env('INSS_CLIENT_TOKEN').hideHelp())
+    .option('--ca <file>', 'https://: PEM certificate(s) to trust for the server (its self-signed certificate, or a private CA)')
     .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
     .exitOverride((err) => {
       throw err.exitCode === 0 ? err : new CommanderError(EXIT_BAD_FLAGS, err.code, err.message);
@@ -221,7 +254,7 @@ function exchange(target: http.RequestOptions, body: Buffer | undefined, timeout
     clearTimeout(timer);
     done(x);
   };
-  const req = http.request(target, (res) => {
+  const req = (target.protocol === 'https:' ? https : http).request(target, (res) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
     res.on('end', () => {
@@ -285,7 +318,8 @@ function errorText(body: Buffer): string {
 /** GETs a model's metadata and builds its one pre-encoded request (seeded by --seed and the name). */
 async function planModel(opts: LoadgenOptions, m: ModelLoad, agent: http.Agent): Promise<ModelPlan> {
   const path = `/v2/models/${encodeURIComponent(m.name)}`;
-  const x = await exchangeAsync(requestTarget(`${opts.url}${path}`, 'GET', agent, { accept: 'application/json' }), undefined, opts.timeoutMs);
+  const auth: Record<string, string> = opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {};
+  const x = await exchangeAsync(requestTarget(`${opts.url}${path}`, 'GET', agent, { accept: 'application/json', ...auth }), undefined, opts.timeoutMs);
   if (x.kind !== 'answer') throw new LoadgenSetupError(`cannot reach the server at --url ${opts.url} (GET ${path}): ${x.error}`, EXIT_SETUP);
   if (x.status === 404) throw new LoadgenSetupError(`--model ${m.name}: the server at ${opts.url} does not serve this model (HTTP 404: ${errorText(x.body)})`, EXIT_SETUP);
   if (x.status !== 200) throw new LoadgenSetupError(`--model ${m.name}: GET ${path} answered HTTP ${x.status}: ${errorText(x.body)}`, EXIT_SETUP);
@@ -302,7 +336,7 @@ async function planModel(opts: LoadgenOptions, m: ModelLoad, agent: http.Agent):
   const sloMs = opts.sloMs.get(m.name) ?? metadataSloMs(meta.value);
   if (sloMs === undefined) throw new LoadgenSetupError(`--slo: no SLO for model '${m.name}': its metadata has no parameters.slo_ms; give --slo ${m.name}=<ms>`, EXIT_BAD_FLAGS);
   const request = opts.input === 'fp32' ? encodeInferRequest(randomInputs(specs.value, new Rng(modelStreamSeed(opts.seed, m.name, STREAM_INPUT))), opts.encoding) : imagePlan(opts, opts.input, m.name, meta.value);
-  return { name: m.name, ratePerS: m.ratePerS, sloMs, request, target: requestTarget(`${opts.url}${path}/infer`, 'POST', agent, request.headers) };
+  return { name: m.name, ratePerS: m.ratePerS, sloMs, request, target: requestTarget(`${opts.url}${path}/infer`, 'POST', agent, { ...request.headers, ...auth }) };
 }
 
 /** The one request of an image model for --input uint8|jpeg|png: a picture seeded by --seed and the model's name. */
@@ -392,7 +426,8 @@ function settingsOf(opts: LoadgenOptions): LoadgenSettings {
  * the exit status (EXIT_*); a setup failure is one line on `io.stderr`, not an exception.
  */
 export async function runLoadgen(opts: LoadgenOptions, io: LoadgenIo): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections, maxFreeSockets: opts.connections });
+  const sockets = { keepAlive: true, maxSockets: opts.connections, maxFreeSockets: opts.connections };
+  const agent = opts.url.startsWith('https:') ? new https.Agent({ ...sockets, ...(opts.ca !== undefined ? { ca: opts.ca } : {}) }) : new http.Agent(sockets);
   const say = (line: string): void => void io.stderr.write(`${line}\n`);
   try {
     if (opts.out !== undefined) checkOutWritable(opts.out);

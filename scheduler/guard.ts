@@ -4,12 +4,14 @@
 //   a 503 (plain HTTP) or a closed connection (TLS, before its handshake);
 // - bodies: a per-request limit (the model's, from its signature: scheduler/limits.ts) checked on
 //   Content-Length before a byte is read, a cap on the bytes of all bodies being read at once (503
-//   beyond), and a deadline scaled to the size (408 beyond);
+//   beyond: a declared length before the body is read, a chunked body as its bytes arrive), and a
+//   deadline scaled to the size (408 beyond);
 // - headers: a deadline (408), Node's 16 KiB size limit (431);
 // - every refusal, Fastify's and Node's own included, as the protocol's `{"error": ...}` JSON, with
 //   the client's URL clipped (never echoed whole); a known path with a wrong method gets 405 and Allow.
 import type { ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
+import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import { errorBody } from './kserve.js';
@@ -119,8 +121,10 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
     routes.push({ methods, pattern: new RegExp(`^${source}$`) });
   });
 
-  // Bytes of bodies being read (by Content-Length), held from the headers until the exchange ends.
+  // Bytes of bodies being read, held until the exchange ends: a declared length from the headers, a
+  // chunked body's bytes as they arrive (preParsing below).
   let bodyBytesInFlight = 0;
+  const chunked = new WeakSet<object>();
   const deadlines = new WeakMap<object, NodeJS.Timeout>();
   const clearDeadline = (req: FastifyRequest) => {
     clearTimeout(deadlines.get(req.raw));
@@ -141,11 +145,12 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
         .code(503)
         .header('connection', 'close')
         .header('content-type', 'application/json')
-        .send(errorBody(`server busy: ${bodyBytesInFlight} bytes of request bodies are being received (limit ${o.limits.maxBodyBytesInFlight}); retry`));
+        .send(errorBody(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)));
       return; // answered
     }
     bodyBytesInFlight += length;
     reply.raw.once('close', () => (bodyBytesInFlight -= length));
+    if (length === 0) chunked.add(req.raw);
     const ms = bodyTimeoutMs(length > 0 ? length : limit, o.limits);
     deadlines.set(
       req.raw,
@@ -157,6 +162,27 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
       }, ms),
     );
     done();
+  });
+  // A chunked body (no Content-Length) counts its bytes as they arrive: the one over the cap ends
+  // with 503 (through the error handler) and its bytes so far are released with the exchange.
+  app.addHook('preParsing', (req, reply, payload, done) => {
+    if (!chunked.has(req.raw)) return done(null, payload);
+    let held = 0;
+    reply.raw.once('close', () => (bodyBytesInFlight -= held));
+    const counted = new Transform({
+      transform(chunk: Buffer, _enc, next) {
+        if (bodyBytesInFlight + chunk.length > o.limits.maxBodyBytesInFlight) {
+          reply.header('connection', 'close');
+          next(Object.assign(new Error(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)), { statusCode: 503 }));
+          return;
+        }
+        bodyBytesInFlight += chunk.length;
+        held += chunk.length;
+        next(null, chunk);
+      },
+    });
+    payload.on('error', (e) => counted.destroy(e));
+    done(null, payload.pipe(counted));
   });
   app.addHook('preHandler', (req, _reply, done) => {
     clearDeadline(req);
@@ -186,6 +212,10 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
     if (status === 500) o.log.error({ err: err.message, url: shownPath(req.url) }, 'request failed');
     void reply.code(status).header('content-type', 'application/json').send(errorBody(message));
   });
+}
+
+function serverBusy(inFlight: number, cap: number): string {
+  return `server busy: ${inFlight} bytes of request bodies are being received (limit ${cap}); retry`;
 }
 
 export function bodyTooLarge(limit: number): string {

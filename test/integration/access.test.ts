@@ -1,13 +1,15 @@
 // Access control and TLS with real processes (issue 15, item 3): the README's cluster recipe, bound to
 // 0.0.0.0, over HTTPS and wss:// with a self-signed certificate made here by the openssl binary, tokens
-// from files; and `inss up` on 0.0.0.0 with no token file (introspection closed, unless opted out).
-import { execFileSync } from 'node:child_process';
+// from files (the scheduler, an agent, `inss loadgen` as the client); and `inss up` on 0.0.0.0 with no
+// token file (introspection closed, unless opted out).
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/paths.js';
+import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
+import { INSS_BIN, REPO_ROOT } from '../support/paths.js';
 import { binaryInferRequest, startInss, stopAll, waitFor } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-access-'));
@@ -29,7 +31,8 @@ if (HAS_OPENSSL) {
 }
 const CLIENT_TOKEN = 'client-token-0123456789abcdef';
 const A1_TOKEN = 'agent-one-token-0123456789';
-writeFileSync(join(dir, 'clients.txt'), `# inference and introspection\n${CLIENT_TOKEN}\n`);
+// As the README makes them: one client token a line (here one), one '<agent-id> <token>' a line.
+writeFileSync(join(dir, 'clients.txt'), `${CLIENT_TOKEN}\n`);
 writeFileSync(join(dir, 'agents.txt'), `a1 ${A1_TOKEN}\na2 agent-two-token-0123456789\n`);
 writeFileSync(join(dir, 'a1.token'), `${A1_TOKEN}\n`);
 
@@ -95,6 +98,23 @@ describe.skipIf(!HAS_OPENSSL)('the cluster recipe over TLS with tokens from file
     const cluster = JSON.parse((await request(`${base}/v2/inss/cluster`, { ca, token: CLIENT_TOKEN })).body.toString()) as { agents: { agentId: string; connected: boolean }[] };
     expect(cluster.agents.map((a) => a.agentId)).toEqual(['a1']);
     expect((await request(`${base}/v2/models/resnet50/infer`, { method: 'POST', ca, body: good.body, headers: good.headers })).status).toBe(401);
+
+    // The README's client: `inss loadgen` over https with the CA and the client token from the file.
+    const loadgen = (...extra: string[]) => spawnSync(process.execPath, [INSS_BIN, 'loadgen', '--url', base, '--model', 'resnet50=5', '--duration', '2', '--slo', 'resnet50=60000', '--json', ...extra], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const run = loadgen('--ca', CERT, '--token-file', join(dir, 'clients.txt'));
+    expect(run.status, run.stderr).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(run.stdout));
+    expect(report.total.sent).toBeGreaterThan(0);
+    // Every request answered, none refused (a 503 SLO drop of the scheduler's own 1 s SLO is the machine's speed, not access).
+    expect(report.total.ok, JSON.stringify(report.total)).toBeGreaterThan(0);
+    expect(report.total.errors, JSON.stringify(report.total)).toMatchObject({ 'http-4xx': 0, timeout: 0, network: 0, 'bad-response': 0 });
+    // Without the token: the server's 401, said in one line; without the CA: the certificate refused.
+    const noToken = loadgen('--ca', CERT);
+    expect(noToken.status).toBe(1);
+    expect(noToken.stderr).toMatch(/answered HTTP 401: .*needs a token/);
+    const noCa = loadgen('--token-file', join(dir, 'clients.txt'));
+    expect(noCa.status).toBe(1);
+    expect(noCa.stderr).toMatch(/cannot reach the server .*(self-signed|certificate)/);
   });
 });
 

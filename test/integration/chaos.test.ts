@@ -1,5 +1,8 @@
 // Faults under load (issue 15, item 4), with `inss scheduler` and `inss agent` as real processes and
-// simulated workers as their children: a worker SIGKILLed, and an agent SIGKILLed and started again.
+// workers as their children: a worker SIGKILLed, and an agent SIGKILLed and started again (simulated
+// workers); and an MPS server failure on a (stand-in) GPU server, with PyTorch workers as MPS clients
+// (skipped where the interpreter has no torch). A scheduler SIGKILL and restart under load is
+// test/integration/restart.test.ts.
 // Each asserts that every request got one answer (no hang, no client error), that each accepted task
 // was answered exactly once (the scheduler's count of answered tasks equals the answers the client
 // got), that every result came from the model asked for, and that errors carry a reason; and it
@@ -9,7 +12,9 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { torchAvailable } from '../../agent/torchWorker.js';
 import { Rng } from '../../src/workload/random.js';
+import { REPO_ROOT } from '../support/paths.js';
 import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-chaos15-'));
@@ -37,6 +42,21 @@ const REQUEST = binaryInferRequest(INPUT);
 /** What a simulated worker of each model answers for INPUT (the output depends on the model). */
 const EXPECTED = new Map(Object.keys(RATES).map((m) => [m, simForward(INPUT, m)]));
 
+/** The load of a cluster: tasks/s per model, and what each model answers for INPUT (within `tolerance`). */
+interface Load {
+  readonly rates: Readonly<Record<string, number>>;
+  readonly expected: ReadonlyMap<string, Float32Array>;
+  readonly tolerance: number;
+}
+const SIM_LOAD: Load = { rates: RATES, expected: EXPECTED, tolerance: 1e-5 };
+
+/** The output of a 200 answer, and the model it names. */
+function readAnswer(body: Buffer, headerLength: number): { model: string; output: Float32Array } {
+  const head = JSON.parse(body.subarray(0, headerLength).toString()) as { model_name: string };
+  const bin = body.subarray(headerLength);
+  return { model: head.model_name, output: new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)) };
+}
+
 interface Outcome {
   readonly model: string;
   /** HTTP status, or 0 when the request failed without an answer. */
@@ -48,11 +68,11 @@ interface Outcome {
 }
 
 /** Open-loop Poisson requests for `seconds`; resolves when every one has ended. */
-async function load(base: string, seconds: number, seed = 11): Promise<Outcome[]> {
+async function load(base: string, seconds: number, spec: Load = SIM_LOAD, seed = 11): Promise<Outcome[]> {
   const rng = new Rng(seed);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const plan: { atMs: number; model: string }[] = [];
-  for (const [model, r] of Object.entries(RATES)) for (let t = (rng.exponential() / r) * 1000; t < seconds * 1000; t += (rng.exponential() / r) * 1000) plan.push({ atMs: t, model });
+  for (const [model, r] of Object.entries(spec.rates)) for (let t = (rng.exponential() / r) * 1000; t < seconds * 1000; t += (rng.exponential() / r) * 1000) plan.push({ atMs: t, model });
   plan.sort((a, b) => a.atMs - b.atMs);
   const t0 = performance.now();
   const pending: Promise<Outcome>[] = [];
@@ -71,11 +91,9 @@ async function load(base: string, seconds: number, seed = 11): Promise<Outcome[]
               resolve({ model: p.model, status: res.statusCode ?? 0, reason: (JSON.parse(body.toString()) as { reason?: string }).reason ?? 'none', doneAtMs });
               return;
             }
-            const n = Number(res.headers['inference-header-content-length']);
-            const head = JSON.parse(body.subarray(0, n).toString()) as { model_name: string };
-            const bin = body.subarray(n);
-            const out = new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length));
-            resolve({ model: p.model, status: 200, answeredModel: head.model_name, rightOutput: out.length === EXPECTED.get(p.model)!.length && out.every((x, k) => Math.abs(x - EXPECTED.get(p.model)![k]!) < 1e-5), doneAtMs });
+            const a = readAnswer(body, Number(res.headers['inference-header-content-length']));
+            const want = spec.expected.get(p.model)!;
+            resolve({ model: p.model, status: 200, answeredModel: a.model, rightOutput: a.output.length === want.length && a.output.every((x, k) => Math.abs(x - want[k]!) <= spec.tolerance), doneAtMs });
           });
         });
         req.on('error', () => resolve({ model: p.model, status: 0, doneAtMs: performance.now() }));
@@ -111,13 +129,17 @@ async function until<T>(what: string, f: () => Promise<T | null | undefined | fa
 }
 
 /** One request per model until each is answered 200 (a loaded machine may drop a few on their SLO). */
-async function servesEveryModel(base: string): Promise<void> {
-  for (const model of Object.keys(RATES)) {
-    await until(`a 200 from ${model}`, async () => {
-      const res = await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: REQUEST.headers, body: REQUEST.body });
-      await res.arrayBuffer();
-      return res.status === 200;
-    });
+async function servesEveryModel(base: string, spec: Load = SIM_LOAD, timeoutMs = 15_000): Promise<void> {
+  for (const model of Object.keys(spec.rates)) {
+    await until(
+      `a 200 from ${model}`,
+      async () => {
+        const res = await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: REQUEST.headers, body: REQUEST.body });
+        await res.arrayBuffer();
+        return res.status === 200;
+      },
+      timeoutMs,
+    );
   }
 }
 
@@ -190,5 +212,66 @@ describe('faults under load, every task answered exactly once', () => {
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
     await servesEveryModel(base);
     console.log(`chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ${readyMs.toFixed(0)} ms after the restart; test ${(performance.now() - t0).toFixed(0)} ms`);
+  });
+});
+
+// An MPS server failure under load, on the real-GPU path of `inss agent --worker torch`: stand-ins that
+// behave as nvidia-smi and nvidia-cuda-mps-control do (test/support/bin/; the daemon is a real
+// process with its control socket), PyTorch workers as the daemon's clients (on the CPU here). A
+// client fault (the stand-in's `fault` file) puts the GPU's MPS server in the failed state; the agent's
+// supervisor kills that GPU's workers (their tasks in flight get worker-failed), restarts the daemon
+// and the workers. Each model's output is its seeded random-init network's, taken before the fault.
+const torchOk = await torchAvailable();
+describe.skipIf(!torchOk)('an MPS server failure under load (stand-in daemon, PyTorch workers)', () => {
+  it('every task answered exactly once, from its own model; the GPU serves again after the daemon restarts', async () => {
+    writeFileSync(
+      join(dir, 'mps-duo.json'),
+      JSON.stringify({
+        name: 'mps-duo',
+        description: 'two models on one RTX 2060 Super (stand-in GPU, PyTorch on the CPU)',
+        gpus: [{ profile: 'rtx2060s', count: 1 }],
+        models: ['resnet18', 'mobilenet'].map((name) => ({ name, sloMs: 30_000, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 2 } })),
+        durationS: 10,
+        epochS: 1,
+        swapS: 3,
+        monitorWindowS: 3,
+        seed: 1,
+      }),
+    );
+    const bin = join(REPO_ROOT, 'test', 'support', 'bin');
+    const env = { INSS_TOKEN: 'chaos-mps-token-0123456789', INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'), FAKE_SMI_FIXTURE: 'rtx2060s.csv', INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control') };
+    const sched = startInss(['scheduler', '--port', '0', '--scenario', join(dir, 'mps-duo.json'), '--policy', 'static-even', '--state-dir', join(dir, 'mps-sched'), '--log-level', 'warn'], env);
+    const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
+    const state = join(dir, 'mps-agent');
+    const agent = startInss(['agent', '--scheduler', base.replace(/^http/, 'ws'), '--worker', 'torch', '--state-dir', state, '--agent-id', 'gpu1', '--log-level', 'warn'], env);
+    await waitHttp200(`${base}/v2/health/ready`, 150_000);
+    // Each model's answer for INPUT, before the fault; the two differ, so an answer names its network.
+    const expected = new Map<string, Float32Array>();
+    for (const model of ['resnet18', 'mobilenet']) {
+      const res = await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: REQUEST.headers, body: REQUEST.body });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expected.set(model, readAnswer(Buffer.from(await res.arrayBuffer()), Number(res.headers.get('inference-header-content-length'))).output);
+    }
+    expect(Array.from(expected.get('resnet18')!)).not.toEqual(Array.from(expected.get('mobilenet')!));
+    // CPU kernels may sum in another order for another batch size: within 1e-3 of outputs of order 1.
+    const spec: Load = { rates: { resnet18: 2, mobilenet: 2 }, expected, tolerance: 1e-3 };
+
+    const before = await tasksAnswered(base);
+    const t0 = performance.now();
+    const sent = load(base, 8, spec);
+    await new Promise((r) => setTimeout(r, 2000));
+    const old = (await workers(base)).filter((w) => w.pid !== null);
+    const faultAt = performance.now();
+    writeFileSync(join(state, 'mps', 'gpu0', 'pipe', 'fault'), ''); // a client fault: the server fails
+    await until('every worker of the GPU restarted', async () => {
+      const now = await workers(base);
+      return old.every((o) => now.some((w) => w.workerId === o.workerId && w.state === 'ready' && w.pid !== null && w.pid !== o.pid));
+    }, 150_000);
+    const readyMs = performance.now() - faultAt;
+    const out = await sent;
+    expect(agent.stderr).toMatch(/MPS failed on this GPU/);
+    const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
+    await servesEveryModel(base, spec, 60_000);
+    console.log(`chaos MPS-server-failure: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, workers ready again ${readyMs.toFixed(0)} ms after the fault; test ${(performance.now() - t0).toFixed(0)} ms`);
   });
 });

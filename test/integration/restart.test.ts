@@ -206,6 +206,9 @@ async function killAndRestart(v: Variant): Promise<void> {
   expect(restartedAtMs).toBeLessThan(Infinity);
 
   const after = answers.filter((a) => a.sentMs >= restartedAtMs);
+  const byReason: Record<string, number> = {};
+  for (const a of answers.filter((x) => x.status !== 200)) byReason[a.reason ?? `status ${a.status}`] = (byReason[a.reason ?? `status ${a.status}`] ?? 0) + 1;
+  console.log(`chaos scheduler-SIGKILL+restart (${v.name}): sent ${answers.length}, answered 200 ${answers.filter((a) => a.status === 200).length}, errors ${JSON.stringify(byReason)} (status 0: refused or reset while it was down), settled ${(settledAtMs - restartedAtMs).toFixed(0)} ms after it printed its endpoint`);
   const ok = answers.filter((a) => a.sentMs >= settledAtMs && a.status === 200);
   // The new scheduler serves: every model got answers once it settled.
   for (const m of MODELS) expect(ok.filter((a) => a.model === m).length, `${m} answered after the restart settled`).toBeGreaterThan(0);

@@ -1,6 +1,9 @@
 // `inss loadgen`'s pure parts and its flags: the send schedule (rates, seeds, Gamma CV), the request
 // encodings (checked with the scheduler's own codec), how answers are judged, the report (nearest-rank
 // percentiles, goodput, attainment, the table, the JSON schema) and flag validation (exit status 2).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Command, CommanderError } from 'commander';
 import { describe, expect, it, vi } from 'vitest';
@@ -412,10 +415,33 @@ describe('flags', () => {
     });
   });
 
+  it('reads the bearer token from --token-file or INSS_CLIENT_TOKEN (never needed on argv), and the CA from --ca', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'inss-loadgen-flags-'));
+    try {
+      writeFileSync(join(d, 't'), 'tok-0123456789abcdef\n');
+      writeFileSync(join(d, 'bad'), 'two words\n');
+      writeFileSync(join(d, 'ca.pem'), 'PEM');
+      const https = ['--url', 'https://h:1', '--model', 'a=1'];
+      expect((await parseFlags([...https, '--token-file', join(d, 't'), '--ca', join(d, 'ca.pem')])).opts).toMatchObject({ token: 'tok-0123456789abcdef', ca: Buffer.from('PEM') });
+      expect((await parseFlags([...https, '--token-file', join(d, 'bad')])).stderr).toMatch(/--token-file .*bad: expected one token/);
+      vi.stubEnv('INSS_CLIENT_TOKEN', 'env-tok-0123456789');
+      expect((await parseFlags(https)).opts?.token).toBe('env-tok-0123456789');
+      const both = await parseFlags([...https, '--token-file', join(d, 't')]);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toMatch(/--token-file and INSS_CLIENT_TOKEN: give one/);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [['--model', 'resnet50=100'], /--url/],
     [['--url', 'http://h:1'], /--model/],
-    [['--url', 'localhost:8000', '--model', 'a=1'], /--url.*only http:\/\//],
+    [['--url', 'localhost:8000', '--model', 'a=1'], /--url.*only http:\/\/ and https:\/\//],
+    [[...base, '--ca', 'cert.pem'], /--ca: only for an https:\/\/ --url/],
+    [['--url', 'https://h:1', '--model', 'a=1', '--ca', '/nonexistent/cert.pem'], /--ca \/nonexistent\/cert\.pem: cannot read: ENOENT/],
+    [[...base, '--token-file', '/nonexistent/t'], /--token-file \/nonexistent\/t: cannot read: ENOENT/],
     [['--url', 'not a url', '--model', 'a=1'], /--url.*is not a URL/],
     [['--url', 'http://h:1?x=1', '--model', 'a=1'], /--url.*without a query/],
     [[...base.slice(0, 2), '--model', 'resnet50'], /--model.*not <name>=<ratePerS>/],
