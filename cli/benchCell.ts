@@ -19,7 +19,7 @@ import { type LoadedScenario, loadScenario } from './scenarios.js';
 export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even', 'oracle'] as const;
 
 /** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
-export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), 'inss-nopool'];
+export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), 'inss-nopool', 'inss-fb'];
 
 /**
  * inss with one addition left out, for the ablation (docs/inss.md), run by name: `inss-nopool` is
@@ -27,6 +27,7 @@ export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((
  */
 export const INSS_ABLATIONS: readonly PolicyFactory[] = [
   inssVariantFactory({ name: 'inss-nopool', interference: true, additions: { ...ALL_ADDITIONS, pooling: false }, description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)' }),
+  inssVariantFactory({ name: 'inss-fb', interference: true, additions: { ...ALL_ADDITIONS, missFeedback: true }, description: 'inss with feedback from measured misses: a model missing > 2% over 5 epochs is planned for more rate (ablation)' }),
 ];
 
 /** The registered policies, each model-based baseline with inss's headroom beside it, and inss's ablations. */

@@ -1,10 +1,10 @@
 // Prints the share-curve comparison of docs/profiles-paper-cluster.md:
-//   node dist/tools/fit/paperCluster/shareShapeMain.js [repository root]
+//   node dist/benchmarks/shareShape.js [repository root]
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { LatencyModel } from '../../../src/model/predictor.js';
-import { parseProfile } from '../../../src/profile/schema.js';
-import { allPairGains, measuredPairGains, measuredSoloShape, type PairGain, profileSoloShape, SHAPE_BATCHES, type SoloShape } from './shareShape.js';
+import { LatencyModel } from '../src/model/predictor.js';
+import { parseProfile } from '../src/profile/schema.js';
+import { allPairGains, measuredPairGains, measuredSoloShape, type PairGain, profileSoloShape, SHAPE_BATCHES, type SoloShape } from '../tools/fit/paperCluster/shareShape.js';
 
 const root = process.argv[2] ?? '.';
 const json = (p: string): unknown => JSON.parse(readFileSync(join(root, p), 'utf8'));
