@@ -24,6 +24,7 @@ export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even',
  */
 export const INSS_ABLATIONS: readonly PolicyFactory[] = [
   inssVariantFactory({ name: 'inss-nopool', interference: true, additions: { ...ALL_ADDITIONS, pooling: false }, description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)' }),
+  inssVariantFactory({ name: 'inss-fb', interference: true, additions: { ...ALL_ADDITIONS, missFeedback: true }, description: 'inss with feedback from measured misses: a model missing > 2% over 5 epochs is planned for more rate (ablation)' }),
 ];
 
 /** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */

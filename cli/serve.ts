@@ -95,7 +95,8 @@ interface ServeOptions {
 function schedulerConfig(opts: ServeOptions) {
   const loaded = loadScenario(opts.scenario);
   const profiles = allProfiles(loaded.profiles);
-  const models: ServedModelConfig[] = loaded.scenario.models.map((m) => {
+  const models: ServedModelConfig[] = loaded.scenario.models.map((m, i) => {
+    if (m.profileModel !== undefined && m.profileModel !== m.name) throw new InvalidInputError(`scenario ${opts.scenario}: models[${i}].profileModel is for the simulator only (live workers load a model by its name, '${m.name}')`);
     const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
     if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
     const mp = p.models[m.name]!;

@@ -40,6 +40,22 @@ const SWITCH_MARGIN = 0.05;
 /** When no model's rate rose, the pooling planner keeps a deployment in force predicted to miss at most this fraction of the tasks. */
 const KEEP_MISSED_FRACTION = 0.001;
 /**
+ * Feedback from measured misses (pooling variants with `missFeedback`: the `inss-fb` ablation). Each
+ * model's late and dropped tasks are counted over windows of FEEDBACK_EPOCHS epochs holding at least FEEDBACK_MIN_TASKS finished tasks, from
+ * Observation.lastEpoch (which the simulator and the live scheduler both fill). A model that missed
+ * more than MISS_TARGET in a window is planned for MISS_BOOST x more rate from then on (up to
+ * MAX_MISS_BOOST): the planner gives it the capacity its model-based estimate thought it did not need.
+ * A window with at most a quarter of MISS_TARGET lets the boost decay by MISS_BOOST_DECAY. Misses
+ * during swaps count: they are the policy's doing too. The window is several epochs because a 1 s
+ * epoch of a model that misses 0.3% overall often shows 1-3%.
+ */
+export const MISS_TARGET = 0.02;
+export const MISS_BOOST = 1.15;
+export const MAX_MISS_BOOST = 1.6;
+export const MISS_BOOST_DECAY = 0.98;
+const FEEDBACK_EPOCHS = 5;
+const FEEDBACK_MIN_TASKS = 200;
+/**
  * The refinement credits a model's capacity up to this multiple of its (planned) rate: past it,
  * more capacity for one model is worth nothing, so units go where a model is near its limit.
  */
@@ -61,10 +77,15 @@ export interface InssAdditions {
    * comes from a greedy partition refined on the latency model instead of the actor.
    */
   readonly pooling: boolean;
+  /**
+   * Feedback from measured misses (MISS_TARGET and below): off in `inss`, on in the `inss-fb` ablation;
+   * it helped paper-8 and hurt paper-8x5 and surge-6 (docs/inss.md, "Feedback from measured misses").
+   */
+  readonly missFeedback: boolean;
 }
 
-export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false, pooling: false };
-export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true, pooling: true };
+export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false, pooling: false, missFeedback: false };
+export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true, pooling: true, missFeedback: false };
 /** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
 export const POOLING_BUDGET = 40;
 
@@ -72,6 +93,12 @@ export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
   /** The rates the pooling planner chose the deployment in force for (null: not chosen by it). */
   private plannedFor: number[] | null = null;
+  /** Per model: the rate multiplier measured misses have earned it (1: none); read by tests. */
+  readonly missBoost: number[];
+  /** Per model: late or dropped tasks, finished tasks and epochs counted since the count (re)started. */
+  private readonly missCount: number[];
+  private readonly finishedCount: number[];
+  private readonly epochsCounted: number[];
   private readonly refPerS: number[];
   private readonly masks: Uint8Array[];
   private readonly state: Float32Array<ArrayBuffer>;
@@ -101,17 +128,48 @@ export class InssPolicy implements Policy {
     this.headroom = add.refine ? RATE_HEADROOM : 1;
     this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
     this.poolingOptions = { sloFraction: SLO_FRACTION, interference, budget: POOLING_BUDGET };
+    this.missBoost = cluster.models.map(() => 1);
+    this.missCount = cluster.models.map(() => 0);
+    this.finishedCount = cluster.models.map(() => 0);
+    this.epochsCounted = cluster.models.map(() => 0);
   }
 
   decide(obs: Observation): Deployment {
-    const rates = obs.ratePerS.map((r) => r * this.headroom);
+    const boosted = this.add.pooling && this.add.missFeedback && this.updateMissBoost(obs);
+    const rates = obs.ratePerS.map((r, i) => r * this.headroom * this.missBoost[i]!);
     const current = obs.current;
     if (current.placements.length > 0) {
-      const changed = this.lastRates === null || ratesMoved(this.lastRates, rates, INSS_REPLAN);
+      const changed = boosted || this.lastRates === null || ratesMoved(this.lastRates, rates, INSS_REPLAN);
       if (!changed) return current;
     }
     this.lastRates = rates;
     return this.add.pooling ? this.decidePooling(obs, rates, current) : this.decidePaper(obs, rates, current);
+  }
+
+  /**
+   * Feedback from measured misses: adds the last epoch's late and dropped tasks to each model's count;
+   * at the end of a window (FEEDBACK_EPOCHS epochs and FEEDBACK_MIN_TASKS finished tasks) raises the
+   * boost of a model that missed more than MISS_TARGET, lets the boost of one that missed at most a
+   * quarter of it decay, and starts the count again. True when a boost rose (plan again).
+   */
+  private updateMissBoost(obs: Observation): boolean {
+    if (obs.current.placements.length === 0) return false;
+    const e = obs.lastEpoch;
+    let rose = false;
+    for (let i = 0; i < this.missBoost.length; i++) {
+      this.finishedCount[i]! += (e.served[i] ?? 0) + (e.dropped[i] ?? 0);
+      this.missCount[i]! += (e.violated[i] ?? 0) + (e.dropped[i] ?? 0);
+      this.epochsCounted[i]!++;
+      const finished = this.finishedCount[i]!;
+      if (this.epochsCounted[i]! < FEEDBACK_EPOCHS || finished < FEEDBACK_MIN_TASKS) continue;
+      const missed = this.missCount[i]! / finished;
+      if (missed > MISS_TARGET && this.missBoost[i]! < MAX_MISS_BOOST) {
+        this.missBoost[i] = Math.min(MAX_MISS_BOOST, this.missBoost[i]! * MISS_BOOST);
+        rose = true;
+      } else if (missed <= MISS_TARGET / 4) this.missBoost[i] = 1 + (this.missBoost[i]! - 1) * MISS_BOOST_DECAY;
+      this.missCount[i] = this.finishedCount[i] = this.epochsCounted[i] = 0;
+    }
+    return rose;
   }
 
   private count(source: string): void {
@@ -233,3 +291,4 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
 export const inssFactory = inssVariantFactory({ name: 'inss', interference: true, additions: ALL_ADDITIONS, description: 'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) refined on the latency model, against time-shared pooling and hybrids under a queueing model; BDA batch sizes (docs/inss.md)' });
 export const inssNiFactory = inssVariantFactory({ name: 'inss-ni', interference: false, additions: ALL_ADDITIONS, description: 'inss with interference ignored in the latency model it decides on' });
 export const inssPaperFactory = inssVariantFactory({ name: 'inss-paper', interference: true, additions: PAPER_ONLY, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom, no pooling" });
+

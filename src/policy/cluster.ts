@@ -8,13 +8,13 @@ import type { ClusterInfo, GpuInfo, ServedModel } from './types.js';
 // and go reuses the compiled model of a profile object it has seen (profiles are immutable values).
 const compiledByProfile = new WeakMap<Profile, LatencyModel>();
 
-export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number }[]): ClusterInfo {
+export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number; profileModel?: string | undefined }[]): ClusterInfo {
   const compiled = new Map<string, LatencyModel>();
   for (const p of gpuProfiles) {
     const c = compiledByProfile.get(p);
     if (c) compiled.set(p.id, c);
   }
-  const served: ServedModel[] = models.map((m, index) => ({ index, name: m.name, sloMs: m.sloMs }));
+  const served: ServedModel[] = models.map((m, index) => (m.profileModel !== undefined && m.profileModel !== m.name ? { index, name: m.name, sloMs: m.sloMs, profileModel: m.profileModel } : { index, name: m.name, sloMs: m.sloMs }));
   const gpus: GpuInfo[] = gpuProfiles.map((p, index) => {
     let model = compiled.get(p.id);
     if (!model) {
@@ -27,7 +27,7 @@ export function buildCluster(gpuProfiles: readonly Profile[], models: readonly {
       index,
       profileId: p.id,
       model: lm,
-      profileIndex: served.map((m) => lm.modelIndex(m.name)),
+      profileIndex: served.map((m) => lm.modelIndex(m.profileModel ?? m.name)),
       memMb: p.gpu.memMb,
       mpsUnitPct: p.gpu.mpsUnitPct,
       smCount: p.gpu.smCount,

@@ -204,13 +204,18 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   const effMs = [...tMs];
   const fill = [...batch];
   const slow = new Array<number>(n).fill(1); // overlap slowdown of each pooled server, from the previous pass
-  for (let pass = 0; pass < 4; pass++) {
+  const anyPooled = modes.some((m) => m === 'timeshare');
+  for (let pass = 0; anyPooled && pass < 4; pass++) {
     for (const g of cluster.gpus) {
       if (modes[g.index] !== 'timeshare') continue;
       const on = byGpu[g.index]!;
       for (const i of on) {
         let b = 1;
-        for (let it = 0; it < 6; it++) b = Math.min(batch[i]!, Math.max(1, Math.ceil((lam[i]! * soloMs(cluster, g, ps[i]!.model, b) * slow[i]!) / 1000 - 1e-9)));
+        for (let it = 0; it < 6; it++) {
+          const next = Math.min(batch[i]!, Math.max(1, Math.ceil((lam[i]! * soloMs(cluster, g, ps[i]!.model, b) * slow[i]!) / 1000 - 1e-9)));
+          if (next === b) break; // a fixed point: further rounds give the same batch
+          b = next;
+        }
         fill[i] = b;
       }
       const rho = on.map((i) => Math.min(1, (lam[i]! * soloMs(cluster, g, ps[i]!.model, fill[i]!)) / (1000 * fill[i]!)));
@@ -235,7 +240,10 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
         effMu[i] = (1000 * batch[i]!) / (tMs[i]! * slowdown);
       });
     }
-    lam = split(effMu);
+    const next = split(effMu);
+    const settled = next.every((x, i) => Math.abs(x - lam[i]!) <= 1e-9 * Math.max(1, x));
+    lam = next;
+    if (settled) break; // the split no longer moves: further passes repeat this one
   }
   const violation = new Array<number>(nModels).fill(0);
   const utilisation = new Array<number>(nModels).fill(0);

@@ -25,6 +25,8 @@ export interface ServedModel {
   readonly index: number;
   readonly name: string;
   readonly sloMs: number;
+  /** The profile model it runs (its latency and memory); absent: the one named `name`. */
+  readonly profileModel?: string;
 }
 
 export interface ClusterInfo {

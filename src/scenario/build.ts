@@ -23,7 +23,8 @@ export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profi
     for (let k = 0; k < g.count; k++) gpuProfiles.push(p);
   });
   s.models.forEach((m, i) => {
-    if (!gpuProfiles.some((p) => p.models[m.name])) throw new ScenarioError(`models[${i}].name: no GPU profile of this scenario has model '${m.name}'`);
+    const what = m.profileModel ?? m.name;
+    if (!gpuProfiles.some((p) => p.models[what])) throw new ScenarioError(`models[${i}].${m.profileModel === undefined ? 'name' : 'profileModel'}: no GPU profile of this scenario has model '${what}'`);
   });
   return buildCluster(gpuProfiles, s.models);
 }

@@ -60,6 +60,12 @@ export const ScenarioSchema = z
         z
           .object({
             name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/),
+            /**
+             * The profile model whose latency and memory this served model has (default: its name). Lets
+             * one network be served under several names, e.g. at several SLO tiers; simulator only
+             * (`inss bench`, `inss train`): live workers load a model by its name.
+             */
+            profileModel: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/).optional(),
             sloMs: positive,
             arrival: ArrivalSchema.default({ process: 'poisson' }),
             rate: RateSchema,

@@ -1,6 +1,6 @@
 // The pooling planner (src/policy/pooling.ts) and inss deciding with it when no trained policy fits.
 import { describe, expect, it } from 'vitest';
-import { inssFactory, InssPolicy } from '../../rl/inss.js';
+import { ALL_ADDITIONS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST } from '../../rl/inss.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import { greedyPartition, planPooling, scoreDeployment } from '../../src/policy/pooling.js';
 import { timesharePlan } from '../../src/policy/policies/timeshare.js';
@@ -104,6 +104,46 @@ describe('inss without a trained policy', () => {
     }
     const again = inssFactory.create(cluster, {});
     expect(again.decide(observation(rates, { placements: [] }))).toEqual(first);
+  });
+
+  it('feedback (inss-fb): a model that misses more than 2% of its tasks over 5 epochs is planned for more rate; below 0.5% the boost decays; too few tasks say nothing; inss has it off', () => {
+    const { cluster } = builtInScenario('bursty-6');
+    const fb = inssVariantFactory({ name: 'inss-fb', interference: true, additions: { ...ALL_ADDITIONS, missFeedback: true }, description: '' });
+    const policy = fb.create(cluster, {}) as InssPolicy;
+    const rates = [300, 250, 125, 250, 275, 250];
+    let current = policy.decide(observation(rates, { placements: [] }));
+    const epoch = (missedOf0: number, served = 100) => {
+      const obs = observation(rates, current);
+      return { ...obs, lastEpoch: { ...obs.lastEpoch, served: rates.map(() => served), violated: rates.map((_, i) => (i === 0 ? missedOf0 : 0)), dropped: rates.map(() => 0) } };
+    };
+    // 4 epochs of 10% misses: the window is not over yet.
+    for (let k = 0; k < 4; k++) current = policy.decide(epoch(10));
+    expect(policy.missBoost).toEqual(rates.map(() => 1));
+    const before = [...policy.sources.values()].reduce((a, b) => a + b, 0);
+    current = policy.decide(epoch(10)); // fifth: 50 of 500 missed
+    expect(policy.missBoost[0]).toBeCloseTo(MISS_BOOST, 9);
+    expect(policy.missBoost.slice(1)).toEqual(rates.slice(1).map(() => 1));
+    // The boost made it plan again although the rates did not move.
+    expect([...policy.sources.values()].reduce((a, b) => a + b, 0)).toBe(before + 1);
+    expectFeasible(cluster, current);
+    // Repeated misses raise it to the cap, never past it.
+    for (let k = 0; k < 40; k++) current = policy.decide(epoch(20));
+    expect(policy.missBoost[0]).toBeCloseTo(MAX_MISS_BOOST, 9);
+    // Windows without misses let it decay; epochs of 10 tasks never make a window.
+    for (let k = 0; k < 10; k++) current = policy.decide(epoch(0));
+    expect(policy.missBoost[0]).toBeLessThan(MAX_MISS_BOOST);
+    expect(policy.missBoost[0]).toBeGreaterThan(1);
+    const fresh = fb.create(cluster, {}) as InssPolicy;
+    current = fresh.decide(observation(rates, { placements: [] }));
+    for (let k = 0; k < 12; k++) {
+      const obs = observation(rates, current);
+      current = fresh.decide({ ...obs, lastEpoch: { ...obs.lastEpoch, served: rates.map(() => 10), violated: rates.map(() => 5), dropped: rates.map(() => 0) } });
+    }
+    expect(fresh.missBoost).toEqual(rates.map(() => 1));
+    const plain = inssFactory.create(cluster, {}) as InssPolicy;
+    current = plain.decide(observation(rates, { placements: [] }));
+    for (let k = 0; k < 10; k++) current = plain.decide(epoch(50));
+    expect(plain.missBoost).toEqual(rates.map(() => 1));
   });
 
   it('inss-paper stays the paper: without a trained policy it says why it cannot run', async () => {

@@ -10,7 +10,7 @@ const builtIn = (name: string): unknown => JSON.parse(readFileSync(join(REPO_ROO
 const v100 = parseProfile(JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', 'v100.json'), 'utf8')), 'v100');
 
 describe('scenario files', () => {
-  it.each(['paper-6', 'paper-8', 'paper-8x5', 'v100-4', 'v100-2-tight', 'paper-8x3', 'bursty-6', 'diurnal-6', 'surge-6', 'mix-5'])('built-in %s is valid', (name) => {
+  it.each(['paper-6', 'paper-8', 'paper-8x5', 'v100-4', 'v100-2-tight', 'paper-8x3', 'bursty-6', 'diurnal-6', 'surge-6', 'mix-5', 'mixed-32x24'])('built-in %s is valid', (name) => {
     const r = ScenarioSchema.safeParse(builtIn(name));
     expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
   });
@@ -41,6 +41,7 @@ describe('scenario files', () => {
     [{ models: [{ name: 'a', sloMs: 10, arrival: { process: 'gamma', cv: 0 }, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.0.arrival.cv'],
     [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }, { name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.1.name'],
     [{ durationS: 0 }, 'durationS'],
+    [{ models: [{ name: 'a', profileModel: 'Bad Name', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.0.profileModel'],
     [{ extra: 1 }, ''],
   ])('rejects a bad field with its path (%j)', (patch, path) => {
     const r = ScenarioSchema.safeParse({ ...(builtIn('v100-4') as object), ...patch });
@@ -52,6 +53,26 @@ describe('scenario files', () => {
     const s = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), models: [{ name: 'bert', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }] });
     expect(() => scenarioCluster(s, new Map<string, Profile>([['v100', v100]]))).toThrow(ScenarioError);
     expect(() => scenarioCluster(s, new Map<string, Profile>([['v100', v100]]))).toThrow(/models\[0\]\.name: .*'bert'/);
+  });
+
+  it('profileModel: one profile model served under several names, each with its own SLO; an unknown one is named', () => {
+    const rate = { kind: 'constant', ratePerS: 10 };
+    const s = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), models: [{ name: 'resnet50', sloMs: 60, rate }, { name: 'resnet50-relaxed', profileModel: 'resnet50', sloMs: 120, rate }, { name: 'vgg', profileModel: 'vgg19', sloMs: 200, rate }] });
+    const c = scenarioCluster(s, new Map([['v100', v100]]));
+    const g = c.gpus[0]!;
+    expect(g.profileIndex[0]).toBe(g.model.modelIndex('resnet50'));
+    expect(g.profileIndex[1]).toBe(g.model.modelIndex('resnet50'));
+    expect(g.profileIndex[2]).toBe(g.model.modelIndex('vgg19'));
+    expect(c.models.map((m) => [m.name, m.sloMs, m.profileModel])).toEqual([['resnet50', 60, undefined], ['resnet50-relaxed', 120, 'resnet50'], ['vgg', 200, 'vgg19']]);
+    const bad = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), models: [{ name: 'x', profileModel: 'bert', sloMs: 10, rate }] });
+    expect(() => scenarioCluster(bad, new Map([['v100', v100]]))).toThrow(/models\[0\]\.profileModel: .*'bert'/);
+  });
+
+  it('mixed-32x24 is the scale scenario: 32 GPUs of two types, 24 served models over the eight profiled networks', () => {
+    const s = ScenarioSchema.parse(builtIn('mixed-32x24'));
+    expect(s.gpus.map((g) => [g.profile, g.count])).toEqual([['rtx2060s', 16], ['rtx2060', 16]]);
+    expect(s.models).toHaveLength(24);
+    expect(new Set(s.models.map((m) => m.profileModel)).size).toBe(8);
   });
 
   it('builds one GPU per count and streams that start at the rate at time 0', () => {

@@ -69,7 +69,7 @@ export function igniterDemands(cluster: ClusterInfo, ratePerS: readonly number[]
         const sloHalfMs = m.sloMs / 2;
         const ratePerMs = Math.max(0, ratePerS[m.index] ?? 0) / 1000;
         const bandwidthBytesPerMs = gpu.model.profile.gpu.pcieBytesPerMs;
-        const inputBytes = gpu.model.profile.models[m.name]!.inputBytes;
+        const inputBytes = gpu.model.profile.models[m.profileModel ?? m.name]!.inputBytes;
         const exact = (sloHalfMs * ratePerMs * bandwidthBytesPerMs) / (bandwidthBytesPerMs + inputBytes * ratePerMs);
         // 1e-9 guards ceil against a product like 4.000000000001 from floating point.
         const batch = Math.min(BDA_MAX_BATCH, Math.max(1, Math.ceil(exact - 1e-9)));
