@@ -162,6 +162,8 @@ describe('inss scheduler + inss agent as processes', () => {
     const fitted = ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, { fixedMs: number; perMbMs: number }> }).transport.a1!;
     const transport = { fixedMs: fitted.fixedMs, perMbMs: fitted.perMbMs };
     const transportMs = transport.fixedMs + transport.perMbMs * 0.602112; // a batch of one, for the messages
+    const sumOver = (name: string) => ['resnet50', 'mobilenet'].reduce((a, n) => a + metric(name, n), 0);
+    const meanTransportMs = (sumOver('inss_batch_transport_seconds_sum') / sumOver('inss_batch_transport_seconds_count')) * 1000;
     // The load this test sent is half the scenario's rates (20/s a model against 40/s).
     const twin = simulate({
       cluster: c,
@@ -173,8 +175,11 @@ describe('inss scheduler + inss agent as processes', () => {
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
       const served = (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
       const twinMs = twin.models[m]!.latencyMs.mean;
-      const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport (${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image) ${twinMs.toFixed(1)} ms`;
-      expect(Math.abs(served - twinMs), msg).toBeLessThan(0.3 * twinMs + 5); // measured idle: 11-16% apart
+      const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport (${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image, ${meanTransportMs.toFixed(1)} ms a batch on average) ${twinMs.toFixed(1)} ms`;
+      // Within 15% + 5 ms, plus the mean transport the run measured per batch: the path's cost is what
+      // varies with the machine's load (measured at load 7: 0.3% and 7.8% apart, 3-5 ms of transport;
+      // at load 15-19: 22-27% apart, 25-30 ms). The bound before the direct path: 30% + 5 ms.
+      expect(Math.abs(served - twinMs), msg).toBeLessThan(0.15 * twinMs + 5 + meanTransportMs);
     }
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
       // Batch execution: the simulated worker times batches with the simulator's ground truth, so the

@@ -10,7 +10,7 @@ import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 import { nextBatchAtMs, PIPELINE_DEPTH } from '../../src/sim/dispatch.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
-import { FakeDirectLink, FixedPolicy } from '../support/fakes.js';
+import { FakeDirectLink, FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
 
 const rtx = loadProfileFile('rtx2060s');
 const profiles = new Map([[rtx.id, rtx]]);
@@ -79,6 +79,36 @@ describe('the direct path in the control plane', () => {
     direct.drop(key, 'the worker exited');
     expect(t2.answer).toMatchObject({ ok: false, reason: 'worker-failed' });
     if (t2.answer?.ok === false) expect(t2.answer.error).toMatch(/data connection closed \(the worker exited\)/);
+  });
+});
+
+describe('a worker let go on the direct path', () => {
+  it('its batch in flight, unanswered when its connection closes (stopped after a shadow swap), goes back to the queue and then to its successor', () => {
+    const direct = new FakeDirectLink();
+    const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 1 }] };
+    const h = controlHarness({ models: MODELS, profiles, policy: () => new ScriptedPolicy([D, d2]), gpus: simGpus('rtx2060s', 1), direct });
+    harnesses.push(h);
+    const oldKey = readyWithData(h);
+    direct.connect(oldKey);
+    const t = h.submit(0);
+    expect(direct.sent).toHaveLength(1);
+    // The next decision replaces w1 (50%) by w2 (60%); w2 comes up; w1 is let go with its batch in flight.
+    h.control.epoch();
+    const w2 = h.desired().find((w) => w.pct === 60)!;
+    const w1 = h.desired().find((w) => w.pct === 50)!;
+    h.control.workersReported('a1', [
+      { ...w1, state: 'ready', pid: 1, data: { address: 'unix:/tmp/x.sock', secret: 's3cret' } },
+      { ...w2, state: 'ready', pid: 2, data: { address: 'unix:/tmp/y.sock', secret: 'other' } },
+    ]);
+    expect(h.desired().map((w) => w.pct)).toEqual([60]);
+    // w1 exits without answering it (SIGTERM: what it had not received never ran).
+    direct.drop(oldKey, 'the worker exited');
+    expect(t.answer).toBeNull();
+    // It goes to w2 (through the agent until w2's connection is up), and is answered once.
+    const relayed = h.batches().at(-1)!;
+    expect(relayed).toMatchObject({ workerId: w2.workerId, size: 1 });
+    h.result(relayed.batchId);
+    expect(t.answer).toMatchObject({ ok: true });
   });
 });
 
