@@ -77,6 +77,20 @@ describe('inss bench', () => {
     expect(j.results[0]!.arrivals).toBe(j.results[0]!.served + j.results[0]!.dropped + j.results[0]!.unfinished);
   }, 120_000);
 
+  it('profileModel: one network served under two names runs in the simulator; the live scheduler refuses it with the reason', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-alias-'));
+    const f = join(dir, 'alias.json');
+    const rate = { kind: 'constant', ratePerS: 100 };
+    writeFileSync(f, JSON.stringify({ name: 'alias-2', gpus: [{ profile: 'v100', count: 2 }], models: [{ name: 'resnet50', sloMs: 40, rate }, { name: 'resnet50-batch', profileModel: 'resnet50', sloMs: 200, rate }], durationS: 10 }));
+    const r = await runCli(['bench', '--scenario', f, '--policies', 'inss,timeshare', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout) as BenchJson & { results: { served: number }[] };
+    expect(j.results.every((x) => x.served > 0)).toBe(true);
+    const live = await runCli(['scheduler', '--scenario', f, '--port', '0']);
+    expect(live.code).not.toBe(0);
+    expect(live.stderr).toMatch(/models\[1\]\.profileModel is for the simulator only/);
+  }, 120_000);
+
   it('prints a table by default', async () => {
     const r = await runCli(['bench', '--scenario', 'v100-4', '--policies', 'static-even']);
     expect(r.code, r.stderr).toBe(0);
