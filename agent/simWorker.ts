@@ -26,7 +26,7 @@ import { LatencyModel } from '../src/model/predictor.js';
 import { parseProfile } from '../src/profile/schema.js';
 import { describeWorker, sameWorker, type WorkerIdentity, WorkerIdentitySchema } from '../src/protocol/agent.js';
 import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
-import { elementCount, modelSignature, tensorBytes, type TensorRef } from '../src/protocol/tensor.js';
+import { elementCount, modelSignature, type TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, parseDataAddress, type ToWorker, ToWorkerSchema, WORKER_ENV, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 import { badMessage, type DataServer, listenData, type Reply, wallMs } from './workerData.js';
 import { standInForward } from '../src/serving/standIn.js';
