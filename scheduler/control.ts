@@ -265,6 +265,7 @@ export class Control {
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
     },
     start: (w, size) => this.sendBatch(w, size, this.dispatchNow),
+    pipelinedAtMs: (w) => (w.inFlight.length > 0 && this.serving(w) ? this.nextBatchAt(w) : Infinity),
   };
 
   constructor(private readonly opts: ControlOptions) {
@@ -432,14 +433,6 @@ export class Control {
     const slo = this.models[m]!.sloMs;
     this.dispatchNow = this.opts.clock();
     let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
-    // Pipelining: a worker with a batch in flight may take the next before that one is answered.
-    if (q.length > 0) {
-      for (const w of this.workers) {
-        if (w.model !== m || w.inFlight.length === 0 || !this.serving(w)) continue;
-        const at = this.nextBatchAt(w);
-        if (at > this.dispatchNow && at < wake) wake = at;
-      }
-    }
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
@@ -653,11 +646,12 @@ export class Control {
       const state = s ? s.state : 'unknown';
       w.pid = s?.pid ?? null;
       w.data = s?.data ?? null;
-      this.connectDirect(w);
-      if (state === w.state) continue;
-      w.state = state;
-      touchedGpus.add(w.gpu);
-      if (state === 'ready' && w.role === 'shadow') this.activate(w);
+      if (state !== w.state) {
+        w.state = state;
+        touchedGpus.add(w.gpu);
+        if (state === 'ready' && w.role === 'shadow') this.activate(w);
+      }
+      // Once ready, with a data socket: its batches go straight to it (reopened after a close).
       this.connectDirect(w);
     }
     for (const g of touchedGpus) this.refreshPredictions(g);

@@ -117,6 +117,12 @@ export interface DispatchView<W> {
   drop(m: number, w: W): void;
   /** Starts a batch of `size` of the model's oldest tasks on `w`. */
   start(w: W, size: number): void;
+  /**
+   * Pipelining: when `w`, serving with a batch in flight, may take the model's next batch before that
+   * one is answered (`nextBatchAtMs` below); Infinity for a worker that is not serving, has nothing in
+   * flight, or may not pipeline.
+   */
+  pipelinedAtMs(w: W): number;
 }
 
 /** Whether a free worker of model m other than `w` could finish one task alone by `deadlineMs` if started now. */
@@ -159,6 +165,14 @@ export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack:
       if (step.kind === 'start') v.start(w, step.size);
       else if (step.untilMs < wake) wake = step.untilMs;
       break;
+    }
+  }
+  // Tasks still queued: wake when a busy worker of the model may take the next batch (pipelining).
+  if (v.queued(m) > 0) {
+    for (const w of workers) {
+      if (v.model(w) !== m) continue;
+      const at = v.pipelinedAtMs(w);
+      if (at > nowMs && at < wake) wake = at;
     }
   }
   return wake;

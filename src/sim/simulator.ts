@@ -223,7 +223,6 @@ export function simulate(input: SimInput): SimResult {
   const truth = new GroundTruth(settings.groundTruth);
   const transportModel = settings.transport;
   const fixedTransportMs = settings.transportMs ?? 0;
-  const hasTransport = transportModel ? transportModel.fixedMs > 0 || transportModel.perMbMs > 0 : fixedTransportMs > 0;
   // Per served model, the bytes of one task's input (the profile's), for the per-megabyte transport.
   const inputBytes = cluster.models.map((m) => {
     const g = cluster.gpus.find((x) => x.model.profile.models[m.name]);
@@ -411,22 +410,14 @@ export function simulate(input: SimInput): SimResult {
       input.trace?.drop?.(dispatchNow, m);
     },
     start: (w, size) => sendBatch(w, dispatchNow, size),
+    pipelinedAtMs: (w) => (w.busy && !w.held && (w.state === State.Active || w.state === State.Retiring) ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare') : Infinity),
   };
   let dispatchNow = 0;
 
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
     dispatchNow = nowMs;
-    let wake = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
-    // Pipelining: a busy worker may take the model's next batch before its own is answered.
-    if (hasTransport && queues[m]!.length > 0) {
-      for (const w of workers) {
-        if (w.model !== m || !w.busy || w.held || !(w.state === State.Active || w.state === State.Retiring)) continue;
-        const at = nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare');
-        if (at > nowMs && at < wake) wake = at;
-      }
-    }
-    timer[m] = wake;
+    timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
   }
 
   /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */

@@ -33,6 +33,8 @@ interface W {
   readonly id: string;
   readonly overheadMs: number;
   free: boolean;
+  /** When it may take another batch while one is in flight (pipelining); absent: not before it is answered. */
+  pipelinedAtMs?: number;
 }
 
 function view(queue: number[], started: { w: string; size: number }[], dropped: string[]): DispatchView<W> {
@@ -54,10 +56,22 @@ function view(queue: number[], started: { w: string; size: number }[], dropped: 
       started.push({ w: w.id, size });
       w.free = false;
     },
+    pipelinedAtMs: (w) => w.pipelinedAtMs ?? Infinity,
   };
 }
 
 describe('dispatchModel', () => {
+  it('with tasks left queued, wakes when a busy worker may take the next batch (pipelining), not after', () => {
+    const queue = [1000];
+    const busy: W = { id: 'busy', overheadMs: 5, free: false, pipelinedAtMs: 1003 };
+    const idle: W = { id: 'idle', overheadMs: 5, free: false };
+    expect(dispatchModel(0, 1000, 80, 0, [busy, idle], view(queue, [], []))).toBe(1003);
+    // Nothing queued: nothing to wake for.
+    expect(dispatchModel(0, 1000, 80, 0, [busy, idle], view([], [], []))).toBe(Infinity);
+    // A pipelining time already past is the caller's canRun, not a wake-up.
+    expect(dispatchModel(0, 1000, 80, 0, [{ ...busy, pipelinedAtMs: 999 }], view([1000], [], []))).toBe(Infinity);
+  });
+
   it('leaves a task a slow worker cannot serve in time to a free worker that can', () => {
     const queue = [1000, 1000];
     const started: { w: string; size: number }[] = [];
