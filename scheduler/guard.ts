@@ -141,11 +141,10 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
       return; // answered: the chain stops here (Fastify's way for callback hooks)
     }
     if (bodyBytesInFlight + length > o.limits.maxBodyBytesInFlight) {
-      void reply
-        .code(503)
-        .header('connection', 'close')
-        .header('content-type', 'application/json')
-        .send(errorBody(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)));
+      // Not `Connection: close`: closing while the client still sends its body resets the connection
+      // before the client reads the 503 (seen as EPIPE); Node discards the unread body (within its
+      // Content-Length, under the limit above) and the connection stays usable.
+      void reply.code(503).header('content-type', 'application/json').send(errorBody(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)));
       return; // answered
     }
     bodyBytesInFlight += length;

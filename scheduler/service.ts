@@ -134,7 +134,8 @@ export class SchedulerService {
       if (!isInfer(req) || reply.sent || !parser.offThread(length, { inferenceHeaderLength: req.headers['inference-header-content-length'] as string | undefined })) return done();
       const busy = parser.reserve(length);
       if (busy) {
-        void reply.code(503).header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: busy }));
+        // No `Connection: close` (as the guard's 503): the client reads the answer, Node discards the body.
+        void reply.code(503).header('content-type', 'application/json').send(JSON.stringify({ error: busy }));
         return; // answered
       }
       reserved.set(req.raw, length);
