@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../tools/bench/capacity.js';
-import { type BenchContext, type PolicyResult, policyCurve, runPolicy } from '../tools/bench/run.js';
+import { type BenchContext, type PolicyResult, policyCurve } from '../tools/bench/run.js';
 import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../tools/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
@@ -14,8 +14,7 @@ import { InvalidInputError } from '../src/profile/schema.js';
 import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
-import type { PolicyOptions } from '../src/policy/types.js';
-import { type CellJob, cellScenario, HEADROOM_VARIANTS, inssPolicyData, policyOptionsFor, runCell } from './benchCell.js';
+import { type CellJob, cellScenario, HEADROOM_VARIANTS, inssPolicyData, type PolicyJob, policyOptionsFor, runCell, runPolicyJob } from './benchCell.js';
 import { startProgress } from './progress.js';
 import { listScenarioNames } from './scenarios.js';
 
@@ -32,7 +31,10 @@ export interface BenchOptions {
   /** The transport a running system measured on a host (`inss bench --transport FILE`). */
   readonly transport?: TransportModel;
   readonly out?: string;
-  readonly policyOptions?: (name: string) => PolicyOptions;
+  /** Trained policy for inss and its variants (default: the one shipped for the scenario, where it matches). */
+  readonly policyFile?: string;
+  /** Worker threads running the policies side by side (1: in this process). Each thread times its own decisions. */
+  readonly jobs?: number;
   /** Skip a policy that cannot run on the scenario (reported) instead of failing with a non-zero exit. */
   readonly skipUnsupported?: boolean;
 }
@@ -79,24 +81,26 @@ export function capacitySummary(ctx: BenchContext, factory: Parameters<typeof po
   return { capacity, curves };
 }
 
-export function runBench(registry: PolicyRegistry, opts: BenchOptions): number {
+export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Promise<number> {
   const loaded = cellScenario({ scenario: opts.scenario, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
   const names = opts.policies ? opts.policies.split(',').map((s) => s.trim()).filter(Boolean) : registry.names().filter((n) => !HEADROOM_VARIANTS.includes(n));
   if (names.length === 0) throw new InvalidInputError('--policies: no policy named');
   const factories = names.map((n) => registry.get(n)); // unknown names fail before anything runs
-  const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), ...(opts.policyOptions ? { policyOptions: opts.policyOptions } : {}), ...(opts.transport ? { transport: opts.transport } : {}) };
+  const policyOptions = policyOptionsFor(inssPolicyData(loaded.scenario.name, opts.policyFile));
+  const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), policyOptions, ...(opts.transport ? { transport: opts.transport } : {}) };
   const cluster = scenarioCluster(loaded.scenario, loaded.profiles); // validates models against profiles before anything runs
   const results: PolicyResult[] = [];
   const skipped: { policy: string; reason: string }[] = [];
   const runnable = factories.filter((f) => {
-    const reason = f.supports(cluster, { seed: loaded.scenario.seed, ...(opts.policyOptions?.(f.name) ?? {}) });
+    const reason = f.supports(cluster, { seed: loaded.scenario.seed, ...policyOptions(f.name) });
     if (reason === null) return true;
     // Named policies must run; of the default set (every registered one), those that cannot are skipped and reported.
     if (!opts.skipUnsupported && opts.policies) throw unsupportedError(f.name, loaded.scenario.name, reason);
     skipped.push({ policy: f.name, reason }); // asked for: e.g. inss-paper without a trained policy, the oracle on an instance too large
     return false;
   });
-  for (const f of runnable) results.push(runPolicy(ctx, f));
+  const policyJob = (f: (typeof runnable)[number]): PolicyJob => ({ kind: 'policy', scenario: opts.scenario, policy: f.name, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}), ...(opts.policyFile ? { policyFile: opts.policyFile } : {}), ...(opts.transport ? { transport: opts.transport } : {}) });
+  results.push(...(await runInThreads(runnable.map(policyJob), opts.jobs ?? 1, runPolicyJob)));
   const sweeps = new Map<string, CapacitySummary>();
   const loads = gridLoads(opts.grid ?? DEFAULT_GRID);
   const seeds = opts.seeds ?? [loaded.scenario.seed];
@@ -191,17 +195,20 @@ export interface SuiteOptions {
   readonly progress?: NodeJS.WriteStream;
 }
 
-/** Runs the cells on `jobs` worker threads (in this process when 1, or when the compiled worker is absent: running from sources). */
-async function runCells(jobs: readonly CellJob[], threads: number, onDone: (cell: SuiteCell) => void): Promise<SuiteCell[]> {
+/**
+ * Runs `jobs` on `threads` worker threads (suiteWorker.ts), or in this process with `here` when
+ * `threads` is 1 or the compiled worker is absent (running from sources); results in job order.
+ */
+async function runInThreads<J, R>(jobs: readonly J[], threads: number, here: (job: J) => R, onDone: (result: R) => void = () => {}): Promise<R[]> {
   const workerFile = fileURLToPath(new URL('./suiteWorker.js', import.meta.url));
   if (threads <= 1 || !existsSync(workerFile)) {
     return jobs.map((j) => {
-      const c = runCell(j);
-      onDone(c);
-      return c;
+      const r = here(j);
+      onDone(r);
+      return r;
     });
   }
-  const out: SuiteCell[] = new Array<SuiteCell>(jobs.length);
+  const out: R[] = new Array<R>(jobs.length);
   let next = 0;
   const one = (): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -215,14 +222,14 @@ async function runCells(jobs: readonly CellJob[], threads: number, onDone: (cell
         k = next++;
         w.postMessage(jobs[k]);
       };
-      w.on('message', (m: { ok: true; cell: SuiteCell } | { ok: false; error: string }) => {
+      w.on('message', (m: { ok: true; result: R } | { ok: false; error: string }) => {
         if (!m.ok) {
           void w.terminate();
-          reject(new Error(`suite cell ${JSON.stringify(jobs[k])}: ${m.error}`));
+          reject(new Error(`bench job ${JSON.stringify(jobs[k])}: ${m.error}`));
           return;
         }
-        out[k] = m.cell;
-        onDone(m.cell);
+        out[k] = m.result;
+        onDone(m.result);
         feed();
       });
       w.on('error', reject);
@@ -258,7 +265,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   for (const p of order) for (const s of scenarioArgs) for (const seed of opts.seeds) jobs.push({ scenario: s, policy: p, seed, loads, stopAtAttainment: stopAt, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
   const t0 = performance.now();
   const progress = startProgress({ total: jobs.length, ...(opts.progress ? { stream: opts.progress } : { quiet: true }) });
-  const cells = await runCells(jobs, opts.jobs, (c) => {
+  const cells = await runInThreads(jobs, opts.jobs, runCell, (c) => {
     const what = c.runnable ? `capacity ${ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`).join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s` : `not runnable: ${c.reason ?? ''}`;
     progress.increment(`${c.scenario} ${c.policy} seed ${c.seed}: ${what}`);
   });

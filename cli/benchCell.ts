@@ -5,12 +5,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ALL_ADDITIONS, inssVariantFactory } from '../rl/inss.js';
-import { policyCurve } from '../tools/bench/run.js';
+import { type PolicyResult, policyCurve, runPolicy } from '../tools/bench/run.js';
 import type { SuiteCell } from '../tools/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
+import type { TransportModel } from '../src/serving/transport.js';
 import { PolicyRegistry } from '../scheduler/registry.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from './profiles.js';
 import { type LoadedScenario, loadScenario } from './scenarios.js';
@@ -92,4 +93,24 @@ export function runCell(job: CellJob): SuiteCell {
   const t0 = performance.now();
   const curve = policyCurve(ctx, factory, job.loads, job.seed, job.stopAtAttainment);
   return { ...base, runnable: true, ...(note !== undefined ? { note } : {}), curve, wallMs: performance.now() - t0 };
+}
+
+/** One policy's run of a single-scenario `inss bench` (in this process or a worker thread). */
+export interface PolicyJob {
+  readonly kind: 'policy';
+  /** Built-in scenario name or file path. */
+  readonly scenario: string;
+  readonly policy: string;
+  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly policyFile?: string;
+  readonly transport?: TransportModel;
+}
+
+/** Runs one policy on the scenario at its own seed, its decisions timed by this thread's clock. */
+export function runPolicyJob(job: PolicyJob): PolicyResult {
+  registry ??= benchRegistry();
+  const loaded = cellScenario(job);
+  const options = policyOptionsFor(inssPolicyData(loaded.scenario.name, job.policyFile));
+  const ctx = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), policyOptions: options, ...(job.transport ? { transport: job.transport } : {}) };
+  return runPolicy(ctx, registry.get(job.policy));
 }

@@ -11,7 +11,7 @@ import { PolicyRegistry, UnknownPolicyError } from '../scheduler/registry.js';
 import { ScenarioError } from '../src/scenario/build.js';
 import { InvalidSacSettingsError, InvalidSerializedAgentError } from '../rl/settings.js';
 import { runBench, runSuite } from './bench.js';
-import { benchRegistry, cellScenario, inssPolicyData, policyOptionsFor } from './benchCell.js';
+import { benchRegistry } from './benchCell.js';
 import { parseGrid, parseSeeds } from '../tools/bench/capacity.js';
 import { runTrain } from './train.js';
 import type { BackendName } from '../rl/backend.js';
@@ -169,7 +169,7 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--sweep', 'also measure each policy\'s capacity on the load grid: the highest load x at which it and every lower one keep >= 99% (95%) within SLO')
     .option('--grid <from:to:step>', 'load grid of --sweep and --suite (default 0.25:3:0.25)')
     .option('--seeds <list>', 'seeds of --sweep and --suite, e.g. 1,2,3: capacity as mean and range (default: the scenario seed; --suite: 1,2,3)')
-    .option('--jobs <n>', '--suite: worker threads (default 2)', positiveInt, 2)
+    .option('--jobs <n>', 'worker threads: the suite\'s cells, or the policies of one scenario side by side (each thread times its own decisions; 1 for decision times on a quiet core)', positiveInt, 2)
     .option('--timeshare-gpu <model>', 'what a time-shared GPU does with different models\' batches: overlap | serial (default: the scenario\'s, overlap)')
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
     .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json, used only where its GPUs, models and SLOs match)')
@@ -202,9 +202,7 @@ export function buildProgram(argv: readonly string[]): Command {
         return;
       }
       if (opts.scenario === undefined) throw new InvalidInputError('--scenario: required (or --suite)');
-      const name = cellScenario({ scenario: opts.scenario }).scenario.name;
-      const data = inssPolicyData(name, opts.policyFile);
-      process.exitCode = runBench(registry, {
+      process.exitCode = await runBench(registry, {
         scenario: opts.scenario,
         ...(opts.policies ? { policies: opts.policies } : {}),
         ...(opts.json ? { json: true } : {}),
@@ -213,7 +211,8 @@ export function buildProgram(argv: readonly string[]): Command {
         ...(seeds ? { seeds } : {}),
         ...(timeshareGpu ? { timeshareGpu } : {}),
         ...(opts.out ? { out: opts.out } : {}),
-        policyOptions: policyOptionsFor(data),
+        ...(opts.policyFile !== undefined ? { policyFile: opts.policyFile } : {}),
+        jobs: opts.jobs,
         ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
         ...(transport ? { transport } : {}),
       });

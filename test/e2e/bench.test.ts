@@ -14,9 +14,9 @@ interface BenchJson {
 const stable = (j: BenchJson) => j.results.map(({ decisionMsP99: _d, ...r }) => ({ ...r, wallMs: undefined }));
 
 describe('inss bench', () => {
-  it('runs every registered policy on paper-6, prints JSON with the promised fields, and the same seed gives the same numbers', async () => {
+  it('runs every registered policy on paper-6 (side by side on worker threads) and prints JSON with the promised fields and plots', async () => {
     const out = mkdtempSync(join(tmpdir(), 'inss-bench-'));
-    const first = await runCli(['bench', '--scenario', 'paper-6', '--json', '--out', out]);
+    const first = await runCli(['bench', '--scenario', 'paper-6', '--json', '--jobs', '2', '--out', out]);
     expect(first.code, first.stderr).toBe(0);
     const a = JSON.parse(first.stdout) as BenchJson;
     expect(a.scenario).toBe('paper-6');
@@ -28,9 +28,17 @@ describe('inss bench', () => {
     }
     expect(readFileSync(join(out, 'throughput.svg'), 'utf8')).toMatch(/^<svg/);
     expect(readFileSync(join(out, 'slo-violations.svg'), 'utf8')).toMatch(/^<svg/);
-    // The same seed gives the same numbers (two policies again, to keep the test short).
-    const second = await runCli(['bench', '--scenario', 'paper-6', '--policies', 'inss,timeshare', '--json']);
-    expect(stable(JSON.parse(second.stdout) as BenchJson)).toEqual(stable({ ...a, results: a.results.filter((x) => x.policy === 'inss' || x.policy === 'timeshare') }));
+  }, 180_000);
+
+  it('the same seed gives the same numbers, in this process (--jobs 1) and on worker threads (--jobs 2)', async () => {
+    const args = ['bench', '--scenario', 'paper-6', '--policies', 'inss,timeshare', '--json'];
+    const [here, threads] = await Promise.all([runCli([...args, '--jobs', '1']), runCli([...args, '--jobs', '2'])]);
+    expect(here.code, here.stderr).toBe(0);
+    expect(threads.code, threads.stderr).toBe(0);
+    const a = JSON.parse(here.stdout) as BenchJson;
+    expect(a.results.map((r) => r.policy)).toEqual(['inss', 'timeshare']);
+    expect(a.results[0]!.arrivals).toBeGreaterThan(0);
+    expect(stable(JSON.parse(threads.stdout) as BenchJson)).toEqual(stable(a));
   }, 180_000);
 
   it('--suite: scenarios x seeds x policies on the load grid, one table, inss running where no policy is shipped, JSON and plots, a progress line per cell', async () => {
