@@ -29,7 +29,7 @@ export function startInss(args: readonly string[], env: Record<string, string> =
 }
 
 /** Waits until `pattern` appears on stdout (or `stream`); returns its first group. */
-export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 20_000, stream: 'stdout' | 'stderr' = 'stdout'): Promise<string> {
+export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 60_000, stream: 'stdout' | 'stderr' = 'stdout'): Promise<string> {
   const t0 = Date.now();
   for (;;) {
     const m = pattern.exec(r[stream]);
@@ -41,7 +41,7 @@ export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 20_000, s
 }
 
 /** Polls GET url until it answers 200. */
-export async function waitHttp200(url: string, timeoutMs = 30_000): Promise<void> {
+export async function waitHttp200(url: string, timeoutMs = 60_000): Promise<void> {
   const t0 = Date.now();
   for (;;) {
     try {
