@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { benchRegistry, inssPolicyData, policyOptionsFor } from '../cli/benchCell.js';
 import { loadScenario } from '../cli/scenarios.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
-import { TransportModelSchema } from '../src/serving/transport.js';
+import { type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
@@ -37,6 +37,11 @@ function start(args: string[]): { child: ChildProcess; out: () => string } {
 }
 
 
+/** The transport model of one host's entry at GET /v2/inss/cluster (`inss bench --transport` reads the same). */
+function transportOf(entry: unknown): TransportModel {
+  return TransportModelSchema.parse(transportFields(entry));
+}
+
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
 const rates = initialRates(s, loaded.traces, SCALE);
@@ -50,12 +55,12 @@ for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r
 const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--model', `${m.name}=${rates[i]!.toFixed(2)}`]), '--duration', String(SECONDS), '--json']);
 await new Promise((r) => lg.child.on('exit', r));
 const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
-const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> };
-const transport = TransportModelSchema.parse({ fixedMs: (clusterView.transport.local as { fixedMs?: number }).fixedMs, perMbMs: (clusterView.transport.local as { perMbMs?: number }).perMbMs });
+const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; timerLateMs?: number };
+const transport = transportOf(clusterView.transport.local);
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
 rmSync(state, { recursive: true, force: true });
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB`);
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'}; way out ${transport.wayOutMs ?? '-'} ms; dispatch timers ${clusterView.timerLateMs ?? '-'} ms late`);
 
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();

@@ -21,13 +21,11 @@ import { registerLoadgen } from './loadgen.js';
 import { measureGpu } from './profileMeasure.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
-import { type TransportModel, TransportModelSchema } from '../src/serving/transport.js';
+import { type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 
 /** --transport FILE: a transport model (extra keys, such as the scheduler's `batches`, are ignored). */
 function transportFile(path: string): TransportModel {
-  const raw = readJsonFile(path);
-  const picked = raw !== null && typeof raw === 'object' ? { fixedMs: (raw as Record<string, unknown>).fixedMs, perMbMs: (raw as Record<string, unknown>).perMbMs } : raw;
-  const parsed = TransportModelSchema.safeParse(picked);
+  const parsed = TransportModelSchema.safeParse(transportFields(readJsonFile(path)));
   if (!parsed.success) throw new InvalidInputError(`--transport ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }

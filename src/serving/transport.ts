@@ -1,10 +1,25 @@
-// The path of a batch in the twin (issue 14): the time a batch spends outside its worker's GPU time
-// (scheduler -> worker -> scheduler: its inputs' bytes crossing the data socket, the hand-offs between
-// processes), modelled per host as a fixed cost plus a cost per megabyte of input. The running scheduler
-// learns it from its batches (`TransportFit`, one per agent, shown at GET /v2/inss/cluster as
-// `transport`); the simulator takes it as a setting (`SimSettings.transport`, `inss bench --transport
-// FILE`), so a benchmark says what the live system does on that machine. Pure.
+// The path of a task in the twin (issue 14), modelled per host and learnt by the running scheduler:
+// - a batch's transport: the time a batch spends outside its worker's GPU time (scheduler -> worker ->
+//   scheduler: its inputs' bytes crossing the data socket, the hand-offs between processes), a fixed
+//   cost plus a cost per megabyte of input (`TransportFit`, one per agent);
+// - a request's way in: from its HTTP request's arrival at the scheduler (headers read) to its task in
+//   the queue (the body's bytes read and parsed), a fixed cost plus a cost per megabyte of body;
+// - an answer's way out: from the task's answer to its response handed to the kernel (ms a task).
+// The scheduler shows them at GET /v2/inss/cluster as `transport`; the simulator takes them as a
+// setting (`SimSettings.transport`, `inss bench --transport FILE`), so a benchmark says what the live
+// system does on that machine. The dispatch rule of both budgets each task's deadline less the
+// expected way out (`dispatchBudgetMs`). Pure.
 import { z } from 'zod';
+
+const LinearCostSchema = z
+  .object({
+    /** Per batch (or request), whatever its size (ms). */
+    fixedMs: z.number().nonnegative().finite(),
+    /** Per 10^6 bytes (ms). */
+    perMbMs: z.number().nonnegative().finite(),
+  })
+  .strict();
+export type LinearCost = z.infer<typeof LinearCostSchema>;
 
 export const TransportModelSchema = z
   .object({
@@ -12,12 +27,41 @@ export const TransportModelSchema = z
     fixedMs: z.number().nonnegative().finite(),
     /** Per 10^6 bytes of the batch's inputs (ms). */
     perMbMs: z.number().nonnegative().finite(),
+    /** A request's way in, per 10^6 bytes of its input (absent: none; a task is queued as it arrives). */
+    wayIn: LinearCostSchema.optional(),
+    /** An answer's way out (ms a task; absent: none). */
+    wayOutMs: z.number().nonnegative().finite().optional(),
   })
   .strict();
 export type TransportModel = z.infer<typeof TransportModelSchema>;
 
+/**
+ * The transport model's fields of one host's entry at GET /v2/inss/cluster `transport` (which also
+ * counts its samples: `batches`, `requests`, `answers`), for `TransportModelSchema` to check; anything
+ * else is passed through as it is (the schema names what is wrong).
+ */
+export function transportFields(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const r = raw as Record<string, unknown>;
+  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
+}
+
+/** A request's way in under the model (ms) for a request of `bytes` bytes (0 without a way-in term). */
+export function wayInMsFor(m: TransportModel, bytes: number): number {
+  return m.wayIn ? transportMsFor(m.wayIn, bytes) : 0;
+}
+
+/**
+ * The part of a task's SLO its batch may use at the scheduler (ms): the SLO less the answer's expected
+ * way out, so that the answer reaches its client within the SLO. Used by the dispatch rule and the
+ * expiry of the simulator and the scheduler alike; with no way out it is the SLO.
+ */
+export function dispatchBudgetMs(sloMs: number, wayOutMs: number): number {
+  return Math.max(0, sloMs - wayOutMs);
+}
+
 /** A batch's transport under the model (ms) for `inputBytes` bytes of inputs. */
-export function transportMsFor(m: TransportModel, inputBytes: number): number {
+export function transportMsFor(m: LinearCost, inputBytes: number): number {
   return m.fixedMs + (m.perMbMs * inputBytes) / 1e6;
 }
 
@@ -48,7 +92,7 @@ export class TransportFit {
   }
 
   /** The fitted model; null before any sample. */
-  model(): TransportModel | null {
+  model(): LinearCost | null {
     const n = this.n;
     if (n === 0) return null;
     const meanX = this.sx / n;

@@ -36,7 +36,7 @@ import { onReady, type Phase, planApply, type WorkerView } from '../serving/work
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
-import { idleOverheadMs, learnedOverheadMs, type TransportModel, transportMsFor } from '../serving/transport.js';
+import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
 
@@ -61,7 +61,9 @@ export interface SimSettings {
   readonly transportMs?: number;
   /**
    * The host's transport as the running system measured it (src/serving/transport.ts): each batch's
-   * transport is `fixedMs + perMbMs x` its inputs' megabytes. When given, it replaces `transportMs`.
+   * transport is `fixedMs + perMbMs x` its inputs' megabytes; with `wayIn` and `wayOutMs`, each task is
+   * queued its request's way in after it arrives and answered the way out after its batch ends, and
+   * the dispatch rule budgets its SLO less the way out. When given, it replaces `transportMs`.
    */
   readonly transport?: TransportModel;
   readonly groundTruth: GroundTruthSettings;
@@ -232,10 +234,17 @@ export function simulate(input: SimInput): SimResult {
   const transportMs = (m: number, size: number): number => (transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) : fixedTransportMs);
   const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
+  // The request's way in and the answer's way out (the transport model's, as the scheduler measured
+  // them): a task arriving at t is queued at t + its way in, keeps t for its deadline and latency, and
+  // is answered at its batch's end + the way out; the dispatch rule and expiry budget each task its SLO
+  // less the way out (`dispatchBudgetMs`, the scheduler's rule). Without them, 0 and the SLO.
+  const wayInMs = inputBytes.map((b) => (transportModel ? wayInMsFor(transportModel, b) : 0));
+  const wayOutMs = transportModel?.wayOutMs ?? 0;
+  const budgetMs = sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
 
   const queues = cluster.models.map(() => new TaskQueue());
   const nextArrival = new Float64Array(nModels);
-  input.streams.forEach((s, m) => (nextArrival[m] = s.next()));
+  input.streams.forEach((s, m) => (nextArrival[m] = s.next() + wayInMs[m]!));
   const timer = new Float64Array(nModels).fill(Infinity);
 
   let workers: Worker[] = [];
@@ -417,7 +426,7 @@ export function simulate(input: SimInput): SimResult {
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
     dispatchNow = nowMs;
-    timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
+    timer[m] = dispatchModel(m, nowMs, budgetMs[m]!, settings.dispatchSlack, workers, dispatchView);
   }
 
   /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */
@@ -465,7 +474,7 @@ export function simulate(input: SimInput): SimResult {
     const exec = w.execMs;
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
-      const lat = nowMs - a;
+      const lat = nowMs - a + wayOutMs;
       latH[m]!.add(lat);
       queueH[m]!.add(w.startMs - a);
       execH[m]!.add(exec);
@@ -597,7 +606,7 @@ export function simulate(input: SimInput): SimResult {
     for (let m = 0; m < nModels; m++) {
       // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
       const q = queues[m]!;
-      while (q.length > 0 && pastDeadline(q.peek(), sloMs[m]!, nowMs)) {
+      while (q.length > 0 && pastDeadline(q.peek(), budgetMs[m]!, nowMs)) {
         q.shift();
         dropped[m]! += 1;
         epochDropped[m]! += 1;
@@ -644,10 +653,10 @@ export function simulate(input: SimInput): SimResult {
     events++;
     if (kind === 1) {
       const m = which;
-      queues[m]!.push(tMin);
+      queues[m]!.push(tMin - wayInMs[m]!);
       arrivals[m]! += 1;
       monitor.arrival(m);
-      nextArrival[m] = input.streams[m]!.next();
+      nextArrival[m] = input.streams[m]!.next() + wayInMs[m]!;
       tryDispatch(m, tMin);
     } else if (kind === 2) {
       tryDispatch(which, tMin);

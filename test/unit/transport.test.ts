@@ -2,7 +2,7 @@
 // the simulator runs with.
 import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { TransportFit, TransportModelSchema, transportMsFor } from '../../src/serving/transport.js';
+import { dispatchBudgetMs, type TransportModel, TransportFit, transportFields, TransportModelSchema, transportMsFor, wayInMsFor } from '../../src/serving/transport.js';
 import { DEFAULT_SIM_SETTINGS, simulate } from '../../src/sim/simulator.js';
 import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
 import { mixSeed, Rng } from '../../src/workload/random.js';
@@ -36,14 +36,29 @@ describe('TransportFit', () => {
   it('transportMsFor: fixed plus per megabyte', () => {
     expect(transportMsFor({ fixedMs: 2, perMbMs: 1.5 }, 4e6)).toBe(8);
   });
+
+  it('way in per megabyte (none without the term); the dispatch budget is the SLO less the way out, never below 0', () => {
+    expect(wayInMsFor({ fixedMs: 9, perMbMs: 9, wayIn: { fixedMs: 1, perMbMs: 2 } }, 5e5)).toBe(2);
+    expect(wayInMsFor({ fixedMs: 9, perMbMs: 9 }, 5e5)).toBe(0);
+    expect(dispatchBudgetMs(25, 1.5)).toBe(23.5);
+    expect(dispatchBudgetMs(25, 0)).toBe(25);
+    expect(dispatchBudgetMs(1, 3)).toBe(0);
+  });
+
+  it("a host's entry at GET /v2/inss/cluster reads as a transport model; a bad one is named", () => {
+    const entry = { fixedMs: 1, perMbMs: 2, batches: 9, wayIn: { fixedMs: 0.5, perMbMs: 0 }, requests: 30, wayOutMs: 0.4, answers: 30 };
+    expect(TransportModelSchema.parse(transportFields(entry))).toEqual({ fixedMs: 1, perMbMs: 2, wayIn: { fixedMs: 0.5, perMbMs: 0 }, wayOutMs: 0.4 });
+    const bad = TransportModelSchema.safeParse(transportFields({ fixedMs: 1, perMbMs: 2, wayIn: { fixedMs: -1, perMbMs: 0 } }));
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues[0]!.path).toEqual(['wayIn', 'fixedMs']);
+  });
 });
 
 describe('the simulator with a host transport model', () => {
   const rtx = loadProfileFile('rtx2060s');
-  const cluster = buildCluster([rtx], [{ name: 'resnet50', sloMs: 1e9 }]);
-  const run = (transport: { fixedMs: number; perMbMs: number } | undefined, transportMs = 0) =>
+  const run = (transport: TransportModel | undefined, transportMs = 0, sloMs = 1e9) =>
     simulate({
-      cluster,
+      cluster: buildCluster([rtx], [{ name: 'resnet50', sloMs }]),
       streams: [new RenewalStream(rateFunction({ kind: 'constant', ratePerS: 20 }), new Rng(mixSeed(5)))],
       initialRatePerS: [20],
       policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }] }),
@@ -59,5 +74,22 @@ describe('the simulator with a host transport model', () => {
 
   it('a zero model is no transport: the results without one', () => {
     expect(run({ fixedMs: 0, perMbMs: 0 })).toEqual(run(undefined));
+    expect(run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 0, perMbMs: 0 }, wayOutMs: 0 })).toEqual(run(undefined));
+  });
+
+  it("a task is queued its request's way in after it arrives and answered the way out after its batch: its latency grows by both", () => {
+    const base = run({ fixedMs: 0, perMbMs: 0 });
+    const ways = run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 1, perMbMs: 2 }, wayOutMs: 1.5 });
+    expect(ways.served).toBe(base.served);
+    expect(ways.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(1 + 2 * 0.602112 + 1.5, 3);
+  });
+
+  it('the dispatch rule budgets each task its SLO less the way out: a batch that fits the SLO but not the budget is not started', () => {
+    const gpuMs = run(undefined).latencyMs.mean; // batch 1 alone, no queueing: the batch time
+    const slo = gpuMs * 3;
+    expect(run({ fixedMs: 0, perMbMs: 0 }, 0, slo).good).toBeGreaterThan(0.95 * run(undefined).arrivals);
+    const tight = run({ fixedMs: 0, perMbMs: 0, wayOutMs: gpuMs * 2.5 }, 0, slo);
+    expect(tight.served).toBe(0);
+    expect(tight.dropped).toBeGreaterThan(0.99 * tight.arrivals);
   });
 });
