@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { benchRegistry, inssPolicyData, policyOptionsFor } from '../cli/benchCell.js';
 import { loadScenario } from '../cli/scenarios.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
-import { type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
+import { spreadFactor, type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
@@ -60,7 +60,7 @@ const transport = transportOf(clusterView.transport.local);
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
 rmSync(state, { recursive: true, force: true });
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'}; way out ${transport.wayOutMs ?? '-'} ms; dispatch timers ${clusterView.timerLateMs ?? '-'} ms late`);
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'}; way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; dispatch timers ${clusterView.timerLateMs ?? '-'} ms late`);
 
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();

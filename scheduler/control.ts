@@ -371,7 +371,7 @@ export class Control {
       deployment: this.current,
       // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
       // The way in and out are the scheduler's (the same in every host's entry).
-      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples, ...this.ways() }])),
+      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples, ...this.ways(), ...(f.spread() ? { spread: f.spread() } : {}) }])),
       timerLateMs: Number(this.timerLateMs.toFixed(3)),
     };
   }

@@ -36,9 +36,10 @@ import { onReady, type Phase, planApply, type WorkerView } from '../serving/work
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
-import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
+import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
+import { mixSeed, Rng } from '../workload/random.js';
 
 export interface SimSettings {
   readonly durationMs: number;
@@ -201,7 +202,7 @@ interface Worker {
   lastSentMs: number;
   lastPredMs: number;
   /** A batch sent ahead while one runs (pipelining; only with transport): it runs when the GPU frees. */
-  held: { size: number; sentMs: number; arrivals: Float64Array } | null;
+  held: { size: number; sentMs: number; transportMs: number; arrivals: Float64Array } | null;
   /** The transport of the batch running (ms), and the dispatch rule's estimate learned from its batches (as the scheduler learns it). */
   transportMs: number;
   overheadMs: number;
@@ -230,8 +231,12 @@ export function simulate(input: SimInput): SimResult {
     const g = cluster.gpus.find((x) => x.model.profile.models[m.name]);
     return g ? g.model.profile.models[m.name]!.inputBytes : 0;
   });
+  // A batch's transport spreads around the fit as the scheduler measured it (`spread`), drawn from its
+  // own seeded stream (the ground truth's draws stay the same with or without it).
+  const spreadRng = transportModel?.spread ? new Rng(mixSeed(settings.groundTruth.seed, 0x7370)) : null;
   /** The transport of a batch of `size` tasks of model m (ms). */
-  const transportMs = (m: number, size: number): number => (transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) : fixedTransportMs);
+  const transportMs = (m: number, size: number): number =>
+    transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) * (spreadRng ? spreadFactor(transportModel.spread, spreadRng.next()) : 1) : fixedTransportMs;
   const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
   // The request's way in and the answer's way out (the transport model's, as the scheduler measured
@@ -318,11 +323,12 @@ export function simulate(input: SimInput): SimResult {
     w.lastSentMs = nowMs;
     w.lastPredMs = predictedMs(w.predicted, size);
     if (w.busy) {
-      const h = (w.held ??= { size: 0, sentMs: 0, arrivals: new Float64Array(Math.max(size, w.batch)) });
+      const h = (w.held ??= { size: 0, sentMs: 0, transportMs: 0, arrivals: new Float64Array(Math.max(size, w.batch)) });
       if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
       for (let i = 0; i < size; i++) h.arrivals[i] = q.shift();
       h.size = size;
       h.sentMs = nowMs;
+      h.transportMs = transportMs(w.model, size);
       return;
     }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
@@ -337,7 +343,7 @@ export function simulate(input: SimInput): SimResult {
     w.held = null;
     w.arrivals = h.arrivals;
     // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures it).
-    w.transportMs = Math.max(0, transportMs(w.model, h.size) - (nowMs - h.sentMs));
+    w.transportMs = Math.max(0, h.transportMs - (nowMs - h.sentMs));
     startBatch(w, nowMs, h.size, h.sentMs, w.transportMs);
   }
 

@@ -2,7 +2,7 @@
 // the simulator runs with.
 import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { dispatchBudgetMs, type TransportModel, TransportFit, transportFields, TransportModelSchema, transportMsFor, wayInMsFor } from '../../src/serving/transport.js';
+import { dispatchBudgetMs, SPREAD_QUANTILES, spreadFactor, type TransportModel, TransportFit, transportFields, TransportModelSchema, transportMsFor, wayInMsFor } from '../../src/serving/transport.js';
 import { DEFAULT_SIM_SETTINGS, simulate } from '../../src/sim/simulator.js';
 import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
 import { mixSeed, Rng } from '../../src/workload/random.js';
@@ -35,6 +35,32 @@ describe('TransportFit', () => {
 
   it('transportMsFor: fixed plus per megabyte', () => {
     expect(transportMsFor({ fixedMs: 2, perMbMs: 1.5 }, 4e6)).toBe(8);
+  });
+
+  it('measures how batches spread around the fit: quantiles of measured / fitted, scaled to a mean of 1', () => {
+    const even = new TransportFit();
+    for (let i = 0; i < 40; i++) even.add(602112, 4);
+    expect(even.spread()).toEqual(new Array<number>(SPREAD_QUANTILES).fill(1));
+    const f = new TransportFit();
+    for (let i = 0; i < 16; i++) f.add(602112, 4); // the fit: 4 ms
+    expect(f.spread()).toBeNull();
+    for (let i = 0; i < 500; i++) f.add(602112, i % 4 === 0 ? 40 : 4); // one batch in four 10x slower
+    const q = f.spread()!;
+    expect(q.length).toBe(SPREAD_QUANTILES);
+    expect(TransportModelSchema.safeParse({ fixedMs: 1, perMbMs: 0, spread: q }).success).toBe(true);
+    expect(q[0]).toBeLessThan(1); // most batches are faster than the (raised) fit
+    expect(q.at(-1)! / q[0]!).toBeGreaterThan(5);
+    let mean = 0;
+    for (let k = 1; k < q.length; k++) mean += (q[k - 1]! + q[k]!) / 2 / (q.length - 1);
+    expect(mean).toBeCloseTo(1, 2);
+  });
+
+  it('spreadFactor: the inverse of the quantiles, linear between them; 1 without a spread', () => {
+    expect(spreadFactor([0.5, 1, 1.5], 0)).toBe(0.5);
+    expect(spreadFactor([0.5, 1, 1.5], 0.25)).toBe(0.75);
+    expect(spreadFactor([0.5, 1, 1.5], 0.999999)).toBeCloseTo(1.5, 4);
+    expect(spreadFactor(undefined, 0.3)).toBe(1);
+    expect(TransportModelSchema.safeParse({ fixedMs: 1, perMbMs: 0, spread: [2, 1] }).success).toBe(false);
   });
 
   it('way in per megabyte (none without the term); the dispatch budget is the SLO less the way out, never below 0', () => {
@@ -82,6 +108,20 @@ describe('the simulator with a host transport model', () => {
     const ways = run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 1, perMbMs: 2 }, wayOutMs: 1.5 });
     expect(ways.served).toBe(base.served);
     expect(ways.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(1 + 2 * 0.602112 + 1.5, 3);
+  });
+
+  it("with a spread, batches' transport varies around the fit: the mean holds, and a tight SLO is missed as often as the spread says", () => {
+    const gpuMs = run(undefined).latencyMs.mean;
+    const T = 10;
+    const slo = gpuMs + 1.25 * T; // a batch whose transport is over 1.25 x the fit is late
+    const missedOf = (r: ReturnType<typeof run>) => (r.late + r.dropped) / r.arrivals;
+    const exact = run({ fixedMs: T, perMbMs: 0 }, 0, slo);
+    expect(missedOf(exact)).toBeLessThan(0.05); // a task that queued behind another
+    const spread = run({ fixedMs: T, perMbMs: 0, spread: [0.5, 1, 1.5] }, 0, slo);
+    expect(Math.abs(spread.latencyMs.mean - exact.latencyMs.mean)).toBeLessThan(0.1 * exact.latencyMs.mean);
+    // Uniform 0.5-1.5 x the fit: about a quarter of the batches over 1.25 x.
+    expect(missedOf(spread) - missedOf(exact)).toBeGreaterThan(0.12);
+    expect(missedOf(spread)).toBeLessThan(0.4);
   });
 
   it('the dispatch rule budgets each task its SLO less the way out: a batch that fits the SLO but not the budget is not started', () => {
