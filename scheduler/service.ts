@@ -2,6 +2,7 @@
 // endpoint (KServe v2 / Open Inference Protocol, scheduler/kserve.ts), /metrics, the inss cluster
 // view, and the agents' WebSocket hub (/agents). It wires the control plane to them. Binds 127.0.0.1
 // unless told otherwise.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
@@ -258,7 +259,18 @@ export class SchedulerService {
     app.post<{ Params: ModelParams }>('/v2/models/:name/versions/:version/infer', inferRoute);
 
     app.get('/metrics', async (_req, reply) => reply.code(200).header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()));
-    app.get('/v2/inss/cluster', (_req, reply) => json(reply, 200, control.snapshot()));
+    // The scheduler's event-loop delay since it started (a timer or a socket's data waits that long
+    // for the loop on a busy machine; docs/serving.md, "Where the live system loses what the twin keeps").
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
+    app.addHook('onClose', (_app, done) => {
+      loopDelay.disable();
+      done();
+    });
+    const delayMs = (ns: number) => Number((ns / 1e6).toFixed(3));
+    app.get('/v2/inss/cluster', (_req, reply) =>
+      json(reply, 200, { ...(control.snapshot() as object), eventLoopDelayMs: { p50: delayMs(loopDelay.percentile(50)), p99: delayMs(loopDelay.percentile(99)), max: delayMs(loopDelay.max) } }),
+    );
     app.get('/v2/inss/decisions', (_req, reply) => json(reply, 200, opts.store?.decisions(100) ?? []));
     registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
 
