@@ -172,7 +172,7 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
     .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json, used only where its GPUs, models and SLOs match)')
     .option('--skip-unsupported', 'skip (and report) a policy that cannot run on a scenario, e.g. inss-paper without a trained policy; without it that is an error (exit 2)')
-    .option('--transport <file>', "a host's measured transport, {\"fixedMs\": .., \"perMbMs\": ..} (one agent's entry of `transport` at GET /v2/inss/cluster): every batch pays it, as on that host (docs/serving.md)")
+    .option('--transport <file>', "a host's measured path (one agent's entry of `transport` at GET /v2/inss/cluster: fixedMs, perMbMs, and optionally wayIn, wayOutMs, spread): every task pays it, as on that host (docs/serving.md)")
     .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string; skipUnsupported?: boolean; transport?: string }) => {
       const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
       const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
