@@ -130,8 +130,19 @@ class Fifo {
   get length(): number {
     return this.items.length - this.head;
   }
+  /**
+   * Appends a task in order of arrival: a request that arrived before others but whose body took
+   * longer to read and parse goes ahead of them (the deadline order the dispatch rule and expiry
+   * read at the head). Usually the tail, so O(1).
+   */
   push(t: Task): void {
+    let i = this.items.length;
     this.items.push(t);
+    while (i > this.head && this.items[i - 1]!.arrivalMs > t.arrivalMs) {
+      this.items[i] = this.items[i - 1]!;
+      i--;
+    }
+    this.items[i] = t;
   }
   peek(): Task {
     return this.items[this.head]!;

@@ -211,3 +211,18 @@ describe("the request's way in and the answer's way out (docs/serving.md, \"The 
     expect(entry).toMatchObject({ answers: 200, wayOutMs: 998 });
   });
 });
+
+describe('the task queue keeps the order of arrival', () => {
+  it('a request that arrived first but was submitted later (a slower body) goes ahead of the others', () => {
+    const h = harness({});
+    const input = { name: 'input', datatype: 'FP32' as const, shape: [1, 3, 224, 224], data: Buffer.alloc(602112) };
+    const answers: string[] = [];
+    h.now = 100;
+    h.control.submit(0, input, () => answers.push('second'), { receivedMs: 90 });
+    h.control.submit(0, input, () => answers.push('first'), { receivedMs: 80 });
+    h.report('ready'); // batch 1: the worker takes the oldest first
+    h.result(h.batches()[0]!.batchId);
+    h.result(h.batches()[1]!.batchId);
+    expect(answers).toEqual(['first', 'second']);
+  });
+});
