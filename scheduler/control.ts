@@ -388,10 +388,12 @@ export class Control {
   }
 
   /** The requests' way in and the answers' way out as measured so far (the twin's terms; empty before any). */
-  private ways(): { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number; wayOutMs?: number; answers?: number } {
+  private ways(): { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number; wayInSpread?: number[]; wayOutMs?: number; answers?: number } {
     const wayIn = this.wayIn.model();
+    const wayInSpread = this.wayIn.spread();
     return {
       ...(wayIn ? { wayIn, requests: this.wayIn.samples } : {}),
+      ...(wayInSpread ? { wayInSpread } : {}),
       ...(this.wayOutN > 0 ? { wayOutMs: Number((this.wayOutSumMs / this.wayOutN).toFixed(4)), answers: this.wayOutN } : {}),
     };
   }

@@ -21,6 +21,12 @@ const LinearCostSchema = z
   .strict();
 export type LinearCost = z.infer<typeof LinearCostSchema>;
 
+const SpreadSchema = z
+  .array(z.number().nonnegative().finite())
+  .min(2)
+  .max(1024)
+  .refine((q) => q.every((x, i) => i === 0 || x >= q[i - 1]!), 'quantiles must not decrease');
+
 export const TransportModelSchema = z
   .object({
     /** Per batch, whatever its size (ms). */
@@ -36,12 +42,9 @@ export const TransportModelSchema = z
      * probabilities 0, 1/(k-1), ..., 1, scaled to a mean of 1 (`TransportFit.spread`). Absent: every
      * batch pays the fit exactly.
      */
-    spread: z
-      .array(z.number().nonnegative().finite())
-      .min(2)
-      .max(1024)
-      .refine((q) => q.every((x, i) => i === 0 || x >= q[i - 1]!), 'quantiles must not decrease')
-      .optional(),
+    spread: SpreadSchema.optional(),
+    /** How a request's way in spreads around its fit, the same way (absent: every request pays the fit). */
+    wayInSpread: SpreadSchema.optional(),
   })
   .strict();
 export type TransportModel = z.infer<typeof TransportModelSchema>;
@@ -54,7 +57,7 @@ export type TransportModel = z.infer<typeof TransportModelSchema>;
 export function transportFields(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const r = raw as Record<string, unknown>;
-  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'spread'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
+  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'spread', 'wayInSpread'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
 }
 
 /** A request's way in under the model (ms) for a request of `bytes` bytes (0 without a way-in term). */

@@ -244,12 +244,25 @@ export function simulate(input: SimInput): SimResult {
   // is answered at its batch's end + the way out; the dispatch rule and expiry budget each task its SLO
   // less the way out (`dispatchBudgetMs`, the scheduler's rule). Without them, 0 and the SLO.
   const wayInMs = inputBytes.map((b) => (transportModel ? wayInMsFor(transportModel, b) : 0));
+  // With `wayInSpread`, each request's way in is its model's fitted way in times a draw from it (its
+  // own seeded stream); a request is queued no earlier than the one before it of its model (requests
+  // are read and parsed in turn on the scheduler's one thread), so each queue stays in arrival order.
+  const wayInRng = transportModel?.wayInSpread ? new Rng(mixSeed(settings.groundTruth.seed, 0x7769)) : null;
+  const nextArrivalAt = new Float64Array(nModels); // the next request's arrival; nextArrival: when it is queued
+  const lastQueuedAt = new Float64Array(nModels).fill(-Infinity);
+  /** Draws model m's next request: when it arrives and when it is queued. */
+  function nextRequest(m: number): void {
+    const t = input.streams[m]!.next();
+    nextArrivalAt[m] = t;
+    const wayIn = wayInRng ? wayInMs[m]! * spreadFactor(transportModel!.wayInSpread, wayInRng.next()) : wayInMs[m]!;
+    nextArrival[m] = Math.max(t + wayIn, lastQueuedAt[m]!);
+  }
   const wayOutMs = transportModel?.wayOutMs ?? 0;
   const budgetMs = sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
 
   const queues = cluster.models.map(() => new TaskQueue());
   const nextArrival = new Float64Array(nModels);
-  input.streams.forEach((s, m) => (nextArrival[m] = s.next() + wayInMs[m]!));
+  for (let m = 0; m < nModels; m++) nextRequest(m);
   const timer = new Float64Array(nModels).fill(Infinity);
 
   let workers: Worker[] = [];
@@ -659,10 +672,11 @@ export function simulate(input: SimInput): SimResult {
     events++;
     if (kind === 1) {
       const m = which;
-      queues[m]!.push(tMin - wayInMs[m]!);
+      queues[m]!.push(nextArrivalAt[m]!);
+      lastQueuedAt[m] = tMin;
       arrivals[m]! += 1;
       monitor.arrival(m);
-      nextArrival[m] = input.streams[m]!.next() + wayInMs[m]!;
+      nextRequest(m);
       tryDispatch(m, tMin);
     } else if (kind === 2) {
       tryDispatch(which, tMin);

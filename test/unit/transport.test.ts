@@ -124,6 +124,18 @@ describe('the simulator with a host transport model', () => {
     expect(missedOf(spread)).toBeLessThan(0.4);
   });
 
+  it("with a way-in spread, each request's way in varies around its fit, and the queue stays in arrival order", () => {
+    const gpuMs = run(undefined).latencyMs.mean;
+    const slo = gpuMs + 12.5; // a request whose way in is over 12.5 ms is late
+    const missedOf = (r: ReturnType<typeof run>) => (r.late + r.dropped) / r.arrivals;
+    const exact = run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 10, perMbMs: 0 } }, 0, slo);
+    expect(missedOf(exact)).toBeLessThan(0.05);
+    const spread = run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 10, perMbMs: 0 }, wayInSpread: [0, 1, 2] }, 0, slo);
+    expect(spread.served + spread.dropped + spread.models[0]!.unfinished).toBe(spread.arrivals);
+    // Uniform 0-20 ms: over a third of the requests take more than 12.5 ms (more behind a slow one).
+    expect(missedOf(spread) - missedOf(exact)).toBeGreaterThan(0.25);
+  });
+
   it('the dispatch rule budgets each task its SLO less the way out: a batch that fits the SLO but not the budget is not started', () => {
     const gpuMs = run(undefined).latencyMs.mean; // batch 1 alone, no queueing: the batch time
     const slo = gpuMs * 3;
