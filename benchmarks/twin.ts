@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { benchRegistry, inssPolicyData, policyOptionsFor } from '../cli/benchCell.js';
 import { loadScenario } from '../cli/scenarios.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
-import { TransportModelSchema } from '../src/serving/transport.js';
+import { spreadFactor, type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
@@ -37,6 +37,11 @@ function start(args: string[]): { child: ChildProcess; out: () => string } {
 }
 
 
+/** The transport model of one host's entry at GET /v2/inss/cluster (`inss bench --transport` reads the same). */
+function transportOf(entry: unknown): TransportModel {
+  return TransportModelSchema.parse(transportFields(entry));
+}
+
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
 const rates = initialRates(s, loaded.traces, SCALE);
@@ -50,12 +55,16 @@ for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r
 const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--model', `${m.name}=${rates[i]!.toFixed(2)}`]), '--duration', String(SECONDS), '--json']);
 await new Promise((r) => lg.child.on('exit', r));
 const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
-const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> };
-const transport = TransportModelSchema.parse({ fixedMs: (clusterView.transport.local as { fixedMs?: number }).fixedMs, perMbMs: (clusterView.transport.local as { perMbMs?: number }).perMbMs });
+const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; timerLateMs?: number; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
+const transport = transportOf(clusterView.transport.local);
+// The scheduler's own view of each task (from its request's arrival to its answer): what the path
+// inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
+const metricsText = await (await fetch(`${base}/metrics`)).text();
+const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
 rmSync(state, { recursive: true, force: true });
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB`);
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; dispatch timers ${clusterView.timerLateMs ?? '-'} ms late; the scheduler's event-loop delay p50/p99/max ${clusterView.eventLoopDelayMs ? `${clusterView.eventLoopDelayMs.p50}/${clusterView.eventLoopDelayMs.p99}/${clusterView.eventLoopDelayMs.max}` : '-'} ms`);
 
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();
@@ -69,7 +78,7 @@ const twin = simulate({
   settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport },
 });
 
-console.log('model          live SLO%  twin SLO%   live mean ms  twin mean ms');
+console.log('model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms');
 let worst = 0;
 for (const [i, m] of s.models.entries()) {
   const live = report.models.find((x) => x.model === m.name);
@@ -78,7 +87,12 @@ for (const [i, m] of s.models.entries()) {
   const liveAtt = live?.sloAttainmentPct ?? NaN;
   const liveMean = live?.latency.meanMs ?? NaN;
   worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), Math.abs(liveMean - t.latencyMs.mean) / t.latencyMs.mean);
-  console.log(`${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}`);
+  // At the scheduler: answered within the SLO of all its tasks; mean latency plus the measured way out.
+  const outcomes = (o: string) => metric('inss_requests_total', `model="${m.name}",outcome="${o}"`);
+  const schedTotal = ['ok', 'late', 'dropped_slo', 'not_deployed', 'worker_failed', 'shutdown', 'bad_input'].reduce((a, o) => a + outcomes(o), 0);
+  const schedAtt = (100 * outcomes('ok')) / schedTotal;
+  const schedMean = (1000 * metric('inss_task_latency_seconds_sum', `model="${m.name}"`)) / metric('inss_task_latency_seconds_count', `model="${m.name}"`) + (transport.wayOutMs ?? 0);
+  console.log(`${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}`);
 }
 const liveTotal = report.total.sloAttainmentPct ?? NaN;
 console.log(`total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean latency, relative): ${(100 * worst).toFixed(1)}%`);

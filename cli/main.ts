@@ -21,13 +21,11 @@ import { registerLoadgen } from './loadgen.js';
 import { measureGpu } from './profileMeasure.js';
 import { runPredict } from './predict.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
-import { type TransportModel, TransportModelSchema } from '../src/serving/transport.js';
+import { type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 
 /** --transport FILE: a transport model (extra keys, such as the scheduler's `batches`, are ignored). */
 function transportFile(path: string): TransportModel {
-  const raw = readJsonFile(path);
-  const picked = raw !== null && typeof raw === 'object' ? { fixedMs: (raw as Record<string, unknown>).fixedMs, perMbMs: (raw as Record<string, unknown>).perMbMs } : raw;
-  const parsed = TransportModelSchema.safeParse(picked);
+  const parsed = TransportModelSchema.safeParse(transportFields(readJsonFile(path)));
   if (!parsed.success) throw new InvalidInputError(`--transport ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
@@ -174,7 +172,7 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
     .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json, used only where its GPUs, models and SLOs match)')
     .option('--skip-unsupported', 'skip (and report) a policy that cannot run on a scenario, e.g. inss-paper without a trained policy; without it that is an error (exit 2)')
-    .option('--transport <file>', "a host's measured transport, {\"fixedMs\": .., \"perMbMs\": ..} (one agent's entry of `transport` at GET /v2/inss/cluster): every batch pays it, as on that host (docs/serving.md)")
+    .option('--transport <file>', "a host's measured path (one agent's entry of `transport` at GET /v2/inss/cluster: fixedMs, perMbMs, and optionally wayIn, wayOutMs, spread): every task pays it, as on that host (docs/serving.md)")
     .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string; skipUnsupported?: boolean; transport?: string }) => {
       const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
       const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;

@@ -28,7 +28,7 @@ import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '..
 import { RateMonitor } from '../src/serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
-import { idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
+import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
@@ -59,6 +59,15 @@ export interface TaskInput {
   /** How `data` holds the sample (scheduler/kserve.ts InferInput); absent: the tensor's own bytes. */
   readonly encoding?: SampleEncoding;
   readonly data: Buffer;
+}
+
+/**
+ * When the task's request reached the scheduler (its headers read, by the control plane's clock): the
+ * task's deadline and latency count from then, and the time to its submission is the request's way in
+ * (docs/serving.md, "The path in the twin"). Absent: the task arrives when it is submitted.
+ */
+export interface TaskArrival {
+  readonly receivedMs: number;
 }
 
 export interface TaskOutput {
@@ -109,6 +118,8 @@ interface Task {
   readonly input: Buffer;
   readonly encoding: SampleEncoding | undefined;
   readonly answer: (a: TaskAnswer) => void;
+  /** When it was submitted (arrivalMs + the request's way in). */
+  readonly submittedMs: number;
   dispatchedMs: number;
 }
 
@@ -119,8 +130,19 @@ class Fifo {
   get length(): number {
     return this.items.length - this.head;
   }
+  /**
+   * Appends a task in order of arrival: a request that arrived before others but whose body took
+   * longer to read and parse goes ahead of them (the deadline order the dispatch rule and expiry
+   * read at the head). Usually the tail, so O(1).
+   */
   push(t: Task): void {
+    let i = this.items.length;
     this.items.push(t);
+    while (i > this.head && this.items[i - 1]!.arrivalMs > t.arrivalMs) {
+      this.items[i] = this.items[i - 1]!;
+      i--;
+    }
+    this.items[i] = t;
   }
   peek(): Task {
     return this.items[this.head]!;
@@ -226,6 +248,21 @@ export class Control {
   private readonly agents = new Map<string, AgentEntry>();
   /** Per agent (host): its batches' transport fitted to fixed + per-megabyte cost (the twin's model of the path). */
   private readonly transport = new Map<string, TransportFit>();
+  /** The requests' way in (headers read -> task submitted), fitted to fixed + per megabyte of input. */
+  private readonly wayIn = new TransportFit();
+  /**
+   * The answers' way out (answer -> response handed to the kernel): the dispatch rule's estimate
+   * (learned as a worker's transport is, `learnedOverheadMs`), and its sum and count (the twin's mean).
+   */
+  private wayOutMs = 0;
+  private wayOutSumMs = 0;
+  private wayOutN = 0;
+  /**
+   * How late the dispatch timers fire (ms past the instant asked, measured each time; moving average):
+   * a timer is armed that much early, so a batch the rule starts at its latest start is not sent late
+   * by the event loop (the simulator's timers are exact).
+   */
+  private timerLateMs = 0;
   private workers: Worker[] = [];
   private readonly batches = new Map<string, Batch>();
   private cluster: ClusterInfo | null = null;
@@ -264,7 +301,8 @@ export class Control {
       const slo = this.models[m]!.sloMs;
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
     },
-    start: (w, size) => this.sendBatch(w, size, this.dispatchNow),
+    // Sent now (a timer armed early decides as of its instant, `tryDispatch`; the batch leaves when it leaves).
+    start: (w, size) => this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock())),
     pipelinedAtMs: (w) => (w.inFlight.length > 0 && this.serving(w) ? this.nextBatchAt(w) : Infinity),
   };
 
@@ -343,7 +381,20 @@ export class Control {
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
       deployment: this.current,
       // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
-      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples }])),
+      // The way in and out are the scheduler's (the same in every host's entry).
+      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples, ...this.ways(), ...(f.spread() ? { spread: f.spread() } : {}) }])),
+      timerLateMs: Number(this.timerLateMs.toFixed(3)),
+    };
+  }
+
+  /** The requests' way in and the answers' way out as measured so far (the twin's terms; empty before any). */
+  private ways(): { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number; wayInSpread?: number[]; wayOutMs?: number; answers?: number } {
+    const wayIn = this.wayIn.model();
+    const wayInSpread = this.wayIn.spread();
+    return {
+      ...(wayIn ? { wayIn, requests: this.wayIn.samples } : {}),
+      ...(wayInSpread ? { wayInSpread } : {}),
+      ...(this.wayOutN > 0 ? { wayOutMs: Number((this.wayOutSumMs / this.wayOutN).toFixed(4)), answers: this.wayOutN } : {}),
     };
   }
 
@@ -368,10 +419,12 @@ export class Control {
    * Accepts a task (its input already validated against the model's signature). `answer` is called
    * exactly once, later or at once. The caller has checked that the model exists.
    */
-  submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void): void {
+  submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void, arrival?: TaskArrival): void {
     const now = this.opts.clock();
     this.monitor.arrival(m);
-    const task: Task = { model: m, arrivalMs: now, input: input.data, encoding: input.encoding, answer, dispatchedMs: NaN };
+    const arrivalMs = arrival && arrival.receivedMs <= now ? arrival.receivedMs : now;
+    if (arrival) this.wayIn.add(input.data.length, now - arrivalMs);
+    const task: Task = { model: m, arrivalMs, input: input.data, encoding: input.encoding, answer, submittedMs: now, dispatchedMs: NaN };
     if (this.stopped) {
       this.finish(task, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
       return;
@@ -382,6 +435,23 @@ export class Control {
     }
     this.queues[m]!.push(task);
     this.tryDispatch(m);
+  }
+
+  /**
+   * A task's answer was handed to the kernel `wayOutMs` after the control plane answered it (the HTTP
+   * layer tells, once per answered task): the dispatch rule budgets each task its SLO less the expected
+   * way out (`dispatchBudgetMs`).
+   */
+  answerSent(wayOutMs: number): void {
+    if (!(wayOutMs >= 0) || !Number.isFinite(wayOutMs)) return;
+    this.wayOutMs = learnedOverheadMs(this.wayOutMs, wayOutMs);
+    this.wayOutSumMs += wayOutMs;
+    this.wayOutN++;
+  }
+
+  /** Model m's dispatch budget: its SLO less the answer's expected way out. */
+  private budgetMs(m: number): number {
+    return dispatchBudgetMs(this.models[m]!.sloMs, this.wayOutMs);
   }
 
   private notDeployedMessage(m: number): string {
@@ -405,6 +475,8 @@ export class Control {
     const name = this.models[t.model]!.name;
     const lat = now - t.arrivalMs;
     this.observe.taskFinished(name, outcome, lat / 1000);
+    // Per-task tracing (docs/serving.md, "Where the live system loses what the twin keeps").
+    if (this.log.isLevelEnabled('debug')) this.log.debug({ model: name, outcome, wayInMs: t.submittedMs - t.arrivalMs, queuedMs: t.dispatchedMs - t.arrivalMs, batchMs: now - t.dispatchedMs, latencyMs: lat, budgetMs: this.budgetMs(t.model) }, 'task');
     if (a.ok) {
       this.epochStats.served[t.model]! += 1;
       this.epochStats.latSum[t.model]! += lat;
@@ -428,10 +500,14 @@ export class Control {
     return nextBatchAtMs(w.inFlight.length, last?.sentMs ?? 0, last?.predictedMs ?? 0, w.overheadMs, this.gpuModes[w.gpu] === 'timeshare');
   }
 
-  private tryDispatch(m: number): void {
+  /**
+   * `asOfMs`: the instant a timer was armed for (it fires up to `timerLateMs` early): the rule decides
+   * as of then, as the simulator's exact timer does.
+   */
+  private tryDispatch(m: number, asOfMs = -Infinity): void {
     const q = this.queues[m]!;
-    const slo = this.models[m]!.sloMs;
-    this.dispatchNow = this.opts.clock();
+    const slo = this.budgetMs(m);
+    this.dispatchNow = Math.max(this.opts.clock(), asOfMs);
     let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
@@ -447,12 +523,14 @@ export class Control {
     this.timers[m] = null;
     this.timerAt[m] = atMs;
     if (!Number.isFinite(atMs) || this.stopped) return;
-    const delay = Math.max(0, atMs - this.opts.clock());
+    const armedMs = this.opts.clock();
+    const delay = Math.max(0, atMs - armedMs - this.timerLateMs);
     this.timers[m] = setTimeout(() => {
       this.timers[m] = null;
       this.timerAt[m] = Infinity;
+      this.timerLateMs = learnedOverheadMs(this.timerLateMs, Math.max(0, this.opts.clock() - (armedMs + delay)));
       this.expire(m);
-      this.tryDispatch(m);
+      this.tryDispatch(m, atMs);
     }, delay);
   }
 
@@ -461,7 +539,7 @@ export class Control {
     const q = this.queues[m]!;
     const slo = this.models[m]!.sloMs;
     const now = this.opts.clock();
-    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, slo, now)) {
+    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, this.budgetMs(m), now)) {
       const t = q.shift();
       const why = this.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` }, 'dropped_slo');

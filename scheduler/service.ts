@@ -2,6 +2,7 @@
 // endpoint (KServe v2 / Open Inference Protocol, scheduler/kserve.ts), /metrics, the inss cluster
 // view, and the agents' WebSocket hub (/agents). It wires the control plane to them. Binds 127.0.0.1
 // unless told otherwise.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
@@ -89,6 +90,13 @@ export class SchedulerService {
     // The cast keeps the app typed FastifyInstance<..., FastifyBaseLogger> (pino's Logger type differs in generics only).
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), keepAliveTimeout: 30_000, ...server, ...https }) as unknown as FastifyInstance;
+    // When each request reached the scheduler (its headers read): its task's deadline counts from then,
+    // and the time to the task is the request's way in (docs/serving.md, "The path in the twin").
+    const receivedMs = new WeakMap<object, number>();
+    app.addHook('onRequest', (req, _reply, done) => {
+      receivedMs.set(req.raw, performance.now());
+      done();
+    });
     // Tokens first: a request without one is refused before its body is read (issue 15).
     const access = opts.access ?? OPEN_ACCESS;
     app.addHook('onRequest', (req, reply, done) => {
@@ -220,7 +228,11 @@ export class SchedulerService {
       if (input.encoding === 'BYTES') throw new Error('an input in shared memory was not resolved'); // resolveRegions resolves every one
       // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
       // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
+      const received = receivedMs.get(req.raw);
       control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, encoding: input.encoding, data: input.data }, (a) => {
+        // The answer's way out: until its response is handed to the kernel (the dispatch rule budgets it).
+        const answeredMs = performance.now();
+        reply.raw.once('finish', () => control.answerSent(performance.now() - answeredMs));
         if (!a.ok) {
           void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
           return;
@@ -240,14 +252,25 @@ export class SchedulerService {
         }
         const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
         void reply.code(200).headers(r.headers).send(r.body);
-      });
+      }, received !== undefined ? { receivedMs: received } : undefined);
       return reply;
     };
     app.post<{ Params: ModelParams }>('/v2/models/:name/infer', inferRoute);
     app.post<{ Params: ModelParams }>('/v2/models/:name/versions/:version/infer', inferRoute);
 
     app.get('/metrics', async (_req, reply) => reply.code(200).header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()));
-    app.get('/v2/inss/cluster', (_req, reply) => json(reply, 200, control.snapshot()));
+    // The scheduler's event-loop delay since it started (a timer or a socket's data waits that long
+    // for the loop on a busy machine; docs/serving.md, "Where the live system loses what the twin keeps").
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
+    app.addHook('onClose', (_app, done) => {
+      loopDelay.disable();
+      done();
+    });
+    const delayMs = (ns: number) => Number((ns / 1e6).toFixed(3));
+    app.get('/v2/inss/cluster', (_req, reply) =>
+      json(reply, 200, { ...(control.snapshot() as object), eventLoopDelayMs: { p50: delayMs(loopDelay.percentile(50)), p99: delayMs(loopDelay.percentile(99)), max: delayMs(loopDelay.max) } }),
+    );
     app.get('/v2/inss/decisions', (_req, reply) => json(reply, 200, opts.store?.decisions(100) ?? []));
     registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
 

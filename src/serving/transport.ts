@@ -1,10 +1,31 @@
-// The path of a batch in the twin (issue 14): the time a batch spends outside its worker's GPU time
-// (scheduler -> worker -> scheduler: its inputs' bytes crossing the data socket, the hand-offs between
-// processes), modelled per host as a fixed cost plus a cost per megabyte of input. The running scheduler
-// learns it from its batches (`TransportFit`, one per agent, shown at GET /v2/inss/cluster as
-// `transport`); the simulator takes it as a setting (`SimSettings.transport`, `inss bench --transport
-// FILE`), so a benchmark says what the live system does on that machine. Pure.
+// The path of a task in the twin (issue 14), modelled per host and learnt by the running scheduler:
+// - a batch's transport: the time a batch spends outside its worker's GPU time (scheduler -> worker ->
+//   scheduler: its inputs' bytes crossing the data socket, the hand-offs between processes), a fixed
+//   cost plus a cost per megabyte of input (`TransportFit`, one per agent);
+// - a request's way in: from its HTTP request's arrival at the scheduler (headers read) to its task in
+//   the queue (the body's bytes read and parsed), a fixed cost plus a cost per megabyte of body;
+// - an answer's way out: from the task's answer to its response handed to the kernel (ms a task).
+// The scheduler shows them at GET /v2/inss/cluster as `transport`; the simulator takes them as a
+// setting (`SimSettings.transport`, `inss bench --transport FILE`), so a benchmark says what the live
+// system does on that machine. The dispatch rule of both budgets each task's deadline less the
+// expected way out (`dispatchBudgetMs`). Pure.
 import { z } from 'zod';
+
+const LinearCostSchema = z
+  .object({
+    /** Per batch (or request), whatever its size (ms). */
+    fixedMs: z.number().nonnegative().finite(),
+    /** Per 10^6 bytes (ms). */
+    perMbMs: z.number().nonnegative().finite(),
+  })
+  .strict();
+export type LinearCost = z.infer<typeof LinearCostSchema>;
+
+const SpreadSchema = z
+  .array(z.number().nonnegative().finite())
+  .min(2)
+  .max(1024)
+  .refine((q) => q.every((x, i) => i === 0 || x >= q[i - 1]!), 'quantiles must not decrease');
 
 export const TransportModelSchema = z
   .object({
@@ -12,12 +33,66 @@ export const TransportModelSchema = z
     fixedMs: z.number().nonnegative().finite(),
     /** Per 10^6 bytes of the batch's inputs (ms). */
     perMbMs: z.number().nonnegative().finite(),
+    /** A request's way in, per 10^6 bytes of its input (absent: none; a task is queued as it arrives). */
+    wayIn: LinearCostSchema.optional(),
+    /** An answer's way out (ms a task; absent: none). */
+    wayOutMs: z.number().nonnegative().finite().optional(),
+    /**
+     * How a batch's transport spreads around the fit: quantiles of (measured / fitted) at evenly spaced
+     * probabilities 0, 1/(k-1), ..., 1, scaled to a mean of 1 (`TransportFit.spread`). Absent: every
+     * batch pays the fit exactly.
+     */
+    spread: SpreadSchema.optional(),
+    /** How a request's way in spreads around its fit, the same way (absent: every request pays the fit). */
+    wayInSpread: SpreadSchema.optional(),
   })
   .strict();
 export type TransportModel = z.infer<typeof TransportModelSchema>;
 
+/**
+ * The transport model's fields of one host's entry at GET /v2/inss/cluster `transport` (which also
+ * counts its samples: `batches`, `requests`, `answers`), for `TransportModelSchema` to check; anything
+ * else is passed through as it is (the schema names what is wrong).
+ */
+export function transportFields(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const r = raw as Record<string, unknown>;
+  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'spread', 'wayInSpread'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
+}
+
+/** A request's way in under the model (ms) for a request of `bytes` bytes (0 without a way-in term). */
+export function wayInMsFor(m: TransportModel, bytes: number): number {
+  return m.wayIn ? transportMsFor(m.wayIn, bytes) : 0;
+}
+
+/**
+ * A batch's transport factor under a spread (`TransportModel.spread`) for a uniform draw `u` in
+ * [0, 1): the inverse of the quantiles' piecewise-linear distribution. 1 without a spread.
+ */
+export function spreadFactor(spread: readonly number[] | undefined, u: number): number {
+  if (!spread) return 1;
+  const x = Math.min(Math.max(u, 0), 1) * (spread.length - 1);
+  const i = Math.min(Math.floor(x), spread.length - 2);
+  return spread[i]! + (spread[i + 1]! - spread[i]!) * (x - i);
+}
+
+/** Quantiles kept in a spread (k: probabilities 0, 1/32, ..., 1). */
+export const SPREAD_QUANTILES = 33;
+/** Batches a fit needs before it measures the spread around itself, and the most recent ratios it keeps. */
+const SPREAD_AFTER = 16;
+const SPREAD_KEEP = 1024;
+
+/**
+ * The part of a task's SLO its batch may use at the scheduler (ms): the SLO less the answer's expected
+ * way out, so that the answer reaches its client within the SLO. Used by the dispatch rule and the
+ * expiry of the simulator and the scheduler alike; with no way out it is the SLO.
+ */
+export function dispatchBudgetMs(sloMs: number, wayOutMs: number): number {
+  return Math.max(0, sloMs - wayOutMs);
+}
+
 /** A batch's transport under the model (ms) for `inputBytes` bytes of inputs. */
-export function transportMsFor(m: TransportModel, inputBytes: number): number {
+export function transportMsFor(m: LinearCost, inputBytes: number): number {
   return m.fixedMs + (m.perMbMs * inputBytes) / 1e6;
 }
 
@@ -32,9 +107,19 @@ export class TransportFit {
   private sy = 0;
   private sxx = 0;
   private sxy = 0;
+  /** The latest (measured / fitted) ratios, a ring of SPREAD_KEEP. */
+  private readonly ratios: number[] = [];
+  private nextRatio = 0;
 
   add(inputBytes: number, transportMs: number): void {
     if (!Number.isFinite(inputBytes) || !Number.isFinite(transportMs) || inputBytes < 0 || transportMs < 0) return;
+    if (this.n >= SPREAD_AFTER) {
+      const fitted = transportMsFor(this.model()!, inputBytes);
+      if (fitted > 0) {
+        this.ratios[this.nextRatio] = transportMs / fitted;
+        this.nextRatio = (this.nextRatio + 1) % SPREAD_KEEP;
+      }
+    }
     const x = inputBytes / 1e6;
     this.n++;
     this.sx += x;
@@ -47,8 +132,29 @@ export class TransportFit {
     return this.n;
   }
 
+  /**
+   * How the latest batches spread around the fit: SPREAD_QUANTILES quantiles of (measured / fitted
+   * at the time), scaled so their distribution's mean is 1 (the fit keeps the mean; this the shape).
+   * Null before SPREAD_AFTER + 2 batches, or when every ratio is 0.
+   */
+  spread(): number[] | null {
+    if (this.ratios.length < 2) return null;
+    const sorted = [...this.ratios].sort((a, b) => a - b);
+    const q = Array.from({ length: SPREAD_QUANTILES }, (_, k) => {
+      const x = (k / (SPREAD_QUANTILES - 1)) * (sorted.length - 1);
+      const i = Math.min(Math.floor(x), sorted.length - 2);
+      return sorted[i]! + (sorted[i + 1]! - sorted[i]!) * (x - i);
+    });
+    // The mean of the piecewise-linear distribution between the quantiles (trapezoids).
+    let mean = 0;
+    for (let k = 1; k < q.length; k++) mean += (q[k - 1]! + q[k]!) / 2;
+    mean /= q.length - 1;
+    if (!(mean > 0)) return null;
+    return q.map((v) => Number((v / mean).toFixed(4)));
+  }
+
   /** The fitted model; null before any sample. */
-  model(): TransportModel | null {
+  model(): LinearCost | null {
     const n = this.n;
     if (n === 0) return null;
     const meanX = this.sx / n;

@@ -36,9 +36,10 @@ import { onReady, type Phase, planApply, type WorkerView } from '../serving/work
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
-import { idleOverheadMs, learnedOverheadMs, type TransportModel, transportMsFor } from '../serving/transport.js';
+import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
 import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
+import { mixSeed, Rng } from '../workload/random.js';
 
 export interface SimSettings {
   readonly durationMs: number;
@@ -61,7 +62,9 @@ export interface SimSettings {
   readonly transportMs?: number;
   /**
    * The host's transport as the running system measured it (src/serving/transport.ts): each batch's
-   * transport is `fixedMs + perMbMs x` its inputs' megabytes. When given, it replaces `transportMs`.
+   * transport is `fixedMs + perMbMs x` its inputs' megabytes; with `wayIn` and `wayOutMs`, each task is
+   * queued its request's way in after it arrives and answered the way out after its batch ends, and
+   * the dispatch rule budgets its SLO less the way out. When given, it replaces `transportMs`.
    */
   readonly transport?: TransportModel;
   readonly groundTruth: GroundTruthSettings;
@@ -199,7 +202,7 @@ interface Worker {
   lastSentMs: number;
   lastPredMs: number;
   /** A batch sent ahead while one runs (pipelining; only with transport): it runs when the GPU frees. */
-  held: { size: number; sentMs: number; arrivals: Float64Array } | null;
+  held: { size: number; sentMs: number; transportMs: number; arrivals: Float64Array } | null;
   /** The transport of the batch running (ms), and the dispatch rule's estimate learned from its batches (as the scheduler learns it). */
   transportMs: number;
   overheadMs: number;
@@ -228,14 +231,38 @@ export function simulate(input: SimInput): SimResult {
     const g = cluster.gpus.find((x) => x.model.profile.models[m.name]);
     return g ? g.model.profile.models[m.name]!.inputBytes : 0;
   });
+  // A batch's transport spreads around the fit as the scheduler measured it (`spread`), drawn from its
+  // own seeded stream (the ground truth's draws stay the same with or without it).
+  const spreadRng = transportModel?.spread ? new Rng(mixSeed(settings.groundTruth.seed, 0x7370)) : null;
   /** The transport of a batch of `size` tasks of model m (ms). */
-  const transportMs = (m: number, size: number): number => (transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) : fixedTransportMs);
+  const transportMs = (m: number, size: number): number =>
+    transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) * (spreadRng ? spreadFactor(transportModel.spread, spreadRng.next()) : 1) : fixedTransportMs;
   const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
+  // The request's way in and the answer's way out (the transport model's, as the scheduler measured
+  // them): a task arriving at t is queued at t + its way in, keeps t for its deadline and latency, and
+  // is answered at its batch's end + the way out; the dispatch rule and expiry budget each task its SLO
+  // less the way out (`dispatchBudgetMs`, the scheduler's rule). Without them, 0 and the SLO.
+  const wayInMs = inputBytes.map((b) => (transportModel ? wayInMsFor(transportModel, b) : 0));
+  // With `wayInSpread`, each request's way in is its model's fitted way in times a draw from it (its
+  // own seeded stream); a request is queued no earlier than the one before it of its model (requests
+  // are read and parsed in turn on the scheduler's one thread), so each queue stays in arrival order.
+  const wayInRng = transportModel?.wayInSpread ? new Rng(mixSeed(settings.groundTruth.seed, 0x7769)) : null;
+  const nextArrivalAt = new Float64Array(nModels); // the next request's arrival; nextArrival: when it is queued
+  const lastQueuedAt = new Float64Array(nModels).fill(-Infinity);
+  /** Draws model m's next request: when it arrives and when it is queued. */
+  function nextRequest(m: number): void {
+    const t = input.streams[m]!.next();
+    nextArrivalAt[m] = t;
+    const wayIn = wayInRng ? wayInMs[m]! * spreadFactor(transportModel!.wayInSpread, wayInRng.next()) : wayInMs[m]!;
+    nextArrival[m] = Math.max(t + wayIn, lastQueuedAt[m]!);
+  }
+  const wayOutMs = transportModel?.wayOutMs ?? 0;
+  const budgetMs = sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
 
   const queues = cluster.models.map(() => new TaskQueue());
   const nextArrival = new Float64Array(nModels);
-  input.streams.forEach((s, m) => (nextArrival[m] = s.next()));
+  for (let m = 0; m < nModels; m++) nextRequest(m);
   const timer = new Float64Array(nModels).fill(Infinity);
 
   let workers: Worker[] = [];
@@ -309,11 +336,12 @@ export function simulate(input: SimInput): SimResult {
     w.lastSentMs = nowMs;
     w.lastPredMs = predictedMs(w.predicted, size);
     if (w.busy) {
-      const h = (w.held ??= { size: 0, sentMs: 0, arrivals: new Float64Array(Math.max(size, w.batch)) });
+      const h = (w.held ??= { size: 0, sentMs: 0, transportMs: 0, arrivals: new Float64Array(Math.max(size, w.batch)) });
       if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
       for (let i = 0; i < size; i++) h.arrivals[i] = q.shift();
       h.size = size;
       h.sentMs = nowMs;
+      h.transportMs = transportMs(w.model, size);
       return;
     }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
@@ -328,7 +356,7 @@ export function simulate(input: SimInput): SimResult {
     w.held = null;
     w.arrivals = h.arrivals;
     // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures it).
-    w.transportMs = Math.max(0, transportMs(w.model, h.size) - (nowMs - h.sentMs));
+    w.transportMs = Math.max(0, h.transportMs - (nowMs - h.sentMs));
     startBatch(w, nowMs, h.size, h.sentMs, w.transportMs);
   }
 
@@ -417,7 +445,7 @@ export function simulate(input: SimInput): SimResult {
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
     dispatchNow = nowMs;
-    timer[m] = dispatchModel(m, nowMs, sloMs[m]!, settings.dispatchSlack, workers, dispatchView);
+    timer[m] = dispatchModel(m, nowMs, budgetMs[m]!, settings.dispatchSlack, workers, dispatchView);
   }
 
   /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */
@@ -465,7 +493,7 @@ export function simulate(input: SimInput): SimResult {
     const exec = w.execMs;
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
-      const lat = nowMs - a;
+      const lat = nowMs - a + wayOutMs;
       latH[m]!.add(lat);
       queueH[m]!.add(w.startMs - a);
       execH[m]!.add(exec);
@@ -597,7 +625,7 @@ export function simulate(input: SimInput): SimResult {
     for (let m = 0; m < nModels; m++) {
       // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
       const q = queues[m]!;
-      while (q.length > 0 && pastDeadline(q.peek(), sloMs[m]!, nowMs)) {
+      while (q.length > 0 && pastDeadline(q.peek(), budgetMs[m]!, nowMs)) {
         q.shift();
         dropped[m]! += 1;
         epochDropped[m]! += 1;
@@ -644,10 +672,11 @@ export function simulate(input: SimInput): SimResult {
     events++;
     if (kind === 1) {
       const m = which;
-      queues[m]!.push(tMin);
+      queues[m]!.push(nextArrivalAt[m]!);
+      lastQueuedAt[m] = tMin;
       arrivals[m]! += 1;
       monitor.arrival(m);
-      nextArrival[m] = input.streams[m]!.next();
+      nextRequest(m);
       tryDispatch(m, tMin);
     } else if (kind === 2) {
       tryDispatch(which, tMin);

@@ -19,6 +19,7 @@ import { Store } from '../../scheduler/store.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
 import { simulate } from '../../src/sim/simulator.js';
+import { TransportModelSchema, transportFields } from '../../src/serving/transport.js';
 import type { ClusterInfo, Deployment, Observation, Policy } from '../../src/policy/types.js';
 import { Rng } from '../../src/workload/random.js';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
@@ -159,8 +160,10 @@ describe('inss scheduler + inss agent as processes', () => {
     // The digital twin with the transport this run measured (scheduler -> agent -> worker and back,
     // per batch): it then predicts the task latencies the scheduler itself sees (arrival to answer).
     // The host's transport as the scheduler fitted it (fixed + per MB of a batch's inputs, the twin's model of the path).
-    const fitted = ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, { fixedMs: number; perMbMs: number }> }).transport.a1!;
-    const transport = { fixedMs: fitted.fixedMs, perMbMs: fitted.perMbMs };
+    // With the request's way in and the answer's way out the scheduler measured (docs/serving.md, "The path in the twin").
+    const transport = TransportModelSchema.parse(transportFields(((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> }).transport.a1));
+    expect(transport.wayIn, 'the way in is measured').toBeDefined();
+    expect(transport.wayOutMs, 'the way out is measured').toBeDefined();
     const transportMs = transport.fixedMs + transport.perMbMs * 0.602112; // a batch of one, for the messages
     const sumOver = (name: string) => ['resnet50', 'mobilenet'].reduce((a, n) => a + metric(name, n), 0);
     const meanTransportMs = (sumOver('inss_batch_transport_seconds_sum') / sumOver('inss_batch_transport_seconds_count')) * 1000;
@@ -174,7 +177,8 @@ describe('inss scheduler + inss agent as processes', () => {
     });
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
       const served = (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
-      const twinMs = twin.models[m]!.latencyMs.mean;
+      // The scheduler's latency ends at its answer, before the way out the twin adds.
+      const twinMs = twin.models[m]!.latencyMs.mean - transport.wayOutMs!;
       const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport (${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image, ${meanTransportMs.toFixed(1)} ms a batch on average) ${twinMs.toFixed(1)} ms`;
       // Within 15% + 5 ms, plus the mean transport the run measured per batch: the path's cost is what
       // varies with the machine's load (measured at load 7: 0.3% and 7.8% apart, 3-5 ms of transport;

@@ -170,3 +170,59 @@ describe('tasks in other encodings (issue 14)', () => {
     expect(answers[2]).toMatchObject({ ok: true });
   });
 });
+
+describe("the request's way in and the answer's way out (docs/serving.md, \"The path in the twin\")", () => {
+  const input = { name: 'input', datatype: 'FP32' as const, shape: [1, 3, 224, 224], data: Buffer.alloc(602112) };
+  const submitAt = (h: Harness, receivedMs: number | undefined) => {
+    const box: { answer: TaskAnswer | null } = { answer: null };
+    h.control.submit(0, input, (a) => (box.answer = a), receivedMs === undefined ? undefined : { receivedMs });
+    return box;
+  };
+
+  it("a task's deadline and latency count from its request's arrival, and its way in is fitted", () => {
+    const h = harness({});
+    h.report('ready');
+    h.now = 1000;
+    const late = submitAt(h, 1000 - 995); // its 1000 ms SLO is 5 ms from over: no batch makes it
+    expect(late.answer).toMatchObject({ ok: false, reason: 'slo' });
+    expect(h.batches()).toEqual([]);
+    const t = submitAt(h, 1000 - 7);
+    expect(h.batches().length).toBe(1);
+    h.now = 1020;
+    h.result(h.batches()[0]!.batchId);
+    expect(t.answer).toMatchObject({ ok: true, latencyMs: 27 });
+    const entry = (h.control.snapshot() as { transport: Record<string, { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number }> }).transport.a1!;
+    expect(entry.requests).toBe(2);
+    expect(entry.wayIn!.fixedMs).toBeCloseTo((995 + 7) / 2, 6); // one size: all of it fixed
+  });
+
+  it("the dispatch rule budgets each task its SLO less the answers' expected way out", () => {
+    const h = harness({});
+    h.report('ready');
+    const before = submitAt(h, undefined);
+    expect(h.batches().length).toBe(1); // the SLO (1000 ms) leaves room
+    h.result(h.batches()[0]!.batchId);
+    expect(before.answer).toMatchObject({ ok: true });
+    for (let i = 0; i < 200; i++) h.control.answerSent(998); // answers take ~998 ms to leave
+    const after = submitAt(h, undefined);
+    expect(after.answer).toMatchObject({ ok: false, reason: 'slo' }); // 2 ms left: no batch finishes in it
+    expect(h.batches().length).toBe(1);
+    const entry = (h.control.snapshot() as { transport: Record<string, { wayOutMs?: number; answers?: number }> }).transport.a1!;
+    expect(entry).toMatchObject({ answers: 200, wayOutMs: 998 });
+  });
+});
+
+describe('the task queue keeps the order of arrival', () => {
+  it('a request that arrived first but was submitted later (a slower body) goes ahead of the others', () => {
+    const h = harness({});
+    const input = { name: 'input', datatype: 'FP32' as const, shape: [1, 3, 224, 224], data: Buffer.alloc(602112) };
+    const answers: string[] = [];
+    h.now = 100;
+    h.control.submit(0, input, () => answers.push('second'), { receivedMs: 90 });
+    h.control.submit(0, input, () => answers.push('first'), { receivedMs: 80 });
+    h.report('ready'); // batch 1: the worker takes the oldest first
+    h.result(h.batches()[0]!.batchId);
+    h.result(h.batches()[1]!.batchId);
+    expect(answers).toEqual(['first', 'second']);
+  });
+});
