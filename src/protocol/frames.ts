@@ -144,6 +144,13 @@ export class FrameDecoder {
   }
 }
 
+/** A size rounded up to 64 KB at least, then to the next eighth of a power of two (2^k x 9/8, 10/8, ..). */
+export function sizeClass(bytes: number): number {
+  if (bytes <= 1 << 16) return 1 << 16;
+  const step = 2 ** (Math.floor(Math.log2(bytes)) - 3);
+  return Math.ceil(bytes / step) * step;
+}
+
 function checkSizes(h: number, p: number): void {
   if (h > MAX_HEADER_BYTES) throw new FrameError(`frame header of ${h} bytes is over ${MAX_HEADER_BYTES}`);
   if (p > MAX_PAYLOAD_BYTES) throw new FrameError(`frame payload of ${p} bytes is over ${MAX_PAYLOAD_BYTES}`);
@@ -153,8 +160,9 @@ function checkSizes(h: number, p: number): void {
  * Buffers for frames that come back when their frame is done with (a worker's batches: a 19 MB batch
  * read into a buffer used before, not a new one). Node counts every new Buffer's bytes toward the
  * heap's limit, so a process that takes 19 MB a batch in fresh buffers runs a full garbage collection
- * every few batches; a recycled buffer costs none. Sizes are rounded up to a power of two (at least
- * 64 KB) so that batches of a size near another's reuse its buffer; at most `keep` free per size.
+ * every few batches; a recycled buffer costs none. Sizes are rounded up to a class (`sizeClass`: at
+ * most 12.5% more) so that batches of a size near another's reuse its buffer; at most `keep` free
+ * per class.
  * `give` takes the payload (or any view) of a buffer `take` gave, once nothing reads it any more;
  * anything else is ignored.
  */
@@ -165,7 +173,7 @@ export class BufferPool {
   constructor(private readonly keep = 4) {}
 
   readonly take: FrameAlloc = (bytes) => {
-    const size = Math.max(1 << 16, 2 ** Math.ceil(Math.log2(Math.max(1, bytes))));
+    const size = sizeClass(bytes);
     const ab = this.free.get(size)?.pop() ?? this.fresh(size);
     return Buffer.from(ab, 0, bytes);
   };

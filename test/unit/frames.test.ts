@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BufferPool, decodeFrame, encodeFrame, FrameDecoder, FrameError, framePieces } from '../../src/protocol/frames.js';
+import { BufferPool, sizeClass, decodeFrame, encodeFrame, FrameDecoder, FrameError, framePieces } from '../../src/protocol/frames.js';
 import { FromAgentSchema, ToAgentSchema } from '../../src/protocol/agent.js';
 import { ToWorkerSchema } from '../../src/protocol/worker.js';
 
@@ -63,21 +63,33 @@ describe('frames', () => {
     expect(sizes).toEqual([encodeFrame({ n: 1 }, Buffer.alloc(5)).length - 8, bigHead + payload.length]);
   });
 
+  it('size classes: 64 KB at least, then at most 12.5% over the size asked', () => {
+    expect(sizeClass(1)).toBe(65_536);
+    expect(sizeClass(65_536)).toBe(65_536);
+    for (const n of [65_537, 602_112, 602_400, 19_267_584, 19_300_000, 2 ** 24]) {
+      expect(sizeClass(n)).toBeGreaterThanOrEqual(n);
+      expect(sizeClass(n)).toBeLessThanOrEqual(n * 1.125);
+      expect(sizeClass(sizeClass(n))).toBe(sizeClass(n));
+    }
+    expect(sizeClass(602_112)).toBe(sizeClass(602_400)); // a body with a slightly longer JSON header reuses the buffer
+  });
+
   it('a buffer pool gives back a buffer it was given, and no other', () => {
     const pool = new BufferPool(1);
     const a = pool.take(100_000);
     expect(a.length).toBe(100_000);
     pool.give(a.subarray(10)); // a view of it: the whole buffer returns
-    const b = pool.take(90_000);
+    const b = pool.take(99_000); // the same size class
     expect(b.buffer).toBe(a.buffer);
-    expect(pool.take(90_000).buffer).not.toBe(a.buffer); // given out already
+    expect(b.length).toBe(99_000);
+    expect(pool.take(99_000).buffer).not.toBe(a.buffer); // given out already
     pool.give(Buffer.alloc(131_072)); // not the pool's: ignored
     const c = pool.take(131_072);
     expect(c.buffer).not.toBe(a.buffer);
     pool.give(b);
     pool.give(b); // twice: kept once
-    expect(pool.take(70_000).buffer).toBe(a.buffer);
-    expect(pool.take(70_000).buffer).not.toBe(a.buffer);
+    expect(pool.take(100_000).buffer).toBe(a.buffer);
+    expect(pool.take(100_000).buffer).not.toBe(a.buffer);
   });
 
   it('rejects what is not a frame', () => {
