@@ -27,10 +27,11 @@ export class BodyReader {
 
   /**
    * `keep`: free buffers kept per size class, about the bodies in flight at once (64 for a closed loop
-   * of 64 clients); at most 64 x 640 KB = 42 MB for 602 KB image bodies after a burst.
+   * of 64 clients: 64 x 640 KB = 42 MB for 602 KB image bodies); `maxFreeBytes`: in all, whatever
+   * the sizes clients send.
    */
-  constructor(keep = 64) {
-    this.pool = new BufferPool(keep);
+  constructor(keep = 64, maxFreeBytes = 64 << 20) {
+    this.pool = new BufferPool(keep, maxFreeBytes);
   }
 
   /** A Fastify content-type parser (the form without `parseAs`: it reads the payload stream itself). */

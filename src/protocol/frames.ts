@@ -162,29 +162,41 @@ function checkSizes(h: number, p: number): void {
  * heap's limit, so a process that takes 19 MB a batch in fresh buffers runs a full garbage collection
  * every few batches; a recycled buffer costs none. Sizes are rounded up to a class (`sizeClass`: at
  * most 12.5% more) so that batches of a size near another's reuse its buffer; at most `keep` free
- * per class.
+ * per class and `maxFreeBytes` free in all (what is given back beyond is left to the garbage
+ * collector), so the pool holds bounded memory whatever sizes come.
  * `give` takes the payload (or any view) of a buffer `take` gave, once nothing reads it any more;
  * anything else is ignored.
  */
 export class BufferPool {
   private readonly free = new Map<number, ArrayBuffer[]>();
   private readonly mine = new WeakSet<ArrayBuffer>();
+  private freeBytes = 0;
 
-  constructor(private readonly keep = 4) {}
+  constructor(
+    private readonly keep = 4,
+    private readonly maxFreeBytes = 128 << 20,
+  ) {}
 
   readonly take: FrameAlloc = (bytes) => {
     const size = sizeClass(bytes);
-    const ab = this.free.get(size)?.pop() ?? this.fresh(size);
-    return Buffer.from(ab, 0, bytes);
+    const reused = this.free.get(size)?.pop();
+    if (reused) this.freeBytes -= size;
+    return Buffer.from(reused ?? this.fresh(size), 0, bytes);
   };
 
   give(view: Uint8Array): void {
     const ab = view.buffer;
     if (!(ab instanceof ArrayBuffer) || !this.mine.has(ab)) return;
     const list = this.free.get(ab.byteLength) ?? [];
-    if (list.length >= this.keep || list.includes(ab)) return;
+    if (list.length >= this.keep || this.freeBytes + ab.byteLength > this.maxFreeBytes || list.includes(ab)) return;
     list.push(ab);
+    this.freeBytes += ab.byteLength;
     this.free.set(ab.byteLength, list);
+  }
+
+  /** Bytes of the free buffers held (at most `maxFreeBytes`). */
+  get heldBytes(): number {
+    return this.freeBytes;
   }
 
   private fresh(size: number): ArrayBuffer {

@@ -92,6 +92,16 @@ describe('frames', () => {
     expect(pool.take(100_000).buffer).not.toBe(a.buffer);
   });
 
+  it('a buffer pool holds at most its byte cap of free buffers', () => {
+    const pool = new BufferPool(10, 3 * 65_536);
+    const bufs = Array.from({ length: 5 }, () => pool.take(65_536));
+    for (const b of bufs) pool.give(b);
+    expect(pool.heldBytes).toBe(3 * 65_536); // the other two are left to the garbage collector
+    const again = Array.from({ length: 5 }, () => pool.take(65_536).buffer);
+    expect(again.filter((ab) => bufs.some((b) => b.buffer === ab))).toHaveLength(3);
+    expect(pool.heldBytes).toBe(0);
+  });
+
   it('rejects what is not a frame', () => {
     expect(() => decodeFrame(Buffer.alloc(3))).toThrow(FrameError);
     const f = encodeFrame({ a: 1 }, Buffer.alloc(4));
