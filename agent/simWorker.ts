@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { LatencyModel } from '../src/model/predictor.js';
 import { parseProfile } from '../src/profile/schema.js';
 import { describeWorker, sameWorker, type WorkerIdentity, WorkerIdentitySchema } from '../src/protocol/agent.js';
-import { encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
+import { BufferPool, encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, type TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, parseDataAddress, type ToWorker, ToWorkerSchema, WORKER_ENV, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 import { badMessage, type DataServer, listenData, type Reply, wallMs } from './workerData.js';
@@ -169,6 +169,10 @@ function checkBatch(b: Batch, payload: Buffer): string | null {
   return checkBatchInput(b.inputs[0]!, payload, b.size, input);
 }
 
+// Batches are read into recycled buffers (frames.ts BufferPool): each goes back to the pool once its
+// batch is computed (the answer is a new buffer), so a 19 MB batch does not cost a fresh allocation.
+const pool = new BufferPool();
+
 // Batches are served one at a time, in order of arrival, whichever connection they came on.
 const pending: { msg: Batch; payload: Buffer; receivedAtMs: number; reply: Reply }[] = [];
 let serving = false;
@@ -181,17 +185,20 @@ async function serve(): Promise<void> {
     const { msg, payload, receivedAtMs, reply } = pending.shift()!;
     const refused = notMine(msg);
     if (refused) {
+      pool.give(payload);
       reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: refused, reason: 'wrong-worker' });
       continue;
     }
     const problem = checkBatch(msg, payload);
     if (problem) {
+      pool.give(payload);
       reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: problem });
       continue;
     }
     // The decode step runs before the GPU time starts, as in the PyTorch worker: latencyMs stays t_inf,
     // and the decoding's cost shows in the transport time the scheduler learns.
     const { out, failed } = forward(msg.inputs[0]!, payload, msg.size);
+    pool.give(payload); // read no more: `out` is a new buffer
     const started = performance.now();
     const t = batchMs(msg.size, msg.running ?? []);
     const left = t - (performance.now() - started);
@@ -227,7 +234,7 @@ function onFrame(header: unknown, payload: Buffer, receivedAtMs: number, reply: 
   pending.push({ msg: parsed.data, payload, receivedAtMs, reply });
 }
 
-const decoder = new FrameDecoder();
+const decoder = new FrameDecoder(pool.take);
 let ready = false;
 process.stdin.on('data', (chunk: Buffer) => {
   let frames;
@@ -257,6 +264,7 @@ if (listenAddr !== null) {
         if (ready) void serve();
       },
       (line) => process.stderr.write(`simWorker: ${line}\n`),
+      pool.take,
     );
   } catch (e) {
     die(`${WORKER_ENV.listen}=${listenAt}: cannot listen: ${(e as Error).message}`);

@@ -8,7 +8,7 @@
 // A connection whose first frame is not an `attach` with the secret is closed without reading on.
 import { rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { FrameDecoder, frameHead } from '../src/protocol/frames.js';
+import { type FrameAlloc, FrameDecoder, frameHead } from '../src/protocol/frames.js';
 import { type DataAddress, formatDataAddress, type FromWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 
 export type Reply = (msg: FromWorker, payload?: Uint8Array) => void;
@@ -34,8 +34,9 @@ export function writeFrame(socket: Socket, msg: object, payload?: Uint8Array): v
   socket.uncork();
 }
 
-export async function listenData(addr: DataAddress, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void): Promise<DataServer> {
-  const server: Server = createServer({ noDelay: true }, (socket) => serveConnection(socket, secret, onFrame, log));
+/** `alloc`: where a frame that spans chunks is read into (a worker's BufferPool; default a fresh buffer). */
+export async function listenData(addr: DataAddress, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void, alloc?: FrameAlloc): Promise<DataServer> {
+  const server: Server = createServer({ noDelay: true }, (socket) => serveConnection(socket, secret, onFrame, log, alloc));
   if (addr.kind === 'unix') rmSync(addr.path, { force: true }); // a stale socket file of a worker that died
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -47,8 +48,8 @@ export async function listenData(addr: DataAddress, secret: string, onFrame: (he
   return { address, close: () => server.close() };
 }
 
-function serveConnection(socket: Socket, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void): void {
-  const decoder = new FrameDecoder();
+function serveConnection(socket: Socket, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void, alloc?: FrameAlloc): void {
+  const decoder = new FrameDecoder(alloc);
   let attached = false;
   const reply: Reply = (msg, payload) => writeFrame(socket, msg, payload);
   socket.on('error', (e) => log(`data connection error: ${e.message}`));

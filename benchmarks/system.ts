@@ -1,6 +1,9 @@
 // The full path's capacity and added latency (issue 5), beside a bare node:http server as the ceiling.
 //
-//   npm run bench:system [-- --seconds 10 --concurrency 64]
+//   npm run bench:system [-- --seconds 10 --concurrency 64 --paths direct,relay --no-encodings]
+//   INSS_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench:system -- --paths direct
+//     (node flags for `inss up`, which passes them on to the simulated workers it starts: Node 20
+//     refuses --cpu-prof in NODE_OPTIONS)
 //
 // 1. Ceiling: a bare node:http server in its own process that reads the body and answers 4 KB (the
 //    size of a 1000-class FP32 answer), driven closed-loop with the same client and the same body (one
@@ -34,9 +37,15 @@ import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' }, paths: { type: 'string', default: 'direct,relay' }, 'no-encodings': { type: 'boolean', default: false } },
+});
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
+if (!(SECONDS > 0) || !Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) throw new Error(`--seconds must be > 0 and --concurrency a positive integer, got ${values.seconds} and ${values.concurrency}`);
+const PATHS = values.paths.split(',');
+for (const p of PATHS) if (p !== 'direct' && p !== 'relay') throw new Error(`--paths: expected a list of direct and relay, got '${p}'`);
+const NODE_ARGS = (process.env.INSS_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 function imageRequest(): { body: Buffer; headers: Record<string, string> } {
   const x = new Float32Array(3 * 224 * 224);
@@ -170,13 +179,28 @@ async function encodings(base: string, urls: readonly string[], full: Loop): Pro
   }
 }
 
+/** prom-client's sampling interval of the event loop (its default `eventLoopMonitoringPrecision`). */
+const LOOP_SAMPLE_MS = 10;
+
+/**
+ * The scheduler's event-loop delay (ms) since the last scrape: prom-client's default metrics read a
+ * perf_hooks.monitorEventLoopDelay histogram and reset it at each scrape. The histogram holds the
+ * whole interval between samples (10.1 ms at p50 on an idle process), so the sampling interval is
+ * taken off: what is left is how late the loop was.
+ */
+async function loopDelay(base: string): Promise<{ p50: number; p99: number; max: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^inss_process_nodejs_eventloop_lag_${name}_seconds ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000 - LOOP_SAMPLE_MS;
+  return { p50: read('p50'), p99: read('p99'), max: read('max') };
+}
+
 /** One `inss up` with the given data path: closed-loop capacity, then open loop at half of it. */
 async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> {
   const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
   const scenario = join(ROOT, 'benchmarks', 'scenarios', 'system-one.json');
   const hops: { toWorkerMs: number; inWorkerMs: number; fromWorkerMs: number; bytes: number; size: number }[] = [];
   let recording = false;
-  const up = start([BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', 'debug'], (line) => {
+  const up = start([...NODE_ARGS, BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', 'debug'], (line) => {
     if (!recording || !line.includes('"batch back"') || !line.includes('toWorkerMs')) return;
     hops.push(JSON.parse(line) as (typeof hops)[number]);
   });
@@ -186,9 +210,12 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   const models = ['resnet50'];
   const urls = models.map((m) => `${base}/v2/models/${m}/infer`);
   await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
+  await loopDelay(base); // resets the scheduler's event-loop delay histogram
   const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
+  const lag = await loopDelay(base);
   console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
-  if (dataPath === 'unix') await encodings(base, urls, full);
+  console.log(`  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ${lag.max.toFixed(1)} ms`);
+  if (dataPath === 'unix' && !values['no-encodings']) await encodings(base, urls, full);
 
   const half = full.perS / 2;
   const per = half / models.length;
@@ -229,5 +256,5 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   return full;
 }
 
-await measurePath('unix');
-await measurePath('off');
+if (PATHS.includes('direct')) await measurePath('unix');
+if (PATHS.includes('relay')) await measurePath('off');

@@ -13,7 +13,6 @@ import { InvalidSacSettingsError, InvalidSerializedAgentError } from '../rl/sett
 import { runBench, runSuite } from './bench.js';
 import { benchRegistry } from './benchCell.js';
 import { parseGrid, parseSeeds } from '../tools/bench/capacity.js';
-import { runTrain } from './train.js';
 import type { BackendName } from '../rl/backend.js';
 import { registerDerive } from './derive.js';
 import { registerServe } from './serve.js';
@@ -234,6 +233,9 @@ export function buildProgram(argv: readonly string[]): Command {
     .action(async (opts: { scenario: string; episodes: number; steps?: number; seed: number; out: string; resume?: boolean; settings?: string; checkpointEvery: number; stateDir?: string; backend?: string; interference: boolean; quiet?: boolean }) => {
       if (opts.backend !== undefined && !['tensorflow', 'wasm', 'cpu'].includes(opts.backend)) throw new InvalidInputError(`--backend: must be tensorflow, wasm or cpu, got '${opts.backend}'`);
       const { backend, ...rest } = opts;
+      // Loaded here only: TensorFlow.js is ~20 MB of heap that every other command (the scheduler's
+      // `inss up` included) would otherwise carry through each of its garbage collections.
+      const { runTrain } = await import('./train.js');
       process.exitCode = await runTrain({ ...rest, ...(backend !== undefined ? { backend: backend as BackendName } : {}), noInterference: !opts.interference }, argv);
     });
 

@@ -298,7 +298,10 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
   return (w, gpu) => {
     const path = gpu.profile === null ? undefined : profilePaths.get(gpu.profile);
     if (!path) throw new InvalidInputError(`GPU ${gpu.index} has no profile to simulate`);
-    const args = [script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed)];
+    // The agent's profiling flags go to its workers too (a profile of the whole path: `inss up` under
+    // `node --cpu-prof`, benchmarks/system.ts); no other flag, as one that prints to stdout (--trace-gc)
+    // would break the worker protocol on its stdout.
+    const args = [...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')), script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed)];
     if (flags.zeroTime) args.push('--zero-time');
     return { command: process.execPath, args, env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
   };

@@ -18,6 +18,7 @@ import { ParsePool } from './parsePool.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import { registerTriton, resolveModel } from './triton.js';
+import { BodyReader } from './bodyReader.js';
 import { DirectLinks } from './workerLink.js';
 import { isLocalPeer, registerSharedMemoryRoutes, resolveRegions, SharedMemoryRegistry } from './sharedMemory.js';
 import { tensorBytes } from '../src/protocol/tensor.js';
@@ -123,9 +124,11 @@ export class SchedulerService {
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
     });
 
-    // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none).
+    // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none);
+    // large ones are read into recycled buffers (scheduler/bodyReader.ts).
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    const bodies = new BodyReader();
+    app.addContentTypeParser('*', bodies.parse);
     // A body is read only up to the limit of the model its route names (other routes take none).
     const bodyLimitOf = (name: string | undefined): number => {
       const m = name === undefined ? -1 : control.modelIndex(name);
@@ -252,6 +255,8 @@ export class SchedulerService {
         }
         const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
         void reply.code(200).headers(r.headers).send(r.body);
+        // Answered with a result: the worker read every byte of the batch, nothing reads the body now.
+        bodies.giveBack(body);
       }, received !== undefined ? { receivedMs: received } : undefined);
       return reply;
     };

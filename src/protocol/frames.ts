@@ -75,49 +75,133 @@ function parseHeader(b: Buffer): unknown {
   }
 }
 
+/** Where a stream decoder puts a frame that spans chunks (header and payload, `bytes` in all). */
+export type FrameAlloc = (bytes: number) => Buffer;
+
 /**
- * Reassembles frames from a byte stream (a pipe delivers them in arbitrary pieces). Feed it every
- * chunk; it returns the frames completed so far. Throws FrameError on a stream that is not frames;
- * after that the stream cannot be trusted and the caller closes it.
+ * Reassembles frames from a byte stream (a pipe or socket delivers them in pieces of up to 64 KB).
+ * Feed it every chunk; it returns the frames completed so far. A frame inside one chunk is a view of
+ * that chunk (no copy); a frame that spans chunks is read straight into one buffer of its size,
+ * allocated once its 8-byte prefix has arrived (`alloc`; default Buffer.allocUnsafeSlow: the payload
+ * then starts 8-byte aligned), each chunk copied in as it arrives, so a 19 MB batch is neither kept as
+ * 300 chunks nor concatenated at the end. Throws FrameError on a stream that is not frames; after that
+ * the stream cannot be trusted and the caller closes it.
  */
 export class FrameDecoder {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
+  private readonly prefix = Buffer.alloc(8);
+  private prefixFill = 0;
+  /** The frame being filled (header and payload, without the prefix), and how far. */
+  private frame: Buffer | null = null;
+  private frameFill = 0;
+  private headerBytes = 0;
+
+  constructor(private readonly alloc: FrameAlloc = (n) => Buffer.allocUnsafeSlow(n)) {}
 
   push(chunk: Buffer): Frame[] {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
     const out: Frame[] = [];
-    for (;;) {
-      if (this.buffered < 8) break;
-      const head = this.peek(8);
-      const h = head.readUInt32BE(0);
-      const p = head.readUInt32BE(4);
-      if (h > MAX_HEADER_BYTES) throw new FrameError(`frame header of ${h} bytes is over ${MAX_HEADER_BYTES}`);
-      if (p > MAX_PAYLOAD_BYTES) throw new FrameError(`frame payload of ${p} bytes is over ${MAX_PAYLOAD_BYTES}`);
-      if (this.buffered < 8 + h + p) break;
-      const whole = this.take(8 + h + p);
-      out.push({ header: parseHeader(whole.subarray(8, 8 + h)), payload: whole.subarray(8 + h) });
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.frame === null) {
+        // A whole frame in what is left of this chunk: a view of it.
+        if (this.prefixFill === 0 && chunk.length - at >= 8) {
+          const h = chunk.readUInt32BE(at);
+          const p = chunk.readUInt32BE(at + 4);
+          checkSizes(h, p);
+          if (chunk.length - at >= 8 + h + p) {
+            out.push({ header: parseHeader(chunk.subarray(at + 8, at + 8 + h)), payload: chunk.subarray(at + 8 + h, at + 8 + h + p) });
+            at += 8 + h + p;
+            continue;
+          }
+        }
+        const n = Math.min(8 - this.prefixFill, chunk.length - at);
+        chunk.copy(this.prefix, this.prefixFill, at, at + n);
+        this.prefixFill += n;
+        at += n;
+        if (this.prefixFill < 8) break;
+        const h = this.prefix.readUInt32BE(0);
+        const p = this.prefix.readUInt32BE(4);
+        checkSizes(h, p);
+        this.headerBytes = h;
+        this.frame = h + p === 0 ? EMPTY : this.alloc(h + p);
+        this.frameFill = 0;
+      }
+      const frame = this.frame;
+      const n = Math.min(frame.length - this.frameFill, chunk.length - at);
+      chunk.copy(frame, this.frameFill, at, at + n);
+      this.frameFill += n;
+      at += n;
+      if (this.frameFill < frame.length) break;
+      this.frame = null;
+      this.prefixFill = 0;
+      out.push({ header: parseHeader(frame.subarray(0, this.headerBytes)), payload: frame.subarray(this.headerBytes) });
     }
     return out;
   }
 
   /** Bytes received that do not yet make a whole frame. */
   get pendingBytes(): number {
-    return this.buffered;
+    return this.prefixFill + (this.frame === null ? 0 : this.frameFill);
+  }
+}
+
+/** A size rounded up to 64 KB at least, then to the next eighth of a power of two (2^k x 9/8, 10/8, ..). */
+export function sizeClass(bytes: number): number {
+  if (bytes <= 1 << 16) return 1 << 16;
+  const step = 2 ** (Math.floor(Math.log2(bytes)) - 3);
+  return Math.ceil(bytes / step) * step;
+}
+
+function checkSizes(h: number, p: number): void {
+  if (h > MAX_HEADER_BYTES) throw new FrameError(`frame header of ${h} bytes is over ${MAX_HEADER_BYTES}`);
+  if (p > MAX_PAYLOAD_BYTES) throw new FrameError(`frame payload of ${p} bytes is over ${MAX_PAYLOAD_BYTES}`);
+}
+
+/**
+ * Buffers for frames that come back when their frame is done with (a worker's batches: a 19 MB batch
+ * read into a buffer used before, not a new one). Node counts every new Buffer's bytes toward the
+ * heap's limit, so a process that takes 19 MB a batch in fresh buffers runs a full garbage collection
+ * every few batches; a recycled buffer costs none. Sizes are rounded up to a class (`sizeClass`: at
+ * most 12.5% more) so that batches of a size near another's reuse its buffer; at most `keep` free
+ * per class and `maxFreeBytes` free in all (what is given back beyond is left to the garbage
+ * collector), so the pool holds bounded memory whatever sizes come.
+ * `give` takes the payload (or any view) of a buffer `take` gave, once nothing reads it any more;
+ * anything else is ignored.
+ */
+export class BufferPool {
+  private readonly free = new Map<number, ArrayBuffer[]>();
+  private readonly mine = new WeakSet<ArrayBuffer>();
+  private freeBytes = 0;
+
+  constructor(
+    private readonly keep = 4,
+    private readonly maxFreeBytes = 128 << 20,
+  ) {}
+
+  readonly take: FrameAlloc = (bytes) => {
+    const size = sizeClass(bytes);
+    const reused = this.free.get(size)?.pop();
+    if (reused) this.freeBytes -= size;
+    return Buffer.from(reused ?? this.fresh(size), 0, bytes);
+  };
+
+  give(view: Uint8Array): void {
+    const ab = view.buffer;
+    if (!(ab instanceof ArrayBuffer) || !this.mine.has(ab)) return;
+    const list = this.free.get(ab.byteLength) ?? [];
+    if (list.length >= this.keep || this.freeBytes + ab.byteLength > this.maxFreeBytes || list.includes(ab)) return;
+    list.push(ab);
+    this.freeBytes += ab.byteLength;
+    this.free.set(ab.byteLength, list);
   }
 
-  private peek(n: number): Buffer {
-    if (this.chunks[0]!.length >= n) return this.chunks[0]!;
-    this.chunks = [Buffer.concat(this.chunks)];
-    return this.chunks[0]!;
+  /** Bytes of the free buffers held (at most `maxFreeBytes`). */
+  get heldBytes(): number {
+    return this.freeBytes;
   }
 
-  private take(n: number): Buffer {
-    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    const rest = all.subarray(n);
-    this.chunks = rest.length > 0 ? [rest] : [];
-    this.buffered = rest.length;
-    return all.subarray(0, n);
+  private fresh(size: number): ArrayBuffer {
+    const ab = new ArrayBuffer(size);
+    this.mine.add(ab);
+    return ab;
   }
 }

@@ -1,0 +1,87 @@
+// Reading request bodies (issue 14, the data plane): a body with a Content-Length of at least
+// POOLED_BODY_BYTES is read straight into a recycled buffer of its size (frames.ts BufferPool),
+// each chunk copied in as it arrives, instead of Fastify's list of chunks concatenated into a new
+// buffer at the end. Why: Node counts every new Buffer's bytes toward the heap's limit, so 602 KB
+// image bodies at hundreds a second ran the scheduler's full garbage collection several times a
+// second (each one marking the whole heap: 20-40% of the scheduler's busy time, docs/serving.md
+// "Where the time goes"). The route gives a body back (`giveBack`) once its task was answered with a
+// result: the worker answered its batch, so every byte of it was written (a task that failed keeps
+// its body to the garbage collector: its batch may still sit in a socket's queue).
+// Contract: the same answers as Fastify's own reader: 413 when the Content-Length or the bytes
+// received pass the route's limit, 400 when the bytes received do not match the Content-Length, the
+// stream's error as a 400; anything else (a chunked body, a small one) is read as Fastify would.
+import type { FastifyRequest } from 'fastify';
+import { BufferPool } from '../src/protocol/frames.js';
+
+/** Bodies smaller than this are read the ordinary way (they come from the allocator's shared slab). */
+export const POOLED_BODY_BYTES = 64 * 1024;
+
+type Done = (err: Error | null, body?: Buffer) => void;
+
+function httpError(status: number, message: string): Error {
+  return Object.assign(new Error(message), { statusCode: status });
+}
+
+export class BodyReader {
+  private readonly pool: BufferPool;
+
+  /**
+   * `keep`: free buffers kept per size class, about the bodies in flight at once (64 for a closed loop
+   * of 64 clients: 64 x 640 KB = 42 MB for 602 KB image bodies); `maxFreeBytes`: in all, whatever
+   * the sizes clients send.
+   */
+  constructor(keep = 64, maxFreeBytes = 64 << 20) {
+    this.pool = new BufferPool(keep, maxFreeBytes);
+  }
+
+  /** A Fastify content-type parser (the form without `parseAs`: it reads the payload stream itself). */
+  readonly parse = (req: FastifyRequest, payload: NodeJS.ReadableStream, done: Done): void => {
+    const limit = req.routeOptions.bodyLimit ?? Infinity;
+    const length = Number(req.headers['content-length']);
+    if (length > limit) return done(httpError(413, 'request body is too large'));
+    // A pooled buffer only when the bytes that arrive are the Content-Length's (no transforming
+    // preParsing stream in between, which the guard adds only to chunked bodies).
+    const into = Number.isInteger(length) && length >= POOLED_BODY_BYTES && payload === req.raw ? this.pool.take(length) : null;
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const off = () => {
+      payload.removeListener('data', onData);
+      payload.removeListener('end', onEnd);
+      payload.removeListener('error', onEnd);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      if (received + b.length > limit || (into !== null && received + b.length > into.length)) {
+        off();
+        if (into !== null) this.pool.give(into);
+        done(received + b.length > limit ? httpError(413, 'request body is too large') : httpError(400, 'Request body size did not match Content-Length'));
+        return;
+      }
+      if (into !== null) b.copy(into, received);
+      else chunks.push(b);
+      received += b.length;
+    };
+    const onEnd = (err?: (Error & { statusCode?: number }) | null) => {
+      off();
+      if (err !== undefined && err !== null) {
+        if (into !== null) this.pool.give(into);
+        if (!(typeof err.statusCode === 'number' && err.statusCode >= 400)) err.statusCode = 400;
+        return done(err);
+      }
+      if (!Number.isNaN(length) && received !== length) {
+        if (into !== null) this.pool.give(into);
+        return done(httpError(400, 'Request body size did not match Content-Length'));
+      }
+      done(null, into ?? Buffer.concat(chunks, received));
+    };
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.on('error', onEnd);
+    payload.resume();
+  };
+
+  /** A body `parse` gave, once nothing reads it any more (others are ignored). */
+  giveBack(body: Buffer): void {
+    this.pool.give(body);
+  }
+}
