@@ -198,25 +198,29 @@ export class InssPolicy implements Policy {
    * is kept unless the best beats it by SWITCH_MARGIN (hysteresis: no flapping between near-equal plans).
    */
   private decidePooling(obs: Observation, rates: number[], current: Deployment): Deployment {
+    // An infeasible deployment in force (e.g. handed over by another policy) is always replaced; one
+    // this planner chose for rates no lower than these, and predicted to meet the SLOs at these, is
+    // kept (when the load falls a swap buys only a better utilisation score and costs worker
+    // starts under load), and then nothing else needs planning; otherwise the best must beat it by
+    // SWITCH_MARGIN.
+    const kept = current.placements.length > 0 ? scoreDeployment(this.cluster, current, rates, this.poolingOptions) : null;
+    if (kept && Number.isFinite(kept.score)) {
+      const total = rates.reduce((a, b) => a + b, 0);
+      const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
+      if (noHigher && kept.missedPerS <= KEEP_MISSED_FRACTION * total) {
+        this.count('kept');
+        return kept.deployment;
+      }
+    }
     const mpsPlans: Deployment[] = [];
     if (this.actor) mpsPlans.push(this.reallocate(obs, rates, current).deployment);
     else mpsPlans.push(refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome.deployment);
     const currentIsMps = current.placements.length > 0 && !(current.gpuModes ?? []).some((m) => m === 'timeshare');
     if (currentIsMps && this.add.repairCurrent) mpsPlans.push(refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome.deployment);
     const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
-    if (current.placements.length > 0) {
-      const kept = scoreDeployment(this.cluster, current, rates, this.poolingOptions);
-      // An infeasible deployment in force (e.g. handed over by another policy) is always replaced; one
-      // this planner chose for rates no lower than these, and predicted to meet the SLOs at these, is
-      // kept (when the load falls a swap buys only a better utilisation score and costs worker
-      // starts under load); otherwise the best must beat it by SWITCH_MARGIN.
-      const total = rates.reduce((a, b) => a + b, 0);
-      const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
-      const meets = noHigher && kept.missedPerS <= KEEP_MISSED_FRACTION * total;
-      if (Number.isFinite(kept.score) && (meets || !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
-        this.count('kept');
-        return kept.deployment;
-      }
+    if (kept && Number.isFinite(kept.score) && !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9)) {
+      this.count('kept');
+      return kept.deployment;
     }
     this.count(plan.source);
     this.plannedFor = rates;

@@ -122,6 +122,34 @@ function overlapMs(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[]
   return ms;
 }
 
+/**
+ * One MPS GPU's batches and t_inf (ms) for its partitions (in the order given) carrying `rates`:
+ * BDA's, or where BDA finds none, the largest batch whose worst task (one batch waiting, then its
+ * own) still meets the SLO; the queue then says what it misses. BDA and that fallback look only at
+ * the GPU's own partitions.
+ */
+function mpsGpu(cluster: ClusterInfo, g: GpuInfo, on: readonly Placement[], rates: readonly number[], interference: boolean, sloFraction: number): { batches: number[]; tInfMs: number[] } {
+  const r = bda(cluster.gpus, on.map((p, k) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[k]! })), { interference, sloFraction });
+  const batches = [...r.batches];
+  const tInfMs = [...r.tInfMs];
+  on.forEach((p, k) => {
+    if (r.feasible[k]) return;
+    // Partitions after this one count at batch 1 here, as BDA's memory check (4a) counts them.
+    const peers = on.map((q, j) => ({ ...q, batch: j <= k ? batches[j]! : 1 }));
+    const budget = cluster.models[p.model]!.sloMs * sloFraction;
+    for (let b = BDA_MAX_BATCH; b > batches[k]!; b--) {
+      peers[k] = { ...peers[k]!, batch: b };
+      const t = predictOnGpu(g, peers, interference)[k]!;
+      if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
+        batches[k] = b;
+        tInfMs[k] = t;
+        break;
+      }
+    }
+  });
+  return { batches, tInfMs };
+}
+
 const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] => cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
 
 /** Scores a deployment (its MPS batches are re-chosen by BDA for the rates; pooled GPUs use time sharing's). */
@@ -134,7 +162,6 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   const batch = new Array<number>(n).fill(1);
   const tMs = new Array<number>(n).fill(NaN);
   const mu = new Array<number>(n).fill(0); // tasks/s of the server alone (mps: with its co-located partitions)
-  const mpsIdx: number[] = [];
   const byGpu: number[][] = cluster.gpus.map(() => []);
   const byModel: number[][] = cluster.models.map(() => []);
   for (let i = 0; i < n; i++) {
@@ -152,13 +179,16 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
       batch[i] = s.batch;
       tMs[i] = s.ms;
       mu[i] = (1000 * s.batch) / s.ms;
-    } else mpsIdx.push(i);
+    }
   }
-  // MPS partitions: the batch-1 rate (with interference) decides the first split, then BDA sets batches.
+  // MPS partitions: the batch-1 rate (with interference) decides the first split, then BDA sets
+  // batches, GPU by GPU (mpsGpu).
+  const mpsGpus: number[] = [];
   for (const g of cluster.gpus) {
     if (modes[g.index] === 'timeshare') continue;
     const on = byGpu[g.index]!;
     if (on.length === 0) continue;
+    mpsGpus.push(g.index);
     const t1 = predictOnGpu(g, on.map((i) => ({ ...ps[i]!, batch: 1 })), interference);
     on.forEach((i, k) => (mu[i] = 1000 / t1[k]!));
   }
@@ -168,31 +198,16 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
     return ps.map((p, i) => (total[p.model]! > 0 ? (ratePerS[p.model]! * rates[i]!) / total[p.model]! : 0));
   };
   let lam = split(mu);
-  if (mpsIdx.length > 0) {
-    const r = bda(cluster.gpus, mpsIdx.map((i) => ({ placement: ps[i]!, sloMs: cluster.models[ps[i]!.model]!.sloMs, ratePerS: lam[i]! })), { interference, sloFraction: options.sloFraction });
-    mpsIdx.forEach((i, k) => {
-      batch[i] = r.batches[k]!;
-      tMs[i] = r.tInfMs[k]!;
-      if (!r.feasible[k]) {
-        // No batch carries its part of the rate: serve at the largest batch whose worst task (one
-        // batch waiting, then its own) still meets the SLO; the queue then says what it misses.
-        const p = ps[i]!;
-        const g = cluster.gpus[p.gpu]!;
-        const peers = byGpu[p.gpu]!.map((j) => ({ ...ps[j]!, batch: batch[j]! }));
-        const self = byGpu[p.gpu]!.indexOf(i);
-        const budget = cluster.models[p.model]!.sloMs * options.sloFraction;
-        for (let b = BDA_MAX_BATCH; b > batch[i]; b--) {
-          peers[self] = { ...peers[self]!, batch: b };
-          const t = predictOnGpu(g, peers, interference)[self]!;
-          if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
-            batch[i] = b;
-            tMs[i] = t;
-            break;
-          }
-        }
-      }
-      mu[i] = (1000 * batch[i]) / tMs[i];
-    });
+  if (mpsGpus.length > 0) {
+    for (const gi of mpsGpus) {
+      const on = byGpu[gi]!;
+      const r = mpsGpu(cluster, cluster.gpus[gi]!, on.map((i) => ps[i]!), on.map((i) => lam[i]!), interference, options.sloFraction);
+      on.forEach((i, k) => {
+        batch[i] = r.batches[k]!;
+        tMs[i] = r.tInfMs[k]!;
+        mu[i] = (1000 * batch[i]) / tMs[i];
+      });
+    }
     lam = split(mu);
   }
   // Pooled GPUs (timeout 0: a free worker takes whatever is queued, up to its batch): a server's
@@ -286,6 +301,37 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   const deployment: Deployment = modes.some((x) => x === 'timeshare') ? { placements, gpuModes: modes } : { placements };
   if (deploymentProblem(cluster, deployment) !== null) return infeasible(deployment, nModels);
   return { deployment, missedPerS: missed, score: missed + UTILISATION_WEIGHT * utilTerm, violation, utilisation };
+}
+
+/**
+ * True when scoreDeployment would surely find `d` infeasible whatever batches it chooses: a
+ * placement on a missing GPU or of a model the GPU's profile lacks, a model twice on one GPU, MPS
+ * shares out of range or over 100% on a GPU, or a GPU's memory exceeded with its pooled models at
+ * time sharing's batches and its partitions at batch 1 (the least any batch needs). A cheap exact
+ * pre-check: false says nothing.
+ */
+export function cannotFit(cluster: ClusterInfo, d: Deployment): boolean {
+  const modes = modesOf(cluster, d);
+  const pct = new Float64Array(cluster.gpus.length);
+  const mem = new Float64Array(cluster.gpus.length);
+  const seen = new Uint8Array(cluster.gpus.length * cluster.models.length);
+  for (const p of d.placements) {
+    const gpu = cluster.gpus[p.gpu];
+    if (!gpu || !cluster.models[p.model]) return true;
+    const idx = gpu.profileIndex[p.model] ?? -1;
+    if (idx < 0) return true;
+    const at = p.gpu * cluster.models.length + p.model;
+    if (seen[at]) return true;
+    seen[at] = 1;
+    if (modes[p.gpu] === 'timeshare') mem[p.gpu]! += gpu.model.memoryMb(idx, pooledServer(cluster, gpu, p.model).batch);
+    else {
+      if (!(p.pct > 0 && p.pct <= 100)) return true;
+      pct[p.gpu]! += p.pct;
+      mem[p.gpu]! += gpu.model.memoryMb(idx, 1);
+    }
+  }
+  for (const g of cluster.gpus) if (pct[g.index]! > 100 + 1e-6 || mem[g.index]! > g.memMb + 1e-6) return true;
+  return false;
 }
 
 function infeasible(d: Deployment, nModels: number): PlanScore {
@@ -468,13 +514,20 @@ export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], m
     evaluations++;
     return scoreDeployment(cluster, d, ratePerS, options);
   };
+  // A candidate that cannot fit never becomes the best (its score is Infinity), so after the first
+  // it is not scored in full: more than half of the local search's moves fail on memory or shares.
+  const evaluateCandidate = (d: Deployment) => {
+    if (!cannotFit(cluster, d)) return evaluate(d);
+    evaluations++;
+    return infeasible(d, cluster.models.length);
+  };
   let best = evaluate(timeshareDeployment(cluster));
   let source = 'timeshare';
   for (const plan of mpsPlans) {
-    const s = evaluate(plan);
+    const s = evaluateCandidate(plan);
     if (s.score < best.score - 1e-9) [best, source] = [s, 'mps'];
     for (const h of hybrids(cluster, plan, ratePerS)) {
-      const hs = evaluate(h);
+      const hs = evaluateCandidate(h);
       if (hs.score < best.score - 1e-9) [best, source] = [hs, 'hybrid'];
     }
   }
@@ -484,7 +537,7 @@ export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], m
     improved = false;
     for (const cand of moves(cluster, best, ratePerS)) {
       if (evaluations >= options.budget) break;
-      const s = evaluate(cand);
+      const s = evaluateCandidate(cand);
       if (s.score < best.score - 1e-9 * Math.max(1, Math.abs(best.score))) {
         best = s;
         improved = searched = true;
