@@ -43,18 +43,20 @@ function decisionDigest(name: string, decisions = DECISIONS): { digest: string; 
   return { digest: hash.digest('hex').slice(0, 16), problems };
 }
 
+// Updated when the pooled servers' fixed point was made to converge and the batch-size fluctuation
+// term added (src/policy/pooling.ts, docs/inss.md): decisions with pooled GPUs moved on 9 of 11.
 // bursty-6 and surge-6 share a cluster and their rates at time 0 (they differ later in time), so one digest.
 const EXPECTED: Record<string, string> = {
-  'bursty-6': 'efac52ed4079b5d7',
-  'diurnal-6': '386bad33abf8af6a',
-  'mix-5': '6773801c31c0fee5',
-  'mixed-32x24': 'f87e2e50b15829fe',
-  'paper-6': '0f519c22607adb79',
-  'paper-8': 'e6175e6a2a2b0947',
-  'paper-8x3': '7b490e76367d15b5',
+  'bursty-6': '5390aeb29f6ae802',
+  'diurnal-6': 'b5d0da9c61f6cdea',
+  'mix-5': '22d2a0766993f05f',
+  'mixed-32x24': '2a62b9f62cf5bc46',
+  'paper-6': 'bfde3e7aff64ecf2',
+  'paper-8': '67eee7bb87f2ef73',
+  'paper-8x3': '3d758642bdcc46e3',
   'paper-8x5': '9fa8afd500c0e706',
-  'surge-6': 'efac52ed4079b5d7',
-  'v100-2-tight': '3b71796633f32016',
+  'surge-6': '5390aeb29f6ae802',
+  'v100-2-tight': 'b48ae7246f7c95fa',
   'v100-4': '19ec27e85e2434c5',
 };
 
