@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { ALL_ADDITIONS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST } from '../../rl/inss.js';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { greedyPartition, planPooling, scoreDeployment } from '../../src/policy/pooling.js';
+import { cannotFit, greedyPartition, normalTail, planPooling, scoreDeployment } from '../../src/policy/pooling.js';
+import { initialRates } from '../../src/scenario/build.js';
 import { timesharePlan } from '../../src/policy/policies/timeshare.js';
 import type { ClusterInfo, Deployment } from '../../src/policy/types.js';
 import { deploymentProblem } from '../../src/policy/util.js';
@@ -75,6 +76,50 @@ describe('planPooling', () => {
     const planned = rates.map((r) => r * 1.1);
     expect(scoreDeployment(cluster, d, planned, OPTS).missedPerS).toBeLessThan(scoreDeployment(cluster, ts, planned, OPTS).missedPerS);
     expectFeasible(cluster, d);
+  });
+});
+
+describe('pooled servers in the score', () => {
+  it('a pooled model whose batches fluctuate beside a heavy neighbour is predicted to miss (paper-8x3 at 1.75x: the simulator measured 25-33% for resnet50)', () => {
+    const { cluster, scenario } = builtInScenario('paper-8x3');
+    const names = cluster.models.map((m) => m.name);
+    const spec = [['efficientnet', 'vgg19'], ['resnet50', 'vgg16', 'mobilenet'], ['alexnet', 'mnasnet', 'resnet18']];
+    const placements = spec.flatMap((ms, g) => ms.map((n) => ({ model: names.indexOf(n), gpu: g, pct: 100, batch: 1 })));
+    const d: Deployment = { placements, gpuModes: ['timeshare', 'timeshare', 'timeshare'] };
+    const at = (x: number) => scoreDeployment(cluster, d, initialRates(scenario, new Map(), x).map((r) => r * 1.1), OPTS);
+    const heavy = at(1.75);
+    expect(heavy.violation[names.indexOf('resnet50')]).toBeGreaterThan(0.1);
+    expect(heavy.violation[names.indexOf('alexnet')]).toBeLessThan(0.01); // light and alone enough: no fluctuation miss
+    expect(at(0.5).missedPerS).toBeLessThan(heavy.missedPerS / 100); // at a third of the load the same plan is fine
+  });
+
+  it('normalTail is the standard normal tail', () => {
+    expect(normalTail(0)).toBeCloseTo(0.5, 6);
+    expect(normalTail(1.959964)).toBeCloseTo(0.025, 5);
+    expect(normalTail(-1)).toBeCloseTo(0.841345, 5);
+    expect(normalTail(8)).toBeLessThan(1e-9);
+  });
+
+  it('cannotFit rejects only what no batch choice can make feasible', () => {
+    const { cluster } = builtInScenario('paper-6');
+    const ts = timesharePlan(cluster);
+    expect(cannotFit(cluster, ts)).toBe(false);
+    const [a, b] = [ts.placements[0]!, ts.placements[1]!];
+    expect(cannotFit(cluster, { placements: [{ ...a, gpu: 0, pct: 60 }, { ...b, gpu: 0, pct: 60 }] })).toBe(true); // shares over 100%
+    expect(cannotFit(cluster, { placements: [{ ...a, gpu: 0, pct: 50 }, { ...a, gpu: 0, pct: 50 }] })).toBe(true); // a model twice on a GPU
+    expect(cannotFit(cluster, { placements: [{ ...a, gpu: 99, pct: 50 }] })).toBe(true);
+    // Every model pooled on one GPU at time sharing's batches: more memory than the GPU has, whatever the scorer does.
+    const all: Deployment = { placements: cluster.models.map((m) => ({ model: m.index, gpu: 0, pct: 100, batch: 1 })), gpuModes: cluster.gpus.map(() => 'timeshare') };
+    expect(cannotFit(cluster, all)).toBe(scoreDeployment(cluster, all, cluster.models.map(() => 10), OPTS).missedPerS === Infinity);
+    // Whatever it says, a deployment it lets through is scored, and one it rejects scores Infinity.
+    const rng = new Rng(3);
+    for (let k = 0; k < 40; k++) {
+      const placements = cluster.models.flatMap((m) => (rng.next() < 0.7 ? [{ model: m.index, gpu: Math.floor(rng.next() * cluster.gpus.length), pct: 25 * (1 + Math.floor(rng.next() * 4)), batch: 1 }] : []));
+      const seen = new Set<string>();
+      const unique = placements.filter((p) => !seen.has(`${p.model}@${p.gpu}`) && seen.add(`${p.model}@${p.gpu}`));
+      const d: Deployment = { placements: unique, gpuModes: cluster.gpus.map(() => (rng.next() < 0.5 ? 'timeshare' : 'mps')) };
+      if (cannotFit(cluster, d)) expect(scoreDeployment(cluster, d, cluster.models.map(() => 50), OPTS).missedPerS).toBe(Infinity);
+    }
   });
 });
 
