@@ -49,9 +49,14 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
   const full = Math.min(x.queued, x.batch);
   const deadline = x.headArrivalMs + x.sloMs;
   const over = x.overheadMs ?? 0;
-  // The largest batch of the oldest tasks that still lets the head finish within its SLO: a queue
-  // that built up (a burst, a swap, requests parsed together) is served in a smaller batch rather
-  // than dropped. The head is dropped only when even a batch of one would finish late.
+  // A backlog (more queued than one batch): a head that cannot finish within its SLO in a full batch
+  // is dropped (Nexus's early drop) rather than served in a smaller batch. Shrinking batches to save
+  // heads close to their deadlines lowers the worker's throughput while the queue is long, so the
+  // next heads are closer still: a spiral (mixed-32x24 at 1.75x: mean batch 7.3 of 24, 16% dropped).
+  if (x.queued > x.batch && x.nowMs + predictedMs(x.predicted, full) + over > deadline) return DROP;
+  // Otherwise the largest batch of the oldest tasks that still lets the head finish within its SLO:
+  // a short queue that built up (a burst, a swap, requests parsed together) is served in a smaller
+  // batch rather than dropped. The head is dropped only when even a batch of one would finish late.
   let size = full;
   while (size > 1 && x.nowMs + predictedMs(x.predicted, size) + over > deadline) size--;
   const t = predictedMs(x.predicted, size) + over;

@@ -1,5 +1,6 @@
 // The task buffer's dispatch rule (src/sim/dispatch.ts), shared by the simulator and the scheduler:
-// a queue that built up is served in a smaller batch rather than dropped, and a task one worker cannot
+// a short queue that built up is served in a smaller batch rather than dropped, a backlog drops the
+// heads a full batch cannot serve in time, and a task one worker cannot
 // serve in time is left to another free worker that can.
 import { describe, expect, it } from 'vitest';
 import { type DispatchView, dispatchModel, dispatchStep, MAX_PRED_BATCH } from '../../src/sim/dispatch.js';
@@ -20,6 +21,16 @@ describe('dispatchStep', () => {
     expect(dispatchStep({ ...base, queued: 5, nowMs: 1074 })).toEqual({ kind: 'drop' }); // 74 + 7 > 80
     expect(dispatchStep({ ...base, queued: 5, nowMs: 1073 })).toEqual({ kind: 'start', size: 1 }); // 73 + 7 = 80
     expect(dispatchStep({ ...base, queued: 1, overheadMs: 77 })).toEqual({ kind: 'drop' });
+  });
+
+  it('under a backlog (more queued than a batch) drops a head that a full batch cannot serve in time, rather than shrinking the batch', () => {
+    // 40 queued, batch 16 (t = 52 ms): the head arrived 30 ms ago, 30 + 52 > 80, so it is dropped
+    // (the old rule served a batch of 15, 30 + 49 = 79, and the backlog grew).
+    expect(dispatchStep({ ...base, batch: 16, queued: 40, nowMs: 1030 })).toEqual({ kind: 'drop' });
+    // A head that a full batch still serves in time: a full batch.
+    expect(dispatchStep({ ...base, batch: 16, queued: 40, nowMs: 1028 })).toEqual({ kind: 'start', size: 16 }); // 28 + 52 = 80
+    // Not a backlog (16 queued, batch 16): the head is saved by a smaller batch, as before.
+    expect(dispatchStep({ ...base, batch: 16, queued: 16, nowMs: 1030 })).toEqual({ kind: 'start', size: 15 });
   });
 
   it('waits to fill a batch while the head has time, as before', () => {
