@@ -304,6 +304,7 @@ export class Control {
     // Sent now (a timer armed early decides as of its instant, `tryDispatch`; the batch leaves when it leaves).
     start: (w, size) => this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock())),
     pipelinedAtMs: (w) => (w.inFlight.length > 0 && this.serving(w) ? this.nextBatchAt(w) : Infinity),
+    idle: (w) => w.inFlight.length === 0,
   };
 
   constructor(private readonly opts: ControlOptions) {

@@ -4,7 +4,8 @@
 // a free worker takes a batch when
 //   (a) `batch` tasks are queued, or
 //   (b) the oldest task has waited the placement's `timeoutMs`, or
-//   (c) waiting longer would make the oldest task miss its SLO: now >= deadline - (1 + slack) * t_pred(q);
+//   (c) waiting longer would make the oldest task miss its SLO: now >= deadline - (1 + slack) * t_pred(q), or
+//   (d) where batches pay transport, the worker has no batch in flight;
 // it takes the largest batch (up to `batch` of the oldest tasks) with which the oldest still finishes
 // within its SLO; a head task that cannot finish within its SLO even alone and started now is dropped.
 import type { GpuInfo } from '../policy/types.js';
@@ -38,6 +39,14 @@ export interface DispatchInput {
    * measured transport; 0 in the simulator, whose batches start where they are decided).
    */
   readonly overheadMs?: number;
+  /**
+   * The worker has no batch in flight. Where batches pay transport (`overheadMs > 0`), an idle worker
+   * takes what is queued at once instead of waiting for a full batch: a batch that fills first then
+   * crosses the wire whole (19.3 MB for 32 images), while batches sent as the worker frees overlap
+   * their transfer with the next arrivals (issue 14). Without transport (the simulator's default) the
+   * rule waits to fill as InSS's does.
+   */
+  readonly idle?: boolean;
 }
 
 export function predictedMs(table: Float64Array, size: number): number {
@@ -64,7 +73,7 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
   if (size < full) return { kind: 'start', size };
   const latestStart = deadline - (1 + x.slack) * t;
   const timeoutAt = Number.isNaN(x.timeoutMs) ? Infinity : x.headArrivalMs + x.timeoutMs;
-  if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= latestStart) return { kind: 'start', size };
+  if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= latestStart || (x.idle === true && over > 0)) return { kind: 'start', size };
   return { kind: 'wait', untilMs: Math.min(timeoutAt, latestStart) };
 }
 
@@ -128,6 +137,8 @@ export interface DispatchView<W> {
    * flight, or may not pipeline.
    */
   pipelinedAtMs(w: W): number;
+  /** No batch in flight on `w` (sent and not yet answered). */
+  idle(w: W): boolean;
 }
 
 /** Whether a free worker of model m other than `w` could finish one task alone by `deadlineMs` if started now. */
@@ -157,6 +168,7 @@ export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack:
         slack,
         predicted: v.predicted(w),
         overheadMs: v.overheadMs(w),
+        idle: v.idle(w),
       });
       if (step.kind === 'empty') return wake;
       if (step.kind === 'drop') {

@@ -438,6 +438,7 @@ export function simulate(input: SimInput): SimResult {
       input.trace?.drop?.(dispatchNow, m);
     },
     start: (w, size) => sendBatch(w, dispatchNow, size),
+    idle: (w) => !w.busy && !w.held,
     pipelinedAtMs: (w) => (w.busy && !w.held && (w.state === State.Active || w.state === State.Retiring) ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare') : Infinity),
   };
   let dispatchNow = 0;

@@ -33,6 +33,12 @@ describe('dispatchStep', () => {
     expect(dispatchStep({ ...base, batch: 16, queued: 16, nowMs: 1030 })).toEqual({ kind: 'start', size: 15 });
   });
 
+  it('where batches pay transport, an idle worker takes what is queued at once; without transport, or with a batch in flight, it waits to fill', () => {
+    expect(dispatchStep({ ...base, queued: 3, overheadMs: 2, idle: true })).toEqual({ kind: 'start', size: 3 });
+    expect(dispatchStep({ ...base, queued: 3, overheadMs: 2, idle: false })).toEqual({ kind: 'wait', untilMs: 1065 }); // 1080 - (13 + 2)
+    expect(dispatchStep({ ...base, queued: 3, overheadMs: 0, idle: true })).toEqual({ kind: 'wait', untilMs: 1067 });
+  });
+
   it('waits to fill a batch while the head has time, as before', () => {
     // 3 queued of 32: the head can wait until 1080 - t(3) = 1067.
     expect(dispatchStep({ ...base, queued: 3 })).toEqual({ kind: 'wait', untilMs: 1067 });
@@ -68,6 +74,7 @@ function view(queue: number[], started: { w: string; size: number }[], dropped: 
       w.free = false;
     },
     pipelinedAtMs: (w) => w.pipelinedAtMs ?? Infinity,
+    idle: (w) => w.free && w.pipelinedAtMs === undefined,
   };
 }
 
