@@ -55,7 +55,7 @@ for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r
 const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--model', `${m.name}=${rates[i]!.toFixed(2)}`]), '--duration', String(SECONDS), '--json']);
 await new Promise((r) => lg.child.on('exit', r));
 const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
-const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; timerLateMs?: number; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
+const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
 const transport = transportOf(clusterView.transport.local);
 // The scheduler's own view of each task (from its request's arrival to its answer): what the path
 // inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
@@ -64,7 +64,7 @@ const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{$
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
 rmSync(state, { recursive: true, force: true });
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; dispatch timers ${clusterView.timerLateMs ?? '-'} ms late; the scheduler's event-loop delay p50/p99/max ${clusterView.eventLoopDelayMs ? `${clusterView.eventLoopDelayMs.p50}/${clusterView.eventLoopDelayMs.p99}/${clusterView.eventLoopDelayMs.max}` : '-'} ms`);
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${clusterView.eventLoopDelayMs ? `${clusterView.eventLoopDelayMs.p50}/${clusterView.eventLoopDelayMs.p99}/${clusterView.eventLoopDelayMs.max}` : '-'} ms`);
 
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();

@@ -257,12 +257,6 @@ export class Control {
   private wayOutMs = 0;
   private wayOutSumMs = 0;
   private wayOutN = 0;
-  /**
-   * How late the dispatch timers fire (ms past the instant asked, measured each time; moving average):
-   * a timer is armed that much early, so a batch the rule starts at its latest start is not sent late
-   * by the event loop (the simulator's timers are exact).
-   */
-  private timerLateMs = 0;
   private workers: Worker[] = [];
   private readonly batches = new Map<string, Batch>();
   private cluster: ClusterInfo | null = null;
@@ -384,7 +378,6 @@ export class Control {
       // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
       // The way in and out are the scheduler's (the same in every host's entry).
       transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples, ...this.ways(), ...(f.spread() ? { spread: f.spread() } : {}) }])),
-      timerLateMs: Number(this.timerLateMs.toFixed(3)),
     };
   }
 
@@ -502,8 +495,8 @@ export class Control {
   }
 
   /**
-   * `asOfMs`: the instant a timer was armed for (it fires up to `timerLateMs` early): the rule decides
-   * as of then, as the simulator's exact timer does.
+   * `asOfMs`: the instant a timer was armed for (Node's timers fire up to ~2 ms early against the
+   * clock): the rule decides as of then, as the simulator's exact timer does.
    */
   private tryDispatch(m: number, asOfMs = -Infinity): void {
     const q = this.queues[m]!;
@@ -524,12 +517,10 @@ export class Control {
     this.timers[m] = null;
     this.timerAt[m] = atMs;
     if (!Number.isFinite(atMs) || this.stopped) return;
-    const armedMs = this.opts.clock();
-    const delay = Math.max(0, atMs - armedMs - this.timerLateMs);
+    const delay = Math.max(0, atMs - this.opts.clock());
     this.timers[m] = setTimeout(() => {
       this.timers[m] = null;
       this.timerAt[m] = Infinity;
-      this.timerLateMs = learnedOverheadMs(this.timerLateMs, Math.max(0, this.opts.clock() - (armedMs + delay)));
       this.expire(m);
       this.tryDispatch(m, atMs);
     }, delay);
