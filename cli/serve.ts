@@ -293,6 +293,17 @@ function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<str
   return { gpus, profilePaths, profiles };
 }
 
+/**
+ * V8's heap sizing for the simulated worker. A worker reads every batch from its data socket, where
+ * Node allocates a new 64 KB buffer per read (about 300 for a 19 MB batch), and with V8's default
+ * sizing, taken from the worker's small live heap (about 10 MB), that started a full collection
+ * every second batch: 55-80 full collections in 5 s of bench:system's closed loop, 0.69-0.75 ms of
+ * the worker's CPU per 602 KB task. Starting the heap at 256 MB: 3-7 full collections and 0.24-0.30
+ * ms a task (docs/serving.md, "The worker's heap"). The live heap stays about 10 MB either way: the
+ * flag moves the collector's limit, not what is kept.
+ */
+export const SIM_WORKER_V8_FLAGS: readonly string[] = ['--initial-heap-size=256'];
+
 function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
   const script = join(PACKAGE_ROOT, 'dist', 'agent', 'simWorker.js');
   return (w, gpu) => {
@@ -301,7 +312,7 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
     // The agent's profiling flags go to its workers too (a profile of the whole path: `inss up` under
     // `node --cpu-prof`, benchmarks/system.ts); no other flag, as one that prints to stdout (--trace-gc)
     // would break the worker protocol on its stdout.
-    const args = [...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')), script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed)];
+    const args = [...SIM_WORKER_V8_FLAGS, ...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')), script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed)];
     if (flags.zeroTime) args.push('--zero-time');
     return { command: process.execPath, args, env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
   };
