@@ -1,6 +1,7 @@
 // Reading request bodies (issue 14, the data plane): a body with a Content-Length of at least
-// POOLED_BODY_BYTES is read straight into a recycled buffer of its size (frames.ts BufferPool),
-// each chunk copied in as it arrives, instead of Fastify's list of chunks concatenated into a new
+// POOLED_BODY_BYTES is read straight into a recycled buffer of its size (frames.ts BufferPool, of
+// shared memory: the link thread, scheduler/workerLink.ts, writes the task's input to its worker from
+// these bytes without a copy), each chunk copied in as it arrives, instead of Fastify's list of chunks concatenated into a new
 // buffer at the end. Why: Node counts every new Buffer's bytes toward the heap's limit, so 602 KB
 // image bodies at hundreds a second ran the scheduler's full garbage collection several times a
 // second (each one marking the whole heap: 20-40% of the scheduler's busy time, docs/serving.md
@@ -31,7 +32,8 @@ export class BodyReader {
    * the sizes clients send.
    */
   constructor(keep = 64, maxFreeBytes = 64 << 20) {
-    this.pool = new BufferPool(keep, maxFreeBytes);
+    // Shared memory: the link thread writes a batch's inputs to its worker from these very bytes.
+    this.pool = new BufferPool(keep, maxFreeBytes, true);
   }
 
   /** A Fastify content-type parser (the form without `parseAs`: it reads the payload stream itself). */

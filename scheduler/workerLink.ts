@@ -4,15 +4,28 @@
 // ready with a data endpoint (a Unix socket on this host, or TCP), authenticated by the worker's secret
 // in the first frame (`attach`). It wraps one external effect (node:net) and decides nothing: the
 // control plane (scheduler/control.ts) says which connections to keep and what to send.
+//
+// The sockets live on a thread of their own (workerLinkThread.ts) when the compiled thread is there:
+// a 19 MB batch crosses a Unix socket a socket buffer (~200 KB) at a time, one event-loop turn each,
+// and on the scheduler's loop, busy reading HTTP bodies, each turn waited behind them (a batch took
+// 42-83 ms to reach the worker at p50 in bench:system's closed loop, 6 ms alone; docs/serving.md "The
+// link thread"). Request bodies are read into shared memory (bodyReader.ts), so a batch's inputs reach
+// the thread without a copy. From sources (no compiled thread) the sockets run on the event loop.
 // Contract: `open` is idempotent per key; `send` returns false unless the connection is established
 // (the caller then sends through the agent), and writes the frame as pieces (head, then each task's
 // input) in one writev, without copying the payload into one buffer; `events.frame` gets each whole
 // frame the worker sends; `events.closed` is called once when the connection ends, however it ends
-// (the worker exited, an error, `close`), after which the key is free to be opened again.
+// (the worker exited, an error, `close`, the link thread stopped), after which the key is free to be
+// opened again. A batch sent in the moment before its connection's end is known here is answered by
+// that end (the control plane fails or requeues the worker's batches in flight), as one whose worker
+// died after reading it.
+import { existsSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { DataEndpoint } from '../src/protocol/agent.js';
 import { FrameDecoder, frameHead } from '../src/protocol/frames.js';
-import { parseDataAddress, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import { type DataAddress, parseDataAddress, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 
 export interface DirectEvents {
   frame(header: unknown, payload: Buffer): void;
@@ -28,41 +41,30 @@ export interface DirectLink {
   close(key: string): void;
 }
 
-interface Conn {
-  readonly socket: Socket;
-  readonly address: string;
-  connected: boolean;
+/** What the sockets report, by connection id (one per `open`). */
+export interface SocketEvents {
+  connected(cid: number): void;
+  frame(cid: number, header: unknown, payload: Uint8Array): void;
+  /** Once per connection; `connected`: whether it had connected (else the address was unreachable). */
+  closed(cid: number, why: string, connected: boolean): void;
 }
 
-export class DirectLinks implements DirectLink {
-  private readonly conns = new Map<string, Conn>();
-  /**
-   * Addresses that could not be reached at all (an agent on another host reporting a Unix socket of
-   * its own host): not tried again, so their workers' batches go through the agent without a warning
-   * per status report.
-   */
-  private readonly unreachable = new Set<string>();
+/** The sockets themselves, on whichever event loop runs them (the link thread's, or the scheduler's). */
+export class SocketLinks {
+  private readonly sockets = new Map<number, Socket>();
 
-  constructor(private readonly log: { warn(o: object, msg: string): void; debug(o: object, msg: string): void }) {}
+  constructor(private readonly events: SocketEvents) {}
 
-  open(key: string, endpoint: DataEndpoint, events: DirectEvents): void {
-    const had = this.conns.get(key);
-    if ((had && had.address === endpoint.address) || this.unreachable.has(endpoint.address)) return;
-    if (had) had.socket.destroy();
-    const a = parseDataAddress(endpoint.address);
-    if (typeof a === 'string') {
-      this.log.warn({ key, err: a }, 'worker data endpoint is not an address; its batches go through the agent');
-      return;
-    }
+  open(cid: number, a: DataAddress, secret: string): void {
     const socket = a.kind === 'unix' ? connect({ path: a.path }) : connect({ host: a.host, port: a.port, noDelay: true });
-    const c: Conn = { socket, address: endpoint.address, connected: false };
-    this.conns.set(key, c);
+    this.sockets.set(cid, socket);
     const decoder = new FrameDecoder();
     let why = 'closed';
+    let connected = false;
     socket.on('connect', () => {
-      socket.write(frameHead({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret: endpoint.secret }, 0));
-      c.connected = true;
-      this.log.debug({ key, address: endpoint.address }, 'direct connection to a worker open');
+      socket.write(frameHead({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret }, 0));
+      connected = true;
+      this.events.connected(cid);
     });
     socket.on('data', (chunk: Buffer) => {
       let frames;
@@ -73,41 +75,204 @@ export class DirectLinks implements DirectLink {
         socket.destroy();
         return;
       }
-      for (const f of frames) events.frame(f.header, f.payload);
+      for (const f of frames) this.events.frame(cid, f.header, f.payload);
     });
     socket.on('error', (e) => {
       why = e.message;
     });
     socket.on('close', () => {
-      if (this.conns.get(key) === c) this.conns.delete(key);
-      if (!c.connected) {
-        this.unreachable.add(endpoint.address);
-        this.log.warn({ key, address: endpoint.address, err: why }, 'cannot reach a worker data socket; its batches go through the agent');
-      }
-      events.closed(why);
+      this.sockets.delete(cid);
+      this.events.closed(cid, why, connected);
     });
   }
 
+  /** Writes a frame (its head, then its payload's pieces) in one writev; nothing once the socket ended. */
+  send(cid: number, head: Uint8Array, parts: readonly Uint8Array[]): void {
+    const s = this.sockets.get(cid);
+    if (!s || s.destroyed) return;
+    s.cork();
+    s.write(head);
+    for (const p of parts) s.write(p);
+    s.uncork();
+  }
+
+  /** Ends the connection once what was written is sent. */
+  close(cid: number): void {
+    this.sockets.get(cid)?.end();
+  }
+
+  destroy(cid: number): void {
+    this.sockets.get(cid)?.destroy();
+  }
+
+  destroyAll(): void {
+    for (const s of this.sockets.values()) s.destroy();
+  }
+}
+
+/** Messages to the link thread, and from it. */
+export type ToLinkThread =
+  | { op: 'open'; cid: number; address: DataAddress; secret: string }
+  | { op: 'send'; cid: number; head: Uint8Array; parts: Uint8Array[] }
+  | { op: 'close' | 'destroy'; cid: number }
+  | { op: 'destroyAll' };
+export type FromLinkThread =
+  | { ev: 'connected'; cid: number }
+  | { ev: 'frame'; cid: number; header: unknown; payload: Uint8Array }
+  | { ev: 'closed'; cid: number; why: string; connected: boolean };
+
+type Sockets = Pick<SocketLinks, 'open' | 'send' | 'close' | 'destroy' | 'destroyAll'>;
+
+/**
+ * A part as the thread gets it: a view of shared memory goes as it is (the thread reads the same
+ * bytes); any other is copied to a buffer of its own size first (a view of a large buffer, a shared
+ * memory region's, would otherwise be cloned whole).
+ */
+function forThread(p: Uint8Array): Uint8Array {
+  return p.buffer instanceof SharedArrayBuffer || p.byteLength === p.buffer.byteLength ? p : new Uint8Array(p);
+}
+
+/** SocketLinks on the link thread (workerLinkThread.ts), started on first use and again after it stops. */
+class ThreadSockets implements Sockets {
+  private worker: Worker | null = null;
+
+  constructor(
+    private readonly file: string,
+    private readonly events: SocketEvents & { threadStopped(why: string): void },
+  ) {}
+
+  private post(m: ToLinkThread): void {
+    if (!this.worker) {
+      const w = new Worker(this.file);
+      w.unref();
+      w.on('message', (e: FromLinkThread) => {
+        if (e.ev === 'connected') this.events.connected(e.cid);
+        else if (e.ev === 'frame') this.events.frame(e.cid, e.header, e.payload);
+        else this.events.closed(e.cid, e.why, e.connected);
+      });
+      let why = 'the link thread exited';
+      w.on('error', (err) => (why = `the link thread failed: ${err.message}`));
+      w.on('exit', () => {
+        if (this.worker === w) this.worker = null;
+        this.events.threadStopped(why);
+      });
+      this.worker = w;
+    }
+    this.worker.postMessage(m);
+  }
+
+  open(cid: number, address: DataAddress, secret: string): void {
+    this.post({ op: 'open', cid, address, secret });
+  }
+
+  send(cid: number, head: Uint8Array, parts: readonly Uint8Array[]): void {
+    this.post({ op: 'send', cid, head, parts: parts.map(forThread) });
+  }
+
+  close(cid: number): void {
+    if (this.worker) this.post({ op: 'close', cid });
+  }
+
+  destroy(cid: number): void {
+    if (this.worker) this.post({ op: 'destroy', cid });
+  }
+
+  destroyAll(): void {
+    if (this.worker) this.post({ op: 'destroyAll' });
+  }
+}
+
+interface Conn {
+  readonly cid: number;
+  readonly key: string;
+  readonly address: string;
+  readonly events: DirectEvents;
+  connected: boolean;
+}
+
+/** The compiled link thread, when there is one (not when running from sources). */
+const THREAD_FILE = fileURLToPath(new URL('./workerLinkThread.js', import.meta.url));
+
+export class DirectLinks implements DirectLink {
+  private readonly byKey = new Map<string, Conn>();
+  private readonly byCid = new Map<number, Conn>();
+  private nextCid = 1;
+  /**
+   * Addresses that could not be reached at all (an agent on another host reporting a Unix socket of
+   * its own host): not tried again, so their workers' batches go through the agent without a warning
+   * per status report.
+   */
+  private readonly unreachable = new Set<string>();
+  private readonly sockets: Sockets;
+  /** Whether the sockets run on the link thread (else on this event loop). */
+  readonly threaded: boolean;
+
+  constructor(
+    private readonly log: { warn(o: object, msg: string): void; debug(o: object, msg: string): void },
+    /** `threadFile`: the compiled link thread (default: the one beside this module, when built); null: none. */
+    opts: { threadFile?: string | null } = {},
+  ) {
+    const events: SocketEvents = {
+      connected: (cid) => {
+        const c = this.byCid.get(cid);
+        if (!c) return;
+        c.connected = true;
+        this.log.debug({ key: c.key, address: c.address }, 'direct connection to a worker open');
+      },
+      frame: (cid, header, payload) => this.byCid.get(cid)?.events.frame(header, Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)),
+      closed: (cid, why, connected) => this.ended(cid, why, connected),
+    };
+    const file = opts.threadFile === undefined ? THREAD_FILE : opts.threadFile;
+    this.threaded = file !== null && existsSync(file);
+    this.sockets = this.threaded
+      ? new ThreadSockets(file!, { ...events, threadStopped: (why) => [...this.byCid.keys()].forEach((cid) => this.ended(cid, why, true)) })
+      : new SocketLinks(events);
+  }
+
+  private ended(cid: number, why: string, connected: boolean): void {
+    const c = this.byCid.get(cid);
+    if (!c) return;
+    this.byCid.delete(cid);
+    if (this.byKey.get(c.key) === c) this.byKey.delete(c.key);
+    if (!connected) {
+      this.unreachable.add(c.address);
+      this.log.warn({ key: c.key, address: c.address, err: why }, 'cannot reach a worker data socket; its batches go through the agent');
+    }
+    c.events.closed(why);
+  }
+
+  open(key: string, endpoint: DataEndpoint, events: DirectEvents): void {
+    const had = this.byKey.get(key);
+    if ((had && had.address === endpoint.address) || this.unreachable.has(endpoint.address)) return;
+    if (had) this.sockets.destroy(had.cid);
+    const a = parseDataAddress(endpoint.address);
+    if (typeof a === 'string') {
+      this.log.warn({ key, err: a }, 'worker data endpoint is not an address; its batches go through the agent');
+      return;
+    }
+    const c: Conn = { cid: this.nextCid++, key, address: endpoint.address, events, connected: false };
+    this.byKey.set(key, c);
+    this.byCid.set(c.cid, c);
+    this.sockets.open(c.cid, a, endpoint.secret);
+  }
+
   has(key: string): boolean {
-    return this.conns.has(key);
+    return this.byKey.has(key);
   }
 
   send(key: string, header: object, parts: readonly Uint8Array[]): boolean {
-    const c = this.conns.get(key);
-    if (!c?.connected || c.socket.destroyed) return false;
-    const total = parts.reduce((n, p) => n + p.length, 0);
-    c.socket.cork();
-    c.socket.write(frameHead(header, total));
-    for (const p of parts) c.socket.write(p);
-    c.socket.uncork();
+    const c = this.byKey.get(key);
+    if (!c?.connected) return false;
+    this.sockets.send(c.cid, frameHead(header, parts.reduce((n, p) => n + p.length, 0)), parts);
     return true;
   }
 
   close(key: string): void {
-    this.conns.get(key)?.socket.end();
+    const c = this.byKey.get(key);
+    if (c) this.sockets.close(c.cid);
   }
 
   closeAll(): void {
-    for (const c of this.conns.values()) c.socket.destroy();
+    this.sockets.destroyAll();
   }
 }

@@ -168,13 +168,18 @@ function checkSizes(h: number, p: number): void {
  * anything else is ignored.
  */
 export class BufferPool {
-  private readonly free = new Map<number, ArrayBuffer[]>();
-  private readonly mine = new WeakSet<ArrayBuffer>();
+  private readonly free = new Map<number, ArrayBufferLike[]>();
+  private readonly mine = new WeakSet<ArrayBufferLike>();
   private freeBytes = 0;
 
+  /**
+   * `shared`: buffers of shared memory (SharedArrayBuffer), which another thread reads without a copy
+   * (the scheduler's request bodies, read by its link thread: scheduler/workerLink.ts).
+   */
   constructor(
     private readonly keep = 4,
     private readonly maxFreeBytes = 128 << 20,
+    private readonly shared = false,
   ) {}
 
   readonly take: FrameAlloc = (bytes) => {
@@ -186,7 +191,7 @@ export class BufferPool {
 
   give(view: Uint8Array): void {
     const ab = view.buffer;
-    if (!(ab instanceof ArrayBuffer) || !this.mine.has(ab)) return;
+    if (!this.mine.has(ab)) return;
     const list = this.free.get(ab.byteLength) ?? [];
     if (list.length >= this.keep || this.freeBytes + ab.byteLength > this.maxFreeBytes || list.includes(ab)) return;
     list.push(ab);
@@ -199,8 +204,8 @@ export class BufferPool {
     return this.freeBytes;
   }
 
-  private fresh(size: number): ArrayBuffer {
-    const ab = new ArrayBuffer(size);
+  private fresh(size: number): ArrayBufferLike {
+    const ab = this.shared ? new SharedArrayBuffer(size) : new ArrayBuffer(size);
     this.mine.add(ab);
     return ab;
   }

@@ -92,6 +92,17 @@ describe('frames', () => {
     expect(pool.take(100_000).buffer).not.toBe(a.buffer);
   });
 
+  it('a shared buffer pool hands out shared memory and recycles it', () => {
+    const pool = new BufferPool(1, 1 << 20, true);
+    const a = pool.take(70_000);
+    expect(a.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(new BufferPool(1).take(70_000).buffer).toBeInstanceOf(ArrayBuffer);
+    pool.give(a);
+    expect(pool.take(70_000).buffer).toBe(a.buffer);
+    pool.give(Buffer.from(new SharedArrayBuffer(70_000))); // shared, but not the pool's: ignored
+    expect(pool.heldBytes).toBe(0);
+  });
+
   it('a buffer pool holds at most its byte cap of free buffers', () => {
     const pool = new BufferPool(10, 3 * 65_536);
     const bufs = Array.from({ length: 5 }, () => pool.take(65_536));
