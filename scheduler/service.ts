@@ -68,6 +68,7 @@ export class SchedulerService {
     readonly control: Control,
     private readonly hub: AgentHub,
     private readonly parser: ParsePool,
+    private readonly direct: DirectLinks,
     readonly metrics: Metrics,
     readonly url: string,
   ) {}
@@ -107,6 +108,8 @@ export class SchedulerService {
       void reply.code(401).header('www-authenticate', 'Bearer').header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: why }));
     });
     const parser = new ParsePool(limits.parseThreads, limits.maxParseQueueBytes, opts.logger.child({ part: 'parse' }));
+    // Batches go straight to the workers whose agents report a data socket (docs/serving.md).
+    const direct = new DirectLinks(opts.logger.child({ part: 'direct' }));
     const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens);
     const control = new Control({
       models: opts.models,
@@ -114,8 +117,7 @@ export class SchedulerService {
       policyName: opts.policyName,
       createPolicy: opts.createPolicy,
       link: hub,
-      // Batches go straight to the workers whose agents report a data socket (docs/serving.md).
-      direct: new DirectLinks(opts.logger.child({ part: 'direct' })),
+      direct,
       clock: () => performance.now(),
       logger: opts.logger.child({ part: 'control' }),
       observers: opts.store ? [metrics, opts.store] : [metrics],
@@ -284,6 +286,7 @@ export class SchedulerService {
       await app.listen({ host: opts.host, port: opts.port });
     } catch (e) {
       await parser.close(); // its threads would keep the process alive
+      await direct.stop();
       throw e;
     }
     const addr = app.server.address();
@@ -292,7 +295,7 @@ export class SchedulerService {
     control.start();
     opts.store?.recordPolicy({ name: opts.policyName, source: null, data: undefined, nowIso: new Date().toISOString() });
     const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-    return new SchedulerService(app, control, hub, parser, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`);
+    return new SchedulerService(app, control, hub, parser, direct, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`);
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */
@@ -301,5 +304,6 @@ export class SchedulerService {
     this.hub.close();
     await this.app.close();
     await this.parser.close();
+    await this.direct.stop();
   }
 }

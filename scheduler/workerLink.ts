@@ -108,6 +108,12 @@ export class SocketLinks {
   destroyAll(): void {
     for (const s of this.sockets.values()) s.destroy();
   }
+
+  /** Destroys every connection; nothing is left to keep the process alive. */
+  stop(): Promise<void> {
+    this.destroyAll();
+    return Promise.resolve();
+  }
 }
 
 /** Messages to the link thread, and from it. */
@@ -121,7 +127,7 @@ export type FromLinkThread =
   | { ev: 'frame'; cid: number; header: unknown; payload: Uint8Array }
   | { ev: 'closed'; cid: number; why: string; connected: boolean };
 
-type Sockets = Pick<SocketLinks, 'open' | 'send' | 'close' | 'destroy' | 'destroyAll'>;
+type Sockets = Pick<SocketLinks, 'open' | 'send' | 'close' | 'destroy' | 'destroyAll'> & { stop(): Promise<void> };
 
 /**
  * A part as the thread gets it: a view of shared memory goes as it is (the thread reads the same
@@ -138,12 +144,13 @@ class ThreadSockets implements Sockets {
 
   constructor(
     private readonly file: string,
-    private readonly events: SocketEvents & { threadStopped(why: string): void },
+    private readonly events: SocketEvents & { threadStopped(why: string, failed: boolean): void },
   ) {}
 
   private post(m: ToLinkThread): void {
     if (!this.worker) {
-      const w = new Worker(this.file);
+      // No flags of the scheduler's own command line (an --input-type, say, stops a thread at start).
+      const w = new Worker(this.file, { execArgv: [] });
       w.unref();
       w.on('message', (e: FromLinkThread) => {
         if (e.ev === 'connected') this.events.connected(e.cid);
@@ -151,10 +158,15 @@ class ThreadSockets implements Sockets {
         else this.events.closed(e.cid, e.why, e.connected);
       });
       let why = 'the link thread exited';
-      w.on('error', (err) => (why = `the link thread failed: ${err.message}`));
+      let failed = false;
+      w.on('error', (err) => {
+        why = `the link thread failed: ${err.message}`;
+        failed = true;
+      });
       w.on('exit', () => {
-        if (this.worker === w) this.worker = null;
-        this.events.threadStopped(why);
+        if (this.worker !== w) return; // stopped
+        this.worker = null;
+        this.events.threadStopped(why, failed);
       });
       this.worker = w;
     }
@@ -180,6 +192,13 @@ class ThreadSockets implements Sockets {
   destroyAll(): void {
     if (this.worker) this.post({ op: 'destroyAll' });
   }
+
+  /** Ends the thread, and with it every connection (a thread left running keeps the process alive). */
+  async stop(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    if (w) await w.terminate();
+  }
 }
 
 interface Conn {
@@ -203,9 +222,7 @@ export class DirectLinks implements DirectLink {
    * per status report.
    */
   private readonly unreachable = new Set<string>();
-  private readonly sockets: Sockets;
-  /** Whether the sockets run on the link thread (else on this event loop). */
-  readonly threaded: boolean;
+  private sockets: Sockets;
 
   constructor(
     private readonly log: { warn(o: object, msg: string): void; debug(o: object, msg: string): void },
@@ -223,10 +240,21 @@ export class DirectLinks implements DirectLink {
       closed: (cid, why, connected) => this.ended(cid, why, connected),
     };
     const file = opts.threadFile === undefined ? THREAD_FILE : opts.threadFile;
-    this.threaded = file !== null && existsSync(file);
-    this.sockets = this.threaded
-      ? new ThreadSockets(file!, { ...events, threadStopped: (why) => [...this.byCid.keys()].forEach((cid) => this.ended(cid, why, true)) })
-      : new SocketLinks(events);
+    const threaded = file !== null && existsSync(file);
+    // A thread that fails leaves its connections ended (their workers' batches go through the agent
+    // until they are opened again), and the sockets run on this event loop from then on.
+    const threadStopped = (why: string, failed: boolean) => {
+      for (const cid of [...this.byCid.keys()]) this.ended(cid, why, true);
+      if (!failed) return;
+      this.log.warn({ err: why }, "the direct path's link thread failed; its sockets run on the event loop");
+      this.sockets = new SocketLinks(events);
+    };
+    this.sockets = threaded ? new ThreadSockets(file, { ...events, threadStopped }) : new SocketLinks(events);
+  }
+
+  /** Whether the sockets run on the link thread (else on this event loop). */
+  get threaded(): boolean {
+    return this.sockets instanceof ThreadSockets;
   }
 
   private ended(cid: number, why: string, connected: boolean): void {
@@ -272,7 +300,13 @@ export class DirectLinks implements DirectLink {
     if (c) this.sockets.close(c.cid);
   }
 
-  closeAll(): void {
-    this.sockets.destroyAll();
+  /**
+   * Ends every connection and the link thread, for the service's shutdown (the thread would keep the
+   * process alive); what the connections report after this is not passed on.
+   */
+  async stop(): Promise<void> {
+    this.byKey.clear();
+    this.byCid.clear();
+    await this.sockets.stop();
   }
 }

@@ -21,7 +21,12 @@ it('inss up serves the README request, loadgen gets every answer, and SIGINT sto
   await waitHttp200(`${base}/v2/health/ready`);
   // The README's request: one all-zero image as JSON.
   const body = JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data: new Array(150528).fill(0) }] });
-  const out = execFileSync('curl', ['-s', '-X', 'POST', `${base}/v2/models/resnet50/infer`, '-H', 'Content-Type: application/json', '-d', '@-'], { input: body }).toString();
+  // Its 2.3 MB of JSON takes tens of ms to parse, counted in resnet50's 80 ms SLO (from the request's
+  // arrival): on a busy machine the scheduler may answer it 503, dropped at its SLO. Only such an
+  // answer is retried, a few times.
+  const readme = () => execFileSync('curl', ['-s', '-X', 'POST', `${base}/v2/models/resnet50/infer`, '-H', 'Content-Type: application/json', '-d', '@-'], { input: body }).toString();
+  let out = readme();
+  for (let i = 0; i < 5 && (JSON.parse(out) as { reason?: string }).reason === 'slo'; i++) out = readme();
   const answer = JSON.parse(out) as { model_name: string; outputs: { name: string; shape: number[]; data: number[] }[] };
   expect(answer.model_name).toBe('resnet50');
   expect(answer.outputs[0]!.shape).toEqual([1, 1000]);

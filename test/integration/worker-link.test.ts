@@ -2,6 +2,7 @@
 // worker-side listener in this test, both ways it runs: on the link thread (the compiled build, as the
 // service runs it) and on the event loop (from sources). Batches arrive whole and byte-exact, shared
 // memory and ordinary buffers alike; answers come back whole; every connection's end is reported once.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -102,7 +103,7 @@ describe.each([
     links.close('k');
     await until(() => again.closes.length === 1, 'the second close');
     expect(ev.closes).toHaveLength(1);
-    links.closeAll();
+    await links.stop();
     await new Promise<void>((r) => w.server.close(() => r()));
   });
 
@@ -120,4 +121,38 @@ describe.each([
     expect(links.has('k2')).toBe(false);
     expect(log.warns).toContain('worker data endpoint is not an address; its batches go through the agent');
   });
+});
+
+it('stop ends the link thread, so a process with open connections exits', async () => {
+  const path = join(dir, 'exit.sock');
+  const w = await fakeWorker(path);
+  const script = `
+    import { DirectLinks } from ${JSON.stringify(join(REPO_ROOT, 'dist', 'scheduler', 'workerLink.js'))};
+    const links = new DirectLinks({ warn() {}, debug() {} });
+    if (!links.threaded) throw new Error('no link thread');
+    links.open('k', { address: ${JSON.stringify(`unix:${path}`)}, secret: 's' }, { frame() {}, closed() {} });
+    const up = setInterval(() => {
+      if (!links.send('k', { type: 'probe' }, [])) return; // connected: the thread and its socket are up
+      clearInterval(up);
+      if (process.argv[1] === 'stop') void links.stop();
+    }, 20);`;
+  /** The child's exit code, or 'running' when it has not exited within `ms` (then it is killed). */
+  const run = (how: string, ms: number) =>
+    new Promise<number | 'running'>((resolve) => {
+      // As a script given on the command line: its --input-type flag is not the link thread's.
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script, how], { stdio: 'ignore' });
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve('running');
+      }, ms);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        if (code !== null) resolve(code);
+      });
+    });
+  expect(await run('stop', 60_000)).toBe(0);
+  await w.got(1); // it did connect (its attach; the probe may go with the thread)
+  expect(await run('keep', 3_000)).toBe('running'); // without stop the thread keeps it alive
+  await w.got(3); // that one was connected too (attach and probe)
+  w.server.close();
 });
