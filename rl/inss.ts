@@ -10,7 +10,7 @@
 // reallocation is kept only if its predicted reward by eq. (3) beats it by a margin, so a poor actor
 // output never replaces a better deployment and no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
-import { greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
+import { balancedPartition, greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
 import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
 import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, type ScoreOptions, scorePlacements, staticMasks } from './mdp.js';
@@ -90,6 +90,11 @@ export interface InssAdditions {
 
 export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false, pooling: false, missFeedback: false };
 export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true, pooling: true, missFeedback: false };
+/**
+ * After the pooling planner replaces a deployment, it keeps the new one (re-batched) this long (ms):
+ * the scenarios' swap time (swapS 3 s), in which the new workers start beside the old.
+ */
+export const DWELL_MS = 3000;
 /** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
 export const POOLING_BUDGET = 40;
 
@@ -97,6 +102,10 @@ export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
   /** The rates the pooling planner chose the deployment in force for (null: not chosen by it). */
   private plannedFor: number[] | null = null;
+  /** When the pooling planner last replaced a deployment in force (ms of simulated or live time). */
+  private switchedAtMs = -Infinity;
+  /** The deployment it switched to then. */
+  private switchedTo: Deployment | null = null;
   /** Per model: the rate multiplier measured misses have earned it (1: none); read by tests. */
   readonly missBoost: number[];
   /** Per model: late or dropped tasks, finished tasks and epochs counted since the count (re)started. */
@@ -208,6 +217,13 @@ export class InssPolicy implements Policy {
     // starts under load), and then nothing else needs planning; otherwise the best must beat it by
     // SWITCH_MARGIN.
     const kept = current.placements.length > 0 ? scoreDeployment(this.cluster, current, rates, this.poolingOptions) : null;
+    // A deployment this planner just switched to is kept (re-batched) while its workers start: what
+    // the last epochs measured and the rates it was chosen for still describe the one before it, and
+    // a switch during a switch stacks shadow workers (docs/inss.md, "Dwell").
+    if (kept && Number.isFinite(kept.score) && obs.nowMs - this.switchedAtMs < DWELL_MS && this.switchedTo !== null && sameLayout(this.switchedTo, current)) {
+      this.count('kept');
+      return kept.deployment;
+    }
     if (kept && Number.isFinite(kept.score)) {
       const total = rates.reduce((a, b) => a + b, 0);
       const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
@@ -221,6 +237,9 @@ export class InssPolicy implements Policy {
     else mpsPlans.push(refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome.deployment);
     const currentIsMps = current.placements.length > 0 && !(current.gpuModes ?? []).some((m) => m === 'timeshare');
     if (currentIsMps && this.add.repairCurrent) mpsPlans.push(refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome.deployment);
+    // Where the MPS plan leaves a GPU idle (more GPUs than it gives models partitions), also every
+    // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
+    if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index))) mpsPlans.push({ placements: balancedPartition(this.cluster, rates) });
     const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
     // Stability: a deployment in force predicted to meet the attainment target (at most
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
@@ -237,6 +256,10 @@ export class InssPolicy implements Policy {
     }
     this.count(plan.source);
     this.plannedFor = rates;
+    if (current.placements.length > 0) {
+      this.switchedAtMs = obs.nowMs;
+      this.switchedTo = plan.best.deployment;
+    }
     return plan.best.deployment;
   }
 
@@ -252,6 +275,17 @@ export class InssPolicy implements Policy {
     const r = refine(this.cluster, this.refPerS, placements, rates, this.refineOptions);
     return { deployment: r.outcome.deployment, reward: r.outcome.reward };
   }
+}
+
+/** The same workers: the same models on the same GPUs at the same shares, in the same GPU modes (batches aside). */
+export function sameLayout(a: Deployment, b: Deployment): boolean {
+  if (a.placements.length !== b.placements.length) return false;
+  const key = (d: Deployment) =>
+    d.placements
+      .map((p) => `${p.model}@${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`)
+      .sort()
+      .join(',');
+  return key(a) === key(b);
 }
 
 /** Raised when a policy needs a trained file it was not given or that does not fit. */
