@@ -11,7 +11,7 @@
 // output never replaces a better deployment and no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
 import { balancedPartition, greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
-import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
+import type { ClusterInfo, Deployment, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
 import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, type ScoreOptions, scorePlacements, staticMasks } from './mdp.js';
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
@@ -95,6 +95,14 @@ export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repa
  * the scenarios' swap time (swapS 3 s), in which the new workers start beside the old.
  */
 export const DWELL_MS = 3000;
+/**
+ * What a switch costs: about this many seconds of the tasks of the models whose workers it moves are
+ * missed while the new workers start (measured in the simulator: 0.1-0.13 s on average over
+ * every switch of paper-8x5, diurnal-6 and n12-rtx2060s-3-seven, 0.2-0.4 s for those that change a
+ * GPU's mode; docs/inss.md, "Switch cost"). The planner charges it, spread over the dwell, against
+ * the misses a switch saves.
+ */
+export const SWITCH_LOSS_S = 0.3;
 /** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
 export const POOLING_BUDGET = 40;
 
@@ -249,8 +257,11 @@ export class InssPolicy implements Policy {
     // flapped, 10-35 plan changes in a run). Otherwise the best must beat it by SWITCH_MARGIN.
     const total = rates.reduce((a, b) => a + b, 0);
     const meets = kept !== null && kept.missedPerS <= MEETS_MISSED_FRACTION * total;
-    const saves = kept !== null && plan.best.missedPerS < kept.missedPerS - SWITCH_SAVES_FRACTION * total;
-    if (kept && Number.isFinite(kept.score) && ((meets && !saves) || !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
+    // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
+    // added to the best plan's predicted misses before it is compared with the deployment in force.
+    const switchCost = kept !== null ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, rates) : 0;
+    const saves = kept !== null && plan.best.missedPerS + switchCost < kept.missedPerS - SWITCH_SAVES_FRACTION * total;
+    if (kept && Number.isFinite(kept.score) && ((meets && !saves) || !(plan.best.score + switchCost < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
       this.count('kept');
       return kept.deployment;
     }
@@ -275,6 +286,18 @@ export class InssPolicy implements Policy {
     const r = refine(this.cluster, this.refPerS, placements, rates, this.refineOptions);
     return { deployment: r.outcome.deployment, reward: r.outcome.reward };
   }
+}
+
+/** Tasks/s of the models whose workers a switch from `a` to `b` changes (a worker started or stopped). */
+export function switchRate(cluster: ClusterInfo, a: Deployment, b: Deployment, rates: readonly number[]): number {
+  const key = (d: Deployment, p: Placement) => `${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`;
+  let sum = 0;
+  for (const m of cluster.models) {
+    const ka = a.placements.filter((p) => p.model === m.index).map((p) => key(a, p)).sort().join(',');
+    const kb = b.placements.filter((p) => p.model === m.index).map((p) => key(b, p)).sort().join(',');
+    if (ka !== kb) sum += rates[m.index]!;
+  }
+  return sum;
 }
 
 /** The same workers: the same models on the same GPUs at the same shares, in the same GPU modes (batches aside). */

@@ -1,6 +1,6 @@
 // The pooling planner (src/policy/pooling.ts) and inss deciding with it when no trained policy fits.
 import { describe, expect, it } from 'vitest';
-import { ALL_ADDITIONS, DWELL_MS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST, sameLayout } from '../../rl/inss.js';
+import { ALL_ADDITIONS, DWELL_MS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST, sameLayout, switchRate } from '../../rl/inss.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import { balancedPartition, cannotFit, greedyPartition, normalTail, planPooling, scoreDeployment } from '../../src/policy/pooling.js';
 import { initialRates } from '../../src/scenario/build.js';
@@ -106,6 +106,18 @@ describe('balancedPartition', () => {
     expectFeasible(cluster, d);
     expect(d.placements.some((p) => p.model === 4)).toBe(false);
     for (const g of cluster.gpus) expect(d.placements.filter((p) => p.gpu === g.index).reduce((s, p) => s + p.pct, 0)).toBeLessThanOrEqual(100 + 1e-6);
+  });
+});
+
+describe('switchRate', () => {
+  it('counts the rate of the models whose workers a switch starts or stops, and nothing for re-batching', () => {
+    const { cluster } = builtInScenario('paper-6');
+    const rates = [300, 250, 125, 250, 275, 250];
+    const a: Deployment = { placements: [0, 1, 2, 3, 4, 5].map((m) => ({ model: m, gpu: m % 4, pct: 50, batch: 4 })) };
+    expect(switchRate(cluster, a, { placements: a.placements.map((p) => ({ ...p, batch: 8 })) }, rates)).toBe(0);
+    // alexnet's share changes; GPU 1 (resnet50 and efficientnet) is pooled: those three count, the others do not.
+    const b: Deployment = { placements: a.placements.map((p) => (p.model === 0 ? { ...p, pct: 60 } : p.model === 1 ? { ...p, pct: 100 } : p)), gpuModes: ['mps', 'timeshare', 'mps', 'mps'] };
+    expect(switchRate(cluster, a, b, rates)).toBe(300 + 250 + 250);
   });
 });
 

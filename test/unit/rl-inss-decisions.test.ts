@@ -47,19 +47,20 @@ function decisionDigest(name: string, decisions = DECISIONS): { digest: string; 
 // Updated when the pooled servers' fixed point was made to converge and the batch-size fluctuation
 // term added for one-server pools (src/policy/pooling.ts), and again when a deployment meeting the
 // target is left only for one saving 0.5% of the tasks (rl/inss.ts; docs/inss.md). Updated again (issue 12,
-// fourth session) for the dwell after a switch (3 s, rl/inss.ts) and the balanced partition where the MPS
-// plan leaves a GPU idle (mixed-32x24); the observations are now 1 s apart so the dwell is exercised.
+// fourth session) for the dwell after a switch (3 s, rl/inss.ts), the switch cost (SWITCH_LOSS_S) and the
+// balanced partition where the MPS plan leaves a GPU idle (mixed-32x24); the observations are now 1 s apart
+// so the dwell is exercised.
 // bursty-6 and surge-6 share a cluster and their rates at time 0 (they differ later in time), so one digest.
 const EXPECTED: Record<string, string> = {
-  'bursty-6': '16660b24794dbe0a',
-  'diurnal-6': '258a0e5721b4870f',
+  'bursty-6': '9d44d4d125347599',
+  'diurnal-6': 'e32e6e348db05fc6',
   'mix-5': '8527b7b8d1e4535b',
-  'mixed-32x24': '672df2e7d73dff14',
+  'mixed-32x24': 'a2a6174550a65244',
   'paper-6': '8fdf58c5d520205b',
   'paper-8': '5eecf93271b0fb0b',
-  'paper-8x3': '87874d54f3de0b0e',
+  'paper-8x3': '2706092500b1891a',
   'paper-8x5': '9fa8afd500c0e706',
-  'surge-6': '16660b24794dbe0a',
+  'surge-6': '9d44d4d125347599',
   'v100-2-tight': '20f9b86dc60e2823',
   'v100-4': '19ec27e85e2434c5',
 };
