@@ -6,9 +6,10 @@ import { balancedPartition, cannotFit, greedyPartition, normalTail, planPooling,
 import { initialRates } from '../../src/scenario/build.js';
 import { timesharePlan } from '../../src/policy/policies/timeshare.js';
 import type { ClusterInfo, Deployment } from '../../src/policy/types.js';
-import { deploymentProblem } from '../../src/policy/util.js';
+import { deploymentProblem, predictOnGpu } from '../../src/policy/util.js';
 import { Rng } from '../../src/workload/random.js';
 import { observation } from '../support/builders.js';
+import { peakRates, workPerGpu } from '../../tools/bench/workBound.js';
 import { builtInScenario, loadProfileFile } from '../support/clusters.js';
 
 const OPTS = { sloFraction: 0.85, budget: 40 };
@@ -118,6 +119,20 @@ describe('switchRate', () => {
     // alexnet's share changes; GPU 1 (resnet50 and efficientnet) is pooled: those three count, the others do not.
     const b: Deployment = { placements: a.placements.map((p) => (p.model === 0 ? { ...p, pct: 60 } : p.model === 1 ? { ...p, pct: 100 } : p)), gpuModes: ['mps', 'timeshare', 'mps', 'mps'] };
     expect(switchRate(cluster, a, b, rates)).toBe(300 + 250 + 250);
+  });
+});
+
+describe('workPerGpu (the work bound of docs/results.md)', () => {
+  it('is the rate times the GPU time per task at time sharing\'s batch, over the GPUs; peakRates takes each rate kind\'s highest', () => {
+    const cluster = buildCluster([loadProfileFile('v100'), loadProfileFile('v100')], [{ name: 'resnet50', sloMs: 40 }]);
+    const g = cluster.gpus[0]!;
+    const b = timesharePlan(cluster).placements[0]!.batch;
+    const perTaskS = predictOnGpu(g, [{ model: 0, batch: b, pct: 100 }])[0]! / b / 1000;
+    expect(workPerGpu(cluster, [100])).toBeCloseTo((100 * perTaskS) / 2, 12);
+    expect(workPerGpu(cluster, [200])).toBeCloseTo(2 * workPerGpu(cluster, [100]), 12);
+    const { scenario } = builtInScenario('paper-6');
+    expect(peakRates(scenario)).toEqual([500, 400, 200, 400, 450, 400]);
+    expect(peakRates(builtInScenario('diurnal-6').scenario)[0]).toBeCloseTo(300 * 1.6, 9);
   });
 });
 
