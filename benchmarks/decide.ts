@@ -45,12 +45,13 @@ const warm = Math.min(200, n);
 const times: number[] = [];
 const cpuTimes: number[] = []; // CPU time of the decision (user + system), ms: the machine is shared, wall time includes waiting for a core
 const randomRates = () => baseRates.map((p) => p * 1.5 * rng.next());
-const observe = (ratePerS: number[], current: Observation['current']): Observation => ({ nowMs: 0, ratePerS, queued: ratePerS.map(() => 0), lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current });
+// Decisions 10 s apart: past inss's dwell after a switch (DWELL_MS), so every decision plans.
+const observe = (ratePerS: number[], current: Observation['current'], nowMs: number): Observation => ({ nowMs, ratePerS, queued: ratePerS.map(() => 0), lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current });
 for (let k = 0; k < n + warm; k++) {
   // Random rates up to 1.5x each model's rate against a deployment made for other rates: every
   // decision re-plans (the rates always changed), the expensive path.
-  const current = maker.decide(observe(randomRates(), { placements: [] }));
-  const obs = observe(randomRates(), current);
+  const current = maker.decide(observe(randomRates(), { placements: [] }, k * 10_000));
+  const obs = observe(randomRates(), current, k * 10_000);
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   policy.decide(obs);

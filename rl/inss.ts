@@ -10,8 +10,8 @@
 // reallocation is kept only if its predicted reward by eq. (3) beats it by a margin, so a poor actor
 // output never replaces a better deployment and no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
-import { greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
-import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
+import { balancedPartition, greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
+import type { ClusterInfo, Deployment, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
 import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, type ScoreOptions, scorePlacements, staticMasks } from './mdp.js';
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
@@ -90,6 +90,19 @@ export interface InssAdditions {
 
 export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false, pooling: false, missFeedback: false };
 export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true, pooling: true, missFeedback: false };
+/**
+ * After the pooling planner replaces a deployment, it keeps the new one (re-batched) this long (ms):
+ * the scenarios' swap time (swapS 3 s), in which the new workers start beside the old.
+ */
+export const DWELL_MS = 3000;
+/**
+ * What a switch costs: about this many seconds of the tasks of the models whose workers it moves are
+ * missed while the new workers start (measured in the simulator: 0.1-0.13 s on average over
+ * every switch of paper-8x5, diurnal-6 and n12-rtx2060s-3-seven, 0.2-0.4 s for those that change a
+ * GPU's mode; docs/inss.md, "Switch cost"). The planner charges it, spread over the dwell, against
+ * the misses a switch saves.
+ */
+export const SWITCH_LOSS_S = 0.3;
 /** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
 export const POOLING_BUDGET = 40;
 
@@ -97,6 +110,10 @@ export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
   /** The rates the pooling planner chose the deployment in force for (null: not chosen by it). */
   private plannedFor: number[] | null = null;
+  /** When the pooling planner last replaced a deployment in force (ms of simulated or live time). */
+  private switchedAtMs = -Infinity;
+  /** The deployment it switched to then. */
+  private switchedTo: Deployment | null = null;
   /** Per model: the rate multiplier measured misses have earned it (1: none); read by tests. */
   readonly missBoost: number[];
   /** Per model: late or dropped tasks, finished tasks and epochs counted since the count (re)started. */
@@ -208,6 +225,13 @@ export class InssPolicy implements Policy {
     // starts under load), and then nothing else needs planning; otherwise the best must beat it by
     // SWITCH_MARGIN.
     const kept = current.placements.length > 0 ? scoreDeployment(this.cluster, current, rates, this.poolingOptions) : null;
+    // A deployment this planner just switched to is kept (re-batched) while its workers start: what
+    // the last epochs measured and the rates it was chosen for still describe the one before it, and
+    // a switch during a switch stacks shadow workers (docs/inss.md, "Dwell").
+    if (kept && Number.isFinite(kept.score) && obs.nowMs - this.switchedAtMs < DWELL_MS && this.switchedTo !== null && sameLayout(this.switchedTo, current)) {
+      this.count('kept');
+      return kept.deployment;
+    }
     if (kept && Number.isFinite(kept.score)) {
       const total = rates.reduce((a, b) => a + b, 0);
       const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
@@ -221,6 +245,9 @@ export class InssPolicy implements Policy {
     else mpsPlans.push(refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome.deployment);
     const currentIsMps = current.placements.length > 0 && !(current.gpuModes ?? []).some((m) => m === 'timeshare');
     if (currentIsMps && this.add.repairCurrent) mpsPlans.push(refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome.deployment);
+    // Where the MPS plan leaves a GPU idle (more GPUs than it gives models partitions), also every
+    // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
+    if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index))) mpsPlans.push({ placements: balancedPartition(this.cluster, rates) });
     const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
     // Stability: a deployment in force predicted to meet the attainment target (at most
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
@@ -230,13 +257,20 @@ export class InssPolicy implements Policy {
     // flapped, 10-35 plan changes in a run). Otherwise the best must beat it by SWITCH_MARGIN.
     const total = rates.reduce((a, b) => a + b, 0);
     const meets = kept !== null && kept.missedPerS <= MEETS_MISSED_FRACTION * total;
-    const saves = kept !== null && plan.best.missedPerS < kept.missedPerS - SWITCH_SAVES_FRACTION * total;
-    if (kept && Number.isFinite(kept.score) && ((meets && !saves) || !(plan.best.score < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
+    // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
+    // added to the best plan's predicted misses before it is compared with the deployment in force.
+    const switchCost = kept !== null ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, rates) : 0;
+    const saves = kept !== null && plan.best.missedPerS + switchCost < kept.missedPerS - SWITCH_SAVES_FRACTION * total;
+    if (kept && Number.isFinite(kept.score) && ((meets && !saves) || !(plan.best.score + switchCost < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
       this.count('kept');
       return kept.deployment;
     }
     this.count(plan.source);
     this.plannedFor = rates;
+    if (current.placements.length > 0) {
+      this.switchedAtMs = obs.nowMs;
+      this.switchedTo = plan.best.deployment;
+    }
     return plan.best.deployment;
   }
 
@@ -252,6 +286,29 @@ export class InssPolicy implements Policy {
     const r = refine(this.cluster, this.refPerS, placements, rates, this.refineOptions);
     return { deployment: r.outcome.deployment, reward: r.outcome.reward };
   }
+}
+
+/** Tasks/s of the models whose workers a switch from `a` to `b` changes (a worker started or stopped). */
+export function switchRate(cluster: ClusterInfo, a: Deployment, b: Deployment, rates: readonly number[]): number {
+  const key = (d: Deployment, p: Placement) => `${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`;
+  let sum = 0;
+  for (const m of cluster.models) {
+    const ka = a.placements.filter((p) => p.model === m.index).map((p) => key(a, p)).sort().join(',');
+    const kb = b.placements.filter((p) => p.model === m.index).map((p) => key(b, p)).sort().join(',');
+    if (ka !== kb) sum += rates[m.index]!;
+  }
+  return sum;
+}
+
+/** The same workers: the same models on the same GPUs at the same shares, in the same GPU modes (batches aside). */
+export function sameLayout(a: Deployment, b: Deployment): boolean {
+  if (a.placements.length !== b.placements.length) return false;
+  const key = (d: Deployment) =>
+    d.placements
+      .map((p) => `${p.model}@${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`)
+      .sort()
+      .join(',');
+  return key(a) === key(b);
 }
 
 /** Raised when a policy needs a trained file it was not given or that does not fit. */

@@ -1,14 +1,15 @@
 // The pooling planner (src/policy/pooling.ts) and inss deciding with it when no trained policy fits.
 import { describe, expect, it } from 'vitest';
-import { ALL_ADDITIONS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST } from '../../rl/inss.js';
+import { ALL_ADDITIONS, DWELL_MS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST, sameLayout, switchRate } from '../../rl/inss.js';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { cannotFit, greedyPartition, normalTail, planPooling, scoreDeployment } from '../../src/policy/pooling.js';
+import { balancedPartition, cannotFit, greedyPartition, normalTail, planPooling, scoreDeployment } from '../../src/policy/pooling.js';
 import { initialRates } from '../../src/scenario/build.js';
 import { timesharePlan } from '../../src/policy/policies/timeshare.js';
 import type { ClusterInfo, Deployment } from '../../src/policy/types.js';
-import { deploymentProblem } from '../../src/policy/util.js';
+import { deploymentProblem, predictOnGpu } from '../../src/policy/util.js';
 import { Rng } from '../../src/workload/random.js';
 import { observation } from '../support/builders.js';
+import { peakRates, workPerGpu } from '../../tools/bench/workBound.js';
 import { builtInScenario, loadProfileFile } from '../support/clusters.js';
 
 const OPTS = { sloFraction: 0.85, budget: 40 };
@@ -76,6 +77,93 @@ describe('planPooling', () => {
     const planned = rates.map((r) => r * 1.1);
     expect(scoreDeployment(cluster, d, planned, OPTS).missedPerS).toBeLessThan(scoreDeployment(cluster, ts, planned, OPTS).missedPerS);
     expectFeasible(cluster, d);
+  });
+});
+
+describe('balancedPartition', () => {
+  it('mixed-32x24 at 2.25x: uses every GPU, gives the heavy models more than one, and lets the planner find a plan that misses nothing where the greedy partition (one partition a model, 8 GPUs idle) could not', () => {
+    const { scenario, cluster } = builtInScenario('mixed-32x24');
+    const rates = initialRates(scenario, new Map(), 2.25).map((r) => r * 1.1);
+    const greedy = { placements: greedyPartition(cluster, rates) };
+    const used = (d: Deployment) => new Set(d.placements.map((p) => p.gpu)).size;
+    expect(used(greedy)).toBeLessThan(cluster.gpus.length);
+    const balanced = { placements: balancedPartition(cluster, rates) };
+    expectFeasible(cluster, balanced);
+    expect(used(balanced)).toBe(cluster.gpus.length);
+    expect(new Set(balanced.placements.map((p) => p.model)).size).toBe(cluster.models.length);
+    const resnet50 = cluster.models.find((m) => m.name === 'resnet50-t1')!.index;
+    expect(balanced.placements.filter((p) => p.model === resnet50).length).toBeGreaterThan(1);
+    const without = planPooling(cluster, rates, [greedy], OPTS).best;
+    const withIt = planPooling(cluster, rates, [greedy, balanced], OPTS).best;
+    expect(without.missedPerS).toBeGreaterThan(100);
+    expect(withIt.missedPerS).toBeLessThan(1);
+    expectFeasible(cluster, withIt.deployment);
+  });
+
+  it('shares each GPU in proportion to the parts it holds, and gives nothing to a model with no rate', () => {
+    const { cluster } = builtInScenario('paper-6');
+    const rates = [300, 250, 125, 250, 0, 250];
+    const d = { placements: balancedPartition(cluster, rates) };
+    expectFeasible(cluster, d);
+    expect(d.placements.some((p) => p.model === 4)).toBe(false);
+    for (const g of cluster.gpus) expect(d.placements.filter((p) => p.gpu === g.index).reduce((s, p) => s + p.pct, 0)).toBeLessThanOrEqual(100 + 1e-6);
+  });
+});
+
+describe('switchRate', () => {
+  it('counts the rate of the models whose workers a switch starts or stops, and nothing for re-batching', () => {
+    const { cluster } = builtInScenario('paper-6');
+    const rates = [300, 250, 125, 250, 275, 250];
+    const a: Deployment = { placements: [0, 1, 2, 3, 4, 5].map((m) => ({ model: m, gpu: m % 4, pct: 50, batch: 4 })) };
+    expect(switchRate(cluster, a, { placements: a.placements.map((p) => ({ ...p, batch: 8 })) }, rates)).toBe(0);
+    // alexnet's share changes; GPU 1 (resnet50 and efficientnet) is pooled: those three count, the others do not.
+    const b: Deployment = { placements: a.placements.map((p) => (p.model === 0 ? { ...p, pct: 60 } : p.model === 1 ? { ...p, pct: 100 } : p)), gpuModes: ['mps', 'timeshare', 'mps', 'mps'] };
+    expect(switchRate(cluster, a, b, rates)).toBe(300 + 250 + 250);
+  });
+});
+
+describe('workPerGpu (the work bound of docs/results.md)', () => {
+  it('is the rate times the GPU time per task at time sharing\'s batch, over the GPUs; peakRates takes each rate kind\'s highest', () => {
+    const cluster = buildCluster([loadProfileFile('v100'), loadProfileFile('v100')], [{ name: 'resnet50', sloMs: 40 }]);
+    const g = cluster.gpus[0]!;
+    const b = timesharePlan(cluster).placements[0]!.batch;
+    const perTaskS = predictOnGpu(g, [{ model: 0, batch: b, pct: 100 }])[0]! / b / 1000;
+    expect(workPerGpu(cluster, [100])).toBeCloseTo((100 * perTaskS) / 2, 12);
+    expect(workPerGpu(cluster, [200])).toBeCloseTo(2 * workPerGpu(cluster, [100]), 12);
+    const { scenario } = builtInScenario('paper-6');
+    expect(peakRates(scenario)).toEqual([500, 400, 200, 400, 450, 400]);
+    expect(peakRates(builtInScenario('diurnal-6').scenario)[0]).toBeCloseTo(300 * 1.6, 9);
+  });
+});
+
+describe('dwell after a switch', () => {
+  it('inss keeps a deployment it has just switched to while its workers start (DWELL_MS), then plans again', () => {
+    const { cluster } = builtInScenario('bursty-6');
+    const base = [300, 250, 125, 250, 275, 250];
+    const rng = new Rng(5);
+    const at = (nowMs: number, rates: number[], current: Deployment) => ({ ...observation(rates, current), nowMs });
+    // Find a sequence where the policy switches at t = 1 s and, 1 s later, a fresh instance (no
+    // switch behind it) would leave that deployment for other rates.
+    let checked = 0;
+    for (let tries = 0; tries < 300 && checked < 3; tries++) {
+      const policy = inssFactory.create(cluster, {});
+      const r = [0, 1, 2, 3].map(() => base.map((x) => x * (0.1 + 2.9 * rng.next())));
+      const first = policy.decide(at(0, r[0]!, { placements: [] }));
+      const switched = policy.decide(at(1000, r[1]!, first));
+      if (sameLayout(switched, first)) continue;
+      const fresh = inssFactory.create(cluster, {}).decide(at(2000, r[2]!, switched));
+      if (sameLayout(fresh, switched)) continue;
+      // Within the dwell: kept (re-batched), where an instance with no switch behind it moves.
+      const kept = policy.decide(at(2000, r[2]!, switched));
+      expect(sameLayout(kept, switched)).toBe(true);
+      expectFeasible(cluster, kept);
+      // After it: what an instance with no switch behind it decides from the same state.
+      const later = policy.decide(at(1000 + DWELL_MS, r[3]!, kept));
+      const freshLater = inssFactory.create(cluster, {}).decide(at(1000 + DWELL_MS, r[3]!, kept));
+      if (!sameLayout(freshLater, kept)) expect(sameLayout(later, kept)).toBe(false);
+      checked++;
+    }
+    expect(checked).toBe(3);
   });
 });
 
