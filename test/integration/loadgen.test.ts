@@ -5,7 +5,7 @@
 // - every scheduled request is sent, reaches the server, and is counted once in the report;
 // - both encodings arrive well-formed and carry the same input tensor;
 // - the table, the progress lines and --out; an unreachable server, an unknown model, a missing SLO.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -234,6 +234,28 @@ describe('inss loadgen against a stand-in server', () => {
     const binaryInputs = seenOf('tiny').firstInputs.binary!;
     expect(binaryInputs.length).toBe(2);
     for (const [i, b] of binaryInputs.entries()) expect(b.equals(jsonInputs[i]!)).toBe(true);
+  });
+
+  it('--trace: a replayed model sends one request per arrival in the window, beside a drawn one', async () => {
+    seen.clear();
+    const trace = join(dir, 'tiny-arrivals.txt');
+    // 7 arrivals in the 0.8 s window (two at the same instant), one after it.
+    writeFileSync(trace, '# tiny\n0.05\n0.1\n0.1\n0.3\n0.45\n0.6\n0.79\n0.9\n');
+    const r = await loadgen(['--url', url, '--trace', `tiny=${trace}`, '--model', 'resnet50=10', '--duration', '0.8', '--seed', '5', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
+    expect(report.settings.traces).toEqual({ tiny: trace });
+    const tiny = byModel(report, 'tiny');
+    expect(tiny.sent).toBe(7);
+    expect(tiny.targetRatePerS).toBeCloseTo(7 / 0.8, 9);
+    expect(seenOf('tiny').binary).toBe(7);
+    expect(seenOf('tiny').malformed).toEqual([]);
+    expect(tiny.ok).toBe(7);
+    // The drawn model is the one its flags alone give.
+    expect(byModel(report, 'resnet50').sent).toBe(sendSchedule([{ name: 'resnet50', ratePerS: 10 }], { durationS: 0.8, arrival: { kind: 'poisson' }, seed: 5 }).length);
+    const table = await loadgen(['--url', url, '--trace', `tiny=${trace}`, '--duration', '0.8']);
+    expect(table.stdout).toContain(`poisson arrivals (replayed: tiny from ${trace})`);
+    expect(table.stderr).toMatch(/loadgen: tiny trace .*tiny-arrivals\.txt \(8\.75\/s\)/);
   });
 
   it.each([
