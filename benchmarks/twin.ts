@@ -4,7 +4,7 @@
 // the run (fixed + per MB, GET /v2/inss/cluster `transport`; docs/serving.md "The path in the twin").
 // Prints, per model, SLO attainment and mean latency at the client and in the twin.
 //
-//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario]
+//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario --calibrate-seconds 20]
 //
 // Same arrivals: each model's arrivals are drawn once, seeded by the scenario, by the scenario's
 // arrival process (Poisson or Gamma) at `--scale` x its rate at time 0 (`--shape constant`, the
@@ -23,15 +23,19 @@ import { loadScenario } from '../cli/scenarios.js';
 import { initialRates, parseTrace, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
 import { spreadFactor, type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
+import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
-const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' }, shape: { type: 'string', default: 'constant' } } });
+const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' }, shape: { type: 'string', default: 'constant' }, 'calibrate-seconds': { type: 'string', default: '20' } } });
 const SCALE = Number(values.scale);
 const SECONDS = Number(values.seconds);
-if (!(SCALE > 0) || !(SECONDS > 0)) throw new Error('--scale and --seconds: positive numbers');
+const CALIBRATE_S = Math.min(SECONDS, Number(values['calibrate-seconds']));
+if (!(SCALE > 0) || !(SECONDS > 0) || !(CALIBRATE_S > 0)) throw new Error('--scale, --seconds and --calibrate-seconds: positive numbers');
+/** What the live scheduler does with a time-shared GPU's batches (scheduler/control.ts `gpuBusy`), for the twin to do the same. */
+const TWIN_TIMESHARE = 'overlap' as TimeshareGpuModel;
 if (values.shape !== 'constant' && values.shape !== 'scenario') throw new Error(`--shape: constant or scenario, got '${values.shape}'`);
 
 function start(args: string[]): { child: ChildProcess; out: () => string } {
@@ -82,23 +86,54 @@ const transport = transportOf(clusterView.transport.local);
 // inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
 const metricsText = await (await fetch(`${base}/metrics`)).text();
 const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
+// The models' metadata, for the bare server that measures the client's own leg below.
+const metadata: unknown[] = await Promise.all(s.models.map(async (m) => (await fetch(`${base}/v2/models/${encodeURIComponent(m.name)}`)).json()));
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
 console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${clusterView.eventLoopDelayMs ? `${clusterView.eventLoopDelayMs.p50}/${clusterView.eventLoopDelayMs.p99}/${clusterView.eventLoopDelayMs.max}` : '-'} ms`);
 
+// The client's own leg (docs/serving.md "The client's leg"): the same client (`inss loadgen`), the same
+// bodies and the same arrivals (their first CALIBRATE_S seconds) against a bare node:http server in its
+// own process that answers at once with the same bytes; the client's mean latency less the server's
+// own mean time (headers read -> response handed to the kernel, the span the scheduler sees of a task).
+const metadataFile = join(state, 'metadata.json');
+writeFileSync(metadataFile, JSON.stringify(metadata));
+const bare = start([join(import.meta.dirname, 'bareServer.js'), metadataFile]);
+const bareUrl = `http://127.0.0.1:${await waitFor(bare.out, /port (\d+)/)}`;
+const calibration = start([BIN, 'loadgen', '--url', bareUrl, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${traceFiles[i]!}`]), '--duration', String(CALIBRATE_S), '--json']);
+await new Promise((r) => calibration.child.on('exit', r));
+const calReport = LoadgenReportSchema.parse(JSON.parse(calibration.out()));
+const serverStats = (await (await fetch(`${bareUrl}/stats`)).json()) as Record<string, { count: number; serverMs: number }>;
+bare.child.kill('SIGTERM');
+await new Promise((r) => bare.child.on('exit', r));
+const legs = s.models.map((m) => {
+  const c = calReport.models.find((x) => x.model === m.name)!;
+  const srv = serverStats[m.name]!;
+  if (c.ok !== c.sent || srv.count !== c.ok) throw new Error(`calibration: ${m.name}: ${c.sent} sent, ${c.ok} ok, ${srv.count} seen by the bare server`);
+  return { clientSumMs: c.ok * c.latency.meanMs!, serverSumMs: srv.serverMs, n: c.ok };
+});
+const clientMs = Number(((legs.reduce((a, l) => a + l.clientSumMs, 0) - legs.reduce((a, l) => a + l.serverSumMs, 0)) / legs.reduce((a, l) => a + l.n, 0)).toFixed(4));
+console.log(
+  `the client's own leg (bare node:http server, ${CALIBRATE_S} s of the same arrivals): ${clientMs} ms a task (${s.models.map((m, i) => `${m.name} ${((legs[i]!.clientSumMs - legs[i]!.serverSumMs) / legs[i]!.n).toFixed(2)}`).join(', ')}); the bare server's own time ${(legs.reduce((a, l) => a + l.serverSumMs, 0) / legs.reduce((a, l) => a + l.n, 0)).toFixed(2)} ms a task; send lag p99 ${calReport.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms`,
+);
+
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();
-const policy = registry.get(values.policy).create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) });
-const twin = simulate({
-  cluster,
-  streams: scenarioStreams(replayed, replayedTraces),
-  // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
-  initialRatePerS: initialRates(s, loaded.traces),
-  policy,
-  settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport },
-});
+/** The twin: the same scenario, policy and arrivals, the path the scheduler fitted and the client's leg. */
+const runTwin = (timeshareGpu: TimeshareGpuModel) =>
+  simulate({
+    cluster,
+    streams: scenarioStreams(replayed, replayedTraces),
+    // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
+    initialRatePerS: initialRates(s, loaded.traces),
+    policy: registry.get(values.policy).create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
+    settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: { ...transport, clientMs }, timeshareGpu },
+  });
+const twin = runTwin(TWIN_TIMESHARE);
+const other = runTwin(TWIN_TIMESHARE === 'serial' ? 'overlap' : 'serial');
 
-console.log('model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms');
+console.log(`twin: time-shared GPUs ${TWIN_TIMESHARE} (the live scheduler's rule); last column: the twin with them ${TWIN_TIMESHARE === 'serial' ? 'overlapping' : 'serial'}`);
+console.log('model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %   other twin mean ms');
 let worst = 0;
 for (const [i, m] of s.models.entries()) {
   const live = report.models.find((x) => x.model === m.name);
@@ -106,13 +141,16 @@ for (const [i, m] of s.models.entries()) {
   const twinAtt = t.arrivals > 0 ? (100 * t.good) / t.arrivals : NaN;
   const liveAtt = live?.sloAttainmentPct ?? NaN;
   const liveMean = live?.latency.meanMs ?? NaN;
-  worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), Math.abs(liveMean - t.latencyMs.mean) / t.latencyMs.mean);
+  const meanGap = Math.abs(liveMean - t.latencyMs.mean) / t.latencyMs.mean;
+  worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), meanGap);
   // At the scheduler: answered within the SLO of all its tasks; mean latency plus the measured way out.
   const outcomes = (o: string) => metric('inss_requests_total', `model="${m.name}",outcome="${o}"`);
   const schedTotal = ['ok', 'late', 'dropped_slo', 'not_deployed', 'worker_failed', 'shutdown', 'bad_input'].reduce((a, o) => a + outcomes(o), 0);
   const schedAtt = (100 * outcomes('ok')) / schedTotal;
   const schedMean = (1000 * metric('inss_task_latency_seconds_sum', `model="${m.name}"`)) / metric('inss_task_latency_seconds_count', `model="${m.name}"`) + (transport.wayOutMs ?? 0);
-  console.log(`${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}`);
+  console.log(
+    `${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}  ${(100 * meanGap).toFixed(1).padStart(5)}  ${other.models[i]!.latencyMs.mean.toFixed(1).padStart(19)}`,
+  );
 }
 const liveTotal = report.total.sloAttainmentPct ?? NaN;
 console.log(`loadgen's send lag behind the arrivals: p99 ${report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms, max ${report.sendLagMs?.maxMs.toFixed(2) ?? '-'} ms`);
