@@ -274,7 +274,8 @@ export function simulate(input: SimInput): SimResult {
   let gpuModes: GpuMode[] = new Array<GpuMode>(nGpus).fill('mps');
   const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: batches running now
   // Hook (issue 11): how many batches may overlap on a timeshare GPU; see startBatch for their time.
-  const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU);
+  // Given a transport, the twin follows the live scheduler: one at a time (timeshareGpu.ts).
+  const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU, transportModel !== undefined || fixedTransportMs > 0);
   let current: Deployment = { placements: [] };
 
   // Statistics.
