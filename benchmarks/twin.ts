@@ -149,14 +149,15 @@ for (const [i, m] of s.models.entries()) {
 }
 // Where the time goes, per model (means): the task's wait for its batch (live: request arrival at the
 // scheduler -> batch sent; twin: arrival -> batch sent, the way in included), the batch's GPU time
-// (live: what the worker reports) and its size.
+// (live: what the worker reports), its transport (live: per batch, inss_batch_transport_seconds; twin:
+// per task, its latency less the way out, the client's leg, its wait and its GPU time) and its size.
 const histMean = (name: string, model: string) => metric(`${name}_sum`, `model="${model}"`) / metric(`${name}_count`, `model="${model}"`);
-console.log('model          queue ms live / twin   GPU ms live / twin   batch live / twin');
+console.log('model          queue ms live / twin   GPU ms live / twin   transport ms live / twin   batch live / twin');
 for (const [i, m] of s.models.entries()) {
   const t = twin.models[i]!;
   const cells = (live: number, x: number) => `${live.toFixed(2)} / ${x.toFixed(2)}`;
   console.log(
-    `${m.name.padEnd(14)} ${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)}   ${cells(1000 * histMean('inss_batch_compute_seconds', m.name), t.execMs.mean).padStart(18)}   ${cells(histMean('inss_batch_size', m.name), t.meanBatch).padStart(17)}`,
+    `${m.name.padEnd(14)} ${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)}   ${cells(1000 * histMean('inss_batch_compute_seconds', m.name), t.execMs.mean).padStart(18)}   ${cells(1000 * histMean('inss_batch_transport_seconds', m.name), t.latencyMs.mean - (transport.wayOutMs ?? 0) - clientMs - t.queueMs.mean - t.execMs.mean).padStart(24)}   ${cells(histMean('inss_batch_size', m.name), t.meanBatch).padStart(17)}`,
   );
 }
 const liveTotal = report.total.sloAttainmentPct ?? NaN;
