@@ -7,13 +7,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerLoadgen } from '../../cli/loadgen.js';
 import { modelMetadata } from '../../scheduler/kserve.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
+import { runLoadgen } from '../support/loadgen.js';
 import { REPO_ROOT } from '../support/paths.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-bare-'));
@@ -41,26 +39,13 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-class Sink extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
-
 describe("bench:twin's bare server", () => {
   it('answers every replayed request well-formed, and times each for less than its client saw', async () => {
     writeFileSync(join(dir, 'resnet50.txt'), Array.from({ length: 40 }, (_, i) => (i * 0.02).toFixed(3)).join('\n'));
     writeFileSync(join(dir, 'small.txt'), Array.from({ length: 25 }, (_, i) => (0.005 + i * 0.03).toFixed(3)).join('\n'));
-    const stdout = new Sink();
-    const stderr = new Sink();
-    let code = -1;
-    const program = new Command('inss').exitOverride();
-    registerLoadgen(program, { stdout, stderr, setExitCode: (c) => (code = c) });
-    await program.parseAsync(['node', 'inss', 'loadgen', '--url', url, '--trace', `resnet50=${join(dir, 'resnet50.txt')}`, '--trace', `small=${join(dir, 'small.txt')}`, '--duration', '1', '--json']);
-    expect(code, stderr.text).toBe(0);
-    const report = LoadgenReportSchema.parse(JSON.parse(stdout.text));
+    const r = await runLoadgen(['--url', url, '--trace', `resnet50=${join(dir, 'resnet50.txt')}`, '--trace', `small=${join(dir, 'small.txt')}`, '--duration', '1', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
     const stats = (await (await fetch(`${url}/stats`)).json()) as Record<string, { count: number; serverMs: number }>;
     for (const [name, sent] of [
       ['resnet50', 40],

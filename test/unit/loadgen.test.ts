@@ -4,7 +4,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { Command, CommanderError } from 'commander';
 import { describe, expect, it, vi } from 'vitest';
 import { type LoadgenOptions, registerLoadgen } from '../../cli/loadgen.js';
@@ -15,6 +14,7 @@ import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetad
 import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule, traceLoad } from '../../tools/loadgen/schedule.js';
 import type { ModelSignature } from '../../src/protocol/tensor.js';
 import { Rng } from '../../src/workload/random.js';
+import { TextSink } from '../support/loadgen.js';
 
 function gapsCv(times: readonly number[]): number {
   const gaps = times.slice(1).map((t, i) => t - times[i]!);
@@ -335,20 +335,13 @@ describe('report', () => {
 });
 
 /** A stream that keeps what is written to it. */
-class Sink extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
 async function parseFlags(args: string[]): Promise<{ opts?: LoadgenOptions; code?: number; stderr: string }> {
-  const stderr = new Sink();
+  const stderr = new TextSink();
   let opts: LoadgenOptions | undefined;
   const program = new Command('inss').exitOverride();
   registerLoadgen(program, {
-    stdout: new Sink(),
+    stdout: new TextSink(),
     stderr,
     setExitCode: () => undefined,
     run: (o) => {
