@@ -1,21 +1,26 @@
 // The live system against its twin (issue 14): `inss up` on a scenario (default: its default,
 // paper-6, with its default policy), `inss loadgen` at a fraction of the scenario's rates, then the
-// simulator on the same scenario, policy and rates, given the transport the scheduler fitted during the
-// run (fixed + per MB, GET /v2/inss/cluster `transport`; docs/serving.md "The path in the twin").
+// simulator on the same scenario, policy and arrivals, given the transport the scheduler fitted during
+// the run (fixed + per MB, GET /v2/inss/cluster `transport`; docs/serving.md "The path in the twin").
 // Prints, per model, SLO attainment and mean latency at the client and in the twin.
 //
-//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60]
+//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario --calibrate-seconds 20]
 //
-// The simulator gets the same rates, not the same arrival instants (loadgen draws its own Poisson
-// arrivals); both start from the scenario's rates as the monitor's floor, as `inss up` does.
+// Same arrivals: each model's arrivals are drawn once, seeded by the scenario, by the scenario's
+// arrival process (Poisson or Gamma) at `--scale` x its rate at time 0 (`--shape constant`, the
+// default: the rates `inss up` starts from, held for the whole run) or at `--scale` x its rate shape
+// (`--shape scenario`: paper-6's triangle waves climb from there), written as one trace file per model
+// (the scenario trace format), replayed by `inss loadgen --trace`, and given to the simulator as the
+// scenario with each model's rate `{kind: "trace"}`. Both start from the scenario's full rates as the
+// monitor's floor, as `inss up` does.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchRegistry, inssPolicyData, policyOptionsFor } from '../cli/benchCell.js';
 import { loadScenario } from '../cli/scenarios.js';
-import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
+import { initialRates, parseTrace, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
 import { spreadFactor, type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
@@ -23,10 +28,12 @@ import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
-const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' } } });
+const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' }, shape: { type: 'string', default: 'constant' }, 'calibrate-seconds': { type: 'string', default: '20' } } });
 const SCALE = Number(values.scale);
 const SECONDS = Number(values.seconds);
-if (!(SCALE > 0) || !(SECONDS > 0)) throw new Error('--scale and --seconds: positive numbers');
+const CALIBRATE_S = Math.min(SECONDS, Number(values['calibrate-seconds']));
+if (!(SCALE > 0) || !(SECONDS > 0) || !(CALIBRATE_S > 0)) throw new Error('--scale, --seconds and --calibrate-seconds: positive numbers');
+if (values.shape !== 'constant' && values.shape !== 'scenario') throw new Error(`--shape: constant or scenario, got '${values.shape}'`);
 
 function start(args: string[]): { child: ChildProcess; out: () => string } {
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -44,15 +51,30 @@ function transportOf(entry: unknown): TransportModel {
 
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
-const rates = initialRates(s, loaded.traces, SCALE);
-console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-console.log(`scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${s.models.map((m, i) => `${m.name} ${rates[i]!.toFixed(1)}/s`).join(', ')}), ${SECONDS} s`);
-
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
+// The arrivals of the run, the same for the live system and the twin.
+const atZero = initialRates(s, loaded.traces, SCALE);
+const drawn = values.shape === 'scenario' ? s : { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'constant' as const, ratePerS: atZero[i]! } })) };
+const arrivalsMs = scenarioStreams(drawn, loaded.traces, values.shape === 'scenario' ? SCALE : 1).map((stream) => {
+  const out: number[] = [];
+  for (let t = stream.next(); t < SECONDS * 1000; t = stream.next()) out.push(t);
+  return out;
+});
+const traceFiles = s.models.map((m, i) => {
+  const file = join(state, `${m.name}-arrivals.txt`);
+  writeFileSync(file, `# ${s.name} x ${SCALE}: ${m.name}'s arrivals in seconds (bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`);
+  return file;
+});
+// The simulator reads the same files as the scenario's traces (the scenario trace format, as loadgen).
+const replayed = { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'trace' as const, file: traceFiles[i]! } })) };
+const replayedTraces = new Map(traceFiles.map((f) => [f, parseTrace(readFileSync(f, 'utf8'), f)]));
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+console.log(`scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same arrivals live and in the twin (${s.models.map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`).join(', ')})`);
+
 const up = start([BIN, 'up', '--port', '0', '--scenario', values.scenario, '--policy', values.policy, '--state-dir', state, '--log-level', 'warn']);
 const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
 for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r.status, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--model', `${m.name}=${rates[i]!.toFixed(2)}`]), '--duration', String(SECONDS), '--json']);
+const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${traceFiles[i]!}`]), '--duration', String(SECONDS), '--json']);
 await new Promise((r) => lg.child.on('exit', r));
 const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
 const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
@@ -61,24 +83,52 @@ const transport = transportOf(clusterView.transport.local);
 // inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
 const metricsText = await (await fetch(`${base}/metrics`)).text();
 const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
+// The models' metadata, for the bare server that measures the client's own leg below.
+const metadata: unknown[] = await Promise.all(s.models.map(async (m) => (await fetch(`${base}/v2/models/${encodeURIComponent(m.name)}`)).json()));
 up.child.kill('SIGINT');
 await new Promise((r) => up.child.on('exit', r));
-rmSync(state, { recursive: true, force: true });
 console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${clusterView.eventLoopDelayMs ? `${clusterView.eventLoopDelayMs.p50}/${clusterView.eventLoopDelayMs.p99}/${clusterView.eventLoopDelayMs.max}` : '-'} ms`);
+
+// The client's own leg (docs/serving.md "The client's leg"): the same client (`inss loadgen`), the same
+// bodies and the same arrivals (their first CALIBRATE_S seconds) against a bare node:http server in its
+// own process that answers at once with the same bytes; the client's mean latency less the server's
+// own mean time (headers read -> response handed to the kernel, the span the scheduler sees of a task).
+const metadataFile = join(state, 'metadata.json');
+writeFileSync(metadataFile, JSON.stringify(metadata));
+const bare = start([join(import.meta.dirname, 'bareServer.js'), metadataFile]);
+const bareUrl = `http://127.0.0.1:${await waitFor(bare.out, /port (\d+)/)}`;
+const calibration = start([BIN, 'loadgen', '--url', bareUrl, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${traceFiles[i]!}`]), '--duration', String(CALIBRATE_S), '--json']);
+await new Promise((r) => calibration.child.on('exit', r));
+const calReport = LoadgenReportSchema.parse(JSON.parse(calibration.out()));
+const serverStats = (await (await fetch(`${bareUrl}/stats`)).json()) as Record<string, { count: number; serverMs: number }>;
+bare.child.kill('SIGTERM');
+await new Promise((r) => bare.child.on('exit', r));
+const legs = s.models.map((m) => {
+  const c = calReport.models.find((x) => x.model === m.name)!;
+  const srv = serverStats[m.name]!;
+  if (c.ok !== c.sent || srv.count !== c.ok) throw new Error(`calibration: ${m.name}: ${c.sent} sent, ${c.ok} ok, ${srv.count} seen by the bare server`);
+  return { clientSumMs: c.ok * c.latency.meanMs!, serverSumMs: srv.serverMs, n: c.ok };
+});
+const clientMs = Number(((legs.reduce((a, l) => a + l.clientSumMs, 0) - legs.reduce((a, l) => a + l.serverSumMs, 0)) / legs.reduce((a, l) => a + l.n, 0)).toFixed(4));
+console.log(
+  `the client's own leg (bare node:http server, ${CALIBRATE_S} s of the same arrivals): ${clientMs} ms a task (${s.models.map((m, i) => `${m.name} ${((legs[i]!.clientSumMs - legs[i]!.serverSumMs) / legs[i]!.n).toFixed(2)}`).join(', ')}); the bare server's own time ${(legs.reduce((a, l) => a + l.serverSumMs, 0) / legs.reduce((a, l) => a + l.n, 0)).toFixed(2)} ms a task; send lag p99 ${calReport.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms`,
+);
 
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();
-const policy = registry.get(values.policy).create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) });
+// The twin: the same scenario, policy and arrivals, the path the scheduler fitted and the client's leg.
+// Given a transport, its time-shared GPUs run one batch at a time, as the live scheduler's do
+// (src/sim/timeshareGpu.ts).
 const twin = simulate({
   cluster,
-  streams: scenarioStreams(s, loaded.traces, SCALE),
+  streams: scenarioStreams(replayed, replayedTraces),
   // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
   initialRatePerS: initialRates(s, loaded.traces),
-  policy,
-  settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport },
+  policy: registry.get(values.policy).create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
+  settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: { ...transport, clientMs } },
 });
 
-console.log('model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms');
+console.log('model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  sched/twin gap %');
 let worst = 0;
 for (const [i, m] of s.models.entries()) {
   const live = report.models.find((x) => x.model === m.name);
@@ -86,13 +136,31 @@ for (const [i, m] of s.models.entries()) {
   const twinAtt = t.arrivals > 0 ? (100 * t.good) / t.arrivals : NaN;
   const liveAtt = live?.sloAttainmentPct ?? NaN;
   const liveMean = live?.latency.meanMs ?? NaN;
-  worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), Math.abs(liveMean - t.latencyMs.mean) / t.latencyMs.mean);
+  const meanGap = Math.abs(liveMean - t.latencyMs.mean) / t.latencyMs.mean;
+  worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), meanGap);
   // At the scheduler: answered within the SLO of all its tasks; mean latency plus the measured way out.
   const outcomes = (o: string) => metric('inss_requests_total', `model="${m.name}",outcome="${o}"`);
   const schedTotal = ['ok', 'late', 'dropped_slo', 'not_deployed', 'worker_failed', 'shutdown', 'bad_input'].reduce((a, o) => a + outcomes(o), 0);
   const schedAtt = (100 * outcomes('ok')) / schedTotal;
   const schedMean = (1000 * metric('inss_task_latency_seconds_sum', `model="${m.name}"`)) / metric('inss_task_latency_seconds_count', `model="${m.name}"`) + (transport.wayOutMs ?? 0);
-  console.log(`${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}`);
+  console.log(
+    `${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}  ${(100 * meanGap).toFixed(1).padStart(5)}  ${((100 * Math.abs(schedMean - (t.latencyMs.mean - clientMs))) / (t.latencyMs.mean - clientMs)).toFixed(1).padStart(16)}`,
+  );
+}
+// Where the time goes, per model (means): the task's wait for its batch (live: request arrival at the
+// scheduler -> batch sent; twin: arrival -> batch sent, the way in included), the batch's GPU time
+// (live: what the worker reports), its transport (live: per batch, inss_batch_transport_seconds; twin:
+// per task, its latency less the way out, the client's leg, its wait and its GPU time) and its size.
+const histMean = (name: string, model: string) => metric(`${name}_sum`, `model="${model}"`) / metric(`${name}_count`, `model="${model}"`);
+console.log('model          queue ms live / twin   GPU ms live / twin   transport ms live / twin   batch live / twin');
+for (const [i, m] of s.models.entries()) {
+  const t = twin.models[i]!;
+  const cells = (live: number, x: number) => `${live.toFixed(2)} / ${x.toFixed(2)}`;
+  console.log(
+    `${m.name.padEnd(14)} ${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)}   ${cells(1000 * histMean('inss_batch_compute_seconds', m.name), t.execMs.mean).padStart(18)}   ${cells(1000 * histMean('inss_batch_transport_seconds', m.name), t.latencyMs.mean - (transport.wayOutMs ?? 0) - clientMs - t.queueMs.mean - t.execMs.mean).padStart(24)}   ${cells(histMean('inss_batch_size', m.name), t.meanBatch).padStart(17)}`,
+  );
 }
 const liveTotal = report.total.sloAttainmentPct ?? NaN;
+console.log(`loadgen's send lag behind the arrivals: p99 ${report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms, max ${report.sendLagMs?.maxMs.toFixed(2) ?? '-'} ms`);
 console.log(`total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean latency, relative): ${(100 * worst).toFixed(1)}%`);
+rmSync(state, { recursive: true, force: true });

@@ -19,14 +19,18 @@ import { type Command, CommanderError, InvalidArgumentError, Option } from 'comm
 import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../tools/loadgen/report.js';
 import { formDatatype, type ImageForm, imageRequest, metadataTakes, syntheticPicture, uint8JsonRequest } from '../tools/loadgen/images.js';
 import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, type ModelMetadata, parseModelMetadata, randomInputs, requestInputs } from '../tools/loadgen/request.js';
-import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT } from '../tools/loadgen/schedule.js';
+import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT, traceLoad } from '../tools/loadgen/schedule.js';
+import { parseTrace, ScenarioError } from '../src/scenario/build.js';
 import { Rng } from '../src/workload/random.js';
 
 /** Validated options of one run (what the flags mean, after every check). */
 export interface LoadgenOptions {
   /** Base URL without a trailing slash, e.g. http://127.0.0.1:8000 (a path prefix is kept). */
   readonly url: string;
+  /** The --model models (drawn), then the --trace models (replayed: `arrivalsMs`). */
   readonly models: readonly ModelLoad[];
+  /** --trace: the file each replayed model's arrival instants came from (for the report). */
+  readonly traces: ReadonlyMap<string, string>;
   readonly durationS: number;
   readonly arrival: ArrivalSpec;
   readonly seed: number;
@@ -112,6 +116,16 @@ function modelRate(v: string, prev: ModelLoad[] | undefined): ModelLoad[] {
   return [...(prev ?? []), { name, ratePerS: value }];
 }
 
+/** `--trace name=file`, split at the first '=' (a model name has none; a path may). */
+function modelTrace(v: string, prev: { name: string; file: string }[] | undefined): { name: string; file: string }[] {
+  const i = v.indexOf('=');
+  const name = i > 0 ? v.slice(0, i) : '';
+  const file = v.slice(i + 1);
+  if (name === '' || name.includes('/') || file === '') throw new InvalidArgumentError(`'${v}' is not <name>=<file> (e.g. resnet50=arrivals.txt)`);
+  if (prev?.some((t) => t.name === name)) throw new InvalidArgumentError(`model '${name}' is given twice`);
+  return [...(prev ?? []), { name, file }];
+}
+
 function modelSlo(v: string, prev: Map<string, number> | undefined): Map<string, number> {
   const { name, value } = nameValue(v, 'ms', 'resnet50=80');
   if (prev?.has(name)) throw new InvalidArgumentError(`model '${name}' is given twice`);
@@ -121,7 +135,8 @@ function modelSlo(v: string, prev: Map<string, number> | undefined): Map<string,
 /** The flags as commander hands them over (after each flag's own parser). */
 interface RawFlags {
   url: string;
-  model: ModelLoad[];
+  model?: ModelLoad[];
+  trace?: { name: string; file: string }[];
   duration: number;
   arrival: 'poisson' | 'gamma';
   cv?: number;
@@ -155,19 +170,43 @@ function clientToken(f: RawFlags, fail: (message: string) => never): string | un
   return token;
 }
 
+/**
+ * The --trace models: each file read and parsed in the scenario trace format (one arrival time in
+ * seconds per line; blank lines and # comments ignored), checked to send something in the window.
+ */
+function traceModels(f: RawFlags, fail: (message: string) => never): ModelLoad[] {
+  return (f.trace ?? []).map(({ name, file }) => {
+    const flag = `--trace ${name}=${file}`;
+    let timesS: number[];
+    try {
+      timesS = parseTrace(readFileSync(file, 'utf8'), file);
+    } catch (err) {
+      if (err instanceof ScenarioError) fail(`${flag}: ${err.message} (expected one arrival time in seconds per line)`);
+      fail(`${flag}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const load = traceLoad(name, timesS, f.duration);
+    if (load.ratePerS === 0) fail(`${flag}: no arrival before the end of the send window (--duration ${f.duration} s; the trace has ${timesS.length} arrival${timesS.length === 1 ? '' : 's'})`);
+    return load;
+  });
+}
+
 /** Cross-flag rules; `fail` reports a bad flag (it does not return). */
 function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOptions {
+  if (f.model === undefined && f.trace === undefined) fail('give at least one --model <name=ratePerS> or --trace <name=file>');
+  for (const t of f.trace ?? []) if (f.model?.some((m) => m.name === t.name)) fail(`--trace ${t.name}=...: model '${t.name}' is also given by --model (a model's sends are drawn or replayed, not both)`);
   if (f.arrival === 'gamma' && f.cv === undefined) fail('--cv <x> is required with --arrival gamma (the CV of the inter-arrival times; 1 is Poisson)');
   if (f.arrival === 'poisson' && f.cv !== undefined) fail('--cv is only for --arrival gamma (Poisson arrivals have CV 1)');
   if (f.encoding === 'json' && (f.input === 'jpeg' || f.input === 'png')) fail(`--input ${f.input} needs --encoding binary (a JPEG or PNG travels as binary data; JSON strings cannot carry it)`);
-  const names = new Set(f.model.map((m) => m.name));
+  const models = [...(f.model ?? []), ...traceModels(f, fail)];
+  const names = new Set(models.map((m) => m.name));
   for (const name of f.slo?.keys() ?? []) if (!names.has(name)) fail(`--slo ${name}=...: '${name}' is not one of the --model models (${[...names].join(', ')})`);
   if (f.ca !== undefined && !f.url.startsWith('https:')) fail('--ca: only for an https:// --url');
   const token = clientToken(f, fail);
   const ca = f.ca !== undefined ? flagFile('--ca', f.ca, fail) : undefined;
   return {
     url: f.url,
-    models: f.model,
+    models,
+    traces: new Map((f.trace ?? []).map((t) => [t.name, t.file])),
     durationS: f.duration,
     arrival: f.arrival === 'gamma' ? { kind: 'gamma', cv: f.cv! } : { kind: 'poisson' },
     seed: f.seed,
@@ -201,9 +240,10 @@ export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Comma
   const io: LoadgenIo = { stdout: deps.stdout ?? process.stdout, stderr: deps.stderr ?? process.stderr };
   return program
     .command('loadgen')
-    .description('Open-loop load generator for the KServe v2 task endpoint: Poisson or Gamma arrivals per model; reports throughput, goodput, SLO attainment and latency (docs/loadgen.md)')
+    .description('Open-loop load generator for the KServe v2 task endpoint: Poisson or Gamma arrivals per model, or replayed from a trace; reports throughput, goodput, SLO attainment and latency (docs/loadgen.md)')
     .requiredOption('--url <url>', 'base URL of the server, e.g. http://127.0.0.1:8000', baseUrl)
-    .requiredOption('--model <name=ratePerS>', 'a model and its request rate per second; repeat for several models', modelRate)
+    .option('--model <name=ratePerS>', 'a model and its request rate per second; repeat for several models', modelRate)
+    .option('--trace <name=file>', 'a model whose requests leave at the arrival times in FILE (seconds from the start, one per line, as a scenario trace); repeatable', modelTrace)
     .option('--duration <s>', 'seconds of sending (the report waits for the last answers after)', positiveNumber, 10)
     .addOption(new Option('--arrival <process>', 'inter-arrival times: poisson, or gamma with --cv').choices(['poisson', 'gamma']).default('poisson'))
     .option('--cv <x>', 'coefficient of variation of the Gamma inter-arrival times (> 1 burstier than Poisson, < 1 smoother)', positiveNumber)
@@ -418,7 +458,17 @@ function checkOutWritable(out: string): void {
 }
 
 function settingsOf(opts: LoadgenOptions): LoadgenSettings {
-  return { url: opts.url, durationS: opts.durationS, arrival: opts.arrival, seed: opts.seed, encoding: opts.encoding, input: opts.input, timeoutMs: opts.timeoutMs, connections: opts.connections };
+  return {
+    url: opts.url,
+    durationS: opts.durationS,
+    arrival: opts.arrival,
+    seed: opts.seed,
+    encoding: opts.encoding,
+    input: opts.input,
+    timeoutMs: opts.timeoutMs,
+    connections: opts.connections,
+    ...(opts.traces.size > 0 ? { traces: Object.fromEntries(opts.traces) } : {}),
+  };
 }
 
 /**
@@ -438,7 +488,7 @@ export async function runLoadgen(opts: LoadgenOptions, io: LoadgenIo): Promise<n
     let progress: NodeJS.Timeout | undefined;
     if (!opts.json) {
       const arrival = opts.arrival.kind === 'gamma' ? `gamma arrivals (CV ${opts.arrival.cv})` : 'Poisson arrivals';
-      say(`loadgen: ${plans.map((p) => `${p.name} ${p.ratePerS}/s (SLO ${p.sloMs} ms, ${p.request.body.length} bytes)`).join(', ')}; ${arrival}, ${opts.encoding} encoding, ${opts.durationS} s to ${opts.url}`);
+      say(`loadgen: ${plans.map((p) => `${p.name} ${opts.traces.has(p.name) ? `trace ${opts.traces.get(p.name)} (${p.ratePerS.toFixed(2)}/s)` : `${p.ratePerS}/s`} (SLO ${p.sloMs} ms, ${p.request.body.length} bytes)`).join(', ')}; ${arrival}, ${opts.encoding} encoding, ${opts.durationS} s to ${opts.url}`);
       const startMs = performance.now();
       progress = setInterval(() => {
         const s = ((performance.now() - startMs) / 1000).toFixed(0);

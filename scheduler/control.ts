@@ -31,6 +31,7 @@ import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
+import { DEFAULT_TIMESHARE_GPU, timeshareConcurrency } from '../src/sim/timeshareGpu.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
 import { type ControlObserver, fanOut } from './observer.js';
@@ -220,7 +221,16 @@ interface Batch {
   readonly bytes: number;
   /** Its predicted GPU time when it was sent (when the worker may take the next one: pipelining). */
   readonly predictedMs: number;
+  /** It was sent to a time-shared GPU and counts in that GPU's batches in flight (`gpuRunning`). */
+  readonly timeshared: boolean;
 }
+
+/**
+ * Batches that may be in flight at once on a time-shared GPU: the shared rule where batches pay
+ * transport, as they always do here (src/sim/timeshareGpu.ts; the simulator given a transport, the
+ * twin, follows it): one.
+ */
+const LIVE_TIMESHARE_LIMIT = timeshareConcurrency(DEFAULT_TIMESHARE_GPU, true);
 
 interface AgentEntry {
   readonly agentId: string;
@@ -263,7 +273,8 @@ export class Control {
   /** Cluster GPU index -> (agent, local index). */
   private gpuRefs: readonly GpuRef[] = [];
   private gpuModes: GpuMode[] = [];
-  private gpuBusy: boolean[] = [];
+  /** Time-shared GPUs: batches in flight on each (send -> answer, transport included). */
+  private gpuRunning: number[] = [];
   private policy: Policy | null = null;
   private policyError: string | null = null;
   private current: Deployment = { placements: [] };
@@ -485,7 +496,7 @@ export class Control {
 
   private canRun(w: Worker): boolean {
     const timeshared = this.gpuModes[w.gpu] === 'timeshare';
-    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuBusy[w.gpu]);
+    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuRunning[w.gpu]! >= LIVE_TIMESHARE_LIMIT);
   }
 
   /** When the worker may take another batch (pipelining: src/sim/dispatch.ts `nextBatchAtMs`). */
@@ -567,10 +578,10 @@ export class Control {
       return;
     }
     const sentWallMs = performance.timeOrigin + performance.now();
-    const batch: Batch = { batchId, worker: w, tasks, sentMs: now, direct, sentWallMs, bytes, predictedMs: predictedMs(w.predicted, size) };
+    const batch: Batch = { batchId, worker: w, tasks, sentMs: now, direct, sentWallMs, bytes, predictedMs: predictedMs(w.predicted, size), timeshared: this.gpuModes[w.gpu] === 'timeshare' };
     w.inFlight.push(batch);
     this.log.debug({ batchId, size, bytes, direct, sentAt: sentWallMs }, 'batch sent'); // transport tracing (docs/serving.md)
-    if (this.gpuModes[w.gpu] === 'timeshare') this.gpuBusy[w.gpu] = true;
+    if (batch.timeshared) this.gpuRunning[w.gpu]! += 1;
     this.batches.set(batchId, batch);
     this.observe.batchSent(this.models[w.model]!.name, size, tasks.map((t) => (now - t.arrivalMs) / 1000));
   }
@@ -658,8 +669,9 @@ export class Control {
     const w = b.worker;
     w.inFlight = w.inFlight.filter((x) => x !== b);
     if (!w.wanted) this.keepWorkers((x) => x !== w);
+    // (A cluster rebuilt while the batch ran counted from 0 again: never below it.)
+    if (b.timeshared && w.gpu >= 0) this.gpuRunning[w.gpu] = Math.max(0, (this.gpuRunning[w.gpu] ?? 0) - 1);
     if (this.gpuModes[w.gpu] === 'timeshare') {
-      this.gpuBusy[w.gpu] = false;
       // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
       const onGpu = this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model);
       for (const m of nextModelsOnFreedGpu(onGpu, (x) => (this.queues[x]!.length > 0 ? this.queues[x]!.peek().arrivalMs : Infinity))) this.tryDispatch(m);
@@ -853,7 +865,7 @@ export class Control {
     const refs = view.refs;
     this.gpuModes = carryModes(this.gpuRefs, this.gpuModes, refs);
     this.gpuRefs = refs;
-    this.gpuBusy = refs.map(() => false);
+    this.gpuRunning = refs.map(() => 0);
     for (const w of this.workers) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);
     this.keepWorkers((w) => w.gpu >= 0);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);

@@ -4,7 +4,10 @@
 //   cost plus a cost per megabyte of input (`TransportFit`, one per agent);
 // - a request's way in: from its HTTP request's arrival at the scheduler (headers read) to its task in
 //   the queue (the body's bytes read and parsed), a fixed cost plus a cost per megabyte of body;
-// - an answer's way out: from the task's answer to its response handed to the kernel (ms a task).
+// - an answer's way out: from the task's answer to its response handed to the kernel (ms a task);
+// - the client's own leg: what its client adds around the scheduler's view of a request (its HTTP
+//   stack, the kernel's loopback both ways, the server's header parse; ms a task). The scheduler cannot
+//   see it; `npm run bench:twin` measures it with the same client against a bare node:http server.
 // The scheduler shows them at GET /v2/inss/cluster as `transport`; the simulator takes them as a
 // setting (`SimSettings.transport`, `inss bench --transport FILE`), so a benchmark says what the live
 // system does on that machine. The dispatch rule of both budgets each task's deadline less the
@@ -38,6 +41,11 @@ export const TransportModelSchema = z
     /** An answer's way out (ms a task; absent: none). */
     wayOutMs: z.number().nonnegative().finite().optional(),
     /**
+     * The client's own leg (ms a task; absent: none): added to each task's latency as its client sees
+     * it. Not in the scheduler's budget (the scheduler cannot see it), so it moves no dispatch decision.
+     */
+    clientMs: z.number().nonnegative().finite().optional(),
+    /**
      * How a batch's transport spreads around the fit: quantiles of (measured / fitted) at evenly spaced
      * probabilities 0, 1/(k-1), ..., 1, scaled to a mean of 1 (`TransportFit.spread`). Absent: every
      * batch pays the fit exactly.
@@ -57,7 +65,7 @@ export type TransportModel = z.infer<typeof TransportModelSchema>;
 export function transportFields(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const r = raw as Record<string, unknown>;
-  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'spread', 'wayInSpread'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
+  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'clientMs', 'spread', 'wayInSpread'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
 }
 
 /** A request's way in under the model (ms) for a request of `bytes` bytes (0 without a way-in term). */

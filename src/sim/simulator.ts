@@ -64,7 +64,8 @@ export interface SimSettings {
    * The host's transport as the running system measured it (src/serving/transport.ts): each batch's
    * transport is `fixedMs + perMbMs x` its inputs' megabytes; with `wayIn` and `wayOutMs`, each task is
    * queued its request's way in after it arrives and answered the way out after its batch ends, and
-   * the dispatch rule budgets its SLO less the way out. When given, it replaces `transportMs`.
+   * the dispatch rule budgets its SLO less the way out; with `clientMs`, each task's latency also
+   * counts its client's own leg (the budget does not). When given, it replaces `transportMs`.
    */
   readonly transport?: TransportModel;
   readonly groundTruth: GroundTruthSettings;
@@ -258,6 +259,9 @@ export function simulate(input: SimInput): SimResult {
     nextArrival[m] = Math.max(t + wayIn, lastQueuedAt[m]!);
   }
   const wayOutMs = transportModel?.wayOutMs ?? 0;
+  // The client's own leg counts in each task's latency as its client sees it, not in the budget: the
+  // scheduler's dispatch rule cannot see it, and the twin follows the scheduler.
+  const answeredAfterMs = wayOutMs + (transportModel?.clientMs ?? 0);
   const budgetMs = sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
 
   const queues = cluster.models.map(() => new TaskQueue());
@@ -270,7 +274,8 @@ export function simulate(input: SimInput): SimResult {
   let gpuModes: GpuMode[] = new Array<GpuMode>(nGpus).fill('mps');
   const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: batches running now
   // Hook (issue 11): how many batches may overlap on a timeshare GPU; see startBatch for their time.
-  const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU);
+  // Given a transport, the twin follows the live scheduler: one at a time (timeshareGpu.ts).
+  const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU, transportModel !== undefined || fixedTransportMs > 0);
   let current: Deployment = { placements: [] };
 
   // Statistics.
@@ -494,7 +499,7 @@ export function simulate(input: SimInput): SimResult {
     const exec = w.execMs;
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
-      const lat = nowMs - a + wayOutMs;
+      const lat = nowMs - a + answeredAfterMs;
       latH[m]!.add(lat);
       queueH[m]!.add(w.startMs - a);
       execH[m]!.add(exec);

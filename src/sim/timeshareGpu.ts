@@ -24,18 +24,29 @@
 // `serial` keeps the earlier model: one batch at a time on the whole GPU, nothing overlapping (what
 // a GPU time-slicing separate processes without MPS does). It is selectable per run
 // (`timeshareGpu` in a scenario or SimSettings; `inss bench --timeshare-gpu serial`).
+//
+// The live scheduler (scheduler/control.ts, `gpuBusy`) runs a time-shared GPU's batches one at a time:
+// it holds the GPU from a batch's send to its answer, transport included, and its simulated workers
+// time each batch alone. So where batches pay transport (the live system, and the simulator given a
+// transport: its twin) one batch runs at a time whatever the GPU model says; the GPU model applies to
+// the simulator without transport (`inss bench`'s default), whose results this leaves as they were.
+// Decided on bench:twin (docs/serving.md, "Time-shared GPUs in the twin"): with the same arrivals, the
+// live queueing and batch sizes follow the serial twin, not the overlapping one.
 
 export type TimeshareGpuModel = 'overlap' | 'serial';
 
 export const DEFAULT_TIMESHARE_GPU: TimeshareGpuModel = 'overlap';
 
 /**
- * How many batches may run at once on a time-shared GPU: one in all when serial; when overlapping,
- * no limit beyond the workers themselves (each runs one batch at a time, and the timeshare policy
- * places one worker per model per GPU: Triton's default of one instance per model per GPU).
+ * How many batches may run at once on a time-shared GPU, for the simulator and the live scheduler
+ * alike. Where batches pay transport (`paysTransport`: the live scheduler, the simulator given a
+ * transport), one: the live scheduler's rule (above). Otherwise the GPU model's: one in all when
+ * serial; when overlapping, no limit beyond the workers themselves (each runs one batch at a time, and
+ * the timeshare policy places one worker per model per GPU: Triton's default of one instance per model
+ * per GPU).
  */
-export function timeshareConcurrency(model: TimeshareGpuModel): number {
-  return model === 'serial' ? 1 : Infinity;
+export function timeshareConcurrency(model: TimeshareGpuModel, paysTransport: boolean): number {
+  return paysTransport || model === 'serial' ? 1 : Infinity;
 }
 
 /** The share (%) each of `running` overlapping batches is timed at: an even split of the GPU. */

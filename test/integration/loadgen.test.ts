@@ -5,19 +5,17 @@
 // - every scheduled request is sent, reaches the server, and is counted once in the report;
 // - both encodings arrive well-formed and carry the same input tensor;
 // - the table, the progress lines and --out; an unreachable server, an unknown model, a missing SLO.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { Command, CommanderError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerLoadgen } from '../../cli/loadgen.js';
 import { encodeInferResponse, errorBody, modelMetadata, parseInferRequest } from '../../scheduler/kserve.js';
 import { LoadgenReportSchema, type LoadgenReport } from '../../tools/loadgen/report.js';
 import { sendSchedule } from '../../tools/loadgen/schedule.js';
 import { type ModelSignature, modelSignature } from '../../src/protocol/tensor.js';
+import { runLoadgen } from '../support/loadgen.js';
 
 interface StandInModel {
   readonly signature: ModelSignature;
@@ -140,30 +138,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-class Sink extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
-
-/** Runs `inss loadgen ARGS` in this process, as cli/main.ts registers it, with its output captured. */
-async function loadgen(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new Sink();
-  const stderr = new Sink();
-  let code = -1;
-  const program = new Command('inss').exitOverride();
-  registerLoadgen(program, { stdout, stderr, setExitCode: (c) => (code = c) });
-  try {
-    await program.parseAsync(['node', 'inss', 'loadgen', ...args]);
-  } catch (err) {
-    if (!(err instanceof CommanderError)) throw err;
-    code = err.exitCode;
-  }
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
-
 const byModel = (r: LoadgenReport, name: string) => r.models.find((m) => m.model === name)!;
 
 describe('inss loadgen against a stand-in server', () => {
@@ -174,7 +148,7 @@ describe('inss loadgen against a stand-in server', () => {
       { name: 'tiny', ratePerS: 60 },
       { name: 'broken', ratePerS: 20 },
     ];
-    const r = await loadgen(['--url', url, ...models.flatMap((m) => ['--model', `${m.name}=${m.ratePerS}`]), '--duration', '1.5', '--seed', '3', '--json']);
+    const r = await runLoadgen(['--url', url, ...models.flatMap((m) => ['--model', `${m.name}=${m.ratePerS}`]), '--duration', '1.5', '--seed', '3', '--json']);
     expect(r.stderr).toBe(''); // --json: no progress
     expect(r.code).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
@@ -209,7 +183,7 @@ describe('inss loadgen against a stand-in server', () => {
   it('JSON encoding: well-formed, the same input tensors as binary; the table, progress and --out', async () => {
     seen.clear();
     const out = join(dir, 'report.json');
-    const r = await loadgen(['--url', `${url}/`, '--model', 'tiny=30', '--model', 'resnet50=5', '--duration', '1.2', '--encoding', 'json', '--out', out]);
+    const r = await runLoadgen(['--url', `${url}/`, '--model', 'tiny=30', '--model', 'resnet50=5', '--duration', '1.2', '--encoding', 'json', '--out', out]);
     expect(r.code).toBe(0);
     for (const name of ['tiny', 'resnet50']) {
       expect(seenOf(name).malformed).toEqual([]);
@@ -230,10 +204,32 @@ describe('inss loadgen against a stand-in server', () => {
     // The same seed in binary: the server decodes the very same tensors.
     const jsonInputs = seenOf('tiny').firstInputs.json!;
     seen.clear();
-    expect((await loadgen(['--url', url, '--model', 'tiny=30', '--duration', '0.3', '--json'])).code).toBe(0);
+    expect((await runLoadgen(['--url', url, '--model', 'tiny=30', '--duration', '0.3', '--json'])).code).toBe(0);
     const binaryInputs = seenOf('tiny').firstInputs.binary!;
     expect(binaryInputs.length).toBe(2);
     for (const [i, b] of binaryInputs.entries()) expect(b.equals(jsonInputs[i]!)).toBe(true);
+  });
+
+  it('--trace: a replayed model sends one request per arrival in the window, beside a drawn one', async () => {
+    seen.clear();
+    const trace = join(dir, 'tiny-arrivals.txt');
+    // 7 arrivals in the 0.8 s window (two at the same instant), one after it.
+    writeFileSync(trace, '# tiny\n0.05\n0.1\n0.1\n0.3\n0.45\n0.6\n0.79\n0.9\n');
+    const r = await runLoadgen(['--url', url, '--trace', `tiny=${trace}`, '--model', 'resnet50=10', '--duration', '0.8', '--seed', '5', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
+    expect(report.settings.traces).toEqual({ tiny: trace });
+    const tiny = byModel(report, 'tiny');
+    expect(tiny.sent).toBe(7);
+    expect(tiny.targetRatePerS).toBeCloseTo(7 / 0.8, 9);
+    expect(seenOf('tiny').binary).toBe(7);
+    expect(seenOf('tiny').malformed).toEqual([]);
+    expect(tiny.ok).toBe(7);
+    // The drawn model is the one its flags alone give.
+    expect(byModel(report, 'resnet50').sent).toBe(sendSchedule([{ name: 'resnet50', ratePerS: 10 }], { durationS: 0.8, arrival: { kind: 'poisson' }, seed: 5 }).length);
+    const table = await runLoadgen(['--url', url, '--trace', `tiny=${trace}`, '--duration', '0.8']);
+    expect(table.stdout).toContain(`poisson arrivals (replayed: tiny from ${trace})`);
+    expect(table.stderr).toMatch(/loadgen: tiny trace .*tiny-arrivals\.txt \(8\.75\/s\)/);
   });
 
   it.each([
@@ -243,7 +239,7 @@ describe('inss loadgen against a stand-in server', () => {
     ['png', 'binary', 'PNG'],
   ])('--input %s (%s): every request is an image the codec accepts as %s', async (input, encoding, want) => {
     seen.clear();
-    const r = await loadgen(['--url', url, '--model', 'resnet50=20', '--duration', '0.5', '--input', input, '--encoding', encoding, '--json']);
+    const r = await runLoadgen(['--url', url, '--model', 'resnet50=20', '--duration', '0.5', '--input', input, '--encoding', encoding, '--json']);
     expect(r.code, r.stderr).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
     expect(report.settings.input).toBe(input);
@@ -253,17 +249,17 @@ describe('inss loadgen against a stand-in server', () => {
   });
 
   it('--input refuses a model that takes no images, and JPEG/PNG in JSON', async () => {
-    const r = await loadgen(['--url', url, '--model', 'tiny=5', '--duration', '0.2', '--input', 'jpeg']);
+    const r = await runLoadgen(['--url', url, '--model', 'tiny=5', '--duration', '0.2', '--input', 'jpeg']);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("--input jpeg: model 'tiny' does not take its input as BYTES");
-    const j = await loadgen(['--url', url, '--model', 'resnet50=5', '--duration', '0.2', '--input', 'png', '--encoding', 'json']);
+    const j = await runLoadgen(['--url', url, '--model', 'resnet50=5', '--duration', '0.2', '--input', 'png', '--encoding', 'json']);
     expect(j.code).toBe(2);
     expect(j.stderr).toContain('--input png needs --encoding binary');
   });
 
   it('a request with no answer within --timeout is a timeout error, and the run still ends', async () => {
     seen.clear();
-    const r = await loadgen(['--url', url, '--model', 'slow=20', '--model', 'tiny=20', '--duration', '0.5', '--timeout', '200', '--json']);
+    const r = await runLoadgen(['--url', url, '--model', 'slow=20', '--model', 'tiny=20', '--duration', '0.5', '--timeout', '200', '--json']);
     expect(r.code).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
     const slow = byModel(report, 'slow');
@@ -277,7 +273,7 @@ describe('inss loadgen against a stand-in server', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    const r = await loadgen(['--url', `http://127.0.0.1:${port}`, '--model', 'resnet50=10', '--duration', '1']);
+    const r = await runLoadgen(['--url', `http://127.0.0.1:${port}`, '--model', 'resnet50=10', '--duration', '1']);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(`inss loadgen: cannot reach the server at --url http://127.0.0.1:${port} (GET /v2/models/resnet50): connect ECONNREFUSED 127.0.0.1:${port}\n`);
@@ -285,7 +281,7 @@ describe('inss loadgen against a stand-in server', () => {
 
   it('a model the server does not serve: exit status 1, nothing sent', async () => {
     seen.clear();
-    const r = await loadgen(['--url', url, '--model', 'resnet50=10', '--model', 'nope=10']);
+    const r = await runLoadgen(['--url', url, '--model', 'resnet50=10', '--model', 'nope=10']);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("inss loadgen: --model nope: the server at");
     expect(r.stderr).toContain("does not serve this model (HTTP 404: unknown model 'nope')");
@@ -293,17 +289,17 @@ describe('inss loadgen against a stand-in server', () => {
   });
 
   it('no SLO from the server and none given: exit status 2 naming --slo; with --slo it runs', async () => {
-    const r = await loadgen(['--url', url, '--model', 'noslo=10', '--duration', '0.2']);
+    const r = await runLoadgen(['--url', url, '--model', 'noslo=10', '--duration', '0.2']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("inss loadgen: --slo: no SLO for model 'noslo': its metadata has no parameters.slo_ms; give --slo noslo=<ms>");
-    const ok = await loadgen(['--url', url, '--model', 'noslo=10', '--slo', 'noslo=30', '--duration', '0.2', '--json']);
+    const ok = await runLoadgen(['--url', url, '--model', 'noslo=10', '--slo', 'noslo=30', '--duration', '0.2', '--json']);
     expect(ok.code).toBe(0);
     expect(LoadgenReportSchema.parse(JSON.parse(ok.stdout)).models[0]!.sloMs).toBe(30);
   });
 
   it('--out in a folder that does not exist: exit status 1 before anything is sent', async () => {
     seen.clear();
-    const r = await loadgen(['--url', url, '--model', 'tiny=10', '--out', join(dir, 'no', 'such', 'r.json')]);
+    const r = await runLoadgen(['--url', url, '--model', 'tiny=10', '--out', join(dir, 'no', 'such', 'r.json')]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/--out .*r\.json: cannot write there: ENOENT/);
     expect(infers()).toBe(0);

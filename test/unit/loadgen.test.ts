@@ -4,7 +4,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { Command, CommanderError } from 'commander';
 import { describe, expect, it, vi } from 'vitest';
 import { type LoadgenOptions, registerLoadgen } from '../../cli/loadgen.js';
@@ -12,9 +11,10 @@ import { main } from '../../cli/main.js';
 import { fromHalf, parseInferRequest } from '../../scheduler/kserve.js';
 import { buildReport, errorKey, formatReport, type LoadgenSettings, LoadgenReportSchema, percentile, type RequestRecord, TABLE_COLUMNS } from '../../tools/loadgen/report.js';
 import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetadata, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../../tools/loadgen/request.js';
-import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule } from '../../tools/loadgen/schedule.js';
+import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule, traceLoad } from '../../tools/loadgen/schedule.js';
 import type { ModelSignature } from '../../src/protocol/tensor.js';
 import { Rng } from '../../src/workload/random.js';
+import { TextSink } from '../support/loadgen.js';
 
 function gapsCv(times: readonly number[]): number {
   const gaps = times.slice(1).map((t, i) => t - times[i]!);
@@ -85,6 +85,19 @@ describe('send schedule', () => {
     expect(() => new SendSchedule([{ name: 'm', ratePerS: 0 }], poisson(1))).toThrow(/rate of model 'm'/);
     expect(() => new SendSchedule(models, poisson(1, 0))).toThrow(/durationS/);
     expect(() => new SendSchedule(models, { durationS: 1, arrival: { kind: 'gamma', cv: 0 }, seed: 1 })).toThrow(/cv/);
+    expect(() => new SendSchedule([{ name: 't', ratePerS: 1, arrivalsMs: [5, -1] }], poisson(1))).toThrow(/trace of model 't'.*got -1/);
+    expect(() => new SendSchedule([{ name: 't', ratePerS: 1, arrivalsMs: [NaN] }], poisson(1))).toThrow(/trace of model 't'/);
+  });
+
+  it('a trace is replayed at exactly its instants, in order, merged with drawn models; instants past the window are not sent', () => {
+    const trace = traceLoad('replayed', [0.5, 0.0125, 1.75, 0.0125, 3.2], 2);
+    expect(trace.ratePerS).toBe(2); // 4 arrivals in the 2 s window
+    const sends = sendSchedule([models[0]!, trace], poisson(4, 2));
+    expect(sends.filter((s) => s.model === 1).map((s) => s.atMs)).toEqual([12.5, 12.5, 500, 1750]);
+    // The drawn model is the same with or without the trace beside it.
+    expect(sends.filter((s) => s.model === 0).map((s) => s.atMs)).toEqual(sendSchedule([models[0]!], poisson(4, 2)).map((s) => s.atMs));
+    expect(sends.map((s) => s.atMs)).toEqual([...sends.map((s) => s.atMs)].sort((a, b) => a - b));
+    expect(traceLoad('late', [2, 3], 2).ratePerS).toBe(0);
   });
 });
 
@@ -322,20 +335,13 @@ describe('report', () => {
 });
 
 /** A stream that keeps what is written to it. */
-class Sink extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
 async function parseFlags(args: string[]): Promise<{ opts?: LoadgenOptions; code?: number; stderr: string }> {
-  const stderr = new Sink();
+  const stderr = new TextSink();
   let opts: LoadgenOptions | undefined;
   const program = new Command('inss').exitOverride();
   registerLoadgen(program, {
-    stdout: new Sink(),
+    stdout: new TextSink(),
     stderr,
     setExitCode: () => undefined,
     run: (o) => {
@@ -360,6 +366,7 @@ describe('flags', () => {
     expect(r.opts).toEqual({
       url: 'http://127.0.0.1:8000',
       models: [{ name: 'resnet50', ratePerS: 100 }],
+      traces: new Map(),
       durationS: 10,
       arrival: { kind: 'poisson' },
       seed: 1,
@@ -435,9 +442,42 @@ describe('flags', () => {
     }
   });
 
+  it('--trace: a model replayed from a trace file (the scenario trace format), beside drawn models', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'inss-loadgen-trace-'));
+    try {
+      writeFileSync(join(d, 'vgg.txt'), '# vgg16 arrivals\n0.25\n\n0.1 # first\n1.5\n12\n');
+      const r = await parseFlags([...base, '--trace', `vgg16=${join(d, 'vgg.txt')}`, '--duration', '2', '--slo', 'vgg16=150']);
+      expect(r.stderr).toBe('');
+      expect(r.opts?.models).toEqual([
+        { name: 'resnet50', ratePerS: 100 },
+        { name: 'vgg16', ratePerS: 1.5, arrivalsMs: [250, 100, 1500, 12000] },
+      ]);
+      expect(r.opts?.traces).toEqual(new Map([['vgg16', join(d, 'vgg.txt')]]));
+      // A trace alone is enough.
+      expect((await parseFlags(['--url', 'http://h:1', '--trace', `vgg16=${join(d, 'vgg.txt')}`])).opts?.models.map((m) => m.name)).toEqual(['vgg16']);
+      writeFileSync(join(d, 'bad.txt'), '0.1\nsoon\n');
+      writeFileSync(join(d, 'late.txt'), '30\n');
+      const refused: [string[], RegExp][] = [
+        [['--trace', `vgg16=${join(d, 'bad.txt')}`], /--trace vgg16=.*bad\.txt: .*bad\.txt:2: not a non-negative number of seconds: 'soon'/],
+        [['--trace', `vgg16=${join(d, 'late.txt')}`], /--trace vgg16=.*late\.txt: no arrival before the end of the send window \(--duration 10 s; the trace has 1 arrival\)/],
+        [['--trace', 'vgg16=/nonexistent/t.txt'], /--trace vgg16=\/nonexistent\/t\.txt: cannot read: ENOENT/],
+        [['--trace', `resnet50=${join(d, 'vgg.txt')}`], /--trace resnet50=\.\.\.: model 'resnet50' is also given by --model/],
+        [['--trace', 'vgg16'], /--trace.*not <name>=<file>/],
+        [['--trace', `vgg16=${join(d, 'vgg.txt')}`, '--trace', `vgg16=${join(d, 'vgg.txt')}`], /--trace.*'vgg16' is given twice/],
+      ];
+      for (const [args, message] of refused) {
+        const x = await parseFlags([...base, ...args]);
+        expect(x.code).toBe(2);
+        expect(x.stderr).toMatch(message);
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [['--model', 'resnet50=100'], /--url/],
-    [['--url', 'http://h:1'], /--model/],
+    [['--url', 'http://h:1'], /give at least one --model <name=ratePerS> or --trace <name=file>/],
     [['--url', 'localhost:8000', '--model', 'a=1'], /--url.*only http:\/\/ and https:\/\//],
     [[...base, '--ca', 'cert.pem'], /--ca: only for an https:\/\/ --url/],
     [['--url', 'https://h:1', '--model', 'a=1', '--ca', '/nonexistent/cert.pem'], /--ca \/nonexistent\/cert\.pem: cannot read: ENOENT/],

@@ -17,17 +17,20 @@ const profile = ProfileSchema.parse(makeProfile().model('a', flat).model('b', fl
 const noTruthError = { systematicErrorPct: 0, noisePct: 0, dramAlpha: 0, seed: 1 };
 const settings = (over: Partial<SimSettings>): SimSettings => ({ ...DEFAULT_SIM_SETTINGS, durationMs: 30_000, groundTruth: noTruthError, ...over });
 
-function run(models: [string, string], ratePerS: number, timeshareGpu: 'overlap' | 'serial') {
+function run(models: [string, string], ratePerS: number, timeshareGpu: 'overlap' | 'serial', over: Partial<SimSettings> = {}) {
   const cluster = buildCluster([profile], models.map((name) => ({ name, sloMs: 1000 })));
   const dep = { placements: [0, 1].map((model) => ({ model, gpu: 0, pct: 100, batch: 1 })), gpuModes: ['timeshare' as const] };
   const streams = [0, 1].map((i) => new RenewalStream(rateFunction({ kind: 'constant', ratePerS }), new Rng(mixSeed(5, i))));
-  return simulate({ cluster, streams, initialRatePerS: [ratePerS, ratePerS], policy: new FixedPolicy(dep), settings: settings({ timeshareGpu }) });
+  return simulate({ cluster, streams, initialRatePerS: [ratePerS, ratePerS], policy: new FixedPolicy(dep), settings: settings({ timeshareGpu, ...over }) });
 }
 
 describe('time-shared GPU model', () => {
   it('serial runs one batch at a time; overlap one per worker; overlapping batches split the GPU evenly', () => {
-    expect(timeshareConcurrency('serial')).toBe(1);
-    expect(timeshareConcurrency('overlap')).toBe(Infinity);
+    expect(timeshareConcurrency('serial', false)).toBe(1);
+    expect(timeshareConcurrency('overlap', false)).toBe(Infinity);
+    // Where batches pay transport (the live scheduler, and its twin), one at a time whatever the GPU model.
+    expect(timeshareConcurrency('serial', true)).toBe(1);
+    expect(timeshareConcurrency('overlap', true)).toBe(1);
     expect(timeshareSharePct(1)).toBe(100);
     expect(timeshareSharePct(4)).toBe(25);
     expect(() => timeshareSharePct(0)).toThrow(RangeError);
@@ -44,6 +47,14 @@ describe('time-shared GPU model', () => {
     expect(overlap.throughputPerS / serial.throughputPerS).toBeGreaterThan(1.15);
     expect(overlap.sloViolationPct).toBeLessThan(1);
     expect(overlap.gpuSharePct[0]!).toBeLessThanOrEqual(100 + 1e-9);
+  });
+
+  it('given a transport, the twin runs a time-shared GPU one batch at a time as the live scheduler does, whatever the GPU model', () => {
+    const transport = { fixedMs: 0.001, perMbMs: 0 };
+    const twinOverlap = run(['a', 'b'], 300, 'overlap', { transport });
+    const twinSerial = run(['a', 'b'], 300, 'serial', { transport });
+    expect(twinOverlap).toEqual(twinSerial);
+    expect(twinOverlap.sloViolationPct).toBeGreaterThan(10); // as serial above: 120% of the GPU asked for
   });
 
   it('overlapping batches of models whose time scales with 1/share take longer each and gain nothing', () => {

@@ -144,4 +144,18 @@ describe('the simulator with a host transport model', () => {
     expect(tight.served).toBe(0);
     expect(tight.dropped).toBeGreaterThan(0.99 * tight.arrivals);
   });
+
+  it("the client's own leg adds to each task's latency and can make it late, but moves no dispatch decision (the scheduler cannot see it)", () => {
+    const gpuMs = run(undefined).latencyMs.mean;
+    const slo = gpuMs * 3;
+    const base = run({ fixedMs: 0, perMbMs: 0, wayOutMs: 0.5 }, 0, slo);
+    const client = run({ fixedMs: 0, perMbMs: 0, wayOutMs: 0.5, clientMs: gpuMs * 2.5 }, 0, slo);
+    expect(client.served).toBe(base.served);
+    expect(client.dropped).toBe(base.dropped);
+    expect(client.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(gpuMs * 2.5, 3);
+    // Within the SLO without the leg; with it, most tasks reach their client late.
+    expect(base.good).toBeGreaterThan(0.95 * base.arrivals);
+    expect(client.good).toBeLessThan(0.5 * client.arrivals);
+    expect(TransportModelSchema.parse(transportFields({ fixedMs: 1, perMbMs: 0, clientMs: 1.1, batches: 3 }))).toEqual({ fixedMs: 1, perMbMs: 0, clientMs: 1.1 });
+  });
 });

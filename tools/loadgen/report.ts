@@ -81,6 +81,8 @@ export const LoadgenSettingsSchema = z
     input: z.enum(['fp32', 'uint8', 'jpeg', 'png']).default('fp32'),
     timeoutMs: z.number().positive(),
     connections: z.number().int().positive(),
+    /** --trace: model -> the file its arrival instants were replayed from (absent: every model drawn). */
+    traces: z.record(z.string(), z.string()).optional(),
   })
   .strict();
 export type LoadgenSettings = z.infer<typeof LoadgenSettingsSchema>;
@@ -250,7 +252,7 @@ export function formatReport(report: LoadgenReport): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
-    `${s.url}: ${s.durationS} s, ${arrival} arrivals, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
+    `${s.url}: ${s.durationS} s, ${arrival} arrivals${s.traces ? ` (replayed: ${Object.entries(s.traces).map(([m, f]) => `${m} from ${f}`).join(', ')})` : ''}, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
     line(head),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map(line),

@@ -1,9 +1,10 @@
 // The send schedule of `inss loadgen` (pure, seeded, reproducible). Each model gets its own renewal
 // process at a constant rate (src/workload/arrivals.ts: Poisson, or Gamma with a coefficient of
-// variation), seeded from the run's seed and the model's name; the streams are merged into one
+// variation), seeded from the run's seed and the model's name, or replays the arrival instants of a
+// trace (`--trace`, the scenario trace format: docs/scenarios.md); the streams are merged into one
 // time-ordered sequence that the shell replays against its clock. Open loop: the schedule does not
 // depend on answers, so a slow server cannot slow the offered load down.
-import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
+import { type ArrivalStream, rateFunction, RenewalStream, TraceStream } from '../../src/workload/arrivals.js';
 import { mixSeed, Rng } from '../../src/workload/random.js';
 
 /** Inter-arrival distribution: Poisson (exponential gaps, CV 1) or Gamma with CV `cv` (> 1 burstier, < 1 smoother). */
@@ -12,7 +13,24 @@ export type ArrivalSpec = { readonly kind: 'poisson' } | { readonly kind: 'gamma
 /** One model's offered load. */
 export interface ModelLoad {
   readonly name: string;
+  /** Its mean rate: drawn at this rate, or, for a trace, its arrivals in the window per second of it (`traceLoad`). */
   readonly ratePerS: number;
+  /**
+   * A trace's arrival instants (ms after the run starts, any order): sent at exactly these times
+   * instead of drawn (`--trace`); those at or after the window's end are not sent.
+   */
+  readonly arrivalsMs?: readonly number[];
+}
+
+/**
+ * A model replayed from a trace: its arrival times in seconds (the scenario trace format, as
+ * `parseTrace` reads it) and its rate over the send window of `durationS`. The rate is 0 when no
+ * arrival falls in the window (the schedule refuses that; the CLI says which trace and why first).
+ */
+export function traceLoad(name: string, timesS: readonly number[], durationS: number): ModelLoad {
+  const arrivalsMs = timesS.map((t) => t * 1000);
+  const inWindow = arrivalsMs.filter((t) => t < durationS * 1000).length;
+  return { name, ratePerS: inWindow / durationS, arrivalsMs };
 }
 
 export interface ScheduleSettings {
@@ -54,10 +72,11 @@ export function modelStreamSeed(seed: number, name: string, stream: number): num
  * The merged send schedule, produced lazily (a long run at a high rate never holds every arrival in
  * memory). `next()` returns sends in non-decreasing `atMs` order (ties: the lower model index first),
  * then `undefined` once every stream has passed the end of the window. Throws RangeError on settings
- * the CLI should have rejected (no model, a rate or duration <= 0, a CV <= 0).
+ * the CLI should have rejected (no model, a rate or duration <= 0, a CV <= 0, a trace instant that is
+ * negative or not finite).
  */
 export class SendSchedule {
-  private readonly streams: RenewalStream[];
+  private readonly streams: ArrivalStream[];
   private readonly headsMs: number[];
   private readonly endMs: number;
 
@@ -69,6 +88,11 @@ export class SendSchedule {
     this.endMs = settings.durationS * 1000;
     this.streams = models.map((m) => {
       if (!(m.ratePerS > 0) || !Number.isFinite(m.ratePerS)) throw new RangeError(`rate of model '${m.name}' must be a finite number > 0, got ${m.ratePerS}`);
+      if (m.arrivalsMs) {
+        const bad = m.arrivalsMs.find((t) => !(t >= 0) || !Number.isFinite(t));
+        if (bad !== undefined) throw new RangeError(`trace of model '${m.name}': arrival instants must be finite numbers >= 0, got ${bad}`);
+        return new TraceStream(m.arrivalsMs);
+      }
       return new RenewalStream(rateFunction({ kind: 'constant', ratePerS: m.ratePerS }), new Rng(modelStreamSeed(settings.seed, m.name, STREAM_ARRIVALS)), cv);
     });
     this.headsMs = this.streams.map((s) => s.next());
