@@ -258,7 +258,9 @@ function dataPathOf(flags: AgentFlags): 'unix' | 'off' | { tcpHost: string; adve
   const p = flags.dataPath ?? 'unix';
   if (p === 'tcp') {
     if (!flags.dataAdvertise) throw new InvalidInputError('--data-path tcp: give --data-advertise <host>, the address the scheduler reaches this machine at');
-    return { tcpHost: '0.0.0.0', advertise: flags.dataAdvertise };
+    // A loopback address is reachable from this host only: the sockets listen there, not on every interface.
+    const loopback = ['127.0.0.1', '::1', 'localhost'].includes(flags.dataAdvertise);
+    return { tcpHost: loopback ? flags.dataAdvertise : '0.0.0.0', advertise: flags.dataAdvertise };
   }
   if (flags.dataAdvertise !== undefined) throw new InvalidInputError('--data-advertise: only with --data-path tcp');
   return p === 'off' ? 'off' : 'unix';
@@ -565,7 +567,9 @@ export function registerServe(program: Command): void {
     }
     // Over TLS the local agent trusts exactly the certificate its scheduler serves, whatever names it carries.
     const agentTls = tls ? { tls: { ca: tls.cert, checkServerIdentity: () => undefined } } : {};
-    const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), ...agentTls, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
+    // The local agent's workers are on this host: over TCP (`--data-path tcp`) the scheduler reaches them on loopback.
+    const dataAdvertise = opts.dataPath === 'tcp' ? { dataAdvertise: '127.0.0.1' } : {};
+    const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), ...agentTls, ...dataAdvertise, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
     console.log(`inss up: endpoint ${service.url}/v2  (models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);
