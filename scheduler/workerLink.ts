@@ -105,13 +105,9 @@ export class SocketLinks {
     this.sockets.get(cid)?.destroy();
   }
 
-  destroyAll(): void {
-    for (const s of this.sockets.values()) s.destroy();
-  }
-
   /** Destroys every connection; nothing is left to keep the process alive. */
   stop(): Promise<void> {
-    this.destroyAll();
+    for (const s of this.sockets.values()) s.destroy();
     return Promise.resolve();
   }
 }
@@ -120,14 +116,13 @@ export class SocketLinks {
 export type ToLinkThread =
   | { op: 'open'; cid: number; address: DataAddress; secret: string }
   | { op: 'send'; cid: number; head: Uint8Array; parts: Uint8Array[] }
-  | { op: 'close' | 'destroy'; cid: number }
-  | { op: 'destroyAll' };
+  | { op: 'close' | 'destroy'; cid: number };
 export type FromLinkThread =
   | { ev: 'connected'; cid: number }
   | { ev: 'frame'; cid: number; header: unknown; payload: Uint8Array }
   | { ev: 'closed'; cid: number; why: string; connected: boolean };
 
-type Sockets = Pick<SocketLinks, 'open' | 'send' | 'close' | 'destroy' | 'destroyAll'> & { stop(): Promise<void> };
+type Sockets = Pick<SocketLinks, 'open' | 'send' | 'close' | 'destroy' | 'stop'>;
 
 /**
  * A part as the thread gets it: a view of shared memory goes as it is (the thread reads the same
@@ -187,10 +182,6 @@ class ThreadSockets implements Sockets {
 
   destroy(cid: number): void {
     if (this.worker) this.post({ op: 'destroy', cid });
-  }
-
-  destroyAll(): void {
-    if (this.worker) this.post({ op: 'destroyAll' });
   }
 
   /** Ends the thread, and with it every connection (a thread left running keeps the process alive). */

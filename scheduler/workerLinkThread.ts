@@ -27,7 +27,5 @@ port.on('message', (m: ToLinkThread) => {
       return links.close(m.cid);
     case 'destroy':
       return links.destroy(m.cid);
-    case 'destroyAll':
-      return links.destroyAll();
   }
 });

@@ -25,7 +25,7 @@
 // a GPU time-slicing separate processes without MPS does). It is selectable per run
 // (`timeshareGpu` in a scenario or SimSettings; `inss bench --timeshare-gpu serial`).
 //
-// The live scheduler (scheduler/control.ts, `gpuBusy`) runs a time-shared GPU's batches one at a time:
+// The live scheduler (scheduler/control.ts, `gpuRunning`) runs a time-shared GPU's batches one at a time:
 // it holds the GPU from a batch's send to its answer, transport included, and its simulated workers
 // time each batch alone. So where batches pay transport (the live system, and the simulator given a
 // transport: its twin) one batch runs at a time whatever the GPU model says; the GPU model applies to

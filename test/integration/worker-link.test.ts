@@ -136,23 +136,29 @@ it('stop ends the link thread, so a process with open connections exits', async 
       clearInterval(up);
       if (process.argv[1] === 'stop') void links.stop();
     }, 20);`;
-  /** The child's exit code, or 'running' when it has not exited within `ms` (then it is killed). */
-  const run = (how: string, ms: number) =>
-    new Promise<number | 'running'>((resolve) => {
+  /**
+   * The child's exit code, or 'running' when it has not exited `ms` after `ready` resolved (then it is
+   * killed): the timer starts only once the child is where the test wants it, however slow the machine.
+   */
+  const run = (how: string, ready: () => Promise<void>, ms: number) =>
+    new Promise<number | 'running'>((resolve, reject) => {
       // As a script given on the command line: its --input-type flag is not the link thread's.
       const child = spawn(process.execPath, ['--input-type=module', '-e', script, how], { stdio: 'ignore' });
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve('running');
-      }, ms);
+      let timer: NodeJS.Timeout | undefined;
       child.on('exit', (code) => {
         clearTimeout(timer);
-        if (code !== null) resolve(code);
+        resolve(code ?? 'running');
       });
+      ready().then(() => {
+        timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve('running');
+        }, ms);
+      }, reject);
     });
-  expect(await run('stop', 60_000)).toBe(0);
+  expect(await run('stop', () => Promise.resolve(), 60_000)).toBe(0);
   await w.got(1); // it did connect (its attach; the probe may go with the thread)
-  expect(await run('keep', 3_000)).toBe('running'); // without stop the thread keeps it alive
-  await w.got(3); // that one was connected too (attach and probe)
+  // Without stop the thread keeps it alive: still running 3 s after it connected (attach and probe).
+  expect(await run('keep', () => w.got(3), 3_000)).toBe('running');
   w.server.close();
 });
