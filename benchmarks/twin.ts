@@ -13,6 +13,10 @@
 // (the scenario trace format), replayed by `inss loadgen --trace`, and given to the simulator as the
 // scenario with each model's rate `{kind: "trace"}`. Both start from the scenario's full rates as the
 // monitor's floor, as `inss up` does.
+//
+// The client's own leg (what the client sees beyond the scheduler's span of a task) is measured in a
+// second live run of `--calibrate-seconds` with other arrivals at the same rates (the next seed), from
+// inss's Server-Timing answers, and added to the twin's latencies (TransportModel.clientMs).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -23,7 +27,7 @@ import { loadScenario } from '../cli/scenarios.js';
 import { initialRates, parseTrace, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
 import { spreadFactor, type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
-import { LoadgenReportSchema } from '../tools/loadgen/report.js';
+import { type LoadgenReport, LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -52,66 +56,74 @@ function transportOf(entry: unknown): TransportModel {
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
-// The arrivals of the run, the same for the live system and the twin.
+// The arrivals of a run, drawn with `seed`: one trace file per model (the scenario trace format).
 const atZero = initialRates(s, loaded.traces, SCALE);
 const drawn = values.shape === 'scenario' ? s : { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'constant' as const, ratePerS: atZero[i]! } })) };
-const arrivalsMs = scenarioStreams(drawn, loaded.traces, values.shape === 'scenario' ? SCALE : 1).map((stream) => {
-  const out: number[] = [];
-  for (let t = stream.next(); t < SECONDS * 1000; t = stream.next()) out.push(t);
-  return out;
-});
-const traceFiles = s.models.map((m, i) => {
-  const file = join(state, `${m.name}-arrivals.txt`);
-  writeFileSync(file, `# ${s.name} x ${SCALE}: ${m.name}'s arrivals in seconds (bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`);
-  return file;
-});
+function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs: number[][]; files: string[] } {
+  const arrivalsMs = scenarioStreams(drawn, loaded.traces, values.shape === 'scenario' ? SCALE : 1, seed).map((stream) => {
+    const out: number[] = [];
+    for (let t = stream.next(); t < seconds * 1000; t = stream.next()) out.push(t);
+    return out;
+  });
+  const files = s.models.map((m, i) => {
+    const file = join(state, `${m.name}-${tag}-arrivals.txt`);
+    writeFileSync(file, `# ${s.name} x ${SCALE}, seed ${seed}: ${m.name}'s arrivals in seconds (bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`);
+    return file;
+  });
+  return { arrivalsMs, files };
+}
+// The arrivals of the run, the same for the live system and the twin.
+const { arrivalsMs, files: traceFiles } = drawArrivals(s.seed, SECONDS, 'run');
 // The simulator reads the same files as the scenario's traces (the scenario trace format, as loadgen).
 const replayed = { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'trace' as const, file: traceFiles[i]! } })) };
 const replayedTraces = new Map(traceFiles.map((f) => [f, parseTrace(readFileSync(f, 'utf8'), f)]));
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
 console.log(`scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same arrivals live and in the twin (${s.models.map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`).join(', ')})`);
 
-const up = start([BIN, 'up', '--port', '0', '--scenario', values.scenario, '--policy', values.policy, '--state-dir', state, '--log-level', 'warn']);
-const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
-for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r.status, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${traceFiles[i]!}`]), '--duration', String(SECONDS), '--json']);
-await new Promise((r) => lg.child.on('exit', r));
-const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
-const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
-const transport = transportOf(clusterView.transport.local);
-// The scheduler's own view of each task (from its request's arrival to its answer): what the path
-// inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
-const metricsText = await (await fetch(`${base}/metrics`)).text();
-const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
-// The models' metadata, for the bare server that measures the client's own leg below.
-const metadata: unknown[] = await Promise.all(s.models.map(async (m) => (await fetch(`${base}/v2/models/${encodeURIComponent(m.name)}`)).json()));
-up.child.kill('SIGINT');
-await new Promise((r) => up.child.on('exit', r));
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${clusterView.eventLoopDelayMs ? `${clusterView.eventLoopDelayMs.p50}/${clusterView.eventLoopDelayMs.p99}/${clusterView.eventLoopDelayMs.max}` : '-'} ms`);
+interface LiveRun {
+  readonly report: LoadgenReport;
+  readonly transport: TransportModel;
+  readonly eventLoopDelayMs: { p50: number; p99: number; max: number } | undefined;
+  readonly metricsText: string;
+}
 
-// The client's own leg (docs/serving.md "The client's leg"): the same client (`inss loadgen`), the same
-// bodies and the same arrivals (their first CALIBRATE_S seconds) against a bare node:http server in its
-// own process that answers at once with the same bytes; the client's mean latency less the server's
-// own mean time (headers read -> response handed to the kernel, the span the scheduler sees of a task).
-const metadataFile = join(state, 'metadata.json');
-writeFileSync(metadataFile, JSON.stringify(metadata));
-const bare = start([join(import.meta.dirname, 'bareServer.js'), metadataFile]);
-const bareUrl = `http://127.0.0.1:${await waitFor(bare.out, /port (\d+)/)}`;
-const calibration = start([BIN, 'loadgen', '--url', bareUrl, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${traceFiles[i]!}`]), '--duration', String(CALIBRATE_S), '--json']);
-await new Promise((r) => calibration.child.on('exit', r));
-const calReport = LoadgenReportSchema.parse(JSON.parse(calibration.out()));
-const serverStats = (await (await fetch(`${bareUrl}/stats`)).json()) as Record<string, { count: number; serverMs: number }>;
-bare.child.kill('SIGTERM');
-await new Promise((r) => bare.child.on('exit', r));
-const legs = s.models.map((m) => {
-  const c = calReport.models.find((x) => x.model === m.name)!;
-  const srv = serverStats[m.name]!;
-  if (c.ok !== c.sent || srv.count !== c.ok) throw new Error(`calibration: ${m.name}: ${c.sent} sent, ${c.ok} ok, ${srv.count} seen by the bare server`);
-  return { clientSumMs: c.ok * c.latency.meanMs!, serverSumMs: srv.serverMs, n: c.ok };
-});
-const clientMs = Number(((legs.reduce((a, l) => a + l.clientSumMs, 0) - legs.reduce((a, l) => a + l.serverSumMs, 0)) / legs.reduce((a, l) => a + l.n, 0)).toFixed(4));
+/** `inss up` on the scenario (a state directory of its own), driven by `inss loadgen` replaying `files` for `seconds`. */
+async function liveRun(files: readonly string[], seconds: number, tag: string): Promise<LiveRun> {
+  const dir = join(state, tag);
+  const up = start([BIN, 'up', '--port', '0', '--scenario', values.scenario, '--policy', values.policy, '--state-dir', dir, '--log-level', 'warn']);
+  const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
+  for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r.status, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${files[i]!}`]), '--duration', String(seconds), '--json']);
+  await new Promise((r) => lg.child.on('exit', r));
+  const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
+  const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
+  // The scheduler's own view of each task (from its request's arrival to its answer): what the path
+  // inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
+  const metricsText = await (await fetch(`${base}/metrics`)).text();
+  up.child.kill('SIGINT');
+  await new Promise((r) => up.child.on('exit', r));
+  return { report, transport: transportOf(clusterView.transport.local), eventLoopDelayMs: clusterView.eventLoopDelayMs, metricsText };
+}
+
+const run = await liveRun(traceFiles, SECONDS, 'run');
+const { report, transport, metricsText } = run;
+const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
+const elDelay = run.eventLoopDelayMs;
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`);
+
+// The client's own leg (docs/serving.md "The client's leg"), measured on this host against inss in a
+// run of its own: the same scenario, policy, rates and client, other arrivals (the next seed), for
+// CALIBRATE_S seconds. inss answers each task with its own span (Server-Timing: request arrival ->
+// answered); the client's latency less that span, less the answer's way out the scheduler measured in
+// that run, is what the scheduler cannot see: the client's HTTP stack, the kernel both ways, and the
+// wait for the scheduler's event loop before it reads the request.
+const cal = await liveRun(drawArrivals(s.seed + 1, CALIBRATE_S, 'calibration').files, CALIBRATE_S, 'calibration');
+const timed = cal.report.models.reduce((a, m) => a + m.serverTimed, 0);
+if (timed === 0 || cal.report.models.some((m) => m.serverTimed !== m.ok)) throw new Error(`calibration: every ok answer must carry inss's Server-Timing; ${cal.report.models.map((m) => `${m.model} ${m.serverTimed} of ${m.ok}`).join(', ')}`);
+const outsideMs = cal.report.models.reduce((a, m) => a + m.serverTimed * m.outsideServerMeanMs!, 0) / timed;
+const clientMs = Number(Math.max(0, outsideMs - (cal.transport.wayOutMs ?? 0)).toFixed(4));
 console.log(
-  `the client's own leg (bare node:http server, ${CALIBRATE_S} s of the same arrivals): ${clientMs} ms a task (${s.models.map((m, i) => `${m.name} ${((legs[i]!.clientSumMs - legs[i]!.serverSumMs) / legs[i]!.n).toFixed(2)}`).join(', ')}); the bare server's own time ${(legs.reduce((a, l) => a + l.serverSumMs, 0) / legs.reduce((a, l) => a + l.n, 0)).toFixed(2)} ms a task; send lag p99 ${calReport.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms`,
+  `the client's own leg (against inss, ${CALIBRATE_S} s of other arrivals at the same rates, seed ${s.seed + 1}): ${clientMs} ms a task (${cal.report.models.map((m) => `${m.model} ${(m.outsideServerMeanMs! - (cal.transport.wayOutMs ?? 0)).toFixed(2)}`).join(', ')}); outside the scheduler's span ${outsideMs.toFixed(3)} ms, of it the way out ${cal.transport.wayOutMs ?? '-'} ms; within SLO in that run ${cal.report.total.sloAttainmentPct?.toFixed(2) ?? '-'}%; send lag p99 ${cal.report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms`,
 );
 
 const cluster = scenarioCluster(s, loaded.profiles);

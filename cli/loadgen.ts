@@ -18,7 +18,7 @@ import { urlToHttpOptions } from 'node:url';
 import { type Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../tools/loadgen/report.js';
 import { formDatatype, type ImageForm, imageRequest, metadataTakes, syntheticPicture, uint8JsonRequest } from '../tools/loadgen/images.js';
-import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, type ModelMetadata, parseModelMetadata, randomInputs, requestInputs } from '../tools/loadgen/request.js';
+import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, type ModelMetadata, parseModelMetadata, randomInputs, requestInputs, serverTimingMs } from '../tools/loadgen/request.js';
 import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT, traceLoad } from '../tools/loadgen/schedule.js';
 import { parseTrace, ScenarioError } from '../src/scenario/build.js';
 import { Rng } from '../src/workload/random.js';
@@ -274,7 +274,7 @@ export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Comma
 
 /** What became of one HTTP exchange. */
 type Exchange =
-  | { readonly kind: 'answer'; readonly status: number; readonly inferenceHeaderLength: string | undefined; readonly body: Buffer }
+  | { readonly kind: 'answer'; readonly status: number; readonly inferenceHeaderLength: string | undefined; readonly body: Buffer; readonly serverMs: number | undefined }
   | { readonly kind: 'timeout' | 'network'; readonly error: string };
 
 function networkError(err: NodeJS.ErrnoException): string {
@@ -299,7 +299,8 @@ function exchange(target: http.RequestOptions, body: Buffer | undefined, timeout
     res.on('data', (c: Buffer) => chunks.push(c));
     res.on('end', () => {
       const h = res.headers['inference-header-content-length'];
-      finish({ kind: 'answer', status: res.statusCode ?? 0, inferenceHeaderLength: typeof h === 'string' ? h : undefined, body: Buffer.concat(chunks) });
+      const st = res.headers['server-timing'];
+      finish({ kind: 'answer', status: res.statusCode ?? 0, inferenceHeaderLength: typeof h === 'string' ? h : undefined, body: Buffer.concat(chunks), serverMs: serverTimingMs(Array.isArray(st) ? st.join(', ') : st) });
     });
     res.on('error', (e) => finish({ kind: 'network', error: networkError(e) }));
     res.on('close', () => {
@@ -400,7 +401,7 @@ interface Counters {
 function toRecord(model: string, scheduledAtMs: number, sentAtMs: number, latencyMs: number, x: Exchange): RequestRecord {
   if (x.kind !== 'answer') return { model, scheduledAtMs, sentAtMs, latencyMs, outcome: x.kind, error: x.error };
   const j = judgeInferAnswer(x);
-  return j.outcome === 'ok' ? { model, scheduledAtMs, sentAtMs, latencyMs, outcome: 'ok', status: x.status } : { model, scheduledAtMs, sentAtMs, latencyMs, outcome: j.outcome, status: x.status, error: j.error };
+  return j.outcome === 'ok' ? { model, scheduledAtMs, sentAtMs, latencyMs, outcome: 'ok', status: x.status, ...(x.serverMs !== undefined ? { serverMs: x.serverMs } : {}) } : { model, scheduledAtMs, sentAtMs, latencyMs, outcome: j.outcome, status: x.status, error: j.error };
 }
 
 /**

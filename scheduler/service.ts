@@ -238,6 +238,9 @@ export class SchedulerService {
         // The answer's way out: until its response is handed to the kernel (the dispatch rule budgets it).
         const answeredMs = performance.now();
         reply.raw.once('finish', () => control.answerSent(performance.now() - answeredMs));
+        // The scheduler's own span of the task, request arrival -> answered (W3C Server-Timing): a
+        // client's latency less it (less the way out) is the client's own leg (docs/serving.md).
+        if (received !== undefined) void reply.header('server-timing', `inss;dur=${(answeredMs - received).toFixed(3)}`);
         if (!a.ok) {
           void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
           return;

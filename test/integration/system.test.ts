@@ -204,6 +204,10 @@ describe('inss scheduler + inss agent as processes', () => {
     expect([t.errors.timeout, t.errors.network, t.errors['bad-response'], t.errors['http-4xx']]).toEqual([0, 0, 0, 0]);
     expect(t.ok + t.errors['http-5xx']).toBe(t.sent);
     for (const e of t.topErrors) expect(e.error).toMatch(/dropped/);
+    // Every ok answer carried the scheduler's span of its task (Server-Timing), within what the client saw.
+    expect(t.serverTimed).toBe(t.ok);
+    expect(t.outsideServerMeanMs).toBeGreaterThan(0);
+    expect(t.outsideServerMeanMs).toBeLessThan(t.latency.meanMs!);
 
     agent.child.kill('SIGTERM');
     expect((await agent.exited).code).toBe(0);

@@ -1,5 +1,5 @@
 // `inss loadgen` run in the test's own process, as cli/main.ts registers it, with its output captured
-// (the loadgen tests and bench:twin's bare-server test).
+// (the loadgen tests).
 import { Writable } from 'node:stream';
 import { Command, CommanderError } from 'commander';
 import { registerLoadgen } from '../../cli/loadgen.js';

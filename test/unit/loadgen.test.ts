@@ -10,7 +10,7 @@ import { type LoadgenOptions, registerLoadgen } from '../../cli/loadgen.js';
 import { main } from '../../cli/main.js';
 import { fromHalf, parseInferRequest } from '../../scheduler/kserve.js';
 import { buildReport, errorKey, formatReport, type LoadgenSettings, LoadgenReportSchema, percentile, type RequestRecord, TABLE_COLUMNS } from '../../tools/loadgen/report.js';
-import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetadata, metadataSloMs, parseModelMetadata, randomInputs, requestInputs } from '../../tools/loadgen/request.js';
+import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetadata, metadataSloMs, parseModelMetadata, randomInputs, requestInputs, serverTimingMs } from '../../tools/loadgen/request.js';
 import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule, traceLoad } from '../../tools/loadgen/schedule.js';
 import type { ModelSignature } from '../../src/protocol/tensor.js';
 import { Rng } from '../../src/workload/random.js';
@@ -275,6 +275,34 @@ describe('report', () => {
     expect(a.goodputPerS).toBeCloseTo(1.0);
     expect(a.sloAttainmentPct).toBeCloseTo((100 * 10) / 14);
     expect(a.latency).toEqual({ p50Ms: 60, p99Ms: 150, meanMs: (550 + 150) / 11, maxMs: 150 });
+  });
+
+  it("the part outside the server's span: of ok answers that carried one, clamped at 0", () => {
+    const r = buildReport(settings, [{ name: 'a', ratePerS: 1, sloMs: 100 }], [
+      { ...ok('a', 10), serverMs: 7 },
+      { ...ok('a', 20), serverMs: 14 },
+      { ...ok('a', 5), serverMs: 6 }, // a clock-rounding overshoot counts as 0, not -1
+      ok('a', 30), // no Server-Timing: not counted
+      { model: 'a', sentAtMs: 1, latencyMs: 3, outcome: 'http-5xx', status: 503, error: 'HTTP 503: x', serverMs: 1 },
+    ]);
+    expect(r.models[0]!.serverTimed).toBe(3);
+    expect(r.models[0]!.outsideServerMeanMs).toBeCloseTo((3 + 6 + 0) / 3);
+    expect(report.models[0]!.serverTimed).toBe(0);
+    expect(report.models[0]!.outsideServerMeanMs).toBeNull();
+    expect(LoadgenReportSchema.safeParse(r).success).toBe(true);
+  });
+
+  it('reads the dur of the inss metric of a Server-Timing header, and nothing else', () => {
+    expect(serverTimingMs('inss;dur=12.5')).toBe(12.5);
+    expect(serverTimingMs('cache;desc="hit", inss;desc=x;dur="3.25"')).toBe(3.25);
+    expect(serverTimingMs('db;dur=4, inss ; DUR = 0')).toBe(0);
+    expect(serverTimingMs(undefined)).toBeUndefined();
+    expect(serverTimingMs('db;dur=4')).toBeUndefined();
+    expect(serverTimingMs('inss')).toBeUndefined();
+    expect(serverTimingMs('inss;dur=-1')).toBeUndefined();
+    expect(serverTimingMs('inss;dur=abc')).toBeUndefined();
+    expect(serverTimingMs('inss;dur=')).toBeUndefined();
+    expect(serverTimingMs('inssx;dur=1')).toBeUndefined();
   });
 
   it('counts error texts that differ only in decimals as one', () => {

@@ -29,6 +29,8 @@ export interface RequestRecord {
   readonly sentAtMs: number;
   /** From the send to the end of the answer (or to the error). */
   readonly latencyMs: number;
+  /** The server's own span of the request, from its Server-Timing header (inss: arrival -> answered), when it sent one. */
+  readonly serverMs?: number;
   readonly outcome: Outcome;
   readonly status?: number;
   readonly error?: string;
@@ -64,6 +66,14 @@ export const LoadStatsSchema = z
     sloAttainmentPct: z.number().min(0).max(100).nullable(),
     /** Of ok answers; nulls when there were none. */
     latency: LatencySummarySchema,
+    /**
+     * Of ok answers whose server sent its span in a Server-Timing header (inss does, metric `inss`):
+     * how many, and the mean of (latency - that span), the part of the latency outside the server's
+     * view (the client's HTTP stack, the kernel both ways, the server's wait before it read the request
+     * and its answer's way out); null when none did.
+     */
+    serverTimed: count,
+    outsideServerMeanMs: msOrNull,
     /** The most common error texts (decimals shown as N, see errorKey), most frequent first (ties: alphabetical). */
     topErrors: z.array(z.object({ error: z.string(), count: count.min(1) }).strict()).max(TOP_ERRORS),
   })
@@ -150,9 +160,15 @@ function stats(records: readonly RequestRecord[], sloMsOf: (model: string) => nu
   const errors = { 'http-4xx': 0, 'http-5xx': 0, timeout: 0, network: 0, 'bad-response': 0 };
   const okLatencies: number[] = [];
   let okWithinSlo = 0;
+  let serverTimed = 0;
+  let outsideSumMs = 0;
   for (const r of records) {
     if (r.outcome === 'ok') {
       okLatencies.push(r.latencyMs);
+      if (r.serverMs !== undefined) {
+        serverTimed++;
+        outsideSumMs += Math.max(0, r.latencyMs - r.serverMs);
+      }
       if (r.latencyMs <= sloMsOf(r.model)) okWithinSlo++;
     } else {
       errors[r.outcome]++;
@@ -171,6 +187,8 @@ function stats(records: readonly RequestRecord[], sloMsOf: (model: string) => nu
     goodputPerS: okWithinSlo / durationS,
     sloAttainmentPct: sent === 0 ? null : (100 * okWithinSlo) / sent,
     latency: latencySummary(okLatencies),
+    serverTimed,
+    outsideServerMeanMs: serverTimed === 0 ? null : outsideSumMs / serverTimed,
     topErrors: topErrors(records),
   };
 }

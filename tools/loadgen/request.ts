@@ -211,6 +211,31 @@ export interface HttpAnswer {
   readonly body: Buffer;
 }
 
+/** The metric of a Server-Timing header that inss sets on infer answers: its span of the task (ms). */
+export const SERVER_TIMING_METRIC = 'inss';
+
+/**
+ * The `dur` (ms) of metric `name` in a Server-Timing header (W3C Server Timing: comma-separated
+ * metrics, each `name;param=value;...`, a value possibly quoted); undefined when the header is absent,
+ * has no such metric, or its dur is not a finite number >= 0. Repeated headers arrive joined by ', '.
+ */
+export function serverTimingMs(header: string | undefined, name = SERVER_TIMING_METRIC): number | undefined {
+  if (header === undefined) return undefined;
+  for (const metric of header.split(',')) {
+    const [metricName, ...params] = metric.split(';').map((x) => x.trim());
+    if (metricName !== name) continue;
+    for (const p of params) {
+      const eq = p.indexOf('=');
+      if (eq < 0 || p.slice(0, eq).trim().toLowerCase() !== 'dur') continue;
+      const v = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      const ms = v === '' ? NaN : Number(v);
+      return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
 export type Judgement = { readonly outcome: 'ok' } | { readonly outcome: Exclude<Outcome, 'ok' | 'timeout' | 'network'>; readonly error: string };
 
 const bad = (error: string): Judgement => ({ outcome: 'bad-response', error: clip(`bad response: ${error}`) });
