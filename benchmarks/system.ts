@@ -10,8 +10,8 @@
 //    224x224x3 FP32 image in Triton's binary format, 602 KB), and with an empty body.
 // 2. Full path: `inss up --zero-time --policy static-even --scenario benchmarks/scenarios/system-one.json`
 //    (client -> scheduler -> one simulated worker answering at once -> back; resnet50 with a 500 ms SLO
-//    so the figure is what the path carries, not what a tight SLO lets through), driven closed-loop:
-//    tasks per second answered. Twice: the direct path (`--data-path unix`, the default: batches go
+//    so the figure is what the path carries, not what a tight SLO lets through), at its default log
+//    level (info), driven closed-loop: tasks per second answered. Twice: the direct path (`--data-path unix`, the default: batches go
 //    from the scheduler straight to the worker's Unix socket) and the agent relay (`--data-path off`:
 //    scheduler -> agent's WebSocket -> worker's stdin pipe), the figure before issue 14.
 //    Then, on the direct path, what clients really send (issue 14): the image as UINT8 pixels (150 KB),
@@ -194,29 +194,52 @@ async function loopDelay(base: string): Promise<{ p50: number; p99: number; max:
   return { p50: read('p50'), p99: read('p99'), max: read('max') };
 }
 
-/** One `inss up` with the given data path: closed-loop capacity, then open loop at half of it. */
-async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> {
+/**
+ * `inss up` with the given data path, started for one phase of the measurement: the capacity at the
+ * default log level (a deployment's), the open loop at half of it at debug level, for the per-hop lines
+ * of each batch (one `task` line per task too: ~0.1 ms of CPU a task between the scheduler and this
+ * process reading its log, measured at 1 500 tasks/s, so not during the capacity).
+ */
+async function startUp(dataPath: 'unix' | 'off', logLevel: 'info' | 'debug', onLine?: (line: string) => void): Promise<{ base: string; stop: () => Promise<void> }> {
   const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
   const scenario = join(ROOT, 'benchmarks', 'scenarios', 'system-one.json');
+  const up = start([...NODE_ARGS, BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', logLevel], onLine);
+  const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
+  await waitReady(`${base}/v2/health/ready`);
+  return {
+    base,
+    stop: async () => {
+      up.child.kill('SIGINT');
+      await new Promise((r) => up.child.on('exit', r));
+      rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The given data path: closed-loop capacity, then open loop at half of it. */
+async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> {
+  const label = dataPath === 'unix' ? 'direct path (scheduler -> worker over a Unix socket)' : 'agent relay (scheduler -> agent WebSocket -> worker pipe)';
+  const models = ['resnet50'];
+  const path = (base: string) => models.map((m) => `${base}/v2/models/${m}/infer`);
+  const capacity = await startUp(dataPath, 'info');
+  const urls = path(capacity.base);
+  await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
+  await loopDelay(capacity.base); // resets the scheduler's event-loop delay histogram
+  const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
+  const lag = await loopDelay(capacity.base);
+  console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
+  console.log(`  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ${lag.max.toFixed(1)} ms`);
+  if (dataPath === 'unix' && !values['no-encodings']) await encodings(capacity.base, urls, full);
+  await capacity.stop();
+
   const hops: { toWorkerMs: number; inWorkerMs: number; fromWorkerMs: number; bytes: number; size: number }[] = [];
   let recording = false;
-  const up = start([...NODE_ARGS, BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', 'debug'], (line) => {
+  const traced = await startUp(dataPath, 'debug', (line) => {
     if (!recording || !line.includes('"batch back"') || !line.includes('toWorkerMs')) return;
     hops.push(JSON.parse(line) as (typeof hops)[number]);
   });
-  const label = dataPath === 'unix' ? 'direct path (scheduler -> worker over a Unix socket)' : 'agent relay (scheduler -> agent WebSocket -> worker pipe)';
-  const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
-  await waitReady(`${base}/v2/health/ready`);
-  const models = ['resnet50'];
-  const urls = models.map((m) => `${base}/v2/models/${m}/infer`);
-  await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
-  await loopDelay(base); // resets the scheduler's event-loop delay histogram
-  const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
-  const lag = await loopDelay(base);
-  console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
-  console.log(`  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ${lag.max.toFixed(1)} ms`);
-  if (dataPath === 'unix' && !values['no-encodings']) await encodings(base, urls, full);
-
+  const base = traced.base;
+  await closedLoop(path(base), img.body, img.headers, 2, CONCURRENCY); // the same warm-up
   const half = full.perS / 2;
   const per = half / models.length;
   async function sums(): Promise<Sums> {
@@ -250,9 +273,7 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
       `  per hop, ${hops.length} batches (p50 / p90): scheduler -> worker ${q('toWorkerMs', 0.5).toFixed(2)} / ${q('toWorkerMs', 0.9).toFixed(2)} ms, in the worker ${q('inWorkerMs', 0.5).toFixed(2)} / ${q('inWorkerMs', 0.9).toFixed(2)} ms, worker -> scheduler ${q('fromWorkerMs', 0.5).toFixed(2)} / ${q('fromWorkerMs', 0.9).toFixed(2)} ms; batch ${q('size', 0.5)} images, ${(q('bytes', 0.5) / 1e6).toFixed(1)} MB at p50`,
     );
   }
-  up.child.kill('SIGINT');
-  await new Promise((r) => up.child.on('exit', r));
-  rmSync(state, { recursive: true, force: true });
+  await traced.stop();
   return full;
 }
 
