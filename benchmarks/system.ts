@@ -1,6 +1,6 @@
 // The full path's capacity and added latency (issue 5), beside a bare node:http server as the ceiling.
 //
-//   npm run bench:system [-- --seconds 10 --concurrency 64 --paths direct,relay --no-encodings]
+//   npm run bench:system [-- --seconds 10 --concurrency 64 --paths direct,relay --rounds 3 --no-encodings]
 //   INSS_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench:system -- --paths direct
 //     (node flags for `inss up`, which passes them on to the simulated workers it starts: Node 20
 //     refuses --cpu-prof in NODE_OPTIONS)
@@ -38,11 +38,13 @@ import { waitFor } from './processes.js';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' }, paths: { type: 'string', default: 'direct,relay' }, 'no-encodings': { type: 'boolean', default: false } },
+  options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' }, paths: { type: 'string', default: 'direct,relay' }, rounds: { type: 'string', default: '3' }, 'no-encodings': { type: 'boolean', default: false } },
 });
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
+const ROUNDS = Number(values.rounds);
 if (!(SECONDS > 0) || !Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) throw new Error(`--seconds must be > 0 and --concurrency a positive integer, got ${values.seconds} and ${values.concurrency}`);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
 const PATHS = values.paths.split(',');
 for (const p of PATHS) if (p !== 'direct' && p !== 'relay') throw new Error(`--paths: expected a list of direct and relay, got '${p}'`);
 const NODE_ARGS = (process.env.INSS_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
@@ -136,12 +138,12 @@ const img = imageRequest();
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${SECONDS} s per run, ${CONCURRENCY} requests outstanding`);
 
 const bare = start(['-e', BARE]);
+process.on('exit', () => bare.child.kill()); // kept up for the rounds below; never left behind
 const barePort = await waitFor(bare.out, /port (\d+)/);
 const bareUrl = `http://127.0.0.1:${barePort}/`;
 await closedLoop([bareUrl], img.body, img.headers, 1, CONCURRENCY); // warm-up
 const bareImage = await closedLoop([bareUrl], img.body, img.headers, SECONDS, CONCURRENCY);
 const bareEmpty = await closedLoop([bareUrl], Buffer.alloc(0), {}, SECONDS, CONCURRENCY);
-bare.child.kill();
 console.log(`bare node:http, 602 KB request: ${bareImage.perS.toFixed(0)} req/s (p50 ${bareImage.p50Ms.toFixed(2)} ms)`);
 console.log(`bare node:http, empty request:  ${bareEmpty.perS.toFixed(0)} req/s (p50 ${bareEmpty.p50Ms.toFixed(2)} ms)`);
 
@@ -229,6 +231,16 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   const lag = await loopDelay(capacity.base);
   console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
   console.log(`  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ${lag.max.toFixed(1)} ms`);
+  // The bare server's figure moved by half between runs minutes apart: more rounds, bare and inss
+  // alternating (each server idle while the other runs), and the median of the ratios.
+  const ratios = [full.perS / bareImage.perS];
+  for (let r = 1; r < ROUNDS; r++) {
+    const b = await closedLoop([bareUrl], img.body, img.headers, SECONDS, CONCURRENCY);
+    const f = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
+    ratios.push(f.perS / b.perS);
+    console.log(`  round ${r + 1}: bare ${b.perS.toFixed(0)} req/s, inss ${f.perS.toFixed(0)} tasks/s (p50 ${f.p50Ms.toFixed(2)} ms, ${f.errors} errors) = ${(100 * ratios[r]!).toFixed(0)}% of bare`);
+  }
+  if (ROUNDS > 1) console.log(`  median over ${ROUNDS} rounds: ${(100 * quantile(ratios, 0.5)).toFixed(0)}% of bare (${ratios.map((x) => (100 * x).toFixed(0)).join(', ')})`);
   if (dataPath === 'unix' && !values['no-encodings']) await encodings(capacity.base, urls, full);
   await capacity.stop();
 
@@ -279,3 +291,4 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
 
 if (PATHS.includes('direct')) await measurePath('unix');
 if (PATHS.includes('relay')) await measurePath('off');
+bare.child.kill();
