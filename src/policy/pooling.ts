@@ -125,6 +125,20 @@ function overlapMs(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[]
   return ms;
 }
 
+/** predictOne's inputs for batchOneMs, reused (predictOne keeps none). */
+const batchOne = { models: [] as number[], pcts: [] as number[] };
+
+/** t_inf (ms) at batch 1 of the `k`-th of the placements `on` (indices into `ps`, all on `gpu`), beside the others. */
+function batchOneMs(gpu: GpuInfo, ps: readonly Placement[], on: readonly number[], k: number, interference: boolean): number {
+  const { models, pcts } = batchOne;
+  for (let j = 0; j < on.length; j++) {
+    const p = ps[on[j]!]!;
+    models[j] = gpu.profileIndex[p.model]!;
+    pcts[j] = p.pct;
+  }
+  return gpu.model.predictOne(models, pcts, on.length, k, 1, interference);
+}
+
 /**
  * One MPS GPU's batches and t_inf (ms) for its partitions (in the order given) carrying `rates`:
  * BDA's, or where BDA finds none, the largest batch whose worst task (one batch waiting, then its
@@ -227,8 +241,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
     const on = byGpu[g.index]!;
     if (on.length === 0) continue;
     mpsGpus.push(g.index);
-    const t1 = predictOnGpu(g, on.map((i) => ({ ...ps[i]!, batch: 1 })), interference);
-    on.forEach((i, k) => (mu[i] = 1000 / t1[k]!));
+    for (let k = 0; k < on.length; k++) mu[on[k]!] = 1000 / batchOneMs(g, ps, on, k, interference);
   }
   const split = (rates: readonly number[]): number[] => {
     const total = new Array<number>(nModels).fill(0);
@@ -284,9 +297,15 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
         if (on.length > 1 && busyOthers > 0) {
           // Others busy on average: the expected number overlapping this batch, the busiest first.
           const overlapping = Math.min(on.length - 1, MAX_OVERLAP - 1, Math.max(1, Math.ceil(busyOthers - 1e-9)));
-          const group = [i];
-          for (let j = 0; j < byBusy.length && group.length <= overlapping; j++) if (byBusy[j] !== k) group.push(on[byBusy[j]!]!);
-          const sharedMs = overlapMs(cluster, g, group.map((j) => ps[j]!.model), group.map((j) => fill[j]!));
+          const models = [ps[i]!.model];
+          const batches = [fill[i]!];
+          for (let j = 0; j < byBusy.length && models.length <= overlapping; j++) {
+            if (byBusy[j] === k) continue;
+            const other = on[byBusy[j]!]!;
+            models.push(ps[other]!.model);
+            batches.push(fill[other]!);
+          }
+          const sharedMs = overlapMs(cluster, g, models, batches);
           const w = Math.min(1, busyOthers);
           slowdown = ((1 - w) * solo + w * sharedMs) / solo;
         }
@@ -406,7 +425,7 @@ function fillPooled(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[
 }
 
 /** Partition shares for `models` on an MPS GPU in proportion to `demand`, multiples of the unit, at least one each. */
-function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readonly number[]): number[] | null {
+export function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readonly number[]): number[] | null {
   const unit = gpu.mpsUnitPct;
   const units = Math.floor(100 / unit + 1e-9);
   if (models.length === 0 || models.length > units) return null;
@@ -422,7 +441,7 @@ function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readon
 }
 
 /** A model's demand in GPU-seconds per second on a GPU at the whole GPU (time sharing's batch). */
-function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
+export function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
   return cluster.models.map((m) => ((gpu.profileIndex[m.index] ?? -1) < 0 ? 0 : (ratePerS[m.index]! * pooledServer(cluster, gpu, m.index).ms) / (1000 * pooledServer(cluster, gpu, m.index).batch)));
 }
 
@@ -541,7 +560,7 @@ function poolingOrder(cluster: ClusterInfo, ratePerS: readonly number[]): number
 const timeshareMemo = new WeakMap<ClusterInfo, Deployment>();
 
 /** timesharePlan (static: it depends on the cluster only), computed once per cluster. */
-function timeshareDeployment(cluster: ClusterInfo): Deployment {
+export function timeshareDeployment(cluster: ClusterInfo): Deployment {
   let d = timeshareMemo.get(cluster);
   if (!d) timeshareMemo.set(cluster, (d = timesharePlan(cluster)));
   return d;
@@ -555,7 +574,7 @@ function hybridSizes(gpus: number): number[] {
 }
 
 /** Hybrids of an MPS plan: the first k GPUs (of poolingOrder) pooled over every model that fits, the rest as planned. */
-function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
+export function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
   const order = poolingOrder(cluster, ratePerS);
   const byRate = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! - ratePerS[a]! || a - b);
   const out: Deployment[] = [];
@@ -570,7 +589,7 @@ function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly numb
 }
 
 /** Neighbours of a deployment for the local search, those touching the worst-served models first. */
-function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
+export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
   const d = s.deployment;
   const modes = modesOf(cluster, d);
   const ps = d.placements;
