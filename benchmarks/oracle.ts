@@ -6,7 +6,8 @@
 //
 // --loads: the grid loads to climb (those above the best other policy's capacity); the best plan's
 // capacity is then measured on the whole suite grid (0.25x to 3x) up to its first failing load.
-// Extra seed plans: the distinct deployments inss itself chose in a run at the first load (seed 1).
+// Extra seed plans: the five deployments inss itself held for the most decisions in a run at the
+// first load (seed 1).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -44,15 +45,17 @@ const ctx = { scenario, profiles: loaded.profiles, traces: loaded.traces, policy
 const t0Rates = initialRates(scenario, loaded.traces);
 const planRates = peakRates(scenario).map((r, i) => (Number.isFinite(r) ? r : t0Rates[i]!));
 
-// inss's own deployments in a run at the first load: extra seeds.
-const chosen = new Map<string, Deployment>();
+// inss's own deployments in a run at the first load, the MOST_USED it held for the most decisions: extra seeds.
+const MOST_USED = 5;
+const chosen = new Map<string, { plan: Deployment; decisions: number }>();
 const recording: PolicyFactory = {
   ...inssFactory,
   create(c, o) {
     const p = inssFactory.create(c, o);
     return { name: p.name, decide: (obs) => {
       const d = p.decide(obs);
-      chosen.set(planKey(cluster, d), d);
+      const key = planKey(cluster, d);
+      chosen.set(key, { plan: d, decisions: (chosen.get(key)?.decisions ?? 0) + 1 });
       return d;
     } };
   },
@@ -69,7 +72,7 @@ const result = oracleSweep(ctx, cluster, {
   attainment: 0.99,
   planRates,
   pooling: { sloFraction: SLO_FRACTION, budget: POOLING_BUDGET },
-  extraSeeds: [...chosen.values()],
+  extraSeeds: [...chosen.values()].sort((a, b) => b.decisions - a.decisions).slice(0, MOST_USED).map((c) => c.plan),
   onStep: (s) => {
     if (s.simulations - lastPrint >= 10 || s.passed) {
       lastPrint = s.simulations;

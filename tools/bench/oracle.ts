@@ -11,8 +11,9 @@
 // perturbations (the planner's own moves, a unit moved between any two co-located partitions, a
 // free unit added, a partition moved or replicated to another GPU, each batch cap up or down), each
 // scored by the simulator at a grid load on every seed: the sum of the seeds' violation, with a
-// plan dropped after the first seed whose violation alone exceeds the best's sum. When the best
-// keeps `attainment` on every seed, the search moves to the next load. At the end the best plan of
+// plan dropped once its seeds' sum exceeds the sum of the plan it would replace. A search that is
+// stuck (no perturbation improves) starts again from the next seed plan, while the budget lasts.
+// When the best keeps `attainment` on every seed, the search moves to the next load. At the end the best plan of
 // the highest load reached is run on every grid load below it, so its capacity is the suite's
 // metric (capacity.ts). Pure (the simulator is).
 import { type CurvePoint, capacityOf, gridCurve, violationLimitPct } from './capacity.js';
@@ -230,6 +231,7 @@ export function oracleSweep(ctx: BenchContext, cluster: ClusterInfo, options: Or
     for (const f of [1, 1.1, 1.2]) seeds.push(...plannerCandidates(cluster, ratesAt(load * f), options.pooling));
     seeds.push(pooledEverywhere(cluster), ...(options.extraSeeds ?? []));
     const seen = new Set<string>();
+    const starts: { plan: Deployment; v: number[] }[] = [];
     best = null;
     bestV = [];
     for (const plan of seeds) {
@@ -237,31 +239,41 @@ export function oracleSweep(ctx: BenchContext, cluster: ClusterInfo, options: Or
       if (seen.has(key) || simulations >= options.budget) continue;
       seen.add(key);
       const v = evaluate(plan, load, best ? total(bestV) : Infinity);
+      starts.push({ plan, v });
       if (!best || total(v) < total(bestV)) [best, bestV] = [plan, v];
     }
     if (!best) break;
-    // First-improvement local search, perturbations in a seeded random order.
-    let improved = true;
-    while (!passes(bestV) && improved && simulations < options.budget) {
-      improved = false;
-      const next = perturbations(cluster, best, ratesAt(load), options.pooling);
-      for (let k = next.length - 1; k > 0; k--) {
-        const j = Math.floor(rng.next() * (k + 1));
-        [next[k], next[j]] = [next[j]!, next[k]!];
-      }
-      for (const plan of next) {
-        if (simulations >= options.budget) break;
-        const key = planKey(cluster, plan);
-        if (seen.has(key)) continue;
-        seen.add(key);
-        const v = evaluate(plan, load, total(bestV));
-        options.onStep?.({ simulations, load, bestViolationPct: bestV, passed: false });
-        if (total(v) < total(bestV) - 1e-9) {
-          [best, bestV] = [plan, v];
-          improved = true;
-          break;
+    // First-improvement local searches, perturbations in a seeded random order: from the best seed,
+    // then, each time one is stuck (no perturbation improves it), from the next seed (by the first
+    // seed's violation), while the budget lasts.
+    starts.sort((a, b) => a.v[0]! - b.v[0]! || total(a.v) - total(b.v));
+    for (const start of starts) {
+      if (passes(bestV) || simulations >= options.budget) break;
+      let cur = start.plan;
+      let curV = start.v.some((x) => !Number.isFinite(x)) ? evaluate(cur, load, Infinity) : start.v;
+      let improved = true;
+      while (!passes(curV) && improved && simulations < options.budget) {
+        improved = false;
+        const next = perturbations(cluster, cur, ratesAt(load), options.pooling);
+        for (let k = next.length - 1; k > 0; k--) {
+          const j = Math.floor(rng.next() * (k + 1));
+          [next[k], next[j]] = [next[j]!, next[k]!];
+        }
+        for (const plan of next) {
+          if (simulations >= options.budget) break;
+          const key = planKey(cluster, plan);
+          if (seen.has(key)) continue;
+          seen.add(key);
+          const v = evaluate(plan, load, total(curV));
+          options.onStep?.({ simulations, load, bestViolationPct: total(curV) < total(bestV) ? curV : bestV, passed: false });
+          if (total(v) < total(curV) - 1e-9) {
+            [cur, curV] = [plan, v];
+            improved = true;
+            break;
+          }
         }
       }
+      if (total(curV) < total(bestV)) [best, bestV] = [cur, curV];
     }
     violationPct[String(load)] = bestV;
     const ok = passes(bestV);
