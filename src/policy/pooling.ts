@@ -22,7 +22,8 @@
 //
 // Candidates: timeshare's own deployment (timesharePlan, so the planner is never worse than time
 // sharing by its own score), the MPS plans it is given (the actor's refined allocation, or a greedy
-// partition refined on the latency model), hybrids of each (the first k GPUs pooled over every model
+// partition refined on the latency model), each plan's assignment pooled (every GPU it uses pooled
+// over the models it gave that GPU: pooledAssignment), hybrids of each (the first k GPUs pooled over every model
 // that fits, the rest keeping their partitions), and a bounded first-improvement local search from
 // the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a pooled one).
 import { bda, BDA_MAX_BATCH } from './bda.js';
@@ -588,6 +589,28 @@ export function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readon
   return out;
 }
 
+/**
+ * An MPS plan's assignment of models to GPUs, pooled: every GPU it uses in `timeshare` mode with the
+ * models it gave that GPU (not every model that fits, as time sharing and the hybrids do). A model
+ * with partitions on several GPUs is one queue over them. The oracle sweep (docs/results.md, "Physics
+ * or design") found the fixed plans that carry the most on paper-8, v100-2-tight and bursty-6 to be of
+ * this kind: pooled GPUs holding two or three models each, where time sharing loads every model on
+ * every GPU and its batches overlap those of all the others.
+ */
+export function pooledAssignment(cluster: ClusterInfo, plan: Deployment): Deployment {
+  const used = new Set(plan.placements.map((p) => p.gpu));
+  const gpuModes: GpuMode[] = cluster.gpus.map((g) => (used.has(g.index) ? 'timeshare' : 'mps'));
+  const seen = new Set<number>();
+  const placements: Placement[] = [];
+  for (const p of plan.placements) {
+    const key = p.gpu * cluster.models.length + p.model;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    placements.push({ model: p.model, gpu: p.gpu, pct: 100, batch: 1 });
+  }
+  return { placements, gpuModes };
+}
+
 /** Neighbours of a deployment for the local search, those touching the worst-served models first. */
 export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
   const d = s.deployment;
@@ -642,14 +665,14 @@ export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly nu
 
 export interface PoolingPlan {
   readonly best: PlanScore;
-  /** Which candidate family the best came from: 'timeshare', 'mps', 'hybrid' (+ 'search' when the local search improved it). */
+  /** Which candidate family the best came from: 'timeshare', 'mps', 'pooled', 'hybrid' (+ 'search' when the local search improved it). */
   readonly source: string;
   readonly evaluations: number;
 }
 
 /**
- * The best deployment among timeshare's, the given MPS plans, their hybrids, and a local search from
- * the best of those, by `scoreDeployment` at `ratePerS`.
+ * The best deployment among timeshare's, the given MPS plans, each pooled (pooledAssignment), their
+ * hybrids, and a local search from the best of those, by `scoreDeployment` at `ratePerS`.
  */
 export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], mpsPlans: readonly Deployment[], options: PoolingOptions): PoolingPlan {
   let evaluations = 0;
@@ -669,6 +692,8 @@ export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], m
   for (const plan of mpsPlans) {
     const s = evaluateCandidate(plan);
     if (s.score < best.score - 1e-9) [best, source] = [s, 'mps'];
+    const pooled = evaluateCandidate(pooledAssignment(cluster, plan));
+    if (pooled.score < best.score - 1e-9) [best, source] = [pooled, 'pooled'];
     for (const h of hybrids(cluster, plan, ratePerS)) {
       const hs = evaluateCandidate(h);
       if (hs.score < best.score - 1e-9) [best, source] = [hs, 'hybrid'];
