@@ -23,9 +23,10 @@
 // Candidates: timeshare's own deployment (timesharePlan, so the planner is never worse than time
 // sharing by its own score), the MPS plans it is given (the actor's refined allocation, or a greedy
 // partition refined on the latency model), each plan's assignment pooled (every GPU it uses pooled
-// over the models it gave that GPU: pooledAssignment), hybrids of each (the first k GPUs pooled over every model
-// that fits, the rest keeping their partitions), and a bounded first-improvement local search from
-// the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a pooled one).
+// over the models it gave that GPU: pooledAssignment), hybrids of each (the first k GPUs pooled over
+// every model that fits, the rest keeping their partitions), and a bounded first-improvement local
+// search from the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a
+// pooled one).
 import { bda, BDA_MAX_BATCH } from './bda.js';
 import { poolQueue, waitExceeds } from './queueing.js';
 import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
@@ -426,7 +427,7 @@ function fillPooled(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[
 }
 
 /** Partition shares for `models` on an MPS GPU in proportion to `demand`, multiples of the unit, at least one each. */
-export function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readonly number[]): number[] | null {
+function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readonly number[]): number[] | null {
   const unit = gpu.mpsUnitPct;
   const units = Math.floor(100 / unit + 1e-9);
   if (models.length === 0 || models.length > units) return null;
@@ -442,7 +443,7 @@ export function partitionShares(gpu: GpuInfo, models: readonly number[], demand:
 }
 
 /** A model's demand in GPU-seconds per second on a GPU at the whole GPU (time sharing's batch). */
-export function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
+function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
   return cluster.models.map((m) => ((gpu.profileIndex[m.index] ?? -1) < 0 ? 0 : (ratePerS[m.index]! * pooledServer(cluster, gpu, m.index).ms) / (1000 * pooledServer(cluster, gpu, m.index).batch)));
 }
 
