@@ -162,6 +162,33 @@ export class LatencyModel {
     }
   }
 
+  /**
+   * `predictGpu`'s `t_inf` of the one model at `self`, run at `batch` (the others' batches do not
+   * enter: interference depends on shares only). The same arithmetic in the same order, so the same
+   * number to the last bit; for the batch decision's search, which asks one model at many batches.
+   */
+  predictOne(models: ArrayLike<number>, pcts: ArrayLike<number>, n: number, self: number, batch: number, interference = true): number {
+    const gpu = this.profile.gpu;
+    const shared = interference && n > 1;
+    let l2Sum = 0;
+    let selfL2 = 0;
+    if (shared) {
+      for (let i = 0; i < n; i++) {
+        const m = this.models[models[i]!]!;
+        const l = l2Utilisation(m.alphaU, m.betaU, pcts[i]!);
+        if (i === self) selfL2 = l;
+        l2Sum += l;
+      }
+    }
+    const interPerKernel = shared ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs) : 0;
+    const mi = models[self]!;
+    const m = this.models[mi]!;
+    const solo = this.soloRunMs(mi, batch, pcts[self]!);
+    const run = runningMs(solo, m.alphaCache, l2Sum - selfL2, selfL2, gpu.cacheSelfWeight, shared);
+    const sched = m.schedSoloMs + interPerKernel * m.kernels;
+    return execLatencyMs(m.transferPerItemMs * batch, sched, run, 0);
+  }
+
   /** Checks a GPU's placements against the profile: known models, integer batches >= 1, shares in (0, 100] summing to at most 100. */
   checkPlacement(placements: readonly Placement[]): PlacementCheck {
     if (placements.length === 0) return { ok: false, reason: 'no models given' };

@@ -35,6 +35,13 @@ export interface BdaResult {
   readonly tInfMs: number[];
 }
 
+/** One GPU's workers (indices into BDA's inputs, in order), their profile indices and shares. */
+interface GpuGroup {
+  readonly peers: number[];
+  readonly models: number[];
+  readonly pcts: number[];
+}
+
 /** What BDA needs to know about one worker: where it runs, its share, its SLO and the rate it must carry. */
 export interface BdaInput {
   readonly placement: Pick<Placement, 'model' | 'gpu' | 'pct'>;
@@ -51,9 +58,6 @@ export function worstTaskLatencyMs(batch: number, tInfMs: number, ratePerS: numb
   return taskLatencyMs({ queuedTasks: 0, batch, tInfMs, execRemainingMs: tInfMs, ratePerS });
 }
 
-/** Scratch arrays reused across calls to keep BDA allocation-light in the RL loop. */
-const scratch = { models: [] as number[], batches: [] as number[], pcts: [] as number[], out: [] as number[] };
-
 /**
  * Runs Algorithm 1 over `inputs` (one per worker). Interference depends on the co-located models'
  * shares, not on their batches, so each worker's t_inf is independent of the batches chosen for the
@@ -69,42 +73,36 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
   const batches = new Array<number>(n).fill(defaultBatch);
   const feasible = new Array<boolean>(n).fill(false);
   const tInfMs = new Array<number>(n).fill(NaN);
-  // Workers by GPU, for the co-location each prediction needs.
-  const byGpu = new Map<number, number[]>();
-  inputs.forEach((inp, i) => {
-    const list = byGpu.get(inp.placement.gpu) ?? [];
-    list.push(i);
-    byGpu.set(inp.placement.gpu, list);
-  });
+  // Workers by GPU (in the order given), with their profile indices and shares: the co-location
+  // each prediction needs. `self[i]`: worker i's position in its GPU's group.
+  const byGpu = new Map<number, GpuGroup>();
+  const self = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const p = inputs[i]!.placement;
+    let group = byGpu.get(p.gpu);
+    if (!group) byGpu.set(p.gpu, (group = { peers: [], models: [], pcts: [] }));
+    self[i] = group.peers.length;
+    group.peers.push(i);
+    group.models.push(gpus[p.gpu]!.profileIndex[p.model]!);
+    group.pcts.push(p.pct);
+  }
   let ok = true;
   for (let i = 0; i < n; i++) {
     const inp = inputs[i]!;
     const gpu = gpus[inp.placement.gpu]!;
-    const peers = byGpu.get(inp.placement.gpu)!;
-    const self = peers.indexOf(i);
-    const { models, pcts, out } = scratch;
-    models.length = pcts.length = scratch.batches.length = out.length = peers.length;
-    peers.forEach((j, k) => {
-      models[k] = gpu.profileIndex[inputs[j]!.placement.model]!;
-      pcts[k] = inputs[j]!.placement.pct;
-      scratch.batches[k] = batches[j]!;
-    });
+    const { peers, models, pcts } = byGpu.get(inp.placement.gpu)!;
+    const k = self[i]!;
+    const model = gpu.model;
     let memOthers = 0;
-    peers.forEach((j) => {
-      if (j !== i) memOthers += gpu.model.memoryMb(gpu.profileIndex[inputs[j]!.placement.model]!, batches[j]!);
-    });
-    const tInfAt = (b: number): number => {
-      scratch.batches[self] = b;
-      gpu.model.predictGpu(models, scratch.batches, pcts, peers.length, out, interference);
-      return out[self]!;
-    };
+    for (let q = 0; q < peers.length; q++) if (q !== k) memOthers += model.memoryMb(models[q]!, batches[peers[q]!]!);
+    const budgetMs = inp.sloMs * sloFraction;
     let minB = BDA_MIN_BATCH;
     let maxB = BDA_MAX_BATCH;
     while (minB <= maxB) {
       const mid = Math.floor((minB + maxB) / 2);
-      const tInf = tInfAt(mid);
-      const memOk = memOthers + gpu.model.memoryMb(models[self]!, mid) <= gpu.memMb; // (4a)
-      const latOk = worstTaskLatencyMs(mid, tInf, inp.ratePerS) <= inp.sloMs * sloFraction; // (4b)
+      const tInf = model.predictOne(models, pcts, peers.length, k, mid, interference);
+      const memOk = memOthers + model.memoryMb(models[k]!, mid) <= gpu.memMb; // (4a)
+      const latOk = worstTaskLatencyMs(mid, tInf, inp.ratePerS) <= budgetMs; // (4b)
       if (!memOk || !latOk) {
         maxB = mid - 1;
       } else if (throughputPerS(mid, tInf) >= inp.ratePerS) {
@@ -120,7 +118,7 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
     }
     if (!feasible[i]) {
       ok = false;
-      tInfMs[i] = tInfAt(batches[i]!);
+      tInfMs[i] = model.predictOne(models, pcts, peers.length, k, batches[i]!, interference);
     }
   }
   return { batches, feasible, ok, tInfMs };

@@ -22,9 +22,11 @@
 //
 // Candidates: timeshare's own deployment (timesharePlan, so the planner is never worse than time
 // sharing by its own score), the MPS plans it is given (the actor's refined allocation, or a greedy
-// partition refined on the latency model), hybrids of each (the first k GPUs pooled over every model
-// that fits, the rest keeping their partitions), and a bounded first-improvement local search from
-// the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a pooled one).
+// partition refined on the latency model), each plan's assignment pooled (every GPU it uses pooled
+// over the models it gave that GPU: pooledAssignment), hybrids of each (the first k GPUs pooled over
+// every model that fits, the rest keeping their partitions), and a bounded first-improvement local
+// search from the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a
+// pooled one).
 import { bda, BDA_MAX_BATCH } from './bda.js';
 import { poolQueue, waitExceeds } from './queueing.js';
 import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
@@ -123,6 +125,20 @@ function overlapMs(cluster: ClusterInfo, gpu: GpuInfo, models: readonly number[]
     memo.set(key, ms);
   }
   return ms;
+}
+
+/** predictOne's inputs for batchOneMs, reused (predictOne keeps none). */
+const batchOne = { models: [] as number[], pcts: [] as number[] };
+
+/** t_inf (ms) at batch 1 of the `k`-th of the placements `on` (indices into `ps`, all on `gpu`), beside the others. */
+function batchOneMs(gpu: GpuInfo, ps: readonly Placement[], on: readonly number[], k: number, interference: boolean): number {
+  const { models, pcts } = batchOne;
+  for (let j = 0; j < on.length; j++) {
+    const p = ps[on[j]!]!;
+    models[j] = gpu.profileIndex[p.model]!;
+    pcts[j] = p.pct;
+  }
+  return gpu.model.predictOne(models, pcts, on.length, k, 1, interference);
 }
 
 /**
@@ -227,8 +243,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
     const on = byGpu[g.index]!;
     if (on.length === 0) continue;
     mpsGpus.push(g.index);
-    const t1 = predictOnGpu(g, on.map((i) => ({ ...ps[i]!, batch: 1 })), interference);
-    on.forEach((i, k) => (mu[i] = 1000 / t1[k]!));
+    for (let k = 0; k < on.length; k++) mu[on[k]!] = 1000 / batchOneMs(g, ps, on, k, interference);
   }
   const split = (rates: readonly number[]): number[] => {
     const total = new Array<number>(nModels).fill(0);
@@ -284,9 +299,15 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
         if (on.length > 1 && busyOthers > 0) {
           // Others busy on average: the expected number overlapping this batch, the busiest first.
           const overlapping = Math.min(on.length - 1, MAX_OVERLAP - 1, Math.max(1, Math.ceil(busyOthers - 1e-9)));
-          const group = [i];
-          for (let j = 0; j < byBusy.length && group.length <= overlapping; j++) if (byBusy[j] !== k) group.push(on[byBusy[j]!]!);
-          const sharedMs = overlapMs(cluster, g, group.map((j) => ps[j]!.model), group.map((j) => fill[j]!));
+          const models = [ps[i]!.model];
+          const batches = [fill[i]!];
+          for (let j = 0; j < byBusy.length && models.length <= overlapping; j++) {
+            if (byBusy[j] === k) continue;
+            const other = on[byBusy[j]!]!;
+            models.push(ps[other]!.model);
+            batches.push(fill[other]!);
+          }
+          const sharedMs = overlapMs(cluster, g, models, batches);
           const w = Math.min(1, busyOthers);
           slowdown = ((1 - w) * solo + w * sharedMs) / solo;
         }
@@ -541,7 +562,7 @@ function poolingOrder(cluster: ClusterInfo, ratePerS: readonly number[]): number
 const timeshareMemo = new WeakMap<ClusterInfo, Deployment>();
 
 /** timesharePlan (static: it depends on the cluster only), computed once per cluster. */
-function timeshareDeployment(cluster: ClusterInfo): Deployment {
+export function timeshareDeployment(cluster: ClusterInfo): Deployment {
   let d = timeshareMemo.get(cluster);
   if (!d) timeshareMemo.set(cluster, (d = timesharePlan(cluster)));
   return d;
@@ -555,7 +576,7 @@ function hybridSizes(gpus: number): number[] {
 }
 
 /** Hybrids of an MPS plan: the first k GPUs (of poolingOrder) pooled over every model that fits, the rest as planned. */
-function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
+export function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly number[]): Deployment[] {
   const order = poolingOrder(cluster, ratePerS);
   const byRate = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! - ratePerS[a]! || a - b);
   const out: Deployment[] = [];
@@ -569,8 +590,30 @@ function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readonly numb
   return out;
 }
 
+/**
+ * An MPS plan's assignment of models to GPUs, pooled: every GPU it uses in `timeshare` mode with the
+ * models it gave that GPU (not every model that fits, as time sharing and the hybrids do). A model
+ * with partitions on several GPUs is one queue over them. The oracle sweep (docs/results.md, "Physics
+ * or design") found the fixed plans that carry the most on paper-8, v100-2-tight and bursty-6 to be of
+ * this kind: pooled GPUs holding two or three models each, where time sharing loads every model on
+ * every GPU and its batches overlap those of all the others.
+ */
+export function pooledAssignment(cluster: ClusterInfo, plan: Deployment): Deployment {
+  const used = new Set(plan.placements.map((p) => p.gpu));
+  const gpuModes: GpuMode[] = cluster.gpus.map((g) => (used.has(g.index) ? 'timeshare' : 'mps'));
+  const seen = new Set<number>();
+  const placements: Placement[] = [];
+  for (const p of plan.placements) {
+    const key = p.gpu * cluster.models.length + p.model;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    placements.push({ model: p.model, gpu: p.gpu, pct: 100, batch: 1 });
+  }
+  return { placements, gpuModes };
+}
+
 /** Neighbours of a deployment for the local search, those touching the worst-served models first. */
-function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
+export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[]): Generator<Deployment> {
   const d = s.deployment;
   const modes = modesOf(cluster, d);
   const ps = d.placements;
@@ -623,14 +666,14 @@ function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly number[])
 
 export interface PoolingPlan {
   readonly best: PlanScore;
-  /** Which candidate family the best came from: 'timeshare', 'mps', 'hybrid' (+ 'search' when the local search improved it). */
+  /** Which candidate family the best came from: 'timeshare', 'mps', 'pooled', 'hybrid' (+ 'search' when the local search improved it). */
   readonly source: string;
   readonly evaluations: number;
 }
 
 /**
- * The best deployment among timeshare's, the given MPS plans, their hybrids, and a local search from
- * the best of those, by `scoreDeployment` at `ratePerS`.
+ * The best deployment among timeshare's, the given MPS plans, each pooled (pooledAssignment), their
+ * hybrids, and a local search from the best of those, by `scoreDeployment` at `ratePerS`.
  */
 export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], mpsPlans: readonly Deployment[], options: PoolingOptions): PoolingPlan {
   let evaluations = 0;
@@ -650,6 +693,8 @@ export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], m
   for (const plan of mpsPlans) {
     const s = evaluateCandidate(plan);
     if (s.score < best.score - 1e-9) [best, source] = [s, 'mps'];
+    const pooled = evaluateCandidate(pooledAssignment(cluster, plan));
+    if (pooled.score < best.score - 1e-9) [best, source] = [pooled, 'pooled'];
     for (const h of hybrids(cluster, plan, ratePerS)) {
       const hs = evaluateCandidate(h);
       if (hs.score < best.score - 1e-9) [best, source] = [hs, 'hybrid'];

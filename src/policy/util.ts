@@ -33,18 +33,22 @@ export function placementsOn(deployment: Deployment, gpu: number): Placement[] {
  * predict them one at a time.
  */
 export function predictOnGpu(gpu: GpuInfo, placements: readonly Pick<Placement, 'model' | 'batch' | 'pct'>[], interference = true): number[] {
-  const out = new Array<number>(placements.length).fill(0);
-  if (placements.length === 0) return out;
-  gpu.model.predictGpu(
-    placements.map((p) => gpu.profileIndex[p.model]!),
-    placements.map((p) => p.batch),
-    placements.map((p) => p.pct),
-    placements.length,
-    out,
-    interference,
-  );
+  const n = placements.length;
+  const out = new Array<number>(n).fill(0);
+  if (n === 0) return out;
+  const { models, batches, pcts } = predictScratch;
+  for (let i = 0; i < n; i++) {
+    const p = placements[i]!;
+    models[i] = gpu.profileIndex[p.model]!;
+    batches[i] = p.batch;
+    pcts[i] = p.pct;
+  }
+  gpu.model.predictGpu(models, batches, pcts, n, out, interference);
   return out;
 }
+
+/** predictOnGpu's inputs, reused (predictGpu reads the first n of each and keeps none). */
+const predictScratch = { models: [] as number[], batches: [] as number[], pcts: [] as number[] };
 
 /** GPU memory (MB) the placements on one GPU need at their batch sizes. */
 export function memoryOnGpu(gpu: GpuInfo, placements: readonly Pick<Placement, 'model' | 'batch'>[]): number {
