@@ -201,12 +201,15 @@ async function serve(): Promise<void> {
     pool.give(payload); // read no more: `out` is a new buffer
     const started = performance.now();
     const t = batchMs(msg.size, msg.running ?? []);
-    const left = t - (performance.now() - started);
-    if (left > 0) await sleep(left);
+    // At least t: Node truncates a timer's delay to whole ms and fires it by a loop clock that can be
+    // a millisecond stale, so one timer ends anywhere from ~1 ms before to ~1 ms after t, by how t's
+    // fraction falls (alexnet's 1.29 ms ran long, resnet50's 4.69 short). Whole ms rounded up, again
+    // until t has passed: always late, by the same 0-1 ms whatever the model.
+    for (let left = t; left > 0; left = t - (performance.now() - started)) await sleep(Math.ceil(left));
     const shape = [msg.size, ...output.shape];
-    // The simulated GPU's time is t: what the timer and this event loop add to it (0.3-0.7 ms on a busy
-    // machine; a real GPU has no timer) is this host's overhead, which the scheduler learns as the
-    // worker's transport (the answer still leaves when it leaves), as the twin runs it.
+    // The simulated GPU's time is t: what the timer and this event loop add to it (a real GPU has no
+    // timer) is this host's overhead, which the scheduler learns as the worker's transport (the answer
+    // still leaves when it leaves), as the twin runs it.
     const latencyMs = t;
     const ref: TensorRef = { name: output.name, datatype: output.datatype, shape, byteLength: out.length, ...(failed.length > 0 ? { failed } : {}) };
     reply({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs, outputs: [ref], receivedAtMs, answeredAtMs: wallMs() }, out);
