@@ -149,17 +149,16 @@ export class LatencyModel {
       }
     }
     const interPerKernel = shared ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs) : 0;
-    for (let i = 0; i < n; i++) {
-      const mi = models[i]!;
-      const m = this.models[mi]!;
-      const b = batches[i]!;
-      const solo = this.soloRunMs(mi, b, pcts[i]!);
-      const selfL2 = shared ? l2[i]! : 0;
-      const run = runningMs(solo, m.alphaCache, l2Sum - selfL2, selfL2, gpu.cacheSelfWeight, shared);
-      const sched = m.schedSoloMs + interPerKernel * m.kernels;
-      const transfer = m.transferPerItemMs * b;
-      outLatencyMs[i] = execLatencyMs(transfer, sched, run, 0);
-    }
+    for (let i = 0; i < n; i++) outLatencyMs[i] = this.colocatedMs(models[i]!, batches[i]!, pcts[i]!, l2Sum, shared ? l2[i]! : 0, shared, interPerKernel);
+  }
+
+  /** One model's t_inf beside others whose L2 utilisations sum to `l2Sum` (its own, `selfL2`, included). */
+  private colocatedMs(mi: number, batch: number, pct: number, l2Sum: number, selfL2: number, shared: boolean, interPerKernel: number): number {
+    const m = this.models[mi]!;
+    const solo = this.soloRunMs(mi, batch, pct);
+    const run = runningMs(solo, m.alphaCache, l2Sum - selfL2, selfL2, this.profile.gpu.cacheSelfWeight, shared);
+    const sched = m.schedSoloMs + interPerKernel * m.kernels;
+    return execLatencyMs(m.transferPerItemMs * batch, sched, run, 0);
   }
 
   /**
@@ -181,12 +180,7 @@ export class LatencyModel {
       }
     }
     const interPerKernel = shared ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs) : 0;
-    const mi = models[self]!;
-    const m = this.models[mi]!;
-    const solo = this.soloRunMs(mi, batch, pcts[self]!);
-    const run = runningMs(solo, m.alphaCache, l2Sum - selfL2, selfL2, gpu.cacheSelfWeight, shared);
-    const sched = m.schedSoloMs + interPerKernel * m.kernels;
-    return execLatencyMs(m.transferPerItemMs * batch, sched, run, 0);
+    return this.colocatedMs(models[self]!, batch, pcts[self]!, l2Sum, selfL2, shared, interPerKernel);
   }
 
   /** Checks a GPU's placements against the profile: known models, integer batches >= 1, shares in (0, 100] summing to at most 100. */
