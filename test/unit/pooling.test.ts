@@ -201,6 +201,28 @@ describe('pooled servers in the score', () => {
     expect(at(0.5).missedPerS).toBeLessThan(heavy.missedPerS / 100); // at a third of the load the same plan is fine
   });
 
+  it("a pooled server's mean batch is the dispatch rule's with timeout 0: one where arrivals are rare, what arrives during a batch (plus one after an idle spell) otherwise, never past the cap", () => {
+    const { cluster } = builtInScenario('paper-8');
+    const g = cluster.gpus[0]!;
+    const model = cluster.models.findIndex((m) => m.name === 'vgg19');
+    const d: Deployment = { placements: [{ model, gpu: 0, pct: 100, batch: 1 }], gpuModes: cluster.gpus.map((x) => (x.index === 0 ? 'timeshare' : 'mps')) };
+    const rates = (r: number) => cluster.models.map((_, m) => (m === model ? r : 0));
+    const t = (b: number) => predictOnGpu(g, [{ model, batch: b, pct: 100 }])[0]!;
+    const rare = scoreDeployment(cluster, d, rates(1), OPTS);
+    expect(rare.meanBatch[0]).toBeGreaterThanOrEqual(1);
+    expect(rare.meanBatch[0]).toBeLessThan(1.01);
+    expect(Math.abs(rare.batchMs[0]! / t(1) - 1)).toBeLessThan(0.01); // alone on the GPU: no overlap
+    for (const r of [40, 120]) {
+      const s = scoreDeployment(cluster, d, rates(r), OPTS);
+      const m = s.meanBatch[0]!;
+      const lo = Math.floor(m);
+      const x = (r * (t(lo) + (m - lo) * (t(lo + 1) - t(lo)))) / 1000; // arrivals during a batch of the mean size
+      expect(m).toBeGreaterThan(1);
+      expect(m).toBeLessThanOrEqual(s.deployment.placements[0]!.batch);
+      expect(Math.abs(m - (x + Math.exp(-x)))).toBeLessThan(0.01);
+    }
+  });
+
   it('normalTail is the standard normal tail', () => {
     expect(normalTail(0)).toBeCloseTo(0.5, 6);
     expect(normalTail(1.959964)).toBeCloseTo(0.025, 5);
