@@ -175,6 +175,18 @@ export class Metrics implements Partial<ControlObserver> {
     perWorker('inss_model_batch_size', 'Batch size in force of each worker of a model', (w) => w.batch);
   }
 
+  /** The shared-memory region's slots in use (request bodies held), read at each scrape; absent: no region. */
+  setShmSource(source: () => { slots: number; bytes: number }): void {
+    new Gauge({
+      name: 'inss_shm_slots_in_use',
+      help: "Request bodies held in the shared-memory region's slots (freed once each task is answered and its exchange ended)",
+      registers: [this.registry],
+      collect() {
+        this.set(source().slots);
+      },
+    });
+  }
+
   /** Where inss_model_share_percent and inss_model_batch_size read the workers (the control plane's view). */
   setWorkerSource(source: () => readonly WorkerView[]): void {
     this.workerSource = source;

@@ -118,6 +118,7 @@ export class SchedulerService {
     if (!region) opts.logger.info({ why: (opened as { why: string }).why }, 'the shared-memory data path is off; batches carry their bytes');
     else {
       opts.logger.info({ path: region.path, bytes: region.bytes }, 'shared-memory region for request bodies');
+      metrics.setShmSource(() => region.inUse);
       // Unlinked when the service closes (a worker that mapped it keeps its mapping).
       app.addHook('onClose', (_app, done) => {
         region.close();
