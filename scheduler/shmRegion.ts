@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { SLOT_ALIGN, SlotAllocator } from '../src/protocol/shm.js';
 import { loadShmAddon } from '../src/protocol/shmMap.js';
 
-/** `inss up --shm-mb`'s default: 128 bodies of 602 KB (a 224x224x3 FP32 image) with headroom. */
+/** `inss up --shm-mb`'s default: 167 bodies of 602 KB (a 224x224x3 FP32 image), 128 with a quarter to spare. */
 export const DEFAULT_SHM_MB = 96;
 /** Largest --shm-mb accepted (a region is memory of the host's, counted against /dev/shm's size). */
 export const MAX_SHM_MB = 16384;
