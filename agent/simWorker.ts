@@ -191,17 +191,17 @@ function batchInput(b: Batch, payload: Buffer, region: Buffer | null): Buffer | 
   return typeof views === 'string' ? `input '${t.name}': ${views}` : views;
 }
 
-/** Maps a scheduler's region read-only (the last one mapped is kept for the next connection that names it). */
-let mapped: { path: string; region: Buffer } | null = null;
+/**
+ * Maps a scheduler's region read-only, anew for each connection that names one (a path seen before may
+ * name a new file: a restarted scheduler with the same pid); unmapped once the connection's batches are done with.
+ */
 const mapRegion: MapRegion = (shm) => {
   if (process.env[WORKER_ENV.shm] === 'off') return `${WORKER_ENV.shm}=off`;
-  if (mapped?.path === shm.path && mapped.region.length === shm.bytes) return mapped.region;
   const addon = loadShmAddon();
   if (!addon.ok) return `the shared-memory addon is ${addon.why}`;
   try {
     const region = Buffer.from(addon.map(shm.path, false));
     if (region.length !== shm.bytes) return `${shm.path} has ${region.length} bytes, attach says ${shm.bytes}`;
-    mapped = { path: shm.path, region };
     return region;
   } catch (e) {
     return (e as Error).message;

@@ -18,7 +18,7 @@ export const DEFAULT_SHM_MB = 96;
 /** Largest --shm-mb accepted (a region is memory of the host's, counted against /dev/shm's size). */
 export const MAX_SHM_MB = 16384;
 
-const NAME = /^inss-(\d+)-\d+\.shm$/;
+const NAME = /^inss-(\d+)-(\d+)\.shm$/;
 let instances = 0;
 
 /** Whether process `pid` runs (a signal 0 probe: EPERM means it runs as another user). */
@@ -31,7 +31,10 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Removes regions left by scheduler processes that no longer run (killed before they could unlink theirs). */
+/**
+ * Removes regions left by scheduler processes that no longer run (killed before they could unlink
+ * theirs), and any of this pid this process did not make (a restarted container's scheduler is pid 1 again).
+ */
 function removeStale(dir: string): void {
   let names: string[];
   try {
@@ -41,7 +44,10 @@ function removeStale(dir: string): void {
   }
   for (const n of names) {
     const m = NAME.exec(n);
-    if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) rmSync(join(dir, n), { force: true });
+    if (!m) continue;
+    const pid = Number(m[1]);
+    const stale = pid === process.pid ? Number(m[2]) >= instances : !alive(pid);
+    if (stale) rmSync(join(dir, n), { force: true });
   }
 }
 
