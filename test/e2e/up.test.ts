@@ -84,6 +84,14 @@ async function metric(base: string, series: string): Promise<number> {
 // Shared memory (docs/serving.md "Shared memory between the scheduler and its workers"): with a region,
 // binary request bodies are read into its slots and reach the worker as descriptors; with --shm-mb 0
 // they go as bytes. Either way every request gets one answer, its own model's for its own input.
+it('inss up refuses an --shm-mb that is not a whole number of MB from 0 to 16384', async () => {
+  for (const bad of ['-1', '1.5', '16385', 'lots']) {
+    const r = await runCli(['up', '--shm-mb', bad, '--port', '0', '--state-dir', state]);
+    expect(r.code, bad).not.toBe(0);
+    expect(r.stderr).toMatch(/--shm-mb <n>.* is invalid\. must be an integer from 0 \(off\) to 16384/);
+  }
+});
+
 // Without the addon (not built here), the region cannot be made and --shm-mb 16 sends bytes too.
 const addon = loadShmAddon();
 it.each([
