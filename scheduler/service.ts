@@ -115,9 +115,12 @@ export class SchedulerService {
     // workers on this host that map it (shmRegion.ts; docs/serving.md); none: the old way.
     const opened = ShmRegion.open(opts.shmMb ?? 0);
     const region = opened instanceof ShmRegion ? opened : null;
-    if (!region) opts.logger.info({ why: (opened as { why: string }).why }, 'the shared-memory data path is off; batches carry their bytes');
-    else {
-      opts.logger.info({ path: region.path, bytes: region.bytes }, 'shared-memory region for request bodies');
+    // Said once the port is bound (a start that fails says only why it failed).
+    const sayShm = () =>
+      region
+        ? opts.logger.info({ path: region.path, bytes: region.bytes }, 'shared-memory region for request bodies')
+        : opts.logger.info({ why: (opened as { why: string }).why }, 'the shared-memory data path is off; batches carry their bytes');
+    if (region) {
       metrics.setShmSource(() => region.inUse);
       // Unlinked when the service closes (a worker that mapped it keeps its mapping).
       app.addHook('onClose', (_app, done) => {
@@ -317,6 +320,7 @@ export class SchedulerService {
       region?.close();
       throw e;
     }
+    sayShm();
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
