@@ -314,6 +314,31 @@ describe.each(implementations)('worker contract: $name', (impl) => {
           expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
         });
 
+        it('reads encoded samples (UINT8) from slots beside inline ones (PNG): the answers are the bytes\' answers', async () => {
+          const pic = syntheticPicture(224, 224, 41);
+          const u8 = uint8Chw(pic);
+          const png = encodePng(syntheticPicture(200, 180, 42));
+          const at = 4 * IMAGE + 64; // a cache line past the third image
+          const withU8 = join(dir, 'region-u8.shm');
+          const bytes = at + u8.length + 4096;
+          const region = Buffer.alloc(bytes);
+          u8.copy(region, at);
+          writeFileSync(withU8, region, { mode: 0o600 });
+          const c = client(secret, { path: withU8, bytes });
+          expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+          const { ref, payload } = encodedBatch([
+            { encoding: 'UINT8', bytes: u8 },
+            { encoding: 'PNG', bytes: png },
+          ]);
+          c.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'enc-slot', model: impl.model, size: 2, inputs: [ref], worker: identity, slots: [[at, u8.length], null] }, png);
+          c.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'enc-bytes', model: impl.model, size: 2, inputs: [ref], worker: identity }, payload);
+          const got = await c.next();
+          const want = await c.next();
+          expect(got.msg).toMatchObject({ type: 'result', id: 'enc-slot', outputs: [{ shape: [2, 1000] }] });
+          expect(want.msg).toMatchObject({ type: 'result', id: 'enc-bytes' });
+          expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+        });
+
         it('refuses a batch whose slot lies outside the region, or does not match its sample, and keeps serving', async () => {
           const c = client(secret, { path: regionPath, bytes: regionBytes });
           expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
