@@ -11,8 +11,8 @@
 // With a shared-memory region (shmRegion.ts, `inss up --shm-mb`), a binary body (the KServe binary
 // tensor extension: an Inference-Header-Content-Length, so its tensor is a view of the body) is read
 // into a slot of it instead, its tensor placed at a cache-line boundary, so a worker on this host that
-// mapped the region reads it in place; JSON bodies (their tensors are new arrays) and bodies that find
-// the region full take the pool. A slot is freed for any answer, once both its exchange ended (the
+// mapped the region reads it in place; JSON bodies (their tensors are new arrays), bodies that find
+// the region full, and all bodies while no worker has mapped it (`regionRead`) take the pool. A slot is freed for any answer, once both its exchange ended (the
 // response closed: answered, refused or aborted) and its task, if one was submitted, was answered
 // (`watch`, `taskStarted`, `taskEnded`, called by service.ts). Until then no new body is written over
 // it; after, a worker still reading it (a batch already failed, a worker let go) computes an answer
@@ -56,6 +56,8 @@ export class BodyReader {
     maxFreeBytes = 64 << 20,
     /** Where binary bodies go first (null: none, every large body takes the pool). */
     private readonly region: ShmRegion | null = null,
+    /** Whether a worker reads the region now (else its slots would only cost the link thread a copy). */
+    private readonly regionRead: () => boolean = () => true,
   ) {
     // Shared memory: the link thread writes a batch's inputs to its worker from these very bytes.
     this.pool = new BufferPool(keep, maxFreeBytes, true);
@@ -116,7 +118,7 @@ export class BodyReader {
   /** A slot of the region for a binary body (its tensor after `jsonHeader` bytes), else a pooled buffer. */
   private into(length: number, jsonHeader: string | string[] | undefined, ex: Exchange | undefined): Buffer {
     const h = typeof jsonHeader === 'string' ? Number(jsonHeader) : NaN;
-    const slot = this.region !== null && ex !== undefined && Number.isInteger(h) && h >= 0 && h < length ? this.region.take(length, h) : null;
+    const slot = this.region !== null && ex !== undefined && Number.isInteger(h) && h >= 0 && h < length && this.regionRead() ? this.region.take(length, h) : null;
     return slot ?? this.pool.take(length);
   }
 

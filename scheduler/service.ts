@@ -149,7 +149,7 @@ export class SchedulerService {
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none);
     // large ones are read into recycled buffers (scheduler/bodyReader.ts).
     app.removeAllContentTypeParsers();
-    const bodies = new BodyReader(64, 64 << 20, region);
+    const bodies = new BodyReader(64, 64 << 20, region, () => direct.mapsRegion);
     // A body's slot is freed once its exchange ended and its task was answered (bodyReader.ts).
     if (region) app.addHook('onRequest', (req, reply, done) => {
       bodies.watch(req.raw, reply.raw);

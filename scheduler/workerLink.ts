@@ -270,6 +270,16 @@ export class DirectLinks implements DirectLink {
     this.sockets = threaded ? new ThreadSockets(file, { ...events, threadStopped }) : new SocketLinks(events);
   }
 
+  /**
+   * Whether some open connection's worker mapped the region: while none has (workers over TCP, none
+   * able to map it), bodies are better read into shared buffers, which the link thread sends without
+   * a copy, than into slots, which it would copy (bodyReader.ts asks).
+   */
+  get mapsRegion(): boolean {
+    for (const c of this.byKey.values()) if (c.shm) return true;
+    return false;
+  }
+
   /** Whether the sockets run on the link thread (else on this event loop). */
   get threaded(): boolean {
     return this.sockets instanceof ThreadSockets;
