@@ -16,8 +16,11 @@ export interface DecodedBatch {
   readonly failed: FailedSample[];
 }
 
-/** What is wrong with a batch input's description and payload (the batch is refused), or null. */
-export function checkBatchInput(t: TensorRef, payload: Buffer, size: number, spec: TensorSpec): string | null {
+/**
+ * What is wrong with a batch input's description and its bytes (the batch is refused), or null.
+ * `payload`: the bytes (or, for a batch whose samples lie in shared memory, anything with their total length).
+ */
+export function checkBatchInput(t: TensorRef, payload: { readonly length: number }, size: number, spec: TensorSpec): string | null {
   if (t.name !== spec.name) return `input '${t.name}': expected '${spec.name}'`;
   if (t.datatype !== spec.datatype) return `input '${t.name}': datatype ${t.datatype}, expected ${spec.datatype}`;
   const want = [size, ...spec.shape];
@@ -54,9 +57,10 @@ function decodeImage(encoding: 'JPEG' | 'PNG', bytes: Buffer): { pixels: Uint8Ar
 
 /**
  * The FP32 batch of a checked input (checkBatchInput returned null): FP32 samples copied, UINT8 ones
- * scaled and normalised, encoded ones decoded, resized, cropped, scaled and normalised.
+ * scaled and normalised, encoded ones decoded, resized, cropped, scaled and normalised. `payload`: the
+ * samples' bytes one after another, or each sample's own (views of shared memory: src/protocol/shm.ts).
  */
-export function decodeBatchInput(t: TensorRef, payload: Buffer, size: number, spec: TensorSpec): DecodedBatch {
+export function decodeBatchInput(t: TensorRef, payload: Buffer | readonly Buffer[], size: number, spec: TensorSpec): DecodedBatch {
   const per = elementCount(spec.shape);
   const x = new Float32Array(size * per);
   const failed: FailedSample[] = [];
@@ -64,7 +68,7 @@ export function decodeBatchInput(t: TensorRef, payload: Buffer, size: number, sp
   const side = spec.shape[spec.shape.length - 1]!;
   let at = 0;
   samples.forEach((s, k) => {
-    const bytes = payload.subarray(at, at + s.byteLength);
+    const bytes = Array.isArray(payload) ? (payload as readonly Buffer[])[k]! : (payload as Buffer).subarray(at, at + s.byteLength);
     at += s.byteLength;
     const offset = k * per;
     switch (s.encoding) {

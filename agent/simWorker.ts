@@ -19,6 +19,11 @@
 // batch is read while one runs (pipelining). A batch naming another worker identity
 // (INSS_WORKER_IDENTITY) is refused with reason `wrong-worker`. SIGTERM or stdin closing: answer what
 // was received, exit 0.
+// Shared memory (docs/worker-protocol.md "Shared memory"): a scheduler on this host names its region
+// in `attach`; the worker maps it read-only through the addon (src/protocol/shmMap.ts) unless
+// INSS_WORKER_SHM=off, and reads the samples a batch gives as slots in place (FP32 samples as
+// Float32Array views, no copy). Without the addon it answers that it cannot, and gets bytes. It keeps
+// no view of a slot once its batch is answered.
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -28,7 +33,9 @@ import { describeWorker, sameWorker, type WorkerIdentity, WorkerIdentitySchema }
 import { BufferPool, encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, type TensorRef } from '../src/protocol/tensor.js';
 import { type FromWorker, parseDataAddress, type ToWorker, ToWorkerSchema, WORKER_ENV, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
-import { badMessage, type DataServer, listenData, type Reply, wallMs } from './workerData.js';
+import { badMessage, type DataServer, listenData, type MapRegion, type Reply, wallMs } from './workerData.js';
+import { sampleViews } from '../src/protocol/shm.js';
+import { loadShmAddon } from '../src/protocol/shmMap.js';
 import { standInForward } from '../src/serving/standIn.js';
 import { DEFAULT_GROUND_TRUTH, GroundTruth, gpuTypeIndex, profileModelIndex } from '../src/sim/groundTruth.js';
 import { checkBatchInput, decodeBatchInput } from './decode.js';
@@ -141,12 +148,17 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
 }
 
 /** The decode step, then the deterministic stand-in for a forward pass (see the header; O(outputs)). */
-function forward(ref: TensorRef, payload: Buffer, size: number): { out: Buffer; failed: ReturnType<typeof decodeBatchInput>['failed'] } {
-  let x: Float32Array;
+function forward(ref: TensorRef, payload: Buffer | readonly Buffer[], size: number): { out: Buffer; failed: ReturnType<typeof decodeBatchInput>['failed'] } {
+  let x: Float32Array | Float32Array[];
   let failed: ReturnType<typeof decodeBatchInput>['failed'] = [];
-  if (ref.samples === undefined) {
+  if (Array.isArray(payload) && ref.samples === undefined) {
+    // Samples in place (shared memory): a view of each where it starts 4-byte aligned (the scheduler
+    // places a body's tensor on a cache line), a copy where not.
+    x = (payload as readonly Buffer[]).map((b) => (b.byteOffset % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, inPerSample) : new Float32Array(new Uint8Array(b).buffer, 0, inPerSample)));
+  } else if (!Array.isArray(payload) && ref.samples === undefined) {
+    const p = payload as Buffer;
     // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
-    const aligned = payload.byteOffset % 4 === 0 ? payload : Buffer.from(payload);
+    const aligned = p.byteOffset % 4 === 0 ? p : Buffer.from(p);
     x = new Float32Array(aligned.buffer, aligned.byteOffset, size * inPerSample);
   } else {
     ({ x, failed } = decodeBatchInput(ref, payload, size, input));
@@ -164,17 +176,44 @@ function notMine(b: Batch): string | null {
   return null;
 }
 
-function checkBatch(b: Batch, payload: Buffer): string | null {
+/**
+ * The batch's input bytes: the payload, or, for a batch with slots, each sample's own view (of the
+ * region or of the payload); a string when the batch is refused.
+ */
+function batchInput(b: Batch, payload: Buffer, region: Buffer | null): Buffer | Buffer[] | string {
   if (b.inputs.length !== 1) return `expected 1 input, got ${b.inputs.length}`;
-  return checkBatchInput(b.inputs[0]!, payload, b.size, input);
+  const t = b.inputs[0]!;
+  if (b.slots === undefined) return checkBatchInput(t, payload, b.size, input) ?? payload;
+  const problem = checkBatchInput(t, { length: t.byteLength }, b.size, input);
+  if (problem) return problem;
+  const sampleBytes = t.samples?.map((s) => s.byteLength) ?? Array.from({ length: b.size }, () => t.byteLength / b.size);
+  const views = sampleViews(b.slots, sampleBytes, payload, region);
+  return typeof views === 'string' ? `input '${t.name}': ${views}` : views;
 }
+
+/**
+ * Maps a scheduler's region read-only, anew for each connection that names one (a path seen before may
+ * name a new file: a restarted scheduler with the same pid); unmapped once the connection's batches are done with.
+ */
+const mapRegion: MapRegion = (shm) => {
+  if (process.env[WORKER_ENV.shm] === 'off') return `${WORKER_ENV.shm}=off`;
+  const addon = loadShmAddon();
+  if (!addon.ok) return `the shared-memory addon is ${addon.why}`;
+  try {
+    const region = Buffer.from(addon.map(shm.path, false));
+    if (region.length !== shm.bytes) return `${shm.path} has ${region.length} bytes, attach says ${shm.bytes}`;
+    return region;
+  } catch (e) {
+    return (e as Error).message;
+  }
+};
 
 // Batches are read into recycled buffers (frames.ts BufferPool): each goes back to the pool once its
 // batch is computed (the answer is a new buffer), so a 19 MB batch does not cost a fresh allocation.
 const pool = new BufferPool();
 
 // Batches are served one at a time, in order of arrival, whichever connection they came on.
-const pending: { msg: Batch; payload: Buffer; receivedAtMs: number; reply: Reply }[] = [];
+const pending: { msg: Batch; payload: Buffer; receivedAtMs: number; reply: Reply; region: Buffer | null }[] = [];
 let serving = false;
 let closing = false;
 
@@ -182,23 +221,23 @@ async function serve(): Promise<void> {
   if (serving) return;
   serving = true;
   while (pending.length > 0) {
-    const { msg, payload, receivedAtMs, reply } = pending.shift()!;
+    const { msg, payload, receivedAtMs, reply, region } = pending.shift()!;
     const refused = notMine(msg);
     if (refused) {
       pool.give(payload);
       reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: refused, reason: 'wrong-worker' });
       continue;
     }
-    const problem = checkBatch(msg, payload);
-    if (problem) {
+    const bytes = batchInput(msg, payload, region);
+    if (typeof bytes === 'string') {
       pool.give(payload);
-      reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: problem });
+      reply({ v: WORKER_PROTOCOL_VERSION, type: 'error', id: msg.id, message: bytes });
       continue;
     }
     // The decode step runs before the GPU time starts, as in the PyTorch worker: latencyMs stays t_inf,
     // and the decoding's cost shows in the transport time the scheduler learns.
-    const { out, failed } = forward(msg.inputs[0]!, payload, msg.size);
-    pool.give(payload); // read no more: `out` is a new buffer
+    const { out, failed } = forward(msg.inputs[0]!, bytes, msg.size);
+    pool.give(payload); // read no more (nor the region's slots): `out` is a new buffer
     const started = performance.now();
     const t = batchMs(msg.size, msg.running ?? []);
     // At least t: Node truncates a timer's delay to whole ms and fires it by a loop clock that can be
@@ -227,7 +266,7 @@ function finish(): void {
 }
 
 /** One whole frame from stdin or a data connection: a batch is queued, anything else answered with an error. */
-function onFrame(header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply): void {
+function onFrame(header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply, region: Buffer | null): void {
   const parsed = ToWorkerSchema.safeParse(header);
   if (!parsed.success) {
     reply(badMessage(header, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')));
@@ -237,7 +276,7 @@ function onFrame(header: unknown, payload: Buffer, receivedAtMs: number, reply: 
     reply(badMessage(header, `'${parsed.data.type}' is only the first frame of a data connection`));
     return;
   }
-  pending.push({ msg: parsed.data, payload, receivedAtMs, reply });
+  pending.push({ msg: parsed.data, payload, receivedAtMs, reply, region });
 }
 
 const decoder = new FrameDecoder(pool.take);
@@ -250,7 +289,7 @@ process.stdin.on('data', (chunk: Buffer) => {
     die(`stdin is not a frame stream: ${(e as Error).message}`);
   }
   const at = wallMs();
-  for (const f of frames) onFrame(f.header, f.payload, at, send);
+  for (const f of frames) onFrame(f.header, f.payload, at, send, null);
   if (ready) void serve();
 });
 process.stdin.on('end', finish);
@@ -265,12 +304,13 @@ if (listenAddr !== null) {
     dataServer = await listenData(
       listenAddr,
       secret!,
-      (header, payload, at, reply) => {
-        onFrame(header, payload, at, reply);
+      (header, payload, at, reply, region) => {
+        onFrame(header, payload, at, reply, region);
         if (ready) void serve();
       },
       (line) => process.stderr.write(`simWorker: ${line}\n`),
       pool.take,
+      mapRegion,
     );
   } catch (e) {
     die(`${WORKER_ENV.listen}=${listenAt}: cannot listen: ${(e as Error).message}`);

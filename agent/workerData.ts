@@ -6,12 +6,21 @@
 // frame after a good `attach` goes to `onFrame` with a `reply` that writes a frame back (prefix and
 // header, then the payload, corked into one writev: the payload is not copied into one buffer).
 // A connection whose first frame is not an `attach` with the secret is closed without reading on.
+// An `attach` naming the scheduler's shared-memory region (docs/worker-protocol.md "Shared memory") is
+// answered `attached`: `mapRegion` maps it (or says why it cannot; absent: the worker cannot), and the
+// connection's frames go to `onFrame` with that mapping (null: their batches carry their bytes).
 import { rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { type FrameAlloc, FrameDecoder, frameHead } from '../src/protocol/frames.js';
 import { type DataAddress, formatDataAddress, type FromWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 
 export type Reply = (msg: FromWorker, payload?: Uint8Array) => void;
+
+/** A whole frame from a data connection, with the region that connection's worker mapped (or null). */
+export type OnDataFrame = (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply, region: Buffer | null) => void;
+
+/** Maps the region an `attach` names, read-only: the mapping, or why not. */
+export type MapRegion = (shm: { readonly path: string; readonly bytes: number }) => Buffer | string;
 
 export interface DataServer {
   /** The address it listens on, as `ready` reports it (a TCP port 0 resolved to the real port). */
@@ -35,8 +44,8 @@ export function writeFrame(socket: Socket, msg: object, payload?: Uint8Array): v
 }
 
 /** `alloc`: where a frame that spans chunks is read into (a worker's BufferPool; default a fresh buffer). */
-export async function listenData(addr: DataAddress, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void, alloc?: FrameAlloc): Promise<DataServer> {
-  const server: Server = createServer({ noDelay: true }, (socket) => serveConnection(socket, secret, onFrame, log, alloc));
+export async function listenData(addr: DataAddress, secret: string, onFrame: OnDataFrame, log: (line: string) => void, alloc?: FrameAlloc, mapRegion?: MapRegion): Promise<DataServer> {
+  const server: Server = createServer({ noDelay: true }, (socket) => serveConnection(socket, secret, onFrame, log, alloc, mapRegion));
   if (addr.kind === 'unix') rmSync(addr.path, { force: true }); // a stale socket file of a worker that died
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -48,9 +57,10 @@ export async function listenData(addr: DataAddress, secret: string, onFrame: (he
   return { address, close: () => server.close() };
 }
 
-function serveConnection(socket: Socket, secret: string, onFrame: (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply) => void, log: (line: string) => void, alloc?: FrameAlloc): void {
+function serveConnection(socket: Socket, secret: string, onFrame: OnDataFrame, log: (line: string) => void, alloc?: FrameAlloc, mapRegion?: MapRegion): void {
   const decoder = new FrameDecoder(alloc);
   let attached = false;
+  let region: Buffer | null = null;
   const reply: Reply = (msg, payload) => writeFrame(socket, msg, payload);
   socket.on('error', (e) => log(`data connection error: ${e.message}`));
   socket.on('data', (chunk: Buffer) => {
@@ -72,9 +82,15 @@ function serveConnection(socket: Socket, secret: string, onFrame: (header: unkno
           return;
         }
         attached = true;
+        const shm = m.data.shm;
+        if (shm) {
+          const mapped = mapRegion ? mapRegion(shm) : 'this worker has no shared-memory support';
+          region = typeof mapped === 'string' ? null : mapped;
+          reply({ v: WORKER_PROTOCOL_VERSION, type: 'attached', shm: region !== null, ...(typeof mapped === 'string' ? { message: mapped } : {}) });
+        }
         continue;
       }
-      onFrame(f.header, f.payload, at, reply);
+      onFrame(f.header, f.payload, at, reply, region);
     }
   });
 }

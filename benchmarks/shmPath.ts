@@ -11,7 +11,7 @@
 //           (scheduler/workerLink.ts SocketLinks, as the link thread runs it); B reassembles each
 //           frame into a recycled buffer (FrameDecoder + BufferPool, as agent/simWorker.ts) and sums it.
 //   shm     the bodies in slots of a /dev/shm file that A and B both map (MAP_SHARED, through a
-//           tiny N-API addon: benchmarks/shmMap.c, built here into a temporary directory); the
+//           tiny N-API addon: native/shm/shm.c, built at install, src/protocol/shmMap.ts); the
 //           frame carries only each task's [offset, length]; B sums the bytes in place; A frees a
 //           task's slot when its answer is back. Same link thread as `socket`.
 //   shm-main  as shm, with the socket on A's main thread (no link thread: the frames are small).
@@ -23,15 +23,15 @@
 //
 //   npm run build && npm run bench:shm-path -- [--rounds 3 --seconds 5 --modes socket,shm,shm-main]
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { BufferPool, FrameDecoder, frameHead, framePieces } from '../src/protocol/frames.js';
+import { loadShmAddon } from '../src/protocol/shmMap.js';
 import { type SocketEvents, SocketLinks } from '../scheduler/workerLink.js';
 
 /** Tasks outstanding (bench:system's concurrency). */
@@ -70,27 +70,11 @@ function sum64(bytes: Uint8Array, from: number, length: number): number {
   return s;
 }
 
-/** Builds benchmarks/shmMap.c with the node-gyp that npm bundles; the compiled addon's path. */
-function buildAddon(dir: string): string {
-  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  copyFileSync(join(root, 'benchmarks', 'shmMap.c'), join(dir, 'shmMap.c'));
-  writeFileSync(join(dir, 'binding.gyp'), JSON.stringify({ targets: [{ target_name: 'shm_map', sources: ['shmMap.c'] }] }));
-  const gyp = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
-  if (!existsSync(gyp)) throw new Error(`no node-gyp at ${gyp} (the one npm bundles): cannot build benchmarks/shmMap.c`);
-  // Offline: Node's headers from the system when they are there (else node-gyp would download them).
-  const nodedir = existsSync('/usr/include/node/node_api.h') ? ['--nodedir=/usr'] : [];
-  try {
-    execFileSync(process.execPath, [gyp, 'rebuild', ...nodedir], { cwd: dir, stdio: 'pipe' });
-  } catch (e) {
-    const err = e as { stderr?: Buffer };
-    throw new Error(`building benchmarks/shmMap.c failed (a C compiler and Node's headers are needed):\n${String(err.stderr ?? e).slice(-2000)}`);
-  }
-  return join(dir, 'build', 'Release', 'shm_map.node');
-}
-
-function mapRegion(addon: string, path: string): Uint8Array {
-  const { map } = createRequire(import.meta.url)(addon) as { map: (path: string, bytes: number) => ArrayBuffer };
-  return new Uint8Array(map(path, TASKS * SLOT_BYTES));
+/** Maps the region (made by A, mapped by both) through the project's addon (npm run build:shm). */
+function mapRegion(path: string, writable: boolean): Uint8Array {
+  const addon = loadShmAddon();
+  if (!addon.ok) throw new Error(`the shared-memory addon is ${addon.why}: this benchmark needs it`);
+  return new Uint8Array(addon.map(path, writable));
 }
 
 function writeFrame(s: Socket, pieces: readonly Uint8Array[]): void {
@@ -100,8 +84,8 @@ function writeFrame(s: Socket, pieces: readonly Uint8Array[]): void {
 }
 
 // ---- B: the worker ---------------------------------------------------------------------------------
-function serveB(socketPath: string, shmPath: string, addon: string): void {
-  const region = mapRegion(addon, shmPath);
+function serveB(socketPath: string, shmPath: string): void {
+  const region = mapRegion(shmPath, false);
   const pool = new BufferPool();
   const answer = Buffer.alloc(MAX_BATCH * ANSWER_BYTES, 7);
   const server = createServer((sock) => {
@@ -197,10 +181,11 @@ async function runA(): Promise<void> {
   const socketPath = join(dir, 'b.sock');
   const cleanup: (() => void)[] = [() => rmSync(dir, { recursive: true, force: true }), () => rmSync(shmPath, { force: true })];
   try {
-    const t0 = Date.now();
-    const addon = buildAddon(dir);
-    console.log(`addon built in ${Date.now() - t0} ms (node-gyp, offline); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-    const region = mapRegion(addon, shmPath);
+    console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    const fd = openSync(shmPath, 'wx', 0o600);
+    ftruncateSync(fd, TASKS * SLOT_BYTES);
+    closeSync(fd);
+    const region = mapRegion(shmPath, true);
     const sab = new Uint8Array(new SharedArrayBuffer(TASKS * SLOT_BYTES));
     const sources = Array.from({ length: SOURCES }, (_, k) => {
       const b = Buffer.allocUnsafe(BODY_BYTES);
@@ -209,7 +194,7 @@ async function runA(): Promise<void> {
     });
     const sourceSums = sources.map((b) => sum64(b, 0, BODY_BYTES));
 
-    const b = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve-b', socketPath, shmPath, addon], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const b = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve-b', socketPath, shmPath], { stdio: ['ignore', 'pipe', 'inherit'] });
     cleanup.push(() => b.kill());
     await new Promise<void>((res, rej) => {
       b.stdout.once('data', () => res());
@@ -350,5 +335,5 @@ async function runA(): Promise<void> {
 }
 
 if (!isMainThread && (workerData as { role?: string } | null)?.role === 'link-thread') linkThread();
-else if (process.argv[2] === 'serve-b') serveB(process.argv[3]!, process.argv[4]!, process.argv[5]!);
+else if (process.argv[2] === 'serve-b') serveB(process.argv[3]!, process.argv[4]!);
 else await runA();

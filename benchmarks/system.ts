@@ -1,6 +1,7 @@
 // The full path's capacity and added latency (issue 5), beside a bare node:http server as the ceiling.
 //
 //   npm run bench:system [-- --seconds 10 --concurrency 64 --paths direct,relay --rounds 3 --no-encodings]
+//   npm run bench:system -- --paths direct --no-encodings --shm-mb 0   (the shared-memory path off)
 //   INSS_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench:system -- --paths direct
 //     (node flags for `inss up`, which passes them on to the simulated workers it starts: Node 20
 //     refuses --cpu-prof in NODE_OPTIONS)
@@ -38,7 +39,7 @@ import { waitFor } from './processes.js';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' }, paths: { type: 'string', default: 'direct,relay' }, rounds: { type: 'string', default: '3' }, 'no-encodings': { type: 'boolean', default: false } },
+  options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '64' }, paths: { type: 'string', default: 'direct,relay' }, rounds: { type: 'string', default: '3' }, 'no-encodings': { type: 'boolean', default: false }, 'shm-mb': { type: 'string' } },
 });
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
@@ -47,6 +48,8 @@ if (!(SECONDS > 0) || !Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) throw n
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
 const PATHS = values.paths.split(',');
 for (const p of PATHS) if (p !== 'direct' && p !== 'relay') throw new Error(`--paths: expected a list of direct and relay, got '${p}'`);
+/** `inss up --shm-mb` (absent: its default, the shared-memory path on where the addon is built). */
+const SHM_ARGS = values['shm-mb'] !== undefined ? ['--shm-mb', values['shm-mb']] : [];
 const NODE_ARGS = (process.env.INSS_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 function imageRequest(): { body: Buffer; headers: Record<string, string> } {
@@ -196,6 +199,13 @@ async function loopDelay(base: string): Promise<{ p50: number; p99: number; max:
   return { p50: read('p50'), p99: read('p99'), max: read('max') };
 }
 
+/** inss_direct_samples_total by path: whether batches went by shared-memory descriptor. */
+async function directSamples(base: string): Promise<{ shm: number; socket: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const read = (path: string) => Number(new RegExp(`^inss_direct_samples_total\\{path="${path}"\\} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { shm: read('shm'), socket: read('socket') };
+}
+
 /**
  * `inss up` with the given data path, started for one phase of the measurement: the capacity at the
  * default log level (a deployment's), the open loop at half of it at debug level, for the per-hop lines
@@ -205,7 +215,7 @@ async function loopDelay(base: string): Promise<{ p50: number; p99: number; max:
 async function startUp(dataPath: 'unix' | 'off', logLevel: 'info' | 'debug', onLine?: (line: string) => void): Promise<{ base: string; stop: () => Promise<void> }> {
   const state = mkdtempSync(join(tmpdir(), 'inss-bench-'));
   const scenario = join(ROOT, 'benchmarks', 'scenarios', 'system-one.json');
-  const up = start([...NODE_ARGS, BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', logLevel], onLine);
+  const up = start([...NODE_ARGS, BIN, 'up', '--port', '0', '--zero-time', '--policy', 'static-even', '--scenario', scenario, '--state-dir', state, '--data-path', dataPath, '--log-level', logLevel, ...SHM_ARGS], onLine);
   const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
   await waitReady(`${base}/v2/health/ready`);
   return {
@@ -230,6 +240,8 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
   const lag = await loopDelay(capacity.base);
   console.log(`inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`);
+  const samples = await directSamples(capacity.base);
+  console.log(`  samples sent straight to the worker so far: ${samples.shm} by shared-memory descriptor, ${samples.socket} as bytes (inss up ${SHM_ARGS.join(' ') || 'default --shm-mb'})`);
   console.log(`  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ${lag.max.toFixed(1)} ms`);
   // The bare server's figure moved by half between runs minutes apart: more rounds, bare and inss
   // alternating (each server idle while the other runs), and the median of the ratios.

@@ -17,6 +17,7 @@ import { resolvePython, torchAvailable, torchWorkerCommand } from '../agent/torc
 import type { WorkerLaunch } from '../agent/workerProcess.js';
 import { PolicyRegistry } from '../scheduler/registry.js';
 import { SchedulerService } from '../scheduler/service.js';
+import { DEFAULT_SHM_MB, MAX_SHM_MB } from '../scheduler/shmRegion.js';
 import { Store } from '../scheduler/store.js';
 import type { ServedModelConfig } from '../scheduler/control.js';
 import { InvalidInputError, type Profile } from '../src/profile/schema.js';
@@ -33,6 +34,12 @@ const VERSION = '0.1.0';
 function portNumber(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0..65535');
+  return n;
+}
+
+function shmMegabytes(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > MAX_SHM_MB) throw new InvalidArgumentError(`must be an integer from 0 (off) to ${MAX_SHM_MB}`);
   return n;
 }
 
@@ -74,6 +81,7 @@ interface ServeOptions {
   bodyLimitFactor: number;
   maxConnections: number;
   maxConnectionsPerClient: number;
+  shmMb: number;
   tlsCert?: string;
   tlsKey?: string;
   authTokensFile?: string;
@@ -232,6 +240,7 @@ async function startScheduler(
     settings: config.settings,
     initialRatePerS: config.initialRatePerS,
     limits: { bodyLimitFactor: opts.bodyLimitFactor, maxConnections: opts.maxConnections, maxConnectionsPerClient: opts.maxConnectionsPerClient },
+    shmMb: opts.shmMb,
   }).catch((e: unknown) => {
     store.close();
     throw listenError(e, opts.host, opts.port);
@@ -487,6 +496,7 @@ function addSchedulerOptions(c: Command): Command {
     .option('--body-limit-factor <x>', "a model's body limit: its largest legitimate request (JSON) times this", factorAtLeastOne, DEFAULT_LIMITS.bodyLimitFactor)
     .option('--max-connections <n>', 'connections open at once (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnections)
     .option('--max-connections-per-client <n>', 'connections open at once from one address (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnectionsPerClient)
+    .option('--shm-mb <n>', 'MB of shared memory (/dev/shm) for request bodies, which workers on this host read in place (0: off; batches carry the bytes)', shmMegabytes, DEFAULT_SHM_MB)
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000);
 }
 

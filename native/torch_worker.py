@@ -29,6 +29,11 @@ Contract:
   (torchvision.io; JPEG on the GPU when the worker runs on one) and preprocessed by the rule of
   src/serving/image.ts (decode_batch below); that time is not in latencyMs. A sample that fails to
   decode is listed in the output's `failed` (its row is zero): that task alone gets the error.
+- Shared memory (docs/worker-protocol.md, "Shared memory"): an `attach` naming the scheduler's region
+  is answered `attached`; the worker maps the file read-only with `mmap` (unless INSS_WORKER_SHM=off)
+  and reads the samples a batch gives as `slots` in place (torch.frombuffer over the mapping, copied
+  only into the batch tensor). A connection's mapping is dropped when the connection ends; no view of
+  a slot is kept once its batch is answered.
 - SIGTERM (or SIGINT): the batches received before the signal are answered, then exit 0.
 - stdin closing: the batches received are answered, then exit 0.
 - A stream that is not frames, a CUDA error that leaves the context unusable, or any uncaught
@@ -39,6 +44,7 @@ CUDA driver from the environment the agent gives; this worker only logs them.
 """
 import argparse
 import json
+import mmap
 import os
 import queue
 import signal
@@ -67,7 +73,7 @@ MODELS = {
     "resnet18": "resnet18",
     "vgg19": "vgg19",
 }
-BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running", "worker"}
+BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running", "worker", "slots"}
 IDENTITY_KEYS = ("workerId", "model", "gpu", "pct", "generation")
 TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
 SAMPLE_ENCODINGS = ("FP32", "UINT8", "JPEG", "PNG")
@@ -170,6 +176,7 @@ def data_reader(conn, secret, inbox):
     stream = conn.makefile("rb", buffering=0)
     sender = SocketSender(conn)
     attached = False
+    region = None
     try:
         while True:
             frame = read_frame(stream)
@@ -182,8 +189,14 @@ def data_reader(conn, secret, inbox):
                     conn.shutdown(socket.SHUT_RDWR)  # nothing was queued from it: nothing to answer
                     return
                 attached = True
+                if isinstance(msg.get("shm"), dict):
+                    region, why = map_region(msg["shm"])
+                    answer = {"v": PROTOCOL_VERSION, "type": "attached", "shm": region is not None}
+                    if why:
+                        answer["message"] = why
+                    sender.send(answer)
                 continue
-            inbox.put((msg, payload, sender, wall_ms()))
+            inbox.put((msg, payload, sender, wall_ms(), region))
     except (FrameStreamError, OSError) as e:
         log(f"data connection closed: {e}")
     finally:
@@ -191,6 +204,78 @@ def data_reader(conn, secret, inbox):
             conn.shutdown(socket.SHUT_RD)
         except OSError:
             pass
+
+
+def map_region(shm):
+    """(read-only mapping of the scheduler's region, None) or (None, why not), for an `attach`'s `shm`."""
+    if os.environ.get("INSS_WORKER_SHM") == "off":
+        return None, "INSS_WORKER_SHM=off"
+    path, size = shm.get("path"), shm.get("bytes")
+    if not isinstance(path, str) or not isinstance(size, int) or size <= 0:
+        return None, "attach.shm: expected {path, bytes}"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            region = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError) as e:
+        return None, f"{path}: {e}"
+    if len(region) != size:
+        return None, f"{path} has {len(region)} bytes, attach says {size}"
+    return memoryview(region), None
+
+
+class Samples:
+    """A batch input whose samples are views (of the region, or of the payload), as src/protocol/shm.ts
+    sampleViews finds them; len() is their total bytes, as a payload's would be."""
+
+    def __init__(self, views):
+        self.views = views
+
+    def __len__(self):
+        return sum(len(v) for v in self.views)
+
+
+def slot_samples(msg, payload, region):
+    """(Samples, None) for a batch with `slots`, (payload, None) for one without, or (None, why refused)."""
+    slots = msg.get("slots") if isinstance(msg, dict) else None
+    if slots is None:
+        return payload, None
+    inputs = msg.get("inputs")
+    size = msg.get("size")
+    if not isinstance(slots, list) or not isinstance(inputs, list) or len(inputs) != 1 or not isinstance(inputs[0], dict) \
+            or not isinstance(size, int) or len(slots) != size:
+        return None, "slots: expected one entry per sample of the one input"
+    t = inputs[0]
+    per = 4 * IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
+    smps = t.get("samples")
+    lengths = [s.get("byteLength") if isinstance(s, dict) else None for s in smps] if isinstance(smps, list) else [per] * size
+    if len(lengths) != size:
+        return None, f"input '{t.get('name')}': samples: expected a list of {size}"
+    views, at, data = [], 0, memoryview(payload)
+    for k, (slot, n) in enumerate(zip(slots, lengths)):
+        if not isinstance(n, int):
+            return None, f"input '{t.get('name')}': sample {k}: no byteLength"
+        if slot is None:
+            if at + n > len(data):
+                return None, f"input '{t.get('name')}': the payload has {len(data)} bytes, fewer than its inline samples need"
+            views.append(data[at:at + n])
+            at += n
+            continue
+        if region is None:
+            return None, f"input '{t.get('name')}': sample {k} is in shared memory, but this worker has not mapped a region"
+        if not (isinstance(slot, list) and len(slot) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in slot)):
+            return None, f"slots.{k}: expected [offset, byteLength] or null"
+        offset, length = slot
+        if length != n:
+            return None, f"input '{t.get('name')}': sample {k}: its slot holds {length} bytes, the input says {n}"
+        if offset < 0 or offset + length > len(region):
+            return None, f"input '{t.get('name')}': sample {k}: slot [{offset}, {length}] is outside the region of {len(region)} bytes"
+        views.append(region[offset:offset + length])
+    if at != len(data):
+        return None, f"input '{t.get('name')}': the payload has {len(data)} bytes, its inline samples add up to {at}"
+    return Samples(views), None
 
 
 def read_exact(stream, n, buf=None):
@@ -244,7 +329,7 @@ def reader(stream, inbox, proto):
             if frame is None:
                 inbox.put(EOF)
                 return
-            inbox.put((frame[0], frame[1], proto, wall_ms()))
+            inbox.put((frame[0], frame[1], proto, wall_ms(), None))
     except FrameStreamError as e:
         inbox.put(e)
     except BaseException as e:  # noqa: BLE001 - reported as fatal by the main thread
@@ -364,16 +449,22 @@ class Preprocess:
         as they are, UINT8 ones scaled and normalised, JPEG/PNG ones decoded first; a sample that fails
         to decode is reported (its row stays zero)."""
         torch = self.torch
-        per = IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
+        views = payload.views if isinstance(payload, Samples) else None
         if "samples" not in t:
-            return torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE), []
+            if views is None:
+                return torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE), []
+            # Samples in place (shared memory): each copied once, into the batch tensor.
+            x = torch.empty(size, *IMAGE_SHAPE, dtype=torch.float32)
+            for k, v in enumerate(views):
+                x[k] = torch.frombuffer(v, dtype=torch.float32).view(*IMAGE_SHAPE)
+            return x, []
         x = torch.zeros(size, *IMAGE_SHAPE, dtype=torch.float32, device=self.device)
         failed = []
-        view = memoryview(payload)
+        view = memoryview(payload) if views is None else None
         at = 0
         for k, smp in enumerate(t["samples"]):
             n = smp["byteLength"]
-            data = view[at:at + n]
+            data = views[k] if views is not None else view[at:at + n]
             at += n
             if smp["encoding"] == "FP32":
                 x[k] = torch.frombuffer(data, dtype=torch.float32).view(*IMAGE_SHAPE)
@@ -470,7 +561,7 @@ class Worker:
             return None
         return f"batch for worker {describe_worker(named)} refused: this worker is {describe_worker(self.identity)}"
 
-    def serve(self, msg, payload, out, received_at):
+    def serve(self, msg, payload, out, received_at, region=None):
         """Answers one batch on `out` (stdin's answer stream or its data connection) with a `result` or an
         `error`. Raises (-> `fatal`) on a CUDA error other than out-of-memory, which leaves the context
         unusable; the agent then restarts the worker."""
@@ -480,7 +571,8 @@ class Worker:
         if refused:
             out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": refused, "reason": "wrong-worker"})
             return
-        problem = check_batch(msg, payload, self.max_batch, self.name)
+        payload, problem = slot_samples(msg, payload, region)
+        problem = problem or check_batch(msg, payload, self.max_batch, self.name)
         if problem:
             out.send({"v": PROTOCOL_VERSION, "type": "error", "id": bid, "message": problem})
             return
@@ -584,6 +676,10 @@ def run(argv, proto):
 
     import torch  # noqa: E402 - imported after the protocol descriptor is set up, so its prints go to stderr
     import torchvision
+    import warnings
+
+    # Samples in the scheduler's region are read through a read-only mapping, never written.
+    warnings.filterwarnings("ignore", message="The given buffer is not writable")
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -638,8 +734,8 @@ def run(argv, proto):
             return 0
         if isinstance(item, FrameStreamError):
             raise item
-        msg, payload, out, received_at = item
-        worker.serve(msg, payload, out, received_at)
+        msg, payload, out, received_at, region = item
+        worker.serve(msg, payload, out, received_at, region)
         served += 1
 
 

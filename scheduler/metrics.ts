@@ -94,6 +94,8 @@ async function histogramSeries(h: Histogram<'model'>, suffix: '_sum' | '_count')
 export class Metrics implements Partial<ControlObserver> {
   readonly registry = new Registry();
   readonly requests = new Counter({ name: 'inss_requests_total', help: 'Tasks answered, by model and outcome (ok: within SLO; late: answered after the SLO)', labelNames: ['model', 'outcome'] as const, registers: [this.registry] });
+  /** Batch samples sent on the direct path, by how: `shm` (a descriptor of a slot of the shared-memory region) or `socket` (the bytes). */
+  readonly directSamplesTotal = new Counter({ name: 'inss_direct_samples_total', help: 'Batch samples sent straight to workers, by path: shm (a descriptor of shared memory) or socket (the bytes in the frame)', labelNames: ['path'] as const, registers: [this.registry] });
   readonly badRequests = new Counter({ name: 'inss_bad_requests_total', help: 'Requests refused before they became tasks (4xx), by model and status', labelNames: ['model', 'status'] as const, registers: [this.registry] });
   readonly latency = new Histogram({ name: 'inss_task_latency_seconds', help: 'Task latency from arrival to answer', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
   readonly queueTime = new Histogram({ name: 'inss_task_queue_seconds', help: 'Time a task waited in the task buffer before its batch was sent', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
@@ -173,6 +175,18 @@ export class Metrics implements Partial<ControlObserver> {
     perWorker('inss_model_batch_size', 'Batch size in force of each worker of a model', (w) => w.batch);
   }
 
+  /** The shared-memory region's slots in use (request bodies held), read at each scrape; absent: no region. */
+  setShmSource(source: () => { slots: number; bytes: number }): void {
+    new Gauge({
+      name: 'inss_shm_slots_in_use',
+      help: "Request bodies held in the shared-memory region's slots (freed once each task is answered and its exchange ended)",
+      registers: [this.registry],
+      collect() {
+        this.set(source().slots);
+      },
+    });
+  }
+
   /** Where inss_model_share_percent and inss_model_batch_size read the workers (the control plane's view). */
   setWorkerSource(source: () => readonly WorkerView[]): void {
     this.workerSource = source;
@@ -231,6 +245,12 @@ export class Metrics implements Partial<ControlObserver> {
   batchSent(model: string, size: number, waitedSeconds: readonly number[]): void {
     this.batchSize.observe({ model }, size);
     for (const s of waitedSeconds) this.queueTime.observe({ model }, s);
+  }
+
+  /** A batch went on the direct path with `shm` samples by descriptor and `inline` by their bytes. */
+  directSamples(shm: number, inline: number): void {
+    if (shm > 0) this.directSamplesTotal.inc({ path: 'shm' }, shm);
+    if (inline > 0) this.directSamplesTotal.inc({ path: 'socket' }, inline);
   }
 
   batchTransported(model: string, seconds: number): void {

@@ -101,7 +101,10 @@ export class ParsePool {
     const busy = this.reserve(jsonBytes);
     if (busy) return { ok: false, status: 503, error: busy };
     return new Promise((resolve) => {
-      const job: ParseJob = { id: this.nextId++, body, headers, model };
+      // A view of shared memory goes as it is; one of a larger buffer (a slot of the shared-memory
+      // region, shmRegion.ts) is copied, or the whole region would be cloned into the message.
+      const own = body.buffer instanceof SharedArrayBuffer || body.byteLength === body.buffer.byteLength ? body : Buffer.from(body);
+      const job: ParseJob = { id: this.nextId++, body: own, headers, model };
       this.queue.push({
         job,
         resolve: (r) => {

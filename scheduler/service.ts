@@ -19,6 +19,7 @@ import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
 import { registerTriton, resolveModel } from './triton.js';
 import { BodyReader } from './bodyReader.js';
+import { ShmRegion } from './shmRegion.js';
 import { DirectLinks } from './workerLink.js';
 import { isLocalPeer, registerSharedMemoryRoutes, resolveRegions, SharedMemoryRegistry } from './sharedMemory.js';
 import { tensorBytes } from '../src/protocol/tensor.js';
@@ -48,6 +49,8 @@ export interface SchedulerOptions {
   readonly limits?: Partial<InputLimits>;
   readonly settings?: Partial<ControlSettings>;
   readonly initialRatePerS?: Readonly<Record<string, number>>;
+  /** MB of shared memory for request bodies and batches to workers on this host (`inss up --shm-mb`); 0 or absent: none. */
+  readonly shmMb?: number;
 }
 
 /** The body limit of routes that take no body. */
@@ -108,8 +111,25 @@ export class SchedulerService {
       void reply.code(401).header('www-authenticate', 'Bearer').header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: why }));
     });
     const parser = new ParsePool(limits.parseThreads, limits.maxParseQueueBytes, opts.logger.child({ part: 'parse' }));
+    // Large binary request bodies go into slots of a shared-memory region, whose descriptors reach
+    // workers on this host that map it (shmRegion.ts; docs/serving.md); none: the old way.
+    const opened = ShmRegion.open(opts.shmMb ?? 0);
+    const region = opened instanceof ShmRegion ? opened : null;
+    // Said once the port is bound (a start that fails says only why it failed).
+    const sayShm = () =>
+      region
+        ? opts.logger.info({ path: region.path, bytes: region.bytes }, 'shared-memory region for request bodies')
+        : opts.logger.info({ why: (opened as { why: string }).why }, 'the shared-memory data path is off; batches carry their bytes');
+    if (region) {
+      metrics.setShmSource(() => region.inUse);
+      // Unlinked when the service closes (a worker that mapped it keeps its mapping).
+      app.addHook('onClose', (_app, done) => {
+        region.close();
+        done();
+      });
+    }
     // Batches go straight to the workers whose agents report a data socket (docs/serving.md).
-    const direct = new DirectLinks(opts.logger.child({ part: 'direct' }));
+    const direct = new DirectLinks(opts.logger.child({ part: 'direct' }), { region, sent: (shm, inline) => metrics.directSamples(shm, inline) });
     const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens);
     const control = new Control({
       models: opts.models,
@@ -129,7 +149,12 @@ export class SchedulerService {
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none);
     // large ones are read into recycled buffers (scheduler/bodyReader.ts).
     app.removeAllContentTypeParsers();
-    const bodies = new BodyReader();
+    const bodies = new BodyReader(64, 64 << 20, region, () => direct.mapsRegion);
+    // A body's slot is freed once its exchange ended and its task was answered (bodyReader.ts).
+    if (region) app.addHook('onRequest', (req, reply, done) => {
+      bodies.watch(req.raw, reply.raw);
+      done();
+    });
     app.addContentTypeParser('*', bodies.parse);
     // A body is read only up to the limit of the model its route names (other routes take none).
     const bodyLimitOf = (name: string | undefined): number => {
@@ -234,7 +259,9 @@ export class SchedulerService {
       // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
       // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
       const received = receivedMs.get(req.raw);
+      bodies.taskStarted(body);
       control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, encoding: input.encoding, data: input.data }, (a) => {
+        bodies.taskEnded(body);
         // The answer's way out: until its response is handed to the kernel (the dispatch rule budgets it).
         const answeredMs = performance.now();
         reply.raw.once('finish', () => control.answerSent(performance.now() - answeredMs));
@@ -290,8 +317,10 @@ export class SchedulerService {
     } catch (e) {
       await parser.close(); // its threads would keep the process alive
       await direct.stop();
+      region?.close();
       throw e;
     }
+    sayShm();
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;

@@ -19,13 +19,25 @@
 // opened again. A batch sent in the moment before its connection's end is known here is answered by
 // that end (the control plane fails or requeues the worker's batches in flight), as one whose worker
 // died after reading it.
+// Shared memory (docs/worker-protocol.md "Shared memory"): with the scheduler's region (shmRegion.ts),
+// `attach` on a Unix connection names it; once the worker answers `attached` with `shm: true`, `send`
+// puts each part that lies in the region into the frame's `slots` as [offset, length] instead of its
+// bytes (the others go as bytes: mixed batches). Until then, and for workers that cannot map it, bytes.
 import { existsSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { DataEndpoint } from '../src/protocol/agent.js';
 import { FrameDecoder, frameHead } from '../src/protocol/frames.js';
-import { type DataAddress, parseDataAddress, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import type { SampleSlot } from '../src/protocol/shm.js';
+import { type DataAddress, FromWorkerSchema, parseDataAddress, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import type { ShmRegion } from './shmRegion.js';
+
+/** The region an `attach` names. */
+export interface AttachShm {
+  readonly path: string;
+  readonly bytes: number;
+}
 
 export interface DirectEvents {
   frame(header: unknown, payload: Buffer): void;
@@ -55,14 +67,14 @@ export class SocketLinks {
 
   constructor(private readonly events: SocketEvents) {}
 
-  open(cid: number, a: DataAddress, secret: string): void {
+  open(cid: number, a: DataAddress, secret: string, shm?: AttachShm): void {
     const socket = a.kind === 'unix' ? connect({ path: a.path }) : connect({ host: a.host, port: a.port, noDelay: true });
     this.sockets.set(cid, socket);
     const decoder = new FrameDecoder();
     let why = 'closed';
     let connected = false;
     socket.on('connect', () => {
-      socket.write(frameHead({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret }, 0));
+      socket.write(frameHead({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret, ...(shm ? { shm } : {}) }, 0));
       connected = true;
       this.events.connected(cid);
     });
@@ -114,7 +126,7 @@ export class SocketLinks {
 
 /** Messages to the link thread, and from it. */
 export type ToLinkThread =
-  | { op: 'open'; cid: number; address: DataAddress; secret: string }
+  | { op: 'open'; cid: number; address: DataAddress; secret: string; shm?: AttachShm }
   | { op: 'send'; cid: number; head: Uint8Array; parts: Uint8Array[] }
   | { op: 'close' | 'destroy'; cid: number };
 export type FromLinkThread =
@@ -168,8 +180,8 @@ class ThreadSockets implements Sockets {
     this.worker.postMessage(m);
   }
 
-  open(cid: number, address: DataAddress, secret: string): void {
-    this.post({ op: 'open', cid, address, secret });
+  open(cid: number, address: DataAddress, secret: string, shm?: AttachShm): void {
+    this.post({ op: 'open', cid, address, secret, ...(shm ? { shm } : {}) });
   }
 
   send(cid: number, head: Uint8Array, parts: readonly Uint8Array[]): void {
@@ -198,6 +210,8 @@ interface Conn {
   readonly address: string;
   readonly events: DirectEvents;
   connected: boolean;
+  /** The worker mapped the region (answered `attached` with `shm: true`): batches may carry slots. */
+  shm: boolean;
 }
 
 /** The compiled link thread, when there is one (not when running from sources). */
@@ -214,12 +228,20 @@ export class DirectLinks implements DirectLink {
    */
   private readonly unreachable = new Set<string>();
   private sockets: Sockets;
+  private readonly region: ShmRegion | null;
+  private readonly sent: (shm: number, inline: number) => void;
 
   constructor(
-    private readonly log: { warn(o: object, msg: string): void; debug(o: object, msg: string): void },
-    /** `threadFile`: the compiled link thread (default: the one beside this module, when built); null: none. */
-    opts: { threadFile?: string | null } = {},
+    private readonly log: { warn(o: object, msg: string): void; info(o: object, msg: string): void; debug(o: object, msg: string): void },
+    /**
+     * `threadFile`: the compiled link thread (default: the one beside this module, when built); null:
+     * none. `region`: the shared-memory region, offered to workers on Unix sockets. `sent`: told of
+     * each batch sent, how many samples went by descriptor and how many as bytes (metrics).
+     */
+    opts: { threadFile?: string | null; region?: ShmRegion | null; sent?: (shm: number, inline: number) => void } = {},
   ) {
+    this.region = opts.region ?? null;
+    this.sent = opts.sent ?? (() => undefined);
     const events: SocketEvents = {
       connected: (cid) => {
         const c = this.byCid.get(cid);
@@ -227,7 +249,12 @@ export class DirectLinks implements DirectLink {
         c.connected = true;
         this.log.debug({ key: c.key, address: c.address }, 'direct connection to a worker open');
       },
-      frame: (cid, header, payload) => this.byCid.get(cid)?.events.frame(header, Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)),
+      frame: (cid, header, payload) => {
+        const c = this.byCid.get(cid);
+        if (!c) return;
+        if ((header as { type?: unknown } | null)?.type === 'attached') return this.attached(c, header);
+        c.events.frame(header, Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength));
+      },
       closed: (cid, why, connected) => this.ended(cid, why, connected),
     };
     const file = opts.threadFile === undefined ? THREAD_FILE : opts.threadFile;
@@ -243,9 +270,31 @@ export class DirectLinks implements DirectLink {
     this.sockets = threaded ? new ThreadSockets(file, { ...events, threadStopped }) : new SocketLinks(events);
   }
 
+  /**
+   * Whether some open connection's worker mapped the region: while none has (workers over TCP, none
+   * able to map it), bodies are better read into shared buffers, which the link thread sends without
+   * a copy, than into slots, which it would copy (bodyReader.ts asks).
+   */
+  get mapsRegion(): boolean {
+    for (const c of this.byKey.values()) if (c.shm) return true;
+    return false;
+  }
+
   /** Whether the sockets run on the link thread (else on this event loop). */
   get threaded(): boolean {
     return this.sockets instanceof ThreadSockets;
+  }
+
+  /** A worker's answer to an attach that named the region. */
+  private attached(c: Conn, header: unknown): void {
+    const m = FromWorkerSchema.safeParse(header);
+    if (!m.success || m.data.type !== 'attached') {
+      this.log.warn({ key: c.key }, 'bad attached message on a worker data socket; its batches carry their bytes');
+      return;
+    }
+    c.shm = m.data.shm && this.region !== null;
+    if (c.shm) this.log.debug({ key: c.key }, 'worker mapped the shared-memory region: batches by descriptor');
+    else this.log.info({ key: c.key, why: m.data.message ?? '' }, 'worker cannot map the shared-memory region: its batches carry their bytes');
   }
 
   private ended(cid: number, why: string, connected: boolean): void {
@@ -269,10 +318,11 @@ export class DirectLinks implements DirectLink {
       this.log.warn({ key, err: a }, 'worker data endpoint is not an address; its batches go through the agent');
       return;
     }
-    const c: Conn = { cid: this.nextCid++, key, address: endpoint.address, events, connected: false };
+    const c: Conn = { cid: this.nextCid++, key, address: endpoint.address, events, connected: false, shm: false };
     this.byKey.set(key, c);
     this.byCid.set(c.cid, c);
-    this.sockets.open(c.cid, a, endpoint.secret);
+    // Only a worker on this host can map the region: one reached over a Unix socket.
+    this.sockets.open(c.cid, a, endpoint.secret, this.region && a.kind === 'unix' ? { path: this.region.path, bytes: this.region.bytes } : undefined);
   }
 
   has(key: string): boolean {
@@ -282,7 +332,11 @@ export class DirectLinks implements DirectLink {
   send(key: string, header: object, parts: readonly Uint8Array[]): boolean {
     const c = this.byKey.get(key);
     if (!c?.connected) return false;
-    this.sockets.send(c.cid, frameHead(header, parts.reduce((n, p) => n + p.length, 0)), parts);
+    const region = c.shm ? this.region : null;
+    const slots: SampleSlot[] | null = region && parts.some((p) => region.holds(p)) ? parts.map((p) => (region.holds(p) ? [p.byteOffset, p.byteLength] : null)) : null;
+    const inline = slots ? parts.filter((_, i) => slots[i] === null) : parts;
+    this.sockets.send(c.cid, frameHead(slots ? { ...header, slots } : header, inline.reduce((n, p) => n + p.length, 0)), inline);
+    this.sent(parts.length - inline.length, inline.length);
     return true;
   }
 

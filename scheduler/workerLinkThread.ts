@@ -20,7 +20,7 @@ const links = new SocketLinks({
 port.on('message', (m: ToLinkThread) => {
   switch (m.op) {
     case 'open':
-      return links.open(m.cid, m.address, m.secret);
+      return links.open(m.cid, m.address, m.secret, m.shm);
     case 'send':
       return links.send(m.cid, m.head, m.parts);
     case 'close':

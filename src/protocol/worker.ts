@@ -30,6 +30,13 @@ export const ToWorkerSchema = z.discriminatedUnion('type', [
        * whose identity (INSS_WORKER_IDENTITY) differs refuses it with an `error` of reason `wrong-worker`.
        */
       worker: WorkerIdentitySchema.optional(),
+      /**
+       * Shared memory (docs/worker-protocol.md): one entry per sample of the (one) input, `[offset,
+       * byteLength]` of the bytes in the region the worker mapped at `attach`, or null for a sample whose
+       * bytes are in the payload (in order). Only on a data connection whose worker answered `attached`
+       * with `shm: true`.
+       */
+      slots: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().positive()]).nullable()).optional(),
     })
     .strict(),
   /**
@@ -37,7 +44,19 @@ export const ToWorkerSchema = z.discriminatedUnion('type', [
    * (INSS_WORKER_SECRET) and reported to the scheduler. A worker closes a connection whose first
    * frame is not an `attach` with its secret, before reading anything else from it.
    */
-  z.object({ v, type: z.literal('attach'), secret: z.string().min(1) }).strict(),
+  z
+    .object({
+      v,
+      type: z.literal('attach'),
+      secret: z.string().min(1),
+      /**
+       * The scheduler's shared-memory region (a Unix data address only): a worker that can map it
+       * (read-only) answers `attached` with `shm: true`, and batches on this connection may carry
+       * `slots`; one that cannot answers `shm: false` with why, or nothing (both: bytes as before).
+       */
+      shm: z.object({ path: z.string().min(1), bytes: z.number().int().positive() }).strict().optional(),
+    })
+    .strict(),
 ]);
 export type ToWorker = z.infer<typeof ToWorkerSchema>;
 
@@ -70,6 +89,8 @@ export const FromWorkerSchema = z.discriminatedUnion('type', [
     .strict(),
   /** Batch `id` failed; the worker goes on taking batches. `wrong-worker`: it was not this worker's (nothing ran). */
   z.object({ v, type: z.literal('error'), id: z.string(), message: z.string(), reason: z.literal('wrong-worker').optional() }).strict(),
+  /** The answer to an `attach` that named a shared-memory region: whether the worker mapped it (else why not). */
+  z.object({ v, type: z.literal('attached'), shm: z.boolean(), message: z.string().optional() }).strict(),
   /** The worker cannot go on (sent before it exits, when it can). */
   z.object({ v, type: z.literal('fatal'), message: z.string() }).strict(),
 ]);
@@ -83,6 +104,8 @@ export const WORKER_ENV = {
   secret: 'INSS_WORKER_SECRET',
   /** The worker's whole identity (JSON of WorkerIdentity): batches naming another are refused. */
   identity: 'INSS_WORKER_IDENTITY',
+  /** `off`: do not map the scheduler's shared-memory region (its batches then carry their bytes). */
+  shm: 'INSS_WORKER_SHM',
 } as const;
 
 /** A data-socket address: `unix:PATH` or `tcp:HOST:PORT`. */

@@ -14,15 +14,19 @@ export function modelOffset(model: string): number {
   return 1 + (stableHash(model) % 1000);
 }
 
-/** The stand-in outputs of `size` samples of `inPerSample` FP32 inputs each, `outPerSample` per sample. */
-export function standInForward(model: string, x: Float32Array, size: number, inPerSample: number, outPerSample: number): Float32Array {
+/**
+ * The stand-in outputs of `size` samples of `inPerSample` FP32 inputs each, `outPerSample` per sample.
+ * `x`: the samples one after another, or each sample's own array (read in place from shared memory).
+ */
+export function standInForward(model: string, x: Float32Array | readonly Float32Array[], size: number, inPerSample: number, outPerSample: number): Float32Array {
   const c = modelOffset(model);
   const y = new Float32Array(size * outPerSample);
   for (let s = 0; s < size; s++) {
-    const base = s * inPerSample;
+    const xs = Array.isArray(x) ? (x as readonly Float32Array[])[s]! : (x as Float32Array);
+    const base = Array.isArray(x) ? 0 : s * inPerSample;
     for (let k = 0; k < outPerSample; k++) {
       const j = k % inPerSample;
-      y[s * outPerSample + k] = x[base + j]! + x[base + inPerSample - 1 - j]! + c;
+      y[s * outPerSample + k] = xs[base + j]! + xs[base + inPerSample - 1 - j]! + c;
     }
   }
   return y;

@@ -1,13 +1,17 @@
 // `inss up` as a user runs it from the README: it prints the endpoint, the README's curl request gets
-// an answer, `inss loadgen` gets every request answered, and Ctrl-C (SIGINT) shuts everything down.
+// an answer, `inss loadgen` gets every request answered, and Ctrl-C (SIGINT) shuts everything down;
+// batches over TCP; with and without the shared-memory region.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { modelOffset } from '../../src/serving/standIn.js';
+import { loadShmAddon } from '../../src/protocol/shmMap.js';
 import { runCli } from '../support/cli.js';
-import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { writeScenario } from '../support/scenario.js';
+import { binaryInferRequest, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const state = mkdtempSync(join(tmpdir(), 'inss-up-'));
 afterAll(async () => {
@@ -67,5 +71,90 @@ it('inss up --data-path tcp sends batches to its workers over loopback TCP', asy
   expect(report.total.ok).toBeGreaterThan(0.8 * report.total.sent);
   up.child.kill('SIGINT');
   expect((await up.exited).code, up.stderr.slice(-3000)).toBe(0);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A metric's value from /metrics (0 when absent). */
+async function metric(base: string, series: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+// Shared memory (docs/serving.md "Shared memory between the scheduler and its workers"): with a region,
+// binary request bodies are read into its slots and reach the worker as descriptors; with --shm-mb 0
+// they go as bytes. Either way every request gets one answer, its own model's for its own input.
+it('inss up refuses an --shm-mb that is not a whole number of MB from 0 to 16384', async () => {
+  for (const bad of ['-1', '1.5', '16385', 'lots']) {
+    const r = await runCli(['up', '--shm-mb', bad, '--port', '0', '--state-dir', state]);
+    expect(r.code, bad).not.toBe(0);
+    expect(r.stderr).toMatch(/--shm-mb <n>.* is invalid\. must be an integer from 0 \(off\) to 16384/);
+  }
+});
+
+// Without the addon (not built here), the region cannot be made and --shm-mb 16 sends bytes too.
+const addon = loadShmAddon();
+it.each([
+  { flag: '16', shmMb: 16, byDescriptor: addon.ok },
+  { flag: '0', shmMb: 0, byDescriptor: false },
+])('inss up --shm-mb $flag: every binary request answered once, by its own model, batches by descriptor: $byDescriptor', async ({ shmMb, byDescriptor }) => {
+  const dir = mkdtempSync(join(tmpdir(), 'inss-up-shm-'));
+  const scenario = writeScenario(join(dir, 'duo.json'), { name: 'duo', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet50', sloMs: 2000, ratePerS: 20 }, { name: 'mobilenet', sloMs: 2000, ratePerS: 20 }] });
+  const up = startInss(['up', '--port', '0', '--state-dir', dir, '--scenario', scenario, '--policy', 'static-even', '--zero-time', '--shm-mb', String(shmMb), '--log-level', 'warn']);
+  const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
+  await waitHttp200(`${base}/v2/health/ready`);
+  const regions = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`inss-${up.child.pid}-`));
+  expect(regions()).toHaveLength(byDescriptor ? 1 : 0);
+  // Both workers connected on their Unix sockets (descriptors only go there).
+  for (let i = 0; i < 600; i++) {
+    const ws = ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: { state: string; data: string | null }[] }).workers;
+    if (ws.length === 2 && ws.every((w) => w.state === 'ready' && w.data?.startsWith('unix:'))) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const one = (k: number) => {
+    const model = k % 2 === 0 ? 'resnet50' : 'mobilenet';
+    const x = new Float32Array(3 * 224 * 224).map((_, i) => ((i * 13 + k * 7) % 101) / 101);
+    const req = binaryInferRequest(x);
+    return new Promise<{ model: string; x: Float32Array; status: number; out: Float32Array | null }>((resolve, reject) => {
+      const r = http.request(`${base}/v2/models/${model}/infer`, { method: 'POST', agent, headers: { ...req.headers, 'content-length': String(req.body.length) } }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => {
+          const body = Buffer.concat(parts);
+          const bin = res.statusCode === 200 ? body.subarray(Number(res.headers['inference-header-content-length'])) : null;
+          resolve({ model, x, status: res.statusCode ?? 0, out: bin ? new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)) : null });
+        });
+      });
+      r.on('error', reject);
+      r.end(req.body);
+    });
+  };
+  // 160 requests, 16 at a time: batches of several bodies, slots taken and freed many times over.
+  const answers = [];
+  for (let wave = 0; wave < 10; wave++) answers.push(...(await Promise.all(Array.from({ length: 16 }, (_, i) => one(wave * 16 + i)))));
+  agent.destroy();
+  expect(answers.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
+  for (const a of answers) expect(Array.from(a.out!), a.model).toEqual(Array.from(simForward(a.x, a.model)));
+  const shm = await metric(base, 'inss_direct_samples_total{path="shm"}');
+  const socket = await metric(base, 'inss_direct_samples_total{path="socket"}');
+  if (byDescriptor) {
+    // (The first batches may go as bytes, before a worker has answered its attach.)
+    expect(shm).toBeGreaterThan(100);
+    // Every slot freed once its task was answered and its exchange ended.
+    let held = -1;
+    for (let i = 0; i < 100 && held !== 0; i++) {
+      held = await metric(base, 'inss_shm_slots_in_use');
+      if (held !== 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(held).toBe(0);
+  } else {
+    expect([shm, socket >= 160]).toEqual([0, true]);
+  }
+  const made = regions().map((n) => join('/dev/shm', n));
+  up.child.kill('SIGINT');
+  expect((await up.exited).code, up.stderr.slice(-3000)).toBe(0);
+  // The region is unlinked when the scheduler stops.
+  for (const f of made) expect(existsSync(f)).toBe(false);
   rmSync(dir, { recursive: true, force: true });
 });

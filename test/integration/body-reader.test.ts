@@ -1,9 +1,14 @@
 // scheduler/bodyReader.ts in a real Fastify server over real sockets: large bodies are read into
 // recycled buffers and come back whole; the limits and the Content-Length check answer as Fastify's own reader.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BodyReader, POOLED_BODY_BYTES } from '../../scheduler/bodyReader.js';
+import { ShmRegion } from '../../scheduler/shmRegion.js';
+import { loadShmAddon } from '../../src/protocol/shmMap.js';
 
 let app: FastifyInstance;
 let base: string;
@@ -79,5 +84,91 @@ describe('BodyReader', () => {
     // The server still reads bodies whole afterwards.
     const a = body(700_000, 9);
     expect(await post([a], a.length)).toEqual({ status: 200, json: { length: a.length, sum: digest(a) } });
+  });
+});
+
+// With a shared-memory region (scheduler/shmRegion.ts): binary bodies go into its slots, freed once
+// both the exchange ended and the task (if any) was answered, in either order, or when the client left.
+const addon = loadShmAddon();
+describe.runIf(addon.ok)(addon.ok ? 'BodyReader with a shared-memory region' : 'BodyReader with a shared-memory region: skipped, no addon', () => {
+  let sapp: FastifyInstance;
+  let sbase = '';
+  let region: ShmRegion;
+  const dir = mkdtempSync(join(tmpdir(), 'inss-body-shm-'));
+  /** Tasks held by the route: ending one is `taskEnded`. */
+  const tasks: { body: Buffer; end: () => void }[] = [];
+  beforeAll(async () => {
+    const r = ShmRegion.open(4, dir);
+    if (!(r instanceof ShmRegion)) throw new Error(r.why);
+    region = r;
+    sapp = Fastify({ bodyLimit: 4 << 20 });
+    sapp.removeAllContentTypeParsers();
+    const bodies = new BodyReader(2, 8 << 20, region);
+    sapp.addHook('onRequest', (req, reply, done) => {
+      bodies.watch(req.raw, reply.raw);
+      done();
+    });
+    sapp.addContentTypeParser('*', bodies.parse);
+    // ?task=1: a task is submitted (ended by the test); ?bad=1: refused before any task.
+    sapp.post<{ Querystring: { task?: string; bad?: string } }>('/t', (req, reply) => {
+      const body = req.body as Buffer;
+      if (req.query.bad) return reply.code(400).send({ error: 'no' });
+      if (req.query.task) {
+        bodies.taskStarted(body);
+        tasks.push({ body, end: () => bodies.taskEnded(body) });
+      }
+      return reply.send({ inSlot: region.holds(body) });
+    });
+    await sapp.listen({ host: '127.0.0.1', port: 0 });
+    const a = sapp.server.address();
+    sbase = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`;
+  });
+  afterAll(async () => {
+    await sapp.close();
+    region.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const send = (query: string, b: Buffer, binaryHeader: number | null) =>
+    new Promise<{ status: number; inSlot?: boolean }>((resolve, reject) => {
+      const headers = { 'content-type': 'application/octet-stream', 'content-length': String(b.length), ...(binaryHeader !== null ? { 'inference-header-content-length': String(binaryHeader) } : {}) };
+      const req = request(`${sbase}/t${query}`, { method: 'POST', headers }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ...(JSON.parse(Buffer.concat(parts).toString()) as object) }));
+      });
+      req.on('error', reject);
+      req.end(b);
+    });
+  const slotsFreed = async (n: number) => {
+    for (let i = 0; i < 200 && region.inUse.slots !== n; i++) await new Promise((r) => setTimeout(r, 10));
+    return region.inUse.slots;
+  };
+
+  it('a binary body takes a slot, freed once its exchange ended and its task was answered, in either order', async () => {
+    expect(await send('?task=1', body(200_000, 3), 100)).toEqual({ status: 200, inSlot: true });
+    expect(await slotsFreed(1)).toBe(1); // answered, but its task runs on
+    tasks.shift()!.end();
+    expect(await slotsFreed(0)).toBe(0);
+    // The task ends before the exchange does (the answer is sent after): freed when the response closed.
+    const answered = send('?task=1', body(200_000, 4), 100);
+    await answered;
+    tasks.shift()!.end();
+    expect(await slotsFreed(0)).toBe(0);
+  });
+
+  it('a JSON body takes no slot; a binary one refused before any task is freed with its exchange', async () => {
+    expect(await send('', body(200_000, 5), null)).toEqual({ status: 200, inSlot: false });
+    expect(await send('?bad=1', body(200_000, 6), 100)).toMatchObject({ status: 400 });
+    expect(await slotsFreed(0)).toBe(0);
+  });
+
+  it('a client that leaves mid-body leaves no slot held', async () => {
+    await new Promise<void>((resolve) => {
+      const req = request(`${sbase}/t`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': '300000', 'inference-header-content-length': '100' } });
+      req.on('error', () => resolve());
+      req.write(body(100_000, 7), () => setTimeout(() => req.destroy(), 50));
+    });
+    expect(await slotsFreed(0)).toBe(0);
   });
 });

@@ -8,7 +8,7 @@
 // simulated workers, and with PyTorch workers (on the CPU, behind simulated GPUs) where the interpreter
 // has torch, whose answers must equal what the same seeded model computes in Python.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
+import { loadShmAddon } from '../../src/protocol/shmMap.js';
 import { Rng } from '../../src/workload/random.js';
 import { writeScenario } from '../support/scenario.js';
 import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
@@ -181,6 +182,9 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
   const pending: Promise<Answer>[] = [];
   let restartedAtMs = Infinity;
   let settledAtMs = Infinity;
+  // The killed scheduler cannot unlink its shared-memory region: the next one removes it as stale.
+  const regionsOf = (pid: number | undefined) => readdirSync('/dev/shm').filter((n) => n.startsWith(`inss-${pid}-`));
+  const firstPid = sched.child.pid;
   const restart = (async () => {
     await new Promise((r) => setTimeout(r, 2000));
     sched.child.kill('SIGKILL');
@@ -230,6 +234,13 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
   const listed = await readyWorkers(base);
   expect(listed.length).toBeGreaterThanOrEqual(MODELS.length);
   for (const w of listed) expect(processIdentity(w.pid!), `worker ${w.workerId} (pid ${w.pid})`).toBe(`${w.model}${v.namesGpu ? ` on GPU ${w.gpu}` : ''} at ${w.pct}%`);
+  // Shared memory: the adopted workers attached with the new scheduler's region, and the old one is gone.
+  if (loadShmAddon().ok) {
+    expect(regionsOf(firstPid)).toEqual([]);
+    expect(regionsOf(sched.child.pid)).toHaveLength(1);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(Number(/^inss_direct_samples_total\{path="shm"\} (\d+)/m.exec(text)?.[1] ?? 0), 'samples sent by descriptor after the restart').toBeGreaterThan(0);
+  }
 }
 
 describe('SIGKILL of the scheduler under load, restarted with another policy', () => {

@@ -3,7 +3,8 @@
 // - tasks are all answered, and their latencies agree with the simulator for the same placement;
 // - a shadow swap under load loses and fails no task;
 // - a model with replicas on two GPUs is served by both from its one queue;
-// - SIGKILL of a worker: explicit errors for its batch in flight, a restarted worker, no lost task;
+// - SIGKILL of a worker: explicit errors for its batch in flight, a restarted worker, no lost task,
+//   and the shared-memory slots its batches held freed with their tasks;
 // - restarting the agent brings the cluster back to the desired state;
 // - bad input gets a 4xx with a JSON error and changes nothing.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { PolicyRegistry } from '../../scheduler/registry.js';
 import { SchedulerService } from '../../scheduler/service.js';
 import { Store } from '../../scheduler/store.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
+import { loadShmAddon } from '../../src/protocol/shmMap.js';
 import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
 import { simulate } from '../../src/sim/simulator.js';
 import { TransportModelSchema, transportFields } from '../../src/serving/transport.js';
@@ -282,8 +284,26 @@ describe('scheduler in process, agent and workers as processes', () => {
       version: 'test',
       settings: { epochMs: 500 },
       bodyLimitBytes: 1_000_000,
+      // Batches to the agent's workers (this host, Unix sockets) go by shared-memory descriptor.
+      shmMb: 16,
     });
     base = service.url;
+  }
+
+  /** A series' value from the service's /metrics (0 when absent). */
+  async function metric(series: string): Promise<number> {
+    const line = (await (await fetch(`${base}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? 0 : Number(line.slice(series.length + 1));
+  }
+
+  /** Every request body's slot freed (each task answered, each exchange ended). */
+  async function slotsAllFreed(): Promise<number> {
+    let held = -1;
+    for (let i = 0; i < 200 && held !== 0; i++) {
+      held = await metric('inss_shm_slots_in_use');
+      if (held !== 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    return held;
   }
 
   afterEach(async () => {
@@ -311,6 +331,8 @@ describe('scheduler in process, agent and workers as processes', () => {
     expect(await swaps()).toBeGreaterThanOrEqual(1);
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => [w.pct, w.state, w.role])).toEqual([[60, 'ready', 'active']]);
+    // Batches went by descriptor to the old worker and the new (each attaches with the region).
+    if (loadShmAddon().ok) expect(await slotsAllFreed()).toBe(0);
   });
 
   it.each([
@@ -378,6 +400,11 @@ describe('scheduler in process, agent and workers as processes', () => {
     const killed = victim;
     const back = await until('the restarted worker', () => Promise.resolve(snapshot().find((w) => w.workerId === killed.workerId && w.state === 'ready' && w.pid !== killed.pid)));
     expect(back.pid).not.toBe(killed.pid);
+    // The killed worker's batches held slots of the shared-memory region: freed with their tasks.
+    if (loadShmAddon().ok) {
+      expect(await metric('inss_direct_samples_total{path="shm"}')).toBeGreaterThan(0);
+      expect(await slotsAllFreed()).toBe(0);
+    }
   });
 
   it('bad input gets a 4xx with a JSON error and creates no task', async () => {

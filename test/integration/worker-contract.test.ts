@@ -2,7 +2,7 @@
 // passes the same tests, so the simulated worker and the PyTorch worker cannot drift apart. Each
 // starts real worker processes and talks frames to them over pipes, and over their data sockets
 // (the direct path: a Unix socket and TCP, as the scheduler connects to them).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -222,8 +222,8 @@ describe.each(implementations)('worker contract: $name', (impl) => {
       let worker: WorkerUnderTest;
       let address = '';
       const clients: DataClient[] = [];
-      const client = (s: string | null) => {
-        const c = new DataClient(address, s);
+      const client = (s: string | null, shm?: { path: string; bytes: number }) => {
+        const c = new DataClient(address, s, shm);
         clients.push(c);
         return c;
       };
@@ -285,6 +285,91 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         const c = client(secret);
         c.send(directBatch('still', 1), imageBatch(1));
         expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'still' });
+      });
+
+      // Shared memory (docs/worker-protocol.md): only for a worker on the scheduler's host, over a Unix socket.
+      describe.runIf(kind === 'unix')('shared memory named in attach', () => {
+        const IMAGE = 4 * 3 * 224 * 224;
+        // Three images in a region: one at a cache line, one at an odd offset (read by a copy), one unused.
+        const images = [imageBatch(1, 31), imageBatch(1, 32), imageBatch(1, 33)];
+        const offsets = [64, 2 * IMAGE + 129, 4 * IMAGE];
+        const regionPath = join(dir, 'region.shm');
+        const regionBytes = 5 * IMAGE + 4096;
+        beforeAll(() => {
+          const region = Buffer.alloc(regionBytes);
+          images.forEach((im, k) => im.copy(region, offsets[k]));
+          writeFileSync(regionPath, region, { mode: 0o600 });
+        });
+
+        it("maps the region, answers attached, and reads samples given as slots in place, beside inline ones: the answers are the bytes' answers", async () => {
+          const c = client(secret, { path: regionPath, bytes: regionBytes });
+          expect((await c.next()).msg).toEqual({ v: 1, type: 'attached', shm: true });
+          // Samples 0 and 2 in the region, sample 1 inline; then the same three images as bytes.
+          c.send({ ...directBatch('by-slot', 3), slots: [[offsets[0], IMAGE], null, [offsets[1], IMAGE]] }, images[2]);
+          c.send(directBatch('by-bytes', 3), Buffer.concat([images[0]!, images[2]!, images[1]!]));
+          const got = await c.next();
+          const want = await c.next();
+          expect(got.msg).toMatchObject({ type: 'result', id: 'by-slot', outputs: [{ shape: [3, 1000], byteLength: 12000 }] });
+          expect(want.msg).toMatchObject({ type: 'result', id: 'by-bytes' });
+          expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+        });
+
+        it('reads encoded samples (UINT8) from slots beside inline ones (PNG): the answers are the bytes\' answers', async () => {
+          const pic = syntheticPicture(224, 224, 41);
+          const u8 = uint8Chw(pic);
+          const png = encodePng(syntheticPicture(200, 180, 42));
+          const at = 4 * IMAGE + 64; // a cache line past the third image
+          const withU8 = join(dir, 'region-u8.shm');
+          const bytes = at + u8.length + 4096;
+          const region = Buffer.alloc(bytes);
+          u8.copy(region, at);
+          writeFileSync(withU8, region, { mode: 0o600 });
+          const c = client(secret, { path: withU8, bytes });
+          expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+          const { ref, payload } = encodedBatch([
+            { encoding: 'UINT8', bytes: u8 },
+            { encoding: 'PNG', bytes: png },
+          ]);
+          c.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'enc-slot', model: impl.model, size: 2, inputs: [ref], worker: identity, slots: [[at, u8.length], null] }, png);
+          c.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'enc-bytes', model: impl.model, size: 2, inputs: [ref], worker: identity }, payload);
+          const got = await c.next();
+          const want = await c.next();
+          expect(got.msg).toMatchObject({ type: 'result', id: 'enc-slot', outputs: [{ shape: [2, 1000] }] });
+          expect(want.msg).toMatchObject({ type: 'result', id: 'enc-bytes' });
+          expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+        });
+
+        it('refuses a batch whose slot lies outside the region, or does not match its sample, and keeps serving', async () => {
+          const c = client(secret, { path: regionPath, bytes: regionBytes });
+          expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+          c.send({ ...directBatch('outside', 1), slots: [[regionBytes - 100, IMAGE]] });
+          c.send({ ...directBatch('short', 1), slots: [[offsets[0], IMAGE - 4]] });
+          c.send({ ...directBatch('fine', 1), slots: [[offsets[2], IMAGE]] });
+          expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'outside' });
+          expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'short' });
+          expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'fine' });
+        });
+
+        it('says it cannot map a region that is not there, and takes its batches as bytes; slots there are refused', async () => {
+          const c = client(secret, { path: join(dir, 'no-such-region.shm'), bytes: regionBytes });
+          const m = (await c.next()).msg;
+          expect(m).toMatchObject({ type: 'attached', shm: false });
+          if (m.type === 'attached') expect(m.message).toMatch(/no-such-region|No such file/);
+          c.send({ ...directBatch('slot-unmapped', 1), slots: [[offsets[0], IMAGE]] });
+          c.send(directBatch('bytes', 1), images[0]);
+          expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'slot-unmapped' });
+          expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'bytes' });
+        });
+
+        it(`with ${WORKER_ENV.shm}=off, does not map it, and serves bytes`, async () => {
+          const off = start({ [WORKER_ENV.listen]: `unix:${join(dir, `${impl.name}-off.sock`)}`, [WORKER_ENV.secret]: secret, [WORKER_ENV.identity]: JSON.stringify(identity), [WORKER_ENV.shm]: 'off' });
+          const at = (await off.expect('ready', 60_000)).msg.listen ?? '';
+          const c = new DataClient(at, secret, { path: regionPath, bytes: regionBytes });
+          clients.push(c);
+          expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: false, message: `${WORKER_ENV.shm}=off` });
+          c.send(directBatch('bytes-off', 1), images[1]);
+          expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'bytes-off' });
+        });
       });
     });
   });

@@ -55,7 +55,7 @@ async function until(f: () => boolean, what: string): Promise<void> {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const quiet = { warns: [] as string[], warn(o: object, msg: string) { this.warns.push(msg); }, debug() {} };
+const quiet = { warns: [] as string[], warn(o: object, msg: string) { this.warns.push(msg); }, info() {}, debug() {} };
 
 describe.each([
   ['on the link thread', (log: typeof quiet) => new DirectLinks(log, { threadFile: join(REPO_ROOT, 'dist', 'scheduler', 'workerLinkThread.js') }), true],

@@ -1,6 +1,8 @@
 // Starts the running system as a user would: `inss up`, `inss scheduler`, `inss agent` as real
 // processes, and waits on their HTTP endpoint. Every started process is killed by `stopAll()`.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { standInForward } from '../../src/serving/standIn.js';
 import { INSS_BIN, REPO_ROOT } from './paths.js';
 
@@ -59,6 +61,8 @@ export async function stopAll(): Promise<void> {
   for (const r of started.splice(0)) {
     if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
     await r.exited;
+    // A scheduler killed so leaves its shared-memory region (the next one to start would remove it).
+    for (const n of existsSync('/dev/shm') ? readdirSync('/dev/shm') : []) if (n.startsWith(`inss-${r.child.pid}-`)) rmSync(join('/dev/shm', n), { force: true });
   }
 }
 

@@ -209,11 +209,12 @@ export class DataClient {
   private waiter: ((m: WorkerMessage | null) => void) | null = null;
   private ended = false;
 
-  constructor(address: string, secret: string | null) {
+  /** `shm`: the shared-memory region the attach names (docs/worker-protocol.md "Shared memory"). */
+  constructor(address: string, secret: string | null, shm?: { path: string; bytes: number }) {
     const a = parseDataAddress(address);
     if (typeof a === 'string') throw new Error(a);
     this.socket = a.kind === 'unix' ? connect({ path: a.path }) : connect({ host: a.host, port: a.port });
-    if (secret !== null) this.send({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret });
+    if (secret !== null) this.send({ v: WORKER_PROTOCOL_VERSION, type: 'attach', secret, ...(shm ? { shm } : {}) });
     this.socket.on('data', (chunk: Buffer) => {
       for (const f of this.decoder.push(chunk)) {
         const m = { msg: FromWorkerSchema.parse(f.header), payload: f.payload };

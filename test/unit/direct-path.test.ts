@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
+import type { TaskAnswer } from '../../scheduler/control.js';
 import { nextBatchAtMs, PIPELINE_DEPTH } from '../../src/sim/dispatch.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
@@ -79,6 +80,31 @@ describe('the direct path in the control plane', () => {
     direct.drop(key, 'the worker exited');
     expect(t2.answer).toMatchObject({ ok: false, reason: 'worker-failed' });
     if (t2.answer?.ok === false) expect(t2.answer.error).toMatch(/data connection closed \(the worker exited\)/);
+  });
+});
+
+describe('late answers on the direct path', () => {
+  // A worker may answer a batch the scheduler resolved already (it failed the batch, or the worker sent
+  // two answers): the shared-memory slots of its tasks may be free and written again by then, so such an
+  // answer must never reach a client.
+  it('an answer to a batch already resolved is ignored: every task is answered exactly once', () => {
+    const direct = new FakeDirectLink();
+    const h = setup(direct);
+    const key = readyWithData(h);
+    direct.connect(key);
+    const answers: TaskAnswer[][] = [[], []];
+    const input = { name: 'input', datatype: 'FP32' as const, shape: [1, 3, 224, 224], data: Buffer.alloc(602112) };
+    const result = (id: string) => ({ v: 1, type: 'result', id, latencyMs: 2, outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }] });
+    const events = () => direct.opened.get(key)!.events;
+    h.control.submit(0, input, (a) => answers[0]!.push(a));
+    const failedId = String(direct.sent[0]!.header.id);
+    events().frame({ v: 1, type: 'error', id: failedId, message: 'boom' }, Buffer.alloc(0));
+    events().frame(result(failedId), Buffer.alloc(4000)); // late: after the batch failed
+    h.control.submit(0, input, (a) => answers[1]!.push(a));
+    const okId = String(direct.sent[1]!.header.id);
+    events().frame(result(okId), Buffer.alloc(4000));
+    events().frame(result(okId), Buffer.alloc(4000)); // a second answer to the same batch
+    expect(answers.map((xs) => xs.map((a) => (a.ok ? 'ok' : a.reason)))).toEqual([['worker-failed'], ['ok']]);
   });
 });
 

@@ -1,0 +1,1 @@
+{ "targets": [ { "target_name": "inss_shm", "sources": [ "shm.c" ] } ] }
