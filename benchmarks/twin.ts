@@ -4,7 +4,7 @@
 // the run (fixed + per MB, GET /v2/inss/cluster `transport`; docs/serving.md "The path in the twin").
 // Prints, per model, SLO attainment and mean latency at the client and in the twin.
 //
-//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario --calibrate-seconds 20]
+//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario --calibrate-seconds S (default: --seconds)]
 //
 // Same arrivals: each model's arrivals are drawn once, seeded by the scenario, by the scenario's
 // arrival process (Poisson or Gamma) at `--scale` x its rate at time 0 (`--shape constant`, the
@@ -15,8 +15,10 @@
 // monitor's floor, as `inss up` does.
 //
 // The client's own leg (what the client sees beyond the scheduler's span of a task) is measured in a
-// second live run of `--calibrate-seconds` with other arrivals at the same rates (the next seed), from
-// inss's Server-Timing answers, and added to the twin's latencies (TransportModel.clientMs).
+// second live run of `--calibrate-seconds` (by default as long as the run it calibrates) with other
+// arrivals at the same rates (the next seed), from inss's Server-Timing answers, and added to the
+// twin's latencies (TransportModel.clientMs). A 20 s calibration measured legs of 0.79-1.37 ms in
+// three runs and left the twin 3.4-13.1% off; 60 s gave 5.0% and 6.7% (docs/serving.md).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -32,10 +34,10 @@ import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
-const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' }, shape: { type: 'string', default: 'constant' }, 'calibrate-seconds': { type: 'string', default: '20' } } });
+const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' }, shape: { type: 'string', default: 'constant' }, 'calibrate-seconds': { type: 'string' } } });
 const SCALE = Number(values.scale);
 const SECONDS = Number(values.seconds);
-const CALIBRATE_S = Math.min(SECONDS, Number(values['calibrate-seconds']));
+const CALIBRATE_S = Math.min(SECONDS, Number(values['calibrate-seconds'] ?? SECONDS));
 if (!(SCALE > 0) || !(SECONDS > 0) || !(CALIBRATE_S > 0)) throw new Error('--scale, --seconds and --calibrate-seconds: positive numbers');
 if (values.shape !== 'constant' && values.shape !== 'scenario') throw new Error(`--shape: constant or scenario, got '${values.shape}'`);
 
