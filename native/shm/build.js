@@ -2,7 +2,8 @@
 // `prepare` step after `npm run build`. Optional: it never fails the install. Without a C compiler,
 // Node's headers or npm's node-gyp it prints one line saying the shared-memory path is off and why,
 // and the scheduler and workers use their sockets (docs/serving.md). Never downloads anything: it
-// builds only against headers on this machine (npm's `nodedir` setting, else /usr/include/node).
+// builds only against headers on this machine (npm's `nodedir` setting, else the include/node beside
+// this node, else /usr/include/node).
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -19,7 +20,10 @@ try {
   const bundled = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
   const gyp = process.env.npm_config_node_gyp || bundled;
   if (!existsSync(gyp)) off(`no node-gyp at ${gyp}`);
-  const nodedir = process.env.npm_config_nodedir || (existsSync('/usr/include/node/node_api.h') ? '/usr' : '');
+  // Headers: npm's nodedir, else beside this node (the official and nvm installs ship include/node),
+  // else Debian's /usr/include/node.
+  const prefix = join(dirname(process.execPath), '..');
+  const nodedir = process.env.npm_config_nodedir || [prefix, '/usr'].find((d) => existsSync(join(d, 'include', 'node', 'node_api.h'))) || '';
   if (!nodedir || !existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) off("Node's headers are not on this machine (set npm's nodedir)");
   const r = spawnSync(process.execPath, [gyp, 'rebuild', `--nodedir=${nodedir}`], { cwd: here, stdio: 'pipe', timeout: 300_000, env: { ...process.env, npm_config_nodedir: nodedir } });
   if (r.error) off(`node-gyp did not run: ${r.error.message}`);
