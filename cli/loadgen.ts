@@ -5,8 +5,9 @@
 //
 // Open loop: each request leaves at its scheduled time whether or not earlier ones have been answered.
 // Requests go out on node:http with one keep-alive agent (--connections sockets; a request that finds
-// every socket busy waits in the agent, and that wait counts in its latency). Every request is waited
-// for, or timed out, before the report.
+// every socket busy waits in the agent, and that wait counts in its latency), or with --protocol grpc
+// as ModelInfer calls (cli/loadgenGrpc.ts) on --connections HTTP/2 channels, taken in turn. Every
+// request is waited for, or timed out, before the report.
 import { accessSync, constants, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -17,48 +18,21 @@ import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/prom
 import { urlToHttpOptions } from 'node:url';
 import { type Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { buildReport, formatReport, type LoadgenReport, type LoadgenSettings, type RequestRecord } from '../tools/loadgen/report.js';
-import { formDatatype, type ImageForm, imageRequest, metadataTakes, syntheticPicture, uint8JsonRequest } from '../tools/loadgen/images.js';
+import { type ImageForm, imageRequest, uint8JsonRequest } from '../tools/loadgen/images.js';
 import { type EncodedRequest, type Encoding, encodeInferRequest, judgeInferAnswer, metadataSloMs, type ModelMetadata, parseModelMetadata, randomInputs, requestInputs, serverTimingMs } from '../tools/loadgen/request.js';
-import { type ArrivalSpec, type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT, traceLoad } from '../tools/loadgen/schedule.js';
+import { type ModelLoad, modelStreamSeed, SendSchedule, STREAM_INPUT, traceLoad } from '../tools/loadgen/schedule.js';
 import { parseTrace, ScenarioError } from '../src/scenario/build.js';
-import { Rng } from '../src/workload/random.js';
+import { GrpcTarget } from './loadgenGrpc.js';
+import { DEFAULT_CONNECTIONS, EXIT_BAD_FLAGS, EXIT_OK, EXIT_SETUP, imagePicture, type LoadgenOptions, LoadgenSetupError, type ModelPlan, type Protocol, type Sent } from './loadgenPlan.js';
 
-/** Validated options of one run (what the flags mean, after every check). */
-export interface LoadgenOptions {
-  /** Base URL without a trailing slash, e.g. http://127.0.0.1:8000 (a path prefix is kept). */
-  readonly url: string;
-  /** The --model models (drawn), then the --trace models (replayed: `arrivalsMs`). */
-  readonly models: readonly ModelLoad[];
-  /** --trace: the file each replayed model's arrival instants came from (for the report). */
-  readonly traces: ReadonlyMap<string, string>;
-  readonly durationS: number;
-  readonly arrival: ArrivalSpec;
-  readonly seed: number;
-  readonly encoding: Encoding;
-  /** --input: the model's own tensor (fp32), or one image as UINT8 pixels, a JPEG or a PNG (tools/loadgen/images.ts). */
-  readonly input: 'fp32' | ImageForm;
-  /** SLOs from --slo; other models take their metadata's parameters.slo_ms. */
-  readonly sloMs: ReadonlyMap<string, number>;
-  readonly timeoutMs: number;
-  /** Print the JSON report on stdout (and no progress on stderr). */
-  readonly json: boolean;
-  readonly out?: string | undefined;
-  readonly connections: number;
-  /** Sent as `Authorization: Bearer <token>` on every request (a scheduler with client tokens). */
-  readonly token?: string | undefined;
-  /** https://: PEM certificate(s) to trust for the server (its self-signed certificate, or a private CA). */
-  readonly ca?: Buffer | undefined;
-}
+export { DEFAULT_CONNECTIONS, EXIT_BAD_FLAGS, EXIT_OK, EXIT_SETUP, type LoadgenOptions, type Protocol } from './loadgenPlan.js';
+import { Rng } from '../src/workload/random.js';
 
 export interface LoadgenIo {
   readonly stdout: Writable;
   readonly stderr: Writable;
 }
 
-/** Exit statuses of `inss loadgen`. */
-export const EXIT_OK = 0; // the run completed (whatever the servers answered: that is in the report)
-export const EXIT_SETUP = 1; // the server could not be reached, does not serve a model, or --out cannot be written
-export const EXIT_BAD_FLAGS = 2; // a flag is invalid, or no SLO is known for a model
 
 const PROGRESS_EVERY_MS = 1000;
 /** Most sends in one go when catching up, before reading answers again. */
@@ -135,6 +109,7 @@ function modelSlo(v: string, prev: Map<string, number> | undefined): Map<string,
 /** The flags as commander hands them over (after each flag's own parser). */
 interface RawFlags {
   url: string;
+  protocol: Protocol;
   model?: ModelLoad[];
   trace?: { name: string; file: string }[];
   duration: number;
@@ -147,7 +122,7 @@ interface RawFlags {
   timeout: number;
   json?: boolean;
   out?: string;
-  connections: number;
+  connections?: number;
   token?: string;
   tokenFile?: string;
   ca?: string;
@@ -205,6 +180,7 @@ function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOpt
   const ca = f.ca !== undefined ? flagFile('--ca', f.ca, fail) : undefined;
   return {
     url: f.url,
+    protocol: f.protocol,
     models,
     traces: new Map((f.trace ?? []).map((t) => [t.name, t.file])),
     durationS: f.duration,
@@ -216,7 +192,7 @@ function resolveFlags(f: RawFlags, fail: (message: string) => never): LoadgenOpt
     timeoutMs: f.timeout,
     json: f.json === true,
     out: f.out,
-    connections: f.connections,
+    connections: f.connections ?? DEFAULT_CONNECTIONS[f.protocol],
     ...(token !== undefined ? { token } : {}),
     ...(ca !== undefined ? { ca } : {}),
   };
@@ -241,7 +217,8 @@ export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Comma
   return program
     .command('loadgen')
     .description('Open-loop load generator for the KServe v2 task endpoint: Poisson or Gamma arrivals per model, or replayed from a trace; reports throughput, goodput, SLO attainment and latency (docs/loadgen.md)')
-    .requiredOption('--url <url>', 'base URL of the server, e.g. http://127.0.0.1:8000', baseUrl)
+    .requiredOption('--url <url>', 'base URL of the server, e.g. http://127.0.0.1:8000 (with --protocol grpc its gRPC port, e.g. http://127.0.0.1:8001; https:// for TLS)', baseUrl)
+    .addOption(new Option('--protocol <protocol>', "http (KServe v2 over HTTP/REST) or grpc (its gRPC service, Triton's inference.GRPCInferenceService)").choices(['http', 'grpc']).default('http'))
     .option('--model <name=ratePerS>', 'a model and its request rate per second; repeat for several models', modelRate)
     .option('--trace <name=file>', 'a model whose requests leave at the arrival times in FILE (seconds from the start, one per line, as a scenario trace); repeatable', modelTrace)
     .option('--duration <s>', 'seconds of sending (the report waits for the last answers after)', positiveNumber, 10)
@@ -254,7 +231,7 @@ export function registerLoadgen(program: Command, deps: LoadgenDeps = {}): Comma
     .option('--timeout <ms>', 'per-request timeout: no whole answer within it counts as a timeout error', positiveInt, 30_000)
     .option('--json', 'print the JSON report instead of the table (and no progress)')
     .option('--out <file>', 'also write the JSON report to this file')
-    .option('--connections <n>', 'keep-alive sockets to the server', positiveInt, 256)
+    .option('--connections <n>', `keep-alive sockets to the server (default ${DEFAULT_CONNECTIONS.http}); with --protocol grpc, HTTP/2 channels (default ${DEFAULT_CONNECTIONS.grpc})`, positiveInt)
     .option('--token-file <file>', 'a bearer token (one line) sent on every request, for a server with client tokens; or set INSS_CLIENT_TOKEN')
     .addOption(new Option('--token <token>', 'the bearer token (environment only: keep it off the command line)').env('INSS_CLIENT_TOKEN').hideHelp())
     .option('--ca <file>', 'https://: PEM certificate(s) to trust for the server (its self-signed certificate, or a private CA)')
@@ -325,25 +302,6 @@ function requestTarget(url: string, method: 'GET' | 'POST', agent: http.Agent, h
 
 // ---- the run -----------------------------------------------------------------------------------
 
-/** A run that cannot start: the message says why (and names the flag when one is to blame). */
-class LoadgenSetupError extends Error {
-  override readonly name = 'LoadgenSetupError';
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
-
-/** What is needed to send one model's requests. */
-interface ModelPlan {
-  readonly name: string;
-  readonly ratePerS: number;
-  readonly sloMs: number;
-  readonly target: http.RequestOptions;
-  readonly request: EncodedRequest;
-}
 
 function errorText(body: Buffer): string {
   const text = body.toString('utf8');
@@ -377,19 +335,16 @@ async function planModel(opts: LoadgenOptions, m: ModelLoad, agent: http.Agent):
   const sloMs = opts.sloMs.get(m.name) ?? metadataSloMs(meta.value);
   if (sloMs === undefined) throw new LoadgenSetupError(`--slo: no SLO for model '${m.name}': its metadata has no parameters.slo_ms; give --slo ${m.name}=<ms>`, EXIT_BAD_FLAGS);
   const request = opts.input === 'fp32' ? encodeInferRequest(randomInputs(specs.value, new Rng(modelStreamSeed(opts.seed, m.name, STREAM_INPUT))), opts.encoding) : imagePlan(opts, opts.input, m.name, meta.value);
-  return { name: m.name, ratePerS: m.ratePerS, sloMs, request, target: requestTarget(`${opts.url}${path}/infer`, 'POST', agent, { ...request.headers, ...auth }) };
+  const target = requestTarget(`${opts.url}${path}/infer`, 'POST', agent, { ...request.headers, ...auth });
+  return { name: m.name, ratePerS: m.ratePerS, sloMs, bytes: request.body.length, send: (timeoutMs, done) => exchange(target, request.body, timeoutMs, (x) => done(sentOf(x))) };
 }
 
 /** The one request of an image model for --input uint8|jpeg|png: a picture seeded by --seed and the model's name. */
 function imagePlan(opts: LoadgenOptions, form: ImageForm, name: string, meta: ModelMetadata): EncodedRequest {
-  const input = meta.inputs[0]!;
-  if (meta.inputs.length !== 1 || !metadataTakes(meta.parameters, input.name, form)) {
-    throw new LoadgenSetupError(`--input ${form}: model '${name}' does not take its input as ${formDatatype(form)} (its metadata lists no such form in parameters.input_forms; --input fp32 sends its own tensor)`, EXIT_SETUP);
-  }
-  const side = input.shape[input.shape.length - 1]!;
-  const picture = syntheticPicture(side, side, modelStreamSeed(opts.seed, name, STREAM_INPUT));
-  return form === 'uint8' && opts.encoding === 'json' ? uint8JsonRequest(input.name, picture) : imageRequest(input.name, form, picture);
+  const { input, picture } = imagePicture(opts, form, name, meta);
+  return form === 'uint8' && opts.encoding === 'json' ? uint8JsonRequest(input, picture) : imageRequest(input, form, picture);
 }
+
 
 /** Live counts for the progress line. */
 interface Counters {
@@ -398,10 +353,10 @@ interface Counters {
   errors: number;
 }
 
-function toRecord(model: string, scheduledAtMs: number, sentAtMs: number, latencyMs: number, x: Exchange): RequestRecord {
-  if (x.kind !== 'answer') return { model, scheduledAtMs, sentAtMs, latencyMs, outcome: x.kind, error: x.error };
+function sentOf(x: Exchange): Sent {
+  if (x.kind !== 'answer') return { outcome: x.kind, error: x.error };
   const j = judgeInferAnswer(x);
-  return j.outcome === 'ok' ? { model, scheduledAtMs, sentAtMs, latencyMs, outcome: 'ok', status: x.status, ...(x.serverMs !== undefined ? { serverMs: x.serverMs } : {}) } : { model, scheduledAtMs, sentAtMs, latencyMs, outcome: j.outcome, status: x.status, error: j.error };
+  return j.outcome === 'ok' ? { outcome: 'ok', status: x.status, ...(x.serverMs !== undefined ? { serverMs: x.serverMs } : {}) } : { outcome: j.outcome, status: x.status, error: j.error };
 }
 
 /**
@@ -421,8 +376,8 @@ async function sendOpenLoop(plans: readonly ModelPlan[], schedule: SendSchedule,
     const sentAtMs = performance.now() - t0;
     inFlight++;
     counters.sent++;
-    exchange(plan.target, plan.request.body, timeoutMs, (x) => {
-      const r = toRecord(plan.name, scheduledAtMs, sentAtMs, performance.now() - t0 - sentAtMs, x);
+    plan.send(timeoutMs, (x) => {
+      const r: RequestRecord = { model: plan.name, scheduledAtMs, sentAtMs, latencyMs: performance.now() - t0 - sentAtMs, ...x };
       records.push(r);
       counters.answered++;
       if (r.outcome !== 'ok') counters.errors++;
@@ -461,6 +416,7 @@ function checkOutWritable(out: string): void {
 function settingsOf(opts: LoadgenOptions): LoadgenSettings {
   return {
     url: opts.url,
+    protocol: opts.protocol,
     durationS: opts.durationS,
     arrival: opts.arrival,
     seed: opts.seed,
@@ -479,17 +435,18 @@ function settingsOf(opts: LoadgenOptions): LoadgenSettings {
 export async function runLoadgen(opts: LoadgenOptions, io: LoadgenIo): Promise<number> {
   const sockets = { keepAlive: true, maxSockets: opts.connections, maxFreeSockets: opts.connections };
   const agent = opts.url.startsWith('https:') ? new https.Agent({ ...sockets, ...(opts.ca !== undefined ? { ca: opts.ca } : {}) }) : new http.Agent(sockets);
+  const grpc = opts.protocol === 'grpc' ? new GrpcTarget(opts) : null;
   const say = (line: string): void => void io.stderr.write(`${line}\n`);
   try {
     if (opts.out !== undefined) checkOutWritable(opts.out);
     const plans: ModelPlan[] = [];
-    for (const m of opts.models) plans.push(await planModel(opts, m, agent));
+    for (const m of opts.models) plans.push(grpc ? await grpc.plan(m) : await planModel(opts, m, agent));
     const schedule = new SendSchedule(opts.models, { durationS: opts.durationS, arrival: opts.arrival, seed: opts.seed });
     const counters: Counters = { sent: 0, answered: 0, errors: 0 };
     let progress: NodeJS.Timeout | undefined;
     if (!opts.json) {
       const arrival = opts.arrival.kind === 'gamma' ? `gamma arrivals (CV ${opts.arrival.cv})` : 'Poisson arrivals';
-      say(`loadgen: ${plans.map((p) => `${p.name} ${opts.traces.has(p.name) ? `trace ${opts.traces.get(p.name)} (${p.ratePerS.toFixed(2)}/s)` : `${p.ratePerS}/s`} (SLO ${p.sloMs} ms, ${p.request.body.length} bytes)`).join(', ')}; ${arrival}, ${opts.encoding} encoding, ${opts.durationS} s to ${opts.url}`);
+      say(`loadgen: ${plans.map((p) => `${p.name} ${opts.traces.has(p.name) ? `trace ${opts.traces.get(p.name)} (${p.ratePerS.toFixed(2)}/s)` : `${p.ratePerS}/s`} (SLO ${p.sloMs} ms, ${p.bytes} bytes)`).join(', ')}; ${arrival}, ${opts.encoding} encoding, ${opts.durationS} s to ${opts.url}${grpc ? ' over gRPC' : ''}`);
       const startMs = performance.now();
       progress = setInterval(() => {
         const s = ((performance.now() - startMs) / 1000).toFixed(0);
@@ -523,5 +480,6 @@ export async function runLoadgen(opts: LoadgenOptions, io: LoadgenIo): Promise<n
     return err.exitCode;
   } finally {
     agent.destroy();
+    grpc?.close();
   }
 }

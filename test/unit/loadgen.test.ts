@@ -226,7 +226,7 @@ describe('judging answers', () => {
   });
 });
 
-const settings: LoadgenSettings = { url: 'http://127.0.0.1:8000', durationS: 10, arrival: { kind: 'poisson' }, seed: 1, encoding: 'binary', input: 'fp32', timeoutMs: 30_000, connections: 256 };
+const settings: LoadgenSettings = { url: 'http://127.0.0.1:8000', protocol: 'http', durationS: 10, arrival: { kind: 'poisson' }, seed: 1, encoding: 'binary', input: 'fp32', timeoutMs: 30_000, connections: 256 };
 
 function ok(model: string, latencyMs: number): RequestRecord {
   return { model, sentAtMs: 0, latencyMs, outcome: 'ok', status: 200 };
@@ -393,6 +393,7 @@ describe('flags', () => {
     const r = await parseFlags(base);
     expect(r.opts).toEqual({
       url: 'http://127.0.0.1:8000',
+      protocol: 'http',
       models: [{ name: 'resnet50', ratePerS: 100 }],
       traces: new Map(),
       durationS: 10,
@@ -406,6 +407,12 @@ describe('flags', () => {
       out: undefined,
       connections: 256,
     });
+  });
+
+  it('--protocol grpc: the gRPC service, on 4 HTTP/2 channels unless --connections says', async () => {
+    expect((await parseFlags([...base, '--protocol', 'grpc'])).opts).toMatchObject({ protocol: 'grpc', connections: 4 });
+    expect((await parseFlags([...base, '--protocol', 'grpc', '--connections', '2'])).opts).toMatchObject({ protocol: 'grpc', connections: 2 });
+    expect((await parseFlags([...base, '--protocol', 'soap'])).code).toBe(2);
   });
 
   it('takes every flag', async () => {

@@ -83,6 +83,8 @@ export type LoadStats = z.infer<typeof LoadStatsSchema>;
 export const LoadgenSettingsSchema = z
   .object({
     url: z.string(),
+    /** http: KServe v2 over HTTP/REST; grpc: its gRPC service. */
+    protocol: z.enum(['http', 'grpc']).default('http'),
     durationS: z.number().positive(),
     arrival: z.discriminatedUnion('kind', [z.object({ kind: z.literal('poisson') }).strict(), z.object({ kind: z.literal('gamma'), cv: z.number().positive() }).strict()]),
     seed: z.number().int().nonnegative(),
@@ -270,7 +272,7 @@ export function formatReport(report: LoadgenReport): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
-    `${s.url}: ${s.durationS} s, ${arrival} arrivals${s.traces ? ` (replayed: ${Object.entries(s.traces).map(([m, f]) => `${m} from ${f}`).join(', ')})` : ''}, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
+    `${s.url}${s.protocol === 'grpc' ? ' (gRPC)' : ''}: ${s.durationS} s, ${arrival} arrivals${s.traces ? ` (replayed: ${Object.entries(s.traces).map(([m, f]) => `${m} from ${f}`).join(', ')})` : ''}, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
     line(head),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map(line),
