@@ -78,6 +78,9 @@ function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<strin
 }
 
 interface ServeOptions {
+  /** --grpc-port (undefined: the HTTP port + 1); false with --no-grpc. */
+  grpcPort?: number;
+  grpc: boolean;
   bodyLimitFactor: number;
   maxConnections: number;
   maxConnectionsPerClient: number;
@@ -141,8 +144,26 @@ function schedulerConfig(opts: ServeOptions) {
   };
 }
 
+/**
+ * The gRPC port: --grpc-port, else the HTTP port + 1 (8001 beside the default 8000, as Triton's
+ * ports), any free one when the HTTP port is; undefined with --no-grpc.
+ */
+export function grpcPortOf(opts: { grpc: boolean; grpcPort?: number; port: number }): number | undefined {
+  if (!opts.grpc) return undefined;
+  if (opts.grpcPort !== undefined) return opts.grpcPort;
+  if (opts.port === 0) return 0;
+  if (opts.port === 65535) throw new InvalidInputError('--port 65535 leaves no next port for gRPC: give --grpc-port (or --no-grpc)');
+  return opts.port + 1;
+}
+
 /** A failed listen as one line an operator can act on (a busy port is common; its stack trace says nothing). */
 function listenError(e: unknown, host: string, port: number): unknown {
+  // grpc-js reports a failed bind in its message ("No address added out of total 1 resolved errors: [listen EADDRINUSE ...]").
+  const grpcBind = /grpc port ([0-9]+): .*?(EADDRINUSE|EACCES)/s.exec((e as Error).message ?? '');
+  if (grpcBind) {
+    const p = grpcBind[1]!;
+    return new InvalidInputError(grpcBind[2] === 'EADDRINUSE' ? `--grpc-port ${p}: ${host}:${p} is already in use (another inss, or another program); pick another port or --no-grpc` : `--grpc-port ${p}: not allowed to bind ${host}:${p}; pick another port`);
+  }
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') return new InvalidInputError(`--port ${port}: ${host}:${port} is already in use (another inss, or another program); stop it or pick another port`);
   if (code === 'EACCES') return new InvalidInputError(`--port ${port}: not allowed to bind ${host}:${port} (ports below 1024 need privileges); pick another port`);
@@ -222,10 +243,12 @@ async function startScheduler(
   const tls = tlsFiles(opts);
   const { access, generated } = accessFrom(opts);
   const config = schedulerConfig(opts);
+  const grpcPort = grpcPortOf(opts);
   const store = new Store(stateDbPath(opts.stateDir));
   const service = await SchedulerService.start({
     host: opts.host,
     port: opts.port,
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
     token: opts.token,
     ...(opts.agentTokens ? { agentTokens: opts.agentTokens } : {}),
     access,
@@ -438,6 +461,11 @@ async function startAgent(url: string, token: string, flags: AgentFlags, logger:
   return { agent, stop: () => agent.stop() };
 }
 
+/** The gRPC address for the printed endpoint line ('' when off). */
+function grpcShown(service: SchedulerService): string {
+  return service.grpcAddress ? `grpc ${service.grpcAddress}  ` : '';
+}
+
 /** Resolves when SIGINT or SIGTERM arrives, after running `stop` once. */
 function untilSignal(stop: () => Promise<void>): Promise<void> {
   return new Promise((resolve) => {
@@ -497,7 +525,9 @@ function addSchedulerOptions(c: Command): Command {
     .option('--max-connections <n>', 'connections open at once (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnections)
     .option('--max-connections-per-client <n>', 'connections open at once from one address (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnectionsPerClient)
     .option('--shm-mb <n>', 'MB of shared memory (/dev/shm) for request bodies, which workers on this host read in place (0: off; batches carry the bytes)', shmMegabytes, DEFAULT_SHM_MB)
-    .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000);
+    .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
+    .option('--grpc-port <port>', "gRPC port (Triton's GRPCInferenceService; default: --port + 1, so 8001; 0: any free port)", portNumber)
+    .option('--no-grpc', 'serve no gRPC endpoint');
 }
 
 /** How batches reach the workers (docs/serving.md, "The path of a batch"). */
@@ -520,7 +550,7 @@ export function registerServe(program: Command): void {
     const token = given ?? (agentTokens ? null : randomBytes(16).toString('hex'));
     const { service, store } = await startScheduler({ ...opts, command: 'scheduler', token, ...(agentTokens ? { agentTokens } : {}) }, logger);
     const shown = token === null ? `per-agent tokens of ${opts.agentTokensFile}` : given !== undefined ? 'token as given' : `token ${token}`;
-    console.log(`inss scheduler: endpoint ${service.url}/v2  agents ${service.agentUrl}  ${shown}`);
+    console.log(`inss scheduler: endpoint ${service.url}/v2  ${grpcShown(service)}agents ${service.agentUrl}  ${shown}`);
     await untilSignal(async () => {
       await service.close();
       store.close();
@@ -580,7 +610,7 @@ export function registerServe(program: Command): void {
     // The local agent's workers are on this host: over TCP (`--data-path tcp`) the scheduler reaches them on loopback.
     const dataAdvertise = opts.dataPath === 'tcp' ? { dataAdvertise: '127.0.0.1' } : {};
     const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), ...agentTls, ...dataAdvertise, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
-    console.log(`inss up: endpoint ${service.url}/v2  (models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
+    console.log(`inss up: endpoint ${service.url}/v2  ${grpcShown(service)}(models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);
     await untilSignal(async () => {

@@ -23,6 +23,7 @@ import { BodyReader } from './bodyReader.js';
 import { ShmRegion } from './shmRegion.js';
 import { DirectLinks } from './workerLink.js';
 import { isLocalPeer, registerSharedMemoryRoutes, SharedMemoryRegistry } from './sharedMemory.js';
+import { GrpcService } from './grpc.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -51,6 +52,8 @@ export interface SchedulerOptions {
   readonly initialRatePerS?: Readonly<Record<string, number>>;
   /** MB of shared memory for request bodies and batches to workers on this host (`inss up --shm-mb`); 0 or absent: none. */
   readonly shmMb?: number;
+  /** Serve the gRPC endpoint (scheduler/grpc.ts) on this port of `host` (0: a free one); absent: none. */
+  readonly grpcPort?: number;
 }
 
 /** The body limit of routes that take no body. */
@@ -65,7 +68,13 @@ export class SchedulerService {
     private readonly direct: DirectLinks,
     readonly metrics: Metrics,
     readonly url: string,
+    private readonly grpc: GrpcService | null = null,
   ) {}
+
+  /** host:port of the gRPC endpoint; null when it is off. */
+  get grpcAddress(): string | null {
+    return this.grpc?.address ?? null;
+  }
 
   /** ws:// (wss:// with TLS) address agents connect to. */
   get agentUrl(): string {
@@ -287,6 +296,21 @@ export class SchedulerService {
       region?.close();
       throw e;
     }
+    // ---- The gRPC endpoint (scheduler/grpc.ts): the same models, front, regions, tokens and TLS on
+    // its own port; a port it cannot bind fails the start as a busy HTTP port does.
+    let grpc: GrpcService | null = null;
+    if (opts.grpcPort !== undefined) {
+      try {
+        grpc = await GrpcService.start({ host: opts.host, port: opts.grpcPort, ...(opts.tls ? { tls: opts.tls } : {}), access, models: opts.models, bodyLimits, control, metrics, regions, front, version: opts.version, logger: opts.logger.child({ part: 'grpc' }) });
+      } catch (e) {
+        hub.close();
+        await app.close();
+        await parser.close();
+        await direct.stop();
+        throw e;
+      }
+    }
+    // ----
     sayShm();
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
@@ -294,12 +318,13 @@ export class SchedulerService {
     control.start();
     opts.store?.recordPolicy({ name: opts.policyName, source: null, data: undefined, nowIso: new Date().toISOString() });
     const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-    return new SchedulerService(app, control, hub, parser, direct, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`);
+    return new SchedulerService(app, control, hub, parser, direct, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`, grpc);
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */
   async close(): Promise<void> {
     this.control.stop();
+    await this.grpc?.close();
     this.hub.close();
     await this.app.close();
     await this.parser.close();
