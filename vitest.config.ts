@@ -14,6 +14,7 @@ export const SYSTEM_TEST_FILES = [
   'test/integration/gpu-agent.test.ts',
   'test/integration/agent-reconnect.test.ts',
   'test/e2e/triton.test.ts',
+  'test/integration/grpc.test.ts',
   'test/e2e/dashboard.test.ts',
   'test/integration/hostile.test.ts',
   'test/integration/access.test.ts',
