@@ -8,6 +8,11 @@
 // Tokens, TLS and size limits are the HTTP endpoint's. What each RPC does, and the status codes:
 // docs/grpc.md.
 //
+// Raw tensors take the path of a binary HTTP body: where a worker on this host maps the scheduler's
+// shared-memory region, they are copied once into a slot of it (the HTTP body is read into one), so the
+// worker reads them in place; the slot is freed once the request is answered. Elsewhere the task
+// carries a view of the received message.
+//
 // The one effect here is the gRPC server (@grpc/grpc-js). Built once by SchedulerService.start after
 // the HTTP port is bound; closed by SchedulerService.close (calls in flight are answered first, for at
 // most CLOSE_GRACE_MS).
@@ -52,6 +57,11 @@ export interface GrpcOptions {
   readonly metrics: Pick<Metrics, 'modelStats' | 'badRequests'>;
   readonly regions: SharedMemoryRegistry;
   readonly front: Pick<InferFront, 'infer' | 'answerSent'>;
+  /**
+   * Slots of the scheduler's shared-memory region (shmRegion.ts), while a worker on this host maps it:
+   * `take` returns null when none is free or no worker would read it in place.
+   */
+  readonly slots?: { take(bytes: number): Buffer | null; release(slot: Buffer): void };
   readonly version: string;
   readonly logger: Logger;
 }
@@ -181,9 +191,16 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
       o.metrics.badRequests.inc({ model: c.name, status: '413' });
       return fail(GrpcCode.RESOURCE_EXHAUSTED, `the request's tensors are ${fields.binary!.length} bytes, over model '${c.name}''s limit of ${o.bodyLimits[m]!}`);
     }
-    const parsed = parseInferFields(fields.json, fields.binary, { name: c.name, signature: c.signature, ...(c.maxBatchSize !== undefined ? { maxBatchSize: c.maxBatchSize } : {}) });
-    if (!parsed.ok) return bad(rewriteError(parsed.error, fields.sources));
-    const out = await o.front.infer(m, parsed.request, { receivedMs, local: isLocal });
+    const slot = fields.binary && fields.binary.length > 0 ? (o.slots?.take(fields.binary.length) ?? null) : null;
+    if (slot) fields.binary!.copy(slot);
+    const parsed = parseInferFields(fields.json, slot ?? fields.binary, { name: c.name, signature: c.signature, ...(c.maxBatchSize !== undefined ? { maxBatchSize: c.maxBatchSize } : {}) });
+    if (!parsed.ok) {
+      if (slot) o.slots!.release(slot);
+      return bad(rewriteError(parsed.error, fields.sources));
+    }
+    // Freed once answered: with a result, the worker read every byte; with an error, a worker still
+    // reading a batch of it computes an answer nobody takes (as for an HTTP body's slot, bodyReader.ts).
+    const out = await o.front.infer(m, parsed.request, { receivedMs, local: isLocal }).finally(() => slot && o.slots!.release(slot));
     if (!out.ok) {
       // Refused before any task ran (its shared-memory regions): a bad request, as over HTTP.
       if (out.answeredMs === undefined) o.metrics.badRequests.inc({ model: c.name, status: String(out.status) });

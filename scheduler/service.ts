@@ -301,7 +301,8 @@ export class SchedulerService {
     let grpc: GrpcService | null = null;
     if (opts.grpcPort !== undefined) {
       try {
-        grpc = await GrpcService.start({ host: opts.host, port: opts.grpcPort, ...(opts.tls ? { tls: opts.tls } : {}), access, models: opts.models, bodyLimits, control, metrics, regions, front, version: opts.version, logger: opts.logger.child({ part: 'grpc' }) });
+        const slots = region ? { take: (n: number) => (direct.mapsRegion ? region.take(n) : null), release: (b: Buffer) => region.release(b) } : undefined;
+        grpc = await GrpcService.start({ host: opts.host, port: opts.grpcPort, ...(opts.tls ? { tls: opts.tls } : {}), access, models: opts.models, bodyLimits, control, metrics, regions, front, ...(slots ? { slots } : {}), version: opts.version, logger: opts.logger.child({ part: 'grpc' }) });
       } catch (e) {
         hub.close();
         await app.close();

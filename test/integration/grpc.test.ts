@@ -117,6 +117,21 @@ describe('inss up over gRPC', () => {
     expect(r.ok && String(r.trailer.get('server-timing')[0])).toMatch(/^inss;dur=\d+\.\d{3}$/);
   });
 
+  it("raw contents reach a worker that maps the scheduler's shared-memory region in a slot of it, as a binary HTTP body does", async () => {
+    const samples = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const count = (path: string) => Number(new RegExp(`^inss_direct_samples_total\\{path="${path}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { shm: count('shm'), socket: count('socket'), region: /^inss_shm_slots_in_use /m.test(text) };
+    };
+    const before = await samples();
+    if (!before.region) return; // no region (the shm addon is not built): every batch carries its bytes
+    const x = image(7);
+    ok(await call(client, 'ModelInfer', { model_name: 'efficientnet', inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }], raw_input_contents: [bytesOf(x)] }));
+    const after = await samples();
+    expect(after.shm - before.shm).toBe(1);
+    expect(after.socket).toBe(before.socket);
+  });
+
   it('ModelInfer with a batch of 4 samples: one output row per sample, each its own forward pass', async () => {
     const xs = [0, 1, 2, 3].map((k) => image(10 + k));
     const all = Buffer.concat(xs.map(bytesOf));
