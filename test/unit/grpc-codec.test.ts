@@ -16,6 +16,7 @@ import {
   sharedMemoryStatusMessage,
 } from '../../scheduler/grpcCodec.js';
 import { inferenceService } from '../../scheduler/grpcProto.js';
+import { parseInferFields } from '../../scheduler/kserve.js';
 
 const f32 = (xs: readonly number[]) => Buffer.from(Float32Array.from(xs).buffer);
 
@@ -269,5 +270,36 @@ describe('the wire (proto/grpc_service.proto)', () => {
     const back = infer.responseDeserialize(infer.responseSerialize(msg)) as { outputs: { shape: string[] }[]; raw_output_contents: Buffer[] };
     expect(back.outputs[0]!.shape).toEqual(['1', '2']);
     expect(back.raw_output_contents[0]).toEqual(y);
+  });
+});
+
+describe('one validation for both protocols (inferFieldsOf, then parseInferFields)', () => {
+  const MODEL = { name: 'm', signature: { inputs: [{ name: 'a', datatype: 'FP32' as const, shape: [3] }], outputs: [{ name: 'y', datatype: 'FP32' as const, shape: [2] }] } };
+  const parse = (req: Partial<ModelInferRequestMessage>) => {
+    const f = okOf(inferFieldsOf(request(req)));
+    const r = parseInferFields(f.json, f.binary, MODEL);
+    return r.ok ? r : { ...r, error: rewriteError(r.error, f.sources) };
+  };
+  const httpError = (json: unknown, binary?: Buffer) => {
+    const r = parseInferFields(json, binary, MODEL);
+    return r.ok ? undefined : r.error;
+  };
+
+  it('a raw request parses to the same request as the binary HTTP body with the same tensor', () => {
+    const g = parse({ id: 'q' });
+    const h = parseInferFields({ id: 'q', inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } }] }, f32([1, 2, 3]), MODEL);
+    expect(g).toEqual(h);
+    expect(g.ok && g.request.inputs[0]!.data).toEqual(f32([1, 2, 3]));
+  });
+
+  it.each([
+    ['an unknown input', { inputs: [{ name: 'b', datatype: 'FP32', shape: [1, 3] }] }, { inputs: [{ name: 'b', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }] }],
+    ['a wrong datatype', { inputs: [{ name: 'a', datatype: 'INT32', shape: [1, 3] }] }, { inputs: [{ name: 'a', datatype: 'INT32', shape: [1, 3], data: [1, 2, 3] }] }],
+    ['a wrong shape', { inputs: [{ name: 'a', datatype: 'FP32', shape: [3, 1] }] }, { inputs: [{ name: 'a', datatype: 'FP32', shape: [3, 1], data: [1, 2, 3] }] }],
+    ['an unknown output', { outputs: [{ name: 'z' }] }, { inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }], outputs: [{ name: 'z' }] }],
+  ])('%s: the error text of the HTTP codec', (_what, grpcReq, httpJson) => {
+    const g = parse(grpcReq);
+    expect(g.ok).toBe(false);
+    expect(!g.ok && g.error).toBe(httpError(httpJson));
   });
 });
