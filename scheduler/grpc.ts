@@ -94,6 +94,9 @@ export class GrpcService {
   ) {}
 
   static async start(o: GrpcOptions): Promise<GrpcService> {
+    // grpc-js's own lines (it writes errors to stderr by default) go to the log at debug level: what
+    // matters reaches a caller as a call's status or as start()'s error.
+    grpc.setLogger({ error: (...args: unknown[]) => o.logger.debug({ grpcJs: args.map(String).join(' ') }, 'grpc-js') });
     const service = inferenceService().service;
     // Tokens are checked on the call's metadata, before its message is read (as the HTTP endpoint
     // refuses a request without one before reading its body).

@@ -5,7 +5,7 @@
 // memory shared with the HTTP routes, refusals with their codes; a token-protected scheduler; `inss
 // loadgen --protocol grpc`; and, where Debian's python3-grpcio and python3-grpc-tools are installed,
 // a Python client whose stubs protoc generates from the same .proto.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -285,6 +285,51 @@ describe('a scheduler with client tokens, over gRPC', () => {
       expect(ok(await call(c, 'ModelMetadata', { name: 'resnet50' }, bearer(token)))).toMatchObject({ name: 'resnet50' });
     } finally {
       c.close();
+    }
+  });
+});
+
+describe('the gRPC port on the command line', () => {
+  it('a busy --grpc-port stops the start with one line naming it; --no-grpc serves none', async () => {
+    const port = Number(address.slice(address.lastIndexOf(':') + 1));
+    const dir = mkdtempSync(join(state, 'port-'));
+    const args = ['scheduler', '--port', '0', '--state-dir', dir, '--log-level', 'warn', '--scenario', join(state, 'scenario.json'), '--policy', 'static-even'];
+    const busy = startInss([...args, '--grpc-port', String(port)]);
+    expect((await busy.exited).code).toBe(2);
+    expect(busy.stderr.trim()).toMatch(new RegExp(`^inss: --grpc-port ${port}: 127\\.0\\.0\\.1:${port} is already in use`));
+    expect(busy.stderr.trim().split('\n')).toHaveLength(1);
+    const off = startInss([...args, '--no-grpc']);
+    await waitFor(off, /endpoint (http:\/\/[^ ]+)\/v2/, 60_000);
+    expect(off.stdout).not.toMatch(/grpc /);
+  });
+});
+
+function opensslWorks(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!opensslWorks())('a scheduler with --tls-cert/--tls-key, over gRPC (openssl makes the certificate)', () => {
+  it('serves TLS with the same certificate: a client trusting it is answered, a plaintext one is not', async () => {
+    const dir = mkdtempSync(join(state, 'tls-'));
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+    const s = startInss(['scheduler', '--port', '0', '--grpc-port', '0', '--state-dir', dir, '--log-level', 'warn', '--scenario', join(state, 'scenario.json'), '--policy', 'static-even', '--tls-cert', cert, '--tls-key', key]);
+    const addr = await waitFor(s, /grpc (\S+:\d+)/, 60_000);
+    const Service = inferenceService();
+    const tls = new Service(addr, grpc.credentials.createSsl(readFileSync(cert)));
+    const plain = new Service(addr, grpc.credentials.createInsecure());
+    try {
+      expect(ok(await call(tls, 'ModelMetadata', { name: 'resnet50' }))).toMatchObject({ name: 'resnet50' });
+      expect(await call(plain, 'ServerLive', {})).toMatchObject({ ok: false, code: grpc.status.UNAVAILABLE });
+    } finally {
+      tls.close();
+      plain.close();
     }
   });
 });
