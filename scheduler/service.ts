@@ -23,6 +23,7 @@ import { ShmRegion } from './shmRegion.js';
 import { DirectLinks } from './workerLink.js';
 import { isLocalPeer, registerSharedMemoryRoutes, resolveRegions, SharedMemoryRegistry } from './sharedMemory.js';
 import { tensorBytes } from '../src/protocol/tensor.js';
+import { classifyAnswer, modelLabels } from './classes.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -87,6 +88,8 @@ export class SchedulerService {
     // Each model's body limit and JSON budget, from its signature (issue 15).
     const budgets = opts.models.map((m) => requestBudget(m.signature, limits.bodyLimitFactor));
     const bodyLimits = budgets.map((b) => opts.bodyLimitBytes ?? b.bodyLimitBytes);
+    // The label files of the models' outputs (classification extension), read once here.
+    const labels = opts.models.map((m) => modelLabels(m.signature));
     const guardOptions = { limits, maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits), tls: opts.tls !== undefined, log: opts.logger.child({ part: 'http' }) };
     const server = guardedServerOptions(guardOptions);
     // With TLS, Fastify makes an https.Server from these options (it takes the http ones too); typed as
@@ -274,10 +277,17 @@ export class SchedulerService {
         }
         // In the order the request named them (all of the signature's when it named none).
         const byName = new Map(a.outputs.map((o) => [o.name, o]));
-        const outputs = request.outputs.flatMap((w) => {
+        const gathered = request.outputs.flatMap((w) => {
           const o = byName.get(w.name);
           return o ? [{ ...o, binary: w.binary, ...(w.region ? { region: w.region } : {}) }] : [];
         });
+        // Triton's classification extension: outputs asked for classes become their top classes (scheduler/classes.ts).
+        const classified = classifyAnswer(gathered, request.outputs, labels[m]!);
+        if (!classified.ok) {
+          void json(reply, 500, { error: classified.error });
+          return;
+        }
+        const outputs = classified.outputs;
         for (const o of outputs) {
           const wrote = o.region ? regions.write(o.region, o.data, `output '${o.name}'`) : undefined;
           if (wrote && !wrote.ok) {

@@ -17,7 +17,28 @@
 // (Triton's std::sort is not stable), and NaN ranks below every number (a comparison with NaN is false,
 // which leaves std::sort's order undefined). N beyond a sample's element count is the caller's error
 // (Triton shortens the list but still declares N in the shape).
-import { DATATYPE_BYTES, type Datatype, elementCount } from '../protocol/tensor.js';
+import { DATATYPE_BYTES, type Datatype, elementCount, type ModelSignature } from '../protocol/tensor.js';
+
+/**
+ * The label files inss carries, by name, as paths inside the package. `imagenet`: the 1000 ImageNet
+ * class names in the order torchvision's classifiers number their outputs (data/imagenet/README.md).
+ */
+export const LABEL_FILES = { imagenet: 'data/imagenet/labels.txt' } as const;
+export type LabelSet = keyof typeof LABEL_FILES;
+
+/** Classes in the ImageNet-1k label file. */
+export const IMAGENET_CLASSES = 1000;
+
+/**
+ * The label set of a model's output, or null: ImageNet's for the 1000-score output of a model with an
+ * image input (the torchvision classifiers the profiles describe, and the simulated worker's stand-in
+ * scores of them); none for any other output.
+ */
+export function outputLabelSet(signature: ModelSignature, outputName: string): LabelSet | null {
+  const out = signature.outputs.find((o) => o.name === outputName);
+  if (!out || !signature.inputs.some((i) => i.image)) return null;
+  return out.shape.length === 1 && out.shape[0] === IMAGENET_CLASSES && classifiable(out.datatype) ? 'imagenet' : null;
+}
 
 /** A tensor as the worker answered it: the client's shape (with the batch dimension), little-endian bytes. */
 export interface ClassifiedInput {

@@ -111,7 +111,7 @@ describe('parseInferRequest: accepted forms', () => {
 });
 
 describe('parseInferRequest: requested outputs', () => {
-  const cases: [string, object, { name: string; binary: boolean }[]][] = [
+  const cases: [string, object, { name: string; binary: boolean; classCount?: number }[]][] = [
     ['none named: all, as JSON', {}, [{ name: 'y', binary: false }, { name: 'z', binary: false }]],
     ['none named, binary_data_output: all binary', { parameters: { binary_data_output: true } }, [{ name: 'y', binary: true }, { name: 'z', binary: true }]],
     ['none named, binary_data_output false', { parameters: { binary_data_output: false } }, [{ name: 'y', binary: false }, { name: 'z', binary: false }]],
