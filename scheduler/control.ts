@@ -42,6 +42,8 @@ export interface ServedModelConfig {
   readonly name: string;
   readonly sloMs: number;
   readonly signature: ModelSignature;
+  /** The largest batch dimension one request may carry (Triton's max_batch_size); default DEFAULT_MAX_BATCH_SIZE. */
+  readonly maxBatchSize?: number;
 }
 
 /** The scenario's serving settings (src/serving/settings.ts), the same the simulator runs by. */

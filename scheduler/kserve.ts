@@ -32,7 +32,10 @@ export interface RegionRef {
 
 export interface InferInput {
   readonly name: string;
-  /** The model's datatype and shape `[1, ...spec.shape]` (one sample, with its batch dimension), whatever the encoding. */
+  /**
+   * The model's datatype and shape `[k, ...spec.shape]` (k samples, 1 <= k <= the model's
+   * max_batch_size: the request's batch dimension), whatever the encoding.
+   */
   readonly datatype: Datatype;
   readonly shape: number[];
   /**
@@ -50,9 +53,43 @@ export interface InferInput {
    * The sample's bytes: raw little-endian, tensorBytes(datatype, shape) long for the model's datatype,
    * one byte a value for UINT8, the encoded image itself (without BYTES' 4-byte length) for JPEG and
    * PNG. For a binary input this is a view of the request body (no copy): the body belongs to this
-   * request and must not be reused.
+   * request and must not be reused. With k > 1 samples of a fixed-size form, the k samples one after
+   * another (`inputSamples` splits them); for encoded images, the first image (`images` has them all).
    */
   readonly data: Buffer;
+  /** Encoded images (JPEG, PNG) only: every sample's image, in batch order (k of them). */
+  readonly images?: readonly EncodedImage[];
+}
+
+/** One encoded image of a BYTES input: its format and bytes (without BYTES' 4-byte length). */
+export interface EncodedImage {
+  readonly encoding: 'JPEG' | 'PNG';
+  readonly data: Buffer;
+}
+
+/** One sample of an input as the control plane takes it: its encoding and bytes (views, no copy). */
+export interface InputSample {
+  readonly encoding: SampleEncoding;
+  readonly data: Buffer;
+}
+
+/** The request's batch dimension: how many samples it carries. */
+export function requestBatch(request: InferRequest): number {
+  return request.inputs[0]?.shape[0] ?? 1;
+}
+
+/**
+ * An input's samples in batch order: views of `data` (k equal parts) for the tensor and UINT8 forms,
+ * the images themselves for encoded images. The input must be resolved (not in a region).
+ */
+export function inputSamples(input: InferInput): InputSample[] {
+  if (input.encoding === 'BYTES') throw new Error(`input '${input.name}' is still in a shared-memory region`);
+  if (input.images) return input.images.map((i) => ({ encoding: i.encoding, data: i.data }));
+  const k = input.shape[0] ?? 1;
+  const each = input.data.length / k;
+  const out: InputSample[] = [];
+  for (let i = 0; i < k; i++) out.push({ encoding: input.encoding, data: input.data.subarray(i * each, (i + 1) * each) });
+  return out;
 }
 
 export interface RequestedOutput {
@@ -467,13 +504,15 @@ function regionParameters(where: string, parameters: Record<string, unknown> | u
 }
 
 /** An input's region, checked against its form's size; or undefined when it has none. */
-function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: number | null): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: number | null, images = 1): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
   const r = regionParameters(where, inp.parameters);
   if (!r.ok || r.region === undefined) return r;
   if (inp.data !== undefined || inp.parameters?.binary_data_size !== undefined) return { ok: false, error: `${where}: has both parameters.shared_memory_region and ${inp.data !== undefined ? 'data' : 'parameters.binary_data_size'} (send one)` };
   const size = r.region.byteSize;
   if (bytes !== null && size !== bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes, but the input is ${bytes} bytes` };
-  if (bytes === null && (size < 4 || size > 4 + MAX_IMAGE_BYTES)) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes is not one BYTES image (4 bytes of length, then at most ${MAX_IMAGE_BYTES})` };
+  if (bytes === null && (size < 4 * images || size > images * (4 + MAX_IMAGE_BYTES))) {
+    return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes is not ${images === 1 ? 'one BYTES image' : `${images} BYTES images`} (each 4 bytes of length, then at most ${MAX_IMAGE_BYTES})` };
+  }
   return r;
 }
 
@@ -484,8 +523,8 @@ function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: n
 export function resolveRegionInput(k: number, input: InferInput, bytes: Buffer): { ok: true; input: InferInput } | { ok: false; error: string } {
   const { region: _region, ...rest } = input;
   if (input.encoding !== 'BYTES') return { ok: true, input: { ...rest, data: bytes } };
-  const image = readImageElement(`inputs[${k}]`, input.name, bytes);
-  return image.ok ? { ok: true, input: { ...rest, encoding: image.encoding, data: image.data } } : image;
+  const images = readImageElements(`inputs[${k}]`, input.name, bytes, input.shape[0] ?? 1);
+  return images.ok ? { ok: true, input: { ...rest, encoding: images.images[0]!.encoding, data: images.images[0]!.data, images: images.images } } : images;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -542,22 +581,50 @@ function formsText(spec: TensorSpec): string {
   return all.length === 1 ? all[0]! : `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
 }
 
-function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSpec, binary: BinaryCursor): { ok: true; input: InferInput } | { ok: false; error: string } {
+/**
+ * A model's max_batch_size unless its configuration says otherwise: the most samples one request may
+ * carry. Each sample is a task of its own, so this bounds a request's size, not the batches inss
+ * forms (those follow the placements, up to 64); a JSON request of 8 FP32 images is ~12-31 MB.
+ */
+export const DEFAULT_MAX_BATCH_SIZE = 8;
+
+/** What the request parser knows of the model: its name, signature and how many samples a request may carry. */
+export interface ParseModel {
+  readonly name: string;
+  readonly signature: ModelSignature;
+  /** The largest batch dimension a request may have (Triton's max_batch_size); default DEFAULT_MAX_BATCH_SIZE. */
+  readonly maxBatchSize?: number;
+  /** The JSON's counts, checked before it is parsed (scheduler/limits.ts). */
+  readonly budget?: JsonBudget;
+}
+
+/**
+ * The batch dimension of an input's shape `[k, ...sample]`: k, or an error naming the field. A shape
+ * of the sample alone (no batch dimension) gets a hint, as does a k beyond max_batch_size.
+ */
+function batchDimension(where: string, shape: readonly number[], sample: readonly number[], maxBatch: number, what: string): { ok: true; k: number } | { ok: false; error: string } {
+  const want = `[k,${sample.join(',')}] with 1 <= k <= ${maxBatch}${what}`;
+  if (shape.length === sample.length + 1 && sameShape(shape.slice(1), sample)) {
+    const k = shape[0]!;
+    if (k >= 1 && k <= maxBatch) return { ok: true, k };
+    if (k === 0) return { ok: false, error: `${where}.shape: batch dimension 0: a request carries at least one sample (expected ${want})` };
+    return { ok: false, error: `${where}.shape: batch dimension ${k} is larger than the model's max_batch_size ${maxBatch} (split the request)` };
+  }
+  const hint = sameShape(shape, sample) ? ' (the first dimension is the batch dimension: add it)' : '';
+  return { ok: false, error: `${where}.shape: expected ${want}, got ${dims(shape.slice(0, 16))}${shape.length > 16 ? '...' : ''}${hint}` };
+}
+
+function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSpec, binary: BinaryCursor, maxBatch: number): { ok: true; input: InferInput } | { ok: false; error: string } {
   const where = `inputs[${k}]`;
   const form = inputForms(spec).find((f) => f.datatype === inp.datatype);
   if (!form) {
     const also = spec.image ? ` (this image input takes ${formsText(spec)})` : '';
     return { ok: false, error: `${where}.datatype: expected ${spec.datatype}, got ${clip(inp.datatype)}${also}` };
   }
-  if (form.content !== 'tensor') return readImageInput(where, inp, spec, form.content, binary);
-  const want = [1, ...spec.shape];
-  if (!sameShape(inp.shape, want)) {
-    if (inp.shape.length === want.length && sameShape(inp.shape.slice(1), spec.shape)) {
-      return { ok: false, error: `${where}.shape: batch dimension ${inp.shape[0]} is not supported: send one sample per request, shape ${dims(want)} (inss forms batches itself)` };
-    }
-    const hint = sameShape(inp.shape, spec.shape) ? ' (the first dimension is the batch dimension, always 1)' : '';
-    return { ok: false, error: `${where}.shape: expected ${dims(want)}, got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}${hint}` };
-  }
+  if (form.content !== 'tensor') return readImageInput(where, inp, spec, form.content, binary, maxBatch);
+  const batch = batchDimension(where, inp.shape, spec.shape, maxBatch, '');
+  if (!batch.ok) return batch;
+  const want = [batch.k, ...spec.shape];
   const bytes = tensorBytes(spec.datatype, want);
   const shm = regionInput(where, inp, bytes);
   if (!shm.ok) return shm;
@@ -581,18 +648,42 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
 }
 
 /**
- * An image input sent as UINT8 pixels (the model's C x H x W shape; JSON or binary data) or as one
- * encoded image (BYTES, shape [1,1], binary data only: JSON strings cannot carry a JPEG's bytes).
- * What the worker does with them: src/serving/image.ts.
+ * The k elements of a BYTES tensor as the binary tensor data extension (and tritonclient's
+ * serialize_byte_tensor) lays them out, each a 4-byte little-endian length then the bytes, each
+ * checked as an encoded image. Pure; the elements are views of `data`.
  */
-function readImageInput(where: string, inp: RequestJson['inputs'][number], spec: TensorSpec, content: 'uint8-image' | 'encoded-image', binary: BinaryCursor): { ok: true; input: InferInput } | { ok: false; error: string } {
-  const model = { name: spec.name, datatype: spec.datatype, shape: [1, ...spec.shape] };
-  const want = content === 'uint8-image' ? [1, ...spec.shape] : [1, 1];
-  if (!sameShape(inp.shape, want)) {
-    const what = content === 'uint8-image' ? 'UINT8 pixels, channel-first' : 'one encoded image a request';
-    return { ok: false, error: `${where}.shape: expected ${dims(want)} for ${inp.datatype} (${what}), got ${dims(inp.shape.slice(0, 16))}${inp.shape.length > 16 ? '...' : ''}` };
+export function readImageElements(where: string, name: string, data: Buffer, k: number): { ok: true; images: EncodedImage[] } | { ok: false; error: string } {
+  const images: EncodedImage[] = [];
+  let at = 0;
+  for (let i = 0; i < k; i++) {
+    const el = k === 1 ? where : `${where} element ${i}`;
+    if (data.length - at < 4) return { ok: false, error: `${el} ('${name}'): a BYTES element starts with its 4-byte length; ${data.length - at} bytes are left` };
+    const n = data.readUInt32LE(at);
+    const end = i === k - 1 ? data.length : at + 4 + n;
+    const image = readImageElement(el, name, data.subarray(at, Math.min(end, data.length)));
+    if (!image.ok) return image;
+    images.push({ encoding: image.encoding, data: image.data });
+    at = end;
   }
-  const shm = regionInput(where, inp, content === 'uint8-image' ? elementCount(want) : null);
+  return { ok: true, images };
+}
+
+/**
+ * An image input sent as UINT8 pixels (the model's C x H x W shape per sample; JSON or binary data)
+ * or as encoded images (BYTES, shape [k,1] or [k], one JPEG or PNG a sample, binary data only: JSON
+ * strings cannot carry a JPEG's bytes). What the worker does with them: src/serving/image.ts.
+ */
+function readImageInput(where: string, inp: RequestJson['inputs'][number], spec: TensorSpec, content: 'uint8-image' | 'encoded-image', binary: BinaryCursor, maxBatch: number): { ok: true; input: InferInput } | { ok: false; error: string } {
+  const what = content === 'uint8-image' ? ` for ${inp.datatype} (UINT8 pixels, channel-first)` : ` for ${inp.datatype} (one encoded image a sample)`;
+  const sample = content === 'uint8-image' ? spec.shape : [1];
+  // BYTES images: [k,1] as tritonclient sends them, or [k].
+  const flat = content === 'encoded-image' && inp.shape.length === 1 ? [inp.shape[0]!, 1] : inp.shape;
+  const batch = batchDimension(where, flat, sample, maxBatch, what);
+  if (!batch.ok) return batch;
+  const k = batch.k;
+  const model = { name: spec.name, datatype: spec.datatype, shape: [k, ...spec.shape] };
+  const want = [k, ...sample];
+  const shm = regionInput(where, inp, content === 'uint8-image' ? elementCount(want) : null, k);
   if (!shm.ok) return shm;
   if (shm.region) return { ok: true, input: { ...model, encoding: content === 'uint8-image' ? 'UINT8' : 'BYTES', data: EMPTY, region: shm.region } };
   const binSize = inp.parameters?.binary_data_size;
@@ -604,8 +695,8 @@ function readImageInput(where: string, inp: RequestJson['inputs'][number], spec:
     const taken = binary.take(where, binSize);
     if (!taken.ok) return taken;
     if (content === 'uint8-image') return { ok: true, input: { ...model, encoding: 'UINT8', data: taken.data } };
-    const image = readImageElement(where, spec.name, taken.data);
-    return image.ok ? { ok: true, input: { ...model, encoding: image.encoding, data: image.data } } : image;
+    const images = readImageElements(where, spec.name, taken.data, k);
+    return images.ok ? { ok: true, input: { ...model, encoding: images.images[0]!.encoding, data: images.images[0]!.data, images: images.images } } : images;
   }
   if (content === 'encoded-image') {
     return { ok: false, error: `${where}: a BYTES image must be sent as binary data (parameters.binary_data_size, the binary tensor data extension): JSON strings cannot carry a JPEG's or PNG's bytes` };
@@ -637,7 +728,7 @@ function classCountParameter(where: string, parameters: Record<string, unknown> 
   return { ok: true, value: v };
 }
 
-function readOutputs(req: RequestJson, model: { name: string; signature: ModelSignature }): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
+function readOutputs(req: RequestJson, model: { name: string; signature: ModelSignature }, batch: number): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
   const all = boolParameter('', 'binary_data_output', req.parameters);
   if (!all.ok) return all;
   const allBinary = all.value ?? false;
@@ -654,7 +745,7 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
     const shm = regionParameters(where, o.parameters);
     if (!shm.ok) return shm;
     const spec = sig.outputs.find((s) => s.name === o.name)!;
-    const bytes = tensorBytes(spec.datatype, [1, ...spec.shape]);
+    const bytes = tensorBytes(spec.datatype, [batch, ...spec.shape]);
     if (shm.region && shm.region.byteSize < bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${shm.region.byteSize} bytes, but output '${o.name}' is ${bytes} bytes` };
     const classes = classCountParameter(where, o.parameters, spec, shm.region !== undefined);
     if (!classes.ok) return classes;
@@ -680,8 +771,9 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
  *   is JSON. `headers.contentType` is not consulted (clients send application/json,
  *   application/octet-stream or nothing).
  * - Each input must be an input of the signature, given once, with the signature's datatype and shape
- *   `[1, ...spec.shape]` (one sample: inss forms batches itself), and its data as JSON (flat or nested)
- *   or binary; inputs with JSON data and binary inputs may be mixed.
+ *   `[k, ...spec.shape]` (k samples, 1 <= k <= the model's max_batch_size: the control plane batches
+ *   each sample with others' and the answer carries k rows, in order), and its data as JSON (flat or
+ *   nested) or binary; inputs with JSON data and binary inputs may be mixed.
  * - Outputs: those the request names (none named: all of the signature's), binary when the output's
  *   `parameters.binary_data` is true, or when it is absent and the request's
  *   `parameters.binary_data_output` is true.
@@ -691,14 +783,10 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
  *
  * Never throws; the result's error names the field that is wrong.
  */
-export function parseInferRequest(
-  body: Buffer,
-  headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined },
-  model: { name: string; signature: ModelSignature; budget?: JsonBudget },
-): InferParse {
+export function parseInferRequest(body: Buffer, headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined }, model: ParseModel): InferParse {
   const split = splitBody(body, headers.inferenceHeaderLength);
   if (!split.ok) return fail(split.error);
-  // issue 15: counts over the model's budget are refused before JSON.parse builds anything (scheduler/limits.ts).
+  // Counts over the model's budget are refused before JSON.parse builds anything (scheduler/limits.ts).
   const over = model.budget && scanJson(split.json, model.budget);
   if (over) return fail(over);
   let json: unknown;
@@ -709,6 +797,17 @@ export function parseInferRequest(
     const hint = split.binary === undefined && body.includes('"binary_data_size"') ? ' (a body with binary tensor data needs the Inference-Header-Content-Length header)' : '';
     return fail(`malformed JSON: ${(e as Error).message}${hint}`);
   }
+  return parseInferFields(json, split.binary, model);
+}
+
+/**
+ * The request's fields once its JSON is parsed, validated against the model: the one validation of
+ * every protocol (the HTTP body here; gRPC's ModelInferRequest, whose codec builds the same object
+ * with its raw contents as `binary`). An input with `parameters.binary_data_size = n` takes the next
+ * n bytes of `binary`, in input order; `binary` undefined: no input may. Every input carries the same
+ * batch dimension k (1 <= k <= model.maxBatchSize). Never throws.
+ */
+export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined, model: ParseModel): InferParse {
   const parsed = RequestSchema.safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues;
@@ -717,15 +816,19 @@ export function parseInferRequest(
   }
   const req = parsed.data;
   const sig = model.signature;
-  const binary = new BinaryCursor(split.binary);
+  const binary = new BinaryCursor(binaryBytes);
   const byName = new Map<string, InferInput>();
+  let batch: number | undefined;
   for (let k = 0; k < req.inputs.length; k++) {
     const inp = req.inputs[k]!;
     const spec = sig.inputs.find((s) => s.name === inp.name);
     if (!spec) return fail(`input '${clip(inp.name)}' is not an input of model '${model.name}' (inputs: ${sig.inputs.map((s) => s.name).join(', ')})`);
     if (byName.has(inp.name)) return fail(`inputs[${k}].name: input '${inp.name}' is given twice`);
-    const read = readInput(k, inp, spec, binary);
+    const read = readInput(k, inp, spec, binary, model.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
     if (!read.ok) return fail(read.error);
+    const kk = read.input.shape[0]!;
+    if (batch !== undefined && kk !== batch) return fail(`inputs[${k}].shape: batch dimension ${kk}, but the inputs before it have ${batch} (every input carries the same samples)`);
+    batch = kk;
     byName.set(inp.name, read.input);
   }
   const leftover = binary.leftover();
@@ -734,7 +837,7 @@ export function parseInferRequest(
   if (missing.length > 0) {
     return fail(`inputs: missing ${missing.map((s) => `'${s.name}'`).join(', ')} (model '${model.name}' takes ${sig.inputs.map((s) => s.name).join(', ')})`);
   }
-  const outputs = readOutputs(req, model);
+  const outputs = readOutputs(req, model, batch ?? 1);
   if (!outputs.ok) return fail(outputs.error);
   return {
     ok: true,

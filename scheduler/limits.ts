@@ -45,6 +45,8 @@ export const DEFAULT_LIMITS: InputLimits = {
  * float64 (`-1.2345678901234567e-308`, 24 characters) and its `, ` separator.
  */
 const JSON_BYTES_PER_VALUE = 26;
+/** The most bytes of encoded images one request may carry, whatever its batch dimension (4 large photos). */
+export const IMAGE_BYTES_PER_REQUEST = 4 * MAX_IMAGE_BYTES;
 /** Room for the JSON around the tensors: id, parameters, output names. */
 const JSON_OVERHEAD_BYTES = 16 * 1024;
 /** Room for values and containers outside the tensors' data (shape, parameters, outputs). */
@@ -65,7 +67,7 @@ export interface JsonBudget {
 export interface RequestBudget {
   /**
    * The largest legitimate request body: all inputs as JSON (FP32 values are the longest; UINT8 ones
-   * are shorter), or, for an image input, one encoded image of MAX_IMAGE_BYTES as binary data.
+   * are shorter), or, for an image input, an encoded image of MAX_IMAGE_BYTES a sample as binary data.
    */
   readonly largestBytes: number;
   /**
@@ -88,28 +90,40 @@ function nestedArrays(shape: readonly number[]): number {
   return arrays;
 }
 
-/** The limits of one model's infer requests, from its signature (inputs carry the batch dimension 1). */
-export function requestBudget(signature: ModelSignature, factor: number): RequestBudget {
-  let values = 0;
-  let containers = 0;
-  let rank = 0;
-  let bytes = JSON_OVERHEAD_BYTES;
-  let imageBytes = 0;
-  for (const s of signature.inputs) {
-    if (s.image) imageBytes += 4 + MAX_IMAGE_BYTES; // BYTES: a 4-byte length, then the image
-    const shape = [1, ...s.shape];
-    const n = elementCount(shape);
-    values += n;
-    containers += nestedArrays(shape);
-    rank = Math.max(rank, shape.length);
-    bytes += n * JSON_BYTES_PER_VALUE + 2 * nestedArrays(shape);
-  }
+/**
+ * The limits of one model's infer requests, from its signature and the largest batch dimension a
+ * request may carry (`maxBatch` samples: the model's max_batch_size).
+ */
+export function requestBudget(signature: ModelSignature, factor: number, maxBatch = 1): RequestBudget {
+  const json = (k: number) => {
+    let values = 0;
+    let containers = 0;
+    let rank = 0;
+    let bytes = JSON_OVERHEAD_BYTES;
+    for (const s of signature.inputs) {
+      const shape = [k, ...s.shape];
+      const n = elementCount(shape);
+      values += n;
+      containers += nestedArrays(shape);
+      rank = Math.max(rank, shape.length);
+      bytes += n * JSON_BYTES_PER_VALUE + 2 * nestedArrays(shape);
+    }
+    return { values, containers, rank, bytes };
+  };
+  const one = json(1);
+  const all = json(maxBatch);
+  // BYTES images: a 4-byte length, then the image; the images of one request add up to at most
+  // IMAGE_BYTES_PER_REQUEST (a batch of large photos is split into requests).
+  const images = signature.inputs.some((s) => s.image) ? JSON_OVERHEAD_BYTES + 4 * maxBatch + Math.min(maxBatch * MAX_IMAGE_BYTES, IMAGE_BYTES_PER_REQUEST) : 0;
   const scale = (x: number) => Math.ceil(x * factor);
-  const image = imageBytes > 0 ? JSON_OVERHEAD_BYTES + imageBytes : 0;
+  // The factor covers JSON layouts longer than Python's (whitespace) for one sample; a batch's JSON
+  // is allowed the worst-case length of Python's json.dumps (JSON_BYTES_PER_VALUE), not more: a
+  // request of many samples is better sent as binary data.
+  const largestBytes = Math.max(all.bytes, images);
   return {
-    largestBytes: Math.max(bytes, image),
-    bodyLimitBytes: Math.max(scale(bytes), image),
-    json: { maxValues: scale(values + SLACK_TOKENS), maxContainers: scale(containers + SLACK_TOKENS), maxDepth: rank + SLACK_DEPTH },
+    largestBytes,
+    bodyLimitBytes: Math.max(scale(one.bytes), largestBytes),
+    json: { maxValues: Math.max(scale(one.values + SLACK_TOKENS), all.values + SLACK_TOKENS), maxContainers: Math.max(scale(one.containers + SLACK_TOKENS), all.containers + SLACK_TOKENS), maxDepth: all.rank + SLACK_DEPTH },
   };
 }
 

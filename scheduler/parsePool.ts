@@ -9,15 +9,13 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { ModelSignature } from '../src/protocol/tensor.js';
-import { type InferInput, type InferParse, parseInferRequest } from './kserve.js';
-import type { JsonBudget } from './limits.js';
+import { type InferInput, type InferParse, type ParseModel, parseInferRequest } from './kserve.js';
 
 /** JSON parts up to this size are parsed on the event loop (well under a millisecond). */
 const INLINE_JSON_BYTES = 64 * 1024;
 
 type Headers = { contentType?: string | undefined; inferenceHeaderLength?: string | undefined };
-type Model = { name: string; signature: ModelSignature; budget?: JsonBudget };
+type Model = ParseModel;
 
 export interface ParseJob {
   readonly id: number;
@@ -47,7 +45,8 @@ function jsonPartBytes(body: Buffer, headers: Headers): number {
 /** A parse result as it arrives from a thread: its tensors are Uint8Arrays; the codec hands out Buffers. */
 function revive(r: InferParse): InferParse {
   if (!r.ok) return r;
-  const inputs = r.request.inputs.map((i): InferInput => ({ ...i, data: Buffer.from(i.data.buffer, i.data.byteOffset, i.data.byteLength) }));
+  const buffer = (d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+  const inputs = r.request.inputs.map((i): InferInput => ({ ...i, data: buffer(i.data), ...(i.images ? { images: i.images.map((m) => ({ ...m, data: buffer(m.data) })) } : {}) }));
   return { ok: true, request: { ...r.request, inputs } };
 }
 

@@ -7,12 +7,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
-import { Control, type ControlSettings, type ServedModelConfig, type TaskAnswer } from './control.js';
+import { Control, type ControlSettings, type ServedModelConfig } from './control.js';
 import { registerDashboard } from './dashboard.js';
 import { AGENT_PATH, AgentHub } from './hub.js';
 import { type AccessOptions, OPEN_ACCESS, refusal } from './auth.js';
 import { bodyTooLarge, guard, guardedServerOptions } from './guard.js';
-import { encodeInferResponse, modelMetadata, serverMetadata } from './kserve.js';
+import { DEFAULT_MAX_BATCH_SIZE, encodeInferResponse, modelMetadata, serverMetadata } from './kserve.js';
+import { InferFront } from './infer.js';
 import { DEFAULT_LIMITS, type InputLimits, requestBudget } from './limits.js';
 import { ParsePool } from './parsePool.js';
 import { Metrics } from './metrics.js';
@@ -21,9 +22,7 @@ import { registerTriton, resolveModel, unknownModelHook } from './triton.js';
 import { BodyReader } from './bodyReader.js';
 import { ShmRegion } from './shmRegion.js';
 import { DirectLinks } from './workerLink.js';
-import { isLocalPeer, registerSharedMemoryRoutes, resolveRegions, SharedMemoryRegistry } from './sharedMemory.js';
-import { tensorBytes } from '../src/protocol/tensor.js';
-import { classifyAnswer, modelLabels } from './classes.js';
+import { isLocalPeer, registerSharedMemoryRoutes, SharedMemoryRegistry } from './sharedMemory.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -57,15 +56,6 @@ export interface SchedulerOptions {
 /** The body limit of routes that take no body. */
 const NO_BODY_LIMIT = 64 * 1024;
 
-/** HTTP status of each reason a task ends with an error. */
-const ERROR_STATUS: Record<Extract<TaskAnswer, { ok: false }>['reason'], number> = {
-  slo: 503,
-  'not-deployed': 503,
-  'worker-failed': 503,
-  shutdown: 503,
-  'bad-input': 400,
-};
-
 export class SchedulerService {
   private constructor(
     readonly app: FastifyInstance,
@@ -86,10 +76,9 @@ export class SchedulerService {
     const metrics = new Metrics();
     const limits: InputLimits = { ...DEFAULT_LIMITS, ...opts.limits };
     // Each model's body limit and JSON budget, from its signature (issue 15).
-    const budgets = opts.models.map((m) => requestBudget(m.signature, limits.bodyLimitFactor));
+    const maxBatchSizes = opts.models.map((m) => m.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
+    const budgets = opts.models.map((m, i) => requestBudget(m.signature, limits.bodyLimitFactor, maxBatchSizes[i]));
     const bodyLimits = budgets.map((b) => opts.bodyLimitBytes ?? b.bodyLimitBytes);
-    // The label files of the models' outputs (classification extension), read once here.
-    const labels = opts.models.map((m) => modelLabels(m.signature));
     const guardOptions = { limits, maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits), tls: opts.tls !== undefined, log: opts.logger.child({ part: 'http' }) };
     const server = guardedServerOptions(guardOptions);
     // With TLS, Fastify makes an https.Server from these options (it takes the http ones too); typed as
@@ -202,6 +191,8 @@ export class SchedulerService {
     registerTriton(app, { control, metrics, models: opts.models, bodyLimit: routeBodyLimit });
     const regions = new SharedMemoryRegistry();
     registerSharedMemoryRoutes(app, regions);
+    // What every protocol does with a validated request (scheduler/infer.ts).
+    const front = new InferFront(control, opts.models, regions);
     app.addHook('onClose', (_app, done) => {
       regions.close();
       done();
@@ -241,67 +232,33 @@ export class SchedulerService {
       const parsed = await parser.parse(
         body,
         { contentType: typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : undefined, inferenceHeaderLength: typeof header === 'string' ? header : undefined },
-        { name: c.name, signature: c.signature, budget: budgets[m]!.json },
+        { name: c.name, signature: c.signature, maxBatchSize: maxBatchSizes[m]!, budget: budgets[m]!.json },
         takeReservation(req),
       );
       if (!parsed.ok) {
         metrics.badRequests.inc({ model: c.name, status: String(parsed.status) });
         return json(reply, parsed.status, { error: parsed.error });
       }
-      // Inputs and outputs in shared-memory regions (Triton's extension, scheduler/sharedMemory.ts).
-      const outputBytes = (name: string) => {
-        const o = c.signature.outputs.find((s) => s.name === name)!;
-        return tensorBytes(o.datatype, [1, ...o.shape]);
-      };
-      const shm = resolveRegions(regions, parsed.request, outputBytes, isLocalPeer(req.socket.remoteAddress));
-      if (!shm.ok) {
-        metrics.badRequests.inc({ model: c.name, status: String(shm.status) });
-        return json(reply, shm.status, { error: shm.error });
-      }
-      const request = shm.value;
-      const input = request.inputs[0]!;
-      if (input.encoding === 'BYTES') throw new Error('an input in shared memory was not resolved'); // resolveRegions resolves every one
-      // The answer comes later: returning the reply tells Fastify to wait for its send (and for the
-      // onSend hooks, which may be asynchronous: response compression, scheduler/triton.ts).
       const received = receivedMs.get(req.raw);
       bodies.taskStarted(body);
-      control.submit(m, { name: input.name, datatype: input.datatype, shape: input.shape, encoding: input.encoding, data: input.data }, (a) => {
-        bodies.taskEnded(body);
-        // The answer's way out: until its response is handed to the kernel (the dispatch rule budgets it).
-        const answeredMs = performance.now();
-        reply.raw.once('finish', () => control.answerSent(performance.now() - answeredMs));
-        // The scheduler's own span of the task, request arrival -> answered (W3C Server-Timing): a
-        // client's latency less it (less the way out) is the client's own leg (docs/serving.md).
-        if (received !== undefined) void reply.header('server-timing', `inss;dur=${(answeredMs - received).toFixed(3)}`);
-        if (!a.ok) {
-          void json(reply, ERROR_STATUS[a.reason], { error: a.error, reason: a.reason });
-          return;
-        }
-        // In the order the request named them (all of the signature's when it named none).
-        const byName = new Map(a.outputs.map((o) => [o.name, o]));
-        const gathered = request.outputs.flatMap((w) => {
-          const o = byName.get(w.name);
-          return o ? [{ ...o, binary: w.binary, ...(w.region ? { region: w.region } : {}) }] : [];
-        });
-        // Triton's classification extension: outputs asked for classes become their top classes (scheduler/classes.ts).
-        const classified = classifyAnswer(gathered, request.outputs, labels[m]!);
-        if (!classified.ok) {
-          void json(reply, 500, { error: classified.error });
-          return;
-        }
-        const outputs = classified.outputs;
-        for (const o of outputs) {
-          const wrote = o.region ? regions.write(o.region, o.data, `output '${o.name}'`) : undefined;
-          if (wrote && !wrote.ok) {
-            void json(reply, wrote.status, { error: `${wrote.error} (the region was unregistered while the task ran)` });
-            return;
-          }
-        }
-        const r = encodeInferResponse({ modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs });
-        void reply.code(200).headers(r.headers).send(r.body);
-        // Answered with a result: the worker read every byte of the batch, nothing reads the body now.
-        bodies.giveBack(body);
-      }, received !== undefined ? { receivedMs: received } : undefined);
+      const a = await front.infer(m, parsed.request, { ...(received !== undefined ? { receivedMs: received } : {}), local: isLocalPeer(req.socket.remoteAddress) });
+      bodies.taskEnded(body);
+      if (!a.ok && a.answeredMs === undefined) {
+        // Refused before any task ran (its shared-memory regions).
+        metrics.badRequests.inc({ model: c.name, status: String(a.status) });
+        return json(reply, a.status, { error: a.error });
+      }
+      // The answer's way out: until its response is handed to the kernel (the dispatch rule budgets it).
+      const answeredMs = a.answeredMs!;
+      reply.raw.once('finish', () => front.answerSent(performance.now() - answeredMs));
+      // The scheduler's own span of the task, request arrival -> answered (W3C Server-Timing): a
+      // client's latency less it (less the way out) is the client's own leg (docs/serving.md).
+      if (received !== undefined) void reply.header('server-timing', `inss;dur=${(answeredMs - received).toFixed(3)}`);
+      if (!a.ok) return json(reply, a.status, { error: a.error, ...(a.reason ? { reason: a.reason } : {}) });
+      const r = encodeInferResponse(a.response);
+      void reply.code(200).headers(r.headers).send(r.body);
+      // Answered with a result: the worker read every byte of the batch, nothing reads the body now.
+      bodies.giveBack(body);
       return reply;
     };
     app.post<{ Params: ModelParams }>('/v2/models/:name/infer', inferRoute);

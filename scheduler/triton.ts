@@ -23,9 +23,8 @@ import { z } from 'zod';
 import type { Datatype, TensorSpec } from '../src/protocol/tensor.js';
 import { LABEL_FILES, outputLabelSet } from '../src/serving/classification.js';
 import { preprocessingSummary } from '../src/serving/image.js';
-import { MAX_PRED_BATCH } from '../src/sim/dispatch.js';
 import type { Control, ServedModelConfig } from './control.js';
-import { inputFormsByName } from './kserve.js';
+import { DEFAULT_MAX_BATCH_SIZE, inputFormsByName } from './kserve.js';
 import { type Duration, MODEL_VERSION, type Metrics, type ModelStats, type WorkerView } from './metrics.js';
 
 const gunzipAsync = promisify(gunzip);
@@ -141,12 +140,9 @@ export function configDatatype(d: Datatype): string {
   return `TYPE_${d}`;
 }
 
-/**
- * The largest batch one request may carry: Triton's max_batch_size. The largest batch inss forms,
- * the same for every model.
- */
-export function maxBatchSizeOf(_model: ServedModelConfig): number {
-  return MAX_PRED_BATCH;
+/** The largest batch dimension one request to the model may carry: Triton's max_batch_size. */
+export function maxBatchSizeOf(model: ServedModelConfig): number {
+  return model.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE;
 }
 
 /**
@@ -154,7 +150,8 @@ export function maxBatchSizeOf(_model: ServedModelConfig): number {
  * as a number, as Triton writes it), such that Triton's own clients read it: image_client.py's
  * parse_model wants max_batch_size > 0, one input of three dims without the batch dimension, its
  * format FORMAT_NCHW or FORMAT_NHWC, and one FP32 vector output.
- * - `max_batch_size`: maxBatchSizeOf; `dims` leave the batch dimension out (Triton's rule when it is > 0);
+ * - `max_batch_size`: maxBatchSizeOf (what a request's batch dimension may be; inss batches the samples
+ *   of all requests itself); `dims` leave the batch dimension out (Triton's rule when it is > 0);
  * - `input`: each input in the model's own datatype, an image input (3 x H x W) FORMAT_NCHW;
  * - `output`: `label_filename` names the label file (a path inside the inss package) of an output with
  *   labels (src/serving/classification.ts outputLabelSet), empty otherwise;

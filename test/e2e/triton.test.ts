@@ -174,7 +174,7 @@ it('get_inference_statistics: all models, one model, one version; "stats" is not
 
 it('get_model_config: tensors, max batch, SLO, shares and batch in force', async () => {
   const c = jsonOf(await raw('GET', `${base}/v2/models/resnet50/config`), Config);
-  expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', max_batch_size: 64 });
+  expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', max_batch_size: 8 });
   // The image input is channel-first, its dims without the batch dimension (max_batch_size > 0).
   expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, 224, 224] }]);
   expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', dims: [1000] }]);
@@ -252,6 +252,33 @@ it('UINT8 pixels, a JPEG and a PNG (resized) are each answered from their own de
   answers.forEach((r, k) => expect(Array.from(binaryOutput(r)), cases[k]!.form).toEqual(Array.from(simForward(cases[k]!.tensor, 'mobilenet'))));
 });
 
+it('a request that carries a batch: k samples in, k rows out in order, each its own sample\'s answer (FP32 binary k=4, BYTES images k=2)', async () => {
+  const xs = [0, 1, 2, 3].map((s) => Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * (s + 3)) % 17) / 17));
+  const data = Buffer.concat(xs.map((x) => Buffer.from(x.buffer)));
+  const head = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [4, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: data.length } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
+  const r = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'inference-header-content-length': String(head.length) }, Buffer.concat([head, data]));
+  const out = binaryOutput(r);
+  const header = JSON.parse(r.body.subarray(0, Number(r.headers['inference-header-content-length'])).toString()) as { outputs: { shape: number[] }[] };
+  expect(header.outputs[0]!.shape).toEqual([4, 1000]);
+  xs.forEach((x, k) => expect(Array.from(out.subarray(k * 1000, (k + 1) * 1000)), `row ${k}`).toEqual(Array.from(simForward(x, 'resnet50'))));
+
+  const a = syntheticPicture(224, 224, 41);
+  const b = syntheticPicture(320, 240, 42);
+  const el = (img: Buffer) => Buffer.concat([Buffer.from(Uint32Array.of(img.length).buffer), img]);
+  const images = Buffer.concat([el(encodeJpeg(a)), el(encodePng(b))]);
+  const h2 = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [2, 1], datatype: 'BYTES', parameters: { binary_data_size: images.length } }], parameters: { binary_data_output: true } }));
+  const r2 = await raw('POST', `${base}/v2/models/mobilenet/infer`, { 'inference-header-content-length': String(h2.length) }, Buffer.concat([h2, images]));
+  const out2 = binaryOutput(r2);
+  expect(Array.from(out2.subarray(0, 1000))).toEqual(Array.from(simForward(preprocessed('JPEG', encodeJpeg(a)), 'mobilenet')));
+  expect(Array.from(out2.subarray(1000, 2000))).toEqual(Array.from(simForward(preprocessed('PNG', encodePng(b)), 'mobilenet')));
+
+  // Past max_batch_size (8): a 400 naming it.
+  const nine = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [9, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: 9 * 602112 } }] }));
+  const r3 = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'inference-header-content-length': String(nine.length) }, Buffer.concat([nine, Buffer.alloc(9 * 602112)]));
+  expect(r3.status).toBe(400);
+  expect(errorOf(r3)).toMatch(/batch dimension 9 is larger than the model's max_batch_size 8/);
+});
+
 it('the model metadata and config list the forms an image input takes', async () => {
   const meta = JSON.parse((await raw('GET', `${base}/v2/models/resnet50`)).body.toString()) as { parameters: { input_forms: { input: { datatype: string }[] } } };
   expect(meta.parameters.input_forms.input.map((f) => f.datatype)).toEqual(['FP32', 'UINT8', 'BYTES']);
@@ -316,7 +343,8 @@ it('a client on this host: creates a /dev/shm region, registers it, infers with 
     expect(r.body.length).toBeLessThan(1000); // no tensor bytes over HTTP
     expect(JSON.parse(r.body.toString())).toMatchObject({ outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], parameters: { shared_memory_region: 'io', shared_memory_byte_size: 4000 } }] });
     const out = readFileSync(path).subarray(inBytes + 64, inBytes + 64 + 4000);
-    const y = new Float32Array(Buffer.from(out).buffer, 0, 1000);
+    const copy = Buffer.from(out); // a small Buffer may lie inside Node's pool: read it at its own offset
+    const y = new Float32Array(copy.buffer, copy.byteOffset, 1000);
     expect(Array.from(y)).toEqual(Array.from(simForward(x, 'resnet50')));
 
     // A range past the region, and a region that is not registered: 400 before any task.

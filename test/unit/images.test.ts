@@ -3,7 +3,7 @@
 // the KServe codec's UINT8 and BYTES (JPEG/PNG) inputs (scheduler/kserve.ts).
 import { describe, expect, it } from 'vitest';
 import { checkBatchInput, decodeBatchInput } from '../../agent/decode.js';
-import { type InferParse, modelMetadata, parseInferRequest } from '../../scheduler/kserve.js';
+import { type InferParse, inputSamples, modelMetadata, parseInferRequest } from '../../scheduler/kserve.js';
 import { modelConfigJson } from '../../scheduler/triton.js';
 import { modelSignature, type TensorRef } from '../../src/protocol/tensor.js';
 import { IMAGENET_MEAN, IMAGENET_STD, imageHeader, MAX_IMAGE_BYTES, preprocessPixels, preprocessUint8Chw, resizedAxis } from '../../src/serving/image.js';
@@ -192,13 +192,34 @@ describe('the KServe codec: UINT8 and BYTES image inputs', () => {
     }
   });
 
+  it('accepts a batch of k images: UINT8 pixels [k,3,224,224], and k JPEG/PNG elements as BYTES [k,1] or [k], each sample its own', () => {
+    const other = syntheticPicture(224, 224, 5);
+    const px = Buffer.concat([uint8Chw(pic), uint8Chw(other)]);
+    const u8 = binaryBody({ name: 'input', datatype: 'UINT8', shape: [2, 3, 224, 224], parameters: { binary_data_size: px.length } }, px);
+    expect(u8).toMatchObject({ ok: true, request: { inputs: [{ shape: [2, 3, 224, 224], encoding: 'UINT8' }] } });
+    if (u8.ok) expect(inputSamples(u8.request.inputs[0]!).map((x) => x.data.equals(uint8Chw(pic)))).toEqual([true, false]);
+    const elements = Buffer.concat([bytesElement(encodeJpeg(pic)), bytesElement(encodePng(other)), bytesElement(encodeJpeg(other))]);
+    for (const shape of [[3, 1], [3]]) {
+      const r = binaryBody({ name: 'input', datatype: 'BYTES', shape, parameters: { binary_data_size: elements.length } }, elements);
+      expect(r).toMatchObject({ ok: true, request: { inputs: [{ shape: [3, 3, 224, 224] }] } });
+      if (!r.ok) continue;
+      const got = inputSamples(r.request.inputs[0]!);
+      expect(got.map((x) => x.encoding)).toEqual(['JPEG', 'PNG', 'JPEG']);
+      expect(got[1]!.data.equals(encodePng(other))).toBe(true);
+      expect(got[2]!.data.equals(encodeJpeg(other))).toBe(true);
+    }
+    // Fewer elements than the batch dimension says: the missing one is named.
+    const short = binaryBody({ name: 'input', datatype: 'BYTES', shape: [4, 1], parameters: { binary_data_size: elements.length } }, elements);
+    expect(short).toMatchObject({ ok: false, error: expect.stringMatching(/inputs\[0\] element 3 \('input'\): a BYTES element starts with its 4-byte length; 0 bytes are left/) as unknown });
+  });
+
   it.each([
     ['a BYTES input that is not an image', { name: 'input', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: 16 } }, () => bytesElement(Buffer.from('not an image')), /^inputs\[0\] \('input'\): not a JPEG or PNG image/],
     ['a PNG whose header says an absurd size', { name: 'input', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: 4 + pngSaying(60_000, 60_000).length } }, () => bytesElement(pngSaying(60_000, 60_000)), /^inputs\[0\] \('input'\): the PNG header says 60000 x 60000 pixels, over the limit/],
     ['a BYTES element whose length is not its size', { name: 'input', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: 14 } }, () => Buffer.concat([bytesElement(Buffer.from('abcdef')), Buffer.alloc(4)]), /says 6 bytes, but 10 follow its length/],
-    ['two images in one element run', { name: 'input', datatype: 'BYTES', shape: [1, 2], parameters: { binary_data_size: 8 } }, () => Buffer.alloc(8), /inputs\[0\]\.shape: expected \[1,1\] for BYTES/],
+    ['two images in one element run', { name: 'input', datatype: 'BYTES', shape: [1, 2], parameters: { binary_data_size: 8 } }, () => Buffer.alloc(8), /inputs\[0\]\.shape: expected \[k,1\] with 1 <= k <= 8 for BYTES/],
     ['UINT8 of the wrong size', { name: 'input', datatype: 'UINT8', shape: [1, 3, 224, 224], parameters: { binary_data_size: 100 } }, () => Buffer.alloc(100), /binary_data_size: 100 bytes, but shape \[1,3,224,224\] of UINT8 is 150528 bytes/],
-    ['UINT8 in HWC layout', { name: 'input', datatype: 'UINT8', shape: [1, 224, 224, 3], parameters: { binary_data_size: N } }, () => Buffer.alloc(N), /shape: expected \[1,3,224,224\] for UINT8 \(UINT8 pixels, channel-first\)/],
+    ['UINT8 in HWC layout', { name: 'input', datatype: 'UINT8', shape: [1, 224, 224, 3], parameters: { binary_data_size: N } }, () => Buffer.alloc(N), /shape: expected \[k,3,224,224\] with 1 <= k <= 8 for UINT8 \(UINT8 pixels, channel-first\)/],
   ])('refuses %s with a 400 naming the input', (_name, input, block, why) => {
     const r = binaryBody(input, block());
     expect(r.ok).toBe(false);

@@ -1,11 +1,11 @@
 // The KServe v2 codec (scheduler/kserve.ts): every accepted request form, every rejection with the
 // field it names, each datatype both ways, and the wire bytes of tritonclient.http and KServe's client.
 import { describe, expect, it } from 'vitest';
-import { decodeValues, encodeInferResponse, errorBody, fromHalf, type InferParse, type InferRequest, modelMetadata, parseInferRequest, resolveRegionInput, serverMetadata, toHalf } from '../../scheduler/kserve.js';
+import { decodeValues, encodeInferResponse, errorBody, fromHalf, type InferParse, type InferRequest, inputSamples, modelMetadata, parseInferRequest, requestBatch, resolveRegionInput, serverMetadata, toHalf } from '../../scheduler/kserve.js';
 import { type Datatype, type ModelSignature } from '../../src/protocol/tensor.js';
 import { serializeBytes } from '../../src/serving/classification.js';
 
-type Model = { name: string; signature: ModelSignature };
+type Model = { name: string; signature: ModelSignature; maxBatchSize?: number };
 type Headers = { contentType?: string; inferenceHeaderLength?: string };
 
 /** Two inputs of different datatypes and two outputs: enough to tell order, mixing and per-output choices apart. */
@@ -110,6 +110,23 @@ describe('parseInferRequest: accepted forms', () => {
   });
 });
 
+describe('parseInferRequest: requests that carry a batch', () => {
+  it('takes k samples (JSON and binary), splits them in order, and checks shared-memory outputs for k rows', () => {
+    const two = [...A, ...A.map((x) => x + 10)];
+    const req = accepted(parse(json({ inputs: [inA({ shape: [2, 2, 3], data: two }), inB({ shape: [2, 2], data: [...B, 1, 2] })] })));
+    expect(req.inputs.map((i) => i.shape)).toEqual([[2, 2, 3], [2, 2]]);
+    const samples = inputSamples(req.inputs[0]!);
+    expect(samples.map((x) => Array.from(new Float32Array(x.data.buffer.slice(x.data.byteOffset, x.data.byteOffset + x.data.length))))).toEqual([A, A.map((x) => x + 10)]);
+    const bin = binary({ inputs: [binA(48), { ...binB(32), shape: [2, 2] }].map((x, k) => (k === 0 ? { ...x, shape: [2, 2, 3] } : x)) }, f32(two), i64([...B, 1, 2]));
+    const b = accepted(parse(bin.body, bin.headers));
+    expect(inputSamples(b.inputs[1]!).map((x) => x.data.length)).toEqual([16, 16]);
+    expect(requestBatch(b)).toBe(2);
+    // An output region must hold all k rows of it.
+    const small = parse(json({ inputs: [inA({ shape: [2, 2, 3], data: two }), inB({ shape: [2, 2], data: [...B, 1, 2] })], outputs: [{ name: 'y', parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 } }] }));
+    expect(small.ok).toBe(false);
+  });
+});
+
 describe('parseInferRequest: requested outputs', () => {
   const cases: [string, object, { name: string; binary: boolean; classCount?: number }[]][] = [
     ['none named: all, as JSON', {}, [{ name: 'y', binary: false }, { name: 'z', binary: false }]],
@@ -147,10 +164,12 @@ describe('parseInferRequest: rejections name what is wrong', () => {
     ['no inputs at all', json({ inputs: [] }), {}, TWO, ["inputs: missing 'a', 'b'"]],
     ['a wrong datatype', json({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'INT64', data: [] }] }), {}, RESNET, ['inputs[0].datatype: expected FP32, got INT64']],
     ['BYTES (not served)', json({ inputs: [inA({ datatype: 'BYTES' }), inB()] }), {}, TWO, ['inputs[0].datatype: expected FP32, got BYTES']],
-    ['a wrong shape', json({ inputs: [{ name: 'input', shape: [1, 3, 224], datatype: 'FP32', data: [] }] }), {}, RESNET, ['inputs[0].shape: expected [1,3,224,224], got [1,3,224]']],
-    ['batch dimension 4', json({ inputs: [inA(), inB({ shape: [4, 2] })] }), {}, TWO, ['inputs[1].shape: batch dimension 4 is not supported', 'shape [1,2]', 'inss forms batches itself']],
-    ['batch dimension 0', json({ inputs: [inA({ shape: [0, 2, 3] }), inB()] }), {}, TWO, ['inputs[0].shape: batch dimension 0 is not supported']],
-    ['no batch dimension', json({ inputs: [inA({ shape: [2, 3] }), inB()] }), {}, TWO, ['inputs[0].shape: expected [1,2,3], got [2,3] (the first dimension is the batch dimension, always 1)']],
+    ['a wrong shape', json({ inputs: [{ name: 'input', shape: [1, 3, 224], datatype: 'FP32', data: [] }] }), {}, RESNET, ['inputs[0].shape: expected [k,3,224,224] with 1 <= k <= 8, got [1,3,224]']],
+    ['batch dimension 9 (over max_batch_size)', json({ inputs: [inA(), inB({ shape: [9, 2] })] }), {}, TWO, ["inputs[1].shape: batch dimension 9 is larger than the model's max_batch_size 8"]],
+    ['batch dimensions that differ', json({ inputs: [inA(), inB({ shape: [2, 2], data: [1, 2, 3, 4] })] }), {}, TWO, ['inputs[1].shape: batch dimension 2, but the inputs before it have 1']],
+    ['batch dimension 4 with one sample of data', json({ inputs: [inA(), inB({ shape: [4, 2] })] }), {}, { ...TWO, maxBatchSize: 4 }, ['inputs[1].data: expected 8 values, got 2']],
+    ['batch dimension 0', json({ inputs: [inA({ shape: [0, 2, 3] }), inB()] }), {}, TWO, ['inputs[0].shape: batch dimension 0: a request carries at least one sample']],
+    ['no batch dimension', json({ inputs: [inA({ shape: [2, 3] }), inB()] }), {}, TWO, ['inputs[0].shape: expected [k,2,3] with 1 <= k <= 8, got [2,3] (the first dimension is the batch dimension: add it)']],
     ['too few values', json({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data: [1, 2, 3] }] }), {}, RESNET, ['inputs[0].data: expected 150528 values, got 3']],
     ['too many values (nested)', json({ inputs: [inA({ data: [A, [7]] }), inB()] }), {}, TWO, ['inputs[0].data: expected 6 values, got 7']],
     ['missing data', json({ inputs: [inA({ data: undefined }), inB()] }), {}, TWO, ['inputs[0].data: missing']],

@@ -104,7 +104,9 @@ describe('model configuration', () => {
       worker({ workerId: 'w2', model: 'bert', gpu: 0, pct: 40 }),
     ];
     const c = modelConfigJson(RESNET, workers);
-    expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', backend: 'inss', max_batch_size: 64 });
+    // The largest batch dimension a request may carry (8 unless the model says otherwise).
+    expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', backend: 'inss', max_batch_size: 8 });
+    expect(modelConfigJson({ ...RESNET, maxBatchSize: 32 }, []).max_batch_size).toBe(32);
     // An image input is channel-first (FORMAT_NCHW); dims without the batch dimension (max_batch_size > 0).
     expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, 224, 224], is_shape_tensor: false, allow_ragged_batch: false, optional: false }]);
     // ModelOutput has no format; the 1000 scores of an image model carry ImageNet's labels.
