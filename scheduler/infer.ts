@@ -13,6 +13,7 @@
 import type { Control, ServedModelConfig, TaskAnswer, TaskErrorReason, TaskOutput } from './control.js';
 import { type InferRequest, type InferResponse, inputSamples, requestBatch, type ResponseOutput } from './kserve.js';
 import { resolveRegions, type SharedMemoryRegistry } from './sharedMemory.js';
+import { classifyAnswer, modelLabels } from './classes.js';
 import { tensorBytes } from '../src/protocol/tensor.js';
 
 /** HTTP status of each reason a task ends with an error (gRPC maps these statuses to its codes). */
@@ -49,12 +50,17 @@ export type InferOutcome =
     };
 
 export class InferFront {
+  /** Each model's output labels by output name (the classification extension's label files, read once here). */
+  private readonly labels: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>;
+
   constructor(
     private readonly control: Control,
     private readonly models: readonly ServedModelConfig[],
     private readonly regions: SharedMemoryRegistry,
     private readonly clock: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.labels = new Map(models.map((c) => [c.name, modelLabels(c.signature)]));
+  }
 
   /**
    * Serves one validated request to model `m` (`request` from parseInferRequest / parseInferFields).
@@ -105,13 +111,18 @@ export class InferFront {
     }
     const ok = answers as readonly Extract<TaskAnswer, { ok: true }>[];
     // In the order the request named them (all of the signature's when it named none).
-    const outputs: ResponseOutput[] = [];
+    const gathered: ResponseOutput[] = [];
     for (const want of request.outputs) {
       const rows = ok.map((a) => a.outputs.find((o) => o.name === want.name));
       if (rows.some((r) => r === undefined)) continue;
       const joined = joinRows(rows as TaskOutput[]);
-      outputs.push({ ...joined, binary: want.binary, ...(want.region ? { region: want.region } : {}) });
+      gathered.push({ ...joined, binary: want.binary, ...(want.region ? { region: want.region } : {}) });
     }
+    // Triton's classification extension: outputs asked for classes are answered as their top classes
+    // (scheduler/classes.ts). An error only when a worker's output does not fill its shape.
+    const classified = classifyAnswer(gathered, request.outputs, this.labels.get(c.name) ?? new Map());
+    if (!classified.ok) return { ok: false, status: 500, error: classified.error, answeredMs };
+    const outputs = classified.outputs;
     for (const o of outputs) {
       const wrote = o.region ? this.regions.write(o.region, o.data, `output '${o.name}'`) : undefined;
       if (wrote && !wrote.ok) return { ok: false, status: wrote.status, error: `${wrote.error} (the region was unregistered while the task ran)`, answeredMs };

@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { type JsonBudget, scanJson } from './limits.js';
 import { DATATYPE_BYTES, type Datatype, elementCount, inputForms, type ModelSignature, type SampleEncoding, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
+import { classifiable } from '../src/serving/classification.js';
 import { imageHeader, MAX_IMAGE_BYTES } from '../src/serving/image.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -97,6 +98,12 @@ export interface RequestedOutput {
   readonly binary: boolean;
   /** Write it into this shared-memory region instead, and answer without its data. */
   readonly region?: RegionRef;
+  /**
+   * Triton's classification extension (`parameters.classification`): answer the output as the top
+   * classCount classes of each sample, a BYTES tensor of `value:index[:label]` strings
+   * (src/serving/classification.ts), instead of its raw values. Absent: the raw output.
+   */
+  readonly classCount?: number;
 }
 
 export interface InferRequest {
@@ -112,10 +119,14 @@ export type InferParse = { readonly ok: true; readonly request: InferRequest } |
 
 export interface ResponseOutput {
   readonly name: string;
-  readonly datatype: Datatype;
+  /** BYTES: a classification (Triton's extension), its strings serialized as in the binary tensor data extension. */
+  readonly datatype: Datatype | 'BYTES';
   /** As the client should see it (with the batch dimension). */
   readonly shape: readonly number[];
-  /** Little-endian bytes, expected to be tensorBytes(datatype, shape) long (the control plane checks worker results). */
+  /**
+   * Little-endian bytes, expected to be tensorBytes(datatype, shape) long (the control plane checks
+   * worker results); for BYTES, each element's 4-byte little-endian length, then its bytes.
+   */
   readonly data: Buffer;
   readonly binary: boolean;
   /** Written into this region by the service: the answer names it and carries no data. */
@@ -420,11 +431,15 @@ export function decodeValues(data: Buffer, datatype: Datatype): (number | boolea
 /**
  * A tensor's bytes as the JSON text of a flat array. Exact for every datatype: INT64 and UINT64 are
  * written digit for digit (JSON numbers have no size limit; Python's and numpy's readers keep them),
- * floats as the shortest text that reads back to the same value. NaN and infinities are not JSON
- * numbers: they are written as null (a client that needs them asks for binary output). A trailing
+ * floats as the shortest text that reads back to the same value. NaN and infinities are written as
+ * Triton's JSON writer writes them (rapidjson with kWriteNanAndInfFlag): the bare tokens `NaN`,
+ * `Infinity` and `-Infinity`, which Python's json module (tritonclient) reads as floats; strict JSON
+ * parsers (JavaScript's JSON.parse, orjson) refuse them, and a client that needs them exactly asks
+ * for binary output. BYTES (a classification) are written as one string per element. A trailing
  * partial element is ignored.
  */
-function jsonArray(data: Buffer, datatype: Datatype): string {
+function jsonArray(data: Buffer, datatype: Datatype | 'BYTES'): string {
+  if (datatype === 'BYTES') return `[${bytesElements(data).map((e) => JSON.stringify(e.toString('utf8'))).join(',')}]`;
   const size = DATATYPE_BYTES[datatype];
   const n = Math.floor(data.length / size);
   const parts = new Array<string>(n);
@@ -435,10 +450,22 @@ function jsonArray(data: Buffer, datatype: Datatype): string {
     else if (datatype === 'UINT64') parts[i] = data.readBigUInt64LE(o).toString();
     else {
       const v = readNumber(data, o, datatype);
-      parts[i] = Number.isFinite(v) ? String(v) : 'null';
+      parts[i] = Number.isFinite(v) ? String(v) : Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
     }
   }
   return `[${parts.join(',')}]`;
+}
+
+/** The elements of a serialized BYTES tensor (each a 4-byte little-endian length, then its bytes); a truncated last one is dropped. */
+function bytesElements(data: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let o = 0; o + 4 <= data.length; ) {
+    const end = o + 4 + data.readUInt32LE(o);
+    if (end > data.length) break;
+    out.push(data.subarray(o + 4, end));
+    o = end;
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -683,6 +710,24 @@ function readImageInput(where: string, inp: RequestJson['inputs'][number], spec:
   return { ok: true, input: { ...model, encoding: 'UINT8', data: enc.data } };
 }
 
+/**
+ * Triton's classification extension: `parameters.classification`, the number of top classes to
+ * return per sample: an integer from 1 to the output's element count per sample, of an output whose
+ * datatype has an order (Triton refuses FP16 and BOOL), and not with a shared-memory region (as
+ * Triton: the classes are computed from the output, not stored). Undefined when absent.
+ */
+function classCountParameter(where: string, parameters: Record<string, unknown> | undefined, spec: TensorSpec, inRegion: boolean): { ok: true; value: number | undefined } | { ok: false; error: string } {
+  const v = parameters?.classification;
+  if (v === undefined) return { ok: true, value: undefined };
+  const field = `${where}.parameters.classification`;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) return { ok: false, error: `${field}: expected an integer >= 1 (the number of top classes to return), got ${show(v)}` };
+  const classes = elementCount(spec.shape);
+  if (v > classes) return { ok: false, error: `${field}: ${v} classes asked, but output '${spec.name}' has ${classes} a sample` };
+  if (!classifiable(spec.datatype)) return { ok: false, error: `${field}: output '${spec.name}' is ${spec.datatype}, which has no class order (classification takes integer, FP32 and FP64 outputs)` };
+  if (inRegion) return { ok: false, error: `${field}: cannot be set with shared_memory_region (the classes are computed from the output, not written to the region)` };
+  return { ok: true, value: v };
+}
+
 function readOutputs(req: RequestJson, model: { name: string; signature: ModelSignature }, batch: number): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
   const all = boolParameter('', 'binary_data_output', req.parameters);
   if (!all.ok) return all;
@@ -702,11 +747,17 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
     const spec = sig.outputs.find((s) => s.name === o.name)!;
     const bytes = tensorBytes(spec.datatype, [batch, ...spec.shape]);
     if (shm.region && shm.region.byteSize < bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${shm.region.byteSize} bytes, but output '${o.name}' is ${bytes} bytes` };
-    if (o.parameters?.classification !== undefined) return { ok: false, error: `${where}.parameters.classification: the classification extension is not supported by inss` };
+    const classes = classCountParameter(where, o.parameters, spec, shm.region !== undefined);
+    if (!classes.ok) return classes;
     const b = boolParameter(`${where}.`, 'binary_data', o.parameters);
     if (!b.ok) return b;
     // A per-output binary_data overrides binary_data_output; an output in shared memory carries no data.
-    outputs.push({ name: o.name, binary: shm.region ? false : (b.value ?? allBinary), ...(shm.region ? { region: shm.region } : {}) });
+    outputs.push({
+      name: o.name,
+      binary: shm.region ? false : (b.value ?? allBinary),
+      ...(shm.region ? { region: shm.region } : {}),
+      ...(classes.value !== undefined ? { classCount: classes.value } : {}),
+    });
   }
   return { ok: true, outputs };
 }
@@ -834,12 +885,13 @@ export function errorBody(message: string): Buffer {
 // Metadata
 
 /**
- * GET /v2. Lists only the extensions inss implements: binary tensor data here; statistics, model
+ * GET /v2. Lists only the extensions inss implements: binary tensor data and classification here
+ * (src/serving/classification.ts computes the classes); statistics, model
  * configuration and the model repository (index only; load and unload are refused) in
  * scheduler/triton.ts; system shared memory in scheduler/sharedMemory.ts.
  */
 export function serverMetadata(version: string): ServerMetadata {
-  return { name: 'inss', version, extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory'] };
+  return { name: 'inss', version, extensions: ['binary_tensor_data', 'classification', 'statistics', 'model_configuration', 'model_repository', 'system_shared_memory'] };
 }
 
 /**

@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type InputLimits, requestBudget } from './limits.js';
 import { ParsePool } from './parsePool.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store.js';
-import { registerTriton, resolveModel } from './triton.js';
+import { registerTriton, resolveModel, unknownModelHook } from './triton.js';
 import { BodyReader } from './bodyReader.js';
 import { ShmRegion } from './shmRegion.js';
 import { DirectLinks } from './workerLink.js';
@@ -164,6 +164,8 @@ export class SchedulerService {
     };
     const isInfer = (req: FastifyRequest) => req.routeOptions.url?.endsWith('/infer') === true;
     const routeBodyLimit = (req: FastifyRequest) => bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined);
+    // An infer route naming a model or version not served: 404 before its body is read (scheduler/triton.ts).
+    app.addHook('onRequest', unknownModelHook(opts.models, isInfer, guardOptions.maxBodyBytes));
     guard(app, guardOptions, routeBodyLimit);
     // A large JSON body is admitted only while the parse queue has room for it, before it is read:
     // past that, reading it would only delay the requests already admitted (issue 15).

@@ -2,13 +2,16 @@
 // call (registerTriton, from scheduler/service.ts):
 // - the statistics extension: GET /v2/models/stats, /v2/models/{name}[/versions/{v}]/stats, from the
 //   scheduler's own counters (scheduler/metrics.ts);
-// - the model configuration extension: GET /v2/models/{name}[/versions/{v}]/config: inputs, outputs,
-//   max batch, and inss's SLO, shares and batch sizes in force as parameters;
+// - the model configuration extension: GET /v2/models/{name}[/versions/{v}]/config: inputs (image
+//   inputs FORMAT_NCHW), outputs (with their label file), max batch, dynamic batching, and inss's SLO,
+//   shares and batch sizes in force as parameters;
 // - the model repository extension, read-only: POST /v2/repository/index lists the served models;
 //   POST /v2/repository/models/{name}/load|unload are refused (403): the policy places models;
 // - HTTP compression: request bodies with Content-Encoding gzip or deflate are decompressed before any
 //   route reads them (the decompressed size is held to the body limit: a zip bomb gets 413, not the
-//   memory), and answers are compressed when Accept-Encoding asks for gzip or deflate.
+//   memory), and inference answers (only those, as Triton: compressedRoute) are compressed when
+//   Accept-Encoding asks for gzip or deflate;
+// - unknownModelHook: an infer route naming a model that is not served is a 404 before its body is read.
 // Formats follow Triton's protocol docs (triton-inference-server/server docs/protocol/
 // extension_statistics.md, extension_model_configuration.md, extension_model_repository.md) and what
 // tritonclient.http's get_inference_statistics, get_model_config, get_model_repository_index and infer
@@ -18,9 +21,10 @@ import { deflate, gzip, gunzip, inflate } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Datatype, TensorSpec } from '../src/protocol/tensor.js';
-import { MAX_PRED_BATCH } from '../src/sim/dispatch.js';
+import { LABEL_FILES, outputLabelSet } from '../src/serving/classification.js';
+import { preprocessingSummary } from '../src/serving/image.js';
 import type { Control, ServedModelConfig } from './control.js';
-import { inputFormsByName } from './kserve.js';
+import { DEFAULT_MAX_BATCH_SIZE, inputFormsByName } from './kserve.js';
 import { type Duration, MODEL_VERSION, type Metrics, type ModelStats, type WorkerView } from './metrics.js';
 
 const gunzipAsync = promisify(gunzip);
@@ -50,11 +54,25 @@ export interface TritonModelStat {
   readonly memory_usage: readonly never[];
 }
 
-export interface ConfigTensor {
+/** Triton's ModelInput (model_config.proto), the fields inss fills. */
+export interface ConfigInput {
   readonly name: string;
   readonly data_type: string;
-  readonly format: 'FORMAT_NONE';
+  /** FORMAT_NCHW for an image input (3 x H x W, channel-first), FORMAT_NONE otherwise. */
+  readonly format: 'FORMAT_NONE' | 'FORMAT_NCHW';
   readonly dims: number[];
+  readonly is_shape_tensor: false;
+  readonly allow_ragged_batch: false;
+  readonly optional: false;
+}
+
+/** Triton's ModelOutput (model_config.proto): it has no format; label_filename where the output has labels. */
+export interface ConfigOutput {
+  readonly name: string;
+  readonly data_type: string;
+  readonly dims: number[];
+  readonly label_filename: string;
+  readonly is_shape_tensor: false;
 }
 
 /** Triton's model configuration, the fields inss fills. */
@@ -64,11 +82,19 @@ export interface TritonModelConfig {
   readonly backend: 'inss';
   readonly version_policy: { readonly latest: { readonly num_versions: 1 } };
   readonly max_batch_size: number;
-  readonly input: ConfigTensor[];
-  readonly output: ConfigTensor[];
-  readonly dynamic_batching: Record<string, never>;
+  readonly input: ConfigInput[];
+  readonly output: ConfigOutput[];
+  readonly dynamic_batching: {
+    readonly preferred_batch_size: number[];
+    readonly max_queue_delay_microseconds: number;
+    readonly preserve_ordering: false;
+    readonly priority_levels: 0;
+    readonly default_priority_level: 0;
+  };
   readonly instance_group: { readonly name: string; readonly kind: 'KIND_GPU'; readonly count: 1; readonly gpus: number[] }[];
-  readonly parameters: Readonly<Record<'slo_ms' | 'share_pct' | 'batch' | 'timeout_ms' | 'placements' | 'input_forms', { readonly string_value: string }>>;
+  readonly parameters: Readonly<Record<'slo_ms' | 'share_pct' | 'batch' | 'timeout_ms' | 'placements' | 'input_forms', { readonly string_value: string }>> & {
+    readonly image_preprocessing?: { readonly string_value: string };
+  };
 }
 
 function duration(d: Duration): StatDuration {
@@ -114,29 +140,64 @@ export function configDatatype(d: Datatype): string {
   return `TYPE_${d}`;
 }
 
+/** The largest batch dimension one request to the model may carry: Triton's max_batch_size. */
+export function maxBatchSizeOf(model: ServedModelConfig): number {
+  return model.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE;
+}
+
 /**
- * GET /v2/models/{name}/config: Triton's model configuration JSON. `max_batch_size` is the largest batch
- * inss forms, so `dims` leave the batch dimension out (Triton's rule for batching models). One
- * instance_group per worker of the model (the GPU it runs on). `parameters` (Triton's
- * map of `{string_value}`) carry inss's own: `slo_ms`, and per serving worker in GPU order `share_pct`,
- * `batch` and `timeout_ms`, `placements` (all workers, as JSON, with role and state), and
- * `input_forms` (JSON: each input's accepted datatypes and shapes, as in the model metadata; `input`
- * lists the model's own datatype, and an image input also takes UINT8 pixels and JPEG/PNG BYTES).
+ * GET /v2/models/{name}/config: Triton's model configuration JSON (model_config.proto, with every int64
+ * as a number, as Triton writes it), such that Triton's own clients read it: image_client.py's
+ * parse_model wants max_batch_size > 0, one input of three dims without the batch dimension, its
+ * format FORMAT_NCHW or FORMAT_NHWC, and one FP32 vector output.
+ * - `max_batch_size`: maxBatchSizeOf (what a request's batch dimension may be; inss batches the samples
+ *   of all requests itself); `dims` leave the batch dimension out (Triton's rule when it is > 0);
+ * - `input`: each input in the model's own datatype, an image input (3 x H x W) FORMAT_NCHW;
+ * - `output`: `label_filename` names the label file (a path inside the inss package) of an output with
+ *   labels (src/serving/classification.ts outputLabelSet), empty otherwise;
+ * - `dynamic_batching`: the batch sizes of the serving workers as preferred sizes, their largest
+ *   batching timeout as the queue delay (inss sets both per placement; they change when the policy
+ *   places the model anew);
+ * - `instance_group`: one per worker of the model (the GPU it runs on);
+ * - `parameters` (Triton's map of `{string_value}`) carry inss's own: `slo_ms`, and per serving worker
+ *   in GPU order `share_pct`, `batch` and `timeout_ms`; `placements` (all workers, as JSON, with role
+ *   and state); `input_forms` (JSON: each input's accepted datatypes and shapes, as in the model
+ *   metadata: an image input also takes UINT8 pixels and JPEG/PNG BYTES); and for a model with an
+ *   image input, `image_preprocessing` (JSON: what a UINT8 or encoded image goes through, src/serving/image.ts).
  */
 export function modelConfigJson(model: ServedModelConfig, workers: readonly WorkerView[]): TritonModelConfig {
-  const tensor = (s: TensorSpec): ConfigTensor => ({ name: s.name, data_type: configDatatype(s.datatype), format: 'FORMAT_NONE', dims: [...s.shape] });
   const own = workers.filter((w) => w.model === model.name);
   const serving = own.filter((w) => w.serving).sort((a, b) => a.gpu - b.gpu);
   const list = (f: (w: WorkerView) => number) => ({ string_value: serving.map(f).join(',') });
+  const input = (s: TensorSpec): ConfigInput => ({
+    name: s.name,
+    data_type: configDatatype(s.datatype),
+    format: s.image ? 'FORMAT_NCHW' : 'FORMAT_NONE',
+    dims: [...s.shape],
+    is_shape_tensor: false,
+    allow_ragged_batch: false,
+    optional: false,
+  });
+  const output = (s: TensorSpec): ConfigOutput => {
+    const labels = outputLabelSet(model.signature, s.name);
+    return { name: s.name, data_type: configDatatype(s.datatype), dims: [...s.shape], label_filename: labels ? LABEL_FILES[labels] : '', is_shape_tensor: false };
+  };
+  const image = model.signature.inputs.find((i) => i.image);
   return {
     name: model.name,
     platform: 'inss',
     backend: 'inss',
     version_policy: { latest: { num_versions: 1 } },
-    max_batch_size: MAX_PRED_BATCH,
-    input: model.signature.inputs.map(tensor),
-    output: model.signature.outputs.map(tensor),
-    dynamic_batching: {},
+    max_batch_size: maxBatchSizeOf(model),
+    input: model.signature.inputs.map(input),
+    output: model.signature.outputs.map(output),
+    dynamic_batching: {
+      preferred_batch_size: [...new Set(serving.map((w) => w.batch))].sort((a, b) => a - b),
+      max_queue_delay_microseconds: Math.round(1000 * Math.max(0, ...serving.map((w) => w.timeoutMs))),
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+    },
     instance_group: own.map((w) => ({ name: w.workerId, kind: 'KIND_GPU', count: 1, gpus: [w.gpu] })),
     parameters: {
       slo_ms: { string_value: String(model.sloMs) },
@@ -145,6 +206,7 @@ export function modelConfigJson(model: ServedModelConfig, workers: readonly Work
       timeout_ms: list((w) => w.timeoutMs),
       placements: { string_value: JSON.stringify(own.map((w) => ({ worker: w.workerId, gpu: w.gpu, share_pct: w.pct, batch: w.batch, timeout_ms: w.timeoutMs, role: w.role, state: w.state }))) },
       input_forms: { string_value: JSON.stringify(inputFormsByName(model.signature)) },
+      ...(image ? { image_preprocessing: { string_value: JSON.stringify(preprocessingSummary(image.shape[1] ?? 0)) } } : {}),
     },
   };
 }
@@ -259,6 +321,39 @@ function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyRe
   return reply.code(status).header('content-type', 'application/json').send(JSON.stringify(body));
 }
 
+/**
+ * Whether answers on a route (its pattern) may be compressed. On the protocol's routes (`/v2/...`) only
+ * inference answers, as Triton compresses only those: tritonclient.http.aio reads every other answer
+ * as plain JSON (it turns aiohttp's decompression off and decompresses inference answers itself), so
+ * a gzip'd metadata, config, statistics or index answer fails there. Routes outside the protocol
+ * (`/metrics`, the dashboard) are read by Prometheus and browsers, which decode what they ask for.
+ */
+export function compressedRoute(pattern: string | undefined): boolean {
+  if (pattern === undefined || !pattern.startsWith('/v2')) return true;
+  return pattern.endsWith('/infer');
+}
+
+/**
+ * An onRequest hook for the infer routes: a model (or version) that is not served is answered 404 before
+ * a byte of the body is read, whatever its size (the body limit of a route is its model's, so without
+ * this an unknown model's full-size body got 413). Node discards a body left unread once the answer is
+ * sent, and the connection stays usable (closing it while the client still sends would reset it
+ * before the client reads the 404); a body beyond `maxBodyBytes`, or chunked (no length to bound it),
+ * gets `Connection: close` instead. Install before the guard's body checks (scheduler/guard.ts).
+ */
+export function unknownModelHook(models: readonly ServedModelConfig[], isInfer: (req: FastifyRequest) => boolean, maxBodyBytes: number) {
+  return (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    if (!isInfer(req)) return done();
+    const p = req.params as Partial<ModelParams>;
+    const r = resolveModel(models, p.name ?? '', p.version);
+    if (r.ok) return done();
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > maxBodyBytes || req.headers['transfer-encoding'] !== undefined) void reply.header('connection', 'close');
+    void sendJson(reply, 404, { error: r.error });
+    // answered: the chain stops here (Fastify's way for callback hooks)
+  };
+}
+
 /** Registers the routes and the compression hooks. Call before the app listens. */
 export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
   o.metrics.setWorkerSource(() => o.control.workerViews());
@@ -274,6 +369,7 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
   });
 
   app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (!compressedRoute(req.routeOptions.url)) return payload;
     if (reply.hasHeader('content-encoding') || !(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length === 0) return payload;
     const accept = req.headers['accept-encoding'];
     const coding = responseCoding(Array.isArray(accept) ? accept.join(',') : accept);

@@ -20,6 +20,24 @@
 export const IMAGENET_MEAN = [0.485, 0.456, 0.406] as const;
 export const IMAGENET_STD = [0.229, 0.224, 0.225] as const;
 
+/**
+ * The rule above for an image input of 3 x side x side, as the model configuration states it to
+ * clients (Triton's config parameter `image_preprocessing`, scheduler/triton.ts): what a UINT8 or an
+ * encoded input goes through before the model sees it. An FP32 input is taken as sent.
+ */
+export function preprocessingSummary(side: number): Record<string, unknown> {
+  return {
+    applies_to: 'UINT8 pixels and encoded (JPEG, PNG) images; an FP32 input is taken as sent',
+    decode: '8-bit RGB: grey replicated to three channels, a palette looked up, an alpha channel dropped',
+    resize: `when not ${side}x${side}: shorter side to ${side}, bilinear with half-pixel centres and no antialiasing, then a ${side}x${side} centre crop (UINT8 pixels are ${side}x${side} already)`,
+    scale: 'x / 255',
+    mean: [...IMAGENET_MEAN],
+    std: [...IMAGENET_STD],
+    normalise: '(x - mean) / std per channel (R, G, B)',
+    layout: 'CHW (channel-first), RGB',
+  };
+}
+
 /** Step 3 as one multiply-add per value, x * SCALE[c] - BIAS[c], in FP32 (native/torch_worker.py computes the same). */
 const SCALE = Float32Array.from([0, 1, 2], (c) => 1 / (255 * IMAGENET_STD[c]!));
 const BIAS = Float32Array.from([0, 1, 2], (c) => IMAGENET_MEAN[c]! / IMAGENET_STD[c]!);

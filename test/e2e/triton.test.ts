@@ -3,18 +3,21 @@
 // the same method, path and body, no Content-Type, and for a compressed infer the gzip'd body with
 // Content-Encoding, Accept-Encoding and Inference-Header-Content-Length (the uncompressed JSON's
 // length). Answers are read raw (node:http does not decompress) and parsed the way tritonclient does.
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
+import jpeg from 'jpeg-js';
 import { decodeBatchInput } from '../../agent/decode.js';
+import { labelFile } from '../../scheduler/classes.js';
+import { formatFixed6 } from '../../src/serving/classification.js';
 import { modelSignature, type TensorRef } from '../../src/protocol/tensor.js';
 import { encodeJpeg, encodePng, imageRequest, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
 import { REPO_ROOT } from '../support/paths.js';
-import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { binaryInferRequest, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 interface Raw {
   status: number;
@@ -62,16 +65,24 @@ const ModelStat = z.object({
 });
 const Stats = z.object({ model_stats: z.array(ModelStat) });
 const Tensor = z.object({ name: z.string(), data_type: z.string().regex(/^TYPE_[A-Z0-9]+$/), format: z.string().optional(), dims: z.array(z.number().int()) });
+const OutputTensor = Tensor.extend({ label_filename: z.string() });
 const Param = z.object({ string_value: z.string() });
 const Config = z.object({
   name: z.string(),
   platform: z.string(),
   max_batch_size: z.number().int(),
   input: z.array(Tensor),
-  output: z.array(Tensor),
+  output: z.array(OutputTensor),
+  dynamic_batching: z.object({ preferred_batch_size: z.array(z.number().int()), max_queue_delay_microseconds: z.number().int().nonnegative() }),
   instance_group: z.array(z.object({ name: z.string(), kind: z.string(), count: z.number().int(), gpus: z.array(z.number().int()) })),
   parameters: z.record(z.string(), Param),
-});
+}).transform((c) => ({
+  ...c,
+  // The fields each test compares (zod keeps only the keys the schema names).
+  input: c.input.map(({ name, data_type, format, dims }) => ({ name, data_type, format, dims })),
+  output: c.output.map(({ name, data_type, dims }) => ({ name, data_type, dims })),
+  label_filenames: c.output.map((o) => o.label_filename),
+}));
 const Index = z.array(z.object({ name: z.string(), version: z.string(), state: z.string(), reason: z.string() }));
 const Meta = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
 
@@ -163,9 +174,12 @@ it('get_inference_statistics: all models, one model, one version; "stats" is not
 
 it('get_model_config: tensors, max batch, SLO, shares and batch in force', async () => {
   const c = jsonOf(await raw('GET', `${base}/v2/models/resnet50/config`), Config);
-  expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', max_batch_size: 64 });
-  expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [3, 224, 224] }]);
-  expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [1000] }]);
+  expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', max_batch_size: 8 });
+  // The image input is channel-first, its dims without the batch dimension (max_batch_size > 0).
+  expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, 224, 224] }]);
+  expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', dims: [1000] }]);
+  expect(c.label_filenames).toEqual(['data/imagenet/labels.txt']);
+  expect(c.dynamic_batching.preferred_batch_size.length).toBeGreaterThanOrEqual(1);
   expect(c.parameters.slo_ms?.string_value).toBe('10000');
   // The system is ready: at least one serving worker, with its share (percent) and batch size.
   const shares = (c.parameters.share_pct?.string_value ?? '').split(',').map(Number);
@@ -195,7 +209,7 @@ it('get_model_repository_index (POST, empty body) and refused load/unload', asyn
 
 it('server metadata lists exactly the extensions served; /metrics has Triton-named series, gzip on request', async () => {
   const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
-  expect(meta.extensions).toEqual(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory']);
+  expect(meta.extensions).toEqual(['binary_tensor_data', 'classification', 'statistics', 'model_configuration', 'model_repository', 'system_shared_memory']);
   const m = await raw('GET', `${base}/metrics`, { 'Accept-Encoding': 'gzip' });
   expect(m.status).toBe(200);
   expect(m.headers['content-encoding']).toBe('gzip');
@@ -346,8 +360,213 @@ it('a client on this host: creates a /dev/shm region, registers it, infers with 
     expect(errorOf(gone)).toBe("inputs[0] ('input'): no shared memory region 'io' is registered");
     expect((await raw('GET', `${base}/v2/systemsharedmemory/region/io/status`)).status).toBe(404);
     const meta = jsonOf(await raw('GET', `${base}/v2`), Meta);
-    expect(meta.extensions).toContain('systemsharedmemory');
+    expect(meta.extensions).toContain('system_shared_memory');
   } finally {
     rmSync(path, { force: true });
   }
+});
+
+// ---- Triton's classification extension, compression, CUDA shared memory, unknown models, non-finite values
+
+const IMAGENET = labelFile('imagenet');
+
+/** What Triton's classification gives for one sample's scores: the top `n` as `value:index:label`, `value` C's %f. */
+function topClasses(scores: Float32Array, n: number): string[] {
+  const order = Array.from(scores.keys()).sort((a, b) => scores[b]! - scores[a]! || a - b);
+  return order.slice(0, n).map((k) => `${formatFixed6(scores[k]!)}:${k}:${IMAGENET[k]}`);
+}
+
+/** tritonclient's deserialize_bytes_tensor: 4-byte little-endian lengths, each followed by that many bytes. */
+function bytesTensor(b: Buffer): string[] {
+  const out: string[] = [];
+  for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o)) out.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
+  return out;
+}
+
+it('classification over HTTP (class_count=3): 3 "score:index:label" strings with ImageNet labels, as JSON or binary', async () => {
+  const x = Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 13) % 29) / 29);
+  const want = topClasses(simForward(x, 'resnet50'), 3);
+  // InferRequestedOutput('output', binary_data=False, class_count=3), then binary_data=True (the default).
+  for (const binaryData of [false, true]) {
+    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { classification: 3, binary_data: binaryData } }] }));
+    const r = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'Inference-Header-Content-Length': String(header.length) }, Buffer.concat([header, Buffer.from(x.buffer)]));
+    expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
+    const n = r.headers['inference-header-content-length'] === undefined ? r.body.length : Number(r.headers['inference-header-content-length']);
+    const res = JSON.parse(r.body.subarray(0, n).toString()) as { outputs: { name: string; datatype: string; shape: number[]; data?: string[]; parameters?: { binary_data_size: number } }[] };
+    expect(res.outputs[0]).toMatchObject({ name: 'output', datatype: 'BYTES', shape: [1, 3] });
+    const strings = binaryData ? bytesTensor(r.body.subarray(n)) : res.outputs[0]!.data!;
+    expect(strings).toEqual(want);
+    for (const s of strings) expect(s).toMatch(/^-?\d+\.\d{6}:\d+:[^:]+$/);
+  }
+  const tooMany = await raw('POST', `${base}/v2/models/resnet50/infer`, {}, Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data: Array.from(x) }], outputs: [{ name: 'output', parameters: { classification: 1001 } }] })));
+  expect(tooMany.status).toBe(400);
+  expect(errorOf(tooMany)).toBe("outputs[0].parameters.classification: 1001 classes asked, but output 'output' has 1000 a sample");
+});
+
+it('statistics, config, metadata and index answers are never compressed, even with Accept-Encoding: gzip; infer answers are', async () => {
+  const gets = ['/v2', '/v2/models/resnet50', '/v2/models/resnet50/config', '/v2/models/stats', '/v2/models/resnet50/versions/1/stats', '/v2/health/ready', '/v2/cudasharedmemory/status', '/v2/systemsharedmemory/status'];
+  for (const path of gets) {
+    const r = await raw('GET', `${base}${path}`, { 'Accept-Encoding': 'gzip, deflate' });
+    expect(r.status, path).toBe(200);
+    expect(r.headers['content-encoding'], path).toBeUndefined();
+    expect(() => JSON.parse(r.body.toString('utf8')) as unknown, path).not.toThrow();
+  }
+  const idx = await raw('POST', `${base}/v2/repository/index`, { 'Accept-Encoding': 'gzip' }, Buffer.alloc(0));
+  expect(idx.headers['content-encoding']).toBeUndefined();
+  expect(Array.isArray(JSON.parse(idx.body.toString()))).toBe(true);
+  const x = new Float32Array(3 * 224 * 224).fill(0.25);
+  const req = binaryInferRequest(x);
+  const infer = await raw('POST', `${base}/v2/models/resnet50/infer`, { ...req.headers, 'Accept-Encoding': 'gzip' }, req.body);
+  expect(infer.status).toBe(200);
+  expect(infer.headers['content-encoding']).toBe('gzip');
+  expect(gunzipSync(infer.body).length).toBeGreaterThan(4000);
+});
+
+it('CUDA shared memory answers as a Triton without GPU support: status [], unregister succeeds, register is a 400 naming system shared memory', async () => {
+  // Triton's simple_http_shm_client.py starts with unregister_system_shared_memory() and unregister_cuda_shared_memory().
+  expect((await raw('POST', `${base}/v2/systemsharedmemory/unregister`)).status).toBe(200);
+  const all = await raw('POST', `${base}/v2/cudasharedmemory/unregister`);
+  expect(all.status).toBe(200);
+  expect(all.body.length).toBe(0);
+  expect((await raw('POST', `${base}/v2/cudasharedmemory/region/output_data/unregister`)).status).toBe(200);
+  expect(jsonOf(await raw('GET', `${base}/v2/cudasharedmemory/status`), z.array(z.unknown()))).toEqual([]);
+  // register_cuda_shared_memory(name, raw_handle, device_id, byte_size): {raw_handle: {b64}, device_id, byte_size}.
+  const reg = await raw('POST', `${base}/v2/cudasharedmemory/region/input_data/register`, {}, Buffer.from(JSON.stringify({ raw_handle: { b64: Buffer.alloc(64).toString('base64') }, device_id: 0, byte_size: 64 })));
+  expect(reg.status).toBe(400);
+  expect(errorOf(reg)).toContain("failed to register CUDA shared memory region: 'input_data', GPUs not supported");
+  expect(errorOf(reg)).toContain('use system shared memory');
+  expect((await raw('GET', `${base}/v2/cudasharedmemory/region/input_data/status`)).status).toBe(404);
+});
+
+it('an unknown model (or version) with a 3 MB body is a 404 before the body is read, and the connection stays usable', async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const body = Buffer.alloc(3 * 1024 * 1024, 7);
+  /** One request over the agent's one connection; `port`: the connection's local port (the same port: the same connection). */
+  const send = (method: 'GET' | 'POST', path: string, data?: Buffer) =>
+    new Promise<{ status: number; text: string; connection: string | undefined; port: number }>((resolve, reject) => {
+      let port = 0;
+      const req = request(`${base}${path}`, { method, agent, headers: data ? { 'content-length': String(data.length) } : {} }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        // Answered and the whole body sent: the connection is free for the next request.
+        let left = 2;
+        const done = () => --left === 0 && resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), connection: res.headers.connection, port });
+        res.on('end', done);
+        if (req.writableFinished) done();
+        else req.once('finish', done);
+      });
+      req.once('socket', (s) => {
+        if (s.localPort) port = s.localPort;
+        else s.once('connect', () => (port = s.localPort ?? 0));
+      });
+      req.on('error', reject);
+      req.end(data);
+    });
+  try {
+    const first = await send('POST', '/v2/models/nope/infer', body);
+    expect(first.status, first.text).toBe(404);
+    expect(first.text).toContain("unknown model 'nope'");
+    // Under every model's body limit: the body is discarded unread and the connection kept.
+    expect(first.connection).toBe('keep-alive');
+    const version = await send('POST', '/v2/models/resnet50/versions/9/infer', body);
+    expect(version.status).toBe(404);
+    expect(version.text).toContain("model 'resnet50' has no version '9'");
+    const again = await send('GET', '/v2/health/live');
+    expect(again.status).toBe(200);
+    expect([version.port, again.port]).toEqual([first.port, first.port]);
+  } finally {
+    agent.destroy();
+  }
+});
+
+it("NaN and infinities in a worker's output are written in JSON as Triton writes them: NaN, Infinity, -Infinity", async () => {
+  // The stand-in output[k] = x[k] + x[N-1-k] + c: NaN, +inf and -inf inputs give such outputs.
+  const x = new Float32Array(3 * 224 * 224).fill(0.5);
+  x[0] = NaN;
+  x[1] = Infinity;
+  x[2] = -Infinity;
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: false } }] }));
+  const r = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'Inference-Header-Content-Length': String(header.length) }, Buffer.concat([header, Buffer.from(x.buffer)]));
+  expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
+  const text = r.body.toString();
+  expect(text).toContain('"data":[NaN,Infinity,-Infinity,');
+  // Python's json.loads (tritonclient) reads these tokens as floats; here they are mapped to strings to read them.
+  const data = (JSON.parse(text.replace(/(-?Infinity|NaN)/g, '"$1"')) as { outputs: { data: (number | string)[] }[] }).outputs[0]!.data.map(Number);
+  expect(data.slice(0, 3)).toEqual([NaN, Infinity, -Infinity]);
+  expect(data.slice(3)).toEqual(Array.from(simForward(x, 'resnet50').subarray(3)));
+});
+
+// ---- a client written as Triton's image_client.py works (triton-inference-server/client src/python/examples)
+
+/** PIL's Image.resize((w, h), BILINEAR) in spirit: bilinear with half-pixel centres, RGB in, RGB out. */
+function resizeRgb(rgb: Uint8Array, width: number, height: number, w: number, h: number): Float32Array {
+  const out = new Float32Array(w * h * 3);
+  for (let y = 0; y < h; y++) {
+    const sy = Math.min(height - 1, Math.max(0, ((y + 0.5) * height) / h - 0.5));
+    const y0 = Math.floor(sy);
+    const y1 = Math.min(height - 1, y0 + 1);
+    for (let x = 0; x < w; x++) {
+      const sx = Math.min(width - 1, Math.max(0, ((x + 0.5) * width) / w - 0.5));
+      const x0 = Math.floor(sx);
+      const x1 = Math.min(width - 1, x0 + 1);
+      for (let c = 0; c < 3; c++) {
+        const at = (yy: number, xx: number) => rgb[(yy * width + xx) * 3 + c]!;
+        const top = at(y0, x0) + (at(y0, x1) - at(y0, x0)) * (sx - x0);
+        const bottom = at(y1, x0) + (at(y1, x1) - at(y1, x0)) * (sx - x0);
+        out[(y * w + x) * 3 + c] = Math.round(top + (bottom - top) * (sy - y0));
+      }
+    }
+  }
+  return out;
+}
+
+it('image_client.py -s INCEPTION -c 3 -b 2: metadata and config pass parse_model; a batch of 2 JPEGs in one binary request gives 2 x 3 classes', async () => {
+  // parse_model(model_metadata, model_config)
+  const meta = JSON.parse((await raw('GET', `${base}/v2/models/resnet50`)).body.toString()) as { inputs: { name: string; datatype: string; shape: number[] }[]; outputs: { name: string; datatype: string; shape: number[] }[] };
+  const config = JSON.parse((await raw('GET', `${base}/v2/models/resnet50/config`)).body.toString()) as { max_batch_size: number; input: { format: string }[] };
+  expect(meta.inputs).toHaveLength(1);
+  expect(meta.outputs).toHaveLength(1);
+  expect(config.input).toHaveLength(1);
+  expect(meta.outputs[0]!.datatype).toBe('FP32');
+  const batched = config.max_batch_size > 0;
+  expect(batched).toBe(true);
+  expect(meta.outputs[0]!.shape.slice(1).filter((d) => d > 1)).toHaveLength(1);
+  expect(meta.inputs[0]!.shape).toHaveLength(4);
+  const format = config.input[0]!.format;
+  expect(['FORMAT_NCHW', 'FORMAT_NHWC']).toContain(format);
+  expect(format).toBe('FORMAT_NCHW');
+  const [c, h, w] = meta.inputs[0]!.shape.slice(1) as [number, number, number];
+  expect([c, h, w]).toEqual([3, 224, 224]);
+  const batchSize = 2;
+  expect(batchSize).toBeLessThanOrEqual(config.max_batch_size);
+
+  // Two JPEGs (made with jpeg-js's encoder), decoded, resized, INCEPTION-scaled, transposed to CHW, stacked.
+  const images = [syntheticPicture(320, 240, 41), syntheticPicture(200, 260, 42)].map((p) => jpeg.encode({ data: p.rgba, width: p.width, height: p.height }, 90).data);
+  const samples = images.map((file) => {
+    const img = jpeg.decode(file, { useTArray: true, formatAsRGBA: false });
+    const resized = resizeRgb(img.data, img.width, img.height, w, h);
+    const chw = new Float32Array(c * h * w);
+    for (let i = 0; i < h * w; i++) for (let k = 0; k < c; k++) chw[k * h * w + i] = resized[i * 3 + k]! / 127.5 - 1;
+    return chw;
+  });
+  const batch = new Float32Array(batchSize * c * h * w);
+  samples.forEach((s, i) => batch.set(s, i * c * h * w));
+
+  // InferInput(input_name, [2, 3, 224, 224], 'FP32').set_data_from_numpy(batch); InferRequestedOutput(output_name, class_count=3).
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: meta.inputs[0]!.name, shape: [batchSize, c, h, w], datatype: meta.inputs[0]!.datatype, parameters: { binary_data_size: batch.byteLength } }], outputs: [{ name: meta.outputs[0]!.name, parameters: { classification: 3, binary_data: true } }] }));
+  const r = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'Inference-Header-Content-Length': String(header.length) }, Buffer.concat([header, Buffer.from(batch.buffer)]));
+  expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
+
+  // postprocess: as_numpy(output_name) is BYTES of shape [batch, 3]; each element splits into value, index, label.
+  const n = Number(r.headers['inference-header-content-length']);
+  const res = JSON.parse(r.body.subarray(0, n).toString()) as { outputs: { datatype: string; shape: number[] }[] };
+  expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: [batchSize, 3] });
+  const strings = bytesTensor(r.body.subarray(n));
+  expect(strings).toHaveLength(batchSize * 3);
+  for (const s of strings) {
+    const cls = s.split(':');
+    expect(cls).toHaveLength(3);
+    expect(IMAGENET[Number(cls[1])]).toBe(cls[2]);
+  }
+  expect(strings).toEqual(samples.flatMap((s) => topClasses(simForward(s, 'resnet50'), 3)));
 });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeValues, encodeInferResponse, errorBody, fromHalf, type InferParse, type InferRequest, inputSamples, modelMetadata, parseInferRequest, requestBatch, resolveRegionInput, serverMetadata, toHalf } from '../../scheduler/kserve.js';
 import { type Datatype, type ModelSignature } from '../../src/protocol/tensor.js';
+import { serializeBytes } from '../../src/serving/classification.js';
 
 type Model = { name: string; signature: ModelSignature; maxBatchSize?: number };
 type Headers = { contentType?: string; inferenceHeaderLength?: string };
@@ -127,7 +128,7 @@ describe('parseInferRequest: requests that carry a batch', () => {
 });
 
 describe('parseInferRequest: requested outputs', () => {
-  const cases: [string, object, { name: string; binary: boolean }[]][] = [
+  const cases: [string, object, { name: string; binary: boolean; classCount?: number }[]][] = [
     ['none named: all, as JSON', {}, [{ name: 'y', binary: false }, { name: 'z', binary: false }]],
     ['none named, binary_data_output: all binary', { parameters: { binary_data_output: true } }, [{ name: 'y', binary: true }, { name: 'z', binary: true }]],
     ['none named, binary_data_output false', { parameters: { binary_data_output: false } }, [{ name: 'y', binary: false }, { name: 'z', binary: false }]],
@@ -136,6 +137,8 @@ describe('parseInferRequest: requested outputs', () => {
     ['named in request order, binary_data per output', { outputs: [{ name: 'z', parameters: { binary_data: true } }, { name: 'y' }] }, [{ name: 'z', binary: true }, { name: 'y', binary: false }]],
     ['binary_data_output applies where binary_data is absent', { parameters: { binary_data_output: true }, outputs: [{ name: 'y' }, { name: 'z' }] }, [{ name: 'y', binary: true }, { name: 'z', binary: true }]],
     ['binary_data false overrides binary_data_output', { parameters: { binary_data_output: true }, outputs: [{ name: 'y', parameters: { binary_data: false } }, { name: 'z' }] }, [{ name: 'y', binary: false }, { name: 'z', binary: true }]],
+    // tritonclient.http InferRequestedOutput('y', class_count=2): {"classification": 2, "binary_data": true}.
+    ['classification: the top classes, binary or not', { outputs: [{ name: 'y', parameters: { classification: 2, binary_data: true } }, { name: 'z' }] }, [{ name: 'y', binary: true, classCount: 2 }, { name: 'z', binary: false }]],
   ];
   it.each(cases)('%s', (_what, extra, outputs) => {
     expect(accepted(parse(json({ inputs: [inA(), inB()], ...extra }))).outputs).toEqual(outputs);
@@ -202,7 +205,12 @@ describe('parseInferRequest: rejections name what is wrong', () => {
     ['binary_data_output that is not a boolean', json({ inputs: [inA(), inB()], parameters: { binary_data_output: 1 } }), {}, TWO, ['parameters.binary_data_output: expected true or false, got 1']],
     ['shared memory output without its size', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { binary_data: false, shared_memory_region: 'r' } }] }), {}, TWO, ['outputs[0].parameters.shared_memory_byte_size: expected a non-negative integer, got nothing']],
     ['shared memory output too small for it', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 } }] }), {}, TWO, ["outputs[0].parameters.shared_memory_byte_size: 4 bytes, but output 'y' is 8 bytes"]],
-    ['classification output', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { binary_data: true, classification: 3 } }] }), {}, TWO, ['outputs[0].parameters.classification: the classification extension is not supported']],
+    ['classification that is not a number', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { classification: '2' } }] }), {}, TWO, ['outputs[0].parameters.classification: expected an integer >= 1 (the number of top classes to return), got "2"']],
+    ['classification 0', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { classification: 0 } }] }), {}, TWO, ['outputs[0].parameters.classification: expected an integer >= 1', 'got 0']],
+    ['classification 1.5', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { classification: 1.5 } }] }), {}, TWO, ['outputs[0].parameters.classification: expected an integer >= 1', 'got 1.5']],
+    ['more classes than the output has', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { classification: 3 } }] }), {}, TWO, ["outputs[0].parameters.classification: 3 classes asked, but output 'y' has 2 a sample"]],
+    ['classification of a BOOL output', json({ inputs: [inA(), inB()], outputs: [{ name: 'z', parameters: { classification: 1 } }] }), {}, TWO, ["outputs[0].parameters.classification: output 'z' is BOOL, which has no class order"]],
+    ['classification into a shared-memory region', json({ inputs: [inA(), inB()], outputs: [{ name: 'y', parameters: { classification: 1, shared_memory_region: 'r', shared_memory_byte_size: 8 } }] }), {}, TWO, ['outputs[0].parameters.classification: cannot be set with shared_memory_region']],
   ];
   it.each(cases)('%s', (_what, body, headers, model, texts) => {
     const error = rejected(parse(body, headers, model));
@@ -337,9 +345,37 @@ describe('each datatype both ways', () => {
     expect(() => JSON.parse(text) as unknown).not.toThrow();
   });
 
-  it('writes NaN and infinities of JSON outputs as null (they are not JSON numbers)', () => {
-    const r = encodeInferResponse({ modelName: 'm', outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 3], data: f32([NaN, Infinity, 1]), binary: false }] });
-    expect((JSON.parse(r.body.toString()) as { outputs: { data: unknown[] }[] }).outputs[0]!.data).toEqual([null, null, 1]);
+  it("writes NaN and infinities of JSON outputs as Triton's writer does: bare NaN, Infinity, -Infinity", () => {
+    const r = encodeInferResponse({
+      modelName: 'm',
+      outputs: [
+        { name: 'y', datatype: 'FP32', shape: [1, 4], data: f32([NaN, Infinity, -Infinity, 1.5]), binary: false },
+        { name: 'd', datatype: 'FP64', shape: [1, 2], data: Buffer.from(Float64Array.from([-Infinity, NaN]).buffer), binary: false },
+        { name: 'h', datatype: 'FP16', shape: [1, 2], data: Buffer.from(Uint16Array.from([0x7c00, 0x7e00]).buffer), binary: false },
+      ],
+    });
+    const text = r.body.toString();
+    expect(text).toContain('"name":"y","datatype":"FP32","shape":[1,4],"data":[NaN,Infinity,-Infinity,1.5]');
+    expect(text).toContain('"data":[-Infinity,NaN]');
+    expect(text).toContain('"data":[Infinity,NaN]');
+    // What Python's json.loads (tritonclient) accepts, read here by mapping the tokens to strings.
+    const read = JSON.parse(text.replace(/(-?Infinity|NaN)/g, '"$1"')) as { outputs: { data: unknown[] }[] };
+    expect(read.outputs[0]!.data.map(Number)).toEqual([NaN, Infinity, -Infinity, 1.5]);
+  });
+
+  it('writes a BYTES output (a classification) as strings in JSON, and as length-prefixed elements in binary', () => {
+    const strings = ['15.346230:504:coffee mug', '4.000000:7:é'];
+    const data = serializeBytes(strings);
+    const asJson = encodeInferResponse({ modelName: 'm', outputs: [{ name: 'c', datatype: 'BYTES', shape: [1, 2], data, binary: false }] });
+    expect(JSON.parse(asJson.body.toString())).toEqual({ model_name: 'm', outputs: [{ name: 'c', datatype: 'BYTES', shape: [1, 2], data: strings }] });
+    const asBinary = encodeInferResponse({ modelName: 'm', outputs: [{ name: 'c', datatype: 'BYTES', shape: [1, 2], data, binary: true }] });
+    const n = Number(asBinary.headers['inference-header-content-length']);
+    expect(JSON.parse(asBinary.body.subarray(0, n).toString())).toEqual({ model_name: 'm', outputs: [{ name: 'c', datatype: 'BYTES', shape: [1, 2], parameters: { binary_data_size: data.length } }] });
+    expect(asBinary.body.subarray(n).equals(data)).toBe(true);
+    // tritonclient's deserialize_bytes_tensor: a 4-byte little-endian length, then that many bytes, to the end.
+    const back: string[] = [];
+    for (let o = n; o < asBinary.body.length; o += 4 + asBinary.body.readUInt32LE(o)) back.push(asBinary.body.subarray(o + 4, o + 4 + asBinary.body.readUInt32LE(o)).toString('utf8'));
+    expect(back).toEqual(strings);
   });
 });
 
@@ -530,7 +566,8 @@ describe('errors and metadata', () => {
   });
 
   it('server metadata lists only the extensions inss implements', () => {
-    expect(serverMetadata('0.1.0')).toEqual({ name: 'inss', version: '0.1.0', extensions: ['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory'] });
+    // Triton's extension names (its server metadata spells system_shared_memory with underscores).
+    expect(serverMetadata('0.1.0')).toEqual({ name: 'inss', version: '0.1.0', extensions: ['binary_tensor_data', 'classification', 'statistics', 'model_configuration', 'model_repository', 'system_shared_memory'] });
   });
 
   it('model metadata: batch dimension -1, slo_ms under parameters, versions when given', () => {

@@ -4,14 +4,13 @@
 import { deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { Metrics, type WorkerView } from '../../scheduler/metrics.js';
-import { decompress, modelConfigJson, modelStatJson, parseIndexRequest, repositoryIndex, requestCoding, resolveModel, responseCoding } from '../../scheduler/triton.js';
+import { compressedRoute, decompress, modelConfigJson, modelStatJson, parseIndexRequest, repositoryIndex, requestCoding, resolveModel, responseCoding } from '../../scheduler/triton.js';
+import { cudaSharedMemoryAnswer } from '../../scheduler/sharedMemory.js';
+import { modelMetadata } from '../../scheduler/kserve.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
+import { modelSignature } from '../../src/protocol/tensor.js';
 
-const RESNET: ServedModelConfig = {
-  name: 'resnet50',
-  sloMs: 100,
-  signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [3, 224, 224] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [1000] }] },
-};
+const RESNET: ServedModelConfig = { name: 'resnet50', sloMs: 100, signature: modelSignature(4 * 3 * 224 * 224, 4000) };
 const BERT: ServedModelConfig = {
   name: 'bert',
   sloMs: 50,
@@ -105,9 +104,15 @@ describe('model configuration', () => {
       worker({ workerId: 'w2', model: 'bert', gpu: 0, pct: 40 }),
     ];
     const c = modelConfigJson(RESNET, workers);
-    expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', backend: 'inss', max_batch_size: 64 });
-    expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [3, 224, 224] }]);
-    expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [1000] }]);
+    // The largest batch dimension a request may carry (8 unless the model says otherwise).
+    expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', backend: 'inss', max_batch_size: 8 });
+    expect(modelConfigJson({ ...RESNET, maxBatchSize: 32 }, []).max_batch_size).toBe(32);
+    // An image input is channel-first (FORMAT_NCHW); dims without the batch dimension (max_batch_size > 0).
+    expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, 224, 224], is_shape_tensor: false, allow_ragged_batch: false, optional: false }]);
+    // ModelOutput has no format; the 1000 scores of an image model carry ImageNet's labels.
+    expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', dims: [1000], label_filename: 'data/imagenet/labels.txt', is_shape_tensor: false }]);
+    // The serving workers' batch sizes and their largest timeout (w4 is not serving).
+    expect(c.dynamic_batching).toEqual({ preferred_batch_size: [8, 16], max_queue_delay_microseconds: 12_000, preserve_ordering: false, priority_levels: 0, default_priority_level: 0 });
     expect(c.instance_group.map((g) => g.name)).toEqual(['w3', 'w1', 'w4']);
     expect(c.parameters.slo_ms).toEqual({ string_value: '100' });
     // Serving workers in GPU order; the starting shadow is only in `placements`.
@@ -117,9 +122,36 @@ describe('model configuration', () => {
     const placements = JSON.parse(c.parameters.placements.string_value) as { worker: string; role: string }[];
     expect(placements.map((p) => `${p.worker}:${p.role}`)).toEqual(['w3:active', 'w1:active', 'w4:shadow']);
     const b = modelConfigJson(BERT, []);
-    expect(b.input[0]!.data_type).toBe('TYPE_INT64');
-    expect(b.output[0]!.data_type).toBe('TYPE_FP16');
+    expect(b.input[0]).toMatchObject({ data_type: 'TYPE_INT64', format: 'FORMAT_NONE', dims: [128] });
+    expect(b.output[0]).toMatchObject({ data_type: 'TYPE_FP16', label_filename: '' });
     expect(b.parameters.share_pct).toEqual({ string_value: '' });
+    expect(b.dynamic_batching).toMatchObject({ preferred_batch_size: [], max_queue_delay_microseconds: 0 });
+    expect(b.parameters.image_preprocessing).toBeUndefined();
+  });
+
+  it('states the preprocessing of UINT8 and encoded images as a parameter', () => {
+    const p = JSON.parse(modelConfigJson(RESNET, []).parameters.image_preprocessing!.string_value) as Record<string, unknown>;
+    expect(p).toMatchObject({ mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], scale: 'x / 255', layout: 'CHW (channel-first), RGB' });
+    expect(p.resize).toContain('shorter side to 224');
+    expect(p.resize).toContain('224x224 centre crop');
+  });
+
+  /** image_client.py's parse_model (triton-inference-server/client src/python/examples), on inss's metadata and config. */
+  it("passes image_client.py's parse_model", () => {
+    const config = modelConfigJson(RESNET, []);
+    const metadata = modelMetadata(RESNET);
+    expect(metadata.inputs).toHaveLength(1);
+    expect(metadata.outputs).toHaveLength(1);
+    expect(config.input).toHaveLength(1);
+    expect(metadata.outputs[0]!.datatype).toBe('FP32');
+    const batched = config.max_batch_size > 0;
+    expect(batched).toBe(true);
+    // The output is a vector: past the batch dimension, at most one dimension above 1.
+    expect(metadata.outputs[0]!.shape.slice(batched ? 1 : 0).filter((d) => d > 1)).toHaveLength(1);
+    expect(metadata.inputs[0]!.shape).toHaveLength(3 + (batched ? 1 : 0));
+    expect(['FORMAT_NCHW', 'FORMAT_NHWC']).toContain(config.input[0]!.format);
+    const [c, h, w] = metadata.inputs[0]!.shape.slice(1);
+    expect([c, h, w]).toEqual(config.input[0]!.dims);
   });
 });
 
@@ -155,6 +187,15 @@ describe('repository index', () => {
 });
 
 describe('compression', () => {
+  it('compresses inference answers only on the protocol routes; /metrics and the dashboard as asked', () => {
+    for (const infer of ['/v2/models/:name/infer', '/v2/models/:name/versions/:version/infer']) expect(compressedRoute(infer)).toBe(true);
+    for (const other of ['/v2', '/v2/models/:name', '/v2/models/:name/config', '/v2/models/stats', '/v2/models/:name/stats', '/v2/repository/index', '/v2/health/ready', '/v2/systemsharedmemory/status', '/v2/inss/cluster']) {
+      expect(compressedRoute(other), other).toBe(false);
+    }
+    expect(compressedRoute('/metrics')).toBe(true);
+    expect(compressedRoute('/dashboard/*')).toBe(true);
+  });
+
   it('reads Content-Encoding: identity, gzip, deflate; anything else is named', () => {
     expect(requestCoding(undefined)).toEqual({ ok: true, coding: null });
     expect(requestCoding('identity')).toEqual({ ok: true, coding: null });
@@ -192,5 +233,17 @@ describe('compression', () => {
     expect(junk.ok).toBe(false);
     expect(junk.ok === false && junk.status).toBe(400);
     expect(junk.ok === false && junk.error).toContain('not valid gzip data');
+  });
+});
+
+describe('CUDA shared memory, as a Triton built without GPU support answers it', () => {
+  it('status: no regions; unregister (one or all): success; register: 400 saying to use system shared memory', () => {
+    expect(cudaSharedMemoryAnswer('status')).toEqual({ status: 200, body: [] });
+    expect(cudaSharedMemoryAnswer('unregister')).toEqual({ status: 200, body: undefined });
+    expect(cudaSharedMemoryAnswer('unregister', 'output_data')).toEqual({ status: 200, body: undefined });
+    const reg = cudaSharedMemoryAnswer('register', 'input_data');
+    expect(reg.status).toBe(400);
+    expect((reg.body as { error: string }).error).toMatch(/^failed to register CUDA shared memory region: 'input_data', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory/);
+    expect(cudaSharedMemoryAnswer('status', 'input_data').status).toBe(404);
   });
 });
