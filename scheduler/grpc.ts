@@ -40,7 +40,7 @@ import { inferenceService } from './grpcProto.js';
 import type { InferFront } from './infer.js';
 import { modelMetadata, parseInferFields, serverMetadata } from './kserve.js';
 import type { Metrics } from './metrics.js';
-import { isLocalPeer, type SharedMemoryRegistry } from './sharedMemory.js';
+import { cudaSharedMemoryAnswer, isLocalPeer, type SharedMemoryRegistry } from './sharedMemory.js';
 import { modelConfigJson, modelStatJson, repositoryIndex, resolveModel } from './triton.js';
 
 export interface GrpcOptions {
@@ -172,7 +172,12 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
   };
   const local = (call: { getPeer(): string }) => isLocalPeer(peerAddress(call.getPeer()));
   const NOT_LOCAL = "the shared memory extension is only for clients on the scheduler's host (this call came from another address)";
-  const cudaRefusal = 'CUDA shared memory is not supported by inss (its workers get tensors from the scheduler, not from GPU memory the client holds): use system shared memory or send the bytes';
+  // The HTTP routes' answers (a Triton built without GPU support), as statuses.
+  const cuda = (action: 'status' | 'register' | 'unregister', name: string): Answer<object> => {
+    const a = cudaSharedMemoryAnswer(action, name === '' ? undefined : name);
+    if (a.status !== 200) return fail(grpcCodeOf(a.status), (a.body as { error: string }).error);
+    return ok(action === 'status' ? { regions: {} } : {});
+  };
   const ok = <T>(value: T): Answer<T> => ({ ok: true, value });
 
   /**
@@ -264,10 +269,10 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
       o.regions.unregister(version(req.name));
       return ok({});
     }),
-    // As a Triton built without CUDA: no region is ever registered.
-    CudaSharedMemoryStatus: unary(log, (req) => (str(req.name) === '' ? ok({ regions: {} }) : fail(GrpcCode.NOT_FOUND, `no CUDA shared memory region '${str(req.name).slice(0, 64)}' is registered (${cudaRefusal})`))),
-    CudaSharedMemoryRegister: unary(log, () => fail(GrpcCode.UNIMPLEMENTED, cudaRefusal)),
-    CudaSharedMemoryUnregister: unary(log, () => ok({})),
+    // As a Triton built without GPU support: no region is ever registered.
+    CudaSharedMemoryStatus: unary(log, (req) => cuda('status', str(req.name))),
+    CudaSharedMemoryRegister: unary(log, (req) => cuda('register', str(req.name))),
+    CudaSharedMemoryUnregister: unary(log, (req) => cuda('unregister', str(req.name))),
     TraceSetting: unary(log, () => fail(GrpcCode.UNIMPLEMENTED, 'trace settings are not supported by inss (its spans: the Server-Timing of HTTP answers, /metrics and /v2/inss/cluster)')),
     LogSettings: unary(log, () => fail(GrpcCode.UNIMPLEMENTED, 'log settings are not supported by inss (the log level is --log-level at start)')),
 

@@ -78,7 +78,7 @@ describe('inss up over gRPC', () => {
     expect(ok(await call(client, 'ModelReady', { name: 'nope' }))).toEqual({ ready: false });
     const server = ok(await call(client, 'ServerMetadata', {}));
     expect(server).toMatchObject({ name: 'inss', version: '0.1.0' });
-    expect(server.extensions).toEqual(expect.arrayContaining(['binary_tensor_data', 'statistics', 'model_configuration', 'model_repository', 'systemsharedmemory']));
+    expect(server.extensions).toEqual(['binary_tensor_data', 'classification', 'statistics', 'model_configuration', 'model_repository', 'system_shared_memory']);
     expect(ok(await call(client, 'ModelMetadata', { name: 'resnet50' }))).toEqual({
       name: 'resnet50',
       versions: ['1'],
@@ -95,12 +95,14 @@ describe('inss up over gRPC', () => {
       platform: 'inss',
       backend: 'inss',
       version_policy: { latest: { num_versions: 1 }, policy_choice: 'latest' },
-      input: [{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: ['3', '224', '224'] }],
+      input: [{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: ['3', '224', '224'] }],
       output: [{ name: 'output', data_type: 'TYPE_FP32', dims: ['1000'] }],
-      dynamic_batching: {},
+      dynamic_batching: { preserve_ordering: false },
       scheduling_choice: 'dynamic_batching',
     });
     expect((config.max_batch_size as number) >= 1).toBe(true);
+    expect((config.dynamic_batching as { preferred_batch_size: number[] }).preferred_batch_size.length).toBeGreaterThan(0);
+    expect((config.output as { label_filename: string }[])[0]!.label_filename).not.toBe('');
     const params = config.parameters as Record<string, { string_value: string }>;
     expect(params.slo_ms).toEqual({ string_value: '10000' });
     expect(JSON.parse(params.input_forms!.string_value)).toMatchObject({ input: [{ datatype: 'FP32' }, { datatype: 'UINT8' }, { datatype: 'BYTES' }] });
@@ -150,6 +152,22 @@ describe('inss up over gRPC', () => {
     expect(u8.outputs[0]!.shape).toEqual(['1', '1000']);
   });
 
+  it('classification (class_count=3): a BYTES output of 3 "score:index:label" strings in raw_output_contents', async () => {
+    const x = image(8);
+    const res = ok(
+      await call(client, 'ModelInfer', { model_name: 'resnet50', inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }], outputs: [{ name: 'output', parameters: { classification: { int64_param: 3 } } }], raw_input_contents: [bytesOf(x)] }),
+    ) as { outputs: { datatype: string; shape: string[] }[]; raw_output_contents: Buffer[] };
+    expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: ['1', '3'] });
+    // tritonclient's deserialize_bytes_tensor: 4-byte little-endian lengths, each followed by its bytes.
+    const b = res.raw_output_contents[0]!;
+    const strings: string[] = [];
+    for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o)) strings.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
+    expect(strings).toHaveLength(3);
+    const scores = simForward(x, 'resnet50');
+    const top = Array.from(scores.keys()).sort((a, c) => scores[c]! - scores[a]! || a - c)[0]!;
+    expect(strings[0]).toMatch(new RegExp(`^-?\\d+\\.\\d{6}:${top}:[^:]+$`));
+  });
+
   it('ModelStreamInfer: each request on the stream answered on it, with its id; a bad one with error_message', async () => {
     const stream = (client as unknown as { ModelStreamInfer: () => grpc.ClientDuplexStream<object, { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } }> }).ModelStreamInfer();
     const answers: { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } }[] = [];
@@ -172,7 +190,7 @@ describe('inss up over gRPC', () => {
     expect(byId.get('s3')!.error_message).toBe('');
   });
 
-  it('refusals: a bad request is INVALID_ARGUMENT naming the field, an unknown model NOT_FOUND, load/unload and CUDA shared memory UNIMPLEMENTED', async () => {
+  it('refusals: a bad request is INVALID_ARGUMENT naming the field, an unknown model NOT_FOUND, load/unload UNIMPLEMENTED, CUDA shared memory as a Triton without GPUs', async () => {
     const x = bytesOf(image(4));
     expect(await call(client, 'ModelInfer', { model_name: 'resnet50', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 225] }], raw_input_contents: [x] })).toEqual({
       ok: false,
@@ -191,7 +209,13 @@ describe('inss up over gRPC', () => {
     expect(await call(client, 'ModelMetadata', { name: 'nope' })).toMatchObject({ ok: false, code: grpc.status.NOT_FOUND });
     expect(await call(client, 'ModelConfig', { name: 'resnet50', version: '2' })).toEqual({ ok: false, code: grpc.status.NOT_FOUND, details: "model 'resnet50' has no version '2' (versions: 1)" });
     expect(await call(client, 'RepositoryModelLoad', { model_name: 'resnet50' })).toMatchObject({ ok: false, code: grpc.status.UNIMPLEMENTED, details: expect.stringMatching(/^cannot load model 'resnet50': inss does not load or unload models/) as unknown });
-    expect(await call(client, 'CudaSharedMemoryRegister', { name: 'c', raw_handle: Buffer.alloc(8), device_id: 0, byte_size: 8 })).toMatchObject({ ok: false, code: grpc.status.UNIMPLEMENTED });
+    // As a Triton built without GPU support (the HTTP routes' texts).
+    expect(await call(client, 'CudaSharedMemoryRegister', { name: 'c', raw_handle: Buffer.alloc(8), device_id: 0, byte_size: 8 })).toMatchObject({
+      ok: false,
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringMatching(/^failed to register CUDA shared memory region: 'c', GPUs not supported/) as unknown,
+    });
+    expect(await call(client, 'CudaSharedMemoryStatus', { name: 'c' })).toMatchObject({ ok: false, code: grpc.status.NOT_FOUND });
     expect(ok(await call(client, 'CudaSharedMemoryStatus', {}))).toEqual({ regions: {} });
     expect(ok(await call(client, 'CudaSharedMemoryUnregister', {}))).toEqual({});
     expect(await call(client, 'TraceSetting', {})).toMatchObject({ ok: false, code: grpc.status.UNIMPLEMENTED });
