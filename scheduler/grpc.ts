@@ -121,7 +121,13 @@ export class GrpcService {
     server.addService(service, handlers(o));
     const creds = o.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: o.tls.cert, private_key: o.tls.key }], false) : grpc.ServerCredentials.createInsecure();
     const host = o.host.includes(':') ? `[${o.host}]` : o.host;
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${o.port}`, creds, (err, p) => (err ? reject(new Error(`grpc port ${o.port}: ${err.message}`)) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host}:${o.port}`, creds, (err, p) => {
+        if (!err) return resolve(p);
+        server.forceShutdown();
+        reject(new Error(`grpc port ${o.port}: ${err.message}`));
+      }),
+    );
     const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
     return new GrpcService(server, `${local}:${port}`);
   }

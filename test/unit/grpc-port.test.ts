@@ -1,6 +1,9 @@
-// `--grpc-port` and `--no-grpc` of `inss up` and `inss scheduler` (cli/serve.ts grpcPortOf).
+// `--grpc-port` and `--no-grpc` of `inss up` and `inss scheduler` (cli/serve.ts grpcPortOf), and the
+// peer addresses the gRPC server reads to tell a client on this host (scheduler/grpc.ts peerAddress).
 import { describe, expect, it } from 'vitest';
 import { grpcPortOf } from '../../cli/serve.js';
+import { peerAddress } from '../../scheduler/grpc.js';
+import { isLocalPeer } from '../../scheduler/sharedMemory.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
 
 describe('grpcPortOf', () => {
@@ -17,5 +20,19 @@ describe('grpcPortOf', () => {
   it('--port 65535 leaves no next port: the error says to give --grpc-port', () => {
     expect(() => grpcPortOf({ grpc: true, port: 65535 })).toThrow(InvalidInputError);
     expect(() => grpcPortOf({ grpc: true, port: 65535 })).toThrow(/give --grpc-port/);
+  });
+});
+
+describe('peerAddress', () => {
+  it.each([
+    ['127.0.0.1:5000', '127.0.0.1', true],
+    ['ipv4:127.0.0.1:5000', '127.0.0.1', true],
+    ['[::1]:5000', '::1', true],
+    ['ipv6:[::ffff:127.0.0.1]:5000', '::ffff:127.0.0.1', true],
+    ['10.0.0.5:41000', '10.0.0.5', false],
+    ['[2001:db8::1]:41000', '2001:db8::1', false],
+  ])('%s is %s (local: %s)', (peer, address, local) => {
+    expect(peerAddress(peer)).toBe(address);
+    expect(isLocalPeer(peerAddress(peer))).toBe(local);
   });
 });
