@@ -48,7 +48,7 @@ describe('an agent refused at its first connections', () => {
 
     standIn.closeAllConnections();
     await new Promise<void>((r) => standIn.close(() => r()));
-    const sched = startInss(['scheduler', '--port', String(port), '--scenario', scenarioFile, '--policy', 'static-even', '--state-dir', mkdtempSync(join(dir, 'state-')), '--token', 'secret-1', '--log-level', 'warn']);
+    const sched = startInss(['scheduler', '--port', String(port), '--grpc-port', '0', '--scenario', scenarioFile, '--policy', 'static-even', '--state-dir', mkdtempSync(join(dir, 'state-')), '--token', 'secret-1', '--log-level', 'warn']);
     const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
     await waitHttp200(`${base}/v2/health/ready`);
     const c = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { agents: { agentId: string }[] };

@@ -107,7 +107,7 @@ describe('hostile input against inss up', () => {
   });
 
   it('a busy port is a one-line error and a non-zero exit', async () => {
-    const second = startInss(['up', '--port', String(port), '--policy', 'static-even', '--scenario', join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir]);
+    const second = startInss(['up', '--port', String(port), '--grpc-port', '0', '--policy', 'static-even', '--scenario', join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir]);
     const { code } = await second.exited;
     expect(code).toBe(2);
     expect(second.stderr.trim()).toMatch(new RegExp(`^inss: --port ${port}: 127\\.0\\.0\\.1:${port} is already in use`));

@@ -165,7 +165,7 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
   const scenarioFile = writeScenario(join(dir, `${v.models.join('-')}.json`), { name: 'duo2', gpus: { rtx2060s: 2 }, models: MODELS.map((name) => ({ name, sloMs: v.sloMs, ratePerS: 5 * v.loadPerS })) });
   const port = await freePort();
   const stateDir = mkdtempSync(join(dir, 'state-'));
-  const schedulerArgs = (policy: string) => ['scheduler', '--port', String(port), '--scenario', scenarioFile, '--policy', policy, '--state-dir', stateDir, '--token', 'tok', '--log-level', 'warn'];
+  const schedulerArgs = (policy: string) => ['scheduler', '--port', String(port), '--grpc-port', '0', '--scenario', scenarioFile, '--policy', policy, '--state-dir', stateDir, '--token', 'tok', '--log-level', 'warn'];
   let sched: Running = startInss(schedulerArgs('timeshare'));
   const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
   startInss(['agent', '--scheduler', `ws://127.0.0.1:${port}`, '--token', 'tok', ...v.agentArgs, '--agent-id', 'a1', '--log-level', 'warn']);
