@@ -10,12 +10,10 @@ import { join } from 'node:path';
 import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import jpeg from 'jpeg-js';
 import { decodeBatchInput } from '../../agent/decode.js';
-import { labelFile } from '../../scheduler/classes.js';
-import { formatFixed6 } from '../../src/serving/classification.js';
 import { modelSignature, type TensorRef } from '../../src/protocol/tensor.js';
 import { encodeJpeg, encodePng, imageRequest, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
+import { bytesTensor, IMAGENET, inceptionBatch, jpegFile, parseModel, topClasses } from '../support/imageClient.js';
 import { REPO_ROOT } from '../support/paths.js';
 import { binaryInferRequest, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
@@ -368,21 +366,6 @@ it('a client on this host: creates a /dev/shm region, registers it, infers with 
 
 // ---- Triton's classification extension, compression, CUDA shared memory, unknown models, non-finite values
 
-const IMAGENET = labelFile('imagenet');
-
-/** What Triton's classification gives for one sample's scores: the top `n` as `value:index:label`, `value` C's %f. */
-function topClasses(scores: Float32Array, n: number): string[] {
-  const order = Array.from(scores.keys()).sort((a, b) => scores[b]! - scores[a]! || a - b);
-  return order.slice(0, n).map((k) => `${formatFixed6(scores[k]!)}:${k}:${IMAGENET[k]}`);
-}
-
-/** tritonclient's deserialize_bytes_tensor: 4-byte little-endian lengths, each followed by that many bytes. */
-function bytesTensor(b: Buffer): string[] {
-  const out: string[] = [];
-  for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o)) out.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
-  return out;
-}
-
 it('classification over HTTP (class_count=3): 3 "score:index:label" strings with ImageNet labels, as JSON or binary', async () => {
   const x = Float32Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 13) % 29) / 29);
   const want = topClasses(simForward(x, 'resnet50'), 3);
@@ -498,62 +481,18 @@ it("NaN and infinities in a worker's output are written in JSON as Triton writes
 
 // ---- a client written as Triton's image_client.py works (triton-inference-server/client src/python/examples)
 
-/** PIL's Image.resize((w, h), BILINEAR) in spirit: bilinear with half-pixel centres, RGB in, RGB out. */
-function resizeRgb(rgb: Uint8Array, width: number, height: number, w: number, h: number): Float32Array {
-  const out = new Float32Array(w * h * 3);
-  for (let y = 0; y < h; y++) {
-    const sy = Math.min(height - 1, Math.max(0, ((y + 0.5) * height) / h - 0.5));
-    const y0 = Math.floor(sy);
-    const y1 = Math.min(height - 1, y0 + 1);
-    for (let x = 0; x < w; x++) {
-      const sx = Math.min(width - 1, Math.max(0, ((x + 0.5) * width) / w - 0.5));
-      const x0 = Math.floor(sx);
-      const x1 = Math.min(width - 1, x0 + 1);
-      for (let c = 0; c < 3; c++) {
-        const at = (yy: number, xx: number) => rgb[(yy * width + xx) * 3 + c]!;
-        const top = at(y0, x0) + (at(y0, x1) - at(y0, x0)) * (sx - x0);
-        const bottom = at(y1, x0) + (at(y1, x1) - at(y1, x0)) * (sx - x0);
-        out[(y * w + x) * 3 + c] = Math.round(top + (bottom - top) * (sy - y0));
-      }
-    }
-  }
-  return out;
-}
-
 it('image_client.py -s INCEPTION -c 3 -b 2: metadata and config pass parse_model; a batch of 2 JPEGs in one binary request gives 2 x 3 classes', async () => {
-  // parse_model(model_metadata, model_config)
   const meta = JSON.parse((await raw('GET', `${base}/v2/models/resnet50`)).body.toString()) as { inputs: { name: string; datatype: string; shape: number[] }[]; outputs: { name: string; datatype: string; shape: number[] }[] };
   const config = JSON.parse((await raw('GET', `${base}/v2/models/resnet50/config`)).body.toString()) as { max_batch_size: number; input: { format: string }[] };
-  expect(meta.inputs).toHaveLength(1);
-  expect(meta.outputs).toHaveLength(1);
-  expect(config.input).toHaveLength(1);
-  expect(meta.outputs[0]!.datatype).toBe('FP32');
-  const batched = config.max_batch_size > 0;
-  expect(batched).toBe(true);
-  expect(meta.outputs[0]!.shape.slice(1).filter((d) => d > 1)).toHaveLength(1);
-  expect(meta.inputs[0]!.shape).toHaveLength(4);
-  const format = config.input[0]!.format;
-  expect(['FORMAT_NCHW', 'FORMAT_NHWC']).toContain(format);
+  const { inputName, outputName, c, h, w, format } = parseModel({ inputs: meta.inputs, outputs: meta.outputs, maxBatchSize: config.max_batch_size, inputFormats: config.input.map((i) => i.format) });
   expect(format).toBe('FORMAT_NCHW');
-  const [c, h, w] = meta.inputs[0]!.shape.slice(1) as [number, number, number];
   expect([c, h, w]).toEqual([3, 224, 224]);
   const batchSize = 2;
   expect(batchSize).toBeLessThanOrEqual(config.max_batch_size);
-
-  // Two JPEGs (made with jpeg-js's encoder), decoded, resized, INCEPTION-scaled, transposed to CHW, stacked.
-  const images = [syntheticPicture(320, 240, 41), syntheticPicture(200, 260, 42)].map((p) => jpeg.encode({ data: p.rgba, width: p.width, height: p.height }, 90).data);
-  const samples = images.map((file) => {
-    const img = jpeg.decode(file, { useTArray: true, formatAsRGBA: false });
-    const resized = resizeRgb(img.data, img.width, img.height, w, h);
-    const chw = new Float32Array(c * h * w);
-    for (let i = 0; i < h * w; i++) for (let k = 0; k < c; k++) chw[k * h * w + i] = resized[i * 3 + k]! / 127.5 - 1;
-    return chw;
-  });
-  const batch = new Float32Array(batchSize * c * h * w);
-  samples.forEach((s, i) => batch.set(s, i * c * h * w));
+  const { samples, batch } = inceptionBatch([syntheticPicture(320, 240, 41), syntheticPicture(200, 260, 42)].map(jpegFile), c, h, w);
 
   // InferInput(input_name, [2, 3, 224, 224], 'FP32').set_data_from_numpy(batch); InferRequestedOutput(output_name, class_count=3).
-  const header = Buffer.from(JSON.stringify({ inputs: [{ name: meta.inputs[0]!.name, shape: [batchSize, c, h, w], datatype: meta.inputs[0]!.datatype, parameters: { binary_data_size: batch.byteLength } }], outputs: [{ name: meta.outputs[0]!.name, parameters: { classification: 3, binary_data: true } }] }));
+  const header = Buffer.from(JSON.stringify({ inputs: [{ name: inputName, shape: [batchSize, c, h, w], datatype: 'FP32', parameters: { binary_data_size: batch.byteLength } }], outputs: [{ name: outputName, parameters: { classification: 3, binary_data: true } }] }));
   const r = await raw('POST', `${base}/v2/models/resnet50/infer`, { 'Inference-Header-Content-Length': String(header.length) }, Buffer.concat([header, Buffer.from(batch.buffer)]));
   expect(r.status, r.body.toString().slice(0, 300)).toBe(200);
 

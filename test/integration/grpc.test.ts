@@ -12,8 +12,10 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inferenceService, protoDir } from '../../scheduler/grpcProto.js';
+import { syntheticPicture } from '../../tools/loadgen/images.js';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
+import { bytesTensor, IMAGENET, inceptionBatch, jpegFile, parseModel, topClasses } from '../support/imageClient.js';
 import { REPO_ROOT } from '../support/paths.js';
 import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
@@ -166,6 +168,26 @@ describe('inss up over gRPC', () => {
     const scores = simForward(x, 'resnet50');
     const top = Array.from(scores.keys()).sort((a, c) => scores[c]! - scores[a]! || a - c)[0]!;
     expect(strings[0]).toMatch(new RegExp(`^-?\\d+\\.\\d{6}:${top}:[^:]+$`));
+  });
+
+  it('image_client.py -i grpc -s INCEPTION -c 3 -b 2: metadata and config pass parse_model; a batch of 2 JPEGs gives 2 x 3 classes', async () => {
+    // tritonclient.grpc's get_model_metadata / get_model_config (int64 shapes and dims arrive as strings here).
+    const meta = ok(await call(client, 'ModelMetadata', { name: 'resnet50' })) as { inputs: { name: string; datatype: string; shape: string[] }[]; outputs: { name: string; datatype: string; shape: string[] }[] };
+    const { config } = ok(await call(client, 'ModelConfig', { name: 'resnet50' })) as { config: { max_batch_size: number; input: { format: string }[] } };
+    const asNumbers = (t: { name: string; datatype: string; shape: string[] }) => ({ ...t, shape: t.shape.map(Number) });
+    const { inputName, outputName, c, h, w, format } = parseModel({ inputs: meta.inputs.map(asNumbers), outputs: meta.outputs.map(asNumbers), maxBatchSize: config.max_batch_size, inputFormats: config.input.map((i) => i.format) });
+    expect(format).toBe('FORMAT_NCHW');
+    expect(2).toBeLessThanOrEqual(config.max_batch_size);
+    const { samples, batch } = inceptionBatch([syntheticPicture(320, 240, 51), syntheticPicture(200, 260, 52)].map(jpegFile), c, h, w);
+    // grpcclient.InferInput(input_name, [2, 3, 224, 224], 'FP32').set_data_from_numpy(batch) (raw contents);
+    // grpcclient.InferRequestedOutput(output_name, class_count=3).
+    const res = ok(
+      await call(client, 'ModelInfer', { model_name: 'resnet50', inputs: [{ name: inputName, datatype: 'FP32', shape: [2, c, h, w] }], outputs: [{ name: outputName, parameters: { classification: { int64_param: 3 } } }], raw_input_contents: [bytesOf(batch)] }),
+    ) as { outputs: { datatype: string; shape: string[] }[]; raw_output_contents: Buffer[] };
+    expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: ['2', '3'] });
+    const strings = bytesTensor(res.raw_output_contents[0]!);
+    for (const s of strings) expect(IMAGENET[Number(s.split(':')[1])]).toBe(s.split(':')[2]);
+    expect(strings).toEqual(samples.flatMap((x) => topClasses(simForward(x, 'resnet50'), 3)));
   });
 
   it('ModelStreamInfer: each request on the stream answered on it, with its id; a bad one with error_message', async () => {
