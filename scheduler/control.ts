@@ -322,6 +322,7 @@ export class Control {
     overheadMs: (w) => w.overheadMs,
     gpu: (w) => w.gpu,
     timeshared: (w) => this.gpuModes[w.gpu] === 'timeshare',
+    gpuBusy: (w) => (this.gpuRunning[w.gpu] ?? 0) > 0,
     budgetMs: (m) => this.onTimeMs(m),
     ratePerS: (m) => this.ratesPerS[m]!,
     delays: (m) => this.policies[m]!.delay,
@@ -477,7 +478,7 @@ export class Control {
     const max = this.policies[m]!.maxQueueSize;
     const admission = admit(this.queues[m]!.length, this.delayedQueues[m]!.length, max);
     if (admission === 'reject') {
-      this.finish(task, { ok: false, reason: 'queue-full', error: `rejected: the queue of model '${this.models[m]!.name}' is full (maxQueueSize ${max} tasks, all still able to meet their SLO)` }, 'dropped_queue_full');
+      this.finish(task, { ok: false, reason: 'queue-full', error: `rejected: the queue of model '${this.models[m]!.name}' is full (maxQueueSize ${max} tasks, none of them late)` }, 'dropped_queue_full');
       return;
     }
     if (admission === 'evict-delayed') {

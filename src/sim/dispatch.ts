@@ -75,28 +75,61 @@ export interface LaneInput {
   readonly predicted: Float64Array;
   readonly overheadMs?: number;
   readonly marginMs?: number;
+  /** The model's arrival rate (tasks/s): the head's batch counts the tasks expected by its deadline. Absent: those queued now. */
+  readonly ratePerS?: number;
 }
 
 /**
- * The latest instant the on-time lane's head can start its batch (of the tasks queued, up to `batch`)
- * and still finish within its deadline with the rule's slack and margin. With nothing queued, that of
- * a task arriving now (alone in its batch): a delayed batch that ends by then leaves any task that
- * arrives meanwhile its full SLO.
+ * The latest instant the on-time lane's head can start its batch and still finish within its
+ * deadline with the rule's slack and margin. Its batch: the tasks queued, plus those the rate brings
+ * before the head's deadline, up to `batch` (what it may have grown to when it starts). With nothing
+ * queued, that of a task arriving now: a delayed batch that ends by then leaves any task that arrives
+ * meanwhile its full SLO.
  */
 export function latestStartMs(x: LaneInput): number {
-  const q = x.queued > 0 ? Math.min(x.queued, x.batch) : 1;
   const deadline = (x.queued > 0 ? x.headArrivalMs : x.nowMs) + x.sloMs;
+  const coming = x.ratePerS === undefined ? 0 : Math.max(0, ((deadline - x.nowMs) * x.ratePerS) / 1000);
+  const q = Math.min(x.batch, Math.max(1, x.queued + Math.floor(coming)));
   return deadline - (1 + x.slack) * (predictedMs(x.predicted, q) + (x.overheadMs ?? 0)) - (x.marginMs ?? 0);
 }
 
+/** What `delayedBatchSize` reads: a worker's delayed lane and what its on-time lane leaves it. */
+export interface DelayedInput {
+  readonly nowMs: number;
+  /** Tasks in the delayed lane. */
+  readonly delayed: number;
+  /** The worker's placed batch. */
+  readonly batch: number;
+  readonly predicted: Float64Array;
+  readonly overheadMs: number;
+  readonly slack: number;
+  /** When the batch must end: the latest start of its model's on-time lane (`latestStartMs`). */
+  readonly endByMs: number;
+  /**
+   * On a time-shared GPU, the earliest latest start of the other models' on-time lanes there (Infinity
+   * on an MPS GPU): the batch must end a whole batch time before it, since a batch of theirs that
+   * starts beside it (the simulator's overlap) may run that much longer.
+   */
+  readonly sharedEndByMs: number;
+  /** Tasks of the model on time and queued now, and their arrival rate (tasks/s). */
+  readonly onTimeQueued: number;
+  readonly ratePerS: number;
+}
+
 /**
- * The delayed batch a worker may take now: the largest, up to `batch` tasks of the `delayed` lane,
- * that ends (now + t_pred + transport) by `endByMs`; 0: none. At most the placed batch, so that its
- * neighbours on an MPS GPU see no more interference than their predictions already count.
+ * The delayed batch a worker may take now: the largest, up to `batch` tasks of the delayed lane, that
+ * (1) ends by `endByMs`, (2) leaves the on-time tasks queued by its end (those queued now and those the
+ * rate brings meanwhile) to one on-time batch, so that the worker does not fall behind the on-time
+ * arrivals, and (3) ends a batch time before `sharedEndByMs`; its time counts the rule's slack. 0:
+ * none. At most the placed batch, so that its neighbours on an MPS GPU see no more interference than
+ * their predictions already count.
  */
-export function delayedBatchSize(nowMs: number, delayed: number, batch: number, predicted: Float64Array, overheadMs: number, endByMs: number): number {
-  let size = Math.min(delayed, batch);
-  while (size > 0 && nowMs + predictedMs(predicted, size) + overheadMs > endByMs) size--;
+export function delayedBatchSize(x: DelayedInput): number {
+  let size = Math.min(x.delayed, x.batch);
+  for (; size > 0; size--) {
+    const busyMs = (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
+    if (x.nowMs + busyMs <= x.endByMs && x.nowMs + 2 * busyMs <= x.sharedEndByMs && x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch) break;
+  }
   return size;
 }
 
@@ -179,9 +212,10 @@ export interface DispatchView<W> {
   predicted(w: W): Float64Array;
   /** Transport a batch pays beyond its GPU time (the scheduler's learned estimate; the simulator's setting). */
   overheadMs(w: W): number;
-  /** The worker's GPU (cluster index) and whether that GPU is time-shared (one model's batch at a time). */
+  /** The worker's GPU (cluster index), whether that GPU is time-shared, and whether a batch runs on it now. */
   gpu(w: W): number;
   timeshared(w: W): boolean;
+  gpuBusy(w: W): boolean;
   /** Model m's on-time deadline, ms after a task's arrival (`onTimeBudgetMs`, src/serving/queuePolicy.ts). */
   budgetMs(m: number): number;
   /** Model m's arrival rate as the monitor last estimated it, tasks/s. */
@@ -238,17 +272,21 @@ function lane<W>(m: number, w: W, nowMs: number, rules: DispatchRules, v: Dispat
     predicted: v.predicted(w),
     overheadMs: v.overheadMs(w),
     marginMs: rules.marginMs,
+    ratePerS: v.ratePerS(m),
   };
 }
 
 /**
- * When a delayed batch on `w` must end: the latest start of its own model's on-time lane and, on a
- * time-shared GPU, that of every other model on the GPU (a batch holds such a GPU: the others' on-time
- * tasks would wait behind it). On an MPS GPU the others run beside it, each at its own share.
+ * On a time-shared GPU, the earliest latest start of the other models' on-time lanes on `w`'s GPU
+ * (each with a task arriving now where none is queued): their batches wait behind a delayed batch, or
+ * start beside it and run longer. -Infinity while a batch runs on the GPU (a delayed batch starts
+ * only on an idle one, so that it takes its predicted time); Infinity on an MPS GPU, where the
+ * others run beside it at their own shares.
  */
-function delayedEndByMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
-  let endBy = latestStartMs(lane(m, w, nowMs, rules, v));
-  if (!v.timeshared(w)) return endBy;
+function sharedEndByMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
+  if (!v.timeshared(w)) return Infinity;
+  if (v.gpuBusy(w)) return -Infinity;
+  let endBy = Infinity;
   const g = v.gpu(w);
   for (const o of workers) {
     const om = v.model(o);
@@ -264,7 +302,7 @@ function delayedEndByMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules,
  * says wait; a head task one worker cannot serve in time is left to another free worker that can; a
  * head that no free worker can serve in time is dropped or delayed by the model's queue policy. A
  * free worker left with nothing to start from the on-time lane (the rule says wait, or it is empty)
- * and no batch in flight takes the largest batch of the delayed lane that ends by `delayedEndByMs`.
+ * and no batch in flight takes the largest batch of the delayed lane `delayedBatchSize` allows.
  * Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
  */
 export function dispatchModel<W>(m: number, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
@@ -310,7 +348,18 @@ export function dispatchModel<W>(m: number, nowMs: number, rules: DispatchRules,
       break;
     }
     if (free && v.delayed(m) > 0 && v.idle(w)) {
-      const size = delayedBatchSize(nowMs, v.delayed(m), v.batch(w), v.predicted(w), v.overheadMs(w), delayedEndByMs(m, w, nowMs, rules, workers, v));
+      const size = delayedBatchSize({
+        nowMs,
+        delayed: v.delayed(m),
+        batch: v.batch(w),
+        predicted: v.predicted(w),
+        overheadMs: v.overheadMs(w),
+        slack: rules.slack,
+        endByMs: latestStartMs(lane(m, w, nowMs, rules, v)),
+        sharedEndByMs: sharedEndByMs(m, w, nowMs, rules, workers, v),
+        onTimeQueued: v.queued(m),
+        ratePerS: v.ratePerS(m),
+      });
       if (size > 0) v.startDelayed(w, size);
     }
   }

@@ -456,6 +456,7 @@ export function simulate(input: SimInput): SimResult {
     overheadMs: (w) => (transportModel ? w.overheadMs : fixedTransportMs),
     gpu: (w) => w.gpu,
     timeshared: (w) => gpuModes[w.gpu] === 'timeshare',
+    gpuBusy: (w) => gpuBusy[w.gpu]! > 0,
     budgetMs: (m) => onTimeMs[m]!,
     ratePerS: (m) => ratesPerS[m]!,
     delays: (m) => policies[m]!.delay,

@@ -72,21 +72,28 @@ describe('dispatchStep: waiting for a fuller batch only while the arrival rate c
 describe('latestStartMs and delayedBatchSize: a delayed batch ends before the on-time lane must start', () => {
   const lane = { nowMs: 1000, headArrivalMs: 990, sloMs: 80, batch: 8, slack: 0, predicted: table };
   it.each([
-    { what: 'an on-time head (arrived 990, 2 queued): 1070 - t(2) = 1060', queued: 2, overheadMs: 0, marginMs: 0, latest: 1060 },
-    { what: 'more queued than a batch: the full batch, 1070 - t(8)', queued: 20, overheadMs: 0, marginMs: 0, latest: 1042 },
-    { what: 'with transport and margin', queued: 2, overheadMs: 3, marginMs: 2, latest: 1055 },
-    { what: 'nothing on time: a task arriving now, alone, 1080 - t(1)', queued: 0, overheadMs: 0, marginMs: 0, latest: 1073 },
-  ])('$what', ({ queued, overheadMs, marginMs, latest }) => {
-    expect(latestStartMs({ ...lane, queued, overheadMs, marginMs })).toBe(latest);
+    { what: 'an on-time head (arrived 990, 2 queued): 1070 - t(2) = 1060', queued: 2, overheadMs: 0, marginMs: 0, ratePerS: undefined, latest: 1060 },
+    { what: 'more queued than a batch: the full batch, 1070 - t(8)', queued: 20, overheadMs: 0, marginMs: 0, ratePerS: undefined, latest: 1042 },
+    { what: 'with transport and margin', queued: 2, overheadMs: 3, marginMs: 2, ratePerS: undefined, latest: 1055 },
+    { what: 'nothing on time: a task arriving now, alone, 1080 - t(1)', queued: 0, overheadMs: 0, marginMs: 0, ratePerS: undefined, latest: 1073 },
+    { what: 'the batch the rate brings by the deadline (50/s over 70 ms: 3 more): 1070 - t(5)', queued: 2, overheadMs: 0, marginMs: 0, ratePerS: 50, latest: 1051 },
+    { what: 'a rate that fills the batch: 1070 - t(8)', queued: 2, overheadMs: 0, marginMs: 0, ratePerS: 1000, latest: 1042 },
+  ])('$what', ({ queued, overheadMs, marginMs, ratePerS, latest }) => {
+    expect(latestStartMs({ ...lane, queued, overheadMs, marginMs, ...(ratePerS === undefined ? {} : { ratePerS }) })).toBe(latest);
   });
 
+  const delayedIn = { nowMs: 1000, batch: 8, predicted: table, overheadMs: 0, slack: 0, sharedEndByMs: Infinity, onTimeQueued: 0, ratePerS: 0 };
   it.each([
     { what: 'the whole placed batch fits', delayed: 30, endByMs: 1100, size: 8 },
     { what: 'fewer delayed than a batch', delayed: 3, endByMs: 1100, size: 3 },
     { what: 'the largest that ends in time: 1000 + 4 + 3b <= 1020', delayed: 30, endByMs: 1020, size: 5 },
     { what: 'not even one', delayed: 30, endByMs: 1006, size: 0 },
-  ])('$what', ({ delayed, endByMs, size }) => {
-    expect(delayedBatchSize(1000, delayed, 8, table, 0, endByMs)).toBe(size);
+    { what: 'with the slack: 1000 + 1.5 (4 + 3b) <= 1020', delayed: 30, endByMs: 1020, slack: 0.5, size: 3 },
+    { what: 'the on-time tasks by its end fit one batch: 5 queued + 200/s x (4 + 3b) ms <= 8', delayed: 30, endByMs: 1100, onTimeQueued: 5, ratePerS: 200, size: 3 },
+    { what: 'a time-shared GPU: it ends a batch time before the others\' latest start, 1000 + 2 (4 + 3b) <= 1030', delayed: 30, endByMs: 1100, sharedEndByMs: 1030, size: 3 },
+    { what: 'a batch runs on the time-shared GPU', delayed: 30, endByMs: 1100, sharedEndByMs: -Infinity, size: 0 },
+  ])('$what', (c) => {
+    expect(delayedBatchSize({ ...delayedIn, ...c })).toBe(c.size);
   });
 });
 
@@ -108,6 +115,7 @@ function view(queue: number[], started: { w: string; size: number }[], dropped: 
     overheadMs: (w) => w.overheadMs,
     gpu: () => 0,
     timeshared: () => false,
+    gpuBusy: () => false,
     budgetMs: () => 80,
     ratePerS: () => Infinity,
     delays: () => false,
@@ -189,6 +197,7 @@ function lanes(opts: { delays: boolean; onTime: number[][]; delayed: number[]; t
     overheadMs: () => 0,
     gpu: (w) => w.gpu,
     timeshared: () => opts.timeshared ?? false,
+    gpuBusy: () => false,
     budgetMs: () => 80,
     ratePerS: () => opts.ratePerS ?? 0,
     delays: () => opts.delays,
@@ -234,11 +243,13 @@ describe('dispatchModel: the queue policy', () => {
     // On time: one task of 990 waiting to fill (100 tasks/s: another is expected before its latest start).
     const waiting = lanes({ delays: true, onTime: [[990], []], delayed: Array.from({ length: 20 }, () => 900), ratePerS: 100 });
     dispatchModel(0, 1000, RULES, [w0()], waiting.v);
-    // Latest start of the on-time head: 1070 - t(1) = 1063; 1000 + 4 + 3b <= 1063: b = 8 (the placed batch).
+    // The on-time head's batch by its deadline (100/s over 70 ms: a full 8): latest start 1070 - t(8) = 1042;
+    // 1000 + 4 + 3b <= 1042: b = 12, so the placed batch, 8.
     expect(waiting.log).toEqual(['w0 starts 8 delayed']);
-    const close = lanes({ delays: true, onTime: [[940], []], delayed: Array.from({ length: 20 }, () => 900), ratePerS: 1000 });
+    // 5 on time at 200 tasks/s: a delayed batch of b takes 4 + 3b ms, while 0.2 (4 + 3b) more arrive;
+    // all of them must fit one on-time batch of 8 when it ends: b = 3.
+    const close = lanes({ delays: true, onTime: [[990, 990, 990, 990, 990], []], delayed: Array.from({ length: 20 }, () => 900), ratePerS: 200 });
     dispatchModel(0, 1000, RULES, [w0()], close.v);
-    // Latest start 1013: 1000 + 4 + 3b <= 1013: b = 3.
     expect(close.log).toEqual(['w0 starts 3 delayed']);
     // An on-time batch to start now: no delayed batch.
     const busy = lanes({ delays: true, onTime: [Array.from({ length: 8 }, () => 990), []], delayed: [900] });
@@ -246,12 +257,12 @@ describe('dispatchModel: the queue policy', () => {
     expect(busy.log).toEqual(['w0 starts 8 on time']);
   });
 
-  it('on a time-shared GPU a delayed batch also ends before the other models\' latest starts', () => {
-    // Model 1 on the same GPU has a head of 950 waiting (latest start 1030 - t(1) = 1023): 1004 + 3b <= 1023: b = 6.
+  it('on a time-shared GPU a delayed batch also ends a batch time before the other models\' latest starts', () => {
+    // Model 1 on the same GPU has a head of 950 waiting (latest start 1030 - t(1) = 1023): 1000 + 2 (4 + 3b) <= 1023: b = 2.
     const peer = { id: 'p1', model: 1, gpu: 0, free: false };
     const ts = lanes({ delays: true, onTime: [[], [950]], delayed: Array.from({ length: 20 }, () => 900), timeshared: true });
     dispatchModel(0, 1000, RULES, [w0(), peer], ts.v);
-    expect(ts.log).toEqual(['w0 starts 6 delayed']);
+    expect(ts.log).toEqual(['w0 starts 2 delayed']);
     // On an MPS GPU the peer runs beside it: the placed batch.
     const mps = lanes({ delays: true, onTime: [[], [950]], delayed: Array.from({ length: 20 }, () => 900) });
     dispatchModel(0, 1000, RULES, [w0(), peer], mps.v);
