@@ -11,8 +11,8 @@
 // it takes the largest batch (up to `batch` of the oldest tasks) with which the oldest still finishes
 // within its deadline; a head task that cannot finish within its deadline even alone and started now
 // has timed out: it is dropped, or moved to the model's delayed lane (src/serving/queuePolicy.ts).
-// A worker with nothing to start from the on-time lane takes a batch of the delayed lane that ends
-// before the on-time lane's latest start (`delayedBatchSize`).
+// A worker with nothing to start from the on-time lane takes a batch of the delayed lane that neither
+// makes an on-time task late nor leaves the worker behind its on-time arrivals (`delayedBatchSize`).
 import type { GpuInfo } from '../policy/types.js';
 
 /** Predicted batch times are tabulated for batches 1..MAX_PRED_BATCH-1; beyond, scaled linearly. */
@@ -105,12 +105,8 @@ export interface DelayedInput {
   readonly slack: number;
   /** When the batch must end: the latest start of its model's on-time lane (`latestStartMs`). */
   readonly endByMs: number;
-  /**
-   * On a time-shared GPU, the earliest latest start of the other models' on-time lanes there (Infinity
-   * on an MPS GPU): the batch must end a whole batch time before it, since a batch of theirs that
-   * starts beside it (the simulator's overlap) may run that much longer.
-   */
-  readonly sharedEndByMs: number;
+  /** The longest the batch may hold a time-shared GPU (`sharedBusyMs`; Infinity on an MPS GPU). */
+  readonly sharedBusyMs: number;
   /** Tasks of the model on time and queued now, and their arrival rate (tasks/s). */
   readonly onTimeQueued: number;
   readonly ratePerS: number;
@@ -120,15 +116,14 @@ export interface DelayedInput {
  * The delayed batch a worker may take now: the largest, up to `batch` tasks of the delayed lane, that
  * (1) ends by `endByMs`, (2) leaves the on-time tasks queued by its end (those queued now and those the
  * rate brings meanwhile) to one on-time batch, so that the worker does not fall behind the on-time
- * arrivals, and (3) ends a batch time before `sharedEndByMs`; its time counts the rule's slack. 0:
- * none. At most the placed batch, so that its neighbours on an MPS GPU see no more interference than
+ * arrivals, and (3) takes at most `sharedBusyMs`; its time counts the rule's slack. 0: none. At most the placed batch, so that its neighbours on an MPS GPU see no more interference than
  * their predictions already count.
  */
 export function delayedBatchSize(x: DelayedInput): number {
   let size = Math.min(x.delayed, x.batch);
   for (; size > 0; size--) {
     const busyMs = (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
-    if (x.nowMs + busyMs <= x.endByMs && x.nowMs + 2 * busyMs <= x.sharedEndByMs && x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch) break;
+    if (x.nowMs + busyMs <= x.endByMs && busyMs <= x.sharedBusyMs && x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch) break;
   }
   return size;
 }
@@ -277,23 +272,26 @@ function lane<W>(m: number, w: W, nowMs: number, rules: DispatchRules, v: Dispat
 }
 
 /**
- * On a time-shared GPU, the earliest latest start of the other models' on-time lanes on `w`'s GPU
- * (each with a task arriving now where none is queued): their batches wait behind a delayed batch, or
- * start beside it and run longer. -Infinity while a batch runs on the GPU (a delayed batch starts
- * only on an idle one, so that it takes its predicted time); Infinity on an MPS GPU, where the
- * others run beside it at their own shares.
+ * On a time-shared GPU, the longest a delayed batch of model m may hold `w`'s GPU: only a gap of the
+ * whole GPU, so 0 while a batch runs there or another model has on-time tasks queued; else less than
+ * every other model's mean inter-arrival time (none of theirs is expected meanwhile: a batch of theirs
+ * would wait behind it, or start beside it and run up to its time longer, the simulator's overlap) and
+ * half the time to the latest start of a task of theirs arriving now. Infinity on an MPS GPU, where
+ * the others run beside it at their own shares.
  */
-function sharedEndByMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
+function sharedBusyMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
   if (!v.timeshared(w)) return Infinity;
-  if (v.gpuBusy(w)) return -Infinity;
-  let endBy = Infinity;
+  if (v.gpuBusy(w)) return 0;
+  let busyMs = Infinity;
   const g = v.gpu(w);
   for (const o of workers) {
     const om = v.model(o);
     if (om === m || v.gpu(o) !== g) continue;
-    endBy = Math.min(endBy, latestStartMs(lane(om, o, nowMs, rules, v)));
+    if (v.queued(om) > 0) return 0;
+    const rate = v.ratePerS(om);
+    busyMs = Math.min(busyMs, (latestStartMs(lane(om, o, nowMs, rules, v)) - nowMs) / 2, rate > 0 ? 1000 / rate : Infinity);
   }
-  return endBy;
+  return busyMs;
 }
 
 /**
@@ -356,7 +354,7 @@ export function dispatchModel<W>(m: number, nowMs: number, rules: DispatchRules,
         overheadMs: v.overheadMs(w),
         slack: rules.slack,
         endByMs: latestStartMs(lane(m, w, nowMs, rules, v)),
-        sharedEndByMs: sharedEndByMs(m, w, nowMs, rules, workers, v),
+        sharedBusyMs: sharedBusyMs(m, w, nowMs, rules, workers, v),
         onTimeQueued: v.queued(m),
         ratePerS: v.ratePerS(m),
       });

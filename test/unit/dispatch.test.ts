@@ -82,7 +82,7 @@ describe('latestStartMs and delayedBatchSize: a delayed batch ends before the on
     expect(latestStartMs({ ...lane, queued, overheadMs, marginMs, ...(ratePerS === undefined ? {} : { ratePerS }) })).toBe(latest);
   });
 
-  const delayedIn = { nowMs: 1000, batch: 8, predicted: table, overheadMs: 0, slack: 0, sharedEndByMs: Infinity, onTimeQueued: 0, ratePerS: 0 };
+  const delayedIn = { nowMs: 1000, batch: 8, predicted: table, overheadMs: 0, slack: 0, sharedBusyMs: Infinity, onTimeQueued: 0, ratePerS: 0 };
   it.each([
     { what: 'the whole placed batch fits', delayed: 30, endByMs: 1100, size: 8 },
     { what: 'fewer delayed than a batch', delayed: 3, endByMs: 1100, size: 3 },
@@ -90,8 +90,8 @@ describe('latestStartMs and delayedBatchSize: a delayed batch ends before the on
     { what: 'not even one', delayed: 30, endByMs: 1006, size: 0 },
     { what: 'with the slack: 1000 + 1.5 (4 + 3b) <= 1020', delayed: 30, endByMs: 1020, slack: 0.5, size: 3 },
     { what: 'the on-time tasks by its end fit one batch: 5 queued + 200/s x (4 + 3b) ms <= 8', delayed: 30, endByMs: 1100, onTimeQueued: 5, ratePerS: 200, size: 3 },
-    { what: 'a time-shared GPU: it ends a batch time before the others\' latest start, 1000 + 2 (4 + 3b) <= 1030', delayed: 30, endByMs: 1100, sharedEndByMs: 1030, size: 3 },
-    { what: 'a batch runs on the time-shared GPU', delayed: 30, endByMs: 1100, sharedEndByMs: -Infinity, size: 0 },
+    { what: 'a time-shared GPU leaves it 15 ms: 4 + 3b <= 15', delayed: 30, endByMs: 1100, sharedBusyMs: 15, size: 3 },
+    { what: 'a time-shared GPU leaves it nothing', delayed: 30, endByMs: 1100, sharedBusyMs: 0, size: 0 },
   ])('$what', (c) => {
     expect(delayedBatchSize({ ...delayedIn, ...c })).toBe(c.size);
   });
@@ -257,15 +257,20 @@ describe('dispatchModel: the queue policy', () => {
     expect(busy.log).toEqual(['w0 starts 8 on time']);
   });
 
-  it('on a time-shared GPU a delayed batch also ends a batch time before the other models\' latest starts', () => {
-    // Model 1 on the same GPU has a head of 950 waiting (latest start 1030 - t(1) = 1023): 1000 + 2 (4 + 3b) <= 1023: b = 2.
-    const peer = { id: 'p1', model: 1, gpu: 0, free: false };
-    const ts = lanes({ delays: true, onTime: [[], [950]], delayed: Array.from({ length: 20 }, () => 900), timeshared: true });
-    dispatchModel(0, 1000, RULES, [w0(), peer], ts.v);
-    expect(ts.log).toEqual(['w0 starts 2 delayed']);
-    // On an MPS GPU the peer runs beside it: the placed batch.
-    const mps = lanes({ delays: true, onTime: [[], [950]], delayed: Array.from({ length: 20 }, () => 900) });
-    dispatchModel(0, 1000, RULES, [w0(), peer], mps.v);
+  it('on a time-shared GPU a delayed batch takes only a gap of the whole GPU', () => {
+    const peer = () => ({ id: 'p1', model: 1, gpu: 0, free: false });
+    // Model 1 on the same GPU has an on-time task queued: it would wait behind the late batch.
+    const queued = lanes({ delays: true, onTime: [[], [990]], delayed: Array.from({ length: 20 }, () => 900), timeshared: true });
+    dispatchModel(0, 1000, RULES, [w0(), peer()], queued.v);
+    expect(queued.log).toEqual([]);
+    // Nothing queued, 50 tasks/s each (20 ms apart): under 20 ms and half the 73 ms to a new task's
+    // latest start: 4 + 3b < 20, b = 5.
+    const idle = lanes({ delays: true, onTime: [[], []], delayed: Array.from({ length: 20 }, () => 900), timeshared: true, ratePerS: 50 });
+    dispatchModel(0, 1000, RULES, [w0(), peer()], idle.v);
+    expect(idle.log).toEqual(['w0 starts 5 delayed']);
+    // On an MPS GPU the other model runs beside it: the placed batch.
+    const mps = lanes({ delays: true, onTime: [[], [990]], delayed: Array.from({ length: 20 }, () => 900) });
+    dispatchModel(0, 1000, RULES, [w0(), peer()], mps.v);
     expect(mps.log).toEqual(['w0 starts 8 delayed']);
   });
 });
