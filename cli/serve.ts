@@ -111,7 +111,7 @@ function schedulerConfig(opts: ServeOptions) {
     const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
     if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
     const mp = p.models[m.name]!;
-    return { name: m.name, sloMs: m.sloMs, signature: modelSignature(mp.inputBytes, mp.outputBytes) };
+    return { name: m.name, sloMs: m.sloMs, signature: modelSignature(mp.inputBytes, mp.outputBytes), ...(m.queuePolicy ? { queuePolicy: m.queuePolicy } : {}) };
   });
   const rates = initialRates(loaded.scenario, loaded.traces);
   const initialRatePerS = Object.fromEntries(models.map((m, i) => [m.name, rates[i]!]));

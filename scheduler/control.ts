@@ -16,21 +16,28 @@
 // - the path of a batch: straight to the worker's data socket when its agent reported one and the
 //   connection is up (`DirectLink`, scheduler/workerLink.ts), else through the agent's WebSocket;
 //   either way the batch names the worker's whole identity and the worker refuses one not its own.
+// - queueing: each model's queue policy (src/serving/queuePolicy.ts, the simulator's too): a task that
+//   times out is dropped or moved to the model's delayed lane, served late when a worker has nothing
+//   on time to start; a task arriving at a full queue makes room by dropping the oldest delayed task,
+//   or is rejected (`queue-full`). The dispatch rule's arrival rate is the monitor's, and its margin
+//   the p99 of how late this process's dispatch timers fire (src/serving/lateness.ts).
 // Every accepted task is answered exactly once: a result, or an error with its reason (dropped because
-// it cannot meet its SLO, model not deployed, worker failed, shutting down). A batch refused because
-// its worker was retiring goes back to the head of its queue.
+// it cannot meet its SLO, queue full, model not deployed, worker failed, shutting down). A batch
+// refused because its worker was retiring goes back to the head of its queue.
 import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
 import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DataEndpoint, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
 import type { ModelSignature, SampleEncoding, TensorRef } from '../src/protocol/tensor.js';
 import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import { LatenessWindow } from '../src/serving/lateness.js';
 import { RateMonitor } from '../src/serving/monitor.js';
+import { admit, onTimeBudgetMs, type QueuePolicy, type QueuePolicyConfig, resolveQueuePolicy } from '../src/serving/queuePolicy.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
-import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
+import { dispatchModel, type DispatchRules, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
 import { DEFAULT_TIMESHARE_GPU, timeshareConcurrency } from '../src/sim/timeshareGpu.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
@@ -44,6 +51,8 @@ export interface ServedModelConfig {
   readonly signature: ModelSignature;
   /** The largest batch dimension one request may carry (Triton's max_batch_size); default DEFAULT_MAX_BATCH_SIZE. */
   readonly maxBatchSize?: number;
+  /** Its queue policy (src/serving/queuePolicy.ts; the scenario's `models[i].queuePolicy`); absent: the default. */
+  readonly queuePolicy?: QueuePolicyConfig;
 }
 
 /** The scenario's serving settings (src/serving/settings.ts), the same the simulator runs by. */
@@ -80,8 +89,13 @@ export interface TaskOutput {
   readonly data: Buffer;
 }
 
-/** Why a task got an error instead of a result ('bad-input': the worker could not decode its image). */
-export type TaskErrorReason = 'slo' | 'not-deployed' | 'worker-failed' | 'shutdown' | 'bad-input';
+/**
+ * Why a task got an error instead of a result: 'slo', it timed out under a reject policy or was the
+ * oldest delayed task when its queue was full; 'queue-full', its model already held its policy's
+ * `maxQueueSize` tasks, all on time (the client may retry: the service is overloaded, as 503);
+ * 'bad-input', the worker could not decode its image.
+ */
+export type TaskErrorReason = 'slo' | 'queue-full' | 'not-deployed' | 'worker-failed' | 'shutdown' | 'bad-input';
 
 export type TaskAnswer =
   | { readonly ok: true; readonly outputs: readonly TaskOutput[]; readonly latencyMs: number }
@@ -255,6 +269,13 @@ export class Control {
   readonly models: readonly ServedModelConfig[];
   private readonly settings: ControlSettings;
   private readonly queues: Fifo[];
+  /** Per model, tasks that timed out and wait for a worker with nothing on time to start (its queue policy). */
+  private readonly delayedQueues: Fifo[];
+  private readonly policies: QueuePolicy[];
+  /** The dispatch rule's arrival rates (the monitor's, taken at each epoch) and its margin (timer lateness p99). */
+  private ratesPerS: readonly number[];
+  private readonly lateness = new LatenessWindow();
+  private rules: DispatchRules;
   private readonly timers: (NodeJS.Timeout | null)[];
   private readonly timerAt: number[];
   private readonly agents = new Map<string, AgentEntry>();
@@ -301,15 +322,24 @@ export class Control {
     timeoutMs: (w) => w.timeoutMs,
     predicted: (w) => w.predicted,
     overheadMs: (w) => w.overheadMs,
+    gpu: (w) => w.gpu,
+    timeshared: (w) => this.gpuModes[w.gpu] === 'timeshare',
+    gpuBusy: (w) => (this.gpuRunning[w.gpu] ?? 0) > 0,
+    budgetMs: (m) => this.onTimeMs(m),
+    ratePerS: (m) => this.ratesPerS[m]!,
+    delays: (m) => this.policies[m]!.delay,
     queued: (m) => this.queues[m]!.length,
     headArrivalMs: (m) => this.queues[m]!.peek().arrivalMs,
+    delayed: (m) => this.delayedQueues[m]!.length,
     drop: (m, w) => {
       const t = this.queues[m]!.shift();
       const slo = this.models[m]!.sloMs;
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
     },
+    delay: (m) => this.delayedQueues[m]!.push(this.queues[m]!.shift()),
     // Sent now (a timer armed early decides as of its instant, `tryDispatch`; the batch leaves when it leaves).
     start: (w, size) => this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock())),
+    startDelayed: (w, size) => this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock()), this.delayedQueues[w.model]),
     pipelinedAtMs: (w) => (w.inFlight.length > 0 && this.serving(w) ? this.nextBatchAt(w) : Infinity),
     idle: (w) => w.inFlight.length === 0,
   };
@@ -319,10 +349,14 @@ export class Control {
     this.settings = { ...DEFAULT_SERVING_SETTINGS, ...opts.settings };
     const n = opts.models.length;
     this.queues = opts.models.map(() => new Fifo());
+    this.delayedQueues = opts.models.map(() => new Fifo());
+    this.policies = opts.models.map((m) => resolveQueuePolicy(m.queuePolicy));
     this.timers = new Array<NodeJS.Timeout | null>(n).fill(null);
     this.timerAt = new Array<number>(n).fill(Infinity);
     this.monitor = new RateMonitor(n, this.settings.epochMs, this.settings.monitorWindowMs);
     this.initialRates = opts.models.map((m) => opts.initialRatePerS?.[m.name] ?? 0);
+    this.ratesPerS = this.monitor.ratesPerS(this.initialRates);
+    this.rules = { slack: this.settings.dispatchSlack, marginMs: 0 };
     const z = () => new Array<number>(n).fill(0);
     this.epochStats = { served: z(), violated: z(), dropped: z(), execSum: z(), execN: z(), latSum: z() };
     this.log = opts.logger;
@@ -339,7 +373,7 @@ export class Control {
     this.stopped = true;
     if (this.epochTimer) clearInterval(this.epochTimer);
     for (const t of this.timers) if (t) clearTimeout(t);
-    for (const q of this.queues) for (const t of q.drain()) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
+    for (const q of [...this.queues, ...this.delayedQueues]) for (const t of q.drain()) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
     for (const b of this.batches.values()) for (const t of b.tasks) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
     this.batches.clear();
     for (const w of this.workers) this.opts.direct?.close(this.linkKey(w));
@@ -387,6 +421,8 @@ export class Control {
         overheadMs: Number(w.overheadMs.toFixed(3)),
       })),
       queued: Object.fromEntries(this.models.map((m, i) => [m.name, this.queues[i]!.length])),
+      delayed: Object.fromEntries(this.models.map((m, i) => [m.name, this.delayedQueues[i]!.length])),
+      dispatchMarginMs: Number(this.rules.marginMs.toFixed(3)),
       deployment: this.current,
       // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
       // The way in and out are the scheduler's (the same in every host's entry).
@@ -440,6 +476,17 @@ export class Control {
       this.finish(task, { ok: false, reason: 'not-deployed', error: this.notDeployedMessage(m) }, 'not_deployed');
       return;
     }
+    // A full queue makes room by dropping its oldest delayed task, or refuses the new one (queuePolicy.ts).
+    const max = this.policies[m]!.maxQueueSize;
+    const admission = admit(this.queues[m]!.length, this.delayedQueues[m]!.length, max);
+    if (admission === 'reject') {
+      this.finish(task, { ok: false, reason: 'queue-full', error: `rejected: the queue of model '${this.models[m]!.name}' is full (maxQueueSize ${max} tasks, none of them late)` }, 'dropped_queue_full');
+      return;
+    }
+    if (admission === 'evict-delayed') {
+      const old = this.delayedQueues[m]!.shift();
+      this.finish(old, { ok: false, reason: 'slo', error: `dropped: the task missed its ${this.models[m]!.sloMs} ms SLO and waited for a free worker until its queue was full (maxQueueSize ${max})` }, 'dropped_slo');
+    }
     this.queues[m]!.push(task);
     this.tryDispatch(m);
   }
@@ -459,6 +506,11 @@ export class Control {
   /** Model m's dispatch budget: its SLO less the answer's expected way out. */
   private budgetMs(m: number): number {
     return dispatchBudgetMs(this.models[m]!.sloMs, this.wayOutMs);
+  }
+
+  /** Model m's on-time deadline after a task's arrival: the budget, or its queue policy's shorter timeout. */
+  private onTimeMs(m: number): number {
+    return onTimeBudgetMs(this.budgetMs(m), this.policies[m]!);
   }
 
   private notDeployedMessage(m: number): string {
@@ -488,7 +540,7 @@ export class Control {
       this.epochStats.served[t.model]! += 1;
       this.epochStats.latSum[t.model]! += lat;
       if (outcome === 'late') this.epochStats.violated[t.model]! += 1;
-    } else if (a.reason === 'slo' || a.reason === 'worker-failed') {
+    } else if (a.reason === 'slo' || a.reason === 'queue-full' || a.reason === 'worker-failed') {
       this.epochStats.dropped[t.model]! += 1;
     }
     t.answer(a);
@@ -513,13 +565,13 @@ export class Control {
    */
   private tryDispatch(m: number, asOfMs = -Infinity): void {
     const q = this.queues[m]!;
-    const slo = this.budgetMs(m);
+    const slo = this.onTimeMs(m);
     this.dispatchNow = Math.max(this.opts.clock(), asOfMs);
-    let wake = dispatchModel(m, this.dispatchNow, slo, this.settings.dispatchSlack, this.workers, this.dispatchView);
+    let wake = dispatchModel(m, this.dispatchNow, this.rules, this.workers, this.dispatchView);
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
-    this.observe.queueChanged(this.models[m]!.name, q.length);
+    this.observe.queueChanged(this.models[m]!.name, q.length + this.delayedQueues[m]!.length);
     this.arm(m, wake);
   }
 
@@ -534,25 +586,29 @@ export class Control {
     this.timers[m] = setTimeout(() => {
       this.timers[m] = null;
       this.timerAt[m] = Infinity;
+      this.lateness.add(atMs, this.opts.clock());
       this.expire(m);
       this.tryDispatch(m, atMs);
     }, delay);
   }
 
-  /** Drops queued tasks already past their deadline (no worker could take them in time). */
+  /** On-time tasks already past their deadline time out (no worker could take them in time): dropped or delayed. */
   private expire(m: number): void {
     const q = this.queues[m]!;
     const slo = this.models[m]!.sloMs;
     const now = this.opts.clock();
-    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, this.budgetMs(m), now)) {
+    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, this.onTimeMs(m), now)) {
       const t = q.shift();
+      if (this.policies[m]!.delay) {
+        this.delayedQueues[m]!.push(t);
+        continue;
+      }
       const why = this.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
       this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` }, 'dropped_slo');
     }
   }
 
-  private sendBatch(w: Worker, size: number, now: number): void {
-    const q = this.queues[w.model]!;
+  private sendBatch(w: Worker, size: number, now: number, q: Fifo = this.queues[w.model]!): void {
     const tasks: Task[] = [];
     for (let i = 0; i < size; i++) {
       const t = q.shift();
@@ -938,6 +994,9 @@ export class Control {
       w.directBatches = 0;
     }
     const obs = this.observation();
+    // The dispatch rule's rates (the policy's observation) and margin (how late its timers fired).
+    this.ratesPerS = obs.ratePerS;
+    this.rules = { slack: this.settings.dispatchSlack, marginMs: this.lateness.quantileMs(0.99) };
     this.publishEpochMetrics(obs);
     this.resetEpoch();
     this.decide(obs);

@@ -124,7 +124,7 @@ export class DashboardState {
         if (v.labels.model !== m.name) continue;
         const outcome = String(v.labels.outcome);
         if (outcome === 'ok') within += v.value;
-        if (outcome === 'ok' || outcome === 'late' || outcome === 'dropped_slo' || outcome === 'worker_failed') finished += v.value;
+        if (outcome === 'ok' || outcome === 'late' || outcome === 'dropped_slo' || outcome === 'dropped_queue_full' || outcome === 'worker_failed') finished += v.value;
       }
       const buckets = bounds.map(() => 0);
       for (const v of latency.values) {

@@ -23,6 +23,7 @@ export const ERROR_STATUS: Record<TaskErrorReason, number> = {
   'worker-failed': 503,
   shutdown: 503,
   'bad-input': 400,
+  'queue-full': 503,
 };
 
 export interface InferContext {

@@ -116,7 +116,7 @@ export class Metrics implements Partial<ControlObserver> {
 
   // ---- Triton's names (docs/metrics.md maps each to Triton's definition) ----
   private readonly nvSuccess = new Counter({ name: 'nv_inference_request_success', help: 'Successful inference requests (answered with a result, within the SLO or late)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
-  private readonly nvFailure = new Counter({ name: 'nv_inference_request_failure', help: 'Failed inference requests, by reason (dropped_slo, not_deployed, worker_failed, shutdown, bad_input)', labelNames: ['model', 'version', 'reason'] as const, registers: [this.registry] });
+  private readonly nvFailure = new Counter({ name: 'nv_inference_request_failure', help: 'Failed inference requests, by reason (dropped_slo, dropped_queue_full, not_deployed, worker_failed, shutdown, bad_input)', labelNames: ['model', 'version', 'reason'] as const, registers: [this.registry] });
   private readonly nvCount = new Counter({ name: 'nv_inference_count', help: 'Inferences performed (one per answered request: inss requests carry one sample)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
   private readonly nvExecCount = new Counter({ name: 'nv_inference_exec_count', help: 'Model executions (batches run by a worker)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
   private readonly nvRequestDuration = new Counter({ name: 'nv_inference_request_duration_us', help: 'Cumulative end-to-end request duration (success and failure), microseconds', labelNames: ['model', 'version'] as const, registers: [this.registry] });

@@ -5,7 +5,7 @@
 // record, and `fanOut` tells every observer of each event.
 
 /** What became of a task: the `outcome` label of inss_requests_total. */
-export type TaskOutcome = 'ok' | 'late' | 'dropped_slo' | 'not_deployed' | 'worker_failed' | 'shutdown' | 'bad_input';
+export type TaskOutcome = 'ok' | 'late' | 'dropped_slo' | 'dropped_queue_full' | 'not_deployed' | 'worker_failed' | 'shutdown' | 'bad_input';
 
 /** A worker the scheduler wants, as the store keeps it. */
 export interface PlacementRow {

@@ -1,5 +1,6 @@
 // Turns a validated scenario into what the simulator needs. Pure: profiles and trace files come in
 // already read (the CLI reads them).
+import { resolveQueuePolicy } from '../serving/queuePolicy.js';
 import { servingSettings } from '../serving/settings.js';
 import { buildCluster } from '../policy/cluster.js';
 import type { ClusterInfo } from '../policy/types.js';
@@ -63,6 +64,7 @@ export function scenarioSettings(s: Scenario): SimSettings {
     swapMs: s.swapS * 1000,
     groundTruth: { ...s.groundTruth, seed: s.seed },
     timeshareGpu: s.timeshareGpu,
+    queuePolicies: s.models.map((m) => resolveQueuePolicy(m.queuePolicy)),
   };
 }
 

@@ -2,6 +2,7 @@
 // with their SLOs and arrival processes, how long to run, the decision epoch and the seed.
 // Validated before anything runs; every problem is reported with its field path.
 import { z } from 'zod';
+import { QueuePolicySchema } from '../serving/queuePolicy.js';
 
 const positive = z.number().finite().positive();
 const nonNegative = z.number().finite().nonnegative();
@@ -69,6 +70,8 @@ export const ScenarioSchema = z
             sloMs: positive,
             arrival: ArrivalSchema.default({ process: 'poisson' }),
             rate: RateSchema,
+            /** What becomes of its tasks that time out, and how many it holds (src/serving/queuePolicy.ts); default: delay. */
+            queuePolicy: QueuePolicySchema.optional(),
           })
           .strict(),
       )
@@ -91,6 +94,8 @@ export const ScenarioSchema = z
     s.models.forEach((m, i) => {
       if (seen.has(m.name)) ctx.addIssue({ code: 'custom', path: ['models', i, 'name'], message: `duplicate model '${m.name}'` });
       seen.add(m.name);
+      const timeoutMs = m.queuePolicy?.timeoutMs;
+      if (timeoutMs !== undefined && timeoutMs > m.sloMs) ctx.addIssue({ code: 'custom', path: ['models', i, 'queuePolicy', 'timeoutMs'], message: `must not exceed the model's sloMs (${m.sloMs}): a task served after its SLO is late whatever its timeout` });
     });
     if (s.epochS > s.durationS) ctx.addIssue({ code: 'custom', path: ['epochS'], message: 'must not exceed durationS' });
   });

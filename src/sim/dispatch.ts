@@ -1,13 +1,18 @@
 // The task buffer's dispatch rule and the predictions it rests on, shared by the discrete-event
 // simulator (simulator.ts) and the scheduler service (scheduler/control.ts), so the running system
-// batches exactly as the simulator does. Pure. The rule (docs/simulator.md):
-// a free worker takes a batch when
+// batches exactly as the simulator does. Pure. The rule (docs/simulator.md, "Task buffer"):
+// a free worker takes a batch of its model's on-time lane when
 //   (a) `batch` tasks are queued, or
 //   (b) the oldest task has waited the placement's `timeoutMs`, or
-//   (c) waiting longer would make the oldest task miss its SLO: now >= deadline - (1 + slack) * t_pred(q), or
+//   (c) waiting longer is not expected to bring another task before the oldest task's latest start:
+//       now >= latestStart - 1000 / ratePerS, with latestStart = deadline - (1 + slack) * t_pred(q) - margin
+//       (the monitor's arrival rate; the margin covers a running system's timer and parse jitter), or
 //   (d) where batches pay transport, the worker has no batch in flight;
 // it takes the largest batch (up to `batch` of the oldest tasks) with which the oldest still finishes
-// within its SLO; a head task that cannot finish within its SLO even alone and started now is dropped.
+// within its deadline; a head task that cannot finish within its deadline even alone and started now
+// has timed out: it is dropped, or moved to the model's delayed lane (src/serving/queuePolicy.ts).
+// A worker with nothing to start from the on-time lane takes a batch of the delayed lane that neither
+// makes an on-time task late nor leaves the worker behind its on-time arrivals (`delayedBatchSize`).
 import type { GpuInfo } from '../policy/types.js';
 
 /** Predicted batch times are tabulated for batches 1..MAX_PRED_BATCH-1; beyond, scaled linearly. */
@@ -16,7 +21,7 @@ export const MAX_PRED_BATCH = 64;
 /** What the worker should do next about its model's queue. */
 export type DispatchStep =
   | { readonly kind: 'empty' }
-  /** Drop the head task (it cannot meet its SLO), then ask again. */
+  /** The head task has timed out (it cannot meet its deadline): drop or delay it (its queue policy), then ask again. */
   | { readonly kind: 'drop' }
   | { readonly kind: 'start'; readonly size: number }
   /** Nothing to start yet; ask again at `untilMs` (or when a task arrives). */
@@ -43,10 +48,84 @@ export interface DispatchInput {
    * The worker has no batch in flight. Where batches pay transport (`overheadMs > 0`), an idle worker
    * takes what is queued at once instead of waiting for a full batch: a batch that fills first then
    * crosses the wire whole (19.3 MB for 32 images), while batches sent as the worker frees overlap
-   * their transfer with the next arrivals (issue 14). Without transport (the simulator's default) the
+   * their transfer with the next arrivals. Without transport (the simulator's default) the
    * rule waits to fill as InSS's does.
    */
   readonly idle?: boolean;
+  /**
+   * The model's arrival rate, tasks/s (the monitor's estimate, src/serving/monitor.ts): the rule waits
+   * to fill a batch only while another task is expected before the head's latest start. Absent: wait
+   * until the latest start whatever the rate.
+   */
+  readonly ratePerS?: number;
+  /** How much earlier than its latest start a waiting batch starts: the running system's timer jitter (ms; default 0). */
+  readonly marginMs?: number;
+}
+
+/** What `latestStartMs` reads: the on-time lane of one model as one worker sees it. */
+export interface LaneInput {
+  readonly nowMs: number;
+  readonly queued: number;
+  /** Arrival time of the oldest queued task (read only when `queued > 0`). */
+  readonly headArrivalMs: number;
+  /** Deadline of a task, ms after its arrival. */
+  readonly sloMs: number;
+  readonly batch: number;
+  readonly slack: number;
+  readonly predicted: Float64Array;
+  readonly overheadMs?: number;
+  readonly marginMs?: number;
+  /** The model's arrival rate (tasks/s): the head's batch counts the tasks expected by its deadline. Absent: those queued now. */
+  readonly ratePerS?: number;
+}
+
+/**
+ * The latest instant the on-time lane's head can start its batch and still finish within its
+ * deadline with the rule's slack and margin. Its batch: the tasks queued, plus those the rate brings
+ * before the head's deadline, up to `batch` (what it may have grown to when it starts). With nothing
+ * queued, that of a task arriving now: a delayed batch that ends by then leaves any task that arrives
+ * meanwhile its full SLO.
+ */
+export function latestStartMs(x: LaneInput): number {
+  const deadline = (x.queued > 0 ? x.headArrivalMs : x.nowMs) + x.sloMs;
+  const coming = x.ratePerS === undefined ? 0 : Math.max(0, ((deadline - x.nowMs) * x.ratePerS) / 1000);
+  const q = Math.min(x.batch, Math.max(1, x.queued + Math.floor(coming)));
+  return deadline - (1 + x.slack) * (predictedMs(x.predicted, q) + (x.overheadMs ?? 0)) - (x.marginMs ?? 0);
+}
+
+/** What `delayedBatchSize` reads: a worker's delayed lane and what its on-time lane leaves it. */
+export interface DelayedInput {
+  readonly nowMs: number;
+  /** Tasks in the delayed lane. */
+  readonly delayed: number;
+  /** The worker's placed batch. */
+  readonly batch: number;
+  readonly predicted: Float64Array;
+  readonly overheadMs: number;
+  readonly slack: number;
+  /** When the batch must end: the latest start of its model's on-time lane (`latestStartMs`). */
+  readonly endByMs: number;
+  /** The longest the batch may hold a time-shared GPU (`sharedBusyMs`; Infinity on an MPS GPU). */
+  readonly sharedBusyMs: number;
+  /** Tasks of the model on time and queued now, and their arrival rate (tasks/s). */
+  readonly onTimeQueued: number;
+  readonly ratePerS: number;
+}
+
+/**
+ * The delayed batch a worker may take now: the largest, up to `batch` tasks of the delayed lane, that
+ * (1) ends by `endByMs`, (2) leaves the on-time tasks queued by its end (those queued now and those the
+ * rate brings meanwhile) to one on-time batch, so that the worker does not fall behind the on-time
+ * arrivals, and (3) takes at most `sharedBusyMs`; its time counts the rule's slack. 0: none. At most the placed batch, so that its neighbours on an MPS GPU see no more interference than
+ * their predictions already count.
+ */
+export function delayedBatchSize(x: DelayedInput): number {
+  let size = Math.min(x.delayed, x.batch);
+  for (; size > 0; size--) {
+    const busyMs = (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
+    if (x.nowMs + busyMs <= x.endByMs && busyMs <= x.sharedBusyMs && x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch) break;
+  }
+  return size;
 }
 
 export function predictedMs(table: Float64Array, size: number): number {
@@ -71,10 +150,14 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
   const t = predictedMs(x.predicted, size) + over;
   if (x.nowMs + t > deadline) return DROP;
   if (size < full) return { kind: 'start', size };
-  const latestStart = deadline - (1 + x.slack) * t;
+  const latestStart = deadline - (1 + x.slack) * t - (x.marginMs ?? 0);
+  // Rule (c): wait for a fuller batch only while another task is expected before the latest start
+  // (one mean inter-arrival time, 1000 / ratePerS, before it); at a low rate a lone task starts at once.
+  const gapMs = x.ratePerS === undefined ? 0 : x.ratePerS > 0 ? 1000 / x.ratePerS : Infinity;
+  const fillByMs = latestStart - gapMs;
   const timeoutAt = Number.isNaN(x.timeoutMs) ? Infinity : x.headArrivalMs + x.timeoutMs;
-  if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= latestStart || (x.idle === true && over > 0)) return { kind: 'start', size };
-  return { kind: 'wait', untilMs: Math.min(timeoutAt, latestStart) };
+  if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= fillByMs || (x.idle === true && over > 0)) return { kind: 'start', size };
+  return { kind: 'wait', untilMs: Math.min(timeoutAt, fillByMs) };
 }
 
 const EMPTY: DispatchStep = { kind: 'empty' };
@@ -124,13 +207,29 @@ export interface DispatchView<W> {
   predicted(w: W): Float64Array;
   /** Transport a batch pays beyond its GPU time (the scheduler's learned estimate; the simulator's setting). */
   overheadMs(w: W): number;
+  /** The worker's GPU (cluster index), whether that GPU is time-shared, and whether a batch runs on it now. */
+  gpu(w: W): number;
+  timeshared(w: W): boolean;
+  gpuBusy(w: W): boolean;
+  /** Model m's on-time deadline, ms after a task's arrival (`onTimeBudgetMs`, src/serving/queuePolicy.ts). */
+  budgetMs(m: number): number;
+  /** Model m's arrival rate as the monitor last estimated it, tasks/s. */
+  ratePerS(m: number): number;
+  /** Model m's queue policy delays tasks that time out (true) or drops them (false). */
+  delays(m: number): boolean;
   queued(m: number): number;
   /** Arrival time of model m's oldest queued task (only asked when one is queued). */
   headArrivalMs(m: number): number;
-  /** Drops model m's head task (it cannot meet its SLO); `w` is the worker that could not take it in time. */
+  /** Tasks in model m's delayed lane. */
+  delayed(m: number): number;
+  /** Drops model m's head task (it timed out and its policy rejects); `w` is the worker that could not take it in time. */
   drop(m: number, w: W): void;
+  /** Moves model m's head task (it timed out) to the tail of its delayed lane. */
+  delay(m: number): void;
   /** Starts a batch of `size` of the model's oldest tasks on `w`. */
   start(w: W, size: number): void;
+  /** Starts a batch of `size` of the model's oldest delayed tasks on `w`. */
+  startDelayed(w: W, size: number): void;
   /**
    * Pipelining: when `w`, serving with a batch in flight, may take the model's next batch before that
    * one is answered (`nextBatchAtMs` below); Infinity for a worker that is not serving, has nothing in
@@ -141,21 +240,75 @@ export interface DispatchView<W> {
   idle(w: W): boolean;
 }
 
+/** The rule's settings both sides share (src/serving/settings.ts) and the running system's measured margin. */
+export interface DispatchRules {
+  /** Safety margin of rule (c), a fraction of the predicted batch time. */
+  readonly slack: number;
+  /** Timer jitter the rule starts waiting batches ahead of (ms): the scheduler's measured p99, the simulator's setting. */
+  readonly marginMs: number;
+}
+
 /** Whether a free worker of model m other than `w` could finish one task alone by `deadlineMs` if started now. */
 function otherCanServe<W>(m: number, w: W, nowMs: number, deadlineMs: number, workers: readonly W[], v: DispatchView<W>): boolean {
   for (const o of workers) if (o !== w && v.model(o) === m && v.canRun(o) && nowMs + predictedMs(v.predicted(o), 1) + v.overheadMs(o) <= deadlineMs) return true;
   return false;
 }
 
+/** Model m's on-time lane as worker `w` sees it (for `latestStartMs`). */
+function lane<W>(m: number, w: W, nowMs: number, rules: DispatchRules, v: DispatchView<W>): LaneInput {
+  const queued = v.queued(m);
+  return {
+    nowMs,
+    queued,
+    headArrivalMs: queued > 0 ? v.headArrivalMs(m) : 0,
+    sloMs: v.budgetMs(m),
+    batch: v.batch(w),
+    slack: rules.slack,
+    predicted: v.predicted(w),
+    overheadMs: v.overheadMs(w),
+    marginMs: rules.marginMs,
+    ratePerS: v.ratePerS(m),
+  };
+}
+
+/**
+ * On a time-shared GPU, the longest a delayed batch of model m may hold `w`'s GPU: only a gap of the
+ * whole GPU, so 0 while a batch runs there or another model has on-time tasks queued; else less than
+ * every other model's mean inter-arrival time (none of theirs is expected meanwhile: a batch of theirs
+ * would wait behind it, or start beside it and run up to its time longer, the simulator's overlap) and
+ * half the time to the latest start of a task of theirs arriving now. Infinity on an MPS GPU, where
+ * the others run beside it at their own shares.
+ */
+function sharedBusyMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
+  if (!v.timeshared(w)) return Infinity;
+  if (v.gpuBusy(w)) return 0;
+  let busyMs = Infinity;
+  const g = v.gpu(w);
+  for (const o of workers) {
+    const om = v.model(o);
+    if (om === m || v.gpu(o) !== g) continue;
+    if (v.queued(om) > 0) return 0;
+    const rate = v.ratePerS(om);
+    busyMs = Math.min(busyMs, (latestStartMs(lane(om, o, nowMs, rules, v)) - nowMs) / 2, rate > 0 ? 1000 / rate : Infinity);
+  }
+  return busyMs;
+}
+
 /**
  * The task buffer's dispatch loop for model m, shared by the simulator and the scheduler: each free
  * worker of the model, in order, takes batches by `dispatchStep` until the queue is empty or the rule
- * says wait; a head task one worker cannot serve in time is left to another free worker that can. Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
+ * says wait; a head task one worker cannot serve in time is left to another free worker that can; a
+ * head that no free worker can serve in time is dropped or delayed by the model's queue policy. A
+ * free worker left with nothing to start from the on-time lane (the rule says wait, or it is empty)
+ * and no batch in flight takes the largest batch of the delayed lane `delayedBatchSize` allows.
+ * Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
  */
-export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack: number, workers: readonly W[], v: DispatchView<W>): number {
+export function dispatchModel<W>(m: number, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
   let wake = Infinity;
+  const sloMs = v.budgetMs(m);
   for (const w of workers) {
     if (v.model(w) !== m || !v.canRun(w)) continue;
+    let free = false; // nothing to start from the on-time lane now: the worker may take a delayed batch
     for (;;) {
       const queued = v.queued(m);
       const step = dispatchStep({
@@ -165,23 +318,47 @@ export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack:
         sloMs,
         batch: v.batch(w),
         timeoutMs: v.timeoutMs(w),
-        slack,
+        slack: rules.slack,
         predicted: v.predicted(w),
         overheadMs: v.overheadMs(w),
         idle: v.idle(w),
+        ratePerS: v.ratePerS(m),
+        marginMs: rules.marginMs,
       });
-      if (step.kind === 'empty') return wake;
+      if (step.kind === 'empty') {
+        free = true;
+        break;
+      }
       if (step.kind === 'drop') {
         // Another free worker of the model that can still finish the head in time takes it instead
         // (a replica with less interference, or a shorter measured transport): only a task that no
-        // free worker can serve within its SLO is dropped.
+        // free worker can serve within its deadline times out.
         if (otherCanServe(m, w, nowMs, v.headArrivalMs(m) + sloMs, workers, v)) break;
-        v.drop(m, w);
+        if (v.delays(m)) v.delay(m);
+        else v.drop(m, w);
         continue;
       }
       if (step.kind === 'start') v.start(w, step.size);
-      else if (step.untilMs < wake) wake = step.untilMs;
+      else {
+        if (step.untilMs < wake) wake = step.untilMs;
+        free = true;
+      }
       break;
+    }
+    if (free && v.delayed(m) > 0 && v.idle(w)) {
+      const size = delayedBatchSize({
+        nowMs,
+        delayed: v.delayed(m),
+        batch: v.batch(w),
+        predicted: v.predicted(w),
+        overheadMs: v.overheadMs(w),
+        slack: rules.slack,
+        endByMs: latestStartMs(lane(m, w, nowMs, rules, v)),
+        sharedBusyMs: sharedBusyMs(m, w, nowMs, rules, workers, v),
+        onTimeQueued: v.queued(m),
+        ratePerS: v.ratePerS(m),
+      });
+      if (size > 0) v.startDelayed(w, size);
     }
   }
   // Tasks still queued: wake when a busy worker of the model may take the next batch (pipelining).
@@ -196,7 +373,7 @@ export function dispatchModel<W>(m: number, nowMs: number, sloMs: number, slack:
 }
 
 /**
- * Pipelining (issue 14), shared by the simulator and the scheduler: a worker holds at most
+ * Pipelining, shared by the simulator and the scheduler: a worker holds at most
  * PIPELINE_DEPTH batches, one on its GPU and one on its way to it or waiting at it, so that a batch's
  * transfer overlaps the batch running. A worker with a batch in flight takes the next one once that
  * batch's predicted GPU time, counted from when it was sent, is over: sent then, the next batch reaches

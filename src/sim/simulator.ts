@@ -2,16 +2,14 @@
 // Pure: time is simulated; the only outside input is an optional `clock` used to time the policy's
 // decisions (for the decision-time figure), which never influences the simulation itself.
 //
-// Task buffer (paper section 3.1): one FIFO per model; a task's deadline is arrival + SLO. A free
-// worker takes a batch when
-//   (a) `batch` tasks are queued, or
-//   (b) the oldest task has waited the placement's `timeoutMs` (Gpulet's SLO/2, Triton's queue delay), or
-//   (c) waiting longer would make the oldest task miss its SLO: now >= deadline - (1 + slack) * t_pred(q),
-//       with q the tasks queued now (the rule InSS's eq. (2) implies: the batch fills at rate lambda
-//       unless the SLO cannot wait);
-// and takes up to `batch` tasks. Before a batch starts, tasks at the head that cannot finish within
-// their SLO even if started now (now + t_pred > deadline) are dropped and counted as dropped; at every
-// epoch tasks already past their deadline are dropped too, so no queue grows without bound.
+// Task buffer (paper section 3.1): per model an on-time FIFO and a delayed one; a task's deadline is
+// arrival + SLO (or its queue policy's timeout). The dispatch rule (dispatch.ts, shared with the
+// scheduler) starts batches of the on-time FIFO; a task that can no longer meet its deadline times
+// out and is dropped or, by its model's queue policy (src/serving/queuePolicy.ts), moved to the
+// delayed FIFO, whose batches a worker takes when the on-time one has nothing to start; at every epoch
+// on-time tasks already past their deadline time out too. A model's tasks held never exceed its
+// policy's `maxQueueSize` (the oldest delayed task makes room, else the arrival is dropped), so no
+// queue grows without bound.
 //
 // Execution: each batch takes the ground truth's time (groundTruth.ts) for the models running on
 // its GPU when it starts. On a `timeshare` GPU batches of different models overlap, each timed at an
@@ -31,9 +29,10 @@ import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy }
 import type { ArrivalStream } from '../workload/arrivals.js';
 import { RateMonitor } from '../serving/monitor.js';
 import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
+import { admit, DEFAULT_QUEUE_POLICY, onTimeBudgetMs, type QueuePolicy } from '../serving/queuePolicy.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
 import { onReady, type Phase, planApply, type WorkerView } from '../serving/workerSet.js';
-import { dispatchModel, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
+import { dispatchModel, type DispatchRules, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
@@ -71,6 +70,13 @@ export interface SimSettings {
   readonly groundTruth: GroundTruthSettings;
   /** What a `timeshare` GPU does with batches of different models ready at once (timeshareGpu.ts); default overlap. */
   readonly timeshareGpu?: TimeshareGpuModel;
+  /** Per served model, its queue policy (src/serving/queuePolicy.ts); absent entries: the default (delay). */
+  readonly queuePolicies?: readonly (QueuePolicy | undefined)[];
+  /**
+   * How much earlier than its latest start the dispatch rule starts a waiting batch (ms; default 0):
+   * the running system's measured timer jitter, to replay it (the simulator's own timers are exact).
+   */
+  readonly dispatchMarginMs?: number;
 }
 
 export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth'> = {
@@ -105,8 +111,10 @@ export interface WorkerFailure {
 export interface SimTrace {
   /** A batch of `size` tasks of `model` starts on `gpu`; it will take `durationMs` (transport included). */
   batchStart?(tMs: number, model: number, gpu: number, size: number, durationMs: number): void;
-  /** A task of `model` is dropped (it cannot meet its SLO, or it is past its deadline). */
+  /** A task of `model` is dropped (it timed out and its policy rejects, or its queue was full). */
   drop?(tMs: number, model: number): void;
+  /** A task of `model` timed out and moved to its delayed lane. */
+  delay?(tMs: number, model: number): void;
   /** A new worker of `model` on `gpu` at `pct` is ready and serves. */
   activate?(tMs: number, model: number, gpu: number, pct: number): void;
   /** The worker of `model` on `gpu` died; `lost` tasks of the batch it ran are lost with it. */
@@ -127,10 +135,14 @@ export interface ModelStats {
   readonly good: number;
   /** Served after the SLO. */
   readonly late: number;
-  /** Dropped (they could not meet the SLO) or lost with a failed worker. */
+  /** Timed out on the on-time lane and moved to the delayed one (each is then served late, or dropped). */
+  readonly delayed: number;
+  /** Dropped (timed out under a reject policy, no room in a full queue) or lost with a failed worker. */
   readonly dropped: number;
   /** Still queued or running when the simulation ended (neither served nor dropped). */
   readonly unfinished: number;
+  /** Of those, timed out and waiting in the delayed lane: they count as missed in `sloViolationPct`. */
+  readonly unfinishedLate: number;
   readonly latencyMs: Summary;
   readonly queueMs: Summary;
   readonly execMs: Summary;
@@ -155,7 +167,10 @@ export interface SimResult {
   readonly unfinished: number;
   readonly throughputPerS: number;
   readonly goodputPerS: number;
-  /** Late or dropped, percent of the tasks that finished (served or dropped). */
+  /**
+   * Late or dropped, percent of the tasks that finished (served or dropped); a task that timed out and
+   * still waits in its delayed lane at the end counts as late (it has missed its SLO already).
+   */
   readonly sloViolationPct: number;
   readonly latePct: number;
   readonly dropPct: number;
@@ -265,6 +280,11 @@ export function simulate(input: SimInput): SimResult {
   const budgetMs = sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
 
   const queues = cluster.models.map(() => new TaskQueue());
+  // Each model's delayed lane (tasks that timed out, served when a worker has nothing on time to start).
+  const delayedQueues = cluster.models.map(() => new TaskQueue());
+  const policies = cluster.models.map((_, m) => settings.queuePolicies?.[m] ?? DEFAULT_QUEUE_POLICY);
+  const onTimeMs = budgetMs.map((b, m) => onTimeBudgetMs(b, policies[m]!));
+  const rules: DispatchRules = { slack: settings.dispatchSlack, marginMs: settings.dispatchMarginMs ?? 0 };
   const nextArrival = new Float64Array(nModels);
   for (let m = 0; m < nModels; m++) nextRequest(m);
   const timer = new Float64Array(nModels).fill(Infinity);
@@ -273,7 +293,7 @@ export function simulate(input: SimInput): SimResult {
   let nextWorkerId = 0;
   let gpuModes: GpuMode[] = new Array<GpuMode>(nGpus).fill('mps');
   const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: batches running now
-  // Hook (issue 11): how many batches may overlap on a timeshare GPU; see startBatch for their time.
+  // Hook: how many batches may overlap on a timeshare GPU; see startBatch for their time.
   // Given a transport, the twin follows the live scheduler: one at a time (timeshareGpu.ts).
   const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU, transportModel !== undefined || fixedTransportMs > 0);
   let current: Deployment = { placements: [] };
@@ -284,12 +304,15 @@ export function simulate(input: SimInput): SimResult {
   const good = new Float64Array(nModels);
   const late = new Float64Array(nModels);
   const dropped = new Float64Array(nModels);
+  const delayedCount = new Float64Array(nModels);
   const batchTasks = new Float64Array(nModels);
   const batchCount = new Float64Array(nModels);
   const latH = cluster.models.map(() => new LogHistogram());
   const queueH = cluster.models.map(() => new LogHistogram());
   const execH = cluster.models.map(() => new LogHistogram());
   const monitor = new RateMonitor(nModels, settings.epochMs, settings.monitorWindowMs);
+  // The dispatch rule's arrival rates: the monitor's estimate, taken at each decision as the policy's.
+  let ratesPerS: readonly number[] = monitor.ratesPerS(input.initialRatePerS);
   const epochServed = new Float64Array(nModels);
   const epochViolated = new Float64Array(nModels);
   const epochDropped = new Float64Array(nModels);
@@ -336,8 +359,7 @@ export function simulate(input: SimInput): SimResult {
   }
 
   /** Sends a batch of the model's `size` oldest tasks to `w`: it runs now, or after the batch running (pipelining). */
-  function sendBatch(w: Worker, nowMs: number, size: number): void {
-    const q = queues[w.model]!;
+  function sendBatch(w: Worker, nowMs: number, size: number, q: TaskQueue = queues[w.model]!): void {
     w.lastSentMs = nowMs;
     w.lastPredMs = predictedMs(w.predicted, size);
     if (w.busy) {
@@ -374,7 +396,7 @@ export function simulate(input: SimInput): SimResult {
     const g = w.gpu;
     const gpu = cluster.gpus[g]!;
     accountShares(nowMs);
-    // Hook (issue 11, timeshareGpu.ts): on a timeshare GPU the batches running at once, this one
+    // Hook (timeshareGpu.ts): on a timeshare GPU the batches running at once, this one
     // included, are timed as co-located workers at an even share each (100% when alone, as serial).
     const timeshared = gpuModes[g] === 'timeshare';
     const evenPct = timeshared ? timeshareSharePct(gpuBusy[g]! + 1) : 0;
@@ -432,26 +454,55 @@ export function simulate(input: SimInput): SimResult {
     // Without a transport model, the fixed transport (as before); with one, learned from the worker's
     // batches the way the scheduler learns it (src/serving/transport.ts).
     overheadMs: (w) => (transportModel ? w.overheadMs : fixedTransportMs),
+    gpu: (w) => w.gpu,
+    timeshared: (w) => gpuModes[w.gpu] === 'timeshare',
+    gpuBusy: (w) => gpuBusy[w.gpu]! > 0,
+    budgetMs: (m) => onTimeMs[m]!,
+    ratePerS: (m) => ratesPerS[m]!,
+    delays: (m) => policies[m]!.delay,
     queued: (m) => queues[m]!.length,
     headArrivalMs: (m) => queues[m]!.peek(),
+    delayed: (m) => delayedQueues[m]!.length,
     drop: (m) => {
-      // The head task cannot meet its SLO even if its batch starts now.
+      // The head task cannot meet its deadline even if its batch starts now.
       queues[m]!.shift();
-      dropped[m]! += 1;
-      epochDropped[m]! += 1;
-      epochMissed++;
-      input.trace?.drop?.(dispatchNow, m);
+      dropTask(m, dispatchNow);
     },
+    delay: (m) => delayTask(m, dispatchNow),
     start: (w, size) => sendBatch(w, dispatchNow, size),
+    startDelayed: (w, size) => sendBatch(w, dispatchNow, size, delayedQueues[w.model]),
     idle: (w) => !w.busy && !w.held,
     pipelinedAtMs: (w) => (w.busy && !w.held && (w.state === State.Active || w.state === State.Retiring) ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare') : Infinity),
   };
   let dispatchNow = 0;
 
+  /** A task of model m (already taken off its queue) is dropped at `nowMs`. */
+  function dropTask(m: number, nowMs: number): void {
+    dropped[m]! += 1;
+    epochDropped[m]! += 1;
+    epochMissed++;
+    input.trace?.drop?.(nowMs, m);
+  }
+
+  /** Model m's on-time head timed out: dropped, or moved to the delayed lane, by its queue policy. */
+  function timeOut(m: number, nowMs: number): void {
+    if (policies[m]!.delay) delayTask(m, nowMs);
+    else {
+      queues[m]!.shift();
+      dropTask(m, nowMs);
+    }
+  }
+
+  function delayTask(m: number, nowMs: number): void {
+    delayedQueues[m]!.push(queues[m]!.shift());
+    delayedCount[m]! += 1;
+    input.trace?.delay?.(nowMs, m);
+  }
+
   /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
   function tryDispatch(m: number, nowMs: number): void {
     dispatchNow = nowMs;
-    timer[m] = dispatchModel(m, nowMs, budgetMs[m]!, settings.dispatchSlack, workers, dispatchView);
+    timer[m] = dispatchModel(m, nowMs, rules, workers, dispatchView);
   }
 
   /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */
@@ -615,6 +666,7 @@ export function simulate(input: SimInput): SimResult {
 
   function decide(nowMs: number, first: boolean): void {
     const obs = observation(nowMs);
+    ratesPerS = obs.ratePerS;
     const t0 = input.clock?.();
     const d = policy.decide(obs);
     if (t0 !== undefined) decisionMs.push(input.clock!() - t0);
@@ -629,15 +681,9 @@ export function simulate(input: SimInput): SimResult {
       w.batchesThisEpoch = 0;
     }
     for (let m = 0; m < nModels; m++) {
-      // Tasks already past their deadline can no longer meet it: drop them (src/serving/rules.ts).
+      // On-time tasks already past their deadline can no longer meet it: they time out (src/serving/rules.ts).
       const q = queues[m]!;
-      while (q.length > 0 && pastDeadline(q.peek(), budgetMs[m]!, nowMs)) {
-        q.shift();
-        dropped[m]! += 1;
-        epochDropped[m]! += 1;
-        epochMissed++;
-        input.trace?.drop?.(nowMs, m);
-      }
+      while (q.length > 0 && pastDeadline(q.peek(), onTimeMs[m]!, nowMs)) timeOut(m, nowMs);
     }
     const sec = settings.epochMs / 1000;
     timeline.push({ tMs: nowMs, servedPerS: epochAll / sec, goodPerS: epochGood / sec, missedPerS: epochMissed / sec });
@@ -678,10 +724,17 @@ export function simulate(input: SimInput): SimResult {
     events++;
     if (kind === 1) {
       const m = which;
-      queues[m]!.push(nextArrivalAt[m]!);
       lastQueuedAt[m] = tMin;
       arrivals[m]! += 1;
       monitor.arrival(m);
+      // A full queue makes room by dropping its oldest delayed task, or drops the arrival (queuePolicy.ts).
+      const admission = admit(queues[m]!.length, delayedQueues[m]!.length, policies[m]!.maxQueueSize);
+      if (admission === 'evict-delayed') {
+        delayedQueues[m]!.shift();
+        dropTask(m, tMin);
+      }
+      if (admission === 'reject') dropTask(m, tMin);
+      else queues[m]!.push(nextArrivalAt[m]!);
       nextRequest(m);
       tryDispatch(m, tMin);
     } else if (kind === 2) {
@@ -712,8 +765,10 @@ export function simulate(input: SimInput): SimResult {
       served: served[i]!,
       good: good[i]!,
       late: late[i]!,
+      delayed: delayedCount[i]!,
       dropped: dropped[i]!,
-      unfinished: queues[i]!.length + running,
+      unfinished: queues[i]!.length + delayedQueues[i]!.length + running,
+      unfinishedLate: delayedQueues[i]!.length,
       latencyMs: summary(latH[i]!),
       queueMs: summary(queueH[i]!),
       execMs: summary(execH[i]!),
@@ -723,7 +778,7 @@ export function simulate(input: SimInput): SimResult {
   const sum = (f: (s: ModelStats) => number) => models.reduce((a, s) => a + f(s), 0);
   const totalLat = new LogHistogram();
   latH.forEach((h) => totalLat.merge(h));
-  const finished = sum((s) => s.served + s.dropped);
+  const finished = sum((s) => s.served + s.dropped + s.unfinishedLate);
   const pct = (x: number) => (finished > 0 ? (100 * x) / finished : 0);
   const secs = end / 1000;
   return {
@@ -737,8 +792,8 @@ export function simulate(input: SimInput): SimResult {
     unfinished: sum((s) => s.unfinished),
     throughputPerS: sum((s) => s.served) / secs,
     goodputPerS: sum((s) => s.good) / secs,
-    sloViolationPct: pct(sum((s) => s.late + s.dropped)),
-    latePct: pct(sum((s) => s.late)),
+    sloViolationPct: pct(sum((s) => s.late + s.dropped + s.unfinishedLate)),
+    latePct: pct(sum((s) => s.late + s.unfinishedLate)),
     dropPct: pct(sum((s) => s.dropped)),
     latencyMs: summary(totalLat),
     timeline,

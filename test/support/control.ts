@@ -2,6 +2,7 @@
 // link that records every message, a silent logger and real Prometheus metrics (or the observers given). Tests play the agent:
 // they connect it (hello), report its workers, answer batches. Nothing runs by itself: the epoch
 // runs when the test calls `control.epoch()` (start() is never called).
+import type { QueuePolicyConfig } from '../../src/serving/queuePolicy.js';
 import { pino } from 'pino';
 import { Control, type ControlSettings, type TaskAnswer } from '../../scheduler/control.js';
 import { Metrics } from '../../scheduler/metrics.js';
@@ -41,7 +42,7 @@ export function simGpus(profile: string, count: number): AgentGpu[] {
 }
 
 export function controlHarness(opts: {
-  models: readonly { name: string; sloMs: number }[];
+  models: readonly { name: string; sloMs: number; queuePolicy?: QueuePolicyConfig }[];
   profiles: ReadonlyMap<string, Profile>;
   policy: (c: ClusterInfo) => Policy;
   gpus: AgentGpu[];

@@ -10,6 +10,7 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerIdentity } from '../../src/protocol/agent.js';
 import type { TaskAnswer } from '../../scheduler/control.js';
+import { type QueuePolicyConfig, resolveQueuePolicy } from '../../src/serving/queuePolicy.js';
 import { DEFAULT_SERVING_SETTINGS } from '../../src/serving/settings.js';
 import { simulate, type WorkerFailure } from '../../src/sim/simulator.js';
 import { AGENT_PROTOCOL_VERSION } from '../../src/protocol/agent.js';
@@ -20,6 +21,9 @@ import { ScriptedPolicy } from '../support/fakes.js';
 
 const rtx = loadProfileFile('rtx2060s');
 const MODELS = [{ name: 'resnet50', sloMs: 100 }, { name: 'mobilenet', sloMs: 40 }];
+/** Queue policies (src/serving/queuePolicy.ts) as a scenario gives them, the same for both models. */
+const REJECT: QueuePolicyConfig = { timeoutAction: 'reject' };
+const DELAY: QueuePolicyConfig = { timeoutAction: 'delay' };
 const SWAP_MS = 1000;
 const END_MS = 5000;
 // Two deployments: the shares change at the decision of t = 2 s (shadow swaps, ready at 3 s).
@@ -48,23 +52,40 @@ const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 interface Trace {
   batches: [number, number, number][]; // t, model, size
   drops: [number, number][]; // t, model
+  /** Control plane only: tasks answered `queue-full`. */
+  queueFull?: number;
   activations: [number, number, number][]; // t, model, pct
   failures: [number, number, number][]; // t, model, tasks lost
   /** Control plane only: tasks answered `worker-failed`. */
   failedAnswers?: number;
 }
 
-type SimRun = Trace & { durations: number[][]; ends: [number, number, number][] };
+type SimRun = Trace & { durations: number[][]; ends: [number, number, number][]; delays: number };
 
-function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap', failures: readonly WorkerFailure[] = []): SimRun {
-  const t: SimRun = { batches: [], drops: [], activations: [], failures: [], durations: [[], []], ends: [] };
+/** What a trace varies: the arrivals, the queue policy, the rates the monitor starts from. */
+interface Load {
+  readonly arrivals: readonly (readonly number[])[];
+  readonly queuePolicy: QueuePolicyConfig;
+  readonly initialRatePerS: readonly [number, number];
+}
+const STEADY_REJECT: Load = { arrivals: ARRIVALS, queuePolicy: REJECT, initialRatePerS: [60, 70] };
+
+function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap', failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT): SimRun {
+  const t: SimRun = { batches: [], drops: [], activations: [], failures: [], durations: [[], []], ends: [], delays: 0 };
   simulate({
     cluster: buildCluster([rtx], MODELS),
-    streams: ARRIVALS.map((a) => new TimesStream(a)),
-    initialRatePerS: [60, 70],
+    streams: load.arrivals.map((a) => new TimesStream(a)),
+    initialRatePerS: load.initialRatePerS,
     policy: new ScriptedPolicy(script),
     failures,
-    settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: SWAP_MS, durationMs: END_MS, timeshareGpu, groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 } },
+    settings: {
+      ...DEFAULT_SERVING_SETTINGS,
+      swapMs: SWAP_MS,
+      durationMs: END_MS,
+      timeshareGpu,
+      groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 },
+      queuePolicies: MODELS.map(() => resolveQueuePolicy(load.queuePolicy)),
+    },
     trace: {
       batchStart: (tMs, model, _gpu, size, durationMs) => {
         t.batches.push([r6(tMs), model, size]);
@@ -72,6 +93,7 @@ function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'o
         t.ends.push([tMs, model, tMs + durationMs]);
       },
       drop: (tMs, model) => t.drops.push([r6(tMs), model]),
+      delay: () => t.delays++,
       activate: (tMs, model, _gpu, pct) => t.activations.push([r6(tMs), model, pct]),
       fail: (tMs, model, _gpu, lost) => t.failures.push([r6(tMs), model, lost]),
     },
@@ -94,9 +116,16 @@ afterEach(() => {
 });
 
 /** The control plane through the same trace; the test is the agent (see the file header). */
-function runControl(script: readonly Deployment[], durations: number[][], failures: readonly WorkerFailure[] = []): Trace {
+function runControl(script: readonly Deployment[], durations: number[][], failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT): Trace {
   const out: Trace = { batches: [], drops: [], activations: [], failures: [] };
-  const h = controlHarness({ models: MODELS, profiles: new Map([[rtx.id, rtx]]), policy: () => new ScriptedPolicy(script), gpus: simGpus('rtx2060s', 1), settings: DEFAULT_SERVING_SETTINGS, initialRatePerS: { resnet50: 60, mobilenet: 70 } });
+  const h = controlHarness({
+    models: MODELS.map((m) => ({ ...m, queuePolicy: load.queuePolicy })),
+    profiles: new Map([[rtx.id, rtx]]),
+    policy: () => new ScriptedPolicy(script),
+    gpus: simGpus('rtx2060s', 1),
+    settings: DEFAULT_SERVING_SETTINGS,
+    initialRatePerS: { resnet50: load.initialRatePerS[0], mobilenet: load.initialRatePerS[1] },
+  });
   harnesses.push(h);
   const c = h.control;
   // Events: [time, priority (the simulator's order at a tie: epoch, arrival, worker), sequence, action].
@@ -148,15 +177,17 @@ function runControl(script: readonly Deployment[], durations: number[][], failur
     for (const a of answers) {
       if (a.seen || a.box.answer === null) continue;
       a.seen = true;
-      if (!a.box.answer.ok && a.box.answer.reason === 'slo') out.drops.push([r6(h.now), a.m]);
+      // A task refused at a full queue is a drop in the simulator's count.
+      if (!a.box.answer.ok && (a.box.answer.reason === 'slo' || a.box.answer.reason === 'queue-full')) out.drops.push([r6(h.now), a.m]);
+      if (!a.box.answer.ok && a.box.answer.reason === 'queue-full') out.queueFull = (out.queueFull ?? 0) + 1;
       if (!a.box.answer.ok && a.box.answer.reason === 'worker-failed') out.failedAnswers = (out.failedAnswers ?? 0) + 1;
-      else if (!a.box.answer.ok && a.box.answer.reason !== 'slo') throw new Error(`task of model ${a.m} answered ${a.box.answer.reason} at ${h.now}: ${a.box.answer.error}`);
+      else if (!a.box.answer.ok && a.box.answer.reason !== 'slo' && a.box.answer.reason !== 'queue-full') throw new Error(`task of model ${a.m} answered ${a.box.answer.reason} at ${h.now}: ${a.box.answer.error}`);
     }
   };
   sync();
   report();
   sync();
-  ARRIVALS.forEach((ts, m) => ts.forEach((t) => at(t, 1, () => answers.push({ m, box: h.submit(m), seen: false }))));
+  load.arrivals.forEach((ts, m) => ts.forEach((t) => at(t, 1, () => answers.push({ m, box: h.submit(m), seen: false }))));
   for (let t = DEFAULT_SERVING_SETTINGS.epochMs; t <= END_MS; t += DEFAULT_SERVING_SETTINGS.epochMs) at(t, 0, () => c.epoch());
   for (const f of failures) {
     at(f.tMs, 4, () => {
@@ -217,5 +248,41 @@ describe('conformance: the simulator and the control plane on one scripted trace
     expect(live.failures).toEqual(sim.failures);
     expect(live.drops).toEqual(sim.drops);
     expect(live.batches).toEqual(sim.batches);
+  });
+  it('under a delay policy, serve the same late batches when a worker has nothing on time, and refuse the same tasks at a full queue', () => {
+    // The burst of 40 mobilenet tasks at 2.5 s cannot all make their 40 ms: under delay they are served
+    // late between on-time batches; with room for 16 tasks, the burst also meets a full queue.
+    for (const queuePolicy of [DELAY, { ...DELAY, maxQueueSize: 16 }]) {
+      const load: Load = { ...STEADY_REJECT, queuePolicy };
+      const sim = runSimulator(SCRIPT, 'overlap', [], load);
+      expect(sim.delays).toBeGreaterThan(5);
+      const live = runControl(SCRIPT, sim.durations.map((d) => [...d]), [], load);
+      expect(live.activations).toEqual(sim.activations);
+      expect(live.drops).toEqual(sim.drops);
+      expect(live.batches).toEqual(sim.batches);
+      if (queuePolicy.maxQueueSize === undefined) expect(sim.drops).toEqual([]);
+      else expect(live.queueFull).toBeGreaterThan(0);
+    }
+    // The same under delay on a time-shared GPU (a late batch holds the GPU only before the other model's latest start).
+    const ts: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
+    const sim = runSimulator([TS], 'serial', [], ts);
+    expect(sim.delays).toBeGreaterThan(5);
+    expect(runControl([TS], sim.durations.map((d) => [...d]), [], ts).batches).toEqual(sim.batches);
+  });
+
+  it('at a low rate, start each lone task at once on both sides, not at its latest start', () => {
+    // Batches of 4 and about 3 tasks/s per model: no batch fills, and no task waits for one.
+    const sparse: Load = {
+      arrivals: [Array.from({ length: 14 }, (_, i) => 11.3 + 347.1 * i), Array.from({ length: 16 }, (_, i) => 23.9 + 301.7 * i)],
+      queuePolicy: DELAY,
+      initialRatePerS: [3, 3],
+    };
+    const B4: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }, { model: 1, gpu: 0, pct: 50, batch: 4 }] };
+    const sim = runSimulator([B4], 'overlap', [], sparse);
+    expect(sim.batches.length).toBe(30);
+    sparse.arrivals.forEach((ts, m) => expect(sim.batches.filter(([, bm]) => bm === m).map(([t]) => t)).toEqual(ts.map(r6)));
+    const live = runControl([B4], sim.durations.map((d) => [...d]), [], sparse);
+    expect(live.batches).toEqual(sim.batches);
+    expect(live.drops).toEqual([]);
   });
 });

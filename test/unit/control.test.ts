@@ -152,7 +152,6 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
 describe('tasks in other encodings (issue 14)', () => {
   it('a batch lists each sample\'s encoding; a sample the worker could not decode fails its task alone', () => {
     const h = harness({ d: { placements: [{ model: 0, gpu: 0, pct: 50, batch: 3 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] } });
-    h.report('ready');
     const answers: (TaskAnswer | null)[] = [null, null, null];
     const inputs = [
       { encoding: 'UINT8' as const, data: Buffer.alloc(150528, 1) },
@@ -160,6 +159,7 @@ describe('tasks in other encodings (issue 14)', () => {
       { encoding: undefined, data: Buffer.alloc(602112) },
     ];
     inputs.forEach((x, k) => h.control.submit(0, { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], ...(x.encoding ? { encoding: x.encoding } : {}), data: x.data }, (a) => (answers[k] = a)));
+    h.report('ready'); // the three, queued while the worker started, go in one batch
     const b = h.batches().find((x) => x.model === 'resnet50')!;
     expect(b.size).toBe(3);
     expect(b.inputs[0]).toEqual({ name: 'input', datatype: 'FP32', shape: [3, 3, 224, 224], byteLength: 150528 + 4 + 602112, samples: [{ encoding: 'UINT8', byteLength: 150528 }, { encoding: 'JPEG', byteLength: 4 }, { encoding: 'FP32', byteLength: 602112 }] });
@@ -179,8 +179,11 @@ describe("the request's way in and the answer's way out (docs/serving.md, \"The 
     return box;
   };
 
+  // Under a reject policy, so that a task that cannot meet its deadline shows as an answer at once.
+  const rejecting = MODELS.map((m) => ({ ...m, queuePolicy: { timeoutAction: 'reject' as const } }));
+
   it("a task's deadline and latency count from its request's arrival, and its way in is fitted", () => {
-    const h = harness({});
+    const h = harness({ models: rejecting });
     h.report('ready');
     h.now = 1000;
     const late = submitAt(h, 1000 - 995); // its 1000 ms SLO is 5 ms from over: no batch makes it
@@ -197,7 +200,7 @@ describe("the request's way in and the answer's way out (docs/serving.md, \"The 
   });
 
   it("the dispatch rule budgets each task its SLO less the answers' expected way out", () => {
-    const h = harness({});
+    const h = harness({ models: rejecting });
     h.report('ready');
     const before = submitAt(h, undefined);
     expect(h.batches().length).toBe(1); // the SLO (1000 ms) leaves room

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { initialRates, parseTrace, ScenarioError, scenarioCluster, scenarioStreams } from '../../src/scenario/build.js';
+import { initialRates, parseTrace, ScenarioError, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
+import { DEFAULT_MAX_QUEUE_SIZE } from '../../src/serving/queuePolicy.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { parseProfile, type Profile } from '../../src/profile/schema.js';
 import { REPO_ROOT } from '../support/paths.js';
@@ -43,10 +44,23 @@ describe('scenario files', () => {
     [{ durationS: 0 }, 'durationS'],
     [{ models: [{ name: 'a', profileModel: 'Bad Name', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 } }] }, 'models.0.profileModel'],
     [{ extra: 1 }, ''],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, queuePolicy: { timeoutAction: 'drop' } }] }, 'models.0.queuePolicy.timeoutAction'],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, queuePolicy: { maxQueueSize: 0 } }] }, 'models.0.queuePolicy.maxQueueSize'],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, queuePolicy: { timeoutMs: 11 } }] }, 'models.0.queuePolicy.timeoutMs'],
+    [{ models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, queuePolicy: { timeout_action: 'DELAY' } }] }, 'models.0.queuePolicy'],
   ])('rejects a bad field with its path (%j)', (patch, path) => {
     const r = ScenarioSchema.safeParse({ ...(builtIn('v100-4') as object), ...patch });
     expect(r.success).toBe(false);
     expect(r.error!.issues.map((i) => i.path.join('.'))).toContain(path);
+  });
+
+  it('a model\'s queue policy reaches the simulator: delay by default, reject or a bound where given', () => {
+    const rate = { kind: 'constant', ratePerS: 10 };
+    const s = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), models: [{ name: 'resnet50', sloMs: 60, rate }, { name: 'vgg19', sloMs: 200, rate, queuePolicy: { timeoutAction: 'reject', timeoutMs: 150, maxQueueSize: 64 } }] });
+    expect(scenarioSettings(s).queuePolicies).toEqual([
+      { delay: true, timeoutMs: Number.NaN, maxQueueSize: DEFAULT_MAX_QUEUE_SIZE },
+      { delay: false, timeoutMs: 150, maxQueueSize: 64 },
+    ]);
   });
 
   it('rejects a model no GPU profile has, before anything runs', () => {

@@ -24,7 +24,7 @@ afterEach(() => {
   for (const h of harnesses.splice(0)) h.control.stop();
 });
 
-function harness(models: { name: string; sloMs: number }[], d: Deployment, extra: Partial<Parameters<typeof controlHarness>[0]> = {}): Harness {
+function harness(models: Parameters<typeof controlHarness>[0]['models'], d: Deployment, extra: Partial<Parameters<typeof controlHarness>[0]> = {}): Harness {
   const h = controlHarness({ models, profiles, policy: () => new FixedPolicy(d), gpus: simGpus('rtx2060s', 1), ...extra });
   harnesses.push(h);
   return h;
@@ -56,16 +56,27 @@ describe('drop strictly past the deadline (src/serving/rules.ts pastDeadline)', 
     expect(pastDeadline(0, 100, 100.001)).toBe(true);
   });
 
-  it('the control plane keeps a task exactly at its deadline and drops it once past', () => {
-    const h = harness([{ name: 'resnet50', sloMs: 100 }], { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }] });
-    // The worker is starting: the task waits.
-    const t = h.submit(0);
-    h.now = 100;
-    h.control.epoch();
-    expect(t.answer).toBeNull();
-    h.now = 100.5;
-    h.control.epoch();
-    expect(t.answer).toMatchObject({ ok: false, reason: 'slo' });
+  it('the control plane keeps a task exactly at its deadline and, once past, drops it (reject) or keeps it to serve late (delay)', () => {
+    for (const timeoutAction of ['reject', 'delay'] as const) {
+      const h = harness([{ name: 'resnet50', sloMs: 100, queuePolicy: { timeoutAction } }], { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }] });
+      // The worker is starting: the task waits.
+      const t = h.submit(0);
+      h.now = 100;
+      h.control.epoch();
+      expect(t.answer).toBeNull();
+      h.now = 100.5;
+      h.control.epoch();
+      if (timeoutAction === 'reject') {
+        expect(t.answer).toMatchObject({ ok: false, reason: 'slo' });
+        continue;
+      }
+      expect(t.answer).toBeNull();
+      h.report('ready'); // the worker is ready: nothing on time to start, so the late task goes
+      expect(h.batches().map((b) => b.size)).toEqual([1]);
+      h.now = 130;
+      h.result(h.batches()[0]!.batchId);
+      expect(t.answer).toMatchObject({ ok: true, latencyMs: 130 });
+    }
   });
 });
 
