@@ -421,7 +421,7 @@ describe('scheduler in process, agent and workers as processes', () => {
       ['malformed JSON', post('/v2/models/resnet50/infer', '{"inputs": ['), 400, /malformed JSON/],
       ['unknown model', post('/v2/models/nope/infer', '{}'), 404, /unknown model 'nope'/],
       ['wrong tensor name', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'x', shape: [1, 3, 224, 224], datatype: 'FP32', data: [] }] })), 400, /input 'x' is not an input/],
-      ['wrong shape', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224], datatype: 'FP32', data: [] }] })), 400, /shape: expected \[1,3,224,224\]/],
+      ['wrong shape', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224], datatype: 'FP32', data: [] }] })), 400, /shape: expected \[k,3,224,224\] with 1 <= k <= 8/],
       ['wrong datatype', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'INT64', data: [] }] })), 400, /datatype: expected FP32, got INT64/],
       ['body over the limit', postJson('/v2/models/resnet50/infer', Buffer.alloc(1_200_000, 32)), 413, /larger than the limit/],
       ['binary header that lies', post('/v2/models/resnet50/infer', good.body, { ...good.headers, 'inference-header-content-length': String(good.body.length + 10) }), 400, /larger than the body/],
