@@ -65,6 +65,7 @@ export function scenarioSettings(s: Scenario): SimSettings {
     groundTruth: { ...s.groundTruth, seed: s.seed },
     timeshareGpu: s.timeshareGpu,
     queuePolicies: s.models.map((m) => resolveQueuePolicy(m.queuePolicy)),
+    samplesPerRequest: s.models.map((m) => m.samplesPerRequest),
   };
 }
 

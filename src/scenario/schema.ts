@@ -72,6 +72,11 @@ export const ScenarioSchema = z
             rate: RateSchema,
             /** What becomes of its tasks that time out, and how many it holds (src/serving/queuePolicy.ts); default: delay. */
             queuePolicy: QueuePolicySchema.optional(),
+            /**
+             * Samples each request carries (the KServe batch dimension k): every arrival is k tasks at once,
+             * as a k-sample request is to the live endpoint (scheduler/infer.ts); the rate counts requests.
+             */
+            samplesPerRequest: z.number().int().min(1).max(64).default(1),
           })
           .strict(),
       )

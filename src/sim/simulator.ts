@@ -73,6 +73,12 @@ export interface SimSettings {
   /** Per served model, its queue policy (src/serving/queuePolicy.ts); absent entries: the default (delay). */
   readonly queuePolicies?: readonly (QueuePolicy | undefined)[];
   /**
+   * Per served model, the samples each arrival carries (default 1): a request of k samples is k tasks
+   * arriving at once, each admitted, queued, batched and counted on its own, as the live scheduler
+   * takes a k-sample request (scheduler/infer.ts).
+   */
+  readonly samplesPerRequest?: readonly number[];
+  /**
    * How much earlier than its latest start the dispatch rule starts a waiting batch (ms; default 0):
    * the running system's measured timer jitter, to replay it (the simulator's own timers are exact).
    */
@@ -725,16 +731,18 @@ export function simulate(input: SimInput): SimResult {
     if (kind === 1) {
       const m = which;
       lastQueuedAt[m] = tMin;
-      arrivals[m]! += 1;
-      monitor.arrival(m);
-      // A full queue makes room by dropping its oldest delayed task, or drops the arrival (queuePolicy.ts).
-      const admission = admit(queues[m]!.length, delayedQueues[m]!.length, policies[m]!.maxQueueSize);
-      if (admission === 'evict-delayed') {
-        delayedQueues[m]!.shift();
-        dropTask(m, tMin);
+      for (let k = settings.samplesPerRequest?.[m] ?? 1; k > 0; k--) {
+        arrivals[m]! += 1;
+        monitor.arrival(m);
+        // A full queue makes room by dropping its oldest delayed task, or drops the arrival (queuePolicy.ts).
+        const admission = admit(queues[m]!.length, delayedQueues[m]!.length, policies[m]!.maxQueueSize);
+        if (admission === 'evict-delayed') {
+          delayedQueues[m]!.shift();
+          dropTask(m, tMin);
+        }
+        if (admission === 'reject') dropTask(m, tMin);
+        else queues[m]!.push(nextArrivalAt[m]!);
       }
-      if (admission === 'reject') dropTask(m, tMin);
-      else queues[m]!.push(nextArrivalAt[m]!);
       nextRequest(m);
       tryDispatch(m, tMin);
     } else if (kind === 2) {

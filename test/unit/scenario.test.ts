@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { initialRates, parseTrace, ScenarioError, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
 import { DEFAULT_MAX_QUEUE_SIZE } from '../../src/serving/queuePolicy.js';
+import { simulate } from '../../src/sim/simulator.js';
+import { PolicyRegistry } from '../../scheduler/registry.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { parseProfile, type Profile } from '../../src/profile/schema.js';
 import { REPO_ROOT } from '../support/paths.js';
@@ -61,6 +63,22 @@ describe('scenario files', () => {
       { delay: true, timeoutMs: Number.NaN, maxQueueSize: DEFAULT_MAX_QUEUE_SIZE },
       { delay: false, timeoutMs: 150, maxQueueSize: 64 },
     ]);
+  });
+
+  it('samplesPerRequest: each arrival is k tasks at once in the simulator (the rate counts requests), as a k-sample request is live', () => {
+    const base = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), durationS: 5, models: [{ name: 'resnet50', sloMs: 200, rate: { kind: 'constant', ratePerS: 20 } }] });
+    const batched = ScenarioSchema.parse({ ...(builtIn('v100-4') as object), durationS: 5, models: [{ name: 'resnet50', sloMs: 200, rate: { kind: 'constant', ratePerS: 20 }, samplesPerRequest: 4 }] });
+    expect(base.models[0]!.samplesPerRequest).toBe(1);
+    const run = (s: typeof base) => {
+      const cluster = scenarioCluster(s, new Map([['v100', v100]]));
+      return simulate({ cluster, streams: scenarioStreams(s, new Map()), initialRatePerS: initialRates(s, new Map()), policy: new PolicyRegistry().get('static-even').create(cluster, {}), settings: scenarioSettings(s) });
+    };
+    const one = run(base);
+    const four = run(batched);
+    // The same request instants (one seeded stream of requests), four tasks each.
+    expect(four.arrivals).toBe(4 * one.arrivals);
+    expect(four.served + four.dropped + four.unfinished).toBe(four.arrivals);
+    expect(ScenarioSchema.safeParse({ ...(builtIn('v100-4') as object), models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, samplesPerRequest: 0 }] }).success).toBe(false);
   });
 
   it('rejects a model no GPU profile has, before anything runs', () => {
