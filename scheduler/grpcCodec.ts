@@ -21,7 +21,7 @@
 //   `binary_data`, `binary_data_output` and `binary_data_size` are the HTTP binary extension's and are
 //   dropped (gRPC answers always carry raw_output_contents, as Triton's do).
 import type { InferResponse, ModelMetadata, ServerMetadata } from './kserve.js';
-import { DATATYPE_BYTES, type Datatype, elementCount } from '../src/protocol/tensor.js';
+import { DATATYPE_BYTES, type Datatype, elementCount, GRPC_CONTENTS_FIELD } from '../src/protocol/tensor.js';
 import type { IndexEntry, TritonModelConfig, TritonModelStat } from './triton.js';
 import type { RegionStatus } from './sharedMemory.js';
 
@@ -199,20 +199,7 @@ export function plainParameters(params: ParameterMap | undefined): Record<string
 type ContentsField = keyof TensorContentsMessage;
 
 /** The typed-contents field each datatype travels in (FP16 and BF16 have none: raw only). */
-const CONTENTS_FIELD: Readonly<Record<string, ContentsField>> = {
-  BOOL: 'bool_contents',
-  INT8: 'int_contents',
-  INT16: 'int_contents',
-  INT32: 'int_contents',
-  INT64: 'int64_contents',
-  UINT8: 'uint_contents',
-  UINT16: 'uint_contents',
-  UINT32: 'uint_contents',
-  UINT64: 'uint64_contents',
-  FP32: 'fp32_contents',
-  FP64: 'fp64_contents',
-  BYTES: 'bytes_contents',
-};
+const CONTENTS_FIELD: Readonly<Record<string, ContentsField>> = GRPC_CONTENTS_FIELD;
 
 const CONTENTS_FIELDS: readonly ContentsField[] = ['bool_contents', 'int_contents', 'int64_contents', 'uint_contents', 'uint64_contents', 'fp32_contents', 'fp64_contents', 'bytes_contents'];
 

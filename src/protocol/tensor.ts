@@ -24,6 +24,25 @@ export type Datatype = keyof typeof DATATYPE_BYTES;
 export const DatatypeSchema = z.enum(Object.keys(DATATYPE_BYTES) as [Datatype, ...Datatype[]]);
 
 /**
+ * The field of the gRPC protocol's InferTensorContents that carries each datatype's typed values
+ * (grpc_service.proto); FP16 and BF16 have none (raw contents only).
+ */
+export const GRPC_CONTENTS_FIELD = {
+  BOOL: 'bool_contents',
+  INT8: 'int_contents',
+  INT16: 'int_contents',
+  INT32: 'int_contents',
+  INT64: 'int64_contents',
+  UINT8: 'uint_contents',
+  UINT16: 'uint_contents',
+  UINT32: 'uint_contents',
+  UINT64: 'uint64_contents',
+  FP32: 'fp32_contents',
+  FP64: 'fp64_contents',
+  BYTES: 'bytes_contents',
+} as const;
+
+/**
  * How one sample of an image input travels from the client to the worker (docs/serving.md, "Images"):
  * FP32 is the model's tensor itself (the client preprocessed it); UINT8 is the same C x H x W image in
  * 8-bit values; JPEG and PNG are an encoded image (a KServe BYTES element). The worker turns each into

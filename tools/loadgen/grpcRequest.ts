@@ -5,7 +5,7 @@
 //
 // Metadata: ModelMetadataResponse carries no parameters, so the SLO (`slo_ms`) and the accepted input
 // forms (`input_forms`) are read from the model configuration's parameters, where inss puts them too.
-import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount } from '../../src/protocol/tensor.js';
+import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount, GRPC_CONTENTS_FIELD } from '../../src/protocol/tensor.js';
 import { bytesElement, encodeJpeg, encodePng, type ImageForm, type Picture, uint8Chw } from './images.js';
 import type { Encoding, InputTensor, Judgement } from './request.js';
 import { tensorData } from './request.js';
@@ -18,19 +18,7 @@ export interface GrpcInferRequest {
 }
 
 /** The contents field of each datatype (FP16 has none: it goes raw whatever the encoding). */
-const CONTENTS_FIELD: Partial<Record<Datatype, string>> = {
-  BOOL: 'bool_contents',
-  INT8: 'int_contents',
-  INT16: 'int_contents',
-  INT32: 'int_contents',
-  INT64: 'int64_contents',
-  UINT8: 'uint_contents',
-  UINT16: 'uint_contents',
-  UINT32: 'uint_contents',
-  UINT64: 'uint64_contents',
-  FP32: 'fp32_contents',
-  FP64: 'fp64_contents',
-};
+const CONTENTS_FIELD: Partial<Record<Datatype, string>> = GRPC_CONTENTS_FIELD;
 
 const FLOATS: ReadonlySet<Datatype> = new Set(['FP16', 'FP32', 'FP64']);
 
