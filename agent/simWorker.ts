@@ -3,11 +3,13 @@
 // simulator's ground truth gives for its GPU, its share and the batches running beside it, so the
 // whole system runs end to end without a GPU. The agent launches it as
 //
-//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--zero-time] [--seed N]
+//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--pooled overlap|serial] [--zero-time] [--seed N]
 //
 // Timing: t = t_inf(predicted for this batch and the `running` neighbours the agent reports)
 //   x GroundTruth.batchFactor (systematic error per configuration, per-batch noise, DRAM contention),
-// the same formula the discrete-event simulator uses (src/sim/simulator.ts). With --zero-time it
+// the same formula the discrete-event simulator uses (src/sim/simulator.ts). On a pooled GPU (this
+// worker and the batches beside it all at 100%: a pool's workers run at the whole GPU), the batch is
+// timed by the GPU's pooled mode (--pooled, its agent's; src/model/pooledGpu.ts, the simulator's rule). With --zero-time it
 // answers at once (the system-overhead benchmark).
 // Output: a deterministic function of the input and of the model (src/serving/standIn.ts), so tests can
 // check that every answer belongs to its request and comes from its own model:
@@ -27,6 +29,7 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { DEFAULT_POOLED_GPU_MODE, parsePooledGpuMode } from '../src/model/pooledGpu.js';
 import { LatencyModel } from '../src/model/predictor.js';
 import { parseProfile } from '../src/profile/schema.js';
 import { describeWorker, sameWorker, type WorkerIdentity, WorkerIdentitySchema } from '../src/protocol/agent.js';
@@ -45,6 +48,7 @@ const { values: opts } = parseArgs({
     model: { type: 'string' },
     profile: { type: 'string' },
     pct: { type: 'string' },
+    pooled: { type: 'string', default: DEFAULT_POOLED_GPU_MODE },
     seed: { type: 'string', default: '1' },
     'zero-time': { type: 'boolean', default: false },
     'warmup-ms': { type: 'string', default: '300' },
@@ -78,6 +82,12 @@ function num(name: keyof typeof opts, min: number, max: number): number {
 if (!opts.model) die('--model is required');
 if (!opts.profile) die('--profile is required');
 const pct = num('pct', 0.5, 100);
+let pooled: ReturnType<typeof parsePooledGpuMode> = DEFAULT_POOLED_GPU_MODE;
+try {
+  pooled = parsePooledGpuMode(opts.pooled ?? DEFAULT_POOLED_GPU_MODE, '--pooled');
+} catch (e) {
+  die((e as Error).message);
+}
 const seed = num('seed', 0, 2 ** 32 - 1);
 const warmupMs = num('warmup-ms', 0, 600_000);
 const zeroTime = opts['zero-time'];
@@ -143,8 +153,7 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
     pcts.push(r.pct);
   }
   const out = new Array<number>(models.length).fill(0);
-  latency.predictGpu(models, batches, pcts, models.length, out);
-  return out[0]! * truth.batchFactor(gpuType, models, batches, pcts);
+  return truth.batchMs(latency, gpuType, models.length > 1 && pcts.every((p) => p === 100) ? pooled : null, models, batches, pcts, models.length, out);
 }
 
 /** The decode step, then the deterministic stand-in for a forward pass (see the header; O(outputs)). */

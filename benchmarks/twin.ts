@@ -131,8 +131,8 @@ console.log(
 const cluster = scenarioCluster(s, loaded.profiles);
 const registry = benchRegistry();
 // The twin: the same scenario, policy and arrivals, the path the scheduler fitted and the client's leg.
-// Given a transport, its time-shared GPUs run one batch at a time, as the live scheduler's do
-// (src/sim/timeshareGpu.ts).
+// Its pooled GPUs follow each GPU's mode, the scenario's, as the live agent's simulated GPUs do
+// (src/model/pooledGpu.ts).
 const twin = simulate({
   cluster,
   streams: scenarioStreams(replayed, replayedTraces),

@@ -11,7 +11,7 @@ import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCel
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
-import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
+import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
 import { type CellJob, cellScenario, HEADROOM_VARIANTS, inssPolicyData, type PolicyJob, policyOptionsFor, runCell, runPolicyJob } from './benchCell.js';
@@ -27,7 +27,7 @@ export interface BenchOptions {
   readonly grid?: LoadGrid;
   /** Seeds the capacity is measured over (mean and range); default the scenario's. */
   readonly seeds?: readonly number[];
-  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly timeshareGpu?: PooledGpuMode;
   /** The transport a running system measured on a host (`inss bench --transport FILE`). */
   readonly transport?: TransportModel;
   readonly out?: string;
@@ -186,7 +186,7 @@ export interface SuiteOptions {
   readonly grid?: LoadGrid;
   /** Worker threads running cells (1: in this process). */
   readonly jobs: number;
-  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly timeshareGpu?: PooledGpuMode;
   readonly out?: string;
   readonly json?: boolean;
   /** Run the rest when a policy cannot run on a scenario (the cell shows n/r and why) instead of failing before anything runs. */

@@ -10,7 +10,7 @@ import type { SuiteCell } from '../tools/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';
-import type { TimeshareGpuModel } from '../src/sim/timeshareGpu.js';
+import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
 import { PolicyRegistry } from '../scheduler/registry.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from './profiles.js';
@@ -56,7 +56,7 @@ export interface CellJob {
   readonly loads: readonly number[];
   /** Stop the curve after the first load below this attainment. */
   readonly stopAtAttainment?: number;
-  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly timeshareGpu?: PooledGpuMode;
   readonly policyFile?: string;
 }
 
@@ -70,7 +70,9 @@ export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): L
     loaded = loadScenario(job.scenario);
     loadedCache.set(job.scenario, loaded);
   }
-  return job.timeshareGpu ? { ...loaded, scenario: { ...loaded.scenario, timeshareGpu: job.timeshareGpu } } : loaded;
+  // The run's mode replaces the scenario's, on every GPU entry too.
+  const mode = job.timeshareGpu;
+  return mode ? { ...loaded, scenario: { ...loaded.scenario, timeshareGpu: mode, gpus: loaded.scenario.gpus.map((g) => ({ ...g, timeshareGpu: mode })) } } : loaded;
 }
 
 /**
@@ -101,7 +103,7 @@ export interface PolicyJob {
   /** Built-in scenario name or file path. */
   readonly scenario: string;
   readonly policy: string;
-  readonly timeshareGpu?: TimeshareGpuModel;
+  readonly timeshareGpu?: PooledGpuMode;
   readonly policyFile?: string;
   readonly transport?: TransportModel;
 }

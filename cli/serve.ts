@@ -22,6 +22,7 @@ import { Store } from '../scheduler/store.js';
 import type { ServedModelConfig } from '../scheduler/control.js';
 import { InvalidInputError, type Profile } from '../src/profile/schema.js';
 import type { AgentGpu, DesiredWorker } from '../src/protocol/agent.js';
+import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES, type PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { ClusterInfo } from '../src/policy/types.js';
 import { modelSignature } from '../src/protocol/tensor.js';
 import { initialRates } from '../src/scenario/build.js';
@@ -274,7 +275,10 @@ async function startScheduler(
 }
 
 interface AgentFlags {
-  simulate?: { profile: string; count: number }[];
+  /** Simulated GPUs; `pooled`, where given, is what those GPUs do when pooled (else `pooledGpu`). */
+  simulate?: { profile: string; count: number; pooled?: PooledGpuMode }[];
+  /** --pooled-gpu: what simulated GPUs do when pooled (default overlap; `inss up`: the scenario's). */
+  pooledGpu?: PooledGpuMode;
   stateDir?: string;
   worker: string;
   agentId?: string;
@@ -299,6 +303,13 @@ function dataPathOf(flags: AgentFlags): 'unix' | 'off' | { tcpHost: string; adve
 }
 
 /**
+ * What a real GPU does when pooled: the agent runs every GPU's workers under an MPS server (it does not
+ * start without one), and pooled workers are its clients at 100% active threads, whose kernels run at
+ * once (src/model/pooledGpu.ts, docs/pooled-gpu.md).
+ */
+const REAL_GPU_POOLED: PooledGpuMode = 'overlap';
+
+/**
  * The machine's GPUs as nvidia-smi lists them, each with the built-in profile that matches its name
  * (null when none does: the scheduler then leaves it unused and says so).
  */
@@ -308,7 +319,7 @@ async function discoveredGpus(): Promise<{ gpus: AgentGpu[] } | { none: string }
   if (d.kind === 'malformed') throw new InvalidInputError(`nvidia-smi printed something inss cannot read: ${d.error}`);
   if (d.kind === 'failed') throw new InvalidInputError(`nvidia-smi failed: ${d.reason}`);
   const known = listProfileIds().map((id) => ({ id, gpuName: loadProfile(id).gpu.name }));
-  return { gpus: d.gpus.map((g) => ({ index: g.index, uuid: g.uuid, name: g.name, memMb: g.memTotalMb, profile: matchProfile(g.name, known), simulated: false })) };
+  return { gpus: d.gpus.map((g) => ({ index: g.index, uuid: g.uuid, name: g.name, memMb: g.memTotalMb, profile: matchProfile(g.name, known), simulated: false, pooled: REAL_GPU_POOLED })) };
 }
 
 /** The GPUs an agent serves: simulated ones from profiles (`--simulate`). */
@@ -322,7 +333,8 @@ function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<str
     const isPath = s.profile.includes('/') || s.profile.endsWith('.json');
     profilePaths.set(p.id, isPath ? s.profile : join(BUILTIN_PROFILE_DIR, `${s.profile}.json`));
     profiles.set(p.id, p);
-    for (let k = 0; k < s.count; k++) gpus.push({ index: gpus.length, uuid: `SIM-${p.id}-${gpus.length}`, name: p.gpu.name, memMb: p.gpu.memMb, profile: p.id, simulated: true });
+    const pooled = s.pooled ?? flags.pooledGpu ?? DEFAULT_POOLED_GPU_MODE;
+    for (let k = 0; k < s.count; k++) gpus.push({ index: gpus.length, uuid: `SIM-${p.id}-${gpus.length}`, name: p.gpu.name, memMb: p.gpu.memMb, profile: p.id, simulated: true, pooled });
   }
   return { gpus, profilePaths, profiles };
 }
@@ -346,7 +358,7 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
     // The agent's profiling flags go to its workers too (a profile of the whole path: `inss up` under
     // `node --cpu-prof`, benchmarks/system.ts); no other flag, as one that prints to stdout (--trace-gc)
     // would break the worker protocol on its stdout.
-    const args = [...SIM_WORKER_V8_FLAGS, ...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')), script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--seed', String(flags.seed)];
+    const args = [...SIM_WORKER_V8_FLAGS, ...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')), script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--pooled', gpu.pooled, '--seed', String(flags.seed)];
     if (flags.zeroTime) args.push('--zero-time');
     return { command: process.execPath, args, env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
   };
@@ -534,6 +546,10 @@ function addSchedulerOptions(c: Command): Command {
 const DATA_PATH_OPTION = () =>
   new Option('--data-path <path>', "how batches reach workers: unix (straight from the scheduler over a Unix socket per worker; the scheduler on this host), tcp (straight over TCP; give --data-advertise), off (relayed by the agent)").choices(['unix', 'tcp', 'off']).default('unix');
 
+/** --pooled-gpu: what the agent's simulated GPUs do with different models' batches at once when pooled. */
+const POOLED_GPU_OPTION = (fallback: string) =>
+  new Option('--pooled-gpu <mode>', `simulated GPUs when pooled: overlap (workers under an MPS server, batches at once) or serial (separate processes time-sliced, one batch at a time) (default: ${fallback}; real GPUs run under MPS: overlap)`).choices(POOLED_GPU_MODES);
+
 export function registerServe(program: Command): void {
   addSchedulerOptions(
     program
@@ -570,6 +586,7 @@ export function registerServe(program: Command): void {
     .option('--state-dir <dir>', "where the agent keeps its MPS daemons' pipe and log directories (default ~/.inss)")
     .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
     .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
+    .addOption(POOLED_GPU_OPTION('overlap'))
     .addOption(DATA_PATH_OPTION())
     .option('--data-advertise <host>', '--data-path tcp: the address the scheduler reaches this machine at')
     .option('--log-level <level>', 'pino log level', 'info')
@@ -591,6 +608,7 @@ export function registerServe(program: Command): void {
       .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
       .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
       .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
+      .addOption(POOLED_GPU_OPTION("the scenario's timeshareGpu"))
       .addOption(DATA_PATH_OPTION()),
   ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }) => {
     const logger = makeLogger(opts.logLevel);
@@ -603,7 +621,8 @@ export function registerServe(program: Command): void {
       const found = await discoveredGpus();
       const real = 'gpus' in found && opts.worker === 'torch';
       if ('gpus' in found && !real) logger.warn({ gpus: found.gpus.map((g) => g.name) }, 'this machine has GPUs; serving simulated GPUs because the worker is sim (use --worker torch for the real ones)');
-      if (!real) simulate = config.scenario.scenario.gpus.map((g) => ({ profile: g.profile, count: g.count }));
+      const sc = config.scenario.scenario;
+      if (!real) simulate = sc.gpus.map((g) => ({ profile: g.profile, count: g.count, pooled: opts.pooledGpu ?? g.timeshareGpu ?? sc.timeshareGpu }));
     }
     // Over TLS the local agent trusts exactly the certificate its scheduler serves, whatever names it carries.
     const agentTls = tls ? { tls: { ca: tls.cert, checkServerIdentity: () => undefined } } : {};

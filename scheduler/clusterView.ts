@@ -1,9 +1,10 @@
 // The cluster as the policy sees it, from the agents' GPUs and the known profiles (pure): every GPU
 // of every agent (agents in id order, GPUs in their order) whose profile is known gets the next
-// cluster index; GPU references map between a cluster index and (agent, local GPU). The control
+// cluster index, with the mode it reports for pooling; GPU references map between a cluster index and (agent, local GPU). The control
 // plane (scheduler/control.ts) rebuilds it whenever an agent's GPUs change.
 import { buildCluster } from '../src/policy/cluster.js';
 import type { ClusterInfo, GpuMode } from '../src/policy/types.js';
+import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { Profile } from '../src/profile/schema.js';
 import type { AgentGpu } from '../src/protocol/agent.js';
 
@@ -27,6 +28,7 @@ export interface ClusterView {
 export function clusterView(agents: Iterable<{ readonly agentId: string; readonly gpus: readonly AgentGpu[] }>, profiles: ReadonlyMap<string, Profile>, models: readonly { readonly name: string; readonly sloMs: number }[]): ClusterView {
   const refs: GpuRef[] = [];
   const gpuProfiles: Profile[] = [];
+  const pooled: PooledGpuMode[] = [];
   const unprofiled: { agentId: string; gpu: number; name: string; profile: string | null }[] = [];
   for (const a of [...agents].sort((x, y) => x.agentId.localeCompare(y.agentId))) {
     for (const g of a.gpus) {
@@ -37,11 +39,12 @@ export function clusterView(agents: Iterable<{ readonly agentId: string; readonl
       }
       refs.push({ agentId: a.agentId, local: g.index });
       gpuProfiles.push(p);
+      pooled.push(g.pooled);
     }
   }
   if (refs.length === 0) return { refs, cluster: null, unprofiled, missingModels: [] };
   const missingModels = models.filter((m) => !gpuProfiles.some((p) => p.models[m.name])).map((m) => m.name);
-  return { refs, cluster: buildCluster(gpuProfiles, models), unprofiled, missingModels };
+  return { refs, cluster: buildCluster(gpuProfiles, models, pooled), unprofiled, missingModels };
 }
 
 /** The cluster index of an agent's GPU, or -1 when it is not in the cluster. */

@@ -12,7 +12,8 @@
 // - dispatching: per model, each free serving worker takes batches by the shared dispatch rule
 //   (src/sim/dispatch.ts) on its predicted t_inf table; a worker takes its next batch while one is in
 //   flight once that one's predicted GPU time is over, where there is transport to hide (pipelining,
-//   `nextBatchAtMs`, the simulator's rule too); on a timeshare GPU one batch at a time on the GPU.
+//   `nextBatchAtMs`, the simulator's rule too); on a pooled (timeshare) GPU, as many batches at once
+//   as its reported mode allows (src/model/pooledGpu.ts: one when serial, one per worker when overlapping).
 // - the path of a batch: straight to the worker's data socket when its agent reported one and the
 //   connection is up (`DirectLink`, scheduler/workerLink.ts), else through the agent's WebSocket;
 //   either way the batch names the worker's whole identity and the worker refuses one not its own.
@@ -38,7 +39,7 @@ import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
 import { dispatchModel, type DispatchRules, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
-import { DEFAULT_TIMESHARE_GPU, timeshareConcurrency } from '../src/sim/timeshareGpu.js';
+import { pooledConcurrency } from '../src/model/pooledGpu.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
 import { type ControlObserver, fanOut } from './observer.js';
@@ -241,12 +242,6 @@ interface Batch {
   readonly timeshared: boolean;
 }
 
-/**
- * Batches that may be in flight at once on a time-shared GPU: the shared rule where batches pay
- * transport, as they always do here (src/sim/timeshareGpu.ts; the simulator given a transport, the
- * twin, follows it): one.
- */
-const LIVE_TIMESHARE_LIMIT = timeshareConcurrency(DEFAULT_TIMESHARE_GPU, true);
 
 interface AgentEntry {
   readonly agentId: string;
@@ -298,6 +293,8 @@ export class Control {
   private gpuModes: GpuMode[] = [];
   /** Time-shared GPUs: batches in flight on each (send -> answer, transport included). */
   private gpuRunning: number[] = [];
+  /** Per cluster GPU: batches that may run on it at once when pooled (its agent's reported mode). */
+  private pooledLimit: number[] = [];
   private policy: Policy | null = null;
   private policyError: string | null = null;
   private current: Deployment = { placements: [] };
@@ -550,7 +547,7 @@ export class Control {
 
   private canRun(w: Worker): boolean {
     const timeshared = this.gpuModes[w.gpu] === 'timeshare';
-    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuRunning[w.gpu]! >= LIVE_TIMESHARE_LIMIT);
+    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuRunning[w.gpu]! >= this.pooledLimit[w.gpu]!);
   }
 
   /** When the worker may take another batch (pipelining: src/sim/dispatch.ts `nextBatchAtMs`). */
@@ -924,6 +921,7 @@ export class Control {
     this.gpuModes = carryModes(this.gpuRefs, this.gpuModes, refs);
     this.gpuRefs = refs;
     this.gpuRunning = refs.map(() => 0);
+    this.pooledLimit = view.cluster?.gpus.map((g) => pooledConcurrency(g.pooled)) ?? [];
     for (const w of this.workers) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);
     this.keepWorkers((w) => w.gpu >= 0);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);

@@ -2,13 +2,19 @@
 // already loaded; each distinct profile is compiled once and shared by its GPUs.
 import { LatencyModel } from '../model/predictor.js';
 import type { Profile } from '../profile/schema.js';
+import { DEFAULT_POOLED_GPU_MODE, type PooledGpuMode } from '../model/pooledGpu.js';
 import type { ClusterInfo, GpuInfo, ServedModel } from './types.js';
 
 // Compiling a profile takes about 10 ms a model; a service that rebuilds its cluster when agents come
 // and go reuses the compiled model of a profile object it has seen (profiles are immutable values).
 const compiledByProfile = new WeakMap<Profile, LatencyModel>();
 
-export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number; profileModel?: string | undefined }[]): ClusterInfo {
+/**
+ * `pooled`: what each GPU does when pooled (src/model/pooledGpu.ts), one mode for all or one per GPU
+ * (in `gpuProfiles` order); default overlap.
+ */
+export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number; profileModel?: string | undefined }[], pooled: PooledGpuMode | readonly PooledGpuMode[] = DEFAULT_POOLED_GPU_MODE): ClusterInfo {
+  if (typeof pooled !== 'string' && pooled.length !== gpuProfiles.length) throw new RangeError(`pooled: ${pooled.length} modes for ${gpuProfiles.length} GPUs`);
   const compiled = new Map<string, LatencyModel>();
   for (const p of gpuProfiles) {
     const c = compiledByProfile.get(p);
@@ -31,6 +37,7 @@ export function buildCluster(gpuProfiles: readonly Profile[], models: readonly {
       memMb: p.gpu.memMb,
       mpsUnitPct: p.gpu.mpsUnitPct,
       smCount: p.gpu.smCount,
+      pooled: typeof pooled === 'string' ? pooled : pooled[index]!,
     };
   });
   return { gpus, models: served };

@@ -7,10 +7,11 @@
 // where BDA finds none, the largest batch whose worst task meets the SLO), its service time t_inf at
 // that batch with its co-located partitions' interference, its rate b / t_inf. A server on a
 // `timeshare` GPU runs at the whole GPU with time sharing's batch cap (timeshare.ts: 2 t_inf <= SLO)
-// and, like the simulator's time-shared GPU (src/sim/timeshareGpu.ts, overlap), its batches overlap
-// the batches of the GPU's other models that are running: timed at an even split of the GPU with the
-// latency model's interference, never slower than in series, in expectation over how many of the
-// others are busy (each for its busy fraction at its slowed batch time). Its mean batch is what the
+// and its batches meet the batches of the GPU's other models that are running as the GPU's pooled
+// mode says (src/model/pooledGpu.ts, the rule the simulator and the live system follow): overlapping,
+// timed at an even split of the GPU with the latency model's interference, never slower than in
+// series; serial, after them in series; in expectation over how many of the others are busy (each
+// for its busy fraction at its slowed batch time). Its mean batch is what the
 // shared dispatch rule with timeout 0 runs: what arrived while the previous batch ran, or one after an
 // idle spell (gatedMeanBatch), capped.
 // A model's rate is split over its servers in proportion to their rates (what one shared queue with
@@ -29,6 +30,7 @@
 // every model that fits, the rest keeping their partitions), and a bounded first-improvement local
 // search from the best (add or drop a model on a pooled GPU, pool a partitioned GPU, partition a
 // pooled one).
+import { pooledMs, pooledSharePct } from '../model/pooledGpu.js';
 import { bda, BDA_MAX_BATCH } from './bda.js';
 import { poolQueue, waitExceeds } from './queueing.js';
 import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
@@ -92,7 +94,7 @@ const MAX_OVERLAP = 4;
 const OVERLAP_MEMO_MAX = 100_000;
 
 interface Memo {
-  /** Per GPU: the first GPU of its profile (GPUs of one profile share one latency model, so one memo). */
+  /** Per GPU: the first GPU of its profile and pooled mode (GPUs of one profile share one latency model, so one memo per mode). */
   readonly kind: Int32Array;
   /** soloIn by (GPU kind, model, batch 1..BDA_MAX_BATCH); NaN: not computed yet. */
   readonly solo: Float64Array;
@@ -111,7 +113,7 @@ function memoOf(cluster: ClusterInfo): Memo {
   let m = memos.get(cluster);
   if (!m) {
     const perGpu = cluster.models.length * (BDA_MAX_BATCH + 1);
-    const kind = Int32Array.from(cluster.gpus, (g) => cluster.gpus.findIndex((x) => x.profileId === g.profileId));
+    const kind = Int32Array.from(cluster.gpus, (g) => cluster.gpus.findIndex((x) => x.profileId === g.profileId && x.pooled === g.pooled));
     m = { kind, solo: new Float64Array(cluster.gpus.length * perGpu).fill(NaN), perGpu, overlap: new Map<number | string, number>(), numericKeys: cluster.gpus.length <= 64 && cluster.models.length <= 64 };
     memos.set(cluster, m);
   }
@@ -168,10 +170,10 @@ function gatedMeanBatch(memo: Memo, gpu: GpuInfo, model: number, lambdaPerS: num
 const overlapMembers = { models: new Int32Array(MAX_OVERLAP), batches: new Int32Array(MAX_OVERLAP) };
 
 /**
- * t_inf (ms) of the first `count` of overlapMembers (the first of them timed) overlapping on a
- * time-shared GPU: an even split of the GPU with the latency model's interference, never more than
- * running after the others in series (the simulator's overlap model, src/sim/timeshareGpu.ts).
- * Memoised per cluster.
+ * t_inf (ms) of the first `count` of overlapMembers (the first of them timed) running at once on a
+ * pooled GPU, by the GPU's mode (src/model/pooledGpu.ts, the simulator's and the live system's rule):
+ * overlapping, an even split of the GPU with the latency model's interference, never more than in
+ * series; serial, in series (it waits for the others, then runs alone). Memoised per cluster.
  */
 function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
   const { models, batches } = overlapMembers;
@@ -182,14 +184,14 @@ function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
   } else key = `${memo.kind[gpu.index]!}|${models.subarray(0, count).join(',')}|${batches.subarray(0, count).join(',')}`;
   let ms = memo.overlap.get(key);
   if (ms === undefined) {
-    const pct = 100 / count;
+    const pct = pooledSharePct(count);
     const members: Placement[] = [];
-    let serial = 0;
+    let series = 0;
     for (let k = 0; k < count; k++) {
       members.push({ model: models[k]!, gpu: gpu.index, batch: batches[k]!, pct });
-      serial += soloIn(memo, gpu, models[k]!, batches[k]!);
+      series += soloIn(memo, gpu, models[k]!, batches[k]!);
     }
-    ms = Math.min(predictOnGpu(gpu, members)[0]!, serial);
+    ms = pooledMs(gpu.pooled, gpu.pooled === 'serial' ? series : predictOnGpu(gpu, members)[0]!, series);
     if (memo.overlap.size >= OVERLAP_MEMO_MAX) memo.overlap.clear();
     memo.overlap.set(key, ms);
   }

@@ -3,6 +3,7 @@
 // scheduler/registry.ts. A policy is pure: it sees the cluster and an observation with the time in
 // it, and returns the deployment it wants; the simulator (or the scheduler service) applies it.
 import type { LatencyModel } from '../model/predictor.js';
+import type { PooledGpuMode } from '../model/pooledGpu.js';
 
 /** One GPU of the cluster as a policy sees it. */
 export interface GpuInfo {
@@ -17,6 +18,8 @@ export interface GpuInfo {
   /** MPS allocation unit (%): every share a policy emits is a multiple of it. */
   readonly mpsUnitPct: number;
   readonly smCount: number;
+  /** What this GPU does with different models' batches at once when pooled (src/model/pooledGpu.ts): its agent's report, or the scenario's. */
+  readonly pooled: PooledGpuMode;
 }
 
 /** A model served by the cluster. */

@@ -2,6 +2,7 @@
 // WebSocket binary message. The agent authenticates the WebSocket upgrade with
 // `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange (worker identity: docs/worker-protocol.md).
 import { z } from 'zod';
+import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
 import { TensorRefSchema } from './tensor.js';
 
 export const AGENT_PROTOCOL_VERSION = 1;
@@ -17,9 +18,15 @@ export const AgentGpuSchema = z
     /** The inss profile that describes this GPU type (null when no profile matches it). */
     profile: z.string().nullable(),
     simulated: z.boolean(),
+    /**
+     * What the GPU does with different models' batches at once when the scheduler pools it
+     * (src/model/pooledGpu.ts): `overlap` where its workers share an MPS server (or a simulated GPU
+     * configured so), `serial` where they are separate processes the driver time-slices. Absent: overlap.
+     */
+    pooled: z.enum(POOLED_GPU_MODES).default(DEFAULT_POOLED_GPU_MODE),
   })
   .strict();
-export type AgentGpu = z.infer<typeof AgentGpuSchema>;
+export type AgentGpu = z.output<typeof AgentGpuSchema>;
 
 export const WorkerStateSchema = z.enum(['starting', 'ready', 'draining', 'failed']);
 export type WorkerState = z.infer<typeof WorkerStateSchema>;

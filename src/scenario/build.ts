@@ -5,6 +5,7 @@ import { servingSettings } from '../serving/settings.js';
 import { buildCluster } from '../policy/cluster.js';
 import type { ClusterInfo } from '../policy/types.js';
 import type { Profile } from '../profile/schema.js';
+import type { PooledGpuMode } from '../model/pooledGpu.js';
 import { DEFAULT_SIM_SETTINGS, type SimSettings } from '../sim/simulator.js';
 import { type ArrivalStream, rateFunction, RenewalStream, TraceStream } from '../workload/arrivals.js';
 import { mixSeed, Rng } from '../workload/random.js';
@@ -18,16 +19,20 @@ export class ScenarioError extends Error {
 /** The GPUs in order: each entry of `gpus` expanded `count` times. */
 export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
   const gpuProfiles: Profile[] = [];
+  const pooled: PooledGpuMode[] = [];
   s.gpus.forEach((g, i) => {
     const p = profiles.get(g.profile);
     if (!p) throw new ScenarioError(`gpus[${i}].profile: unknown profile '${g.profile}'`);
-    for (let k = 0; k < g.count; k++) gpuProfiles.push(p);
+    for (let k = 0; k < g.count; k++) {
+      gpuProfiles.push(p);
+      pooled.push(g.timeshareGpu ?? s.timeshareGpu);
+    }
   });
   s.models.forEach((m, i) => {
     const what = m.profileModel ?? m.name;
     if (!gpuProfiles.some((p) => p.models[what])) throw new ScenarioError(`models[${i}].${m.profileModel === undefined ? 'name' : 'profileModel'}: no GPU profile of this scenario has model '${what}'`);
   });
-  return buildCluster(gpuProfiles, s.models);
+  return buildCluster(gpuProfiles, s.models, pooled);
 }
 
 /** Arrival streams for one run; `loadScale` multiplies every rate; `runSeed` varies the draw. */
@@ -63,7 +68,6 @@ export function scenarioSettings(s: Scenario): SimSettings {
     durationMs: s.durationS * 1000,
     swapMs: s.swapS * 1000,
     groundTruth: { ...s.groundTruth, seed: s.seed },
-    timeshareGpu: s.timeshareGpu,
     queuePolicies: s.models.map((m) => resolveQueuePolicy(m.queuePolicy)),
     samplesPerRequest: s.models.map((m) => m.samplesPerRequest),
   };

@@ -2,6 +2,7 @@
 // with their SLOs and arrival processes, how long to run, the decision epoch and the seed.
 // Validated before anything runs; every problem is reported with its field path.
 import { z } from 'zod';
+import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
 import { QueuePolicySchema } from '../serving/queuePolicy.js';
 
 const positive = z.number().finite().positive();
@@ -55,7 +56,18 @@ export const ScenarioSchema = z
   .object({
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
     description: z.string().default(''),
-    gpus: z.array(z.object({ profile: z.string().min(1), count: z.number().int().min(1) }).strict()).min(1),
+    gpus: z
+      .array(
+        z
+          .object({
+            profile: z.string().min(1),
+            count: z.number().int().min(1),
+            /** What these GPUs do when pooled (src/model/pooledGpu.ts); default: the scenario's `timeshareGpu`. */
+            timeshareGpu: z.enum(POOLED_GPU_MODES).optional(),
+          })
+          .strict(),
+      )
+      .min(1),
     models: z
       .array(
         z
@@ -86,8 +98,8 @@ export const ScenarioSchema = z
     swapS: nonNegative.default(3),
     monitorWindowS: positive.default(3),
     seed: z.number().int().min(0).default(1),
-    /** What a time-shared GPU does with different models' batches ready at once (src/sim/timeshareGpu.ts). */
-    timeshareGpu: z.enum(['overlap', 'serial']).default('overlap'),
+    /** What a pooled (time-shared) GPU does with different models' batches ready at once (src/model/pooledGpu.ts), for every GPU entry that does not say. */
+    timeshareGpu: z.enum(POOLED_GPU_MODES).default(DEFAULT_POOLED_GPU_MODE),
     groundTruth: z
       .object({ systematicErrorPct: nonNegative.default(3), noisePct: nonNegative.default(2), dramAlpha: nonNegative.default(0.08) })
       .strict()

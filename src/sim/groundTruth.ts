@@ -8,6 +8,8 @@
 // - DRAM bandwidth contention, an interference channel the predictor does not model: each running
 //   neighbour j adds dramAlpha * (pct_j / 100) * intensity_j, with intensity_j in [0.5, 1.5] drawn
 //   per model from the seed.
+import { pooledBatchMs, type PooledGpuMode } from '../model/pooledGpu.js';
+import type { LatencyModel } from '../model/predictor.js';
 import { stableHash } from '../serving/hash.js';
 import { mixSeed, Rng } from '../workload/random.js';
 
@@ -93,6 +95,24 @@ export class GroundTruth {
     let dram = 0;
     for (let j = 1; j < models.length; j++) dram += (pcts[j]! / 100) * this.dramIntensity(models[j]!);
     return this.systematicFactor(gpuType, models[0]!, batches[0]!, pcts[0]!) * this.noiseFactor() * (1 + this.settings.dramAlpha * dram);
+  }
+
+  /**
+   * How long a batch really takes (ms): entry 0 of `models`, `batches` and `pcts` (the first `count`
+   * entries, the layout LatencyModel.predictGpu takes) is the batch, the others the batches running
+   * beside it on its GPU. On MPS partitions (`pooled` null) the latency model at their shares; on a
+   * pooled GPU its mode's rule (src/model/pooledGpu.ts), which rewrites `pcts` with the even split it
+   * times them at. Then this batch's factor. `out`: scratch of at least `count` entries. The simulator
+   * and the simulated worker (agent/simWorker.ts) time every batch with it.
+   */
+  batchMs(lm: LatencyModel, gpuType: number, pooled: PooledGpuMode | null, models: ProfileModelIndex[], batches: number[], pcts: number[], count: number, out: number[]): number {
+    let modelMs: number;
+    if (pooled !== null) modelMs = pooledBatchMs(lm, pooled, models, batches, count, pcts, out);
+    else {
+      lm.predictGpu(models, batches, pcts, count, out);
+      modelMs = out[0]!;
+    }
+    return modelMs * this.batchFactor(gpuType, models, batches, pcts);
   }
 
   /** DRAM intensity of a model, in [0.5, 1.5], fixed by the seed. */

@@ -12,8 +12,8 @@
 // queue grows without bound.
 //
 // Execution: each batch takes the ground truth's time (groundTruth.ts) for the models running on
-// its GPU when it starts. On a `timeshare` GPU batches of different models overlap, each timed at an
-// even share (timeshareGpu.ts), or run one at a time on the whole GPU with `timeshareGpu: 'serial'`.
+// its GPU when it starts. On a `timeshare` (pooled) GPU, the GPU's own mode (GpuInfo.pooled) says
+// whether batches of different models overlap or run one at a time (src/model/pooledGpu.ts).
 //
 // Reconfiguration (paper section 5.5): a new batch size or timeout applies at once. A new share or
 // GPU is a shadow-process swap: the new worker starts and warms up for `swapMs` while the old one
@@ -37,7 +37,7 @@ import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelI
 import { LogHistogram } from './histogram.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
-import { DEFAULT_TIMESHARE_GPU, overlapBatchMs, timeshareConcurrency, timeshareSharePct, type TimeshareGpuModel } from './timeshareGpu.js';
+import { pooledConcurrency } from '../model/pooledGpu.js';
 import { mixSeed, Rng } from '../workload/random.js';
 
 export interface SimSettings {
@@ -68,8 +68,6 @@ export interface SimSettings {
    */
   readonly transport?: TransportModel;
   readonly groundTruth: GroundTruthSettings;
-  /** What a `timeshare` GPU does with batches of different models ready at once (timeshareGpu.ts); default overlap. */
-  readonly timeshareGpu?: TimeshareGpuModel;
   /** Per served model, its queue policy (src/serving/queuePolicy.ts); absent entries: the default (delay). */
   readonly queuePolicies?: readonly (QueuePolicy | undefined)[];
   /**
@@ -299,9 +297,8 @@ export function simulate(input: SimInput): SimResult {
   let nextWorkerId = 0;
   let gpuModes: GpuMode[] = new Array<GpuMode>(nGpus).fill('mps');
   const gpuBusy = new Uint8Array(nGpus); // timeshare GPUs: batches running now
-  // Hook: how many batches may overlap on a timeshare GPU; see startBatch for their time.
-  // Given a transport, the twin follows the live scheduler: one at a time (timeshareGpu.ts).
-  const timeshareLimit = timeshareConcurrency(settings.timeshareGpu ?? DEFAULT_TIMESHARE_GPU, transportModel !== undefined || fixedTransportMs > 0);
+  // How many batches may run at once on each GPU when pooled (its mode's rule); see startBatch for their time.
+  const pooledLimit = cluster.gpus.map((g) => pooledConcurrency(g.pooled));
   let current: Deployment = { placements: [] };
 
   // Statistics.
@@ -402,28 +399,22 @@ export function simulate(input: SimInput): SimResult {
     const g = w.gpu;
     const gpu = cluster.gpus[g]!;
     accountShares(nowMs);
-    // Hook (timeshareGpu.ts): on a timeshare GPU the batches running at once, this one
-    // included, are timed as co-located workers at an even share each (100% when alone, as serial).
+    // The models running on this GPU now, and this batch: MPS partitions at their shares; on a pooled
+    // GPU, its mode's rule (src/model/pooledGpu.ts, the simulated worker's too).
     const timeshared = gpuModes[g] === 'timeshare';
-    const evenPct = timeshared ? timeshareSharePct(gpuBusy[g]! + 1) : 0;
-    // The models running on this GPU now, and this batch.
     scratchModels.length = scratchBatches.length = scratchPcts.length = scratchOut.length = 0;
     scratchModels.push(gpu.profileIndex[w.model]! as ProfileModelIndex);
     scratchBatches.push(size);
-    scratchPcts.push(timeshared ? evenPct : w.pct);
+    scratchPcts.push(w.pct);
     for (const x of workers) {
       if (x !== w && x.gpu === g && x.busy) {
-        const pct = timeshared ? evenPct : x.pct;
         scratchModels.push(gpu.profileIndex[x.model]! as ProfileModelIndex);
         scratchBatches.push(x.size);
-        scratchPcts.push(pct);
+        scratchPcts.push(x.pct);
       }
     }
     scratchOut.length = scratchModels.length;
-    gpu.model.predictGpu(scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
-    let modelMs = scratchOut[0]!;
-    if (timeshared && scratchModels.length > 1) modelMs = overlapBatchMs(modelMs, soloMs(gpu, scratchModels[0]!, size), scratchModels.slice(1).map((m, k) => soloMs(gpu, m, scratchBatches[k + 1]!)));
-    const t = modelMs * truth.batchFactor(gpuType[g]!, scratchModels, scratchBatches, scratchPcts);
+    const t = truth.batchMs(gpu.model, gpuType[g]!, timeshared ? gpu.pooled : null, scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
     if (timeshared) gpuBusy[g]! += 1;
     w.timeshared = timeshared;
     w.busy = true;
@@ -437,17 +428,10 @@ export function simulate(input: SimInput): SimResult {
     batchCount[w.model]! += 1;
   }
 
-  const soloOut = [0];
-  /** A batch's latency-model time alone on the whole GPU (`profileModel`: index in the GPU's latency model). */
-  function soloMs(gpu: (typeof cluster.gpus)[number], profileModel: number, batch: number): number {
-    gpu.model.predictGpu([profileModel], [batch], [100], 1, soloOut);
-    return soloOut[0]!;
-  }
-
   function canRun(w: Worker): boolean {
     const timeshared = gpuModes[w.gpu] === 'timeshare';
     const inFlight = (w.busy ? 1 : 0) + (w.held ? 1 : 0);
-    return w.downUntilMs === Infinity && dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) && (w.state === State.Active || w.state === State.Retiring) && !(timeshared && gpuBusy[w.gpu]! >= timeshareLimit);
+    return w.downUntilMs === Infinity && dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) && (w.state === State.Active || w.state === State.Retiring) && !(timeshared && gpuBusy[w.gpu]! >= pooledLimit[w.gpu]!);
   }
 
   /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */

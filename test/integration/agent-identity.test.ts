@@ -36,7 +36,7 @@ const agent = new Agent({
   schedulerUrl: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
   token: 't',
   agentId: 'a1',
-  gpus: [{ index: 0, uuid: 'SIM-0', name: 'sim', memMb: 8000, profile: 'rtx2060s', simulated: true }],
+  gpus: [{ index: 0, uuid: 'SIM-0', name: 'sim', memMb: 8000, profile: 'rtx2060s', simulated: true, pooled: 'overlap' }],
   workerKind: 'sim',
   launch: (w) => ({ command: process.execPath, args: [SIM_WORKER, '--model', w.model, '--profile', PROFILE, '--pct', String(w.pct), '--zero-time', '--warmup-ms', '0'], env: {} }),
   logger: pino({ level: 'silent' }),

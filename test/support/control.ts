@@ -4,6 +4,7 @@
 // runs when the test calls `control.epoch()` (start() is never called).
 import type { QueuePolicyConfig } from '../../src/serving/queuePolicy.js';
 import { pino } from 'pino';
+import type { PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { Control, type ControlSettings, type TaskAnswer } from '../../scheduler/control.js';
 import { Metrics } from '../../scheduler/metrics.js';
 import type { ControlObserver } from '../../scheduler/observer.js';
@@ -37,8 +38,8 @@ export interface Harness {
   result(batchId: string, latencyMs?: number): void;
 }
 
-export function simGpus(profile: string, count: number): AgentGpu[] {
-  return Array.from({ length: count }, (_, i) => ({ index: i, uuid: `SIM-${profile}-${i}`, name: profile, memMb: 8000, profile, simulated: true }));
+export function simGpus(profile: string, count: number, pooled: PooledGpuMode = 'overlap'): AgentGpu[] {
+  return Array.from({ length: count }, (_, i) => ({ index: i, uuid: `SIM-${profile}-${i}`, name: profile, memMb: 8000, profile, simulated: true, pooled }));
 }
 
 export function controlHarness(opts: {

@@ -6,7 +6,7 @@ import { loadProfileFile } from '../support/clusters.js';
 const rtx = loadProfileFile('rtx2060s');
 const v100 = loadProfileFile('v100');
 const profiles = new Map([[rtx.id, rtx], [v100.id, v100]]);
-const gpu = (index: number, profile: string | null): AgentGpu => ({ index, uuid: `G-${index}`, name: profile ?? 'Unknown GPU', memMb: 8000, profile, simulated: true });
+const gpu = (index: number, profile: string | null): AgentGpu => ({ index, uuid: `G-${index}`, name: profile ?? 'Unknown GPU', memMb: 8000, profile, simulated: true, pooled: index % 2 === 0 ? 'overlap' : 'serial' });
 const MODELS = [{ name: 'resnet50', sloMs: 80 }, { name: 'mnasnet', sloMs: 50 }];
 
 describe('clusterView: agents and profiles -> the policy cluster and GPU references', () => {
@@ -21,6 +21,8 @@ describe('clusterView: agents and profiles -> the policy cluster and GPU referen
     );
     expect(v.refs).toEqual([{ agentId: 'a', local: 0 }, { agentId: 'b', local: 0 }, { agentId: 'b', local: 1 }]);
     expect(v.cluster!.gpus.map((g) => [g.index, g.profileId])).toEqual([[0, 'rtx2060s'], [1, 'v100'], [2, 'rtx2060s']]);
+    // Each GPU pools as its agent reports (local GPU 0 overlaps, 1 is serial: see `gpu`).
+    expect(v.cluster!.gpus.map((g) => g.pooled)).toEqual(['overlap', 'overlap', 'serial']);
     expect(v.cluster!.models.map((m) => [m.name, m.sloMs])).toEqual([['resnet50', 80], ['mnasnet', 50]]);
     expect(v.unprofiled).toEqual([{ agentId: 'a', gpu: 1, name: 'mystery', profile: 'mystery' }, { agentId: 'a', gpu: 2, name: 'Unknown GPU', profile: null }]);
     expect(v.missingModels).toEqual([]);

@@ -6,12 +6,15 @@
 // batch, so any difference is a difference of rules. A failure plays as the agent plays it: the
 // batch in flight is answered `worker-failed`, then the worker is reported failed, then ready again.
 import { afterEach, describe, expect, it } from 'vitest';
+import type { PooledGpuMode } from '../../src/model/pooledGpu.js';
+import { LatencyModel } from '../../src/model/predictor.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerIdentity } from '../../src/protocol/agent.js';
 import type { TaskAnswer } from '../../scheduler/control.js';
 import { type QueuePolicyConfig, resolveQueuePolicy } from '../../src/serving/queuePolicy.js';
 import { DEFAULT_SERVING_SETTINGS } from '../../src/serving/settings.js';
+import { GroundTruth, gpuTypeIndex, profileModelIndex } from '../../src/sim/groundTruth.js';
 import { simulate, type WorkerFailure } from '../../src/sim/simulator.js';
 import { AGENT_PROTOCOL_VERSION } from '../../src/protocol/agent.js';
 import type { ArrivalStream } from '../../src/workload/arrivals.js';
@@ -30,8 +33,8 @@ const END_MS = 5000;
 const D1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] };
 const D2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 70, batch: 1 }, { model: 1, gpu: 0, pct: 30, batch: 1 }] };
 const SCRIPT = [D1, D1, D2];
-// A time-shared GPU, one batch at a time (the scheduler's way; the simulator's `serial`): when it frees
-// up, the model with the oldest waiting task goes next.
+// A pooled (time-shared) GPU: when serial, one batch at a time, and when it frees up the model with the
+// oldest waiting task goes next; when overlapping, each model's worker takes its batches as it frees.
 const TS: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] };
 // Steady arrivals off the epoch grid, and a burst of mobilenet at 2.5 s that its worker cannot serve in time.
 const ARRIVALS: number[][] = [
@@ -70,10 +73,12 @@ interface Load {
 }
 const STEADY_REJECT: Load = { arrivals: ARRIVALS, queuePolicy: REJECT, initialRatePerS: [60, 70] };
 
-function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'overlap' = 'overlap', failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT): SimRun {
+const TRUTH = { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 };
+
+function runSimulator(script: readonly Deployment[], pooled: PooledGpuMode = 'overlap', failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT): SimRun {
   const t: SimRun = { batches: [], drops: [], activations: [], failures: [], durations: [[], []], ends: [], delays: 0 };
   simulate({
-    cluster: buildCluster([rtx], MODELS),
+    cluster: buildCluster([rtx], MODELS, pooled),
     streams: load.arrivals.map((a) => new TimesStream(a)),
     initialRatePerS: load.initialRatePerS,
     policy: new ScriptedPolicy(script),
@@ -82,8 +87,7 @@ function runSimulator(script: readonly Deployment[], timeshareGpu: 'serial' | 'o
       ...DEFAULT_SERVING_SETTINGS,
       swapMs: SWAP_MS,
       durationMs: END_MS,
-      timeshareGpu,
-      groundTruth: { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 },
+      groundTruth: TRUTH,
       queuePolicies: MODELS.map(() => resolveQueuePolicy(load.queuePolicy)),
     },
     trace: {
@@ -115,14 +119,24 @@ afterEach(() => {
   for (const h of harnesses.splice(0)) h.control.stop();
 });
 
+/**
+ * How the test, as the agent, times the control plane's batches: the simulator's durations in order,
+ * or (`worker`) the simulated worker's own rule on the GPU's pooled mode, from the batches it sees
+ * running beside each one when it arrives (GroundTruth.batchMs, as agent/simWorker.ts times them).
+ */
+type Timing = number[][] | 'worker';
+
 /** The control plane through the same trace; the test is the agent (see the file header). */
-function runControl(script: readonly Deployment[], durations: number[][], failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT): Trace {
-  const out: Trace = { batches: [], drops: [], activations: [], failures: [] };
+function runControl(script: readonly Deployment[], timing: Timing, failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT, pooled: PooledGpuMode = 'overlap'): Trace & { ends: [number, number, number][] } {
+  const out: Trace & { ends: [number, number, number][] } = { batches: [], drops: [], activations: [], failures: [], ends: [] };
+  const durations = timing === 'worker' ? null : timing;
+  const truth = new GroundTruth(TRUTH);
+  const lm = LatencyModel.compile(rtx);
   const h = controlHarness({
     models: MODELS.map((m) => ({ ...m, queuePolicy: load.queuePolicy })),
     profiles: new Map([[rtx.id, rtx]]),
     policy: () => new ScriptedPolicy(script),
-    gpus: simGpus('rtx2060s', 1),
+    gpus: simGpus('rtx2060s', 1, pooled),
     settings: DEFAULT_SERVING_SETTINGS,
     initialRatePerS: { resnet50: load.initialRatePerS[0], mobilenet: load.initialRatePerS[1] },
   });
@@ -138,7 +152,19 @@ function runControl(script: readonly Deployment[], durations: number[][], failur
   let desiredSeen = 0;
   const answers: { m: number; box: { answer: TaskAnswer | null }; seen: boolean }[] = [];
   // Per worker id: the batch it runs (lost if it dies first). Per worker: dead until its restart.
-  const inFlight = new Map<string, { batchId: string; size: number; lost: boolean }>();
+  const inFlight = new Map<string, { batchId: string; model: number; size: number; lost: boolean }>();
+  /** What the simulated worker takes for this batch beside the batches in flight (agent/simWorker.ts `batchMs`). */
+  const workerMs = (m: number, size: number): number => {
+    const models = [profileModelIndex(lm.modelIndex(MODELS[m]!.name))];
+    const batches = [size];
+    const pcts = [100];
+    for (const r of inFlight.values()) {
+      models.push(profileModelIndex(lm.modelIndex(MODELS[r.model]!.name)));
+      batches.push(r.size);
+      pcts.push(100);
+    }
+    return truth.batchMs(lm, gpuTypeIndex(rtx.id), models.length > 1 ? pooled : null, models, batches, pcts, models.length, []);
+  };
   const downUntil = new Map<string, number>();
   const state = (w: WorkerIdentity) => ((downUntil.get(workerKey(w)) ?? -1) > h.now ? 'failed' : readyAt.get(workerKey(w))! <= h.now ? 'ready' : 'starting');
   const report = () => c.workersReported('a1', desired.map((w) => ({ ...w, state: state(w), pid: 1 })));
@@ -165,8 +191,9 @@ function runControl(script: readonly Deployment[], durations: number[][], failur
       const b = bs[batchesSeen]!;
       const m = MODELS.findIndex((x) => x.name === b.model);
       out.batches.push([r6(h.now), m, b.size]);
-      const d = durations[m]!.shift() ?? 1;
-      const run = { batchId: b.batchId, size: b.size, lost: false };
+      const d = durations ? (durations[m]!.shift() ?? 1) : workerMs(m, b.size);
+      out.ends.push([r6(h.now), m, r6(h.now + d)]);
+      const run = { batchId: b.batchId, model: m, size: b.size, lost: false };
       inFlight.set(b.workerId, run);
       at(h.now + d, 3, () => {
         if (run.lost) return;
@@ -243,7 +270,7 @@ describe('conformance: the simulator and the control plane on one scripted trace
     expect(sim.batches.length).toBeGreaterThan(300);
     expect(sim.drops.length).toBeGreaterThan(5);
     expect(sim.failures).toEqual([[failures[0]!.tMs, 0, 1]]);
-    const live = runControl([TS], sim.durations.map((d) => [...d]), failures);
+    const live = runControl([TS], sim.durations.map((d) => [...d]), failures, STEADY_REJECT, 'serial');
     expect(live.activations).toEqual([]);
     expect(live.failures).toEqual(sim.failures);
     expect(live.drops).toEqual(sim.drops);
@@ -267,7 +294,22 @@ describe('conformance: the simulator and the control plane on one scripted trace
     const ts: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
     const sim = runSimulator([TS], 'serial', [], ts);
     expect(sim.delays).toBeGreaterThan(5);
-    expect(runControl([TS], sim.durations.map((d) => [...d]), [], ts).batches).toEqual(sim.batches);
+    expect(runControl([TS], sim.durations.map((d) => [...d]), [], ts, 'serial').batches).toEqual(sim.batches);
+  });
+
+  it('on a pooled GPU, start and end the same batches under either mode, the live batches timed by the simulated worker from what runs beside them', () => {
+    for (const pooled of ['overlap', 'serial'] as const) {
+      const sim = runSimulator([TS], pooled);
+      expect(sim.batches.length).toBeGreaterThan(300);
+      const live = runControl([TS], 'worker', [], STEADY_REJECT, pooled);
+      expect(live.drops).toEqual(sim.drops);
+      expect(live.batches).toEqual(sim.batches);
+      expect(live.ends).toEqual(sim.ends.map(([t, m, e]) => [r6(t), m, r6(e)]));
+      // Overlapping, batches of the two models run at once; serial, never.
+      const overlapping = sim.ends.filter(([t], i) => sim.ends.some(([t2, , e2], j) => j < i && t < e2 && t2 <= t)).length;
+      if (pooled === 'overlap') expect(overlapping).toBeGreaterThan(20);
+      else expect(overlapping).toBe(0);
+    }
   });
 
   it('at a low rate, start each lone task at once on both sides, not at its latest start', () => {

@@ -80,7 +80,7 @@ describe('drop strictly past the deadline (src/serving/rules.ts pastDeadline)', 
   });
 });
 
-describe('a time-shared GPU that frees up serves the model with the oldest waiting task next', () => {
+describe('a serial pooled GPU that frees up serves the model with the oldest waiting task next', () => {
   it('the rule', () => {
     const head = new Map([[0, 30], [1, 10], [2, Infinity]]);
     expect(nextModelsOnFreedGpu([0, 2, 1, 0], (m) => head.get(m)!)).toEqual([1, 0, 2]);
@@ -88,7 +88,7 @@ describe('a time-shared GPU that frees up serves the model with the oldest waiti
 
   it('the control plane', () => {
     const models = [{ name: 'resnet50', sloMs: 5000 }, { name: 'mobilenet', sloMs: 5000 }];
-    const h = harness(models, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] });
+    const h = harness(models, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] }, { gpus: simGpus('rtx2060s', 1, 'serial') });
     h.report('ready');
     h.submit(0); // takes the GPU
     expect(h.batches().map((b) => b.model)).toEqual(['resnet50']);
@@ -99,6 +99,19 @@ describe('a time-shared GPU that frees up serves the model with the oldest waiti
     h.now = 20;
     h.result(h.batches()[0]!.batchId);
     expect(h.batches().map((b) => b.model)).toEqual(['resnet50', 'mobilenet']);
+  });
+
+  it('an overlapping one starts the other model at once', () => {
+    const models = [{ name: 'resnet50', sloMs: 5000 }, { name: 'mobilenet', sloMs: 5000 }];
+    const h = harness(models, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] }, { gpus: simGpus('rtx2060s', 1, 'overlap') });
+    h.report('ready');
+    h.submit(0);
+    h.now = 5;
+    h.submit(1); // beside resnet50's batch
+    expect(h.batches().map((b) => b.model)).toEqual(['resnet50', 'mobilenet']);
+    h.now = 10;
+    h.submit(0); // resnet50's worker is busy: it waits for it, not for the GPU
+    expect(h.batches()).toHaveLength(2);
   });
 });
 

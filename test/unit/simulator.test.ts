@@ -253,9 +253,9 @@ describe('reconfiguration', () => {
 
 describe('timeshare GPUs', () => {
   it('run one batch at a time when serial', () => {
-    const cluster = buildCluster([profile], [{ name: 'net', sloMs: 1e9 }, { name: 'other', sloMs: 1e9 }]);
+    const cluster = buildCluster([profile], [{ name: 'net', sloMs: 1e9 }, { name: 'other', sloMs: 1e9 }], 'serial');
     const dep = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare' as const] };
-    const r = simulate({ cluster, streams: [poisson(150, 1), poisson(150, 2)], initialRatePerS: [150, 150], policy: new FixedPolicy(dep), settings: settings({ durationMs: 20_000, timeshareGpu: 'serial' }) });
+    const r = simulate({ cluster, streams: [poisson(150, 1), poisson(150, 2)], initialRatePerS: [150, 150], policy: new FixedPolicy(dep), settings: settings({ durationMs: 20_000 }) });
     expect(r.gpuSharePct[0]!).toBeLessThanOrEqual(100 + 1e-9);
     expect(r.gpuSharePct[0]!).toBeGreaterThan(30);
   });
