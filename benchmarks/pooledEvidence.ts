@@ -10,7 +10,7 @@
 // Deterministic; reads data/v100 and profiles/ of the package root, needs no GPU, runs in about a second.
 import { join } from 'node:path';
 import { LatencyModel } from '../src/model/predictor.js';
-import { overlapBatchMs } from '../src/sim/timeshareGpu.js';
+import { pooledMs } from '../src/model/pooledGpu.js';
 import { loadProfile, PACKAGE_ROOT, readJsonFile } from '../cli/profiles.js';
 import { igniterToMeasurements } from '../tools/fit/igniter.js';
 
@@ -158,7 +158,7 @@ interface PredictedGain {
   readonly batch: number;
   /** Each batch at an even split (50%) with interference, over solo at 100%. */
   readonly even: number;
-  /** The overlap rule: each batch's time min(even split, its solo + the other's solo). */
+  /** The overlap rule: each batch's time min(even split, 2 x its solo), fair turns at worst. */
   readonly rule: number;
 }
 
@@ -171,7 +171,7 @@ for (const [id, lm] of models) {
       for (const batch of PREDICT_BATCHES) {
         const solo: [number, number] = [predictSoloMs(lm, a, batch), predictSoloMs(lm, b, batch)];
         const [ta, tb] = lm.predict([{ model: a, batch, pct: 50 }, { model: b, batch, pct: 50 }]).latencyMs as [number, number];
-        const rule: [number, number] = [overlapBatchMs(ta, solo[0], [solo[1]]), overlapBatchMs(tb, solo[1], [solo[0]])];
+        const rule: [number, number] = [pooledMs('overlap', ta, solo[0], 2, solo[0] + solo[1]), pooledMs('overlap', tb, solo[1], 2, solo[1] + solo[0])];
         predicted.push({ profile: id, a, b, cls: pairClass(a, b), batch, even: overlapGain(solo, [ta, tb]), rule: overlapGain(solo, rule) });
       }
     }
@@ -180,7 +180,7 @@ for (const [id, lm] of models) {
 
 console.log('\n## (b) Predicted overlap gain at 50/50, per profile\n');
 console.log('even: both batches at 50% with interference, over solo at 100% (both by the profile). rule: the overlap');
-console.log("rule's time, min(even split, own solo + the other's solo), both models kept busy (every batch starts");
+console.log("rule's time, min(even split, 2 x own solo: fair turns), both models kept busy (every batch starts");
 console.log('beside a running batch of the other); it never falls below series (1.00).\n');
 console.log(`| profile | pair | class | ${PREDICT_BATCHES.map((b) => `b${b} even | b${b} rule`).join(' | ')} |`);
 console.log(`| --- | --- | --- | ${PREDICT_BATCHES.map(() => '---: | ---:').join(' | ')} |`);

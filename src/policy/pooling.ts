@@ -172,8 +172,9 @@ const overlapMembers = { models: new Int32Array(MAX_OVERLAP), batches: new Int32
 /**
  * t_inf (ms) of the first `count` of overlapMembers (the first of them timed) running at once on a
  * pooled GPU, by the GPU's mode (src/model/pooledGpu.ts, the simulator's and the live system's rule):
- * overlapping, an even split of the GPU with the latency model's interference, never more than in
- * series; serial, in series (it waits for the others, then runs alone). Memoised per cluster.
+ * overlapping, an even split of the GPU with the latency model's interference, never more than its
+ * solo time times `count` (fair turns); serial, in series (it waits for the others, then runs alone).
+ * Memoised per cluster.
  */
 function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
   const { models, batches } = overlapMembers;
@@ -191,7 +192,7 @@ function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
       members.push({ model: models[k]!, gpu: gpu.index, batch: batches[k]!, pct });
       series += soloIn(memo, gpu, models[k]!, batches[k]!);
     }
-    ms = pooledMs(gpu.pooled, gpu.pooled === 'serial' ? series : predictOnGpu(gpu, members)[0]!, series);
+    ms = pooledMs(gpu.pooled, gpu.pooled === 'serial' ? series : predictOnGpu(gpu, members)[0]!, soloIn(memo, gpu, models[0]!, batches[0]!), count, series);
     if (memo.overlap.size >= OVERLAP_MEMO_MAX) memo.overlap.clear();
     memo.overlap.set(key, ms);
   }

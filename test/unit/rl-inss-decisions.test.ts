@@ -44,34 +44,19 @@ function decisionDigest(name: string, decisions = DECISIONS): { digest: string; 
   return { digest: hash.digest('hex').slice(0, 16), problems };
 }
 
-// Updated when the pooled servers' fixed point was made to converge and the batch-size fluctuation
-// term added for one-server pools (src/policy/pooling.ts), and again when a deployment meeting the
-// target is left only for one saving 0.5% of the tasks (rl/inss.ts; docs/inss.md). Updated again (issue 12,
-// fourth session) for the dwell after a switch (3 s, rl/inss.ts), the switch cost (SWITCH_LOSS_S) and the
-// balanced partition where the MPS plan leaves a GPU idle (mixed-32x24); the observations are now 1 s apart
-// so the dwell is exercised. Updated again (issue 12, fifth session) for a new candidate: each MPS plan's
-// assignment pooled (pooledAssignment, src/policy/pooling.ts); paper-6, paper-8, paper-8x3, mix-5 and the
-// V100 scenarios never choose it over these 30 decisions, so their digests stand. Updated again (issue 12,
-// sixth session) for the pooled servers' model (src/policy/pooling.ts): the mean batch of the dispatch rule
-// with timeout 0 (m = x + e^-x) instead of the rounded-up always-busy fixed point, busy fractions at the
-// slowed batch times, and the overlap slowdown as an expectation over how many others run; every scenario's
-// digest changed but v100-4's (its decisions never pool a GPU here). The fixed point then takes a step
-// whole where it goes on in the direction of the one before (damped only where it turns back) and counts
-// the split as settled within the same 1e-3: diurnal-6's and mix-5's digests changed again. Then the one-server
-// batch-fluctuation term counts the tasks that miss within a long batch pair (each waits only the rest of the batch
-// running when it came), not every task of it: seven digests changed (all but paper-6, paper-8, paper-8x5, v100-4).
+// A change meant to alter what inss decides updates these; the commit says why (git log of this file).
 // bursty-6 and surge-6 share a cluster and their rates at time 0 (they differ later in time), so one digest.
 const EXPECTED: Record<string, string> = {
-  'bursty-6': '5b1d2c2414fe2043',
-  'diurnal-6': 'e76aac1472fe9243',
-  'mix-5': '0845ed840bada01f',
-  'mixed-32x24': 'e96941133bea138b',
-  'paper-6': '85ec25db03db97bc',
-  'paper-8': '0ba528d969a0effb',
-  'paper-8x3': '45ad27cc21a909b6',
-  'paper-8x5': '5099c27c8cbc6dc6',
-  'surge-6': '5b1d2c2414fe2043',
-  'v100-2-tight': '8f140fc4e51f1089',
+  'bursty-6': '2d807ab980c85e5a',
+  'diurnal-6': '531d480b3dc9bacf',
+  'mix-5': '985f699e2ff256ea',
+  'mixed-32x24': 'ea5646a42c401f23',
+  'paper-6': '9f3da9764db4003c',
+  'paper-8': '9e0bc88c4c4fdbe2',
+  'paper-8x3': 'c40356efd740d799',
+  'paper-8x5': '62fab5c273b3883e',
+  'surge-6': '2d807ab980c85e5a',
+  'v100-2-tight': 'ad52e6adce0012e1',
   'v100-4': '19ec27e85e2434c5',
 };
 
