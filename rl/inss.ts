@@ -219,12 +219,14 @@ export class InssPolicy implements Policy {
    * is kept unless the best beats it by SWITCH_MARGIN (hysteresis: no flapping between near-equal plans).
    */
   private decidePooling(obs: Observation, rates: number[], current: Deployment): Deployment {
+    // How bursty each model's arrivals were (the monitor's measure), for the queueing model.
+    const options: PoolingOptions = obs.arrivalCv2 ? { ...this.poolingOptions, arrivalCv2: obs.arrivalCv2 } : this.poolingOptions;
     // An infeasible deployment in force (e.g. handed over by another policy) is always replaced; one
     // this planner chose for rates no lower than these, and predicted to meet the SLOs at these, is
     // kept (when the load falls a swap buys only a better utilisation score and costs worker
     // starts under load), and then nothing else needs planning; otherwise the best must beat it by
     // SWITCH_MARGIN.
-    const kept = current.placements.length > 0 ? scoreDeployment(this.cluster, current, rates, this.poolingOptions) : null;
+    const kept = current.placements.length > 0 ? scoreDeployment(this.cluster, current, rates, options) : null;
     // A deployment this planner just switched to is kept (re-batched) while its workers start: what
     // the last epochs measured and the rates it was chosen for still describe the one before it, and
     // a switch during a switch stacks shadow workers (docs/inss.md, "Dwell").
@@ -248,7 +250,7 @@ export class InssPolicy implements Policy {
     // Where the MPS plan leaves a GPU idle (more GPUs than it gives models partitions), also every
     // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
     if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index))) mpsPlans.push({ placements: balancedPartition(this.cluster, rates) });
-    const plan = planPooling(this.cluster, rates, mpsPlans, this.poolingOptions);
+    const plan = planPooling(this.cluster, rates, mpsPlans, options);
     // Stability: a deployment in force predicted to meet the attainment target (at most
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
     // SWITCH_SAVES_FRACTION of the tasks, whatever the utilisation term says: measured rates move

@@ -399,7 +399,7 @@ export class Control {
       policyError: this.policyError,
       settings: this.settings,
       agents: [...this.agents.values()].map((a) => ({ agentId: a.agentId, connected: a.connected, hostname: a.hostname, workerKind: a.workerKind, gpus: a.gpus })),
-      gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps' })),
+      gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps', pooled: this.cluster?.gpus[g]?.pooled })),
       workers: this.workers.map((w) => ({
         workerId: w.workerId,
         generation: w.generation,
@@ -461,8 +461,8 @@ export class Control {
    */
   submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void, arrival?: TaskArrival): void {
     const now = this.opts.clock();
-    this.monitor.arrival(m);
     const arrivalMs = arrival && arrival.receivedMs <= now ? arrival.receivedMs : now;
+    this.monitor.arrival(m, arrivalMs);
     if (arrival) this.wayIn.add(input.data.length, now - arrivalMs);
     const task: Task = { model: m, arrivalMs, input: input.data, encoding: input.encoding, answer, submittedMs: now, dispatchedMs: NaN };
     if (this.stopped) {
@@ -1038,6 +1038,7 @@ export class Control {
     return {
       nowMs: this.opts.clock(),
       ratePerS,
+      arrivalCv2: this.monitor.arrivalCv2(),
       queued: this.queues.map((q) => q.length),
       lastEpoch: {
         served: [...st.served],

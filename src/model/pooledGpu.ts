@@ -44,13 +44,14 @@ export function pooledSharePct(running: number): number {
 }
 
 /**
- * A pooled batch's latency-model time when it starts beside `count - 1` running batches, from its
- * even-split time, its solo time and the series time (its solo time plus the others' solo times):
- * overlapping, the even split but never more than `count` times its solo time (taking turns fairly);
- * serial, the series time (a batch that finds others running waits for them, then runs alone).
+ * A pooled batch's latency-model time, from its ready to its end, when it finds `count - 1` batches
+ * running, from its even-split time, its solo time and the series time (its solo time plus the
+ * others' solo times): overlapping, the even split but never more than `count` times its solo time
+ * (taking turns fairly); serial, its solo time after the others' rest, half their time in the mean
+ * (a batch becomes ready at a time uniform over theirs).
  */
 export function pooledMs(mode: PooledGpuMode, evenSplitMs: number, soloMs: number, count: number, seriesMs: number): number {
-  return mode === 'serial' ? seriesMs : Math.min(evenSplitMs, count * soloMs);
+  return mode === 'serial' ? soloMs + (seriesMs - soloMs) / 2 : Math.min(evenSplitMs, count * soloMs);
 }
 
 const solo = { models: [0], batches: [0], pcts: [100], out: [0] };

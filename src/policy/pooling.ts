@@ -32,7 +32,7 @@
 // pooled one).
 import { pooledMs, pooledSharePct } from '../model/pooledGpu.js';
 import { bda, BDA_MAX_BATCH } from './bda.js';
-import { poolQueue, waitExceeds } from './queueing.js';
+import { poolQueue, type QueueEstimate, waitExceeds } from './queueing.js';
 import { timeshareMaxBatch, timesharePlan, TIMESHARE_MAX_QUEUE_DELAY_MS } from './policies/timeshare.js';
 import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from './types.js';
 import { deploymentProblem, memoryOnGpu, predictOnGpu } from './util.js';
@@ -47,6 +47,12 @@ export interface PoolingOptions {
   readonly interference?: boolean;
   /** Most deployment evaluations of the local search. */
   readonly budget: number;
+  /**
+   * Per model, the squared coefficient of variation of its inter-arrival gaps (the monitor's
+   * `arrivalCv2`; absent: Poisson, 1). A pool's mean wait scales with it (Allen-Cunneen's G/G/c
+   * approximation against M/D/c: (ca^2 + cs^2) / (1 + cs^2), cs^2 = 0 for deterministic batches).
+   */
+  readonly arrivalCv2?: readonly number[];
 }
 
 export interface PlanScore {
@@ -253,6 +259,12 @@ function mpsGpu(cluster: ClusterInfo, g: GpuInfo, on: readonly Placement[], rate
     }
   });
   return { batches, tInfMs };
+}
+
+/** A pool's queue estimate for arrivals of squared CV `cv2` (absent or NaN: Poisson): its mean wait scaled by cv2 (see PoolingOptions.arrivalCv2). */
+function burstyQueue(q: QueueEstimate, cv2: number | undefined): QueueEstimate {
+  if (cv2 === undefined || !Number.isFinite(cv2) || cv2 === 1 || !Number.isFinite(q.meanWaitS)) return q;
+  return { ...q, meanWaitS: q.meanWaitS * Math.max(0, cv2) };
 }
 
 /** P(Z > z) for a standard normal Z (Abramowitz and Stegun 7.1.26, absolute error under 1.5e-7). */
@@ -518,7 +530,7 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
       utilTerm += rate * 2;
       continue;
     }
-    const q = poolQueue(rate, new Array<number>(c).fill(muSum / c));
+    const q = burstyQueue(poolQueue(rate, new Array<number>(c).fill(muSum / c)), options.arrivalCv2?.[m.index]);
     const budgetMs = m.sloMs * options.sloFraction;
     // A batching server: a task that finds every server of its pool busy waits for the first to
     // finish its batch (a residual uniform on [0, t_inf]), then runs in the next batch. Each server

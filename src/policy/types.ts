@@ -68,6 +68,8 @@ export interface Observation {
   readonly nowMs: number;
   /** Estimated arrival rate per model (tasks/s), in `ClusterInfo.models` order. */
   readonly ratePerS: readonly number[];
+  /** Per model, the squared coefficient of variation of its inter-arrival gaps over the monitor window (1: Poisson; absent: unknown). */
+  readonly arrivalCv2?: readonly number[];
   /** Tasks waiting in each model's queue. */
   readonly queued: readonly number[];
   /** Measured over the last epoch, per model: tasks served and SLO violations (for self-tuning policies). */

@@ -642,6 +642,7 @@ export function simulate(input: SimInput): SimResult {
     return {
       nowMs,
       ratePerS,
+      arrivalCv2: monitor.arrivalCv2(),
       queued: queues.map((q) => q.length),
       lastEpoch: {
         served: [...epochServed],
@@ -717,7 +718,7 @@ export function simulate(input: SimInput): SimResult {
       lastQueuedAt[m] = tMin;
       for (let k = settings.samplesPerRequest?.[m] ?? 1; k > 0; k--) {
         arrivals[m]! += 1;
-        monitor.arrival(m);
+        monitor.arrival(m, tMin);
         // A full queue makes room by dropping its oldest delayed task, or drops the arrival (queuePolicy.ts).
         const admission = admit(queues[m]!.length, delayedQueues[m]!.length, policies[m]!.maxQueueSize);
         if (admission === 'evict-delayed') {

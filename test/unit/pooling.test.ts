@@ -80,6 +80,27 @@ describe('planPooling', () => {
   });
 });
 
+describe('scoreDeployment reads what it is told of the GPUs and the arrivals', () => {
+  const rtx = loadProfileFile('rtx2060s');
+  const models = [{ name: 'resnet50', sloMs: 60 }, { name: 'mobilenet', sloMs: 40 }];
+  const pooled: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 8 }, { model: 1, gpu: 0, pct: 100, batch: 8 }], gpuModes: ['timeshare'] };
+  it('a serial pooled GPU is scored no better than an overlapping one', () => {
+    const rates = [120, 200];
+    const overlap = scoreDeployment(buildCluster([rtx], models, 'overlap'), pooled, rates, OPTS);
+    const serial = scoreDeployment(buildCluster([rtx], models, 'serial'), pooled, rates, OPTS);
+    expect(serial.score).toBeGreaterThanOrEqual(overlap.score);
+    expect(serial.batchMs.some((t, i) => t > overlap.batchMs[i]!)).toBe(true);
+  });
+  it('bursty arrivals (squared CV of the gaps above 1) miss more than Poisson ones at the same rates', () => {
+    const cluster = buildCluster([rtx], models, 'serial');
+    const rates = [150, 260];
+    const poisson = scoreDeployment(cluster, pooled, rates, OPTS);
+    const bursty = scoreDeployment(cluster, pooled, rates, { ...OPTS, arrivalCv2: [16, 16] });
+    expect(scoreDeployment(cluster, pooled, rates, { ...OPTS, arrivalCv2: [1, 1] })).toEqual(poisson);
+    expect(bursty.missedPerS).toBeGreaterThan(poisson.missedPerS);
+  });
+});
+
 describe('balancedPartition', () => {
   it('mixed-32x24 at 2.25x: uses every GPU, gives the heavy models more than one, and lets the planner find a plan that misses nothing where the greedy partition (one partition a model, 8 GPUs idle) could not', () => {
     const { scenario, cluster } = builtInScenario('mixed-32x24');

@@ -11,6 +11,7 @@ import { DEFAULT_SERVING_SETTINGS, servingSettings, withOverrides } from '../../
 import { GroundTruth, gpuTypeIndex, profileModelIndex } from '../../src/sim/groundTruth.js';
 import { simulate } from '../../src/sim/simulator.js';
 import type { ArrivalStream } from '../../src/workload/arrivals.js';
+import { Rng } from '../../src/workload/random.js';
 import { scenarioSettings } from '../../src/scenario/build.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { loadProfileFile } from '../support/clusters.js';
@@ -112,6 +113,32 @@ describe('a serial pooled GPU that frees up serves the model with the oldest wai
     h.now = 10;
     h.submit(0); // resnet50's worker is busy: it waits for it, not for the GPU
     expect(h.batches()).toHaveLength(2);
+  });
+});
+
+describe('the monitor measures how bursty arrivals are (src/serving/monitor.ts)', () => {
+  it('squared CV of the gaps over the window: 0 evenly spaced, about 1 Poisson, more in bursts, 1 until enough are seen', () => {
+    const mon = new RateMonitor(3, 1000, 3000);
+    const rng = new Rng(3);
+    let poisson = 0;
+    for (let i = 0; i < 2000; i++) {
+      mon.arrival(0, i * 1.5); // evenly spaced
+      poisson += -Math.log(1 - rng.next()) * 1.5;
+      mon.arrival(1, poisson);
+    }
+    // Model 2: bursts of 10 at once, 15 ms apart.
+    for (let i = 0; i < 200; i++) for (let k = 0; k < 10; k++) mon.arrival(2, i * 15);
+    expect(mon.arrivalCv2()).toEqual([1, 1, 1]); // nothing closed yet
+    mon.endEpoch();
+    const [even, exp, bursts] = mon.arrivalCv2();
+    expect(even).toBeCloseTo(0, 9);
+    expect(exp).toBeGreaterThan(0.85);
+    expect(exp).toBeLessThan(1.15);
+    expect(bursts).toBeGreaterThan(8); // nine gaps of 0 and one of 15 ms: CV^2 = 9
+    const few = new RateMonitor(1, 1000, 3000);
+    for (let i = 0; i < 10; i++) few.arrival(0, i * i);
+    few.endEpoch();
+    expect(few.arrivalCv2()).toEqual([1]);
   });
 });
 
