@@ -1,6 +1,7 @@
 // The `inss` command: the composition root, the one module that may import every layer.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { POOLED_GPU_MODES, type PooledGpuMode } from '../src/model/pooledGpu.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { fitProfile, type FitReport } from '../tools/fit/fit.js';
 import { igniterToMeasurements } from '../tools/fit/igniter.js';
@@ -167,7 +168,7 @@ export function buildProgram(argv: readonly string[]): Command {
     .option('--grid <from:to:step>', 'load grid of --sweep and --suite (default 0.25:3:0.25)')
     .option('--seeds <list>', 'seeds of --sweep and --suite, e.g. 1,2,3: capacity as mean and range (default: the scenario seed; --suite: 1,2,3)')
     .option('--jobs <n>', 'worker threads: the suite\'s cells, or the policies of one scenario side by side (each thread times its own decisions; 1 for decision times on a quiet core)', positiveInt, 2)
-    .option('--timeshare-gpu <model>', 'what a time-shared GPU does with different models\' batches: overlap | serial (default: the scenario\'s, overlap)')
+    .option('--timeshare-gpu <mode>', 'what every pooled (time-shared) GPU does with different models\' batches: overlap | serial; with --suite also both (the suite under each, in <out>/overlap and <out>/serial) (default: each GPU\'s own in its scenario, overlap)')
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
     .option('--policy-file <file>', 'trained policy for inss and inss-ni (default: the one shipped for the scenario, policies/<scenario name>.json, used only where its GPUs, models and SLOs match)')
     .option('--skip-unsupported', 'skip (and report) a policy that cannot run on a scenario, e.g. inss-paper without a trained policy; without it that is an error (exit 2)')
@@ -175,8 +176,10 @@ export function buildProgram(argv: readonly string[]): Command {
     .action(async (opts: { scenario?: string; suite?: string | boolean; policies?: string; json?: boolean; sweep?: boolean; grid?: string; seeds?: string; jobs: number; timeshareGpu?: string; out?: string; policyFile?: string; skipUnsupported?: boolean; transport?: string }) => {
       const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
       const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
-      if (opts.timeshareGpu !== undefined && opts.timeshareGpu !== 'overlap' && opts.timeshareGpu !== 'serial') throw new InvalidInputError(`--timeshare-gpu: must be overlap or serial, got '${opts.timeshareGpu}'`);
-      const timeshareGpu = opts.timeshareGpu;
+      const modes = opts.timeshareGpu === 'both' ? POOLED_GPU_MODES : opts.timeshareGpu;
+      if (modes !== undefined && typeof modes === 'string' && !(POOLED_GPU_MODES as readonly string[]).includes(modes)) throw new InvalidInputError(`--timeshare-gpu: must be ${POOLED_GPU_MODES.join(', ')} or both (with --suite), got '${modes}'`);
+      if (typeof modes !== 'string' && modes !== undefined && opts.suite === undefined) throw new InvalidInputError('--timeshare-gpu both: only with --suite (give overlap or serial with --scenario)');
+      const timeshareGpu = typeof modes === 'string' ? (modes as PooledGpuMode) : undefined;
       const registry = benchRegistry(new PolicyRegistry());
       const list = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
       const transport = opts.transport !== undefined ? transportFile(opts.transport) : undefined;
@@ -184,18 +187,33 @@ export function buildProgram(argv: readonly string[]): Command {
         if (transport) throw new InvalidInputError('--transport: not with --suite (give it with --scenario)');
         if (opts.scenario !== undefined) throw new InvalidInputError('--suite and --scenario: give one (--suite takes a list of scenarios)');
         if (opts.policyFile !== undefined) throw new InvalidInputError('--policy-file: not with --suite (each scenario uses the policy shipped for it)');
-        process.exitCode = await runSuite(registry, {
-          ...(typeof opts.suite === 'string' ? { scenarios: list(opts.suite)! } : {}),
-          ...(opts.policies ? { policies: list(opts.policies)! } : {}),
-          seeds: seeds ?? [1, 2, 3],
-          ...(grid ? { grid } : {}),
-          jobs: opts.jobs,
-          ...(timeshareGpu ? { timeshareGpu } : {}),
-          ...(opts.out ? { out: opts.out } : {}),
-          ...(opts.json ? { json: true } : {}),
-          ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
-          progress: process.stderr,
-        });
+        const suite = (mode: PooledGpuMode | undefined, out: string | undefined) =>
+          runSuite(registry, {
+            ...(typeof opts.suite === 'string' ? { scenarios: list(opts.suite)! } : {}),
+            ...(opts.policies ? { policies: list(opts.policies)! } : {}),
+            seeds: seeds ?? [1, 2, 3],
+            ...(grid ? { grid } : {}),
+            jobs: opts.jobs,
+            ...(mode ? { timeshareGpu: mode } : {}),
+            ...(out ? { out } : {}),
+            ...(opts.json ? { json: true } : {}),
+            ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
+            progress: process.stderr,
+          });
+        if (typeof modes === 'string' || modes === undefined) {
+          process.exitCode = await suite(timeshareGpu, opts.out);
+          return;
+        }
+        // Both modes: the same suite under each, one after the other.
+        for (const mode of modes) {
+          if (!opts.json) console.log(`\n## Pooled GPUs ${mode}\n`);
+          const code = await suite(mode, opts.out ? join(opts.out, mode) : undefined);
+          if (code !== 0) {
+            process.exitCode = code;
+            return;
+          }
+        }
+        process.exitCode = 0;
         return;
       }
       if (opts.scenario === undefined) throw new InvalidInputError('--scenario: required (or --suite)');

@@ -56,6 +56,24 @@ describe('inss bench', () => {
     expect(readFileSync(join(out, 'v100-2-tight-violation-vs-load.svg'), 'utf8')).toMatch(/^<svg/);
   }, 180_000);
 
+  it('--suite --timeshare-gpu both: the suite under each pooled-GPU mode, each in its own folder; both is for suites only', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'inss-suite-both-'));
+    const r = await runCli(['bench', '--suite', 'v100-2-tight', '--policies', 'timeshare', '--seeds', '1', '--grid', '0.5:0.5:0.5', '--jobs', '1', '--timeshare-gpu', 'both', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/## Pooled GPUs overlap[\s\S]*\| v100-2-tight \|[\s\S]*## Pooled GPUs serial[\s\S]*\| v100-2-tight \|/);
+    for (const mode of ['overlap', 'serial']) {
+      const j = JSON.parse(readFileSync(join(out, mode, 'suite.json'), 'utf8')) as { suite: { timeshareGpu: string }; cells: unknown[] };
+      expect(j.suite.timeshareGpu).toBe(mode);
+      expect(j.cells).toHaveLength(1);
+    }
+    const alone = await runCli(['bench', '--scenario', 'v100-2-tight', '--policies', 'timeshare', '--timeshare-gpu', 'both']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--timeshare-gpu both: only with --suite/);
+    const bad = await runCli(['bench', '--scenario', 'v100-2-tight', '--timeshare-gpu', 'mps']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--timeshare-gpu: must be overlap, serial or both \(with --suite\), got 'mps'/);
+  }, 180_000);
+
   it('a policy that cannot run is an error naming it and why (exit 2), in the suite and alone, unless --skip-unsupported', async () => {
     const suite = await runCli(['bench', '--suite', 'v100-2-tight', '--policies', 'inss-paper,static-even', '--seeds', '1', '--grid', '0.5:0.5:0.5', '--jobs', '1']);
     expect(suite.code).toBe(2);
