@@ -158,7 +158,7 @@ interface PredictedGain {
   readonly batch: number;
   /** Each batch at an even split (50%) with interference, over solo at 100%. */
   readonly even: number;
-  /** The overlap rule: each batch's time min(even split, 2 x its solo), fair turns at worst. */
+  /** The overlap rule: each batch's time min(even split, 2 x its solo, its solo + the other's), both models busy. */
   readonly rule: number;
 }
 
@@ -180,7 +180,7 @@ for (const [id, lm] of models) {
 
 console.log('\n## (b) Predicted overlap gain at 50/50, per profile\n');
 console.log('even: both batches at 50% with interference, over solo at 100% (both by the profile). rule: the overlap');
-console.log("rule's time, min(even split, 2 x own solo: fair turns), both models kept busy (every batch starts");
+console.log("rule's time, min(even split, 2 x own solo, own solo + the other's), both models kept busy (every batch starts");
 console.log('beside a running batch of the other); it never falls below series (1.00).\n');
 console.log(`| profile | pair | class | ${PREDICT_BATCHES.map((b) => `b${b} even | b${b} rule`).join(' | ')} |`);
 console.log(`| --- | --- | --- | ${PREDICT_BATCHES.map(() => '---: | ---:').join(' | ')} |`);

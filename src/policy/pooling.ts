@@ -515,6 +515,21 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   }
   const violation = new Array<number>(nModels).fill(0);
   const utilisation = new Array<number>(nModels).fill(0);
+  // On a serial pooled GPU a task's batch waits for the batch of another model running when it is
+  // ready: the rest of it, uniform over its time. It misses when that rest exceeds its slack (its
+  // budget less its own batch alone); each other model's server busy for its share of the GPU.
+  const serialTurnMiss = (i: number, budgetMs: number): number => {
+    const g = cluster.gpus[ps[i]!.gpu]!;
+    const slackMs = budgetMs - soloMsAt(memo, g, ps[i]!.model, fill[i]!);
+    if (slackMs < 0) return 1;
+    let none = 1;
+    for (const j of byGpu[g.index]!) {
+      if (j === i || ps[j]!.model === ps[i]!.model) continue;
+      const t = soloMsAt(memo, g, ps[j]!.model, fill[j]!);
+      none *= 1 - Math.min(1, (lam[j]! * t) / (1000 * fill[j]!)) * Math.max(0, 1 - slackMs / t);
+    }
+    return 1 - none;
+  };
   let missed = 0;
   let utilTerm = 0;
   for (const m of cluster.models) {
@@ -543,7 +558,8 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
       if (slackMs >= 0) mine.forEach((k, j) => (batchMiss *= busy[j]! * Math.max(0, 1 - slackMs / effMs[k]!)));
       const queueMiss = q.utilisation >= 1 ? 1 : waitExceeds(q, slackMs / 1000);
       const dynamicMiss = c === 1 && modes[ps[i]!.gpu] === 'timeshare' ? pooledBatchMiss(cluster, cluster.gpus[ps[i]!.gpu]!, ps[i]!.model, lam[i]!, fill[i]!, batch[i]!, slow[i]!, budgetMs) : 0;
-      v += (lam[i]! / rate) * Math.max(queueMiss, batchMiss, dynamicMiss);
+      const turnMiss = modes[ps[i]!.gpu] === 'timeshare' && cluster.gpus[ps[i]!.gpu]!.pooled === 'serial' ? serialTurnMiss(i, budgetMs) : 0;
+      v += (lam[i]! / rate) * Math.max(queueMiss, batchMiss, dynamicMiss, turnMiss);
     }
     violation[m.index] = Math.min(1, v);
     utilisation[m.index] = q.utilisation;

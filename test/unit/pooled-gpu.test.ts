@@ -32,8 +32,9 @@ describe('pooled GPU model', () => {
     expect(pooledSharePct(1)).toBe(100);
     expect(pooledSharePct(4)).toBe(25);
     expect(() => pooledSharePct(0)).toThrow(RangeError);
-    // Overlapping is never slower than fair turns (n x solo); serial waits for the rest of the others (half their time in the mean).
-    expect(pooledMs('overlap', 9, 4, 2, 7)).toBe(8);
+    // Overlapping is never slower than fair turns (n x solo) nor than in series; serial waits for the rest of the others (half their time in the mean).
+    expect(pooledMs('overlap', 9, 4, 2, 7)).toBe(7);
+    expect(pooledMs('overlap', 9, 4, 2, 12)).toBe(8);
     expect(pooledMs('overlap', 5, 4, 2, 7)).toBe(5);
     expect(pooledMs('overlap', 13, 4, 3, 20)).toBe(12);
     expect(pooledMs('serial', 5, 4, 2, 7)).toBe(5.5);
@@ -53,7 +54,7 @@ describe('pooled GPU model', () => {
     const even = [0, 0];
     lm.predictGpu([c, a], [4, 2], [50, 50], 2, even);
     expect(even[0]).toBeGreaterThan(1.5 * soloBatchMs(lm, c, 4));
-    expect(pooledBatchMs(lm, 'overlap', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(Math.min(even[0]!, 2 * soloBatchMs(lm, c, 4)), 9);
+    expect(pooledBatchMs(lm, 'overlap', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(Math.min(even[0]!, 2 * soloBatchMs(lm, c, 4), series), 9);
     expect(pooledBatchMs(lm, 'overlap', [c, a], [4, 2], 2, pcts, out)).toBeLessThanOrEqual(2 * soloBatchMs(lm, c, 4));
     expect(pcts.slice(0, 2)).toEqual([50, 50]);
     expect(pooledBatchMs(lm, 'serial', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(soloBatchMs(lm, c, 4) + (series - soloBatchMs(lm, c, 4)) / 2, 9);
