@@ -9,9 +9,10 @@
 // `timeshare` GPU runs at the whole GPU with time sharing's batch cap (timeshare.ts: 2 t_inf <= SLO)
 // and its batches meet the batches of the GPU's other models that are running as the GPU's pooled
 // mode says (src/model/pooledGpu.ts, the rule the simulator and the live system follow): overlapping,
-// timed at an even split of the GPU with the latency model's interference, never slower than in
-// series; serial, after them in series; in expectation over how many of the others are busy (each
-// for its busy fraction at its slowed batch time). Its mean batch is what the
+// timed at an even split of the GPU with the latency model's interference, never slower than the
+// smaller of fair turns and the series; serial, after the rest of theirs (half their time in the
+// mean), and a task whose slack the rest of another model's batch outlasts misses; in expectation over
+// how many of the others are busy (each for its busy fraction at its slowed batch time). Its mean batch is what the
 // shared dispatch rule with timeout 0 runs: what arrived while the previous batch ran, or one after an
 // idle spell (gatedMeanBatch), capped.
 // A model's rate is split over its servers in proportion to their rates (what one shared queue with
@@ -178,9 +179,9 @@ const overlapMembers = { models: new Int32Array(MAX_OVERLAP), batches: new Int32
 /**
  * t_inf (ms) of the first `count` of overlapMembers (the first of them timed) running at once on a
  * pooled GPU, by the GPU's mode (src/model/pooledGpu.ts, the simulator's and the live system's rule):
- * overlapping, an even split of the GPU with the latency model's interference, never more than its
- * solo time times `count` (fair turns); serial, in series (it waits for the others, then runs alone).
- * Memoised per cluster.
+ * overlapping, an even split of the GPU with the latency model's interference, never more than the
+ * smaller of its solo time times `count` (fair turns) and the series; serial, its solo time after the
+ * rest of the others' (half their time in the mean). Memoised per cluster.
  */
 function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
   const { models, batches } = overlapMembers;
