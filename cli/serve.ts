@@ -388,6 +388,7 @@ interface RunningAgent {
  */
 async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus: AgentGpu[], logger: Logger): Promise<RunningAgent> {
   if (flags.worker !== 'torch') throw new InvalidInputError(`this machine has GPUs (${gpus.map((g) => g.name).join(', ')}): real GPUs are served by the PyTorch worker, add --worker torch (or use --simulate)`);
+  if (flags.pooledGpu !== undefined && flags.pooledGpu !== REAL_GPU_POOLED) throw new InvalidInputError(`--pooled-gpu ${flags.pooledGpu}: only for simulated GPUs; real GPUs run under an MPS server, so they pool as ${REAL_GPU_POOLED}`);
   await requireTorch();
   const base = join(flags.stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'mps');
   const daemons = new Map<number, MpsDaemon>();

@@ -21,6 +21,20 @@ afterAll(async () => {
 
 type W = { workerId: string; model: string; state: string; pid: number | null };
 
+describe('inss agent on a (stand-in) GPU server', () => {
+  it('refuses --pooled-gpu serial: real GPUs run under MPS, so they pool as overlap', async () => {
+    const bin = join(REPO_ROOT, 'test', 'support', 'bin');
+    const agent = startInss(['agent', '--scheduler', 'ws://127.0.0.1:9', '--token', 't', '--worker', 'torch', '--pooled-gpu', 'serial', '--state-dir', join(dir, 'refused'), '--log-level', 'warn'], {
+      INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
+      FAKE_SMI_FIXTURE: 'rtx2060s.csv',
+      INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
+    });
+    const exit = await agent.exited;
+    expect(exit.code).toBe(2);
+    expect(agent.stderr).toMatch(/--pooled-gpu serial: only for simulated GPUs; real GPUs run under an MPS server, so they pool as overlap/);
+  });
+});
+
 describe.skipIf(!torchOk)('inss up --worker torch on a (stand-in) GPU server', () => {
   it('serves through MPS, and recovers from a failed MPS server by restarting the daemon and the workers', async () => {
     const scenario = join(dir, 'one.json');
