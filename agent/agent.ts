@@ -30,7 +30,20 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type AgentTls, upgradeRefusal } from './connect.js';
-import { type AgentGpu, AGENT_PROTOCOL_VERSION, type DataEndpoint, type DesiredWorker, describeWorker, describeZodError, type FromAgent, ToAgentSchema, type WorkerIdentity, workerKey, type WorkerState, type WorkerStatus } from '../src/protocol/agent.js';
+import {
+  type AgentGpu,
+  AGENT_PROTOCOL_VERSION,
+  type DataEndpoint,
+  type DesiredWorker,
+  describeWorker,
+  describeZodError,
+  type FromAgent,
+  ToAgentSchema,
+  type WorkerIdentity,
+  workerKey,
+  type WorkerState,
+  type WorkerStatus,
+} from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
 import { formatDataAddress, parseDataAddress, type RunningBatch, WORKER_ENV } from '../src/protocol/worker.js';
@@ -108,22 +121,39 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     if (path === 'unix') {
       this.socketDir ??= mkdtempSync(join(tmpdir(), 'inss-data-')); // mode 0700: only this user reaches the sockets
       // One path per process (a restarted worker gets a new one): the scheduler never mistakes a stale one for it.
-      listen = formatDataAddress({ kind: 'unix', path: join(this.socketDir, `${spec.workerId}-${spec.generation}-${secret.slice(0, 8)}.sock`) });
+      listen = formatDataAddress({
+        kind: 'unix',
+        path: join(this.socketDir, `${spec.workerId}-${spec.generation}-${secret.slice(0, 8)}.sock`),
+      });
     } else {
       listen = formatDataAddress({ kind: 'tcp', host: path.tcpHost, port: 0 });
     }
-    return { [WORKER_ENV.listen]: listen, [WORKER_ENV.secret]: secret, [WORKER_ENV.identity]: JSON.stringify({ workerId: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, generation: spec.generation }) };
+    return {
+      [WORKER_ENV.listen]: listen,
+      [WORKER_ENV.secret]: secret,
+      [WORKER_ENV.identity]: JSON.stringify({
+        workerId: spec.workerId,
+        model: spec.model,
+        gpu: spec.gpu,
+        pct: spec.pct,
+        generation: spec.generation,
+      }),
+    };
   }
 
   /** The data endpoint to report for a worker's `ready` address (a TCP wildcard host becomes the advertised one). */
   private endpoint(listen: string, secret: string): DataEndpoint | undefined {
     const a = parseDataAddress(listen);
     if (typeof a === 'string') {
-      this.log.warn({ listen, err: a }, 'a worker reported a data socket address that is not one; batches go through the agent');
+      this.log.warn(
+        { listen, err: a },
+        'a worker reported a data socket address that is not one; batches go through the agent',
+      );
       return undefined;
     }
     const path = this.opts.dataPath ?? 'unix';
-    if (a.kind === 'tcp' && typeof path === 'object') return { address: formatDataAddress({ ...a, host: path.advertise }), secret };
+    if (a.kind === 'tcp' && typeof path === 'object')
+      return { address: formatDataAddress({ ...a, host: path.advertise }), secret };
     return { address: listen, secret };
   }
 
@@ -170,13 +200,25 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
 
   private connect(): void {
     if (this.closed) return;
-    const ws = new WebSocket(this.opts.schedulerUrl, { headers: { authorization: `Bearer ${this.opts.token}` }, maxPayload: 1 << 30, ...this.opts.tls });
+    const ws = new WebSocket(this.opts.schedulerUrl, {
+      headers: { authorization: `Bearer ${this.opts.token}` },
+      maxPayload: 1 << 30,
+      ...this.opts.tls,
+    });
     this.ws = ws;
     ws.binaryType = 'nodebuffer';
     ws.on('open', () => {
       this.backoffMs = this.opts.reconnectMinMs ?? 200;
       this.log.info({ url: this.opts.schedulerUrl }, 'connected to the scheduler');
-      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: this.agentId, hostname: hostname(), workerKind: this.opts.workerKind, gpus: [...this.opts.gpus], workers: this.status() });
+      this.send({
+        v: AGENT_PROTOCOL_VERSION,
+        type: 'hello',
+        agentId: this.agentId,
+        hostname: hostname(),
+        workerKind: this.opts.workerKind,
+        gpus: [...this.opts.gpus],
+        workers: this.status(),
+      });
       this.emit('connected');
     });
     ws.on('message', (data: Buffer) => this.onMessage(data));
@@ -227,7 +269,13 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
         this.reconcile();
         break;
       case 'batch':
-        void this.runBatch(m.batchId, { workerId: m.workerId, model: m.model, gpu: m.gpu, pct: m.pct, generation: m.generation }, m.size, m.inputs, frame.payload);
+        void this.runBatch(
+          m.batchId,
+          { workerId: m.workerId, model: m.model, gpu: m.gpu, pct: m.pct, generation: m.generation },
+          m.size,
+          m.inputs,
+          frame.payload,
+        );
         break;
       case 'error':
         this.log.error({ err: m.message }, 'the scheduler reports an error');
@@ -235,7 +283,13 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     }
   }
 
-  private async runBatch(batchId: string, id: WorkerIdentity, size: number, inputs: readonly TensorRef[], payload: Buffer): Promise<void> {
+  private async runBatch(
+    batchId: string,
+    id: WorkerIdentity,
+    size: number,
+    inputs: readonly TensorRef[],
+    payload: Buffer,
+  ): Promise<void> {
     const workerId = id.workerId;
     const key = workerKey(id);
     const w = this.workers.get(key);
@@ -243,15 +297,28 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       // Not this worker: another one under the same id (another model, GPU, share or generation) must never take it.
       const other = [...this.workers.values()].find((x) => x.spec.workerId === workerId);
       const [reason, message] = other
-        ? (['wrong-worker', `batch for worker ${describeWorker(id)} refused: worker ${workerId} here is ${describeWorker(other.spec)}`] as const)
-        : ([this.desired.has(key) ? 'worker-failed' : 'unknown-worker', `worker ${describeWorker(id)} is not running on this agent`] as const);
+        ? ([
+            'wrong-worker',
+            `batch for worker ${describeWorker(id)} refused: worker ${workerId} here is ${describeWorker(other.spec)}`,
+          ] as const)
+        : ([
+            this.desired.has(key) ? 'worker-failed' : 'unknown-worker',
+            `worker ${describeWorker(id)} is not running on this agent`,
+          ] as const);
       if (other) this.log.warn({ batchId, err: message }, 'batch for another worker refused');
       this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message });
       return;
     }
     if (w.state !== 'ready') {
       const reason = w.state === 'draining' ? 'worker-retired' : 'worker-failed';
-      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message: `worker ${workerId} is ${w.state}` });
+      this.send({
+        v: AGENT_PROTOCOL_VERSION,
+        type: 'batchError',
+        batchId,
+        workerId,
+        reason,
+        message: `worker ${workerId} is ${w.state}`,
+      });
       return;
     }
     const gpu = this.opts.gpus.find((g) => g.index === w.spec.gpu);
@@ -267,14 +334,34 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     const receivedAt = Date.now();
     const o = await w.proc.run(batchId, w.spec.model, size, inputs, payload, running);
     // Per-batch timing for tracing the transport (docs/serving.md); a no-op unless --log-level debug.
-    this.log.debug({ batchId, size, receivedAt, answeredAt: Date.now(), workerMs: o.kind === 'result' ? o.latencyMs : null }, 'batch');
+    this.log.debug(
+      { batchId, size, receivedAt, answeredAt: Date.now(), workerMs: o.kind === 'result' ? o.latencyMs : null },
+      'batch',
+    );
     w.busy.delete(batchId);
     if (o.kind === 'result') {
       w.batches++;
       w.latencySumMs += o.latencyMs;
-      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'result', batchId, workerId, latencyMs: o.latencyMs, outputs: [...o.outputs] }, o.payload);
+      this.send(
+        {
+          v: AGENT_PROTOCOL_VERSION,
+          type: 'result',
+          batchId,
+          workerId,
+          latencyMs: o.latencyMs,
+          outputs: [...o.outputs],
+        },
+        o.payload,
+      );
     } else {
-      this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason: o.kind === 'died' ? 'worker-failed' : 'bad-batch', message: o.message });
+      this.send({
+        v: AGENT_PROTOCOL_VERSION,
+        type: 'batchError',
+        batchId,
+        workerId,
+        reason: o.kind === 'died' ? 'worker-failed' : 'bad-batch',
+        message: o.message,
+      });
     }
     if ((w.state as WorkerState) === 'draining' && w.busy.size === 0) void this.retire(w);
   }
@@ -354,7 +441,19 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
           const data = this.endpoint(info.listen, w.secret);
           if (data) w.data = data;
         }
-        this.log.info({ worker: spec.workerId, model: spec.model, gpu: spec.gpu, pct: spec.pct, pid: info.pid, warmupMs: Math.round(info.warmupMs), device: info.device, data: w.data?.address ?? 'through the agent' }, 'worker ready');
+        this.log.info(
+          {
+            worker: spec.workerId,
+            model: spec.model,
+            gpu: spec.gpu,
+            pct: spec.pct,
+            pid: info.pid,
+            warmupMs: Math.round(info.warmupMs),
+            device: info.device,
+            data: w.data?.address ?? 'through the agent',
+          },
+          'worker ready',
+        );
         this.reportWorkers();
       },
       () => undefined, // the exit handler reports it
@@ -391,14 +490,20 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
 
   private async telemetry(): Promise<void> {
     const workers = [...this.workers.values()].map((w) => {
-      const r = { workerId: w.spec.workerId, batches: w.batches, meanLatencyMs: w.batches > 0 ? w.latencySumMs / w.batches : null };
+      const r = {
+        workerId: w.spec.workerId,
+        batches: w.batches,
+        meanLatencyMs: w.batches > 0 ? w.latencySumMs / w.batches : null,
+      };
       w.batches = 0;
       w.latencySumMs = 0;
       return r;
     });
     let gpus: { index: number; utilPct: number | null; memUsedMb: number | null }[];
     try {
-      gpus = this.opts.readGpus ? [...(await this.opts.readGpus())] : this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
+      gpus = this.opts.readGpus
+        ? [...(await this.opts.readGpus())]
+        : this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'reading GPU telemetry failed');
       gpus = this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));

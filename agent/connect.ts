@@ -13,10 +13,15 @@ export interface UpgradeRefusal {
 /** The reason for a non-101 answer to the agent's WebSocket upgrade, by HTTP status code. */
 export function upgradeRefusal(statusCode: number | undefined): UpgradeRefusal {
   if (statusCode === 401 || statusCode === 403) {
-    return { level: 'error', reason: `the scheduler refused the token (HTTP ${statusCode}): check the agent's token against the scheduler's; retrying` };
+    return {
+      level: 'error',
+      reason: `the scheduler refused the token (HTTP ${statusCode}): check the agent's token against the scheduler's; retrying`,
+    };
   }
-  if (statusCode === 404) return { level: 'warn', reason: 'no agent hub at this URL (HTTP 404): check --scheduler; retrying' };
-  if (statusCode !== undefined && statusCode >= 500) return { level: 'warn', reason: `the scheduler or a proxy failed the upgrade (HTTP ${statusCode}); retrying` };
+  if (statusCode === 404)
+    return { level: 'warn', reason: 'no agent hub at this URL (HTTP 404): check --scheduler; retrying' };
+  if (statusCode !== undefined && statusCode >= 500)
+    return { level: 'warn', reason: `the scheduler or a proxy failed the upgrade (HTTP ${statusCode}); retrying` };
   return { level: 'warn', reason: `the scheduler refused the connection (HTTP ${statusCode ?? 'unknown'}); retrying` };
 }
 

@@ -39,7 +39,14 @@ export const MAX_SOCKET_PATH_BYTES = 107;
  *   the server refuses new clients until its clients exit, so the GPU's workers must go;
  * - `stop-failed`: the daemon outlived `quit`, SIGTERM and SIGKILL.
  */
-export type MpsFailure = 'not-installed' | 'start-failed' | 'already-running' | 'not-running' | 'unresponsive' | 'server-failed' | 'stop-failed';
+export type MpsFailure =
+  | 'not-installed'
+  | 'start-failed'
+  | 'already-running'
+  | 'not-running'
+  | 'unresponsive'
+  | 'server-failed'
+  | 'stop-failed';
 export interface MpsFailed {
   readonly ok: false;
   readonly reason: MpsFailure;
@@ -70,7 +77,11 @@ export function parseServerList(stdout: string): number[] {
  * Benign lines it must not match: "exited with status 0", "Server is not ready, push client to
  * pending list", "User did not send valid credentials".
  */
-const SERVER_FAILURE = [/\b(fail|failed|failure|fault|faulted|fatal)\b/i, /\bexception\b/i, /exited with status [1-9]/i];
+const SERVER_FAILURE = [
+  /\b(fail|failed|failure|fault|faulted|fatal)\b/i,
+  /\bexception\b/i,
+  /exited with status [1-9]/i,
+];
 
 /** The first line of `logText` that says an MPS server failed, or null. */
 export function findServerFailure(logText: string): string | null {
@@ -100,8 +111,12 @@ function isUuid(gpu: string): boolean {
  * of them (`gpu` undefined) leaves the choice to the caller: no CUDA_VISIBLE_DEVICES.
  * Throws on a share outside (0, 100]: the scheduler never emits one.
  */
-export function mpsClientEnv(daemon: { readonly pipeDir: string; readonly logDir: string; readonly gpu?: string | undefined }, pct: number): Record<string, string> {
-  if (!Number.isFinite(pct) || pct <= 0 || pct > 100) throw new RangeError(`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE must be in (0, 100], got ${pct}`);
+export function mpsClientEnv(
+  daemon: { readonly pipeDir: string; readonly logDir: string; readonly gpu?: string | undefined },
+  pct: number,
+): Record<string, string> {
+  if (!Number.isFinite(pct) || pct <= 0 || pct > 100)
+    throw new RangeError(`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE must be in (0, 100], got ${pct}`);
   const env: Record<string, string> = {
     CUDA_MPS_PIPE_DIRECTORY: daemon.pipeDir,
     CUDA_MPS_LOG_DIRECTORY: daemon.logDir,
@@ -113,7 +128,10 @@ export function mpsClientEnv(daemon: { readonly pipeDir: string; readonly logDir
 }
 
 /** The wait before restart attempt `failedRestarts + 1`: doubling from `initialMs`, at most `maxMs`. */
-export function restartBackoffMs(failedRestarts: number, backoff: { readonly initialMs?: number; readonly maxMs?: number } = {}): number {
+export function restartBackoffMs(
+  failedRestarts: number,
+  backoff: { readonly initialMs?: number; readonly maxMs?: number } = {},
+): number {
   const initialMs = backoff.initialMs ?? 200;
   const maxMs = backoff.maxMs ?? 10_000;
   return Math.min(maxMs, initialMs * 2 ** Math.max(0, failedRestarts - 1));
@@ -254,15 +272,31 @@ export class MpsDaemon {
       ...(input !== null ? { input } : { stdin: 'ignore' as const }),
     });
     const code = (r as { code?: unknown }).code;
-    if (code === 'ENOENT') return { ok: false, reason: 'not-installed', message: `${this.command} is not installed (no NVIDIA driver with MPS on this machine)` };
-    if (typeof code === 'string') return { ok: false, reason: 'not-installed', message: `${this.command} could not be run: ${code}` };
+    if (code === 'ENOENT')
+      return {
+        ok: false,
+        reason: 'not-installed',
+        message: `${this.command} is not installed (no NVIDIA driver with MPS on this machine)`,
+      };
+    if (typeof code === 'string')
+      return { ok: false, reason: 'not-installed', message: `${this.command} could not be run: ${code}` };
     const what = `${this.command} ${args.length > 0 ? args.join(' ') : JSON.stringify(input?.trim() ?? '')}`;
-    if (r.timedOut) return { ok: false, reason: 'unresponsive', message: `${what} did not answer within ${this.timeoutMs} ms` };
+    if (r.timedOut)
+      return { ok: false, reason: 'unresponsive', message: `${what} did not answer within ${this.timeoutMs} ms` };
     const said = `${String(r.stdout)}\n${String(r.stderr)}`.trim();
-    if (NOT_RUNNING.test(said)) return { ok: false, reason: 'not-running', message: `no MPS control daemon answers on ${this.opts.pipeDir}` };
+    if (NOT_RUNNING.test(said))
+      return { ok: false, reason: 'not-running', message: `no MPS control daemon answers on ${this.opts.pipeDir}` };
     if (r.exitCode !== 0) {
-      const reason = ALREADY_RUNNING.test(said) ? 'already-running' : args.includes('-d') ? 'start-failed' : 'unresponsive';
-      return { ok: false, reason, message: `${what} exited with ${String(r.exitCode ?? r.signal)}: ${said.replace(/\s*\n\s*/g, ' | ').slice(0, 300) || '(no output)'}` };
+      const reason = ALREADY_RUNNING.test(said)
+        ? 'already-running'
+        : args.includes('-d')
+          ? 'start-failed'
+          : 'unresponsive';
+      return {
+        ok: false,
+        reason,
+        message: `${what} exited with ${String(r.exitCode ?? r.signal)}: ${said.replace(/\s*\n\s*/g, ' | ').slice(0, 300) || '(no output)'}`,
+      };
     }
     return { ok: true, stdout: String(r.stdout) };
   }
@@ -294,13 +328,21 @@ export class MpsDaemon {
    */
   async start(): Promise<MpsResult> {
     if (Buffer.byteLength(this.socketPath) > MAX_SOCKET_PATH_BYTES) {
-      return { ok: false, reason: 'start-failed', message: `the MPS control socket path ${this.socketPath} is ${Buffer.byteLength(this.socketPath)} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of a Unix socket: use a shorter state directory` };
+      return {
+        ok: false,
+        reason: 'start-failed',
+        message: `the MPS control socket path ${this.socketPath} is ${Buffer.byteLength(this.socketPath)} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of a Unix socket: use a shorter state directory`,
+      };
     }
     try {
       mkdirSync(this.opts.pipeDir, { recursive: true, mode: 0o700 });
       mkdirSync(this.opts.logDir, { recursive: true, mode: 0o700 });
     } catch (e) {
-      return { ok: false, reason: 'start-failed', message: `cannot create the MPS directories: ${(e as Error).message}` };
+      return {
+        ok: false,
+        reason: 'start-failed',
+        message: `cannot create the MPS directories: ${(e as Error).message}`,
+      };
     }
     this.logOffsets = { control: fileSize(this.logPath('control')), server: fileSize(this.logPath('server')) };
     const started = await this.run(['-d'], null);
@@ -315,7 +357,11 @@ export class MpsDaemon {
       await sleep(50);
     }
     const log = tail(this.logPath('control'));
-    return { ok: false, reason: 'start-failed', message: `the MPS control daemon did not answer within ${this.opts.startTimeoutMs ?? 10_000} ms (${last?.message ?? 'no answer'})${log ? `; control.log: ${log}` : ''}` };
+    return {
+      ok: false,
+      reason: 'start-failed',
+      message: `the MPS control daemon did not answer within ${this.opts.startTimeoutMs ?? 10_000} ms (${last?.message ?? 'no answer'})${log ? `; control.log: ${log}` : ''}`,
+    };
   }
 
   /**
@@ -327,7 +373,8 @@ export class MpsDaemon {
     const r = await this.run([], 'get_server_list\n');
     if (!r.ok) return r;
     const failed = findServerFailure(this.logSinceStart('control')) ?? findServerFailure(this.logSinceStart('server'));
-    if (failed !== null) return { ok: false, reason: 'server-failed', message: `an MPS server failed: ${failed.slice(0, 300)}` };
+    if (failed !== null)
+      return { ok: false, reason: 'server-failed', message: `an MPS server failed: ${failed.slice(0, 300)}` };
     return { ok: true, serverPids: parseServerList(r.stdout) };
   }
 
@@ -349,16 +396,30 @@ export class MpsDaemon {
     if (q.ok) {
       const deadline = Date.now() + (this.opts.stopTimeoutMs ?? 10_000);
       while (Date.now() < deadline) {
-        if (pid === null ? !this.socketAnswers() : !isLiveProcess(pid, ['nvidia-cuda-mps-control', basename(this.command)])) {
+        if (
+          pid === null
+            ? !this.socketAnswers()
+            : !isLiveProcess(pid, ['nvidia-cuda-mps-control', basename(this.command)])
+        ) {
           this.removeStaleEntries();
           return { ok: true, how: 'quit' };
         }
         await sleep(50);
       }
     }
-    if (pid === null) return { ok: false, reason: 'stop-failed', message: `the MPS control daemon on ${this.opts.pipeDir} did not quit (${q.ok ? 'it accepted quit' : q.message}) and its pid is unknown` };
+    if (pid === null)
+      return {
+        ok: false,
+        reason: 'stop-failed',
+        message: `the MPS control daemon on ${this.opts.pipeDir} did not quit (${q.ok ? 'it accepted quit' : q.message}) and its pid is unknown`,
+      };
     const killed = await this.kill([pid, ...servers]);
-    if (!killed) return { ok: false, reason: 'stop-failed', message: `the MPS control daemon ${pid} survived quit, SIGTERM and SIGKILL` };
+    if (!killed)
+      return {
+        ok: false,
+        reason: 'stop-failed',
+        message: `the MPS control daemon ${pid} survived quit, SIGTERM and SIGKILL`,
+      };
     this.removeStaleEntries();
     return { ok: true, how: 'killed' };
   }

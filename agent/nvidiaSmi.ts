@@ -7,7 +7,10 @@ import { execa } from 'execa';
 export const GPU_QUERY_FIELDS = ['index', 'uuid', 'name', 'memory.total', 'memory.used', 'utilization.gpu'] as const;
 
 /** The arguments of the one nvidia-smi command inss runs: CSV, no header, numbers without units. */
-export const GPU_QUERY_ARGS: readonly string[] = [`--query-gpu=${GPU_QUERY_FIELDS.join(',')}`, '--format=csv,noheader,nounits'];
+export const GPU_QUERY_ARGS: readonly string[] = [
+  `--query-gpu=${GPU_QUERY_FIELDS.join(',')}`,
+  '--format=csv,noheader,nounits',
+];
 
 /** One GPU as nvidia-smi lists it. Memory in MiB, as nvidia-smi counts it. */
 export interface SmiGpu {
@@ -23,7 +26,8 @@ export interface SmiGpu {
   readonly utilPct: number | null;
 }
 
-export type GpuQueryResult = { readonly kind: 'ok'; readonly gpus: readonly SmiGpu[] } | { readonly kind: 'malformed'; readonly error: string };
+export type GpuQueryResult =
+  { readonly kind: 'ok'; readonly gpus: readonly SmiGpu[] } | { readonly kind: 'malformed'; readonly error: string };
 
 /**
  * What running nvidia-smi found. The agent acts on the kind:
@@ -66,7 +70,10 @@ export function parseGpuQuery(stdout: string): GpuQueryResult {
     if (line === '') continue;
     const bad = (what: string): GpuQueryResult => ({ kind: 'malformed', error: `line ${i + 1}: ${what}` });
     const f = line.split(',').map((x) => x.trim());
-    if (f.length !== GPU_QUERY_FIELDS.length) return bad(`${f.length} fields, expected ${GPU_QUERY_FIELDS.length} (${GPU_QUERY_FIELDS.join(', ')}): '${line.slice(0, 120)}'`);
+    if (f.length !== GPU_QUERY_FIELDS.length)
+      return bad(
+        `${f.length} fields, expected ${GPU_QUERY_FIELDS.length} (${GPU_QUERY_FIELDS.join(', ')}): '${line.slice(0, 120)}'`,
+      );
     const [idx, uuid, name, total, used, util] = f as [string, string, string, string, string, string];
     if (!/^\d+$/.test(idx)) return bad(`index '${idx}' is not a non-negative integer`);
     const index = Number(idx);
@@ -75,11 +82,13 @@ export function parseGpuQuery(stdout: string): GpuQueryResult {
     if (!/^(GPU|MIG)-[0-9a-fA-F][0-9a-fA-F-]*$/.test(uuid)) return bad(`uuid '${uuid}' is not a GPU UUID (GPU-...)`);
     if (name === '' || NO_VALUE.test(name)) return bad(`name '${name}' is empty or unknown`);
     const memTotalMb = numberOrNull(total);
-    if (memTotalMb === undefined || memTotalMb === null || memTotalMb <= 0) return bad(`memory.total '${total}' is not a positive number of MiB`);
+    if (memTotalMb === undefined || memTotalMb === null || memTotalMb <= 0)
+      return bad(`memory.total '${total}' is not a positive number of MiB`);
     const memUsedMb = numberOrNull(used);
     if (memUsedMb === undefined) return bad(`memory.used '${used}' is not a number of MiB`);
     const utilPct = numberOrNull(util);
-    if (utilPct === undefined || (utilPct !== null && utilPct > 100)) return bad(`utilization.gpu '${util}' is not a percentage`);
+    if (utilPct === undefined || (utilPct !== null && utilPct > 100))
+      return bad(`utilization.gpu '${util}' is not a percentage`);
     gpus.push({ index, uuid, name, memTotalMb, memUsedMb, utilPct });
   }
   return { kind: 'ok', gpus: gpus.sort((a, b) => a.index - b.index) };
@@ -90,7 +99,12 @@ export function parseGpuQuery(stdout: string): GpuQueryResult {
  * (exit 6), or the NVML library missing (an nvidia-smi without a driver, as in a container that
  * was not given the GPU).
  */
-const NO_DRIVER: readonly RegExp[] = [/couldn't communicate with the NVIDIA driver/i, /No devices were found/i, /couldn't find libnvidia-ml\.so/i, /Driver Not Loaded/i];
+const NO_DRIVER: readonly RegExp[] = [
+  /couldn't communicate with the NVIDIA driver/i,
+  /No devices were found/i,
+  /couldn't find libnvidia-ml\.so/i,
+  /Driver Not Loaded/i,
+];
 
 /** The first non-blank line of a command's output, shortened for a reason string. */
 function firstLine(text: string): string {
@@ -121,7 +135,13 @@ export interface QueryGpusOptions {
 export async function queryGpus(opts: QueryGpusOptions = {}): Promise<GpuDiscovery> {
   const command = opts.command ?? 'nvidia-smi';
   const timeoutMs = opts.timeoutMs ?? 10_000;
-  const child = execa(command, GPU_QUERY_ARGS, { reject: false, stdin: 'ignore', timeout: timeoutMs, forceKillAfterDelay: 1000, ...(opts.env ? { env: opts.env } : {}) });
+  const child = execa(command, GPU_QUERY_ARGS, {
+    reject: false,
+    stdin: 'ignore',
+    timeout: timeoutMs,
+    forceKillAfterDelay: 1000,
+    ...(opts.env ? { env: opts.env } : {}),
+  });
   let timer: NodeJS.Timeout | undefined;
   const stuck = new Promise<'stuck'>((resolve) => {
     timer = setTimeout(() => resolve('stuck'), timeoutMs + 2000);
@@ -133,7 +153,8 @@ export async function queryGpus(opts: QueryGpusOptions = {}): Promise<GpuDiscove
     return { kind: 'failed', reason: `${command} did not answer within ${timeoutMs} ms and could not be stopped` };
   }
   const code = spawnCode(r);
-  if (code === 'ENOENT') return { kind: 'no-driver', reason: `${command} is not installed (no NVIDIA driver on this machine)` };
+  if (code === 'ENOENT')
+    return { kind: 'no-driver', reason: `${command} is not installed (no NVIDIA driver on this machine)` };
   if (code !== undefined) return { kind: 'failed', reason: `${command} could not be run: ${code}` };
   if (r.timedOut) return { kind: 'failed', reason: `${command} did not answer within ${timeoutMs} ms` };
   const stdout = String(r.stdout);
@@ -141,10 +162,14 @@ export async function queryGpus(opts: QueryGpusOptions = {}): Promise<GpuDiscove
   const said = `${stdout}\n${stderr}`;
   if (r.exitCode !== 0) {
     if (NO_DRIVER.some((re) => re.test(said))) return { kind: 'no-driver', reason: firstLine(said) };
-    return { kind: 'failed', reason: `${command} exited with ${String(r.exitCode ?? r.signal)}: ${firstLine(stderr) || firstLine(stdout) || '(no output)'}` };
+    return {
+      kind: 'failed',
+      reason: `${command} exited with ${String(r.exitCode ?? r.signal)}: ${firstLine(stderr) || firstLine(stdout) || '(no output)'}`,
+    };
   }
   const parsed = parseGpuQuery(stdout);
-  if (parsed.kind === 'malformed') return NO_DRIVER.some((re) => re.test(said)) ? { kind: 'no-driver', reason: firstLine(said) } : parsed;
+  if (parsed.kind === 'malformed')
+    return NO_DRIVER.some((re) => re.test(said)) ? { kind: 'no-driver', reason: firstLine(said) } : parsed;
   if (parsed.gpus.length === 0) return { kind: 'no-driver', reason: `${command} lists no GPU` };
   return parsed;
 }
@@ -167,7 +192,10 @@ export function normaliseGpuName(name: string): string {
  * because their SM counts and memory differ and the latency model would be wrong. Where two
  * profiles match, the first in `profiles` wins.
  */
-export function matchProfile(gpuName: string, profiles: readonly { readonly id: string; readonly gpuName: string }[]): string | null {
+export function matchProfile(
+  gpuName: string,
+  profiles: readonly { readonly id: string; readonly gpuName: string }[],
+): string | null {
   const n = normaliseGpuName(gpuName);
   return profiles.find((p) => normaliseGpuName(p.gpuName) === n)?.id ?? null;
 }

@@ -35,7 +35,14 @@ import { parseProfile } from '../src/profile/schema.js';
 import { describeWorker, sameWorker, type WorkerIdentity, WorkerIdentitySchema } from '../src/protocol/agent.js';
 import { BufferPool, encodeFrame, FrameDecoder } from '../src/protocol/frames.js';
 import { elementCount, modelSignature, type TensorRef } from '../src/protocol/tensor.js';
-import { type FromWorker, parseDataAddress, type ToWorker, ToWorkerSchema, WORKER_ENV, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import {
+  type FromWorker,
+  parseDataAddress,
+  type ToWorker,
+  ToWorkerSchema,
+  WORKER_ENV,
+  WORKER_PROTOCOL_VERSION,
+} from '../src/protocol/worker.js';
 import { badMessage, type DataServer, listenData, type MapRegion, type Reply, wallMs } from './workerData.js';
 import { sampleViews } from '../src/protocol/shm.js';
 import { loadShmAddon } from '../src/protocol/shmMap.js';
@@ -75,7 +82,8 @@ function die(message: string): never {
 function num(name: keyof typeof opts, min: number, max: number): number {
   const raw = opts[name];
   const v = Number(raw);
-  if (typeof raw !== 'string' || !Number.isFinite(v) || v < min || v > max) die(`--${name}: expected a number in [${min}, ${max}], got '${String(raw)}'`);
+  if (typeof raw !== 'string' || !Number.isFinite(v) || v < min || v > max)
+    die(`--${name}: expected a number in [${min}, ${max}], got '${String(raw)}'`);
   return v;
 }
 
@@ -128,9 +136,11 @@ if (identityJson !== undefined) {
     die(`${WORKER_ENV.identity}: not JSON (${(e as Error).message})`);
   }
   const parsed = WorkerIdentitySchema.safeParse(raw);
-  if (!parsed.success) die(`${WORKER_ENV.identity}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    die(`${WORKER_ENV.identity}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   identity = parsed.data;
-  if (identity.model !== modelName) die(`${WORKER_ENV.identity} names model '${identity.model}' but --model is '${modelName}'`);
+  if (identity.model !== modelName)
+    die(`${WORKER_ENV.identity} names model '${identity.model}' but --model is '${modelName}'`);
 }
 const truth = new GroundTruth({
   seed,
@@ -153,17 +163,34 @@ function batchMs(size: number, running: NonNullable<Extract<ToWorker, { type: 'b
     pcts.push(r.pct);
   }
   const out = new Array<number>(models.length).fill(0);
-  return truth.batchMs(latency, gpuType, models.length > 1 && pcts.every((p) => p === 100) ? pooled : null, models, batches, pcts, models.length, out);
+  return truth.batchMs(
+    latency,
+    gpuType,
+    models.length > 1 && pcts.every((p) => p === 100) ? pooled : null,
+    models,
+    batches,
+    pcts,
+    models.length,
+    out,
+  );
 }
 
 /** The decode step, then the deterministic stand-in for a forward pass (see the header; O(outputs)). */
-function forward(ref: TensorRef, payload: Buffer | readonly Buffer[], size: number): { out: Buffer; failed: ReturnType<typeof decodeBatchInput>['failed'] } {
+function forward(
+  ref: TensorRef,
+  payload: Buffer | readonly Buffer[],
+  size: number,
+): { out: Buffer; failed: ReturnType<typeof decodeBatchInput>['failed'] } {
   let x: Float32Array | Float32Array[];
   let failed: ReturnType<typeof decodeBatchInput>['failed'] = [];
   if (Array.isArray(payload) && ref.samples === undefined) {
     // Samples in place (shared memory): a view of each where it starts 4-byte aligned (the scheduler
     // places a body's tensor on a cache line), a copy where not.
-    x = (payload as readonly Buffer[]).map((b) => (b.byteOffset % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, inPerSample) : new Float32Array(new Uint8Array(b).buffer, 0, inPerSample)));
+    x = (payload as readonly Buffer[]).map((b) =>
+      b.byteOffset % 4 === 0
+        ? new Float32Array(b.buffer, b.byteOffset, inPerSample)
+        : new Float32Array(new Uint8Array(b).buffer, 0, inPerSample),
+    );
   } else if (!Array.isArray(payload) && ref.samples === undefined) {
     const p = payload as Buffer;
     // A frame's payload starts at any byte offset; Float32Array needs 4-byte alignment.
@@ -180,8 +207,10 @@ type Batch = Extract<ToWorker, { type: 'batch' }>;
 /** A batch that is not this worker's: another model, or (when it names one) another whole identity. */
 function notMine(b: Batch): string | null {
   if (b.model !== modelName) return `batch for model '${b.model}' refused: this worker runs '${modelName}'`;
-  if (b.worker && identity && !sameWorker(b.worker, identity)) return `batch for worker ${describeWorker(b.worker)} refused: this worker is ${describeWorker(identity)}`;
-  if (b.worker && b.worker.model !== modelName) return `batch for worker ${describeWorker(b.worker)} refused: this worker runs '${modelName}'`;
+  if (b.worker && identity && !sameWorker(b.worker, identity))
+    return `batch for worker ${describeWorker(b.worker)} refused: this worker is ${describeWorker(identity)}`;
+  if (b.worker && b.worker.model !== modelName)
+    return `batch for worker ${describeWorker(b.worker)} refused: this worker runs '${modelName}'`;
   return null;
 }
 
@@ -195,7 +224,8 @@ function batchInput(b: Batch, payload: Buffer, region: Buffer | null): Buffer | 
   if (b.slots === undefined) return checkBatchInput(t, payload, b.size, input) ?? payload;
   const problem = checkBatchInput(t, { length: t.byteLength }, b.size, input);
   if (problem) return problem;
-  const sampleBytes = t.samples?.map((s) => s.byteLength) ?? Array.from({ length: b.size }, () => t.byteLength / b.size);
+  const sampleBytes =
+    t.samples?.map((s) => s.byteLength) ?? Array.from({ length: b.size }, () => t.byteLength / b.size);
   const views = sampleViews(b.slots, sampleBytes, payload, region);
   return typeof views === 'string' ? `input '${t.name}': ${views}` : views;
 }
@@ -259,8 +289,25 @@ async function serve(): Promise<void> {
     // timer) is this host's overhead, which the scheduler learns as the worker's transport (the answer
     // still leaves when it leaves), as the twin runs it.
     const latencyMs = t;
-    const ref: TensorRef = { name: output.name, datatype: output.datatype, shape, byteLength: out.length, ...(failed.length > 0 ? { failed } : {}) };
-    reply({ v: WORKER_PROTOCOL_VERSION, type: 'result', id: msg.id, latencyMs, outputs: [ref], receivedAtMs, answeredAtMs: wallMs() }, out);
+    const ref: TensorRef = {
+      name: output.name,
+      datatype: output.datatype,
+      shape,
+      byteLength: out.length,
+      ...(failed.length > 0 ? { failed } : {}),
+    };
+    reply(
+      {
+        v: WORKER_PROTOCOL_VERSION,
+        type: 'result',
+        id: msg.id,
+        latencyMs,
+        outputs: [ref],
+        receivedAtMs,
+        answeredAtMs: wallMs(),
+      },
+      out,
+    );
   }
   serving = false;
   if (closing) process.exit(0);
@@ -326,5 +373,13 @@ if (listenAddr !== null) {
   }
 }
 ready = true;
-send({ v: WORKER_PROTOCOL_VERSION, type: 'ready', model: modelName, pid: process.pid, warmupMs: performance.now() - t0, device: `simulated ${profile.gpu.name} at ${pct}%`, ...(dataServer ? { listen: dataServer.address } : {}) });
+send({
+  v: WORKER_PROTOCOL_VERSION,
+  type: 'ready',
+  model: modelName,
+  pid: process.pid,
+  warmupMs: performance.now() - t0,
+  device: `simulated ${profile.gpu.name} at ${pct}%`,
+  ...(dataServer ? { listen: dataServer.address } : {}),
+});
 void serve();

@@ -15,7 +15,10 @@ export const SYSTEM_PYTHON = '/usr/bin/python3';
  * The script, looked up from this module: `agent/torchWorker.ts` (vitest, tsx) is one level below the
  * package root, the compiled `dist/agent/torchWorker.js` two. The first that exists wins.
  */
-const SCRIPT_CANDIDATES = [new URL('../native/torch_worker.py', import.meta.url), new URL('../../native/torch_worker.py', import.meta.url)];
+const SCRIPT_CANDIDATES = [
+  new URL('../native/torch_worker.py', import.meta.url),
+  new URL('../../native/torch_worker.py', import.meta.url),
+];
 
 export interface TorchWorkerOptions {
   /** inss model name (resnet50, mobilenet, ...) or a torchvision builder name. */
@@ -46,7 +49,9 @@ export function torchWorkerScript(): string {
     const path = fileURLToPath(url);
     if (existsSync(path)) return path;
   }
-  throw new Error(`native/torch_worker.py not found (looked at ${SCRIPT_CANDIDATES.map((u) => fileURLToPath(u)).join(', ')})`);
+  throw new Error(
+    `native/torch_worker.py not found (looked at ${SCRIPT_CANDIDATES.map((u) => fileURLToPath(u)).join(', ')})`,
+  );
 }
 
 /** The command line that starts a PyTorch worker. The environment (CUDA_VISIBLE_DEVICES, the MPS share) is the caller's. */

@@ -12,12 +12,24 @@
 import { rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { type FrameAlloc, FrameDecoder, frameHead } from '../src/protocol/frames.js';
-import { type DataAddress, formatDataAddress, type FromWorker, ToWorkerSchema, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import {
+  type DataAddress,
+  formatDataAddress,
+  type FromWorker,
+  ToWorkerSchema,
+  WORKER_PROTOCOL_VERSION,
+} from '../src/protocol/worker.js';
 
 export type Reply = (msg: FromWorker, payload?: Uint8Array) => void;
 
 /** A whole frame from a data connection, with the region that connection's worker mapped (or null). */
-export type OnDataFrame = (header: unknown, payload: Buffer, receivedAtMs: number, reply: Reply, region: Buffer | null) => void;
+export type OnDataFrame = (
+  header: unknown,
+  payload: Buffer,
+  receivedAtMs: number,
+  reply: Reply,
+  region: Buffer | null,
+) => void;
 
 /** Maps the region an `attach` names, read-only: the mapping, or why not. */
 export type MapRegion = (shm: { readonly path: string; readonly bytes: number }) => Buffer | string;
@@ -44,8 +56,17 @@ export function writeFrame(socket: Socket, msg: object, payload?: Uint8Array): v
 }
 
 /** `alloc`: where a frame that spans chunks is read into (a worker's BufferPool; default a fresh buffer). */
-export async function listenData(addr: DataAddress, secret: string, onFrame: OnDataFrame, log: (line: string) => void, alloc?: FrameAlloc, mapRegion?: MapRegion): Promise<DataServer> {
-  const server: Server = createServer({ noDelay: true }, (socket) => serveConnection(socket, secret, onFrame, log, alloc, mapRegion));
+export async function listenData(
+  addr: DataAddress,
+  secret: string,
+  onFrame: OnDataFrame,
+  log: (line: string) => void,
+  alloc?: FrameAlloc,
+  mapRegion?: MapRegion,
+): Promise<DataServer> {
+  const server: Server = createServer({ noDelay: true }, (socket) =>
+    serveConnection(socket, secret, onFrame, log, alloc, mapRegion),
+  );
   if (addr.kind === 'unix') rmSync(addr.path, { force: true }); // a stale socket file of a worker that died
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -53,11 +74,21 @@ export async function listenData(addr: DataAddress, secret: string, onFrame: OnD
     else server.listen(addr.port, addr.host, resolve);
   });
   const bound = server.address();
-  const address = addr.kind === 'tcp' && bound !== null && typeof bound === 'object' ? formatDataAddress({ kind: 'tcp', host: addr.host, port: bound.port }) : formatDataAddress(addr);
+  const address =
+    addr.kind === 'tcp' && bound !== null && typeof bound === 'object'
+      ? formatDataAddress({ kind: 'tcp', host: addr.host, port: bound.port })
+      : formatDataAddress(addr);
   return { address, close: () => server.close() };
 }
 
-function serveConnection(socket: Socket, secret: string, onFrame: OnDataFrame, log: (line: string) => void, alloc?: FrameAlloc, mapRegion?: MapRegion): void {
+function serveConnection(
+  socket: Socket,
+  secret: string,
+  onFrame: OnDataFrame,
+  log: (line: string) => void,
+  alloc?: FrameAlloc,
+  mapRegion?: MapRegion,
+): void {
   const decoder = new FrameDecoder(alloc);
   let attached = false;
   let region: Buffer | null = null;
@@ -77,7 +108,7 @@ function serveConnection(socket: Socket, secret: string, onFrame: OnDataFrame, l
       if (!attached) {
         const m = ToWorkerSchema.safeParse(f.header);
         if (!m.success || m.data.type !== 'attach' || m.data.secret !== secret) {
-          log('data connection closed: its first frame is not an attach with this worker\'s secret');
+          log("data connection closed: its first frame is not an attach with this worker's secret");
           socket.destroy();
           return;
         }
@@ -86,7 +117,12 @@ function serveConnection(socket: Socket, secret: string, onFrame: OnDataFrame, l
         if (shm) {
           const mapped = mapRegion ? mapRegion(shm) : 'this worker has no shared-memory support';
           region = typeof mapped === 'string' ? null : mapped;
-          reply({ v: WORKER_PROTOCOL_VERSION, type: 'attached', shm: region !== null, ...(typeof mapped === 'string' ? { message: mapped } : {}) });
+          reply({
+            v: WORKER_PROTOCOL_VERSION,
+            type: 'attached',
+            shm: region !== null,
+            ...(typeof mapped === 'string' ? { message: mapped } : {}),
+          });
         }
         continue;
       }
@@ -98,5 +134,10 @@ function serveConnection(socket: Socket, secret: string, onFrame: OnDataFrame, l
 /** The `error` a worker answers a frame it cannot parse with (its id when it has one). */
 export function badMessage(header: unknown, why: string): FromWorker {
   const id = (header as { id?: unknown } | null)?.id;
-  return { v: WORKER_PROTOCOL_VERSION, type: 'error', id: typeof id === 'string' ? id : '', message: `bad message: ${why}` };
+  return {
+    v: WORKER_PROTOCOL_VERSION,
+    type: 'error',
+    id: typeof id === 'string' ? id : '',
+    message: `bad message: ${why}`,
+  };
 }

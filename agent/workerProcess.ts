@@ -8,7 +8,12 @@ import { EventEmitter } from 'node:events';
 import { execa, type ResultPromise } from 'execa';
 import { FrameDecoder, framePieces } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
-import { type FromWorker, FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import {
+  type FromWorker,
+  FromWorkerSchema,
+  type RunningBatch,
+  WORKER_PROTOCOL_VERSION,
+} from '../src/protocol/worker.js';
 
 export interface WorkerLaunch {
   readonly command: string;
@@ -17,7 +22,12 @@ export interface WorkerLaunch {
 }
 
 export type BatchOutcome =
-  | { readonly kind: 'result'; readonly latencyMs: number; readonly outputs: readonly TensorRef[]; readonly payload: Buffer }
+  | {
+      readonly kind: 'result';
+      readonly latencyMs: number;
+      readonly outputs: readonly TensorRef[];
+      readonly payload: Buffer;
+    }
   | { readonly kind: 'error'; readonly message: string }
   | { readonly kind: 'died'; readonly message: string };
 
@@ -92,18 +102,38 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
     p.stdin.on('error', () => undefined); // EPIPE after a crash; the exit handler reports it
     void p.then((r) => {
       const how = r.signal ? `killed by ${r.signal}` : `exited with code ${String(r.exitCode)}`;
-      const lines = errTail.trim().split('\n').filter((l) => l.trim() && !l.trimStart().startsWith('at '));
+      const lines = errTail
+        .trim()
+        .split('\n')
+        .filter((l) => l.trim() && !l.trimStart().startsWith('at '));
       const tail = lines.slice(-3).join(' | ');
-      this.onExit(`worker ${how}${this.exitMessage ? `: ${this.exitMessage}` : ''}${tail && !this.exitMessage ? ` (stderr: ${tail})` : ''}`);
+      this.onExit(
+        `worker ${how}${this.exitMessage ? `: ${this.exitMessage}` : ''}${tail && !this.exitMessage ? ` (stderr: ${tail})` : ''}`,
+      );
     });
   }
 
   /** Sends one batch; resolves exactly once (see the file header). */
-  run(id: string, model: string, size: number, inputs: readonly TensorRef[], payload: Buffer, running?: readonly RunningBatch[]): Promise<BatchOutcome> {
+  run(
+    id: string,
+    model: string,
+    size: number,
+    inputs: readonly TensorRef[],
+    payload: Buffer,
+    running?: readonly RunningBatch[],
+  ): Promise<BatchOutcome> {
     if (!this.alive) return Promise.resolve({ kind: 'died', message: this.exitMessage || 'worker is not running' });
     return new Promise((resolve) => {
       this.inFlight.set(id, { resolve });
-      const msg = { v: WORKER_PROTOCOL_VERSION, type: 'batch' as const, id, model, size, inputs: [...inputs], ...(running ? { running: [...running] } : {}) };
+      const msg = {
+        v: WORKER_PROTOCOL_VERSION,
+        type: 'batch' as const,
+        id,
+        model,
+        size,
+        inputs: [...inputs],
+        ...(running ? { running: [...running] } : {}),
+      };
       const stdin = this.proc?.stdin;
       if (!stdin) return;
       stdin.cork();

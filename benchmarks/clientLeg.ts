@@ -14,7 +14,9 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { waitFor } from './processes.js';
 
-const { values } = parseArgs({ options: { rate: { type: 'string', default: '137' }, seconds: { type: 'string', default: '15' } } });
+const { values } = parseArgs({
+  options: { rate: { type: 'string', default: '137' }, seconds: { type: 'string', default: '15' } },
+});
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 if (!(RATE > 0) || !(SECONDS > 0)) throw new Error('--rate and --seconds: positive numbers');
@@ -61,25 +63,46 @@ function send(): void {
   const t0 = performance.now();
   const sentWall = wall();
   let finishMs = NaN;
-  const req = http.request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/octet-stream', 'content-length': String(body.length) } }, (res) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => {
-      const endWall = wall();
-      const latencyMs = performance.now() - t0;
-      Buffer.concat(chunks);
-      const arrived = Number(res.headers['x-arrived']);
-      const bodyRead = Number(res.headers['x-body-read']);
-      rows.push({ latencyMs, syncMs, finishMs, toServerMs: arrived - sentWall, bodyMs: bodyRead - arrived, backMs: endWall - bodyRead });
-      if (--inFlight === 0 && !sending) drained();
-    });
-  });
+  const req = http.request(
+    {
+      host: '127.0.0.1',
+      port,
+      path: '/',
+      method: 'POST',
+      agent,
+      headers: { 'content-type': 'application/octet-stream', 'content-length': String(body.length) },
+    },
+    (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const endWall = wall();
+        const latencyMs = performance.now() - t0;
+        Buffer.concat(chunks);
+        const arrived = Number(res.headers['x-arrived']);
+        const bodyRead = Number(res.headers['x-body-read']);
+        rows.push({
+          latencyMs,
+          syncMs,
+          finishMs,
+          toServerMs: arrived - sentWall,
+          bodyMs: bodyRead - arrived,
+          backMs: endWall - bodyRead,
+        });
+        if (--inFlight === 0 && !sending) drained();
+      });
+    },
+  );
   req.on('finish', () => (finishMs = wall() - sentWall));
   req.end(body);
   const syncMs = wall() - sentWall;
 }
 
-console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}; ${RATE}/s Poisson for ${SECONDS} s, 602263-byte bodies`);
+console.log(
+  `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}; ${RATE}/s Poisson for ${SECONDS} s, 602263-byte bodies`,
+);
 const tEnd = performance.now() + SECONDS * 1000;
 let next = performance.now();
 while (performance.now() < tEnd) {
@@ -97,5 +120,11 @@ const stat = (k: keyof Row): string => {
   const v = kept.map((r) => r[k]).sort((a, b) => a - b);
   return `${(v.reduce((a, b) => a + b, 0) / v.length).toFixed(3)} (p50 ${v[v.length >> 1]!.toFixed(3)})`;
 };
-console.log(`${kept.length} requests; mean (p50) ms: latency ${stat('latencyMs')}; the client's request() and end() return ${stat('syncMs')}, its body handed to the kernel ${stat('finishMs')}; send -> the server's request event ${stat('toServerMs')}; the body read ${stat('bodyMs')}; the server's answer -> the client's end ${stat('backMs')}`);
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+console.log(
+  `${kept.length} requests; mean (p50) ms: latency ${stat('latencyMs')}; the client's request() and end() return ${stat('syncMs')}, its body handed to the kernel ${stat('finishMs')}; send -> the server's request event ${stat('toServerMs')}; the body read ${stat('bodyMs')}; the server's answer -> the client's end ${stat('backMs')}`,
+);
+console.log(
+  `load average after: ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);

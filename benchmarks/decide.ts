@@ -22,17 +22,32 @@ import { Rng } from '../src/workload/random.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from '../cli/profiles.js';
 import { loadScenario } from '../cli/scenarios.js';
 
-const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, 'policy-file': { type: 'string' }, n: { type: 'string', default: '2000' }, load: { type: 'string', default: '1' } } });
+const { values } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'paper-6' },
+    'policy-file': { type: 'string' },
+    n: { type: 'string', default: '2000' },
+    load: { type: 'string', default: '1' },
+  },
+});
 
 const load = Number(values.load);
-if (!(load > 0) || !Number.isFinite(load)) throw new RangeError(`--load: expected a positive number, got '${values.load}'`);
+if (!(load > 0) || !Number.isFinite(load))
+  throw new RangeError(`--load: expected a positive number, got '${values.load}'`);
 const loaded = loadScenario(values.scenario);
 const cluster = scenarioCluster(loaded.scenario, loaded.profiles);
 const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
 const file = values['policy-file'] ?? (existsSync(shipped) ? shipped : undefined);
 const policyData = file ? readJsonFile(file) : undefined;
 /** Each model's rate: its scenario rate at time 0, or for a diurnal/triangle rate its peak. */
-const baseRates = loaded.scenario.models.map((m, i) => (m.rate.kind === 'triangle' ? m.rate.maxPerS : m.rate.kind === 'diurnal' ? m.rate.meanPerS * (1 + m.rate.amplitude) : (initialRates(loaded.scenario, loaded.traces)[i] ?? 0)) * load);
+const baseRates = loaded.scenario.models.map(
+  (m, i) =>
+    (m.rate.kind === 'triangle'
+      ? m.rate.maxPerS
+      : m.rate.kind === 'diurnal'
+        ? m.rate.meanPerS * (1 + m.rate.amplitude)
+        : (initialRates(loaded.scenario, loaded.traces)[i] ?? 0)) * load,
+);
 const setup = { name: loaded.scenario.name, cluster };
 const options = policyData !== undefined ? { policyData } : {};
 const policy = inssFactory.create(cluster, options);
@@ -46,7 +61,13 @@ const times: number[] = [];
 const cpuTimes: number[] = []; // CPU time of the decision (user + system), ms: the machine is shared, wall time includes waiting for a core
 const randomRates = () => baseRates.map((p) => p * 1.5 * rng.next());
 // Decisions 10 s apart: past inss's dwell after a switch (DWELL_MS), so every decision plans.
-const observe = (ratePerS: number[], current: Observation['current'], nowMs: number): Observation => ({ nowMs, ratePerS, queued: ratePerS.map(() => 0), lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current });
+const observe = (ratePerS: number[], current: Observation['current'], nowMs: number): Observation => ({
+  nowMs,
+  ratePerS,
+  queued: ratePerS.map(() => 0),
+  lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] },
+  current,
+});
 for (let k = 0; k < n + warm; k++) {
   // Random rates up to 1.5x each model's rate against a deployment made for other rates: every
   // decision re-plans (the rates always changed), the expensive path.
@@ -62,4 +83,21 @@ for (let k = 0; k < n + warm; k++) {
     cpuTimes.push((c.user + c.system) / 1000);
   }
 }
-console.log(JSON.stringify({ benchmark: 'decide', cluster: setup.name, load, gpus: setup.cluster.gpus.length, models: setup.cluster.models.length, decidedWith: policy.note, decisions: n, p50Ms: Number(quantile(times, 0.5).toFixed(4)), p90Ms: Number(quantile(times, 0.9).toFixed(4)), p99Ms: Number(quantile(times, 0.99).toFixed(4)), maxMs: Number(Math.max(...times).toFixed(4)), cpuP50Ms: Number(quantile(cpuTimes, 0.5).toFixed(4)), cpuP99Ms: Number(quantile(cpuTimes, 0.99).toFixed(4)), node: process.version }));
+console.log(
+  JSON.stringify({
+    benchmark: 'decide',
+    cluster: setup.name,
+    load,
+    gpus: setup.cluster.gpus.length,
+    models: setup.cluster.models.length,
+    decidedWith: policy.note,
+    decisions: n,
+    p50Ms: Number(quantile(times, 0.5).toFixed(4)),
+    p90Ms: Number(quantile(times, 0.9).toFixed(4)),
+    p99Ms: Number(quantile(times, 0.99).toFixed(4)),
+    maxMs: Number(Math.max(...times).toFixed(4)),
+    cpuP50Ms: Number(quantile(cpuTimes, 0.5).toFixed(4)),
+    cpuP99Ms: Number(quantile(cpuTimes, 0.99).toFixed(4)),
+    node: process.version,
+  }),
+);

@@ -39,7 +39,8 @@ const { values } = parseArgs({
 const ROUNDS = Number(values.rounds);
 const LONE_S = Number(values['lone-seconds']);
 const BURST = Number(values.burst);
-if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds: expected a positive integer, got ${values.rounds}`);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`--rounds: expected a positive integer, got ${values.rounds}`);
 if (!(LONE_S > 0)) throw new Error(`--lone-seconds: expected a number > 0, got ${values['lone-seconds']}`);
 if (!Number.isInteger(BURST) || BURST < 1) throw new Error(`--burst: expected a positive integer, got ${values.burst}`);
 
@@ -55,13 +56,17 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
 function post(url: string, body: Buffer, headers: Record<string, string>): Promise<Answer> {
   return new Promise((res) => {
     const t0 = performance.now();
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (r) => {
-      r.resume();
-      r.on('end', () => {
-        const timing = /inss;dur=([0-9.]+)/.exec(String(r.headers['server-timing'] ?? ''));
-        res({ status: r.statusCode ?? 0, ms: performance.now() - t0, serverMs: timing ? Number(timing[1]) : NaN });
-      });
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } },
+      (r) => {
+        r.resume();
+        r.on('end', () => {
+          const timing = /inss;dur=([0-9.]+)/.exec(String(r.headers['server-timing'] ?? ''));
+          res({ status: r.statusCode ?? 0, ms: performance.now() - t0, serverMs: timing ? Number(timing[1]) : NaN });
+        });
+      },
+    );
     req.on('error', () => res({ status: 0, ms: performance.now() - t0, serverMs: NaN }));
     req.end(body);
   });
@@ -77,14 +82,24 @@ function jsonRequest(shape: readonly number[]): Buffer {
   const n = shape.reduce((a, b) => a * b, 1);
   const parts = new Array<string>(n);
   for (let i = 0; i < n; i++) parts[i] = String(Math.fround(Math.random() * 2 - 1));
-  return Buffer.from(`{"inputs":[{"name":"input","shape":${JSON.stringify(shape)},"datatype":"FP32","data":[${parts.join(', ')}]}]}`);
+  return Buffer.from(
+    `{"inputs":[{"name":"input","shape":${JSON.stringify(shape)},"datatype":"FP32","data":[${parts.join(', ')}]}]}`,
+  );
 }
 
 function binaryRequest(shape: readonly number[]): { body: Buffer; headers: Record<string, string> } {
   const n = shape.reduce((a, b) => a * b, 1);
   const x = Float32Array.from({ length: n }, () => Math.random());
-  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
-  return { body: Buffer.concat([header, Buffer.from(x.buffer)]), headers: { 'inference-header-content-length': String(header.length) } };
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }],
+      outputs: [{ name: 'output', parameters: { binary_data: true } }],
+    }),
+  );
+  return {
+    body: Buffer.concat([header, Buffer.from(x.buffer)]),
+    headers: { 'inference-header-content-length': String(header.length) },
+  };
 }
 
 const median = (xs: readonly number[]): number => {
@@ -95,7 +110,11 @@ const fixed = (x: number, d = 2) => (Number.isFinite(x) ? Number(x.toFixed(d)) :
 
 async function startUp(state: string): Promise<{ child: ChildProcess; base: string }> {
   let out = '';
-  const child = spawn(process.execPath, [BIN, 'up', '--port', '0', '--state-dir', state, ...values['up-args'].split(' ').filter((a) => a !== '')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [BIN, 'up', '--port', '0', '--state-dir', state, ...values['up-args'].split(' ').filter((a) => a !== '')],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const base = await waitFor(() => out, /endpoint (http:\/\/[^ ]+)\/v2/, 60_000);
@@ -120,19 +139,35 @@ async function round(): Promise<Record<string, unknown>> {
   const { child, base } = await startUp(state);
   try {
     const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST' })).json()) as { name: string }[];
-    const metas = await Promise.all(index.map(async (m) => (await getJson(`${base}/v2/models/${m.name}`)) as ModelMeta));
+    const metas = await Promise.all(
+      index.map(async (m) => (await getJson(`${base}/v2/models/${m.name}`)) as ModelMeta),
+    );
     const shapeOf = (m: ModelMeta) => [1, ...m.inputs[0]!.shape.slice(1)];
 
     // 1. First contact: every model at once, JSON with random values.
     const bodies = metas.map((m) => jsonRequest(shapeOf(m)));
-    const first = await Promise.all(metas.map((m, k) => post(`${base}/v2/models/${m.name}/infer`, bodies[k]!, { 'content-type': 'application/json' })));
-    const firstByModel = Object.fromEntries(metas.map((m, k) => [m.name, { status: first[k]!.status, ms: fixed(first[k]!.ms, 1), sloMs: m.parameters.slo_ms, bytes: bodies[k]!.length }]));
+    const first = await Promise.all(
+      metas.map((m, k) =>
+        post(`${base}/v2/models/${m.name}/infer`, bodies[k]!, { 'content-type': 'application/json' }),
+      ),
+    );
+    const firstByModel = Object.fromEntries(
+      metas.map((m, k) => [
+        m.name,
+        { status: first[k]!.status, ms: fixed(first[k]!.ms, 1), sloMs: m.parameters.slo_ms, bytes: bodies[k]!.length },
+      ]),
+    );
 
     // 2. A burst at once.
     const burstMeta = metas.find((m) => m.name === values['burst-model']);
-    if (!burstMeta) throw new Error(`--burst-model: '${values['burst-model']}' is not served (served: ${metas.map((m) => m.name).join(', ')})`);
+    if (!burstMeta)
+      throw new Error(
+        `--burst-model: '${values['burst-model']}' is not served (served: ${metas.map((m) => m.name).join(', ')})`,
+      );
     const b = binaryRequest(shapeOf(burstMeta));
-    const burst = await Promise.all(Array.from({ length: BURST }, () => post(`${base}/v2/models/${burstMeta.name}/infer`, b.body, b.headers)));
+    const burst = await Promise.all(
+      Array.from({ length: BURST }, () => post(`${base}/v2/models/${burstMeta.name}/infer`, b.body, b.headers)),
+    );
     const ok = burst.filter((a) => a.status === 200);
     const statuses: Record<string, number> = {};
     for (const a of burst) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
@@ -141,7 +176,15 @@ async function round(): Promise<Record<string, unknown>> {
       first: firstByModel,
       firstOk: first.filter((a) => a.status === 200).length,
       firstOf: first.length,
-      burst: { model: burstMeta.name, sent: BURST, ok: ok.length, withinSlo: ok.filter((a) => a.serverMs <= burstMeta.parameters.slo_ms).length, statuses, p50Ms: fixed(median(burst.map((a) => a.ms)), 1), maxMs: fixed(Math.max(...burst.map((a) => a.ms)), 1) },
+      burst: {
+        model: burstMeta.name,
+        sent: BURST,
+        ok: ok.length,
+        withinSlo: ok.filter((a) => a.serverMs <= burstMeta.parameters.slo_ms).length,
+        statuses,
+        p50Ms: fixed(median(burst.map((a) => a.ms)), 1),
+        maxMs: fixed(Math.max(...burst.map((a) => a.ms)), 1),
+      },
     };
   } finally {
     child.kill('SIGINT');
@@ -167,10 +210,18 @@ async function loneClient(): Promise<Record<string, unknown>> {
       lone.push(await post(`${base}/v2/models/${loneMeta.name}/infer`, l.body, l.headers));
       await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (performance.now() - t0))));
     }
-    const stats = (await getJson(`${base}/v2/models/${loneMeta.name}/stats`)) as { model_stats: { batch_stats: { batch_size: number; compute_infer: { count: number; ns: number } }[] }[] };
+    const stats = (await getJson(`${base}/v2/models/${loneMeta.name}/stats`)) as {
+      model_stats: { batch_stats: { batch_size: number; compute_infer: { count: number; ns: number } }[] }[];
+    };
     const one = stats.model_stats[0]!.batch_stats.find((s) => s.batch_size === 1);
     const batch1Ms = one && one.compute_infer.count > 0 ? one.compute_infer.ns / one.compute_infer.count / 1e6 : NaN;
-    const cluster = (await getJson(`${base}/v2/inss/cluster`)) as { workers: { model: string; agentId: string }[]; transport: Record<string, { fixedMs: number; perMbMs: number; wayIn?: { fixedMs: number; perMbMs: number }; wayOutMs?: number }> };
+    const cluster = (await getJson(`${base}/v2/inss/cluster`)) as {
+      workers: { model: string; agentId: string }[];
+      transport: Record<
+        string,
+        { fixedMs: number; perMbMs: number; wayIn?: { fixedMs: number; perMbMs: number }; wayOutMs?: number }
+      >;
+    };
     const w = cluster.workers.find((x) => x.model === loneMeta.name);
     const t = w ? cluster.transport[w.agentId] : undefined;
     const mb = l.body.length / 1e6;
@@ -205,15 +256,52 @@ for (let i = 0; i < ROUNDS; i++) {
   console.log(JSON.stringify({ round: i + 1, ...r }));
 }
 agent.destroy();
-type R = { firstOk: number; firstOf: number; burst: { ok: number; withinSlo: number; sent: number }; lone: { clientP50Ms: number; serverP50Ms: number; expectedMs: number; serverOverExpectedMs: number; batch1Ms: number; pathMs: number } };
+type R = {
+  firstOk: number;
+  firstOf: number;
+  burst: { ok: number; withinSlo: number; sent: number };
+  lone: {
+    clientP50Ms: number;
+    serverP50Ms: number;
+    expectedMs: number;
+    serverOverExpectedMs: number;
+    batch1Ms: number;
+    pathMs: number;
+  };
+};
 const rs = results as unknown as R[];
 console.log('\n| figure | median over rounds (min-max) |\n| --- | --- |');
-const row = (what: string, xs: number[]) => console.log(`| ${what} | ${fixed(median(xs))} (${fixed(Math.min(...xs))}-${fixed(Math.max(...xs))}) |`);
-row('first requests answered 200 (of every model)', rs.map((r) => r.firstOk));
-row(`burst answered 200 (of ${BURST})`, rs.map((r) => r.burst.ok));
-row('burst answered within SLO', rs.map((r) => r.burst.withinSlo));
-row('lone client p50, client (ms)', rs.map((r) => r.lone.clientP50Ms));
-row('lone client p50, scheduler span (ms)', rs.map((r) => r.lone.serverP50Ms));
-row('batch-1 time (ms)', rs.map((r) => r.lone.batch1Ms));
-row('measured path (ms)', rs.map((r) => r.lone.pathMs));
-row('scheduler span - (batch-1 + path) (ms)', rs.map((r) => r.lone.serverOverExpectedMs));
+const row = (what: string, xs: number[]) =>
+  console.log(`| ${what} | ${fixed(median(xs))} (${fixed(Math.min(...xs))}-${fixed(Math.max(...xs))}) |`);
+row(
+  'first requests answered 200 (of every model)',
+  rs.map((r) => r.firstOk),
+);
+row(
+  `burst answered 200 (of ${BURST})`,
+  rs.map((r) => r.burst.ok),
+);
+row(
+  'burst answered within SLO',
+  rs.map((r) => r.burst.withinSlo),
+);
+row(
+  'lone client p50, client (ms)',
+  rs.map((r) => r.lone.clientP50Ms),
+);
+row(
+  'lone client p50, scheduler span (ms)',
+  rs.map((r) => r.lone.serverP50Ms),
+);
+row(
+  'batch-1 time (ms)',
+  rs.map((r) => r.lone.batch1Ms),
+);
+row(
+  'measured path (ms)',
+  rs.map((r) => r.lone.pathMs),
+);
+row(
+  'scheduler span - (batch-1 + path) (ms)',
+  rs.map((r) => r.lone.serverOverExpectedMs),
+);

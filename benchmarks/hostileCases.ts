@@ -67,7 +67,8 @@ export function rawRequest(o: RawOptions): Promise<string> {
           if (done) return;
           if (o.delayMs) await sleep(o.delayMs);
           if (done) return;
-          if (!socket.write(chunk)) await new Promise<void>((r) => socket.once('drain', () => r()).once('close', () => r()));
+          if (!socket.write(chunk))
+            await new Promise<void>((r) => socket.once('drain', () => r()).once('close', () => r()));
         }
       })();
     });
@@ -127,47 +128,101 @@ export function attackCases(quick = false): AttackCase[] {
     {
       name: 'nested-60MiB',
       what: '60 MiB of `[` with Content-Length',
-      run: (port, la) => many(1, () => rawRequest({ port, localAddress: la, head: post(INFER, 60 * MiB), body: filled(60 * MiB, '[') })),
+      run: (port, la) =>
+        many(1, () => rawRequest({ port, localAddress: la, head: post(INFER, 60 * MiB), body: filled(60 * MiB, '[') })),
     },
     {
       name: 'nested-60MiB-chunked',
       what: '60 MiB of `[`, chunked (no Content-Length: read up to the limit)',
-      run: (port, la) => many(1, () => rawRequest({ port, localAddress: la, head: post(INFER, 'chunked'), body: chunked(filled(60 * MiB, '[')) })),
+      run: (port, la) =>
+        many(1, () =>
+          rawRequest({ port, localAddress: la, head: post(INFER, 'chunked'), body: chunked(filled(60 * MiB, '[')) }),
+        ),
     },
     {
       name: 'zeros-60MiB-x3',
       what: 'three 60 MiB bodies of `0,0,0,...` at once',
-      run: (port, la) => many(3, () => rawRequest({ port, localAddress: la, head: post(INFER, 60 * MiB), body: filled(60 * MiB, '0,', '[') })),
+      run: (port, la) =>
+        many(3, () =>
+          rawRequest({ port, localAddress: la, head: post(INFER, 60 * MiB), body: filled(60 * MiB, '0,', '[') }),
+        ),
     },
     {
       name: 'deep-5M',
       what: '5M-deep nesting (`[` x 5M, `]` x 5M)',
-      run: (port, la) => many(1, () => rawRequest({ port, localAddress: la, head: post(INFER, 2 * deep), body: [...filled(deep, '['), ...filled(deep, ']')] })),
+      run: (port, la) =>
+        many(1, () =>
+          rawRequest({
+            port,
+            localAddress: la,
+            head: post(INFER, 2 * deep),
+            body: [...filled(deep, '['), ...filled(deep, ']')],
+          }),
+        ),
     },
     {
       name: 'deep-in-limit',
       what: '7 MB of `[` inside a request, under the body limit (chunked)',
-      run: (port, la) => many(1, () => rawRequest({ port, localAddress: la, head: post(INFER, 'chunked'), body: chunked(filled(7_000_000, '[', '{"inputs":[{"name":"input","shape":[1,3,224,224],"datatype":"FP32","data":')) })),
+      run: (port, la) =>
+        many(1, () =>
+          rawRequest({
+            port,
+            localAddress: la,
+            head: post(INFER, 'chunked'),
+            body: chunked(
+              filled(7_000_000, '[', '{"inputs":[{"name":"input","shape":[1,3,224,224],"datatype":"FP32","data":'),
+            ),
+          }),
+        ),
     },
     {
       name: 'zeros-in-limit',
       what: '3.5M zeros in a request, under the body limit (chunked)',
-      run: (port, la) => many(1, () => rawRequest({ port, localAddress: la, head: post(INFER, 'chunked'), body: chunked(filled(7_000_000, '0,', '{"inputs":[{"name":"input","shape":[1,3,224,224],"datatype":"FP32","data":[')) })),
+      run: (port, la) =>
+        many(1, () =>
+          rawRequest({
+            port,
+            localAddress: la,
+            head: post(INFER, 'chunked'),
+            body: chunked(
+              filled(7_000_000, '0,', '{"inputs":[{"name":"input","shape":[1,3,224,224],"datatype":"FP32","data":['),
+            ),
+          }),
+        ),
     },
     {
       name: 'slow-headers',
       what: `${quick ? 80 : 200} connections sending headers a byte per second`,
-      run: (port, la) => many(quick ? 80 : 200, () => rawRequest({ port, localAddress: la, head: 'GET /v2/health/live HTTP/1.1\r\nX-A: ', body: pieces(120, 1), delayMs: 1000 })),
+      run: (port, la) =>
+        many(quick ? 80 : 200, () =>
+          rawRequest({
+            port,
+            localAddress: la,
+            head: 'GET /v2/health/live HTTP/1.1\r\nX-A: ',
+            body: pieces(120, 1),
+            delayMs: 1000,
+          }),
+        ),
     },
     {
       name: 'slow-bodies',
       what: `${quick ? 20 : 60} bodies declared 1 MB, sent 1 KB a second`,
-      run: (port, la) => many(quick ? 20 : 60, () => rawRequest({ port, localAddress: la, head: post(INFER, 1_000_000), body: pieces(1_000_000, 1024), delayMs: 1000 })),
+      run: (port, la) =>
+        many(quick ? 20 : 60, () =>
+          rawRequest({
+            port,
+            localAddress: la,
+            head: post(INFER, 1_000_000),
+            body: pieces(1_000_000, 1024),
+            delayMs: 1000,
+          }),
+        ),
     },
     {
       name: 'parallel-200',
       what: '200 legitimate JSON requests (3 MB each) at once',
-      run: (port, la) => many(200, () => rawRequest({ port, localAddress: la, head: post(INFER, legit.length), body: [legit] })),
+      run: (port, la) =>
+        many(200, () => rawRequest({ port, localAddress: la, head: post(INFER, legit.length), body: [legit] })),
     },
   ];
 }
@@ -190,9 +245,16 @@ export async function runAttack(c: AttackCase, port: number, localAddress = '127
  * Runs a case on its own thread (hostileAttacker.ts), compiled: from dist/ when this module runs
  * from sources (the integration tests).
  */
-export function runAttackInThread(name: string, port: number, quick = false, localAddress = '127.0.0.2'): Promise<AttackResult> {
+export function runAttackInThread(
+  name: string,
+  port: number,
+  quick = false,
+  localAddress = '127.0.0.2',
+): Promise<AttackResult> {
   const here = fileURLToPath(new URL('./hostileAttacker.js', import.meta.url));
-  const file = existsSync(here) ? here : fileURLToPath(new URL('../dist/benchmarks/hostileAttacker.js', import.meta.url));
+  const file = existsSync(here)
+    ? here
+    : fileURLToPath(new URL('../dist/benchmarks/hostileAttacker.js', import.meta.url));
   return new Promise((resolve, reject) => {
     const w = new Worker(file, { workerData: { name, port, quick, localAddress } });
     w.once('message', (r: AttackResult) => {

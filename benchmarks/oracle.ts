@@ -22,25 +22,40 @@ import type { Deployment, PolicyFactory } from '../src/policy/types.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from '../cli/profiles.js';
 import { loadScenario } from '../cli/scenarios.js';
 
-const { values } = parseArgs({ options: { scenario: { type: 'string' }, loads: { type: 'string' }, seeds: { type: 'string', default: '1,2,3' }, budget: { type: 'string', default: '300' } } });
-if (!values.scenario || !values.loads) throw new RangeError('usage: oracle.js --scenario NAME|FILE --loads 1.5,1.75,2 [--seeds 1,2,3] [--budget 300]');
+const { values } = parseArgs({
+  options: {
+    scenario: { type: 'string' },
+    loads: { type: 'string' },
+    seeds: { type: 'string', default: '1,2,3' },
+    budget: { type: 'string', default: '300' },
+  },
+});
+if (!values.scenario || !values.loads)
+  throw new RangeError('usage: oracle.js --scenario NAME|FILE --loads 1.5,1.75,2 [--seeds 1,2,3] [--budget 300]');
 const numbers = (text: string, flag: string) => {
   const xs = text.split(',').map((x) => Number(x.trim()));
-  if (xs.length === 0 || xs.some((x) => !(x > 0) || !Number.isFinite(x))) throw new RangeError(`${flag}: expected positive numbers separated by commas, got '${text}'`);
+  if (xs.length === 0 || xs.some((x) => !(x > 0) || !Number.isFinite(x)))
+    throw new RangeError(`${flag}: expected positive numbers separated by commas, got '${text}'`);
   return xs;
 };
 const loads = numbers(values.loads, '--loads').sort((a, b) => a - b);
 const seeds = numbers(values.seeds, '--seeds');
 if (seeds.some((s) => !Number.isInteger(s))) throw new RangeError(`--seeds: expected integers, got '${values.seeds}'`);
 const budget = Number(values.budget);
-if (!Number.isInteger(budget) || budget < 1) throw new RangeError(`--budget: expected a positive integer, got '${values.budget}'`);
+if (!Number.isInteger(budget) || budget < 1)
+  throw new RangeError(`--budget: expected a positive integer, got '${values.budget}'`);
 
 const loaded = loadScenario(values.scenario);
 const scenario = loaded.scenario;
 const cluster = scenarioCluster(scenario, loaded.profiles);
 const shipped = join(BUILTIN_POLICY_DIR, `${scenario.name}.json`);
 const policyData = existsSync(shipped) ? readJsonFile(shipped) : undefined;
-const ctx = { scenario, profiles: loaded.profiles, traces: loaded.traces, policyOptions: () => (policyData !== undefined ? { policyData } : {}) };
+const ctx = {
+  scenario,
+  profiles: loaded.profiles,
+  traces: loaded.traces,
+  policyOptions: () => (policyData !== undefined ? { policyData } : {}),
+};
 // Plan for each model's peak (a trace's: its rate at time 0).
 const t0Rates = initialRates(scenario, loaded.traces);
 const planRates = peakRates(scenario).map((r, i) => (Number.isFinite(r) ? r : t0Rates[i]!));
@@ -52,12 +67,15 @@ const recording: PolicyFactory = {
   ...inssFactory,
   create(c, o) {
     const p = inssFactory.create(c, o);
-    return { name: p.name, decide: (obs) => {
-      const d = p.decide(obs);
-      const key = planKey(cluster, d);
-      chosen.set(key, { plan: d, decisions: (chosen.get(key)?.decisions ?? 0) + 1 });
-      return d;
-    } };
+    return {
+      name: p.name,
+      decide: (obs) => {
+        const d = p.decide(obs);
+        const key = planKey(cluster, d);
+        chosen.set(key, { plan: d, decisions: (chosen.get(key)?.decisions ?? 0) + 1 });
+        return d;
+      },
+    };
   },
 };
 runPolicy({ ...ctx, scenario: { ...scenario, seed: seeds[0]! } }, recording, loads[0], cluster);
@@ -72,14 +90,35 @@ const result = oracleSweep(ctx, cluster, {
   attainment: 0.99,
   planRates,
   pooling: { sloFraction: SLO_FRACTION, budget: POOLING_BUDGET },
-  extraSeeds: [...chosen.values()].sort((a, b) => b.decisions - a.decisions).slice(0, MOST_USED).map((c) => c.plan),
+  extraSeeds: [...chosen.values()]
+    .sort((a, b) => b.decisions - a.decisions)
+    .slice(0, MOST_USED)
+    .map((c) => c.plan),
   onStep: (s) => {
     if (s.simulations - lastPrint >= 10 || s.passed) {
       lastPrint = s.simulations;
-      process.stderr.write(`${scenario.name} ${s.load}x sims ${s.simulations} best ${s.bestViolationPct.map((v) => v.toFixed(2)).join('/')}%${s.passed ? ' PASS' : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)\n`);
+      process.stderr.write(
+        `${scenario.name} ${s.load}x sims ${s.simulations} best ${s.bestViolationPct.map((v) => v.toFixed(2)).join('/')}%${s.passed ? ' PASS' : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)\n`,
+      );
     }
   },
 });
 const names = cluster.models.map((m) => m.name);
-const plan = result.plan.placements.map((p) => `${names[p.model]}@${p.gpu}${result.plan.gpuModes?.[p.gpu] === 'timeshare' ? ' pooled' : ` ${p.pct}%`} b${p.batch}`);
-console.log(JSON.stringify({ benchmark: 'oracle', scenario: scenario.name, loads, seeds, budget, inssPlansHeld: chosen.size, inssPlansSeeded: Math.min(MOST_USED, chosen.size), ...result, planText: plan, wallS: Number(((performance.now() - started) / 1000).toFixed(1)) }));
+const plan = result.plan.placements.map(
+  (p) =>
+    `${names[p.model]}@${p.gpu}${result.plan.gpuModes?.[p.gpu] === 'timeshare' ? ' pooled' : ` ${p.pct}%`} b${p.batch}`,
+);
+console.log(
+  JSON.stringify({
+    benchmark: 'oracle',
+    scenario: scenario.name,
+    loads,
+    seeds,
+    budget,
+    inssPlansHeld: chosen.size,
+    inssPlansSeeded: Math.min(MOST_USED, chosen.size),
+    ...result,
+    planText: plan,
+    wallS: Number(((performance.now() - started) / 1000).toFixed(1)),
+  }),
+);

@@ -33,7 +33,8 @@ function overlapGain(soloMs: readonly [number, number], pairMs: readonly [number
 }
 
 const f2 = (x: number): string => x.toFixed(2);
-const span = (xs: readonly number[]): string => (xs.length === 0 ? '-' : `${f2(Math.min(...xs))}-${f2(Math.max(...xs))}`);
+const span = (xs: readonly number[]): string =>
+  xs.length === 0 ? '-' : `${f2(Math.min(...xs))}-${f2(Math.max(...xs))}`;
 const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 const v100Dir = join(PACKAGE_ROOT, 'data', 'v100');
@@ -51,12 +52,15 @@ const v100 = models.get('v100')!;
 function measuredSoloMs(model: string, batch: number, pct: number): number | undefined {
   return measured.solo.find((p) => p.model === model && p.batch === batch && p.pct === pct)?.latencyMs;
 }
-const predictSoloMs = (lm: LatencyModel, model: string, batch: number): number => lm.predict([{ model, batch, pct: 100 }]).latencyMs[0]!;
+const predictSoloMs = (lm: LatencyModel, model: string, batch: number): number =>
+  lm.predict([{ model, batch, pct: 100 }]).latencyMs[0]!;
 
 // --- The denominators: the V100 solo table has 100% at batch 1 only. -----------------------------
 console.log('## V100 solo latency at 100% of the GPU (the series denominator)\n');
 console.log('Measured 100% exists at batch 1 only; elsewhere the nearest measured share is 80%.\n');
-console.log('| model | batch | measured 80% (ms) | measured 100% (ms) | v100 profile 100% (ms) | profile vs measured 100% | measured 80% / profile 100% |');
+console.log(
+  '| model | batch | measured 80% (ms) | measured 100% (ms) | v100 profile 100% (ms) | profile vs measured 100% | measured 80% / profile 100% |',
+);
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const model of v100.modelNames) {
   for (const batch of [1, 4, 16]) {
@@ -64,7 +68,9 @@ for (const model of v100.modelNames) {
     const t100 = measuredSoloMs(model, batch, 100);
     const fit = predictSoloMs(v100, model, batch);
     const err = t100 === undefined ? '-' : `${((fit / t100 - 1) * 100).toFixed(1)}%`;
-    console.log(`| ${model} | ${batch} | ${t80.toFixed(3)} | ${t100?.toFixed(3) ?? '-'} | ${fit.toFixed(3)} | ${err} | ${f2(t80 / fit)} |`);
+    console.log(
+      `| ${model} | ${batch} | ${t80.toFixed(3)} | ${t100?.toFixed(3) ?? '-'} | ${fit.toFixed(3)} | ${err} | ${f2(t80 / fit)} |`,
+    );
   }
 }
 
@@ -110,26 +116,39 @@ console.log('\n## (a) Measured overlap gain on the V100 (MPS, shares summing to 
 console.log('Gain = s_a / t_a + s_b / t_b: t measured side by side, s solo on the whole GPU. Columns: s at 80% (upper');
 console.log('bound), s at 100% by the fitted v100 profile (central), s = 0.8 x the 80% time (lower bound); and what');
 console.log('the latency model predicts at the same point (its own t over the same s).\n');
-console.log('| pair | class | batch | shares | t_a / t_b (ms) | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted |');
+console.log(
+  '| pair | class | batch | shares | t_a / t_b (ms) | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted |',
+);
 console.log('| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |');
 for (const g of gains) {
-  const c = colocated.find((x) => x.runs[0]!.model === g.a && x.runs[1]!.model === g.b && x.runs[0]!.batch === g.batch && x.runs[0]!.pct === g.pctA)!;
+  const c = colocated.find(
+    (x) =>
+      x.runs[0]!.model === g.a && x.runs[1]!.model === g.b && x.runs[0]!.batch === g.batch && x.runs[0]!.pct === g.pctA,
+  )!;
   const ms = `${c.runs[0]!.latencyMs.toFixed(2)} / ${c.runs[1]!.latencyMs.toFixed(2)}`;
-  console.log(`| ${g.a}+${g.b} | ${g.cls} | ${g.batch} | ${g.pctA}/${g.pctB} | ${ms} | ${f2(g.upper)} | ${f2(g.fitted)} | ${f2(g.lower)} | ${f2(g.predicted)} |`);
+  console.log(
+    `| ${g.a}+${g.b} | ${g.cls} | ${g.batch} | ${g.pctA}/${g.pctB} | ${ms} | ${f2(g.upper)} | ${f2(g.fitted)} | ${f2(g.lower)} | ${f2(g.predicted)} |`,
+  );
 }
 
 console.log('\nSummary by class and shares (min-max over pairs and batches 4 and 16):\n');
-console.log('| class | shares | pairs | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted | mean predicted - measured (fitted s) |');
+console.log(
+  '| class | shares | pairs | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted | mean predicted - measured (fitted s) |',
+);
 console.log('| --- | --- | ---: | --- | --- | --- | --- | ---: |');
 const splits = [...new Set(gains.map((g) => `${Math.min(g.pctA, g.pctB)}/${Math.max(g.pctA, g.pctB)}`))];
 for (const cls of ['mixed', 'heavy'] as const) {
   for (const split of splits) {
-    const xs = gains.filter((g) => g.cls === cls && `${Math.min(g.pctA, g.pctB)}/${Math.max(g.pctA, g.pctB)}` === split);
+    const xs = gains.filter(
+      (g) => g.cls === cls && `${Math.min(g.pctA, g.pctB)}/${Math.max(g.pctA, g.pctB)}` === split,
+    );
     if (xs.length === 0) continue;
     const pairs = new Set(xs.map((g) => `${g.a}+${g.b}`)).size;
     const bias = mean(xs.map((g) => g.predicted - g.fitted));
     const fmt = (k: 'upper' | 'fitted' | 'lower' | 'predicted'): string => span(xs.map((g) => g[k]));
-    console.log(`| ${cls} | ${split} | ${pairs} | ${fmt('upper')} | ${fmt('fitted')} | ${fmt('lower')} | ${fmt('predicted')} | ${bias >= 0 ? '+' : ''}${f2(bias)} |`);
+    console.log(
+      `| ${cls} | ${split} | ${pairs} | ${fmt('upper')} | ${fmt('fitted')} | ${fmt('lower')} | ${fmt('predicted')} | ${bias >= 0 ? '+' : ''}${f2(bias)} |`,
+    );
   }
 }
 
@@ -143,7 +162,10 @@ for (let i = 0; i < v100.modelNames.length; i++) {
   for (let j = i + 1; j < v100.modelNames.length; j++) {
     const [a, b] = [v100.modelNames[i]!, v100.modelNames[j]!];
     const ratio = (m: string): number => measuredSoloMs(m, 1, 100)! / measuredSoloMs(m, 1, 50)!;
-    const [ta, tb] = v100.predict([{ model: a, batch: 1, pct: 50 }, { model: b, batch: 1, pct: 50 }]).latencyMs as [number, number];
+    const [ta, tb] = v100.predict([
+      { model: a, batch: 1, pct: 50 },
+      { model: b, batch: 1, pct: 50 },
+    ]).latencyMs as [number, number];
     const even = overlapGain([predictSoloMs(v100, a, 1), predictSoloMs(v100, b, 1)], [ta, tb]);
     console.log(`| ${a}+${b} | ${pairClass(a, b)} | ${f2(ratio(a) + ratio(b))} | ${f2(even)} |`);
   }
@@ -170,9 +192,23 @@ for (const [id, lm] of models) {
       const [a, b] = [names[i]!, names[j]!];
       for (const batch of PREDICT_BATCHES) {
         const solo: [number, number] = [predictSoloMs(lm, a, batch), predictSoloMs(lm, b, batch)];
-        const [ta, tb] = lm.predict([{ model: a, batch, pct: 50 }, { model: b, batch, pct: 50 }]).latencyMs as [number, number];
-        const rule: [number, number] = [pooledMs('overlap', ta, solo[0], 2, solo[0] + solo[1]), pooledMs('overlap', tb, solo[1], 2, solo[1] + solo[0])];
-        predicted.push({ profile: id, a, b, cls: pairClass(a, b), batch, even: overlapGain(solo, [ta, tb]), rule: overlapGain(solo, rule) });
+        const [ta, tb] = lm.predict([
+          { model: a, batch, pct: 50 },
+          { model: b, batch, pct: 50 },
+        ]).latencyMs as [number, number];
+        const rule: [number, number] = [
+          pooledMs('overlap', ta, solo[0], 2, solo[0] + solo[1]),
+          pooledMs('overlap', tb, solo[1], 2, solo[1] + solo[0]),
+        ];
+        predicted.push({
+          profile: id,
+          a,
+          b,
+          cls: pairClass(a, b),
+          batch,
+          even: overlapGain(solo, [ta, tb]),
+          rule: overlapGain(solo, rule),
+        });
       }
     }
   }
@@ -180,14 +216,18 @@ for (const [id, lm] of models) {
 
 console.log('\n## (b) Predicted overlap gain at 50/50, per profile\n');
 console.log('even: both batches at 50% with interference, over solo at 100% (both by the profile). rule: the overlap');
-console.log("rule's time, min(even split, 2 x own solo, own solo + the other's), both models kept busy (every batch starts");
+console.log(
+  "rule's time, min(even split, 2 x own solo, own solo + the other's), both models kept busy (every batch starts",
+);
 console.log('beside a running batch of the other); it never falls below series (1.00).\n');
 console.log(`| profile | pair | class | ${PREDICT_BATCHES.map((b) => `b${b} even | b${b} rule`).join(' | ')} |`);
 console.log(`| --- | --- | --- | ${PREDICT_BATCHES.map(() => '---: | ---:').join(' | ')} |`);
 for (let k = 0; k < predicted.length; k += PREDICT_BATCHES.length) {
   const row = predicted.slice(k, k + PREDICT_BATCHES.length);
   const p = row[0]!;
-  console.log(`| ${p.profile} | ${p.a}+${p.b} | ${p.cls} | ${row.map((g) => `${f2(g.even)} | ${f2(g.rule)}`).join(' | ')} |`);
+  console.log(
+    `| ${p.profile} | ${p.a}+${p.b} | ${p.cls} | ${row.map((g) => `${f2(g.even)} | ${f2(g.rule)}`).join(' | ')} |`,
+  );
 }
 
 console.log('\nSummary by class (min-max over pairs; even split, then the rule):\n');
@@ -214,7 +254,9 @@ const reference = gains.filter((g) => g.cls === 'heavy' && g.pctA === 50 && g.pc
 const referenceMean = mean(reference.map((g) => g.fitted));
 const measuredBatches = [...new Set(reference.map((g) => g.batch))];
 console.log('\n## (c) Verdict: the heavy-pair overlap gain at 50/50\n');
-console.log(`V100 measured heavy pairs (${[...new Set(reference.map((g) => `${g.a}+${g.b}`))].join(', ')}), batches ${measuredBatches.join(', ')}:`);
+console.log(
+  `V100 measured heavy pairs (${[...new Set(reference.map((g) => `${g.a}+${g.b}`))].join(', ')}), batches ${measuredBatches.join(', ')}:`,
+);
 const lowerMean = mean(reference.map((g) => g.lower));
 const upperMean = mean(reference.map((g) => g.upper));
 console.log(

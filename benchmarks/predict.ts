@@ -26,13 +26,13 @@ const POOL = 4096;
 const batches = new Int32Array(POOL * 4);
 const pcts = new Float64Array(POOL * 4);
 let seed = 12345;
-const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
 const unit = profile.gpu.mpsUnitPct;
 const units = Math.floor(100 / unit);
 for (let c = 0; c < POOL; c++) {
   let left = units;
   for (let i = 0; i < 4; i++) {
-    const u = i === 3 ? Math.max(1, left) : Math.max(1, Math.floor(rand() * (left - (3 - i)) ) );
+    const u = i === 3 ? Math.max(1, left) : Math.max(1, Math.floor(rand() * (left - (3 - i))));
     left -= u;
     batches[c * 4 + i] = 1 + Math.floor(rand() * 32);
     pcts[c * 4 + i] = Math.min(100, u * unit);
@@ -46,8 +46,14 @@ function run(iterations: number): number {
   let sink = 0;
   for (let k = 0; k < iterations; k++) {
     const c = (k & (POOL - 1)) * 4;
-    b4[0] = batches[c]!; b4[1] = batches[c + 1]!; b4[2] = batches[c + 2]!; b4[3] = batches[c + 3]!;
-    p4[0] = pcts[c]!; p4[1] = pcts[c + 1]!; p4[2] = pcts[c + 2]!; p4[3] = pcts[c + 3]!;
+    b4[0] = batches[c]!;
+    b4[1] = batches[c + 1]!;
+    b4[2] = batches[c + 2]!;
+    b4[3] = batches[c + 3]!;
+    p4[0] = pcts[c]!;
+    p4[1] = pcts[c + 1]!;
+    p4[2] = pcts[c + 2]!;
+    p4[3] = pcts[c + 3]!;
     model.predictGpu(idx, b4, p4, 4, out);
     sink += out[0]!;
   }
@@ -70,11 +76,13 @@ for (let r = 0; r < Number(values.rounds); r++) {
 }
 rates.sort((a, b) => a - b);
 const median = rates[Math.floor(rates.length / 2)]!;
-console.log(JSON.stringify({
-  benchmark: 'predict',
-  profile: profile.id,
-  models: names,
-  predictionsPerS: Math.round(median),
-  roundsPerS: rates.map(Math.round),
-  node: process.version,
-}));
+console.log(
+  JSON.stringify({
+    benchmark: 'predict',
+    profile: profile.id,
+    models: names,
+    predictionsPerS: Math.round(median),
+    roundsPerS: rates.map(Math.round),
+    node: process.version,
+  }),
+);

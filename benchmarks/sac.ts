@@ -30,7 +30,13 @@ const rng = new Rng(7);
 const randomState = () => Float32Array.from({ length: STATE_DIM }, () => 2 * rng.next() - 1);
 for (let k = 0; k < 500; k++) {
   const state = randomState();
-  agent.observe({ state, action: agent.act(state), reward: rng.next(), nextState: randomState(), done: k % 200 === 199 });
+  agent.observe({
+    state,
+    action: agent.act(state),
+    reward: rng.next(),
+    nextState: randomState(),
+    done: k % 200 === 199,
+  });
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -57,17 +63,19 @@ for (let r = 0; r < rounds; r++) forwardUs.push(1000 * time(() => forward.act(st
 agent.dispose();
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
-console.log(JSON.stringify({
-  benchmark: 'sac',
-  backend,
-  stateDim: STATE_DIM,
-  hidden: [512, 256],
-  heads: HEADS,
-  batchSize: 100,
-  updateMs: round2(median(updateMs)),
-  updateMsRounds: updateMs.map(round2),
-  tfActMs: round2(median(tfActMs)),
-  actorForwardUs: round2(median(forwardUs)),
-  actorForwardUsRounds: forwardUs.map(round2),
-  node: process.version,
-}));
+console.log(
+  JSON.stringify({
+    benchmark: 'sac',
+    backend,
+    stateDim: STATE_DIM,
+    hidden: [512, 256],
+    heads: HEADS,
+    batchSize: 100,
+    updateMs: round2(median(updateMs)),
+    updateMsRounds: updateMs.map(round2),
+    tfActMs: round2(median(tfActMs)),
+    actorForwardUs: round2(median(forwardUs)),
+    actorForwardUsRounds: forwardUs.map(round2),
+    node: process.version,
+  }),
+);

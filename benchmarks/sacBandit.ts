@@ -48,7 +48,11 @@ export const BANDIT_SETTINGS_QUICK: SacSettingsInput = {
 };
 
 /** Share of `n` random states on which the greedy action is right on both heads (chance: 1/12). */
-export function greedyAccuracy(agent: { act(s: Float32Array, o: { greedy: boolean }): Int32Array }, n: number, seed: number): number {
+export function greedyAccuracy(
+  agent: { act(s: Float32Array, o: { greedy: boolean }): Int32Array },
+  n: number,
+  seed: number,
+): number {
   const rng = new Rng(seed);
   let right = 0;
   for (let k = 0; k < n; k++) {

@@ -8,7 +8,14 @@
 import { parseArgs } from 'node:util';
 import { initTf } from '../rl/backend.js';
 import { SacDiscrete } from '../rl/sacDiscrete.js';
-import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_SETTINGS_QUICK, BANDIT_STATE_DIM, greedyAccuracy, trainOnBandit } from './sacBandit.js';
+import {
+  BANDIT_HEADS,
+  BANDIT_SETTINGS,
+  BANDIT_SETTINGS_QUICK,
+  BANDIT_STATE_DIM,
+  greedyAccuracy,
+  trainOnBandit,
+} from './sacBandit.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +41,11 @@ for (const seed of seeds) {
   const checkpoints: { updates: number; accuracy: number; seconds: number }[] = [];
   for (let u = Math.min(every, updates); ; u = Math.min(u + every, updates)) {
     trainOnBandit(agent, u);
-    checkpoints.push({ updates: u, accuracy: greedyAccuracy(agent, 1000, 7), seconds: Number(((performance.now() - t0) / 1000).toFixed(2)) });
+    checkpoints.push({
+      updates: u,
+      accuracy: greedyAccuracy(agent, 1000, 7),
+      seconds: Number(((performance.now() - t0) / 1000).toFixed(2)),
+    });
     if (u === updates) break;
   }
   console.log(JSON.stringify({ seed, settings, checkpoints }));

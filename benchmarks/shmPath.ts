@@ -179,9 +179,16 @@ async function runA(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'inss-shm-'));
   const shmPath = `/dev/shm/inss-shm-bench-${process.pid}`;
   const socketPath = join(dir, 'b.sock');
-  const cleanup: (() => void)[] = [() => rmSync(dir, { recursive: true, force: true }), () => rmSync(shmPath, { force: true })];
+  const cleanup: (() => void)[] = [
+    () => rmSync(dir, { recursive: true, force: true }),
+    () => rmSync(shmPath, { force: true }),
+  ];
   try {
-    console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     const fd = openSync(shmPath, 'wx', 0o600);
     ftruncateSync(fd, TASKS * SLOT_BYTES);
     closeSync(fd);
@@ -194,7 +201,9 @@ async function runA(): Promise<void> {
     });
     const sourceSums = sources.map((b) => sum64(b, 0, BODY_BYTES));
 
-    const b = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve-b', socketPath, shmPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const b = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve-b', socketPath, shmPath], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     cleanup.push(() => b.kill());
     await new Promise<void>((res, rej) => {
       b.stdout.once('data', () => res());
@@ -218,7 +227,8 @@ async function runA(): Promise<void> {
     });
     thread.postMessage({ op: 'open', path: socketPath } satisfies ToThread);
     await connected;
-    const viaThread = (head: Uint8Array, parts: Uint8Array[]) => thread.postMessage({ op: 'send', head, parts } satisfies ToThread);
+    const viaThread = (head: Uint8Array, parts: Uint8Array[]) =>
+      thread.postMessage({ op: 'send', head, parts } satisfies ToThread);
     const mainEvents: SocketEvents = {
       connected: () => undefined,
       frame: (_cid, header) => onAnswer(header as AnswerHeader),
@@ -244,7 +254,8 @@ async function runA(): Promise<void> {
     const runMode = async (mode: Mode): Promise<Figures> => {
       const useShm = mode !== 'socket';
       const store = useShm ? region : sab;
-      const send = mode === 'shm-main' ? (head: Uint8Array, parts: Uint8Array[]) => mainLinks.send(0, head, parts) : viaThread;
+      const send =
+        mode === 'shm-main' ? (head: Uint8Array, parts: Uint8Array[]) => mainLinks.send(0, head, parts) : viaThread;
       const sourceOf = new Int32Array(TASKS);
       const ready: number[] = [];
       const batches = new Map<number, number[]>();
@@ -265,11 +276,19 @@ async function runA(): Promise<void> {
           const id = nextId++;
           batches.set(id, slots);
           if (useShm) {
-            const header: BatchHeader = { type: 'batch', id, tasks: slots.length, slots: slots.map((s) => [s * SLOT_BYTES, BODY_BYTES]) };
+            const header: BatchHeader = {
+              type: 'batch',
+              id,
+              tasks: slots.length,
+              slots: slots.map((s) => [s * SLOT_BYTES, BODY_BYTES]),
+            };
             send(frameHead(header, 0), []);
           } else {
             const header: BatchHeader = { type: 'batch', id, tasks: slots.length };
-            send(frameHead(header, slots.length * BODY_BYTES), slots.map((s) => store.subarray(s * SLOT_BYTES, s * SLOT_BYTES + BODY_BYTES)));
+            send(
+              frameHead(header, slots.length * BODY_BYTES),
+              slots.map((s) => store.subarray(s * SLOT_BYTES, s * SLOT_BYTES + BODY_BYTES)),
+            );
           }
         }
       };
@@ -278,7 +297,8 @@ async function runA(): Promise<void> {
         if (!slots) throw new Error(`an answer to batch ${h.id}, never sent`);
         batches.delete(h.id);
         slots.forEach((s, i) => {
-          if (h.sums[i] !== sourceSums[sourceOf[s]!]) throw new Error(`${mode}: task in slot ${s} summed ${h.sums[i]} in B, ${sourceSums[sourceOf[s]!]} in A`);
+          if (h.sums[i] !== sourceSums[sourceOf[s]!])
+            throw new Error(`${mode}: task in slot ${s} summed ${h.sums[i]} in B, ${sourceSums[sourceOf[s]!]} in A`);
         });
         answered += slots.length;
         if (!stopping) for (const s of slots) arrive(s);
@@ -302,7 +322,16 @@ async function runA(): Promise<void> {
       const mainMs = per(s1.mainMs - s0.mainMs);
       const threadMs = per(s1.threadMs - s0.threadMs);
       const bMs = per(s1.bMs - s0.bMs);
-      return { mode, perS: (n * 1000) / (s1.atMs - s0.atMs), aMs, mainMs, threadMs, restMs: aMs - mainMs - threadMs, bMs, totalMs: aMs + bMs };
+      return {
+        mode,
+        perS: (n * 1000) / (s1.atMs - s0.atMs),
+        aMs,
+        mainMs,
+        threadMs,
+        restMs: aMs - mainMs - threadMs,
+        bMs,
+        totalMs: aMs + bMs,
+      };
     };
 
     const f3 = (x: number) => x.toFixed(3);
@@ -321,13 +350,30 @@ async function runA(): Promise<void> {
       const s = [...xs].sort((a, b) => a - b);
       return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
     };
-    console.log(`\nmedians of ${rounds} rounds (${TASKS} outstanding, ${BODY_BYTES} B bodies, batches of <= ${MAX_BATCH}, ${ANSWER_BYTES} B answers per task):`);
+    console.log(
+      `\nmedians of ${rounds} rounds (${TASKS} outstanding, ${BODY_BYTES} B bodies, batches of <= ${MAX_BATCH}, ${ANSWER_BYTES} B answers per task):`,
+    );
     for (const m of modes) {
       const fs = all.filter((f) => f.mode === m);
       const med = (k: keyof Omit<Figures, 'mode'>) => median(fs.map((f) => f[k]));
-      console.log(line({ mode: m, perS: med('perS'), aMs: med('aMs'), mainMs: med('mainMs'), threadMs: med('threadMs'), restMs: med('restMs'), bMs: med('bMs'), totalMs: med('totalMs') }));
+      console.log(
+        line({
+          mode: m,
+          perS: med('perS'),
+          aMs: med('aMs'),
+          mainMs: med('mainMs'),
+          threadMs: med('threadMs'),
+          restMs: med('restMs'),
+          bMs: med('bMs'),
+          totalMs: med('totalMs'),
+        }),
+      );
     }
-    console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     finished = true;
   } finally {
     for (const c of cleanup.reverse()) c();

@@ -22,10 +22,18 @@ const loaded = loadScenario(values.scenario);
 const cluster = scenarioCluster(loaded.scenario, loaded.profiles);
 const scale = Number(values.scale);
 if (cluster.gpus.length < cluster.models.length) throw new Error('benchmark needs at least one GPU per model');
-const peak = loaded.scenario.models.map((m) => (m.rate.kind === 'triangle' ? m.rate.maxPerS : m.rate.kind === 'constant' ? m.rate.ratePerS : 100) * scale);
-const inputs = cluster.models.map((m, i) => ({ placement: { model: i, gpu: i, pct: 100 }, sloMs: m.sloMs, ratePerS: peak[i]! }));
+const peak = loaded.scenario.models.map(
+  (m) => (m.rate.kind === 'triangle' ? m.rate.maxPerS : m.rate.kind === 'constant' ? m.rate.ratePerS : 100) * scale,
+);
+const inputs = cluster.models.map((m, i) => ({
+  placement: { model: i, gpu: i, pct: 100 },
+  sloMs: m.sloMs,
+  ratePerS: peak[i]!,
+}));
 const { batches } = bda(cluster.gpus, inputs);
-const deployment: Deployment = { placements: cluster.models.map((_, i) => ({ model: i, gpu: i, pct: 100, batch: batches[i]! })) };
+const deployment: Deployment = {
+  placements: cluster.models.map((_, i) => ({ model: i, gpu: i, pct: 100, batch: batches[i]! })),
+};
 const policy: Policy = { name: 'fixed', decide: () => deployment };
 
 const rates: number[] = [];
@@ -44,14 +52,16 @@ for (let r = 0; r < Number(values.rounds); r++) {
   last = { arrivals: res.arrivals, events: res.events, sloViolationPct: res.sloViolationPct };
 }
 rates.sort((a, b) => a - b);
-console.log(JSON.stringify({
-  benchmark: 'sim',
-  scenario: loaded.scenario.name,
-  loadScale: scale,
-  tasksPerRun: last.arrivals,
-  eventsPerRun: last.events,
-  sloViolationPct: Number(last.sloViolationPct.toFixed(3)),
-  tasksPerS: Math.round(rates[Math.floor(rates.length / 2)]!),
-  roundsPerS: rates.map(Math.round),
-  node: process.version,
-}));
+console.log(
+  JSON.stringify({
+    benchmark: 'sim',
+    scenario: loaded.scenario.name,
+    loadScale: scale,
+    tasksPerRun: last.arrivals,
+    eventsPerRun: last.events,
+    sloViolationPct: Number(last.sloViolationPct.toFixed(3)),
+    tasksPerS: Math.round(rates[Math.floor(rates.length / 2)]!),
+    roundsPerS: rates.map(Math.round),
+    node: process.version,
+  }),
+);

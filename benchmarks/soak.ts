@@ -64,7 +64,8 @@ const KILL_EVERY_S = positive('kill-every-s', values['kill-every-s']);
 const STEP_EVERY_S = positive('step-every-s', values['step-every-s']);
 const SAMPLE_EVERY_S = positive('sample-every-s', values['sample-every-s']);
 // The default warm-up: 3 minutes, or a fifth of a short run.
-const WARMUP_S = values['warmup-s'] !== undefined ? positive('warmup-s', values['warmup-s']) : Math.min(180, DURATION_S / 5);
+const WARMUP_S =
+  values['warmup-s'] !== undefined ? positive('warmup-s', values['warmup-s']) : Math.min(180, DURATION_S / 5);
 /**
  * The window of samples a figure is the median of: 5 minutes, or a fifth of a short run. Shorter
  * windows (a minute: 6 samples) were dominated by the moment: the scheduler's fds count the client's
@@ -72,7 +73,9 @@ const WARMUP_S = values['warmup-s'] !== undefined ? positive('warmup-s', values[
  */
 const WINDOW_S = Math.min(300, DURATION_S / 5);
 if (WARMUP_S + WINDOW_S > DURATION_S - WINDOW_S) {
-  console.error(`bench:soak: --warmup-s ${WARMUP_S} leaves no room for the after-warm-up and end windows (${WINDOW_S} s each) in ${DURATION_S} s`);
+  console.error(
+    `bench:soak: --warmup-s ${WARMUP_S} leaves no room for the after-warm-up and end windows (${WINDOW_S} s each) in ${DURATION_S} s`,
+  );
   process.exit(2);
 }
 
@@ -128,10 +131,22 @@ async function until<T>(what: string, f: () => Promise<T | null | undefined | fa
 // ---------------------------------------------------------------------------------------------
 // The client
 
-const INPUTS = Array.from({ length: 4 }, (_, i) => new Float32Array(3 * 224 * 224).map((_, k) => ((k * 7 + i * 13) % 101) / 101));
+const INPUTS = Array.from({ length: 4 }, (_, i) =>
+  new Float32Array(3 * 224 * 224).map((_, k) => ((k * 7 + i * 13) % 101) / 101),
+);
 const REQUESTS = INPUTS.map((x) => {
-  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
-  return { body: Buffer.concat([header, Buffer.from(x.buffer)]), headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) } };
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [
+        { name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } },
+      ],
+      outputs: [{ name: 'output', parameters: { binary_data: true } }],
+    }),
+  );
+  return {
+    body: Buffer.concat([header, Buffer.from(x.buffer)]),
+    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
+  };
 });
 /** What a simulated worker of each model answers for each input (src/serving/standIn.ts). */
 const EXPECTED = new Map(MODELS.map((m) => [m, INPUTS.map((x) => standInForward(m, x, 1, x.length, 1000))]));
@@ -145,27 +160,37 @@ function send(base: string, model: Model, i: number): Promise<boolean> {
   const { body, headers } = REQUESTS[i % REQUESTS.length]!;
   tally.sent++;
   const p = new Promise<boolean>((res) => {
-    const req = http.request(`${base}/v2/models/${model}/infer`, { method: 'POST', agent: clientAgent, timeout: 60_000, headers: { ...headers, 'content-length': String(body.length) } }, (r) => {
-      const parts: Buffer[] = [];
-      r.on('data', (d: Buffer) => parts.push(d));
-      r.on('end', () => {
-        const b = Buffer.concat(parts);
-        if (r.statusCode !== 200) {
-          const why = `${r.statusCode} ${(/"reason":"([^"]+)"/.exec(b.toString())?.[1] ?? 'no reason')}`;
-          tally.byReason[why] = (tally.byReason[why] ?? 0) + 1;
-          res(false);
-          return;
-        }
-        const n = Number(r.headers['inference-header-content-length']);
-        const named = (JSON.parse(b.subarray(0, n).toString()) as { model_name?: string }).model_name;
-        const bin = b.subarray(n);
-        const out = new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length));
-        const want = EXPECTED.get(model)![i % INPUTS.length]!;
-        if (named === model && out.length === want.length && out.every((x, k) => Math.abs(x - want[k]!) < 1e-5)) tally.ok++;
-        else tally.wrong++;
-        res(true);
-      });
-    });
+    const req = http.request(
+      `${base}/v2/models/${model}/infer`,
+      {
+        method: 'POST',
+        agent: clientAgent,
+        timeout: 60_000,
+        headers: { ...headers, 'content-length': String(body.length) },
+      },
+      (r) => {
+        const parts: Buffer[] = [];
+        r.on('data', (d: Buffer) => parts.push(d));
+        r.on('end', () => {
+          const b = Buffer.concat(parts);
+          if (r.statusCode !== 200) {
+            const why = `${r.statusCode} ${/"reason":"([^"]+)"/.exec(b.toString())?.[1] ?? 'no reason'}`;
+            tally.byReason[why] = (tally.byReason[why] ?? 0) + 1;
+            res(false);
+            return;
+          }
+          const n = Number(r.headers['inference-header-content-length']);
+          const named = (JSON.parse(b.subarray(0, n).toString()) as { model_name?: string }).model_name;
+          const bin = b.subarray(n);
+          const out = new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length));
+          const want = EXPECTED.get(model)![i % INPUTS.length]!;
+          if (named === model && out.length === want.length && out.every((x, k) => Math.abs(x - want[k]!) < 1e-5))
+            tally.ok++;
+          else tally.wrong++;
+          res(true);
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('no answer within 60 s')));
     req.on('error', () => {
       tally.neverAnswered++;
@@ -243,9 +268,43 @@ const median = (xs: readonly number[]) => {
 // The run
 
 const token = `soak-${process.pid}-0123456789abcdef`;
-const sched = start('scheduler', ['scheduler', '--port', '0', '--scenario', SCENARIO, '--policy', 'gslice', '--state-dir', join(dir, 'state'), '--log-level', 'warn'], { INSS_TOKEN: token });
-const base = await until('the scheduler', () => Promise.resolve(/endpoint (http:\/\/[^ ]+)\/v2/.exec(sched.out)?.[1]), 60_000);
-const agent = start('agent', ['agent', '--scheduler', base.replace(/^http/, 'ws'), '--simulate', 'rtx2060s:1', '--agent-id', 'soak', '--log-level', 'warn'], { INSS_TOKEN: token });
+const sched = start(
+  'scheduler',
+  [
+    'scheduler',
+    '--port',
+    '0',
+    '--scenario',
+    SCENARIO,
+    '--policy',
+    'gslice',
+    '--state-dir',
+    join(dir, 'state'),
+    '--log-level',
+    'warn',
+  ],
+  { INSS_TOKEN: token },
+);
+const base = await until(
+  'the scheduler',
+  () => Promise.resolve(/endpoint (http:\/\/[^ ]+)\/v2/.exec(sched.out)?.[1]),
+  60_000,
+);
+const agent = start(
+  'agent',
+  [
+    'agent',
+    '--scheduler',
+    base.replace(/^http/, 'ws'),
+    '--simulate',
+    'rtx2060s:1',
+    '--agent-id',
+    'soak',
+    '--log-level',
+    'warn',
+  ],
+  { INSS_TOKEN: token },
+);
 const procs = [sched, agent];
 const answeredBefore = await tasksAnswered(base);
 // The policy deploys a model once it has load: a request per model every 200 ms until both serve.
@@ -262,7 +321,9 @@ const load0 = loadavg()[0]!;
 const rate = values.rate !== undefined ? positive('rate', values.rate) : (await capacity(base, 15)) / 2;
 await Promise.all(pending);
 const how = values.rate !== undefined ? 'as given' : 'half the capacity measured first';
-console.log(`soak: ${DURATION_S / 60} min at ${rate.toFixed(1)} tasks/s (${how}); steps every ${STEP_EVERY_S} s, a worker SIGKILL every ${KILL_EVERY_S} s, samples every ${SAMPLE_EVERY_S} s; ${cpus().length} CPUs, Node ${process.version}, load average ${load0.toFixed(2)} at the start`);
+console.log(
+  `soak: ${DURATION_S / 60} min at ${rate.toFixed(1)} tasks/s (${how}); steps every ${STEP_EVERY_S} s, a worker SIGKILL every ${KILL_EVERY_S} s, samples every ${SAMPLE_EVERY_S} s; ${cpus().length} CPUs, Node ${process.version}, load average ${load0.toFixed(2)} at the start`,
+);
 
 const swapsBefore = await swapsDone(base);
 const t0 = performance.now();
@@ -277,7 +338,11 @@ let retired = 0;
 const sampler = setInterval(() => {
   void workers(base).then(
     (ws) => {
-      const shares = ws.filter((w) => w.role === 'active').map((w) => `${w.model}:${w.pct}`).sort().join(' ');
+      const shares = ws
+        .filter((w) => w.role === 'active')
+        .map((w) => `${w.model}:${w.pct}`)
+        .sort()
+        .join(' ');
       samples.push({
         atS: nowS(),
         rssMb: Object.fromEntries(procs.map((p) => [p.name, rssMb(p.child.pid!)])),
@@ -345,7 +410,9 @@ const load1 = loadavg()[0]!;
 
 stopping = true;
 for (const p of procs) p.child.kill('SIGTERM');
-await Promise.all(procs.map((p) => new Promise((r) => (p.child.exitCode !== null ? r(null) : p.child.once('exit', r)))));
+await Promise.all(
+  procs.map((p) => new Promise((r) => (p.child.exitCode !== null ? r(null) : p.child.once('exit', r)))),
+);
 clientAgent.destroy();
 
 // ---------------------------------------------------------------------------------------------
@@ -355,7 +422,8 @@ const clientAnswers = tally.sent - tally.neverAnswered;
 const failures: string[] = [];
 if (tally.neverAnswered > 0) failures.push(`${tally.neverAnswered} requests never answered`);
 if (tally.wrong > 0) failures.push(`${tally.wrong} answers from the wrong model or with the wrong output`);
-if (answered !== clientAnswers) failures.push(`the scheduler answered ${answered} tasks, the client got ${clientAnswers} answers`);
+if (answered !== clientAnswers)
+  failures.push(`the scheduler answered ${answered} tasks, the client got ${clientAnswers} answers`);
 if (recoveries.some((r) => !Number.isFinite(r))) failures.push('a killed worker was not replaced within 120 s');
 
 const inWindow = (from: number, to: number) => samples.filter((s) => s.atS >= from && s.atS < to);
@@ -377,20 +445,48 @@ for (const p of procs) {
     const e = median(end.map(get));
     const growth = e / w - 1;
     if (gated && !(growth < 0.1)) failures.push(`${p.name} ${figure} grew ${(growth * 100).toFixed(1)}%`);
-    console.log(`| ${p.name} | ${figure} | ${first ? get(first).toFixed(digits) : '-'} | ${w.toFixed(digits)} | ${e.toFixed(digits)} | ${(growth * 100).toFixed(1)}% |`);
+    console.log(
+      `| ${p.name} | ${figure} | ${first ? get(first).toFixed(digits) : '-'} | ${w.toFixed(digits)} | ${e.toFixed(digits)} | ${(growth * 100).toFixed(1)}% |`,
+    );
   }
 }
-const errors = Object.entries(tally.byReason).map(([k, v]) => `${v} x ${k}`).join(', ') || 'none';
+const errors =
+  Object.entries(tally.byReason)
+    .map(([k, v]) => `${v} x ${k}`)
+    .join(', ') || 'none';
 const rec = recoveries.filter(Number.isFinite);
 const sharesSeen = [...new Set(samples.map((s) => s.shares))];
-console.log(`\nsent ${tally.sent}, answered 200 ${tally.ok} (right model and output), errors: ${errors}; never answered ${tally.neverAnswered}; wrong ${tally.wrong}`);
+console.log(
+  `\nsent ${tally.sent}, answered 200 ${tally.ok} (right model and output), errors: ${errors}; never answered ${tally.neverAnswered}; wrong ${tally.wrong}`,
+);
 console.log(`exactly once: the scheduler answered ${answered} tasks, the client got ${clientAnswers} answers`);
-console.log(`worker kills ${kills} (${retired} of them retired by the policy before a replacement served), recovery median ${median(rec).toFixed(1)} s, max ${rec.length ? Math.max(...rec).toFixed(1) : '-'} s; shadow swaps ${swaps}; ${sharesSeen.length} share sets seen (${sharesSeen.slice(0, 6).join(' | ')}${sharesSeen.length > 6 ? ' | ...' : ''})`);
-console.log(`windows: after warm-up ${WARMUP_S}-${WARMUP_S + WINDOW_S} s (${afterWarmup.length} samples), end ${DURATION_S - WINDOW_S}-${DURATION_S} s (${end.length} samples); load average ${load0.toFixed(2)} at the start, ${load1.toFixed(2)} at the end`);
+console.log(
+  `worker kills ${kills} (${retired} of them retired by the policy before a replacement served), recovery median ${median(rec).toFixed(1)} s, max ${rec.length ? Math.max(...rec).toFixed(1) : '-'} s; shadow swaps ${swaps}; ${sharesSeen.length} share sets seen (${sharesSeen.slice(0, 6).join(' | ')}${sharesSeen.length > 6 ? ' | ...' : ''})`,
+);
+console.log(
+  `windows: after warm-up ${WARMUP_S}-${WARMUP_S + WINDOW_S} s (${afterWarmup.length} samples), end ${DURATION_S - WINDOW_S}-${DURATION_S} s (${end.length} samples); load average ${load0.toFixed(2)} at the start, ${load1.toFixed(2)} at the end`,
+);
 if (values.csv !== undefined) {
   const names = procs.map((p) => p.name);
-  const head = ['at_s', ...names.flatMap((n) => [`${n}_rss_mb`, `${n}_heap_mb`, `${n}_buffers_mb`, `${n}_fds`]), 'answered_200', 'shares'];
-  const rows = samples.map((s) => [s.atS.toFixed(1), ...names.flatMap((n) => [s.rssMb[n]!.toFixed(1), s.heapMb[n]!.toFixed(2), s.buffersMb[n]!.toFixed(2), String(s.fds[n])]), String(s.answered), s.shares].join(','));
+  const head = [
+    'at_s',
+    ...names.flatMap((n) => [`${n}_rss_mb`, `${n}_heap_mb`, `${n}_buffers_mb`, `${n}_fds`]),
+    'answered_200',
+    'shares',
+  ];
+  const rows = samples.map((s) =>
+    [
+      s.atS.toFixed(1),
+      ...names.flatMap((n) => [
+        s.rssMb[n]!.toFixed(1),
+        s.heapMb[n]!.toFixed(2),
+        s.buffersMb[n]!.toFixed(2),
+        String(s.fds[n]),
+      ]),
+      String(s.answered),
+      s.shares,
+    ].join(','),
+  );
   writeFileSync(values.csv, `${head.join(',')}\n${rows.join('\n')}\n`);
   console.log(`samples: ${values.csv}`);
 }

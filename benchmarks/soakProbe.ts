@@ -12,6 +12,9 @@ if (isMainThread && file !== undefined && Number.isFinite(everyMs) && everyMs > 
   setInterval(() => {
     (globalThis as { gc?: () => void }).gc?.();
     const m = process.memoryUsage();
-    appendFileSync(file, `${JSON.stringify({ t: Date.now(), heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers })}\n`);
+    appendFileSync(
+      file,
+      `${JSON.stringify({ t: Date.now(), heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers })}\n`,
+    );
   }, everyMs).unref();
 }

@@ -34,12 +34,23 @@ import { waitFor } from './processes.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
-const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'paper-6' }, policy: { type: 'string', default: 'inss' }, scale: { type: 'string', default: '0.25' }, seconds: { type: 'string', default: '60' }, shape: { type: 'string', default: 'constant' }, 'calibrate-seconds': { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'paper-6' },
+    policy: { type: 'string', default: 'inss' },
+    scale: { type: 'string', default: '0.25' },
+    seconds: { type: 'string', default: '60' },
+    shape: { type: 'string', default: 'constant' },
+    'calibrate-seconds': { type: 'string' },
+  },
+});
 const SCALE = Number(values.scale);
 const SECONDS = Number(values.seconds);
 const CALIBRATE_S = Math.min(SECONDS, Number(values['calibrate-seconds'] ?? SECONDS));
-if (!(SCALE > 0) || !(SECONDS > 0) || !(CALIBRATE_S > 0)) throw new Error('--scale, --seconds and --calibrate-seconds: positive numbers');
-if (values.shape !== 'constant' && values.shape !== 'scenario') throw new Error(`--shape: constant or scenario, got '${values.shape}'`);
+if (!(SCALE > 0) || !(SECONDS > 0) || !(CALIBRATE_S > 0))
+  throw new Error('--scale, --seconds and --calibrate-seconds: positive numbers');
+if (values.shape !== 'constant' && values.shape !== 'scenario')
+  throw new Error(`--shape: constant or scenario, got '${values.shape}'`);
 
 function start(args: string[]): { child: ChildProcess; out: () => string } {
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -48,7 +59,6 @@ function start(args: string[]): { child: ChildProcess; out: () => string } {
   child.stderr.on('data', () => undefined);
   return { child, out: () => out };
 }
-
 
 /** The transport model of one host's entry at GET /v2/inss/cluster (`inss bench --transport` reads the same). */
 function transportOf(entry: unknown): TransportModel {
@@ -60,16 +70,24 @@ const s = loaded.scenario;
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
 // The arrivals of a run, drawn with `seed`: one trace file per model (the scenario trace format).
 const atZero = initialRates(s, loaded.traces, SCALE);
-const drawn = values.shape === 'scenario' ? s : { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'constant' as const, ratePerS: atZero[i]! } })) };
+const drawn =
+  values.shape === 'scenario'
+    ? s
+    : { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'constant' as const, ratePerS: atZero[i]! } })) };
 function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs: number[][]; files: string[] } {
-  const arrivalsMs = scenarioStreams(drawn, loaded.traces, values.shape === 'scenario' ? SCALE : 1, seed).map((stream) => {
-    const out: number[] = [];
-    for (let t = stream.next(); t < seconds * 1000; t = stream.next()) out.push(t);
-    return out;
-  });
+  const arrivalsMs = scenarioStreams(drawn, loaded.traces, values.shape === 'scenario' ? SCALE : 1, seed).map(
+    (stream) => {
+      const out: number[] = [];
+      for (let t = stream.next(); t < seconds * 1000; t = stream.next()) out.push(t);
+      return out;
+    },
+  );
   const files = s.models.map((m, i) => {
     const file = join(state, `${m.name}-${tag}-arrivals.txt`);
-    writeFileSync(file, `# ${s.name} x ${SCALE}, seed ${seed}: ${m.name}'s arrivals in seconds (bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`);
+    writeFileSync(
+      file,
+      `# ${s.name} x ${SCALE}, seed ${seed}: ${m.name}'s arrivals in seconds (bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`,
+    );
     return file;
   });
   return { arrivalsMs, files };
@@ -77,10 +95,19 @@ function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs:
 // The arrivals of the run, the same for the live system and the twin.
 const { arrivalsMs, files: traceFiles } = drawArrivals(s.seed, SECONDS, 'run');
 // The simulator reads the same files as the scenario's traces (the scenario trace format, as loadgen).
-const replayed = { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'trace' as const, file: traceFiles[i]! } })) };
+const replayed = {
+  ...s,
+  models: s.models.map((m, i) => ({ ...m, rate: { kind: 'trace' as const, file: traceFiles[i]! } })),
+};
 const replayedTraces = new Map(traceFiles.map((f) => [f, parseTrace(readFileSync(f, 'utf8'), f)]));
-console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-console.log(`scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same arrivals live and in the twin (${s.models.map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`).join(', ')})`);
+console.log(
+  `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
+console.log(
+  `scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same arrivals live and in the twin (${s.models.map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`).join(', ')})`,
+);
 
 interface LiveRun {
   readonly report: LoadgenReport;
@@ -92,26 +119,72 @@ interface LiveRun {
 /** `inss up` on the scenario (a state directory of its own), driven by `inss loadgen` replaying `files` for `seconds`. */
 async function liveRun(files: readonly string[], seconds: number, tag: string): Promise<LiveRun> {
   const dir = join(state, tag);
-  const up = start([BIN, 'up', '--port', '0', '--scenario', values.scenario, '--policy', values.policy, '--state-dir', dir, '--log-level', 'warn']);
+  const up = start([
+    BIN,
+    'up',
+    '--port',
+    '0',
+    '--scenario',
+    values.scenario,
+    '--policy',
+    values.policy,
+    '--state-dir',
+    dir,
+    '--log-level',
+    'warn',
+  ]);
   const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
-  for (let i = 0; i < 600 && (await fetch(`${base}/v2/health/ready`).then((r) => r.status, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-  const lg = start([BIN, 'loadgen', '--url', base, ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${files[i]!}`]), '--duration', String(seconds), '--json']);
+  for (
+    let i = 0;
+    i < 600 &&
+    (await fetch(`${base}/v2/health/ready`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200;
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 100));
+  const lg = start([
+    BIN,
+    'loadgen',
+    '--url',
+    base,
+    ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${files[i]!}`]),
+    '--duration',
+    String(seconds),
+    '--json',
+  ]);
   await new Promise((r) => lg.child.on('exit', r));
   const report = LoadgenReportSchema.parse(JSON.parse(lg.out()));
-  const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown>; eventLoopDelayMs?: { p50: number; p99: number; max: number } };
+  const clusterView = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as {
+    transport: Record<string, unknown>;
+    eventLoopDelayMs?: { p50: number; p99: number; max: number };
+  };
   // The scheduler's own view of each task (from its request's arrival to its answer): what the path
   // inside the scheduler's host costs, against what the client sees on top (its own HTTP stack).
   const metricsText = await (await fetch(`${base}/metrics`)).text();
   up.child.kill('SIGINT');
   await new Promise((r) => up.child.on('exit', r));
-  return { report, transport: transportOf(clusterView.transport.local), eventLoopDelayMs: clusterView.eventLoopDelayMs, metricsText };
+  return {
+    report,
+    transport: transportOf(clusterView.transport.local),
+    eventLoopDelayMs: clusterView.eventLoopDelayMs,
+    metricsText,
+  };
 }
 
 const run = await liveRun(traceFiles, SECONDS, 'run');
 const { report, transport, metricsText } = run;
-const metric = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
+const metric = (name: string, labels: string) =>
+  Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
 const elDelay = run.eventLoopDelayMs;
-console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`);
+console.log(
+  `load average after: ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(
+      ' ',
+    )}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`,
+);
 
 // The client's own leg (docs/serving.md "The client's leg"), measured on this host against inss in a
 // run of its own: the same scenario, policy, rates and client, other arrivals (the next seed), for
@@ -121,7 +194,10 @@ console.log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}
 // wait for the scheduler's event loop before it reads the request.
 const cal = await liveRun(drawArrivals(s.seed + 1, CALIBRATE_S, 'calibration').files, CALIBRATE_S, 'calibration');
 const timed = cal.report.models.reduce((a, m) => a + m.serverTimed, 0);
-if (timed === 0 || cal.report.models.some((m) => m.serverTimed !== m.ok)) throw new Error(`calibration: every ok answer must carry inss's Server-Timing; ${cal.report.models.map((m) => `${m.model} ${m.serverTimed} of ${m.ok}`).join(', ')}`);
+if (timed === 0 || cal.report.models.some((m) => m.serverTimed !== m.ok))
+  throw new Error(
+    `calibration: every ok answer must carry inss's Server-Timing; ${cal.report.models.map((m) => `${m.model} ${m.serverTimed} of ${m.ok}`).join(', ')}`,
+  );
 const outsideMs = cal.report.models.reduce((a, m) => a + m.serverTimed * m.outsideServerMeanMs!, 0) / timed;
 const clientMs = Number(Math.max(0, outsideMs - (cal.transport.wayOutMs ?? 0)).toFixed(4));
 console.log(
@@ -138,11 +214,15 @@ const twin = simulate({
   streams: scenarioStreams(replayed, replayedTraces),
   // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
   initialRatePerS: initialRates(s, loaded.traces),
-  policy: registry.get(values.policy).create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
+  policy: registry
+    .get(values.policy)
+    .create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
   settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: { ...transport, clientMs } },
 });
 
-console.log('model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  sched/twin gap %');
+console.log(
+  'model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  sched/twin gap %',
+);
 let worst = 0;
 for (const [i, m] of s.models.entries()) {
   const live = report.models.find((x) => x.model === m.name);
@@ -154,9 +234,15 @@ for (const [i, m] of s.models.entries()) {
   worst = Math.max(worst, Math.abs(liveAtt - twinAtt) / Math.max(twinAtt, 1e-9), meanGap);
   // At the scheduler: answered within the SLO of all its tasks; mean latency plus the measured way out.
   const outcomes = (o: string) => metric('inss_requests_total', `model="${m.name}",outcome="${o}"`);
-  const schedTotal = ['ok', 'late', 'dropped_slo', 'not_deployed', 'worker_failed', 'shutdown', 'bad_input'].reduce((a, o) => a + outcomes(o), 0);
+  const schedTotal = ['ok', 'late', 'dropped_slo', 'not_deployed', 'worker_failed', 'shutdown', 'bad_input'].reduce(
+    (a, o) => a + outcomes(o),
+    0,
+  );
   const schedAtt = (100 * outcomes('ok')) / schedTotal;
-  const schedMean = (1000 * metric('inss_task_latency_seconds_sum', `model="${m.name}"`)) / metric('inss_task_latency_seconds_count', `model="${m.name}"`) + (transport.wayOutMs ?? 0);
+  const schedMean =
+    (1000 * metric('inss_task_latency_seconds_sum', `model="${m.name}"`)) /
+      metric('inss_task_latency_seconds_count', `model="${m.name}"`) +
+    (transport.wayOutMs ?? 0);
   console.log(
     `${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}  ${(100 * meanGap).toFixed(1).padStart(5)}  ${((100 * Math.abs(schedMean - (t.latencyMs.mean - clientMs))) / (t.latencyMs.mean - clientMs)).toFixed(1).padStart(16)}`,
   );
@@ -165,7 +251,8 @@ for (const [i, m] of s.models.entries()) {
 // scheduler -> batch sent; twin: arrival -> batch sent, the way in included), the batch's GPU time
 // (live: what the worker reports), its transport (live: per batch, inss_batch_transport_seconds; twin:
 // per task, its latency less the way out, the client's leg, its wait and its GPU time) and its size.
-const histMean = (name: string, model: string) => metric(`${name}_sum`, `model="${model}"`) / metric(`${name}_count`, `model="${model}"`);
+const histMean = (name: string, model: string) =>
+  metric(`${name}_sum`, `model="${model}"`) / metric(`${name}_count`, `model="${model}"`);
 console.log('model          queue ms live / twin   GPU ms live / twin   transport ms live / twin   batch live / twin');
 for (const [i, m] of s.models.entries()) {
   const t = twin.models[i]!;
@@ -175,6 +262,10 @@ for (const [i, m] of s.models.entries()) {
   );
 }
 const liveTotal = report.total.sloAttainmentPct ?? NaN;
-console.log(`loadgen's send lag behind the arrivals: p99 ${report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms, max ${report.sendLagMs?.maxMs.toFixed(2) ?? '-'} ms`);
-console.log(`total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean latency, relative): ${(100 * worst).toFixed(1)}%`);
+console.log(
+  `loadgen's send lag behind the arrivals: p99 ${report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms, max ${report.sendLagMs?.maxMs.toFixed(2) ?? '-'} ms`,
+);
+console.log(
+  `total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean latency, relative): ${(100 * worst).toFixed(1)}%`,
+);
 rmSync(state, { recursive: true, force: true });

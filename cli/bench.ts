@@ -5,16 +5,41 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ATTAINMENTS, capacityOf, type CurvePoint, DEFAULT_GRID, gridLoads, type LoadGrid, type Spread, spread } from '../tools/bench/capacity.js';
+import {
+  ATTAINMENTS,
+  capacityOf,
+  type CurvePoint,
+  DEFAULT_GRID,
+  gridLoads,
+  type LoadGrid,
+  type Spread,
+  spread,
+} from '../tools/bench/capacity.js';
 import { type BenchContext, type PolicyResult, policyCurve } from '../tools/bench/run.js';
-import { attainmentKey, formatSpread, formatSuiteTable, meanCurve, type SuiteCell, summarizeSuite } from '../tools/bench/suite.js';
+import {
+  attainmentKey,
+  formatSpread,
+  formatSuiteTable,
+  meanCurve,
+  type SuiteCell,
+  summarizeSuite,
+} from '../tools/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
 import type { PolicyRegistry } from '../scheduler/registry.js';
-import { type CellJob, cellScenario, HEADROOM_VARIANTS, inssPolicyData, type PolicyJob, policyOptionsFor, runCell, runPolicyJob } from './benchCell.js';
+import {
+  type CellJob,
+  cellScenario,
+  HEADROOM_VARIANTS,
+  inssPolicyData,
+  type PolicyJob,
+  policyOptionsFor,
+  runCell,
+  runPolicyJob,
+} from './benchCell.js';
 import { startProgress } from './progress.js';
 import { listScenarioNames } from './scenarios.js';
 
@@ -41,7 +66,9 @@ export interface BenchOptions {
 
 /** The error for a policy that cannot run where the user asked for it (exit 2 from the CLI). */
 export function unsupportedError(policy: string, scenario: string, reason: string): InvalidInputError {
-  return new InvalidInputError(`${policy} cannot run on scenario ${scenario}: ${reason} (--skip-unsupported skips it and reports why)`);
+  return new InvalidInputError(
+    `${policy} cannot run on scenario ${scenario}: ${reason} (--skip-unsupported skips it and reports why)`,
+  );
 }
 
 /** Capacity of one policy over the seeds, and its curve at each seed. */
@@ -55,7 +82,18 @@ function pad(s: string, n: number, right = false): string {
 }
 
 export function formatTable(results: readonly PolicyResult[], sweeps?: ReadonlyMap<string, CapacitySummary>): string {
-  const head = ['policy', 'thr/s', 'goodput/s', 'SLO viol%', 'drop%', 'p50 ms', 'p99 ms', 'decide p99 ms', 'swaps', ...(sweeps ? ['capacity@99% x', 'capacity@95% x'] : [])];
+  const head = [
+    'policy',
+    'thr/s',
+    'goodput/s',
+    'SLO viol%',
+    'drop%',
+    'p50 ms',
+    'p99 ms',
+    'decide p99 ms',
+    'swaps',
+    ...(sweeps ? ['capacity@99% x', 'capacity@95% x'] : []),
+  ];
   const rows = results.map((r) => [
     r.policy,
     r.throughputPerS.toFixed(1),
@@ -74,7 +112,12 @@ export function formatTable(results: readonly PolicyResult[], sweeps?: ReadonlyM
 }
 
 /** A policy's capacity on the grid over the seeds (the curve at each seed runs the whole grid). */
-export function capacitySummary(ctx: BenchContext, factory: Parameters<typeof policyCurve>[1], loads: readonly number[], seeds: readonly number[]): CapacitySummary {
+export function capacitySummary(
+  ctx: BenchContext,
+  factory: Parameters<typeof policyCurve>[1],
+  loads: readonly number[],
+  seeds: readonly number[],
+): CapacitySummary {
   const curves = seeds.map((seed) => ({ seed, points: policyCurve(ctx, factory, loads, seed) }));
   const capacity: Record<string, Spread> = {};
   for (const a of ATTAINMENTS) capacity[attainmentKey(a)] = spread(curves.map((c) => capacityOf(c.points, a)));
@@ -82,12 +125,27 @@ export function capacitySummary(ctx: BenchContext, factory: Parameters<typeof po
 }
 
 export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Promise<number> {
-  const loaded = cellScenario({ scenario: opts.scenario, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
-  const names = opts.policies ? opts.policies.split(',').map((s) => s.trim()).filter(Boolean) : registry.names().filter((n) => !HEADROOM_VARIANTS.includes(n));
+  const loaded = cellScenario({
+    scenario: opts.scenario,
+    ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+  });
+  const names = opts.policies
+    ? opts.policies
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : registry.names().filter((n) => !HEADROOM_VARIANTS.includes(n));
   if (names.length === 0) throw new InvalidInputError('--policies: no policy named');
   const factories = names.map((n) => registry.get(n)); // unknown names fail before anything runs
   const policyOptions = policyOptionsFor(inssPolicyData(loaded.scenario.name, opts.policyFile));
-  const ctx: BenchContext = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), policyOptions, ...(opts.transport ? { transport: opts.transport } : {}) };
+  const ctx: BenchContext = {
+    scenario: loaded.scenario,
+    profiles: loaded.profiles,
+    traces: loaded.traces,
+    clock: () => performance.now(),
+    policyOptions,
+    ...(opts.transport ? { transport: opts.transport } : {}),
+  };
   const cluster = scenarioCluster(loaded.scenario, loaded.profiles); // validates models against profiles before anything runs
   const results: PolicyResult[] = [];
   const skipped: { policy: string; reason: string }[] = [];
@@ -99,7 +157,14 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     skipped.push({ policy: f.name, reason }); // asked for: e.g. inss-paper without a trained policy, the oracle on an instance too large
     return false;
   });
-  const policyJob = (f: (typeof runnable)[number]): PolicyJob => ({ kind: 'policy', scenario: opts.scenario, policy: f.name, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}), ...(opts.policyFile ? { policyFile: opts.policyFile } : {}), ...(opts.transport ? { transport: opts.transport } : {}) });
+  const policyJob = (f: (typeof runnable)[number]): PolicyJob => ({
+    kind: 'policy',
+    scenario: opts.scenario,
+    policy: f.name,
+    ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+    ...(opts.policyFile ? { policyFile: opts.policyFile } : {}),
+    ...(opts.transport ? { transport: opts.transport } : {}),
+  });
   results.push(...(await runInThreads(runnable.map(policyJob), opts.jobs ?? 1, runPolicyJob)));
   const sweeps = new Map<string, CapacitySummary>();
   const loads = gridLoads(opts.grid ?? DEFAULT_GRID);
@@ -140,32 +205,68 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     writeFileSync(join(opts.out, 'results.json'), `${JSON.stringify(summary, null, 1)}\n`);
     writeFileSync(
       join(opts.out, 'throughput.svg'),
-      lineChart(`Throughput over time: ${loaded.scenario.name}`, 'time (s)', 'tasks served per second', results.map((r) => ({ name: r.policy, points: r.sim.timeline.map((p) => [p.tMs / 1000, p.servedPerS] as const) }))),
+      lineChart(
+        `Throughput over time: ${loaded.scenario.name}`,
+        'time (s)',
+        'tasks served per second',
+        results.map((r) => ({
+          name: r.policy,
+          points: r.sim.timeline.map((p) => [p.tMs / 1000, p.servedPerS] as const),
+        })),
+      ),
     );
-    writeFileSync(join(opts.out, 'slo-violations.svg'), barChart(`SLO violations (late + dropped): ${loaded.scenario.name}`, 'percent of tasks', results.map((r) => ({ name: r.policy, value: r.sloViolationPct }))));
-    if (opts.sweep) writeFileSync(join(opts.out, 'violation-vs-load.svg'), violationChart(loaded.scenario.name, [...sweeps].map(([name, c]) => ({ name, cells: c.curves.map((k) => ({ curve: k.points })) }))));
+    writeFileSync(
+      join(opts.out, 'slo-violations.svg'),
+      barChart(
+        `SLO violations (late + dropped): ${loaded.scenario.name}`,
+        'percent of tasks',
+        results.map((r) => ({ name: r.policy, value: r.sloViolationPct })),
+      ),
+    );
+    if (opts.sweep)
+      writeFileSync(
+        join(opts.out, 'violation-vs-load.svg'),
+        violationChart(
+          loaded.scenario.name,
+          [...sweeps].map(([name, c]) => ({ name, cells: c.curves.map((k) => ({ curve: k.points })) })),
+        ),
+      );
   }
   if (opts.json) {
     console.log(JSON.stringify(summary));
     for (const s of skipped) console.error(`${s.policy}: skipped: ${s.reason}`); // never silent: stdout is the JSON
   } else {
-    console.log(`scenario ${loaded.scenario.name}, seed ${loaded.scenario.seed}, ${loaded.scenario.durationS} s simulated`);
+    console.log(
+      `scenario ${loaded.scenario.name}, seed ${loaded.scenario.seed}, ${loaded.scenario.durationS} s simulated`,
+    );
     console.log(formatTable(results, opts.sweep ? sweeps : undefined));
     for (const r of results) if (r.note !== undefined) console.log(`${r.policy}: decided with ${r.note}`);
     for (const s of skipped) console.log(`${s.policy}: skipped: ${s.reason}`);
-    if (opts.sweep) console.log(`capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`);
-    if (opts.out) console.log(`wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`);
+    if (opts.sweep)
+      console.log(
+        `capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`,
+      );
+    if (opts.out)
+      console.log(
+        `wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`,
+      );
   }
   return 0;
 }
 
 /** Violation-versus-load plot: per policy, the mean over seeds at each load its curves reached. */
-export function violationChart(scenario: string, series: readonly { name: string; cells: readonly Pick<SuiteCell, 'curve'>[] }[]): string {
+export function violationChart(
+  scenario: string,
+  series: readonly { name: string; cells: readonly Pick<SuiteCell, 'curve'>[] }[],
+): string {
   return lineChart(
     `SLO violation vs load: ${scenario}`,
     'load (x the scenario rates)',
     'late + dropped, % of tasks (mean over seeds)',
-    series.map((s) => ({ name: s.name, points: meanCurve(s.cells.map((c) => ({ ...c, scenario, policy: s.name, seed: 0, runnable: true, wallMs: 0 }))) })),
+    series.map((s) => ({
+      name: s.name,
+      points: meanCurve(s.cells.map((c) => ({ ...c, scenario, policy: s.name, seed: 0, runnable: true, wallMs: 0 }))),
+    })),
   );
 }
 
@@ -176,7 +277,18 @@ export function defaultSuiteScenarios(): string[] {
 }
 
 /** The policies the suite runs by default (the oracle and the inss ablations are left to --policies: time). */
-export const DEFAULT_SUITE_POLICIES = ['inss', 'timeshare', 'gpulet', 'gpulet-h', 'gslice', 'gslice-h', 'igniter', 'igniter-h', 'static-even', 'static-even-h'];
+export const DEFAULT_SUITE_POLICIES = [
+  'inss',
+  'timeshare',
+  'gpulet',
+  'gpulet-h',
+  'gslice',
+  'gslice-h',
+  'igniter',
+  'igniter-h',
+  'static-even',
+  'static-even-h',
+];
 
 export interface SuiteOptions {
   /** Scenario names or files; default every built-in scenario. */
@@ -199,7 +311,12 @@ export interface SuiteOptions {
  * Runs `jobs` on `threads` worker threads (suiteWorker.ts), or in this process with `here` when
  * `threads` is 1 or the compiled worker is absent (running from sources); results in job order.
  */
-async function runInThreads<J, R>(jobs: readonly J[], threads: number, here: (job: J) => R, onDone: (result: R) => void = () => {}): Promise<R[]> {
+async function runInThreads<J, R>(
+  jobs: readonly J[],
+  threads: number,
+  here: (job: J) => R,
+  onDone: (result: R) => void = () => {},
+): Promise<R[]> {
   const workerFile = fileURLToPath(new URL('./suiteWorker.js', import.meta.url));
   if (threads <= 1 || !existsSync(workerFile)) {
     return jobs.map((j) => {
@@ -241,15 +358,25 @@ async function runInThreads<J, R>(jobs: readonly J[], threads: number, here: (jo
 
 export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Promise<number> {
   const scenarioArgs = opts.scenarios && opts.scenarios.length > 0 ? opts.scenarios : defaultSuiteScenarios();
-  const loadedAll = scenarioArgs.map((s) => cellScenario({ scenario: s, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) })); // validates every scenario first
+  const loadedAll = scenarioArgs.map((s) =>
+    cellScenario({ scenario: s, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) }),
+  ); // validates every scenario first
   for (const l of loadedAll) scenarioCluster(l.scenario, l.profiles);
   const names = loadedAll.map((l) => l.scenario.name);
-  if (new Set(names).size !== names.length) throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
-  const policies = opts.policies && opts.policies.length > 0 ? [...opts.policies] : DEFAULT_SUITE_POLICIES.filter((p) => registry.names().includes(p));
+  if (new Set(names).size !== names.length)
+    throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
+  const policies =
+    opts.policies && opts.policies.length > 0
+      ? [...opts.policies]
+      : DEFAULT_SUITE_POLICIES.filter((p) => registry.names().includes(p));
   for (const p of policies) registry.get(p); // unknown names fail before anything runs
   if (!opts.skipUnsupported) {
     for (const l of loadedAll) {
-      const reason = (p: string) => registry.get(p).supports(scenarioCluster(l.scenario, l.profiles), { seed: l.scenario.seed, ...policyOptionsFor(inssPolicyData(l.scenario.name))(p) });
+      const reason = (p: string) =>
+        registry.get(p).supports(scenarioCluster(l.scenario, l.profiles), {
+          seed: l.scenario.seed,
+          ...policyOptionsFor(inssPolicyData(l.scenario.name))(p),
+        });
       for (const p of policies) {
         const why = reason(p);
         if (why !== null) throw unsupportedError(p, l.scenario.name, why);
@@ -262,38 +389,79 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   // inss first: its cells cost most (its decisions), so they should not be the tail of the run.
   const order = [...policies].sort((a, b) => Number(b.startsWith('inss')) - Number(a.startsWith('inss')));
   const jobs: CellJob[] = [];
-  for (const p of order) for (const s of scenarioArgs) for (const seed of opts.seeds) jobs.push({ scenario: s, policy: p, seed, loads, stopAtAttainment: stopAt, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) });
+  for (const p of order)
+    for (const s of scenarioArgs)
+      for (const seed of opts.seeds)
+        jobs.push({
+          scenario: s,
+          policy: p,
+          seed,
+          loads,
+          stopAtAttainment: stopAt,
+          ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+        });
   const t0 = performance.now();
-  const progress = startProgress({ total: jobs.length, ...(opts.progress ? { stream: opts.progress } : { quiet: true }) });
+  const progress = startProgress({
+    total: jobs.length,
+    ...(opts.progress ? { stream: opts.progress } : { quiet: true }),
+  });
   const cells = await runInThreads(jobs, opts.jobs, runCell, (c) => {
-    const what = c.runnable ? `capacity ${ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`).join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s` : `not runnable: ${c.reason ?? ''}`;
+    const what = c.runnable
+      ? `capacity ${ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`).join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s`
+      : `not runnable: ${c.reason ?? ''}`;
     progress.increment(`${c.scenario} ${c.policy} seed ${c.seed}: ${what}`);
   });
   progress.stop();
   const wallS = (performance.now() - t0) / 1000;
   const summary = summarizeSuite(cells, names, policies);
   const result = {
-    suite: { scenarios: names, policies, seeds: opts.seeds, grid, attainments: ATTAINMENTS, jobs: opts.jobs, wallS, timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)', node: process.version },
+    suite: {
+      scenarios: names,
+      policies,
+      seeds: opts.seeds,
+      grid,
+      attainments: ATTAINMENTS,
+      jobs: opts.jobs,
+      wallS,
+      timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)',
+      node: process.version,
+    },
     summary,
     cells,
   };
-  const tables = ATTAINMENTS.map((a) => `Capacity at >= ${Math.round(a * 100)}% within SLO (load x; mean (min-max) over seeds ${opts.seeds.join(',')}; n/r: not runnable)\n\n${formatSuiteTable(summary, a)}`).join('\n\n');
+  const tables = ATTAINMENTS.map(
+    (a) =>
+      `Capacity at >= ${Math.round(a * 100)}% within SLO (load x; mean (min-max) over seeds ${opts.seeds.join(',')}; n/r: not runnable)\n\n${formatSuiteTable(summary, a)}`,
+  ).join('\n\n');
   if (opts.out) {
     mkdirSync(opts.out, { recursive: true });
     writeFileSync(join(opts.out, 'suite.json'), `${JSON.stringify(result, null, 1)}\n`);
-    writeFileSync(join(opts.out, 'summary.md'), `${tables}\n\nSuite wall time: ${wallS.toFixed(0)} s on ${opts.jobs} thread(s).\n`);
+    writeFileSync(
+      join(opts.out, 'summary.md'),
+      `${tables}\n\nSuite wall time: ${wallS.toFixed(0)} s on ${opts.jobs} thread(s).\n`,
+    );
     for (const name of names) {
-      const series = policies.map((p) => ({ name: p, cells: cells.filter((c) => c.scenario === name && c.policy === p && c.runnable) })).filter((s) => s.cells.length > 0);
+      const series = policies
+        .map((p) => ({ name: p, cells: cells.filter((c) => c.scenario === name && c.policy === p && c.runnable) }))
+        .filter((s) => s.cells.length > 0);
       writeFileSync(join(opts.out, `${name}-violation-vs-load.svg`), violationChart(name, series));
     }
     const k = attainmentKey(ATTAINMENTS[0]);
-    const ratios = summary.filter((s) => s.inssRatio[k]).map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }));
-    if (ratios.length > 0) writeFileSync(join(opts.out, 'inss-ratio.svg'), barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', ratios));
+    const ratios = summary
+      .filter((s) => s.inssRatio[k])
+      .map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }));
+    if (ratios.length > 0)
+      writeFileSync(
+        join(opts.out, 'inss-ratio.svg'),
+        barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', ratios),
+      );
   }
   if (opts.json) console.log(JSON.stringify({ suite: result.suite, summary }));
   else {
     console.log(tables);
-    console.log(`\nsuite: ${jobs.length} cells in ${wallS.toFixed(0)} s on ${opts.jobs} thread(s)${opts.out ? `; wrote ${join(opts.out, 'suite.json')}, summary.md and plots` : ''}`);
+    console.log(
+      `\nsuite: ${jobs.length} cells in ${wallS.toFixed(0)} s on ${opts.jobs} thread(s)${opts.out ? `; wrote ${join(opts.out, 'suite.json')}, summary.md and plots` : ''}`,
+    );
   }
   return 0;
 }

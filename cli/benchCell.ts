@@ -24,17 +24,35 @@ export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even',
  * inss before issue 12 (the actor's allocation refined, no pooling; needs a trained policy that fits).
  */
 export const INSS_ABLATIONS: readonly PolicyFactory[] = [
-  inssVariantFactory({ name: 'inss-nopool', interference: true, additions: { ...ALL_ADDITIONS, pooling: false }, description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)' }),
-  inssVariantFactory({ name: 'inss-fb', interference: true, additions: { ...ALL_ADDITIONS, missFeedback: true }, description: 'inss with feedback from measured misses: a model missing > 2% over 5 epochs is planned for more rate (ablation)' }),
+  inssVariantFactory({
+    name: 'inss-nopool',
+    interference: true,
+    additions: { ...ALL_ADDITIONS, pooling: false },
+    description: 'inss without pooling: the trained actor refined on the latency model, MPS only (ablation)',
+  }),
+  inssVariantFactory({
+    name: 'inss-fb',
+    interference: true,
+    additions: { ...ALL_ADDITIONS, missFeedback: true },
+    description:
+      'inss with feedback from measured misses: a model missing > 2% over 5 epochs is planned for more rate (ablation)',
+  }),
 ];
 
 /** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
-export const HEADROOM_VARIANTS: readonly string[] = [...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`), ...INSS_ABLATIONS.map((f) => f.name)];
+export const HEADROOM_VARIANTS: readonly string[] = [
+  ...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`),
+  ...INSS_ABLATIONS.map((f) => f.name),
+];
 
 /** The registered policies, each model-based baseline with inss's headroom beside it, and inss's ablations. */
 export function benchRegistry(base = new PolicyRegistry()): PolicyRegistry {
   const known = new Set(base.names());
-  return new PolicyRegistry([...base.all(), ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n))), ...INSS_ABLATIONS]);
+  return new PolicyRegistry([
+    ...base.all(),
+    ...HEADROOM_BASELINES.filter((n) => known.has(n)).map((n) => withHeadroom(base.get(n))),
+    ...INSS_ABLATIONS,
+  ]);
 }
 
 /** The trained policy inss variants load: the given file, else the one shipped for the scenario (by its name). */
@@ -72,7 +90,16 @@ export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): L
   }
   // The run's mode replaces the scenario's, on every GPU entry too.
   const mode = job.timeshareGpu;
-  return mode ? { ...loaded, scenario: { ...loaded.scenario, timeshareGpu: mode, gpus: loaded.scenario.gpus.map((g) => ({ ...g, timeshareGpu: mode })) } } : loaded;
+  return mode
+    ? {
+        ...loaded,
+        scenario: {
+          ...loaded.scenario,
+          timeshareGpu: mode,
+          gpus: loaded.scenario.gpus.map((g) => ({ ...g, timeshareGpu: mode })),
+        },
+      }
+    : loaded;
 }
 
 /**
@@ -113,6 +140,13 @@ export function runPolicyJob(job: PolicyJob): PolicyResult {
   registry ??= benchRegistry();
   const loaded = cellScenario(job);
   const options = policyOptionsFor(inssPolicyData(loaded.scenario.name, job.policyFile));
-  const ctx = { scenario: loaded.scenario, profiles: loaded.profiles, traces: loaded.traces, clock: () => performance.now(), policyOptions: options, ...(job.transport ? { transport: job.transport } : {}) };
+  const ctx = {
+    scenario: loaded.scenario,
+    profiles: loaded.profiles,
+    traces: loaded.traces,
+    clock: () => performance.now(),
+    policyOptions: options,
+    ...(job.transport ? { transport: job.transport } : {}),
+  };
   return runPolicy(ctx, registry.get(job.policy));
 }

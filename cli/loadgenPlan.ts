@@ -72,10 +72,18 @@ export interface ModelPlan {
 }
 
 /** An image model's input name and its picture for --input uint8|jpeg|png, once the metadata says the form is taken. */
-export function imagePicture(opts: Pick<LoadgenOptions, 'seed'>, form: ImageForm, name: string, meta: ModelMetadata): { input: string; picture: Picture } {
+export function imagePicture(
+  opts: Pick<LoadgenOptions, 'seed'>,
+  form: ImageForm,
+  name: string,
+  meta: ModelMetadata,
+): { input: string; picture: Picture } {
   const input = meta.inputs[0]!;
   if (meta.inputs.length !== 1 || !metadataTakes(meta.parameters, input.name, form)) {
-    throw new LoadgenSetupError(`--input ${form}: model '${name}' does not take its input as ${formDatatype(form)} (its metadata lists no such form in parameters.input_forms; --input fp32 sends its own tensor)`, EXIT_SETUP);
+    throw new LoadgenSetupError(
+      `--input ${form}: model '${name}' does not take its input as ${formDatatype(form)} (its metadata lists no such form in parameters.input_forms; --input fp32 sends its own tensor)`,
+      EXIT_SETUP,
+    );
   }
   const side = input.shape[input.shape.length - 1]!;
   return { input: input.name, picture: syntheticPicture(side, side, modelStreamSeed(opts.seed, name, STREAM_INPUT)) };

@@ -6,9 +6,7 @@ import { formatIssues } from '../src/profile/schema.js';
 
 const LineSchema = z
   .object({
-    models: z
-      .array(z.object({ model: z.string(), batch: z.number(), pct: z.number() }).strict())
-      .min(1),
+    models: z.array(z.object({ model: z.string(), batch: z.number(), pct: z.number() }).strict()).min(1),
     interference: z.boolean().optional(),
   })
   .strict();
@@ -26,7 +24,10 @@ export function answerLine(model: LatencyModel, line: string): { ok: boolean; ou
   const check = model.checkPlacement(parsed.data.models);
   if (!check.ok) return { ok: false, out: JSON.stringify({ error: check.reason }) };
   const r = model.predict(parsed.data.models, { interference: parsed.data.interference ?? true });
-  return { ok: true, out: JSON.stringify({ latencyMs: r.latencyMs.map(round), throughputPerS: r.throughputPerS.map(round) }) };
+  return {
+    ok: true,
+    out: JSON.stringify({ latencyMs: r.latencyMs.map(round), throughputPerS: r.throughputPerS.map(round) }),
+  };
 }
 
 function round(x: number): number {
@@ -34,7 +35,11 @@ function round(x: number): number {
 }
 
 /** Streams stdin to stdout; resolves to the exit code (1 if any line was bad). */
-export async function runPredict(model: LatencyModel, input: NodeJS.ReadableStream, output: NodeJS.WritableStream): Promise<number> {
+export async function runPredict(
+  model: LatencyModel,
+  input: NodeJS.ReadableStream,
+  output: NodeJS.WritableStream,
+): Promise<number> {
   const rl = createInterface({ input, crlfDelay: Infinity });
   let failed = false;
   for await (const line of rl) {

@@ -30,44 +30,97 @@ export interface MeasureOptions {
 /** Runs one gpu_measure.py step, advancing the progress on each measured point it logs. */
 async function step(args: string[], env: Record<string, string>, progress: Progress): Promise<void> {
   const script = join(PACKAGE_ROOT, 'native', 'gpu_measure.py');
-  const p = execa(resolvePython(), [script, ...args], { env, extendEnv: true, reject: false, buffer: { stderr: false }, stdout: 'inherit', stderr: 'pipe' });
+  const p = execa(resolvePython(), [script, ...args], {
+    env,
+    extendEnv: true,
+    reject: false,
+    buffer: { stderr: false },
+    stdout: 'inherit',
+    stderr: 'pipe',
+  });
   let tail = '';
   p.stderr.setEncoding('utf8').on('data', (d: string) => {
     tail = (tail + d).slice(-4000);
-    for (const line of d.split('\n')) if (/ batch \d+: [\d.]+ ms|^\s+pair \[/.test(line)) progress.increment(line.trim());
+    for (const line of d.split('\n'))
+      if (/ batch \d+: [\d.]+ ms|^\s+pair \[/.test(line)) progress.increment(line.trim());
   });
   const r = await p;
-  if (r.exitCode !== 0) throw new InvalidInputError(`gpu_measure.py ${args[0]} failed (exit ${String(r.exitCode)}): ${tail.trim().split('\n').slice(-5).join(' | ')}`);
+  if (r.exitCode !== 0)
+    throw new InvalidInputError(
+      `gpu_measure.py ${args[0]} failed (exit ${String(r.exitCode)}): ${tail.trim().split('\n').slice(-5).join(' | ')}`,
+    );
 }
 
 /** Measures and returns the merged measurement document (not yet validated). */
 export async function measureGpu(o: MeasureOptions): Promise<unknown> {
   const found = await queryGpus();
-  if (found.kind !== 'ok') throw new InvalidInputError(`inss profile measure needs an NVIDIA GPU: ${'reason' in found ? found.reason : found.error}`);
+  if (found.kind !== 'ok')
+    throw new InvalidInputError(
+      `inss profile measure needs an NVIDIA GPU: ${'reason' in found ? found.reason : found.error}`,
+    );
   const gpu = found.gpus.find((g) => g.index === o.gpu);
-  if (!gpu) throw new InvalidInputError(`--gpu ${o.gpu}: this machine has GPUs ${found.gpus.map((g) => g.index).join(', ')}`);
+  if (!gpu)
+    throw new InvalidInputError(`--gpu ${o.gpu}: this machine has GPUs ${found.gpus.map((g) => g.index).join(', ')}`);
   mkdirSync(o.workDir, { recursive: true });
-  const daemon = new MpsDaemon({ pipeDir: join(o.workDir, 'mps-pipe'), logDir: join(o.workDir, 'mps-log'), gpu: String(o.gpu) });
+  const daemon = new MpsDaemon({
+    pipeDir: join(o.workDir, 'mps-pipe'),
+    logDir: join(o.workDir, 'mps-log'),
+    gpu: String(o.gpu),
+  });
   let env: Record<string, string> = { CUDA_VISIBLE_DEVICES: String(o.gpu) };
   if (o.mps) {
     const started = await daemon.start();
-    if (!started.ok) throw new InvalidInputError(`MPS control daemon: ${started.message} (use --no-mps to measure without MPS, shares then have no effect)`);
+    if (!started.ok)
+      throw new InvalidInputError(
+        `MPS control daemon: ${started.message} (use --no-mps to measure without MPS, shares then have no effect)`,
+      );
     const { CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: _pct, ...clientEnv } = daemon.clientEnv(100);
     env = clientEnv;
   }
-  const total = o.models.length * o.pcts.length * o.batches.length + o.pairs.length * o.splits.length * o.pairBatches.length;
+  const total =
+    o.models.length * o.pcts.length * o.batches.length + o.pairs.length * o.splits.length * o.pairBatches.length;
   if (!o.quiet) console.error(`${gpu.name}: measuring ${total} points`);
   const progress = startProgress({ total, etaBuffer: 30, ...(o.quiet ? { quiet: true } : {}) });
   const soloFile = join(o.workDir, 'solo.json');
   const pairsFile = join(o.workDir, 'pairs.json');
   try {
-    await step(['solo', '--out', soloFile, '--models', o.models.join(','), '--pcts', o.pcts.join(','), '--batches', o.batches.join(',')], env, progress);
-    if (o.pairs.length > 0) await step(['pairs', '--out', pairsFile, '--pairs', o.pairs.join(','), '--splits', o.splits.join(','), '--batches', o.pairBatches.join(',')], env, progress);
+    await step(
+      [
+        'solo',
+        '--out',
+        soloFile,
+        '--models',
+        o.models.join(','),
+        '--pcts',
+        o.pcts.join(','),
+        '--batches',
+        o.batches.join(','),
+      ],
+      env,
+      progress,
+    );
+    if (o.pairs.length > 0)
+      await step(
+        [
+          'pairs',
+          '--out',
+          pairsFile,
+          '--pairs',
+          o.pairs.join(','),
+          '--splits',
+          o.splits.join(','),
+          '--batches',
+          o.pairBatches.join(','),
+        ],
+        env,
+        progress,
+      );
   } finally {
     progress.stop();
     if (o.mps) await daemon.stop();
   }
   const solo = JSON.parse(readFileSync(soloFile, 'utf8')) as { colocated: unknown[] };
-  if (o.pairs.length > 0) solo.colocated.push(...(JSON.parse(readFileSync(pairsFile, 'utf8')) as { colocated: unknown[] }).colocated);
+  if (o.pairs.length > 0)
+    solo.colocated.push(...(JSON.parse(readFileSync(pairsFile, 'utf8')) as { colocated: unknown[] }).colocated);
   return solo;
 }

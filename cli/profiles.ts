@@ -43,7 +43,9 @@ export function loadProfile(idOrPath: string): Profile {
   const isPath = idOrPath.includes('/') || idOrPath.endsWith('.json');
   const path = isPath ? idOrPath : join(BUILTIN_PROFILE_DIR, `${idOrPath}.json`);
   if (!isPath && !existsSync(path)) {
-    throw new InvalidInputError(`unknown profile '${idOrPath}' (built in: ${listProfileIds().join(', ') || 'none'}; or give a path to a profile file)`);
+    throw new InvalidInputError(
+      `unknown profile '${idOrPath}' (built in: ${listProfileIds().join(', ') || 'none'}; or give a path to a profile file)`,
+    );
   }
   return parseProfile(readJsonFile(path), path);
 }

@@ -37,7 +37,13 @@ export function formatDuration(seconds: number): string {
 }
 
 /** One progress line (no newline): `[3/10] detail (12 s elapsed, about 28 s left)`. */
-export function progressLine(value: number, total: number, detail: string, elapsedS: number, leftS: number | null): string {
+export function progressLine(
+  value: number,
+  total: number,
+  detail: string,
+  elapsedS: number,
+  leftS: number | null,
+): string {
   const left = leftS === null ? '' : value >= total ? ', done' : `, about ${formatDuration(leftS)} left`;
   return `[${value}/${total}] ${detail} (${formatDuration(elapsedS)} elapsed${left})`;
 }
@@ -51,7 +57,11 @@ export function startProgress(o: ProgressOptions): Progress {
   let current = start;
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
-      { stream, format: '[{value}/{total}] |{bar}| {detail} | {duration_formatted} elapsed, {eta_formatted} left', etaBuffer: o.etaBuffer ?? 20 },
+      {
+        stream,
+        format: '[{value}/{total}] |{bar}| {detail} | {duration_formatted} elapsed, {eta_formatted} left',
+        etaBuffer: o.etaBuffer ?? 20,
+      },
       cliProgress.Presets.shades_classic,
     );
     bar.start(o.total, start, { detail: '' });
@@ -73,7 +83,9 @@ export function startProgress(o: ProgressOptions): Progress {
       current = value;
       const elapsedS = (now() - t0) / 1000;
       const doneHere = value - start;
-      stream.write(`${progressLine(value, o.total, detail, elapsedS, doneHere > 0 ? (elapsedS / doneHere) * (o.total - value) : null)}\n`);
+      stream.write(
+        `${progressLine(value, o.total, detail, elapsedS, doneHere > 0 ? (elapsedS / doneHere) * (o.total - value) : null)}\n`,
+      );
     },
     increment(detail) {
       this.update(current + 1, detail);

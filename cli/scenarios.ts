@@ -9,7 +9,12 @@ import { loadProfile, PACKAGE_ROOT, readJsonFile } from './profiles.js';
 export const BUILTIN_SCENARIO_DIR = join(PACKAGE_ROOT, 'scenarios');
 
 export function listScenarioNames(): string[] {
-  return existsSync(BUILTIN_SCENARIO_DIR) ? readdirSync(BUILTIN_SCENARIO_DIR).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort() : [];
+  return existsSync(BUILTIN_SCENARIO_DIR)
+    ? readdirSync(BUILTIN_SCENARIO_DIR)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => f.slice(0, -5))
+        .sort()
+    : [];
 }
 
 export interface LoadedScenario {
@@ -23,12 +28,17 @@ export interface LoadedScenario {
 export function loadScenario(nameOrPath: string): LoadedScenario {
   const isPath = nameOrPath.includes('/') || nameOrPath.endsWith('.json');
   const path = isPath ? resolve(nameOrPath) : join(BUILTIN_SCENARIO_DIR, `${nameOrPath}.json`);
-  if (!isPath && !existsSync(path)) throw new InvalidInputError(`unknown scenario '${nameOrPath}' (built in: ${listScenarioNames().join(', ')}; or give a path to a scenario file)`);
+  if (!isPath && !existsSync(path))
+    throw new InvalidInputError(
+      `unknown scenario '${nameOrPath}' (built in: ${listScenarioNames().join(', ')}; or give a path to a scenario file)`,
+    );
   const parsed = ScenarioSchema.safeParse(readJsonFile(path));
   if (!parsed.success) throw new InvalidInputError(`${path}: invalid scenario: ${formatIssues(parsed.error)}`);
   const scenario = parsed.data;
   const profiles = new Map<string, Profile>();
-  for (const g of scenario.gpus) if (!profiles.has(g.profile)) profiles.set(g.profile, loadProfile(g.profile.includes('/') ? resolve(dirname(path), g.profile) : g.profile));
+  for (const g of scenario.gpus)
+    if (!profiles.has(g.profile))
+      profiles.set(g.profile, loadProfile(g.profile.includes('/') ? resolve(dirname(path), g.profile) : g.profile));
   const traces = new Map<string, readonly number[]>();
   for (const m of scenario.models) {
     if (m.rate.kind !== 'trace' || traces.has(m.rate.file)) continue;
@@ -37,7 +47,9 @@ export function loadScenario(nameOrPath: string): LoadedScenario {
     try {
       text = readFileSync(f, 'utf8');
     } catch (err) {
-      throw new InvalidInputError(`${path}: trace ${m.rate.file}: cannot read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      throw new InvalidInputError(
+        `${path}: trace ${m.rate.file}: cannot read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      );
     }
     traces.set(m.rate.file, parseTrace(text, f));
   }

@@ -27,7 +27,14 @@ import type { ClusterInfo } from '../src/policy/types.js';
 import { modelSignature } from '../src/protocol/tensor.js';
 import { initialRates } from '../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../src/serving/settings.js';
-import { BUILTIN_POLICY_DIR, BUILTIN_PROFILE_DIR, listProfileIds, loadProfile, PACKAGE_ROOT, readJsonFile } from './profiles.js';
+import {
+  BUILTIN_POLICY_DIR,
+  BUILTIN_PROFILE_DIR,
+  listProfileIds,
+  loadProfile,
+  PACKAGE_ROOT,
+  readJsonFile,
+} from './profiles.js';
 import { loadScenario } from './scenarios.js';
 
 const VERSION = '0.1.0';
@@ -40,7 +47,8 @@ function portNumber(v: string): number {
 
 function shmMegabytes(v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > MAX_SHM_MB) throw new InvalidArgumentError(`must be an integer from 0 (off) to ${MAX_SHM_MB}`);
+  if (!Number.isInteger(n) || n < 0 || n > MAX_SHM_MB)
+    throw new InvalidArgumentError(`must be an integer from 0 (off) to ${MAX_SHM_MB}`);
   return n;
 }
 
@@ -108,11 +116,19 @@ function schedulerConfig(opts: ServeOptions) {
   const loaded = loadScenario(opts.scenario);
   const profiles = allProfiles(loaded.profiles);
   const models: ServedModelConfig[] = loaded.scenario.models.map((m, i) => {
-    if (m.profileModel !== undefined && m.profileModel !== m.name) throw new InvalidInputError(`scenario ${opts.scenario}: models[${i}].profileModel is for the simulator only (live workers load a model by its name, '${m.name}')`);
+    if (m.profileModel !== undefined && m.profileModel !== m.name)
+      throw new InvalidInputError(
+        `scenario ${opts.scenario}: models[${i}].profileModel is for the simulator only (live workers load a model by its name, '${m.name}')`,
+      );
     const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
     if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
     const mp = p.models[m.name]!;
-    return { name: m.name, sloMs: m.sloMs, signature: modelSignature(mp.inputBytes, mp.outputBytes), ...(m.queuePolicy ? { queuePolicy: m.queuePolicy } : {}) };
+    return {
+      name: m.name,
+      sloMs: m.sloMs,
+      signature: modelSignature(mp.inputBytes, mp.outputBytes),
+      ...(m.queuePolicy ? { queuePolicy: m.queuePolicy } : {}),
+    };
   });
   const rates = initialRates(loaded.scenario, loaded.traces);
   const initialRatePerS = Object.fromEntries(models.map((m, i) => [m.name, rates[i]!]));
@@ -123,7 +139,10 @@ function schedulerConfig(opts: ServeOptions) {
   const policyData = policyFile ? readJsonFile(policyFile) : undefined;
   let settings;
   try {
-    settings = withOverrides(servingSettings(loaded.scenario), { epochMs: opts.epochMs, monitorWindowMs: opts.monitorWindowMs });
+    settings = withOverrides(servingSettings(loaded.scenario), {
+      epochMs: opts.epochMs,
+      monitorWindowMs: opts.monitorWindowMs,
+    });
   } catch (e) {
     throw new InvalidInputError(`--epoch-ms / --monitor-window-ms: ${(e as Error).message}`);
   }
@@ -153,7 +172,8 @@ export function grpcPortOf(opts: { grpc: boolean; grpcPort?: number; port: numbe
   if (!opts.grpc) return undefined;
   if (opts.grpcPort !== undefined) return opts.grpcPort;
   if (opts.port === 0) return 0;
-  if (opts.port === 65535) throw new InvalidInputError('--port 65535 leaves no next port for gRPC: give --grpc-port (or --no-grpc)');
+  if (opts.port === 65535)
+    throw new InvalidInputError('--port 65535 leaves no next port for gRPC: give --grpc-port (or --no-grpc)');
   return opts.port + 1;
 }
 
@@ -163,12 +183,23 @@ function listenError(e: unknown, host: string, port: number): unknown {
   const grpcBind = /grpc port ([0-9]+): .*?(EADDRINUSE|EACCES)/s.exec((e as Error).message ?? '');
   if (grpcBind) {
     const p = grpcBind[1]!;
-    return new InvalidInputError(grpcBind[2] === 'EADDRINUSE' ? `--grpc-port ${p}: ${host}:${p} is already in use (another inss, or another program); pick another port or --no-grpc` : `--grpc-port ${p}: not allowed to bind ${host}:${p}; pick another port`);
+    return new InvalidInputError(
+      grpcBind[2] === 'EADDRINUSE'
+        ? `--grpc-port ${p}: ${host}:${p} is already in use (another inss, or another program); pick another port or --no-grpc`
+        : `--grpc-port ${p}: not allowed to bind ${host}:${p}; pick another port`,
+    );
   }
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'EADDRINUSE') return new InvalidInputError(`--port ${port}: ${host}:${port} is already in use (another inss, or another program); stop it or pick another port`);
-  if (code === 'EACCES') return new InvalidInputError(`--port ${port}: not allowed to bind ${host}:${port} (ports below 1024 need privileges); pick another port`);
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new InvalidInputError(`--host ${host}: not an address of this machine`);
+  if (code === 'EADDRINUSE')
+    return new InvalidInputError(
+      `--port ${port}: ${host}:${port} is already in use (another inss, or another program); stop it or pick another port`,
+    );
+  if (code === 'EACCES')
+    return new InvalidInputError(
+      `--port ${port}: not allowed to bind ${host}:${port} (ports below 1024 need privileges); pick another port`,
+    );
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return new InvalidInputError(`--host ${host}: not an address of this machine`);
   return e;
 }
 
@@ -195,7 +226,10 @@ function tokensFrom<T>(flag: string, file: string, parse: (text: string, what: s
 
 /** The certificate and key of --tls-cert/--tls-key (both or neither). */
 function tlsFiles(opts: ServeOptions): { cert: Buffer; key: Buffer } | undefined {
-  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new InvalidInputError('--tls-cert and --tls-key: give both (a PEM certificate and its private key) or neither');
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined))
+    throw new InvalidInputError(
+      '--tls-cert and --tls-key: give both (a PEM certificate and its private key) or neither',
+    );
   if (opts.tlsCert === undefined || opts.tlsKey === undefined) return undefined;
   return { cert: readFlagFile('--tls-cert', opts.tlsCert), key: readFlagFile('--tls-key', opts.tlsKey) };
 }
@@ -206,8 +240,14 @@ function tlsFiles(opts: ServeOptions): { cert: Buffer; key: Buffer } | undefined
  * random one, printed once, when none is given) unless --insecure-introspection.
  */
 function accessFrom(opts: ServeOptions & { host: string }): { access: AccessOptions; generated?: string } {
-  const clientTokens = opts.authTokensFile !== undefined ? tokensFrom('--auth-tokens-file', opts.authTokensFile, parseTokens) : opts.authTokens !== undefined ? parseTokensOrFail(opts.authTokens.split(',').join('\n'), 'INSS_AUTH_TOKENS') : [];
-  if (isLoopback(opts.host) || opts.insecureIntrospection) return { access: { clientTokens, introspectionTokens: null } };
+  const clientTokens =
+    opts.authTokensFile !== undefined
+      ? tokensFrom('--auth-tokens-file', opts.authTokensFile, parseTokens)
+      : opts.authTokens !== undefined
+        ? parseTokensOrFail(opts.authTokens.split(',').join('\n'), 'INSS_AUTH_TOKENS')
+        : [];
+  if (isLoopback(opts.host) || opts.insecureIntrospection)
+    return { access: { clientTokens, introspectionTokens: null } };
   if (clientTokens.length > 0) return { access: { clientTokens, introspectionTokens: [] } };
   const generated = randomBytes(16).toString('hex');
   return { access: { clientTokens, introspectionTokens: [generated] }, generated };
@@ -222,7 +262,14 @@ function parseTokensOrFail(text: string, what: string): string[] {
 }
 
 /** Bound beyond loopback: the addresses it can be reached at, and what is open there (stderr). */
-function warnIfExposed(prefix: string, host: string, port: string, tls: boolean, access: AccessOptions, generated: string | undefined): void {
+function warnIfExposed(
+  prefix: string,
+  host: string,
+  port: string,
+  tls: boolean,
+  access: AccessOptions,
+  generated: string | undefined,
+): void {
   if (isLoopback(host)) return;
   const all = host === '0.0.0.0' || host === '::';
   const addrs = all
@@ -231,16 +278,34 @@ function warnIfExposed(prefix: string, host: string, port: string, tls: boolean,
         .filter((a) => a !== undefined && !a.internal && (host === '::' || a.family === 'IPv4'))
         .map((a) => a!.address)
     : [host];
-  console.log(`${prefix}: listening on ${host}:${port}${all ? ` (this machine's addresses: ${addrs.join(', ') || 'none found'})` : ''}`);
-  const open = [access.clientTokens.length === 0 ? 'inference (anyone who can reach the port may send tasks: --auth-tokens-file)' : '', access.introspectionTokens === null ? 'introspection (/metrics, /v2/inss/*: --insecure-introspection was given)' : '', tls ? '' : 'no TLS (tokens and tensors cross the network in clear: --tls-cert/--tls-key)'].filter(Boolean);
-  process.stderr.write(`${prefix}: warning: bound beyond loopback (${host}); ${open.length > 0 ? `open: ${open.join('; ')}` : 'every route but health needs a token'}\n`);
-  if (generated !== undefined) console.log(`${prefix}: introspection token ${generated} (give --auth-tokens-file to choose the tokens)`);
+  console.log(
+    `${prefix}: listening on ${host}:${port}${all ? ` (this machine's addresses: ${addrs.join(', ') || 'none found'})` : ''}`,
+  );
+  const open = [
+    access.clientTokens.length === 0
+      ? 'inference (anyone who can reach the port may send tasks: --auth-tokens-file)'
+      : '',
+    access.introspectionTokens === null
+      ? 'introspection (/metrics, /v2/inss/*: --insecure-introspection was given)'
+      : '',
+    tls ? '' : 'no TLS (tokens and tensors cross the network in clear: --tls-cert/--tls-key)',
+  ].filter(Boolean);
+  process.stderr.write(
+    `${prefix}: warning: bound beyond loopback (${host}); ${open.length > 0 ? `open: ${open.join('; ')}` : 'every route but health needs a token'}\n`,
+  );
+  if (generated !== undefined)
+    console.log(`${prefix}: introspection token ${generated} (give --auth-tokens-file to choose the tokens)`);
 }
 
 async function startScheduler(
   opts: ServeOptions & { host: string; port: number; token: string | null; agentTokens?: ReadonlyMap<string, string> },
   logger: Logger,
-): Promise<{ service: SchedulerService; store: Store; config: ReturnType<typeof schedulerConfig>; tls: { cert: Buffer; key: Buffer } | undefined }> {
+): Promise<{
+  service: SchedulerService;
+  store: Store;
+  config: ReturnType<typeof schedulerConfig>;
+  tls: { cert: Buffer; key: Buffer } | undefined;
+}> {
   const tls = tlsFiles(opts);
   const { access, generated } = accessFrom(opts);
   const config = schedulerConfig(opts);
@@ -263,13 +328,22 @@ async function startScheduler(
     version: VERSION,
     settings: config.settings,
     initialRatePerS: config.initialRatePerS,
-    limits: { bodyLimitFactor: opts.bodyLimitFactor, maxConnections: opts.maxConnections, maxConnectionsPerClient: opts.maxConnectionsPerClient },
+    limits: {
+      bodyLimitFactor: opts.bodyLimitFactor,
+      maxConnections: opts.maxConnections,
+      maxConnectionsPerClient: opts.maxConnectionsPerClient,
+    },
     shmMb: opts.shmMb,
   }).catch((e: unknown) => {
     store.close();
     throw listenError(e, opts.host, opts.port);
   });
-  store.recordPolicy({ name: opts.policy, source: config.policyFile ?? null, data: undefined, nowIso: new Date().toISOString() });
+  store.recordPolicy({
+    name: opts.policy,
+    source: config.policyFile ?? null,
+    data: undefined,
+    nowIso: new Date().toISOString(),
+  });
   warnIfExposed(`inss ${opts.command}`, opts.host, new URL(service.url).port, tls !== undefined, access, generated);
   return { service, store, config, tls };
 }
@@ -293,7 +367,10 @@ interface AgentFlags {
 function dataPathOf(flags: AgentFlags): 'unix' | 'off' | { tcpHost: string; advertise: string } {
   const p = flags.dataPath ?? 'unix';
   if (p === 'tcp') {
-    if (!flags.dataAdvertise) throw new InvalidInputError('--data-path tcp: give --data-advertise <host>, the address the scheduler reaches this machine at');
+    if (!flags.dataAdvertise)
+      throw new InvalidInputError(
+        '--data-path tcp: give --data-advertise <host>, the address the scheduler reaches this machine at',
+      );
     // A loopback address is reachable from this host only: the sockets listen there, not on every interface.
     const loopback = ['127.0.0.1', '::1', 'localhost'].includes(flags.dataAdvertise);
     return { tcpHost: loopback ? flags.dataAdvertise : '0.0.0.0', advertise: flags.dataAdvertise };
@@ -319,11 +396,25 @@ async function discoveredGpus(): Promise<{ gpus: AgentGpu[] } | { none: string }
   if (d.kind === 'malformed') throw new InvalidInputError(`nvidia-smi printed something inss cannot read: ${d.error}`);
   if (d.kind === 'failed') throw new InvalidInputError(`nvidia-smi failed: ${d.reason}`);
   const known = listProfileIds().map((id) => ({ id, gpuName: loadProfile(id).gpu.name }));
-  return { gpus: d.gpus.map((g) => ({ index: g.index, uuid: g.uuid, name: g.name, memMb: g.memTotalMb, profile: matchProfile(g.name, known), simulated: false, pooled: REAL_GPU_POOLED })) };
+  return {
+    gpus: d.gpus.map((g) => ({
+      index: g.index,
+      uuid: g.uuid,
+      name: g.name,
+      memMb: g.memTotalMb,
+      profile: matchProfile(g.name, known),
+      simulated: false,
+      pooled: REAL_GPU_POOLED,
+    })),
+  };
 }
 
 /** The GPUs an agent serves: simulated ones from profiles (`--simulate`). */
-function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<string, string>; profiles: Map<string, Profile> } {
+function agentGpus(flags: AgentFlags): {
+  gpus: AgentGpu[];
+  profilePaths: Map<string, string>;
+  profiles: Map<string, Profile>;
+} {
   const gpus: AgentGpu[] = [];
   const profilePaths = new Map<string, string>();
   const profiles = new Map<string, Profile>();
@@ -334,7 +425,16 @@ function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<str
     profilePaths.set(p.id, isPath ? s.profile : join(BUILTIN_PROFILE_DIR, `${s.profile}.json`));
     profiles.set(p.id, p);
     const pooled = s.pooled ?? flags.pooledGpu ?? DEFAULT_POOLED_GPU_MODE;
-    for (let k = 0; k < s.count; k++) gpus.push({ index: gpus.length, uuid: `SIM-${p.id}-${gpus.length}`, name: p.gpu.name, memMb: p.gpu.memMb, profile: p.id, simulated: true, pooled });
+    for (let k = 0; k < s.count; k++)
+      gpus.push({
+        index: gpus.length,
+        uuid: `SIM-${p.id}-${gpus.length}`,
+        name: p.gpu.name,
+        memMb: p.gpu.memMb,
+        profile: p.id,
+        simulated: true,
+        pooled,
+      });
   }
   return { gpus, profilePaths, profiles };
 }
@@ -350,7 +450,10 @@ function agentGpus(flags: AgentFlags): { gpus: AgentGpu[]; profilePaths: Map<str
  */
 export const SIM_WORKER_V8_FLAGS: readonly string[] = ['--initial-heap-size=256'];
 
-function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
+function simWorkerLaunch(
+  profilePaths: Map<string, string>,
+  flags: AgentFlags,
+): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
   const script = join(PACKAGE_ROOT, 'dist', 'agent', 'simWorker.js');
   return (w, gpu) => {
     const path = gpu.profile === null ? undefined : profilePaths.get(gpu.profile);
@@ -358,9 +461,27 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
     // The agent's profiling flags go to its workers too (a profile of the whole path: `inss up` under
     // `node --cpu-prof`, benchmarks/system.ts); no other flag, as one that prints to stdout (--trace-gc)
     // would break the worker protocol on its stdout.
-    const args = [...SIM_WORKER_V8_FLAGS, ...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')), script, '--model', w.model, '--profile', path, '--pct', String(w.pct), '--pooled', gpu.pooled, '--seed', String(flags.seed)];
+    const args = [
+      ...SIM_WORKER_V8_FLAGS,
+      ...process.execArgv.filter((a) => a.startsWith('--cpu-prof') || a.startsWith('--heap-prof')),
+      script,
+      '--model',
+      w.model,
+      '--profile',
+      path,
+      '--pct',
+      String(w.pct),
+      '--pooled',
+      gpu.pooled,
+      '--seed',
+      String(flags.seed),
+    ];
     if (flags.zeroTime) args.push('--zero-time');
-    return { command: process.execPath, args, env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
+    return {
+      command: process.execPath,
+      args,
+      env: { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) },
+    };
   };
 }
 
@@ -371,7 +492,14 @@ function simWorkerLaunch(profilePaths: Map<string, string>, flags: AgentFlags): 
 function torchWorkerLaunch(): (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch {
   return (w, gpu) => {
     const c = torchWorkerCommand({ model: w.model, device: gpu.simulated ? 'cpu' : 'cuda' });
-    return { command: c.command, args: c.args, env: { CUDA_VISIBLE_DEVICES: gpu.simulated ? '' : String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) } };
+    return {
+      command: c.command,
+      args: c.args,
+      env: {
+        CUDA_VISIBLE_DEVICES: gpu.simulated ? '' : String(gpu.index),
+        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct),
+      },
+    };
   };
 }
 
@@ -386,15 +514,32 @@ interface RunningAgent {
  * daemon that, when an MPS server fails, kills that GPU's workers (their tasks in flight get errors),
  * restarts the daemon, and lets the agent start the workers again.
  */
-async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus: AgentGpu[], logger: Logger): Promise<RunningAgent> {
-  if (flags.worker !== 'torch') throw new InvalidInputError(`this machine has GPUs (${gpus.map((g) => g.name).join(', ')}): real GPUs are served by the PyTorch worker, add --worker torch (or use --simulate)`);
-  if (flags.pooledGpu !== undefined && flags.pooledGpu !== REAL_GPU_POOLED) throw new InvalidInputError(`--pooled-gpu ${flags.pooledGpu}: only for simulated GPUs; real GPUs run under an MPS server, so they pool as ${REAL_GPU_POOLED}`);
+async function startGpuAgent(
+  url: string,
+  token: string,
+  flags: AgentFlags,
+  gpus: AgentGpu[],
+  logger: Logger,
+): Promise<RunningAgent> {
+  if (flags.worker !== 'torch')
+    throw new InvalidInputError(
+      `this machine has GPUs (${gpus.map((g) => g.name).join(', ')}): real GPUs are served by the PyTorch worker, add --worker torch (or use --simulate)`,
+    );
+  if (flags.pooledGpu !== undefined && flags.pooledGpu !== REAL_GPU_POOLED)
+    throw new InvalidInputError(
+      `--pooled-gpu ${flags.pooledGpu}: only for simulated GPUs; real GPUs run under an MPS server, so they pool as ${REAL_GPU_POOLED}`,
+    );
   await requireTorch();
   const base = join(flags.stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'mps');
   const daemons = new Map<number, MpsDaemon>();
   for (const g of gpus) {
     // The daemon is pinned by UUID: nvidia-smi's index order can differ from CUDA's enumeration.
-    const d = new MpsDaemon({ pipeDir: join(base, `gpu${g.index}`, 'pipe'), logDir: join(base, `gpu${g.index}`, 'log'), gpu: g.uuid, ...(process.env.INSS_MPS_CONTROL ? { controlCommand: process.env.INSS_MPS_CONTROL } : {}) });
+    const d = new MpsDaemon({
+      pipeDir: join(base, `gpu${g.index}`, 'pipe'),
+      logDir: join(base, `gpu${g.index}`, 'log'),
+      gpu: g.uuid,
+      ...(process.env.INSS_MPS_CONTROL ? { controlCommand: process.env.INSS_MPS_CONTROL } : {}),
+    });
     await d.stop(); // a daemon left by an earlier run of this agent
     const r = await d.start();
     if (!r.ok) throw new InvalidInputError(`GPU ${g.index}: MPS control daemon: ${r.message}`);
@@ -425,7 +570,10 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
       new MpsSupervisor(d, {
         intervalMs: 1000,
         onFailure: (why) => {
-          logger.error({ gpu, reason: why.reason, err: why.message }, 'MPS failed on this GPU: restarting its daemon and workers');
+          logger.error(
+            { gpu, reason: why.reason, err: why.message },
+            'MPS failed on this GPU: restarting its daemon and workers',
+          );
           agent.failGpu(gpu, `MPS server of GPU ${gpu} failed: ${why.message}`);
         },
         onRecovered: () => logger.warn({ gpu }, 'MPS daemon restarted'),
@@ -447,14 +595,19 @@ async function startGpuAgent(url: string, token: string, flags: AgentFlags, gpus
 
 async function requireTorch(): Promise<void> {
   if (!(await torchAvailable())) {
-    throw new InvalidInputError(`--worker torch: ${resolvePython()} cannot import torch and torchvision (install Debian's python3-torch and python3-torchvision, or point INSS_PYTHON at a Python that has them)`);
+    throw new InvalidInputError(
+      `--worker torch: ${resolvePython()} cannot import torch and torchvision (install Debian's python3-torch and python3-torchvision, or point INSS_PYTHON at a Python that has them)`,
+    );
   }
 }
 
 async function startAgent(url: string, token: string, flags: AgentFlags, logger: Logger): Promise<RunningAgent> {
   if (!flags.simulate) {
     const found = await discoveredGpus();
-    if ('none' in found) throw new InvalidInputError(`no GPU on this machine (${found.none}); give --simulate <profile>:<count> to run simulated GPUs`);
+    if ('none' in found)
+      throw new InvalidInputError(
+        `no GPU on this machine (${found.none}); give --simulate <profile>:<count> to run simulated GPUs`,
+      );
     return startGpuAgent(url, token, flags, found.gpus, logger);
   }
   const { gpus, profilePaths } = agentGpus(flags);
@@ -500,10 +653,14 @@ function untilSignal(stop: () => Promise<void>): Promise<void> {
 
 /** The token of --token (or INSS_TOKEN) or --token-file (one line); undefined when neither is given. */
 function sharedToken(opts: { token?: string; tokenFile?: string }): string | undefined {
-  if (opts.token !== undefined && opts.tokenFile !== undefined) throw new InvalidInputError('--token (or INSS_TOKEN) and --token-file: give one');
+  if (opts.token !== undefined && opts.tokenFile !== undefined)
+    throw new InvalidInputError('--token (or INSS_TOKEN) and --token-file: give one');
   if (opts.tokenFile === undefined) return opts.token;
   const t = readFlagFile('--token-file', opts.tokenFile).toString('utf8').trim();
-  if (!/^[\x21-\x7e]+$/.test(t)) throw new InvalidInputError(`--token-file ${opts.tokenFile}: expected one token (printable ASCII, no spaces) on one line`);
+  if (!/^[\x21-\x7e]+$/.test(t))
+    throw new InvalidInputError(
+      `--token-file ${opts.tokenFile}: expected one token (printable ASCII, no spaces) on one line`,
+    );
   return t;
 }
 
@@ -514,75 +671,172 @@ function agentUrl(v: string): string {
   } catch {
     throw new InvalidArgumentError(`'${v}' is not a URL (e.g. ws://10.0.0.5:8000)`);
   }
-  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') throw new InvalidArgumentError(`'${v}': must start with ws:// or wss://`);
+  if (u.protocol !== 'ws:' && u.protocol !== 'wss:')
+    throw new InvalidArgumentError(`'${v}': must start with ws:// or wss://`);
   if (u.pathname === '/' || u.pathname === '') u.pathname = '/agents';
   return u.toString();
 }
 
 function addSchedulerOptions(c: Command): Command {
   return c
-    .option('--scenario <name|file>', 'models, SLOs and expected rates to serve, from a built-in scenario or a scenario file', 'paper-6')
+    .option(
+      '--scenario <name|file>',
+      'models, SLOs and expected rates to serve, from a built-in scenario or a scenario file',
+      'paper-6',
+    )
     .option('--policy <name>', 'scheduling policy (inss, gpulet, gslice, igniter, static-even, timeshare, ...)', 'inss')
     .option('--policy-file <file>', 'trained policy for inss / inss-ni (default: the one shipped for the scenario)')
     .option('--epoch-ms <ms>', "decision epoch (default: the scenario's epochS)", positiveInt)
-    .option('--monitor-window-ms <ms>', "window of the arrival-rate estimate (default: the scenario's monitorWindowS)", positiveInt)
+    .option(
+      '--monitor-window-ms <ms>',
+      "window of the arrival-rate estimate (default: the scenario's monitorWindowS)",
+      positiveInt,
+    )
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
-    .option('--host <host>', 'address to bind (127.0.0.1 unless told otherwise; beyond loopback, introspection routes need a token)', '127.0.0.1')
+    .option(
+      '--host <host>',
+      'address to bind (127.0.0.1 unless told otherwise; beyond loopback, introspection routes need a token)',
+      '127.0.0.1',
+    )
     .option('--tls-cert <file>', 'serve HTTPS, and wss:// to agents, with this PEM certificate (and --tls-key)')
     .option('--tls-key <file>', 'the PEM private key of --tls-cert')
-    .addOption(new Option('--auth-tokens-file <file>', 'bearer tokens (one a line) clients must send on every route but health').env('INSS_AUTH_TOKENS_FILE'))
-    .addOption(new Option('--auth-tokens <list>', 'the same tokens, comma-separated (environment only: keep them off the command line)').env('INSS_AUTH_TOKENS').hideHelp())
+    .addOption(
+      new Option(
+        '--auth-tokens-file <file>',
+        'bearer tokens (one a line) clients must send on every route but health',
+      ).env('INSS_AUTH_TOKENS_FILE'),
+    )
+    .addOption(
+      new Option(
+        '--auth-tokens <list>',
+        'the same tokens, comma-separated (environment only: keep them off the command line)',
+      )
+        .env('INSS_AUTH_TOKENS')
+        .hideHelp(),
+    )
     .option('--insecure-introspection', 'bound beyond loopback, leave /metrics and /v2/inss/* open without a token')
-    .option('--body-limit-factor <x>', "a model's body limit: its largest legitimate request (JSON) times this", factorAtLeastOne, DEFAULT_LIMITS.bodyLimitFactor)
-    .option('--max-connections <n>', 'connections open at once (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnections)
-    .option('--max-connections-per-client <n>', 'connections open at once from one address (beyond: 503)', positiveInt, DEFAULT_LIMITS.maxConnectionsPerClient)
-    .option('--shm-mb <n>', 'MB of shared memory (/dev/shm) for request bodies, which workers on this host read in place (0: off; batches carry the bytes)', shmMegabytes, DEFAULT_SHM_MB)
+    .option(
+      '--body-limit-factor <x>',
+      "a model's body limit: its largest legitimate request (JSON) times this",
+      factorAtLeastOne,
+      DEFAULT_LIMITS.bodyLimitFactor,
+    )
+    .option(
+      '--max-connections <n>',
+      'connections open at once (beyond: 503)',
+      positiveInt,
+      DEFAULT_LIMITS.maxConnections,
+    )
+    .option(
+      '--max-connections-per-client <n>',
+      'connections open at once from one address (beyond: 503)',
+      positiveInt,
+      DEFAULT_LIMITS.maxConnectionsPerClient,
+    )
+    .option(
+      '--shm-mb <n>',
+      'MB of shared memory (/dev/shm) for request bodies, which workers on this host read in place (0: off; batches carry the bytes)',
+      shmMegabytes,
+      DEFAULT_SHM_MB,
+    )
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
-    .option('--grpc-port <port>', "gRPC port (Triton's GRPCInferenceService; default: --port + 1, so 8001; 0: any free port)", portNumber)
+    .option(
+      '--grpc-port <port>',
+      "gRPC port (Triton's GRPCInferenceService; default: --port + 1, so 8001; 0: any free port)",
+      portNumber,
+    )
     .option('--no-grpc', 'serve no gRPC endpoint');
 }
 
 /** How batches reach the workers (docs/serving.md, "The path of a batch"). */
 const DATA_PATH_OPTION = () =>
-  new Option('--data-path <path>', "how batches reach workers: unix (straight from the scheduler over a Unix socket per worker; the scheduler on this host), tcp (straight over TCP; give --data-advertise), off (relayed by the agent)").choices(['unix', 'tcp', 'off']).default('unix');
+  new Option(
+    '--data-path <path>',
+    'how batches reach workers: unix (straight from the scheduler over a Unix socket per worker; the scheduler on this host), tcp (straight over TCP; give --data-advertise), off (relayed by the agent)',
+  )
+    .choices(['unix', 'tcp', 'off'])
+    .default('unix');
 
 /** --pooled-gpu: what the agent's simulated GPUs do with different models' batches at once when pooled. */
 const POOLED_GPU_OPTION = (fallback: string) =>
-  new Option('--pooled-gpu <mode>', `simulated GPUs when pooled: overlap (workers under an MPS server, batches at once) or serial (separate processes time-sliced, one batch at a time) (default: ${fallback}; real GPUs run under MPS: overlap)`).choices(POOLED_GPU_MODES);
+  new Option(
+    '--pooled-gpu <mode>',
+    `simulated GPUs when pooled: overlap (workers under an MPS server, batches at once) or serial (separate processes time-sliced, one batch at a time) (default: ${fallback}; real GPUs run under MPS: overlap)`,
+  ).choices(POOLED_GPU_MODES);
 
 export function registerServe(program: Command): void {
   addSchedulerOptions(
     program
       .command('scheduler')
       .description('Run the scheduler service: the KServe v2 task endpoint, /metrics and the agents hub')
-      .addOption(new Option('--token <token>', 'shared token agents present, for any agent id (prefer INSS_TOKEN or --token-file: argv is visible in ps)').env('INSS_TOKEN'))
+      .addOption(
+        new Option(
+          '--token <token>',
+          'shared token agents present, for any agent id (prefer INSS_TOKEN or --token-file: argv is visible in ps)',
+        ).env('INSS_TOKEN'),
+      )
       .option('--token-file <file>', 'the shared agent token, from a file')
-      .option('--agent-tokens-file <file>', "per-agent tokens, '<agent-id> <token>' a line: with its token an agent can only be that id"),
-  ).action(async (opts: ServeOptions & { host: string; port: number; token?: string; tokenFile?: string; agentTokensFile?: string }) => {
-    const logger = makeLogger(opts.logLevel);
-    const agentTokens = opts.agentTokensFile !== undefined ? tokensFrom('--agent-tokens-file', opts.agentTokensFile, parseAgentTokens) : undefined;
-    const given = sharedToken(opts);
-    // No token given: a random shared one (printed), unless per-agent tokens are the only way in.
-    const token = given ?? (agentTokens ? null : randomBytes(16).toString('hex'));
-    const { service, store } = await startScheduler({ ...opts, command: 'scheduler', token, ...(agentTokens ? { agentTokens } : {}) }, logger);
-    const shown = token === null ? `per-agent tokens of ${opts.agentTokensFile}` : given !== undefined ? 'token as given' : `token ${token}`;
-    console.log(`inss scheduler: endpoint ${service.url}/v2  ${grpcShown(service)}agents ${service.agentUrl}  ${shown}`);
-    await untilSignal(async () => {
-      await service.close();
-      store.close();
-    });
-  });
+      .option(
+        '--agent-tokens-file <file>',
+        "per-agent tokens, '<agent-id> <token>' a line: with its token an agent can only be that id",
+      ),
+  ).action(
+    async (
+      opts: ServeOptions & { host: string; port: number; token?: string; tokenFile?: string; agentTokensFile?: string },
+    ) => {
+      const logger = makeLogger(opts.logLevel);
+      const agentTokens =
+        opts.agentTokensFile !== undefined
+          ? tokensFrom('--agent-tokens-file', opts.agentTokensFile, parseAgentTokens)
+          : undefined;
+      const given = sharedToken(opts);
+      // No token given: a random shared one (printed), unless per-agent tokens are the only way in.
+      const token = given ?? (agentTokens ? null : randomBytes(16).toString('hex'));
+      const { service, store } = await startScheduler(
+        { ...opts, command: 'scheduler', token, ...(agentTokens ? { agentTokens } : {}) },
+        logger,
+      );
+      const shown =
+        token === null
+          ? `per-agent tokens of ${opts.agentTokensFile}`
+          : given !== undefined
+            ? 'token as given'
+            : `token ${token}`;
+      console.log(
+        `inss scheduler: endpoint ${service.url}/v2  ${grpcShown(service)}agents ${service.agentUrl}  ${shown}`,
+      );
+      await untilSignal(async () => {
+        await service.close();
+        store.close();
+      });
+    },
+  );
 
   program
     .command('agent')
     .description('Run a node agent: connects to the scheduler and runs the workers it wants')
     .requiredOption('--scheduler <url>', 'the scheduler hub, ws://HOST:PORT', agentUrl)
-    .addOption(new Option('--token <token>', 'the token the scheduler printed, or this agent\'s own (prefer INSS_TOKEN or --token-file: argv is visible in ps)').env('INSS_TOKEN'))
+    .addOption(
+      new Option(
+        '--token <token>',
+        "the token the scheduler printed, or this agent's own (prefer INSS_TOKEN or --token-file: argv is visible in ps)",
+      ).env('INSS_TOKEN'),
+    )
     .option('--token-file <file>', 'the token, from a file')
-    .option('--ca <file>', 'wss://: PEM certificate(s) to trust for the scheduler (its self-signed certificate, or a private CA)')
+    .option(
+      '--ca <file>',
+      'wss://: PEM certificate(s) to trust for the scheduler (its self-signed certificate, or a private CA)',
+    )
     .option('--simulate <profile:count,...>', 'simulated GPUs from profiles (e.g. rtx2060s:2,rtx2060:2)', parseSimulate)
-    .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
+    .addOption(
+      new Option(
+        '--worker <kind>',
+        'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)',
+      )
+        .choices(['sim', 'torch'])
+        .default('sim'),
+    )
     .option('--agent-id <id>', 'stable id of this agent (default: the host name)')
     .option('--state-dir <dir>', "where the agent keeps its MPS daemons' pipe and log directories (default ~/.inss)")
     .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
@@ -591,22 +845,37 @@ export function registerServe(program: Command): void {
     .addOption(DATA_PATH_OPTION())
     .option('--data-advertise <host>', '--data-path tcp: the address the scheduler reaches this machine at')
     .option('--log-level <level>', 'pino log level', 'info')
-    .action(async (opts: AgentFlags & { scheduler: string; token?: string; tokenFile?: string; ca?: string; logLevel: string }) => {
-      const logger = makeLogger(opts.logLevel);
-      const token = sharedToken(opts);
-      if (token === undefined) throw new InvalidInputError('no token: set INSS_TOKEN, or give --token-file (or --token)');
-      if (opts.ca !== undefined && !opts.scheduler.startsWith('wss:')) throw new InvalidInputError('--ca: only for a wss:// scheduler URL');
-      const tls = opts.ca !== undefined ? { ca: readFlagFile('--ca', opts.ca) } : undefined;
-      const agent = await startAgent(opts.scheduler, token, { ...opts, ...(tls ? { tls } : {}) }, logger);
-      await untilSignal(() => agent.stop());
-    });
+    .action(
+      async (
+        opts: AgentFlags & { scheduler: string; token?: string; tokenFile?: string; ca?: string; logLevel: string },
+      ) => {
+        const logger = makeLogger(opts.logLevel);
+        const token = sharedToken(opts);
+        if (token === undefined)
+          throw new InvalidInputError('no token: set INSS_TOKEN, or give --token-file (or --token)');
+        if (opts.ca !== undefined && !opts.scheduler.startsWith('wss:'))
+          throw new InvalidInputError('--ca: only for a wss:// scheduler URL');
+        const tls = opts.ca !== undefined ? { ca: readFlagFile('--ca', opts.ca) } : undefined;
+        const agent = await startAgent(opts.scheduler, token, { ...opts, ...(tls ? { tls } : {}) }, logger);
+        await untilSignal(() => agent.stop());
+      },
+    );
 
   addSchedulerOptions(
     program
       .command('up')
-      .description('Start everything on this machine: the scheduler and a local agent (simulated GPUs where there are none)')
+      .description(
+        'Start everything on this machine: the scheduler and a local agent (simulated GPUs where there are none)',
+      )
       .option('--simulate <profile:count,...>', "simulated GPUs (default: the scenario's cluster)", parseSimulate)
-      .addOption(new Option('--worker <kind>', 'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)').choices(['sim', 'torch']).default('sim'))
+      .addOption(
+        new Option(
+          '--worker <kind>',
+          'worker implementation: sim (simulated timing) or torch (PyTorch, native/torch_worker.py; on the CPU where the GPUs are simulated)',
+        )
+          .choices(['sim', 'torch'])
+          .default('sim'),
+      )
       .option('--zero-time', 'simulated workers answer at once (system-overhead benchmark)')
       .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
       .addOption(POOLED_GPU_OPTION("the scenario's timeshareGpu"))
@@ -621,16 +890,32 @@ export function registerServe(program: Command): void {
     if (!simulate) {
       const found = await discoveredGpus();
       const real = 'gpus' in found && opts.worker === 'torch';
-      if ('gpus' in found && !real) logger.warn({ gpus: found.gpus.map((g) => g.name) }, 'this machine has GPUs; serving simulated GPUs because the worker is sim (use --worker torch for the real ones)');
+      if ('gpus' in found && !real)
+        logger.warn(
+          { gpus: found.gpus.map((g) => g.name) },
+          'this machine has GPUs; serving simulated GPUs because the worker is sim (use --worker torch for the real ones)',
+        );
       const sc = config.scenario.scenario;
-      if (!real) simulate = sc.gpus.map((g) => ({ profile: g.profile, count: g.count, pooled: opts.pooledGpu ?? g.timeshareGpu ?? sc.timeshareGpu }));
+      if (!real)
+        simulate = sc.gpus.map((g) => ({
+          profile: g.profile,
+          count: g.count,
+          pooled: opts.pooledGpu ?? g.timeshareGpu ?? sc.timeshareGpu,
+        }));
     }
     // Over TLS the local agent trusts exactly the certificate its scheduler serves, whatever names it carries.
     const agentTls = tls ? { tls: { ca: tls.cert, checkServerIdentity: () => undefined } } : {};
     // The local agent's workers are on this host: over TCP (`--data-path tcp`) the scheduler reaches them on loopback.
     const dataAdvertise = opts.dataPath === 'tcp' ? { dataAdvertise: '127.0.0.1' } : {};
-    const agent = await startAgent(service.agentUrl, token, { ...opts, ...(simulate ? { simulate } : {}), ...agentTls, ...dataAdvertise, agentId: opts.agentId ?? 'local' }, logger.child({ part: 'agent' }));
-    console.log(`inss up: endpoint ${service.url}/v2  ${grpcShown(service)}(models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`);
+    const agent = await startAgent(
+      service.agentUrl,
+      token,
+      { ...opts, ...(simulate ? { simulate } : {}), ...agentTls, ...dataAdvertise, agentId: opts.agentId ?? 'local' },
+      logger.child({ part: 'agent' }),
+    );
+    console.log(
+      `inss up: endpoint ${service.url}/v2  ${grpcShown(service)}(models: ${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`,
+    );
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);
     await untilSignal(async () => {

@@ -46,7 +46,15 @@ export const TRAIN_RECIPE = {
   gamma: 0.9,
 } as const;
 
-const CheckpointSchema = z.object({ format: z.literal('inss-train-checkpoint/1'), config: z.unknown(), episodesDone: z.number().int().min(0), records: z.array(z.unknown()), agent: z.unknown() }).loose();
+const CheckpointSchema = z
+  .object({
+    format: z.literal('inss-train-checkpoint/1'),
+    config: z.unknown(),
+    episodesDone: z.number().int().min(0),
+    records: z.array(z.unknown()),
+    agent: z.unknown(),
+  })
+  .loose();
 
 function writeAtomic(path: string, text: string): void {
   writeFileSync(`${path}.tmp`, text);
@@ -68,8 +76,11 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
   }
   let userSettings: Record<string, unknown> = {};
   if (opts.settings) {
-    const raw = opts.settings.trim().startsWith('{') ? (JSON.parse(opts.settings) as unknown) : readJsonFile(opts.settings);
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError('--settings: must be a JSON object');
+    const raw = opts.settings.trim().startsWith('{')
+      ? (JSON.parse(opts.settings) as unknown)
+      : readJsonFile(opts.settings);
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new InvalidInputError('--settings: must be a JSON object');
     userSettings = raw as Record<string, unknown>;
   }
   const config: TrainConfig = resume?.config ?? {
@@ -88,9 +99,19 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
   const episodes = resume ? Math.max(opts.episodes, config.episodes) : config.episodes;
   const tf = await initTf(opts.backend);
   const store = new Store(join(opts.stateDir ?? join(homedir(), '.inss'), 'inss.db'));
-  const runId = store.startTrainingRun({ scenario: config.scenario, seed: opts.seed, settings: config, outDir: out, nowIso: new Date().toISOString() });
+  const runId = store.startTrainingRun({
+    scenario: config.scenario,
+    seed: opts.seed,
+    settings: config,
+    outDir: out,
+    nowIso: new Date().toISOString(),
+  });
   const trainer = await Trainer.create(config, cluster, loaded.scenario.models, resume);
-  const progress = startProgress({ total: episodes, start: trainer.episodesDone, ...(opts.quiet ? { quiet: true } : {}) });
+  const progress = startProgress({
+    total: episodes,
+    start: trainer.episodesDone,
+    ...(opts.quiet ? { quiet: true } : {}),
+  });
   let interrupted = false;
   const onSignal = () => {
     interrupted = true;
@@ -100,11 +121,31 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
   const saveAll = (final: boolean) => {
     writeAtomic(ckptPath, JSON.stringify(trainer.checkpoint()));
     writeFileSync(join(out, 'curves.csv'), recordsCsv(trainer.records));
-    const pts = (f: (r: (typeof trainer.records)[number]) => number) => trainer.records.map((r) => [r.episode, f(r)] as const);
-    writeFileSync(join(out, 'reward.svg'), lineChart(`Training reward: ${config.scenario}`, 'episode', 'episode reward (eq. 3)', [{ name: 'reward', points: pts((r) => r.reward) }]));
-    writeFileSync(join(out, 'throughput.svg'), lineChart(`Training throughput: ${config.scenario}`, 'episode', 'predicted tasks/s', [{ name: 'throughput', points: pts((r) => r.throughputPerS) }]));
-    writeFileSync(join(out, 'slo-violation.svg'), lineChart(`Training SLO violation: ${config.scenario}`, 'episode', 'predicted % of tasks', [{ name: 'SLO violation', points: pts((r) => r.sloViolationPct) }]));
-    if (final) writeAtomic(join(out, 'policy.json'), JSON.stringify(trainer.policyFile({ command: ['inss', ...argv.slice(2)].join(' '), backend: tf.backend })));
+    const pts = (f: (r: (typeof trainer.records)[number]) => number) =>
+      trainer.records.map((r) => [r.episode, f(r)] as const);
+    writeFileSync(
+      join(out, 'reward.svg'),
+      lineChart(`Training reward: ${config.scenario}`, 'episode', 'episode reward (eq. 3)', [
+        { name: 'reward', points: pts((r) => r.reward) },
+      ]),
+    );
+    writeFileSync(
+      join(out, 'throughput.svg'),
+      lineChart(`Training throughput: ${config.scenario}`, 'episode', 'predicted tasks/s', [
+        { name: 'throughput', points: pts((r) => r.throughputPerS) },
+      ]),
+    );
+    writeFileSync(
+      join(out, 'slo-violation.svg'),
+      lineChart(`Training SLO violation: ${config.scenario}`, 'episode', 'predicted % of tasks', [
+        { name: 'SLO violation', points: pts((r) => r.sloViolationPct) },
+      ]),
+    );
+    if (final)
+      writeAtomic(
+        join(out, 'policy.json'),
+        JSON.stringify(trainer.policyFile({ command: ['inss', ...argv.slice(2)].join(' '), backend: tf.backend })),
+      );
     store.updateTrainingProgress(runId, trainer.episodesDone);
   };
   try {
@@ -112,21 +153,45 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
       const t0 = performance.now();
       const rec = trainer.runEpisode();
       rec.seconds = (performance.now() - t0) / 1000;
-      progress.update(trainer.episodesDone, `episode ${trainer.episodesDone}: reward ${rec.reward.toFixed(0)} | thr ${rec.throughputPerS.toFixed(0)}/s | SLO viol ${rec.sloViolationPct.toFixed(2)}% | ${rec.seconds.toFixed(1)} s`);
+      progress.update(
+        trainer.episodesDone,
+        `episode ${trainer.episodesDone}: reward ${rec.reward.toFixed(0)} | thr ${rec.throughputPerS.toFixed(0)}/s | SLO viol ${rec.sloViolationPct.toFixed(2)}% | ${rec.seconds.toFixed(1)} s`,
+      );
       if (trainer.episodesDone % opts.checkpointEvery === 0) saveAll(false);
     }
     progress.stop();
     const done = trainer.episodesDone >= episodes;
     saveAll(done);
     const last = trainer.records.slice(-10);
-    const mean = (f: (r: (typeof last)[number]) => number) => last.reduce((s, r) => s + f(r), 0) / Math.max(1, last.length);
-    const final = { episodes: trainer.episodesDone, rewardLast10: mean((r) => r.reward), throughputLast10: mean((r) => r.throughputPerS), sloViolationPctLast10: mean((r) => r.sloViolationPct), backend: tf.backend };
-    store.finishTrainingRun(runId, { status: done ? 'finished' : 'interrupted', final, policyPath: done ? join(out, 'policy.json') : null, nowIso: new Date().toISOString() });
-    console.error(done ? `trained ${trainer.episodesDone} episodes; policy: ${join(out, 'policy.json')} (run ${runId})` : `interrupted after ${trainer.episodesDone} episodes; resume with --resume --out ${opts.out} (run ${runId})`);
+    const mean = (f: (r: (typeof last)[number]) => number) =>
+      last.reduce((s, r) => s + f(r), 0) / Math.max(1, last.length);
+    const final = {
+      episodes: trainer.episodesDone,
+      rewardLast10: mean((r) => r.reward),
+      throughputLast10: mean((r) => r.throughputPerS),
+      sloViolationPctLast10: mean((r) => r.sloViolationPct),
+      backend: tf.backend,
+    };
+    store.finishTrainingRun(runId, {
+      status: done ? 'finished' : 'interrupted',
+      final,
+      policyPath: done ? join(out, 'policy.json') : null,
+      nowIso: new Date().toISOString(),
+    });
+    console.error(
+      done
+        ? `trained ${trainer.episodesDone} episodes; policy: ${join(out, 'policy.json')} (run ${runId})`
+        : `interrupted after ${trainer.episodesDone} episodes; resume with --resume --out ${opts.out} (run ${runId})`,
+    );
     return done ? 0 : 130;
   } catch (err) {
     progress.stop();
-    store.finishTrainingRun(runId, { status: 'failed', final: { error: String(err) }, policyPath: null, nowIso: new Date().toISOString() });
+    store.finishTrainingRun(runId, {
+      status: 'failed',
+      final: { error: String(err) },
+      policyPath: null,
+      nowIso: new Date().toISOString(),
+    });
     throw err;
   } finally {
     process.removeListener('SIGINT', onSignal);

@@ -34,12 +34,28 @@ function fillBody(table, rows) {
 
 // One colour per model, in the scheduler's model order: ten well-separated ones (Tableau 10), then
 // golden-angle hues (past ten, neighbours stay apart; only the charted ones, at most 8, need telling apart).
-const TABLEAU = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+const TABLEAU = [
+  '#4e79a7',
+  '#f28e2b',
+  '#e15759',
+  '#76b7b2',
+  '#59a14f',
+  '#edc948',
+  '#b07aa1',
+  '#ff9da7',
+  '#9c755f',
+  '#bab0ac',
+];
 const palette = new Map();
 function colour(name) {
   if (!palette.has(name)) {
     const i = palette.size;
-    palette.set(name, i < TABLEAU.length ? TABLEAU[i] : `hsl(${Math.round((i * 137.508) % 360)}, ${62 - (i % 3) * 8}%, ${42 + (i % 2) * 10}%)`);
+    palette.set(
+      name,
+      i < TABLEAU.length
+        ? TABLEAU[i]
+        : `hsl(${Math.round((i * 137.508) % 360)}, ${62 - (i % 3) * 8}%, ${42 + (i % 2) * 10}%)`,
+    );
   }
   return palette.get(name);
 }
@@ -70,7 +86,10 @@ function merge(view) {
 function renderGpus(view) {
   const cards = view.gpus.map((g) => {
     const ws = g.workers;
-    const total = Math.max(100, ws.reduce((a, w) => a + w.pct, 0));
+    const total = Math.max(
+      100,
+      ws.reduce((a, w) => a + w.pct, 0),
+    );
     const bar = el(
       'div',
       { class: 'bar share', title: 'MPS share of each worker' },
@@ -91,18 +110,30 @@ function renderGpus(view) {
       ),
     );
     const memUsed = g.memMeasuredMb ?? g.memPredictedMb;
-    const memText = g.memTotalMb ? `${fmt(memUsed, 0)} / ${fmt(g.memTotalMb, 0)} MB ${g.memMeasuredMb !== null ? 'measured' : 'predicted'}` : `${fmt(memUsed, 0)} MB`;
+    const memText = g.memTotalMb
+      ? `${fmt(memUsed, 0)} / ${fmt(g.memTotalMb, 0)} MB ${g.memMeasuredMb !== null ? 'measured' : 'predicted'}`
+      : `${fmt(memUsed, 0)} MB`;
     const mem = el(
       'div',
       { class: 'bar mem', title: 'GPU memory' },
-      el('div', { class: 'fill', style: { width: `${g.memTotalMb && memUsed !== null ? Math.min(100, (100 * memUsed) / g.memTotalMb) : 0}%` } }),
+      el('div', {
+        class: 'fill',
+        style: { width: `${g.memTotalMb && memUsed !== null ? Math.min(100, (100 * memUsed) / g.memTotalMb) : 0}%` },
+      }),
       el('span', { class: 'label' }, `memory ${memText}`),
     );
     const list = el(
       'ul',
       { class: 'gpu-models' },
       ...ws.map((w) =>
-        el('li', { 'data-model': w.model }, el('span', { class: 'swatch', style: { background: colour(w.model) } }), el('span', { class: 'name' }, w.model), `${w.pct}%`, el('span', { class: 'muted' }, `b${w.batch} ${w.role === 'active' ? '' : w.role} ${w.state}`)),
+        el(
+          'li',
+          { 'data-model': w.model },
+          el('span', { class: 'swatch', style: { background: colour(w.model) } }),
+          el('span', { class: 'name' }, w.model),
+          `${w.pct}%`,
+          el('span', { class: 'muted' }, `b${w.batch} ${w.role === 'active' ? '' : w.role} ${w.state}`),
+        ),
       ),
     );
     const used = ws.filter((w) => w.role !== 'shadow').reduce((a, w) => a + w.pct, 0);
@@ -110,11 +141,19 @@ function renderGpus(view) {
       'div',
       { class: 'gpu-title' },
       `GPU ${g.index} `,
-      el('small', {}, `${g.agentId}:${g.local} ${g.profile ?? ''} ${g.mode.toUpperCase()} - ${used}% to serving workers, ${ws.length} worker${ws.length === 1 ? '' : 's'}${g.utilPct !== null ? `, util ${fmt(g.utilPct, 0)}%` : ''}`),
+      el(
+        'small',
+        {},
+        `${g.agentId}:${g.local} ${g.profile ?? ''} ${g.mode.toUpperCase()} - ${used}% to serving workers, ${ws.length} worker${ws.length === 1 ? '' : 's'}${g.utilPct !== null ? `, util ${fmt(g.utilPct, 0)}%` : ''}`,
+      ),
     );
     return el('div', { class: 'gpu', 'data-gpu': g.index }, title, bar, mem, list);
   });
-  document.getElementById('gpus').replaceChildren(...(cards.length ? cards : [el('p', { class: 'muted' }, 'No GPU yet: no agent with GPUs is connected.')]));
+  document
+    .getElementById('gpus')
+    .replaceChildren(
+      ...(cards.length ? cards : [el('p', { class: 'muted' }, 'No GPU yet: no agent with GPUs is connected.')]),
+    );
 }
 
 // ---- tables -------------------------------------------------------------------------------------
@@ -162,7 +201,13 @@ function renderEvents(view) {
     view.events.map((e) => {
       const kind = e.kind === 'agent' && !e.connected ? 'agent-down' : e.kind;
       const models = e.model ? [e.model] : (e.changes ?? []).map((c) => c.model);
-      return el('tr', { 'data-kind': e.kind, 'data-models': models.join(' '), ...(e.model ? { 'data-model': e.model } : {}) }, el('td', {}, clock(e.t)), el('td', {}, el('span', { class: `badge ${kind}` }, e.kind)), el('td', { class: 'wrap' }, e.text));
+      return el(
+        'tr',
+        { 'data-kind': e.kind, 'data-models': models.join(' '), ...(e.model ? { 'data-model': e.model } : {}) },
+        el('td', {}, clock(e.t)),
+        el('td', {}, el('span', { class: `badge ${kind}` }, e.kind)),
+        el('td', { class: 'wrap' }, e.text),
+      );
     }),
   );
 }
@@ -192,7 +237,15 @@ function renderAgents(view) {
   fillBody(
     '#agents',
     view.agents.map((a) =>
-      el('tr', { 'data-agent': a.agentId }, el('td', {}, a.agentId), el('td', {}, a.hostname), el('td', { class: a.connected ? 'ok' : 'bad' }, a.connected ? 'connected' : 'disconnected'), el('td', {}, a.workerKind), el('td', { class: 'num' }, a.gpus)),
+      el(
+        'tr',
+        { 'data-agent': a.agentId },
+        el('td', {}, a.agentId),
+        el('td', {}, a.hostname),
+        el('td', { class: a.connected ? 'ok' : 'bad' }, a.connected ? 'connected' : 'disconnected'),
+        el('td', {}, a.workerKind),
+        el('td', { class: 'num' }, a.gpus),
+      ),
     ),
   );
 }
@@ -252,7 +305,9 @@ function setStatus(text, error) {
 
 async function poll() {
   try {
-    const res = await fetch(state.since === null ? DATA_URL : `${DATA_URL}?since=${state.since}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    const res = await fetch(state.since === null ? DATA_URL : `${DATA_URL}?since=${state.since}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
     if (res.status === 401 || res.status === 403) {
       setStatus('this scheduler needs a token: open /dashboard/#token=YOUR_TOKEN', true);
     } else if (!res.ok) {
@@ -269,7 +324,8 @@ async function poll() {
       renderAgents(view);
       renderCharts();
       const connected = view.agents.filter((a) => a.connected).length;
-      document.getElementById('summary').textContent = `policy ${view.policy ?? '-'}${view.policyError ? ` (cannot run: ${view.policyError})` : ''} - ${view.gpus.length} GPUs, ${view.models.length} models, ${view.workers.length} workers, ${connected}/${view.agents.length} agents - ${view.totals.swaps} shadow swaps`;
+      document.getElementById('summary').textContent =
+        `policy ${view.policy ?? '-'}${view.policyError ? ` (cannot run: ${view.policyError})` : ''} - ${view.gpus.length} GPUs, ${view.models.length} models, ${view.workers.length} workers, ${connected}/${view.agents.length} agents - ${view.totals.swaps} shadow swaps`;
       state.updates++;
       document.body.dataset.updates = String(state.updates);
       setStatus(`updated ${clock(view.now)}`, false);

@@ -6,7 +6,16 @@ import type { ClusterInfo, Deployment } from '../src/policy/types.js';
 import type { ScenarioModel } from '../src/scenario/schema.js';
 import { type RateFunction, rateFunction } from '../src/workload/arrivals.js';
 import { Rng } from '../src/workload/random.js';
-import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, scorePlacements, stateDim } from './mdp.js';
+import {
+  type ActionSpace,
+  actionSpace,
+  decodeAction,
+  encodeState,
+  memoryUsed,
+  referenceThroughput,
+  scorePlacements,
+  stateDim,
+} from './mdp.js';
 
 export interface EnvOptions {
   /** Seconds per step (the scenario's decision epoch). */
@@ -51,7 +60,10 @@ export class ProvisioningEnv {
     this.stateDim = stateDim(cluster);
     this.refPerS = referenceThroughput(cluster);
     this.rates = models.map((m) => {
-      if (m.rate.kind === 'trace') throw new RangeError(`models: '${m.name}' has a trace rate; training needs rate curves (constant, steps, triangle, diurnal)`);
+      if (m.rate.kind === 'trace')
+        throw new RangeError(
+          `models: '${m.name}' has a trace rate; training needs rate curves (constant, steps, triangle, diurnal)`,
+        );
       return rateFunction(m.rate);
     });
     this.rng = new Rng(options.seed);
@@ -64,7 +76,13 @@ export class ProvisioningEnv {
   }
 
   private state(): Float32Array {
-    return encodeState(this.cluster, this.refPerS, memoryUsed(this.cluster, this.current), this.ratesNow(), this.queued);
+    return encodeState(
+      this.cluster,
+      this.refPerS,
+      memoryUsed(this.cluster, this.current),
+      this.ratesNow(),
+      this.queued,
+    );
   }
 
   reset(): Float32Array {
@@ -80,7 +98,9 @@ export class ProvisioningEnv {
   step(action: ArrayLike<number>): { state: Float32Array; reward: number; done: boolean; info: StepInfo } {
     const rates = this.ratesNow();
     const { placements, repaired } = decodeAction(this.cluster, this.space, action);
-    const o = scorePlacements(this.cluster, this.refPerS, placements, rates, { interference: this.options.interference });
+    const o = scorePlacements(this.cluster, this.refPerS, placements, rates, {
+      interference: this.options.interference,
+    });
     this.current = o.deployment;
     let served = 0;
     let missed = 0;

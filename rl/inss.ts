@@ -10,10 +10,34 @@
 // reallocation is kept only if its predicted reward by eq. (3) beats it by a margin, so a poor actor
 // output never replaces a better deployment and no shadow swap is paid for nothing.
 // `inss-ni` is the same with interference ignored in the model it decides on (BDA and the check).
-import { balancedPartition, greedyPartition, planPooling, type PoolingOptions, scoreDeployment } from '../src/policy/pooling.js';
-import type { ClusterInfo, Deployment, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../src/policy/types.js';
+import {
+  balancedPartition,
+  greedyPartition,
+  planPooling,
+  type PoolingOptions,
+  scoreDeployment,
+} from '../src/policy/pooling.js';
+import type {
+  ClusterInfo,
+  Deployment,
+  Observation,
+  Placement,
+  Policy,
+  PolicyFactory,
+  PolicyOptions,
+} from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
-import { type ActionSpace, actionSpace, decodeAction, encodeState, memoryUsed, referenceThroughput, type ScoreOptions, scorePlacements, staticMasks } from './mdp.js';
+import {
+  type ActionSpace,
+  actionSpace,
+  decodeAction,
+  encodeState,
+  memoryUsed,
+  referenceThroughput,
+  type ScoreOptions,
+  scorePlacements,
+  staticMasks,
+} from './mdp.js';
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
 import { refine, type RefineOptions } from './refine.js';
 import { formatIssues } from '../src/profile/schema.js';
@@ -88,8 +112,22 @@ export interface InssAdditions {
   readonly missFeedback: boolean;
 }
 
-export const PAPER_ONLY: InssAdditions = { refine: false, replicas: false, repairCurrent: false, capacityCredit: false, pooling: false, missFeedback: false };
-export const ALL_ADDITIONS: InssAdditions = { refine: true, replicas: true, repairCurrent: true, capacityCredit: true, pooling: true, missFeedback: false };
+export const PAPER_ONLY: InssAdditions = {
+  refine: false,
+  replicas: false,
+  repairCurrent: false,
+  capacityCredit: false,
+  pooling: false,
+  missFeedback: false,
+};
+export const ALL_ADDITIONS: InssAdditions = {
+  refine: true,
+  replicas: true,
+  repairCurrent: true,
+  capacityCredit: true,
+  pooling: true,
+  missFeedback: false,
+};
 /**
  * After the pooling planner replaces a deployment, it keeps the new one (re-batched) this long (ms):
  * the scenarios' swap time (swapS 3 s), in which the new workers start beside the old.
@@ -145,7 +183,11 @@ export class InssPolicy implements Policy {
     this.refPerS = referenceThroughput(cluster);
     this.masks = space ? staticMasks(cluster, space) : [];
     this.state = new Float32Array(actor ? actor.stateDim : 0);
-    this.bdaOptions = { interference, sloFraction: add.refine ? SLO_FRACTION : 1, ...(add.refine && add.capacityCredit ? { capacityCreditX: CAPACITY_CREDIT_X } : {}) };
+    this.bdaOptions = {
+      interference,
+      sloFraction: add.refine ? SLO_FRACTION : 1,
+      ...(add.refine && add.capacityCredit ? { capacityCreditX: CAPACITY_CREDIT_X } : {}),
+    };
     this.headroom = add.refine ? RATE_HEADROOM : 1;
     this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
     this.poolingOptions = { sloFraction: SLO_FRACTION, interference, budget: POOLING_BUDGET };
@@ -202,13 +244,21 @@ export class InssPolicy implements Policy {
     const opts = this.bdaOptions;
     if (current.placements.length === 0) return this.reallocate(obs, rates, current).deployment;
     // Case 1: BDA alone on the current placement and shares.
-    const kept = scorePlacements(this.cluster, this.refPerS, current.placements.map((p) => ({ ...p, batch: 1 })), rates, opts);
+    const kept = scorePlacements(
+      this.cluster,
+      this.refPerS,
+      current.placements.map((p) => ({ ...p, batch: 1 })),
+      rates,
+      opts,
+    );
     if (kept.bdaOk) return kept.deployment;
     // Case 2: BDA found no feasible batch for some model: the actor reallocates.
     const fresh = this.reallocate(obs, rates, current);
     // Beyond the paper: the deployment in force, refined (a few units moved, a replica added),
     // is the alternative the actor's reallocation must beat; it usually needs fewer swaps.
-    const base = this.add.repairCurrent ? refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome : kept;
+    const base = this.add.repairCurrent
+      ? refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome
+      : kept;
     return fresh.reward > base.reward + SWITCH_MARGIN * Math.abs(base.reward) ? fresh.deployment : base.deployment;
   }
 
@@ -220,7 +270,9 @@ export class InssPolicy implements Policy {
    */
   private decidePooling(obs: Observation, rates: number[], current: Deployment): Deployment {
     // How bursty each model's arrivals were (the monitor's measure), for the queueing model.
-    const options: PoolingOptions = obs.arrivalCv2 ? { ...this.poolingOptions, arrivalCv2: obs.arrivalCv2 } : this.poolingOptions;
+    const options: PoolingOptions = obs.arrivalCv2
+      ? { ...this.poolingOptions, arrivalCv2: obs.arrivalCv2 }
+      : this.poolingOptions;
     // An infeasible deployment in force (e.g. handed over by another policy) is always replaced; one
     // this planner chose for rates no lower than these, and predicted to meet the SLOs at these, is
     // kept (when the load falls a swap buys only a better utilisation score and costs worker
@@ -230,7 +282,13 @@ export class InssPolicy implements Policy {
     // A deployment this planner just switched to is kept (re-batched) while its workers start: what
     // the last epochs measured and the rates it was chosen for still describe the one before it, and
     // a switch during a switch stacks shadow workers (docs/inss.md, "Dwell").
-    if (kept && Number.isFinite(kept.score) && obs.nowMs - this.switchedAtMs < DWELL_MS && this.switchedTo !== null && sameLayout(this.switchedTo, current)) {
+    if (
+      kept &&
+      Number.isFinite(kept.score) &&
+      obs.nowMs - this.switchedAtMs < DWELL_MS &&
+      this.switchedTo !== null &&
+      sameLayout(this.switchedTo, current)
+    ) {
       this.count('kept');
       return kept.deployment;
     }
@@ -244,12 +302,20 @@ export class InssPolicy implements Policy {
     }
     const mpsPlans: Deployment[] = [];
     if (this.actor) mpsPlans.push(this.reallocate(obs, rates, current).deployment);
-    else mpsPlans.push(refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome.deployment);
+    else
+      mpsPlans.push(
+        refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome
+          .deployment,
+      );
     const currentIsMps = current.placements.length > 0 && !(current.gpuModes ?? []).some((m) => m === 'timeshare');
-    if (currentIsMps && this.add.repairCurrent) mpsPlans.push(refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome.deployment);
+    if (currentIsMps && this.add.repairCurrent)
+      mpsPlans.push(
+        refine(this.cluster, this.refPerS, current.placements, rates, this.refineOptions).outcome.deployment,
+      );
     // Where the MPS plan leaves a GPU idle (more GPUs than it gives models partitions), also every
     // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
-    if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index))) mpsPlans.push({ placements: balancedPartition(this.cluster, rates) });
+    if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index)))
+      mpsPlans.push({ placements: balancedPartition(this.cluster, rates) });
     const plan = planPooling(this.cluster, rates, mpsPlans, options);
     // Stability: a deployment in force predicted to meet the attainment target (at most
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
@@ -261,9 +327,16 @@ export class InssPolicy implements Policy {
     const meets = kept !== null && kept.missedPerS <= MEETS_MISSED_FRACTION * total;
     // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
     // added to the best plan's predicted misses before it is compared with the deployment in force.
-    const switchCost = kept !== null ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, rates) : 0;
+    const switchCost =
+      kept !== null
+        ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, rates)
+        : 0;
     const saves = kept !== null && plan.best.missedPerS + switchCost < kept.missedPerS - SWITCH_SAVES_FRACTION * total;
-    if (kept && Number.isFinite(kept.score) && ((meets && !saves) || !(plan.best.score + switchCost < kept.score - SWITCH_MARGIN * kept.score - 1e-9))) {
+    if (
+      kept &&
+      Number.isFinite(kept.score) &&
+      ((meets && !saves) || !(plan.best.score + switchCost < kept.score - SWITCH_MARGIN * kept.score - 1e-9))
+    ) {
       this.count('kept');
       return kept.deployment;
     }
@@ -276,7 +349,11 @@ export class InssPolicy implements Policy {
     return plan.best.deployment;
   }
 
-  private reallocate(obs: Observation, rates: number[], current: Deployment): { deployment: Deployment; reward: number } {
+  private reallocate(
+    obs: Observation,
+    rates: number[],
+    current: Deployment,
+  ): { deployment: Deployment; reward: number } {
     if (!this.actor || !this.space) throw new PolicyFileError(`${this.name}: no trained actor`);
     encodeState(this.cluster, this.refPerS, memoryUsed(this.cluster, current), rates, obs.queued, this.state);
     const action = this.actor.act(this.state, { greedy: true, masks: this.masks });
@@ -295,8 +372,16 @@ export function switchRate(cluster: ClusterInfo, a: Deployment, b: Deployment, r
   const key = (d: Deployment, p: Placement) => `${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`;
   let sum = 0;
   for (const m of cluster.models) {
-    const ka = a.placements.filter((p) => p.model === m.index).map((p) => key(a, p)).sort().join(',');
-    const kb = b.placements.filter((p) => p.model === m.index).map((p) => key(b, p)).sort().join(',');
+    const ka = a.placements
+      .filter((p) => p.model === m.index)
+      .map((p) => key(a, p))
+      .sort()
+      .join(',');
+    const kb = b.placements
+      .filter((p) => p.model === m.index)
+      .map((p) => key(b, p))
+      .sort()
+      .join(',');
     if (ka !== kb) sum += rates[m.index]!;
   }
   return sum;
@@ -327,16 +412,20 @@ export interface InssVariant {
 }
 
 /** `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or does not fit. */
-type LoadedActor = { readonly space: ActionSpace; readonly actor: ActorForward } | { readonly reason: string; readonly malformed?: true };
+type LoadedActor =
+  | { readonly space: ActionSpace; readonly actor: ActorForward }
+  | { readonly reason: string; readonly malformed?: true };
 
 /** The trained actor in `policyData` when it fits the cluster (GPU types, models, SLOs, action space), else why not. */
 function loadActor(cluster: ClusterInfo, policyData: unknown): LoadedActor {
-  if (policyData === undefined) return { reason: `no trained policy for this cluster (train one with \`inss train\`, or pass --policy-file)` };
+  if (policyData === undefined)
+    return { reason: `no trained policy for this cluster (train one with \`inss train\`, or pass --policy-file)` };
   const parsed = PolicyFileSchema.safeParse(policyData);
   if (!parsed.success) return { reason: `policy file: ${formatIssues(parsed.error)}`, malformed: true };
   const space = actionSpace(cluster);
   const mismatch = policyMismatch(parsed.data, cluster, space);
-  if (mismatch) return { reason: `the policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}` };
+  if (mismatch)
+    return { reason: `the policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}` };
   return { space, actor: ActorForward.fromSnapshot(parsed.data.actor) };
 }
 
@@ -357,14 +446,45 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
       if ('reason' in a) {
         if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
         if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
-        return new InssPolicy(v.name, cluster, null, null, v.interference, v.additions, `model-based planner (${a.reason})`);
+        return new InssPolicy(
+          v.name,
+          cluster,
+          null,
+          null,
+          v.interference,
+          v.additions,
+          `model-based planner (${a.reason})`,
+        );
       }
-      return new InssPolicy(v.name, cluster, a.space, a.actor, v.interference, v.additions, v.additions.pooling ? 'trained actor + pooling planner' : 'trained actor');
+      return new InssPolicy(
+        v.name,
+        cluster,
+        a.space,
+        a.actor,
+        v.interference,
+        v.additions,
+        v.additions.pooling ? 'trained actor + pooling planner' : 'trained actor',
+      );
     },
   };
 }
 
-export const inssFactory = inssVariantFactory({ name: 'inss', interference: true, additions: ALL_ADDITIONS, description: 'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) refined on the latency model, against time-shared pooling and hybrids under a queueing model; BDA batch sizes (docs/inss.md)' });
-export const inssNiFactory = inssVariantFactory({ name: 'inss-ni', interference: false, additions: ALL_ADDITIONS, description: 'inss with interference ignored in the latency model it decides on' });
-export const inssPaperFactory = inssVariantFactory({ name: 'inss-paper', interference: true, additions: PAPER_ONLY, description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom, no pooling" });
-
+export const inssFactory = inssVariantFactory({
+  name: 'inss',
+  interference: true,
+  additions: ALL_ADDITIONS,
+  description:
+    'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) refined on the latency model, against time-shared pooling and hybrids under a queueing model; BDA batch sizes (docs/inss.md)',
+});
+export const inssNiFactory = inssVariantFactory({
+  name: 'inss-ni',
+  interference: false,
+  additions: ALL_ADDITIONS,
+  description: 'inss with interference ignored in the latency model it decides on',
+});
+export const inssPaperFactory = inssVariantFactory({
+  name: 'inss-paper',
+  interference: true,
+  additions: PAPER_ONLY,
+  description: "The paper's TS exactly: the actor's allocation and BDA, no refinement, no headroom, no pooling",
+});

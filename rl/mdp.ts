@@ -32,7 +32,8 @@ export interface ActionSpace {
  */
 export function actionSpace(cluster: ClusterInfo, maxPct = 100): ActionSpace {
   const options: ActionOption[] = [];
-  for (const gpu of cluster.gpus) for (const pct of shareLevels(gpu)) if (pct <= maxPct + 1e-9) options.push({ gpu: gpu.index, pct });
+  for (const gpu of cluster.gpus)
+    for (const pct of shareLevels(gpu)) if (pct <= maxPct + 1e-9) options.push({ gpu: gpu.index, pct });
   return { options, heads: cluster.models.length };
 }
 
@@ -59,7 +60,14 @@ export function stateDim(cluster: ClusterInfo): number {
  * The state vector: u_k / M_k per GPU, then lambda_i / H_i and G_i / (H_i * 1 s) per model. Scaling
  * by H_i keeps every entry near [0, 1] whatever the model; the agent also normalises online.
  */
-export function encodeState<T extends Float32Array>(cluster: ClusterInfo, refPerS: readonly number[], memUsedMb: readonly number[], ratePerS: readonly number[], queued: readonly number[], out: T = new Float32Array(stateDim(cluster)) as T): T {
+export function encodeState<T extends Float32Array>(
+  cluster: ClusterInfo,
+  refPerS: readonly number[],
+  memUsedMb: readonly number[],
+  ratePerS: readonly number[],
+  queued: readonly number[],
+  out: T = new Float32Array(stateDim(cluster)) as T,
+): T {
   let k = 0;
   cluster.gpus.forEach((g, i) => (out[k++] = memUsedMb[i]! / g.memMb));
   cluster.models.forEach((_, i) => (out[k++] = ratePerS[i]! / refPerS[i]!));
@@ -101,7 +109,11 @@ export function staticMasks(cluster: ClusterInfo, space: ActionSpace): Uint8Arra
  *    them all and the smallest-share models move as in 1.
  * Returns the placements and how many models the repair touched (for diagnostics).
  */
-export function decodeAction(cluster: ClusterInfo, space: ActionSpace, action: ArrayLike<number>): { placements: Placement[]; repaired: number } {
+export function decodeAction(
+  cluster: ClusterInfo,
+  space: ActionSpace,
+  action: ArrayLike<number>,
+): { placements: Placement[]; repaired: number } {
   const gpuOf = new Int32Array(cluster.models.length);
   const pctOf = new Float64Array(cluster.models.length);
   for (let i = 0; i < cluster.models.length; i++) {
@@ -157,7 +169,7 @@ export function decodeAction(cluster: ClusterInfo, space: ActionSpace, action: A
     const sum = on.reduce((s, i) => s + pctOf[i]!, 0);
     if (sum > 100 + 1e-9) {
       for (const i of on) {
-        pctOf[i] = Math.max(unit, Math.floor(((pctOf[i]! * 100) / sum) / unit + 1e-9) * unit);
+        pctOf[i] = Math.max(unit, Math.floor((pctOf[i]! * 100) / sum / unit + 1e-9) * unit);
         touched.add(i);
       }
       // Flooring to units keeps the sum <= 100 unless the one-unit minimum pushed it over: trim the largest.
@@ -170,7 +182,12 @@ export function decodeAction(cluster: ClusterInfo, space: ActionSpace, action: A
       }
     }
   }
-  const placements: Placement[] = cluster.models.map((m) => ({ model: m.index, gpu: gpuOf[m.index]!, pct: Math.round(pctOf[m.index]! * 1e6) / 1e6, batch: 1 }));
+  const placements: Placement[] = cluster.models.map((m) => ({
+    model: m.index,
+    gpu: gpuOf[m.index]!,
+    pct: Math.round(pctOf[m.index]! * 1e6) / 1e6,
+    batch: 1,
+  }));
   return { placements, repaired: touched.size };
 }
 
@@ -207,12 +224,18 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
   const thr = new Array<number>(placements.length).fill(0);
   for (const gpu of cluster.gpus) {
     const idx = [...placements.keys()].filter((i) => placements[i]!.gpu === gpu.index);
-    const tInf = predictOnGpu(gpu, idx.map((i) => ({ ...placements[i]!, batch: 1 })), interference);
+    const tInf = predictOnGpu(
+      gpu,
+      idx.map((i) => ({ ...placements[i]!, batch: 1 })),
+      interference,
+    );
     idx.forEach((i, k) => (thr[i] = throughputPerS(1, tInf[k]!)));
   }
   const total = new Array<number>(cluster.models.length).fill(0);
   placements.forEach((p, i) => (total[p.model]! += thr[i]!));
-  return placements.map((p, i) => (count[p.model] === 1 ? 1 : total[p.model]! > 0 ? thr[i]! / total[p.model]! : 1 / count[p.model]!));
+  return placements.map((p, i) =>
+    count[p.model] === 1 ? 1 : total[p.model]! > 0 ? thr[i]! / total[p.model]! : 1 / count[p.model]!,
+  );
 }
 
 /** Per cluster, whether a (model, GPU, share) meets its SLO at batch 1 alone at rate 0: a pure function of them, asked often. */
@@ -227,7 +250,9 @@ function meetsSloAlone(cluster: ClusterInfo, p: Placement, options: BdaOptions):
   const key = (Math.round(p.pct * 1e4) * 4096 + p.gpu) * 4096 + p.model;
   let ok = memo.get(key);
   if (ok === undefined) {
-    ok = bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: 0 }], options).feasible[0] ?? false;
+    ok =
+      bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: 0 }], options).feasible[0] ??
+      false;
     memo.set(key, ok);
   }
   return ok;
@@ -241,9 +266,19 @@ function meetsSloAlone(cluster: ClusterInfo, p: Placement, options: BdaOptions):
  * replica carries its part of the rate (`replicaWeights`), and a replica that misses the SLO even at
  * batch 1 counts its part of the rate as missed.
  */
-export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[], placements: readonly Placement[], ratePerS: readonly number[], options: ScoreOptions = {}): StepOutcome {
+export function scorePlacements(
+  cluster: ClusterInfo,
+  refPerS: readonly number[],
+  placements: readonly Placement[],
+  ratePerS: readonly number[],
+  options: ScoreOptions = {},
+): StepOutcome {
   const weights = replicaWeights(cluster, placements, options.interference ?? true);
-  const inputs = placements.map((p, i) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: ratePerS[p.model]! * weights[i]! }));
+  const inputs = placements.map((p, i) => ({
+    placement: p,
+    sloMs: cluster.models[p.model]!.sloMs,
+    ratePerS: ratePerS[p.model]! * weights[i]!,
+  }));
   const r = bda(cluster.gpus, inputs, options);
   const deployment: Deployment = { placements: placements.map((p, i) => ({ ...p, batch: r.batches[i]! })) };
   const capacity = new Array<number>(cluster.models.length).fill(0);
@@ -266,7 +301,10 @@ export function scorePlacements(cluster: ClusterInfo, refPerS: readonly number[]
     if (counted[m]) continue;
     counted[m] = true;
     violation[m] = Math.min(1, Math.max(violation[m]!, latencyMissed[m]!));
-    const credit = options.capacityCreditX === undefined ? capacity[m]! : Math.min(capacity[m]!, options.capacityCreditX * ratePerS[m]!);
+    const credit =
+      options.capacityCreditX === undefined
+        ? capacity[m]!
+        : Math.min(capacity[m]!, options.capacityCreditX * ratePerS[m]!);
     reward += credit / refPerS[m]! - OMEGA * violation[m];
   }
   return { deployment, reward, capacityPerS: capacity, violation, bdaOk: r.ok };

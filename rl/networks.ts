@@ -116,15 +116,25 @@ export class Mlp {
  * MASKED_LOGIT disallowed) added first so that a masked option has probability exactly 0
  * (exp underflows) and log-probability about MASKED_LOGIT: finite, so 0 * log pi stays 0.
  */
-export function headLogSoftmax(logits: tfType.Tensor2D, headSizes: readonly number[], maskBias: tfType.Tensor2D | null): tfType.Tensor2D {
+export function headLogSoftmax(
+  logits: tfType.Tensor2D,
+  headSizes: readonly number[],
+  maskBias: tfType.Tensor2D | null,
+): tfType.Tensor2D {
   const z = maskBias ? tf.add(logits, maskBias) : logits;
   const batch = z.shape[0];
   const first = headSizes[0]!;
   if (headSizes.every((n) => n === first)) {
-    return tf.reshape(tf.logSoftmax(tf.reshape(z, [batch, headSizes.length, first])), [batch, headSizes.length * first]);
+    return tf.reshape(tf.logSoftmax(tf.reshape(z, [batch, headSizes.length, first])), [
+      batch,
+      headSizes.length * first,
+    ]);
   }
   const parts = tf.split(z, headSizes as number[], 1);
-  return tf.concat(parts.map((p) => tf.logSoftmax(p)), 1) as tfType.Tensor2D;
+  return tf.concat(
+    parts.map((p) => tf.logSoftmax(p)),
+    1,
+  ) as tfType.Tensor2D;
 }
 
 /** The logit added to a masked option: exp(MASKED_LOGIT - max) is 0 in float32. */
@@ -204,12 +214,17 @@ export class Adam {
   }
 
   toJSON(): AdamJson {
-    return { step: this.step, m: this.m.map((t) => encodeF32(t.dataSync() as Float32Array)), v: this.v.map((t) => encodeF32(t.dataSync() as Float32Array)) };
+    return {
+      step: this.step,
+      m: this.m.map((t) => encodeF32(t.dataSync() as Float32Array)),
+      v: this.v.map((t) => encodeF32(t.dataSync() as Float32Array)),
+    };
   }
 
   /** Restores moments saved by toJSON; `where` names the field in errors. */
   restore(j: AdamJson, where: string): void {
-    if (j.m.length !== this.m.length || j.v.length !== this.v.length) throw new Error(`${where}: expected ${this.m.length} moment arrays, got ${j.m.length}/${j.v.length}`);
+    if (j.m.length !== this.m.length || j.v.length !== this.v.length)
+      throw new Error(`${where}: expected ${this.m.length} moment arrays, got ${j.m.length}/${j.v.length}`);
     this.step = j.step;
     this.m.forEach((t, k) => assignFrom(t, decodeF32(j.m[k]!), `${where}.m.${k}`));
     this.v.forEach((t, k) => assignFrom(t, decodeF32(j.v[k]!), `${where}.v.${k}`));

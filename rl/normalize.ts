@@ -55,7 +55,13 @@ const EPS = 1e-8;
  * network input). Shared by the TF agent and ActorForward so both see bit-identical inputs.
  * `stats` null = identity (normalisation off).
  */
-export function normalizeStateInto(stats: RunningStatsJson | RunningMeanStd | null, clip: number, x: ArrayLike<number>, out: Float32Array, outOffset = 0): void {
+export function normalizeStateInto(
+  stats: RunningStatsJson | RunningMeanStd | null,
+  clip: number,
+  x: ArrayLike<number>,
+  out: Float32Array,
+  outOffset = 0,
+): void {
   const n = out.length - outOffset < x.length ? out.length - outOffset : x.length;
   if (stats === null) {
     for (let i = 0; i < n; i++) out[outOffset + i] = x[i]!;

@@ -35,7 +35,12 @@ function sharesValid(cluster: ClusterInfo, ps: readonly Placement[]): boolean {
 const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
 
 /** Candidate neighbours of an allocation, most promising first (moves that help a model short of capacity). */
-function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: readonly number[], replicas: boolean): Generator<Placement[]> {
+function* neighbours(
+  cluster: ClusterInfo,
+  ps: readonly Placement[],
+  short: readonly number[],
+  replicas: boolean,
+): Generator<Placement[]> {
   const order = [...ps.keys()].sort((a, b) => short[ps[b]!.model]! - short[ps[a]!.model]!);
   for (const i of order) {
     const p = ps[i]!;
@@ -47,7 +52,9 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
     // Take a unit from a neighbour on the same GPU.
     for (const [j, q] of ps.entries()) {
       if (j === i || q.gpu !== p.gpu || q.pct - unit < unit - 1e-9) continue;
-      yield ps.map((r, k) => (k === i ? { ...r, pct: round6(r.pct + unit) } : k === j ? { ...r, pct: round6(r.pct - unit) } : r));
+      yield ps.map((r, k) =>
+        k === i ? { ...r, pct: round6(r.pct + unit) } : k === j ? { ...r, pct: round6(r.pct - unit) } : r,
+      );
     }
     // Move to another GPU, taking what is free there (at least the share it has, if it fits).
     for (const other of cluster.gpus) {
@@ -75,7 +82,10 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
       }
       const donor = on.sort((a, b) => ps[b]!.pct - ps[a]!.pct)[0];
       if (donor === undefined || ps[donor]!.pct < 2 * unit - 1e-9) continue;
-      yield [...ps.map((q, k) => (k === donor ? { ...q, pct: round6(q.pct - unit) } : q)), { model: p.model, gpu: other.index, pct: round6(unit), batch: 1 }];
+      yield [
+        ...ps.map((q, k) => (k === donor ? { ...q, pct: round6(q.pct - unit) } : q)),
+        { model: p.model, gpu: other.index, pct: round6(unit), batch: 1 },
+      ];
     }
   }
 }
@@ -84,14 +94,24 @@ function* neighbours(cluster: ClusterInfo, ps: readonly Placement[], short: read
  * First-improvement local search from `start`. Returns the best allocation found and its outcome;
  * never worse than `start`.
  */
-export function refine(cluster: ClusterInfo, refPerS: readonly number[], start: readonly Placement[], ratePerS: readonly number[], options: RefineOptions): { placements: Placement[]; outcome: StepOutcome; evaluations: number } {
+export function refine(
+  cluster: ClusterInfo,
+  refPerS: readonly number[],
+  start: readonly Placement[],
+  ratePerS: readonly number[],
+  options: RefineOptions,
+): { placements: Placement[]; outcome: StepOutcome; evaluations: number } {
   let best = start.map((p) => ({ ...p, batch: 1 }));
   let bestOut = scorePlacements(cluster, refPerS, best, ratePerS, options);
   let evaluations = 1;
   let improved = true;
   while (improved && evaluations < options.budget) {
     improved = false;
-    const short = cluster.models.map((m) => (ratePerS[m.index]! > 0 ? Math.max(0, 1 - bestOut.capacityPerS[m.index]! / ratePerS[m.index]!) + bestOut.violation[m.index]! : 0));
+    const short = cluster.models.map((m) =>
+      ratePerS[m.index]! > 0
+        ? Math.max(0, 1 - bestOut.capacityPerS[m.index]! / ratePerS[m.index]!) + bestOut.violation[m.index]!
+        : 0,
+    );
     for (const cand of neighbours(cluster, best, short, options.replicas ?? false)) {
       if (evaluations >= options.budget) break;
       if (!sharesValid(cluster, cand)) continue;

@@ -92,7 +92,15 @@ export class ReplayBuffer {
   }
 
   /** `masks`/`nextMasks`: concatenated over heads, or null for all allowed. Inputs are validated by the caller. */
-  add(state: Float32Array, action: Int32Array, reward: number, nextState: Float32Array, done: boolean, masks: Uint8Array | null, nextMasks: Uint8Array | null): void {
+  add(
+    state: Float32Array,
+    action: Int32Array,
+    reward: number,
+    nextState: Float32Array,
+    done: boolean,
+    masks: Uint8Array | null,
+    nextMasks: Uint8Array | null,
+  ): void {
     const i = this.next;
     this.states.set(state, i * this.stateDim);
     this.nextStates.set(nextState, i * this.stateDim);

@@ -119,7 +119,8 @@ export class SacDiscrete {
     this.qf1Target = Mlp.copyOf('qf1Target', this.qf1, false);
     this.qf2Target = Mlp.copyOf('qf2Target', this.qf2, false);
     this.logAlpha = tf.tidy(() => tf.variable(tf.scalar(Math.log(s.initialTemperature)), true));
-    const adam = (params: tfType.Variable[], lr: number) => new Adam(params, lr, s.adamBeta1, s.adamBeta2, s.adamEpsilon, s.gradClipNorm);
+    const adam = (params: tfType.Variable[], lr: number) =>
+      new Adam(params, lr, s.adamBeta1, s.adamBeta2, s.adamEpsilon, s.gradClipNorm);
     this.qOptimizer = adam([...this.qf1.variables, ...this.qf2.variables], s.lrQ);
     this.actorOptimizer = adam(this.actor.variables, s.lrActor);
     this.alphaOptimizer = adam([this.logAlpha], s.lrAlpha);
@@ -133,9 +134,17 @@ export class SacDiscrete {
    * Builds an agent with fresh weights from `settings` (validated; InvalidSacSettingsError names
    * the bad field). Initialises the TF.js backend if no one has (rl/backend.ts).
    */
-  static async create(stateDim: number, headSizes: readonly number[], settings: SacSettingsInput = {}): Promise<SacDiscrete> {
-    if (!Number.isInteger(stateDim) || stateDim < 1) throw new RangeError(`stateDim: must be a positive integer, got ${stateDim}`);
-    if (headSizes.length === 0 || !headSizes.every((n) => Number.isInteger(n) && n >= 1)) throw new RangeError(`headSizes: must be a non-empty list of positive integers, got ${JSON.stringify(headSizes)}`);
+  static async create(
+    stateDim: number,
+    headSizes: readonly number[],
+    settings: SacSettingsInput = {},
+  ): Promise<SacDiscrete> {
+    if (!Number.isInteger(stateDim) || stateDim < 1)
+      throw new RangeError(`stateDim: must be a positive integer, got ${stateDim}`);
+    if (headSizes.length === 0 || !headSizes.every((n) => Number.isInteger(n) && n >= 1))
+      throw new RangeError(
+        `headSizes: must be a non-empty list of positive integers, got ${JSON.stringify(headSizes)}`,
+      );
     const parsed = parseSacSettings(settings);
     await initTf();
     return new SacDiscrete(stateDim, [...headSizes], parsed);
@@ -186,7 +195,8 @@ export class SacDiscrete {
     if (!Number.isFinite(t.reward)) throw new RangeError(`reward: must be finite, got ${t.reward}`);
     const masks = concatMasks(t.masks, this.headSizes, 'masks');
     const nextMasks = concatMasks(t.nextMasks, this.headSizes, 'nextMasks');
-    if (t.action.length !== this.headSizes.length) throw new RangeError(`action: expected ${this.headSizes.length} entries, got ${t.action.length}`);
+    if (t.action.length !== this.headSizes.length)
+      throw new RangeError(`action: expected ${this.headSizes.length} entries, got ${t.action.length}`);
     let o = 0;
     this.headSizes.forEach((n, i) => {
       const a = t.action[i]!;
@@ -234,7 +244,8 @@ export class SacDiscrete {
     }
     const rewardScale = this.rewardScaler.scale();
     const rewards = new Float32Array(B);
-    for (let k = 0; k < B; k++) rewards[k] = Math.max(-s.normClip, Math.min(s.normClip, batch.rewards[k]! * rewardScale));
+    for (let k = 0; k < B; k++)
+      rewards[k] = Math.max(-s.normClip, Math.min(s.normClip, batch.rewards[k]! * rewardScale));
     const taken = new Float32Array(B * T);
     for (let k = 0; k < B; k++) {
       let o = 0;
@@ -306,9 +317,22 @@ export class SacDiscrete {
       this.qf1Target.softUpdateFrom(this.qf1, s.tau);
       this.qf2Target.softUpdateFrom(this.qf2, s.tau);
 
-      const [l1, l2, q1Mean] = tf.unstack(criticKept as unknown as tfType.Tensor1D) as [tfType.Scalar, tfType.Scalar, tfType.Scalar];
+      const [l1, l2, q1Mean] = tf.unstack(criticKept as unknown as tfType.Tensor1D) as [
+        tfType.Scalar,
+        tfType.Scalar,
+        tfType.Scalar,
+      ];
       (criticKept as unknown as tfType.Tensor1D).dispose();
-      return tf.stack([l1, l2, actorStep.value, alphaStep.value, alpha, tf.mean(entropy), tf.mean(tf.tensor1d(targetEntropy)), q1Mean]);
+      return tf.stack([
+        l1,
+        l2,
+        actorStep.value,
+        alphaStep.value,
+        alpha,
+        tf.mean(entropy),
+        tf.mean(tf.tensor1d(targetEntropy)),
+        q1Mean,
+      ]);
     });
     const m = metricsTensor.dataSync();
     metricsTensor.dispose();
@@ -331,7 +355,11 @@ export class SacDiscrete {
    * states. Not the replay buffer: a resumed agent refills it (step() waits for learningStarts).
    */
   save(): SerializedAgent {
-    const net = (m: Mlp) => m.layers.map((l) => ({ w: encodeF32(l.w.dataSync() as Float32Array), b: encodeF32(l.b.dataSync() as Float32Array) }));
+    const net = (m: Mlp) =>
+      m.layers.map((l) => ({
+        w: encodeF32(l.w.dataSync() as Float32Array),
+        b: encodeF32(l.b.dataSync() as Float32Array),
+      }));
     return {
       format: SERIALIZED_AGENT_FORMAT,
       version: 1,
@@ -342,8 +370,18 @@ export class SacDiscrete {
       stateNormalizer: this.stateStats ? this.stateStats.toJSON() : null,
       rewardScaler: this.rewardScaler.toJSON(),
       logAlpha: this.logAlpha.dataSync()[0]!,
-      networks: { actor: net(this.actor), qf1: net(this.qf1), qf2: net(this.qf2), qf1Target: net(this.qf1Target), qf2Target: net(this.qf2Target) },
-      optimizers: { q: this.qOptimizer.toJSON(), actor: this.actorOptimizer.toJSON(), alpha: this.alphaOptimizer.toJSON() },
+      networks: {
+        actor: net(this.actor),
+        qf1: net(this.qf1),
+        qf2: net(this.qf2),
+        qf1Target: net(this.qf1Target),
+        qf2Target: net(this.qf2Target),
+      },
+      optimizers: {
+        q: this.qOptimizer.toJSON(),
+        actor: this.actorOptimizer.toJSON(),
+        alpha: this.alphaOptimizer.toJSON(),
+      },
       rng: { act: this.actRng.state, replay: this.replayRng.state },
     };
   }
@@ -419,4 +457,3 @@ function maskBiasOf(masks: Uint8Array): Float32Array {
   for (let k = 0; k < masks.length; k++) if (masks[k] === 0) out[k] = MASKED_LOGIT;
   return out;
 }
-

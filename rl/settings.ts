@@ -73,9 +73,12 @@ export const SacSettingsSchema = z
   })
   .strict()
   .superRefine((s, ctx) => {
-    if (s.batchSize > s.replaySize) ctx.addIssue({ code: 'custom', path: ['batchSize'], message: `must be <= replaySize (${s.replaySize})` });
-    if (s.learningStarts < s.batchSize) ctx.addIssue({ code: 'custom', path: ['learningStarts'], message: `must be >= batchSize (${s.batchSize})` });
-    if (s.learningStarts > s.replaySize) ctx.addIssue({ code: 'custom', path: ['learningStarts'], message: `must be <= replaySize (${s.replaySize})` });
+    if (s.batchSize > s.replaySize)
+      ctx.addIssue({ code: 'custom', path: ['batchSize'], message: `must be <= replaySize (${s.replaySize})` });
+    if (s.learningStarts < s.batchSize)
+      ctx.addIssue({ code: 'custom', path: ['learningStarts'], message: `must be >= batchSize (${s.batchSize})` });
+    if (s.learningStarts > s.replaySize)
+      ctx.addIssue({ code: 'custom', path: ['learningStarts'], message: `must be <= replaySize (${s.replaySize})` });
   });
 
 /** Settings after defaults. */
@@ -128,7 +131,11 @@ export function decodeF32(s: string): Float32Array {
 
 const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 const RunningStatsSchema = z
-  .object({ count: z.number().int().min(0), mean: z.array(z.number().finite()), m2: z.array(z.number().finite().min(0)) })
+  .object({
+    count: z.number().int().min(0),
+    mean: z.array(z.number().finite()),
+    m2: z.array(z.number().finite().min(0)),
+  })
   .strict();
 const DenseLayerSchema = z.object({ w: base64, b: base64 }).strict();
 const NetworkSchema = z.array(DenseLayerSchema).min(2);
@@ -149,11 +156,24 @@ export const SerializedAgentSchema = z
     /** null when settings.normalizeState is false. */
     stateNormalizer: RunningStatsSchema.nullable(),
     rewardScaler: z
-      .object({ mode: z.enum(['returns', 'rewards', 'none']), gamma: z.number().min(0).max(1), stats: RunningStatsSchema, runningReturn: z.number().finite() })
+      .object({
+        mode: z.enum(['returns', 'rewards', 'none']),
+        gamma: z.number().min(0).max(1),
+        stats: RunningStatsSchema,
+        runningReturn: z.number().finite(),
+      })
       .strict(),
     logAlpha: z.number().finite(),
     /** Each network: one {w, b} per dense layer, W [in, out] row-major, base64 float32. */
-    networks: z.object({ actor: NetworkSchema, qf1: NetworkSchema, qf2: NetworkSchema, qf1Target: NetworkSchema, qf2Target: NetworkSchema }).strict(),
+    networks: z
+      .object({
+        actor: NetworkSchema,
+        qf1: NetworkSchema,
+        qf2: NetworkSchema,
+        qf1Target: NetworkSchema,
+        qf2Target: NetworkSchema,
+      })
+      .strict(),
     /** Adam moments in variable order (layer by layer, w then b; q = qf1's then qf2's). */
     optimizers: z.object({ q: AdamSchema, actor: AdamSchema, alpha: AdamSchema }).strict(),
     /** Mulberry32 states of the action-sampling and replay-sampling streams. */
@@ -168,21 +188,46 @@ export const SerializedAgentSchema = z
       const net = a.networks[name];
       const sz = sizes(total);
       if (net.length !== sz.length - 1) {
-        ctx.addIssue({ code: 'custom', path: ['networks', name], message: `expected ${sz.length - 1} layers for hidden ${JSON.stringify(a.settings.hidden)}, got ${net.length}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['networks', name],
+          message: `expected ${sz.length - 1} layers for hidden ${JSON.stringify(a.settings.hidden)}, got ${net.length}`,
+        });
         continue;
       }
       net.forEach((layer, l) => {
         const fanIn = sz[l]!;
         const fanOut = sz[l + 1]!;
-        if (bytes(layer.w) !== 4 * fanIn * fanOut) ctx.addIssue({ code: 'custom', path: ['networks', name, l, 'w'], message: `expected ${fanIn}x${fanOut} = ${fanIn * fanOut} float32 (${4 * fanIn * fanOut} bytes), got ${bytes(layer.w)} bytes` });
-        if (bytes(layer.b) !== 4 * fanOut) ctx.addIssue({ code: 'custom', path: ['networks', name, l, 'b'], message: `expected ${fanOut} float32 (${4 * fanOut} bytes), got ${bytes(layer.b)} bytes` });
+        if (bytes(layer.w) !== 4 * fanIn * fanOut)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['networks', name, l, 'w'],
+            message: `expected ${fanIn}x${fanOut} = ${fanIn * fanOut} float32 (${4 * fanIn * fanOut} bytes), got ${bytes(layer.w)} bytes`,
+          });
+        if (bytes(layer.b) !== 4 * fanOut)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['networks', name, l, 'b'],
+            message: `expected ${fanOut} float32 (${4 * fanOut} bytes), got ${bytes(layer.b)} bytes`,
+          });
       });
     }
-    if (a.stateNormalizer && (a.stateNormalizer.mean.length !== a.stateDim || a.stateNormalizer.m2.length !== a.stateDim)) {
-      ctx.addIssue({ code: 'custom', path: ['stateNormalizer'], message: `mean and m2 must have stateDim (${a.stateDim}) entries` });
+    if (
+      a.stateNormalizer &&
+      (a.stateNormalizer.mean.length !== a.stateDim || a.stateNormalizer.m2.length !== a.stateDim)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['stateNormalizer'],
+        message: `mean and m2 must have stateDim (${a.stateDim}) entries`,
+      });
     }
     if (a.settings.normalizeState !== (a.stateNormalizer !== null)) {
-      ctx.addIssue({ code: 'custom', path: ['stateNormalizer'], message: `must be ${a.settings.normalizeState ? 'present' : 'null'} when settings.normalizeState is ${a.settings.normalizeState}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['stateNormalizer'],
+        message: `must be ${a.settings.normalizeState ? 'present' : 'null'} when settings.normalizeState is ${a.settings.normalizeState}`,
+      });
     }
   });
 
@@ -195,6 +240,7 @@ export class InvalidSerializedAgentError extends Error {
 
 export function parseSerializedAgent(raw: unknown): SerializedAgent {
   const result = SerializedAgentSchema.safeParse(raw);
-  if (!result.success) throw new InvalidSerializedAgentError(`invalid serialized SAC agent: ${formatIssues(result.error)}`);
+  if (!result.success)
+    throw new InvalidSerializedAgentError(`invalid serialized SAC agent: ${formatIssues(result.error)}`);
   return result.data;
 }

@@ -54,12 +54,19 @@ export class Trainer {
     public episodesDone: number,
   ) {}
 
-  static async create(config: TrainConfig, cluster: ClusterInfo, models: readonly ScenarioModel[], resume?: Checkpoint): Promise<Trainer> {
+  static async create(
+    config: TrainConfig,
+    cluster: ClusterInfo,
+    models: readonly ScenarioModel[],
+    resume?: Checkpoint,
+  ): Promise<Trainer> {
     const episodesDone = resume?.episodesDone ?? 0;
     // A resumed run continues the environment's random stream where a fresh one would be.
     const env = new ProvisioningEnv(cluster, models, { ...config.env, seed: mixSeed(config.env.seed, episodesDone) });
     const heads = new Array<number>(env.space.heads).fill(env.space.options.length);
-    const agent = resume ? await SacDiscrete.load(resume.agent) : await SacDiscrete.create(env.stateDim, heads, config.sac);
+    const agent = resume
+      ? await SacDiscrete.load(resume.agent)
+      : await SacDiscrete.create(env.stateDim, heads, config.sac);
     return new Trainer(config, cluster, env, agent, [...(resume?.records ?? [])], episodesDone);
   }
 
@@ -76,7 +83,15 @@ export class Trainer {
       const action = this.agent.act(state, { masks });
       const r = this.env.step(action);
       // An episode's end is a time limit, not a terminal state (done = false for bootstrapping).
-      const m = this.agent.step({ state, action, reward: r.reward, nextState: r.state, done: false, masks, nextMasks: masks });
+      const m = this.agent.step({
+        state,
+        action,
+        reward: r.reward,
+        nextState: r.state,
+        done: false,
+        masks,
+        nextMasks: masks,
+      });
       if (m) last = m;
       reward += r.reward;
       served += r.info.servedPerS;
@@ -102,7 +117,13 @@ export class Trainer {
   }
 
   checkpoint(): Checkpoint {
-    return { format: 'inss-train-checkpoint/1', config: this.config, episodesDone: this.episodesDone, records: this.records, agent: this.agent.save() };
+    return {
+      format: 'inss-train-checkpoint/1',
+      config: this.config,
+      episodesDone: this.episodesDone,
+      records: this.records,
+      agent: this.agent.save(),
+    };
   }
 
   policyFile(extra: Record<string, unknown> = {}): PolicyFile {
@@ -124,5 +145,14 @@ export class Trainer {
 /** The curves as CSV, one row per episode. */
 export function recordsCsv(records: readonly EpisodeRecord[]): string {
   const head = 'episode,reward,throughput_per_s,slo_violation_pct,alpha,entropy,loss_q,loss_actor,seconds';
-  return [head, ...records.map((r) => [r.episode, r.reward, r.throughputPerS, r.sloViolationPct, r.alpha, r.entropy, r.lossQ, r.lossActor, r.seconds].map((v) => (Number.isFinite(v) ? Number(v.toPrecision(6)) : '')).join(','))].join('\n') + '\n';
+  return (
+    [
+      head,
+      ...records.map((r) =>
+        [r.episode, r.reward, r.throughputPerS, r.sloViolationPct, r.alpha, r.entropy, r.lossQ, r.lossActor, r.seconds]
+          .map((v) => (Number.isFinite(v) ? Number(v.toPrecision(6)) : ''))
+          .join(','),
+      ),
+    ].join('\n') + '\n'
+  );
 }

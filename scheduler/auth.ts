@@ -66,7 +66,11 @@ export function refusal(access: AccessOptions, path: string, authorization: stri
 }
 
 /** Which agent ids a hub upgrade's token may register as: any (the shared token), one, or none. */
-export function agentIdentity(authorization: string | undefined, shared: string | null, perAgent: ReadonlyMap<string, string>): { any: true } | { agentId: string } | null {
+export function agentIdentity(
+  authorization: string | undefined,
+  shared: string | null,
+  perAgent: ReadonlyMap<string, string>,
+): { any: true } | { agentId: string } | null {
   const got = bearer(authorization);
   if (got === undefined) return null;
   let found: string | null = null;
@@ -85,7 +89,8 @@ export function parseTokens(text: string, what: string): string[] {
   text.split('\n').forEach((raw, i) => {
     const line = raw.replace(/#.*/, '').trim();
     if (line === '') return;
-    if (!TOKEN.test(line)) throw new TokenFileError(`${what}, line ${i + 1}: a token is one word of at least 16 printable ASCII characters`);
+    if (!TOKEN.test(line))
+      throw new TokenFileError(`${what}, line ${i + 1}: a token is one word of at least 16 printable ASCII characters`);
     out.push(line);
   });
   if (out.length === 0) throw new TokenFileError(`${what}: no token in it`);
@@ -100,7 +105,10 @@ export function parseAgentTokens(text: string, what: string): Map<string, string
     const line = raw.replace(/#.*/, '').trim();
     if (line === '') return;
     const parts = line.split(/\s+/);
-    if (parts.length !== 2 || !TOKEN.test(parts[1]!)) throw new TokenFileError(`${what}, line ${i + 1}: expected '<agent-id> <token>' (a token of at least 16 printable ASCII characters)`);
+    if (parts.length !== 2 || !TOKEN.test(parts[1]!))
+      throw new TokenFileError(
+        `${what}, line ${i + 1}: expected '<agent-id> <token>' (a token of at least 16 printable ASCII characters)`,
+      );
     const [id, token] = parts as [string, string];
     if (out.has(id)) throw new TokenFileError(`${what}, line ${i + 1}: agent '${id}' is listed twice`);
     if (seen.has(token)) throw new TokenFileError(`${what}, line ${i + 1}: the same token is given to two agents`);

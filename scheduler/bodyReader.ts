@@ -70,7 +70,10 @@ export class BodyReader {
     if (length > limit) return done(httpError(413, 'request body is too large'));
     // A pooled buffer only when the bytes that arrive are the Content-Length's (no transforming
     // preParsing stream in between, which the guard adds only to chunked bodies).
-    const into = Number.isInteger(length) && length >= POOLED_BODY_BYTES && payload === req.raw ? this.into(length, req.headers['inference-header-content-length'], this.exchanges.get(req.raw)) : null;
+    const into =
+      Number.isInteger(length) && length >= POOLED_BODY_BYTES && payload === req.raw
+        ? this.into(length, req.headers['inference-header-content-length'], this.exchanges.get(req.raw))
+        : null;
     const chunks: Buffer[] = [];
     let received = 0;
     const off = () => {
@@ -83,7 +86,11 @@ export class BodyReader {
       if (received + b.length > limit || (into !== null && received + b.length > into.length)) {
         off();
         if (into !== null) this.drop(into);
-        done(received + b.length > limit ? httpError(413, 'request body is too large') : httpError(400, 'Request body size did not match Content-Length'));
+        done(
+          received + b.length > limit
+            ? httpError(413, 'request body is too large')
+            : httpError(400, 'Request body size did not match Content-Length'),
+        );
         return;
       }
       if (into !== null) b.copy(into, received);
@@ -118,7 +125,10 @@ export class BodyReader {
   /** A slot of the region for a binary body (its tensor after `jsonHeader` bytes), else a pooled buffer. */
   private into(length: number, jsonHeader: string | string[] | undefined, ex: Exchange | undefined): Buffer {
     const h = typeof jsonHeader === 'string' ? Number(jsonHeader) : NaN;
-    const slot = this.region !== null && ex !== undefined && Number.isInteger(h) && h >= 0 && h < length && this.regionRead() ? this.region.take(length, h) : null;
+    const slot =
+      this.region !== null && ex !== undefined && Number.isInteger(h) && h >= 0 && h < length && this.regionRead()
+        ? this.region.take(length, h)
+        : null;
     return slot ?? this.pool.take(length);
   }
 

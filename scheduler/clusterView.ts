@@ -20,12 +20,21 @@ export interface ClusterView {
   /** The policy's cluster; null when no GPU has a known profile. */
   readonly cluster: ClusterInfo | null;
   /** GPUs left out: their profile is unknown (or they reported none). */
-  readonly unprofiled: readonly { readonly agentId: string; readonly gpu: number; readonly name: string; readonly profile: string | null }[];
+  readonly unprofiled: readonly {
+    readonly agentId: string;
+    readonly gpu: number;
+    readonly name: string;
+    readonly profile: string | null;
+  }[];
   /** Served models no GPU's profile has: they cannot be deployed. */
   readonly missingModels: readonly string[];
 }
 
-export function clusterView(agents: Iterable<{ readonly agentId: string; readonly gpus: readonly AgentGpu[] }>, profiles: ReadonlyMap<string, Profile>, models: readonly { readonly name: string; readonly sloMs: number }[]): ClusterView {
+export function clusterView(
+  agents: Iterable<{ readonly agentId: string; readonly gpus: readonly AgentGpu[] }>,
+  profiles: ReadonlyMap<string, Profile>,
+  models: readonly { readonly name: string; readonly sloMs: number }[],
+): ClusterView {
   const refs: GpuRef[] = [];
   const gpuProfiles: Profile[] = [];
   const pooled: PooledGpuMode[] = [];
@@ -53,7 +62,11 @@ export function gpuIndex(refs: readonly GpuRef[], agentId: string, local: number
 }
 
 /** The GPU modes carried over to new references: a GPU keeps its mode, a new one starts as MPS. */
-export function carryModes(oldRefs: readonly GpuRef[], oldModes: readonly GpuMode[], refs: readonly GpuRef[]): GpuMode[] {
+export function carryModes(
+  oldRefs: readonly GpuRef[],
+  oldModes: readonly GpuMode[],
+  refs: readonly GpuRef[],
+): GpuMode[] {
   return refs.map((r) => {
     const o = gpuIndex(oldRefs, r.agentId, r.local);
     return o >= 0 ? (oldModes[o] ?? 'mps') : 'mps';

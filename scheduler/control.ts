@@ -28,17 +28,41 @@
 import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Placement, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
-import { AGENT_PROTOCOL_VERSION, type AgentGpu, type DataEndpoint, type DesiredWorker, type FromAgent, type ToAgent, type WorkerIdentity, workerKey, type WorkerStatus } from '../src/protocol/agent.js';
+import {
+  AGENT_PROTOCOL_VERSION,
+  type AgentGpu,
+  type DataEndpoint,
+  type DesiredWorker,
+  type FromAgent,
+  type ToAgent,
+  type WorkerIdentity,
+  workerKey,
+  type WorkerStatus,
+} from '../src/protocol/agent.js';
 import type { ModelSignature, SampleEncoding, TensorRef } from '../src/protocol/tensor.js';
 import { FromWorkerSchema, type RunningBatch, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
 import { LatenessWindow } from '../src/serving/lateness.js';
 import { RateMonitor } from '../src/serving/monitor.js';
-import { admit, onTimeBudgetMs, type QueuePolicy, type QueuePolicyConfig, resolveQueuePolicy } from '../src/serving/queuePolicy.js';
+import {
+  admit,
+  onTimeBudgetMs,
+  type QueuePolicy,
+  type QueuePolicyConfig,
+  resolveQueuePolicy,
+} from '../src/serving/queuePolicy.js';
 import { DEFAULT_SERVING_SETTINGS, type ServingSettings } from '../src/serving/settings.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../src/serving/rules.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, TransportFit } from '../src/serving/transport.js';
 import { onReady, planApply, type WorkerView as PlanView } from '../src/serving/workerSet.js';
-import { dispatchModel, type DispatchRules, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from '../src/sim/dispatch.js';
+import {
+  dispatchModel,
+  type DispatchRules,
+  type DispatchView,
+  MAX_PRED_BATCH,
+  nextBatchAtMs,
+  predictedMs,
+  predictionTable,
+} from '../src/sim/dispatch.js';
 import { pooledConcurrency } from '../src/model/pooledGpu.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
@@ -242,7 +266,6 @@ interface Batch {
   readonly timeshared: boolean;
 }
 
-
 interface AgentEntry {
   readonly agentId: string;
   gpus: AgentGpu[];
@@ -307,7 +330,14 @@ export class Control {
   // Monitor: arrivals per epoch (a window of them gives the rate, src/serving/monitor.ts), and last epoch's outcomes.
   private readonly monitor: RateMonitor;
   private readonly initialRates: number[];
-  private readonly epochStats: { served: number[]; violated: number[]; dropped: number[]; execSum: number[]; execN: number[]; latSum: number[] };
+  private readonly epochStats: {
+    served: number[];
+    violated: number[];
+    dropped: number[];
+    execSum: number[];
+    execN: number[];
+    latSum: number[];
+  };
   private readonly log: Logger;
   private readonly observe: ControlObserver;
   /** The dispatch loop's view of the control plane (src/sim/dispatch.ts, shared with the simulator). */
@@ -331,12 +361,21 @@ export class Control {
     drop: (m, w) => {
       const t = this.queues[m]!.shift();
       const slo = this.models[m]!.sloMs;
-      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)` }, 'dropped_slo');
+      this.finish(
+        t,
+        {
+          ok: false,
+          reason: 'slo',
+          error: `dropped: the task cannot meet its ${slo} ms SLO (predicted batch time ${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, after waiting ${(this.dispatchNow - t.arrivalMs).toFixed(1)} ms)`,
+        },
+        'dropped_slo',
+      );
     },
     delay: (m) => this.delayedQueues[m]!.push(this.queues[m]!.shift()),
     // Sent now (a timer armed early decides as of its instant, `tryDispatch`; the batch leaves when it leaves).
     start: (w, size) => this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock())),
-    startDelayed: (w, size) => this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock()), this.delayedQueues[w.model]),
+    startDelayed: (w, size) =>
+      this.sendBatch(w, size, Math.min(this.dispatchNow, this.opts.clock()), this.delayedQueues[w.model]),
     pipelinedAtMs: (w) => (w.inFlight.length > 0 && this.serving(w) ? this.nextBatchAt(w) : Infinity),
     idle: (w) => w.inFlight.length === 0,
   };
@@ -370,12 +409,15 @@ export class Control {
     this.stopped = true;
     if (this.epochTimer) clearInterval(this.epochTimer);
     for (const t of this.timers) if (t) clearTimeout(t);
-    for (const q of [...this.queues, ...this.delayedQueues]) for (const t of q.drain()) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
-    for (const b of this.batches.values()) for (const t of b.tasks) this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
+    for (const q of [...this.queues, ...this.delayedQueues])
+      for (const t of q.drain())
+        this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
+    for (const b of this.batches.values())
+      for (const t of b.tasks)
+        this.finish(t, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
     this.batches.clear();
     for (const w of this.workers) this.opts.direct?.close(this.linkKey(w));
   }
-
 
   modelIndex(name: string): number {
     return this.models.findIndex((m) => m.name === name);
@@ -398,8 +440,21 @@ export class Control {
       policy: this.opts.policyName,
       policyError: this.policyError,
       settings: this.settings,
-      agents: [...this.agents.values()].map((a) => ({ agentId: a.agentId, connected: a.connected, hostname: a.hostname, workerKind: a.workerKind, gpus: a.gpus })),
-      gpus: this.gpuRefs.map((r, g) => ({ index: g, agentId: r.agentId, local: r.local, profile: this.cluster?.gpus[g]?.profileId, mode: this.gpuModes[g] ?? 'mps', pooled: this.cluster?.gpus[g]?.pooled })),
+      agents: [...this.agents.values()].map((a) => ({
+        agentId: a.agentId,
+        connected: a.connected,
+        hostname: a.hostname,
+        workerKind: a.workerKind,
+        gpus: a.gpus,
+      })),
+      gpus: this.gpuRefs.map((r, g) => ({
+        index: g,
+        agentId: r.agentId,
+        local: r.local,
+        profile: this.cluster?.gpus[g]?.profileId,
+        mode: this.gpuModes[g] ?? 'mps',
+        pooled: this.cluster?.gpus[g]?.pooled,
+      })),
       workers: this.workers.map((w) => ({
         workerId: w.workerId,
         generation: w.generation,
@@ -423,18 +478,31 @@ export class Control {
       deployment: this.current,
       // What `inss bench --transport FILE` takes (one agent's entry): docs/serving.md, "The path in the twin".
       // The way in and out are the scheduler's (the same in every host's entry).
-      transport: Object.fromEntries([...this.transport].map(([agentId, f]) => [agentId, { ...f.model(), batches: f.samples, ...this.ways(), ...(f.spread() ? { spread: f.spread() } : {}) }])),
+      transport: Object.fromEntries(
+        [...this.transport].map(([agentId, f]) => [
+          agentId,
+          { ...f.model(), batches: f.samples, ...this.ways(), ...(f.spread() ? { spread: f.spread() } : {}) },
+        ]),
+      ),
     };
   }
 
   /** The requests' way in and the answers' way out as measured so far (the twin's terms; empty before any). */
-  private ways(): { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number; wayInSpread?: number[]; wayOutMs?: number; answers?: number } {
+  private ways(): {
+    wayIn?: { fixedMs: number; perMbMs: number };
+    requests?: number;
+    wayInSpread?: number[];
+    wayOutMs?: number;
+    answers?: number;
+  } {
     const wayIn = this.wayIn.model();
     const wayInSpread = this.wayIn.spread();
     return {
       ...(wayIn ? { wayIn, requests: this.wayIn.samples } : {}),
       ...(wayInSpread ? { wayInSpread } : {}),
-      ...(this.wayOutN > 0 ? { wayOutMs: Number((this.wayOutSumMs / this.wayOutN).toFixed(4)), answers: this.wayOutN } : {}),
+      ...(this.wayOutN > 0
+        ? { wayOutMs: Number((this.wayOutSumMs / this.wayOutN).toFixed(4)), answers: this.wayOutN }
+        : {}),
     };
   }
 
@@ -464,7 +532,15 @@ export class Control {
     const arrivalMs = arrival && arrival.receivedMs <= now ? arrival.receivedMs : now;
     this.monitor.arrival(m, arrivalMs);
     if (arrival) this.wayIn.add(input.data.length, now - arrivalMs);
-    const task: Task = { model: m, arrivalMs, input: input.data, encoding: input.encoding, answer, submittedMs: now, dispatchedMs: NaN };
+    const task: Task = {
+      model: m,
+      arrivalMs,
+      input: input.data,
+      encoding: input.encoding,
+      answer,
+      submittedMs: now,
+      dispatchedMs: NaN,
+    };
     if (this.stopped) {
       this.finish(task, { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' }, 'shutdown');
       return;
@@ -477,12 +553,28 @@ export class Control {
     const max = this.policies[m]!.maxQueueSize;
     const admission = admit(this.queues[m]!.length, this.delayedQueues[m]!.length, max);
     if (admission === 'reject') {
-      this.finish(task, { ok: false, reason: 'queue-full', error: `rejected: the queue of model '${this.models[m]!.name}' is full (maxQueueSize ${max} tasks, none of them late)` }, 'dropped_queue_full');
+      this.finish(
+        task,
+        {
+          ok: false,
+          reason: 'queue-full',
+          error: `rejected: the queue of model '${this.models[m]!.name}' is full (maxQueueSize ${max} tasks, none of them late)`,
+        },
+        'dropped_queue_full',
+      );
       return;
     }
     if (admission === 'evict-delayed') {
       const old = this.delayedQueues[m]!.shift();
-      this.finish(old, { ok: false, reason: 'slo', error: `dropped: the task missed its ${this.models[m]!.sloMs} ms SLO and waited for a free worker until its queue was full (maxQueueSize ${max})` }, 'dropped_slo');
+      this.finish(
+        old,
+        {
+          ok: false,
+          reason: 'slo',
+          error: `dropped: the task missed its ${this.models[m]!.sloMs} ms SLO and waited for a free worker until its queue was full (maxQueueSize ${max})`,
+        },
+        'dropped_slo',
+      );
     }
     this.queues[m]!.push(task);
     this.tryDispatch(m);
@@ -512,7 +604,8 @@ export class Control {
 
   private notDeployedMessage(m: number): string {
     const name = this.models[m]!.name;
-    if (this.policyError) return `model '${name}' is not deployed: the policy cannot run on this cluster (${this.policyError})`;
+    if (this.policyError)
+      return `model '${name}' is not deployed: the policy cannot run on this cluster (${this.policyError})`;
     if (this.gpuRefs.length === 0) return `model '${name}' is not deployed: no agent with GPUs is connected`;
     return `model '${name}' is not deployed: the policy placed it on no GPU`;
   }
@@ -532,7 +625,19 @@ export class Control {
     const lat = now - t.arrivalMs;
     this.observe.taskFinished(name, outcome, lat / 1000);
     // Per-task tracing (docs/serving.md, "Where the live system loses what the twin keeps").
-    if (this.log.isLevelEnabled('debug')) this.log.debug({ model: name, outcome, wayInMs: t.submittedMs - t.arrivalMs, queuedMs: t.dispatchedMs - t.arrivalMs, batchMs: now - t.dispatchedMs, latencyMs: lat, budgetMs: this.budgetMs(t.model) }, 'task');
+    if (this.log.isLevelEnabled('debug'))
+      this.log.debug(
+        {
+          model: name,
+          outcome,
+          wayInMs: t.submittedMs - t.arrivalMs,
+          queuedMs: t.dispatchedMs - t.arrivalMs,
+          batchMs: now - t.dispatchedMs,
+          latencyMs: lat,
+          budgetMs: this.budgetMs(t.model),
+        },
+        'task',
+      );
     if (a.ok) {
       this.epochStats.served[t.model]! += 1;
       this.epochStats.latSum[t.model]! += lat;
@@ -547,13 +652,23 @@ export class Control {
 
   private canRun(w: Worker): boolean {
     const timeshared = this.gpuModes[w.gpu] === 'timeshare';
-    return this.dispatchNow >= this.nextBatchAt(w) && this.serving(w) && !(timeshared && this.gpuRunning[w.gpu]! >= this.pooledLimit[w.gpu]!);
+    return (
+      this.dispatchNow >= this.nextBatchAt(w) &&
+      this.serving(w) &&
+      !(timeshared && this.gpuRunning[w.gpu]! >= this.pooledLimit[w.gpu]!)
+    );
   }
 
   /** When the worker may take another batch (pipelining: src/sim/dispatch.ts `nextBatchAtMs`). */
   private nextBatchAt(w: Worker): number {
     const last = w.inFlight[w.inFlight.length - 1];
-    return nextBatchAtMs(w.inFlight.length, last?.sentMs ?? 0, last?.predictedMs ?? 0, w.overheadMs, this.gpuModes[w.gpu] === 'timeshare');
+    return nextBatchAtMs(
+      w.inFlight.length,
+      last?.sentMs ?? 0,
+      last?.predictedMs ?? 0,
+      w.overheadMs,
+      this.gpuModes[w.gpu] === 'timeshare',
+    );
   }
 
   /**
@@ -567,7 +682,8 @@ export class Control {
     let wake = dispatchModel(m, this.dispatchNow, this.rules, this.workers, this.dispatchView);
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
-    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w))) wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
+    if (q.length > 0 && !this.workers.some((w) => w.model === m && this.serving(w)))
+      wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
     this.observe.queueChanged(this.models[m]!.name, q.length + this.delayedQueues[m]!.length);
     this.arm(m, wake);
   }
@@ -601,7 +717,11 @@ export class Control {
         continue;
       }
       const why = this.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
-      this.finish(t, { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` }, 'dropped_slo');
+      this.finish(
+        t,
+        { ok: false, reason: 'slo', error: `dropped: the task missed its ${slo} ms SLO while waiting (${why})` },
+        'dropped_slo',
+      );
     }
   }
 
@@ -618,27 +738,69 @@ export class Control {
     const batchId = `b${this.nextBatch++}`;
     // Samples sent in another encoding (UINT8, JPEG, PNG) are listed, so the worker can decode each (issue 14).
     const encoded = tasks.some((t) => t.encoding !== undefined && t.encoding !== spec.datatype);
-    const samples = encoded ? { samples: tasks.map((t) => ({ encoding: t.encoding ?? (spec.datatype as SampleEncoding), byteLength: t.input.length })) } : {};
-    const inputs: TensorRef[] = [{ name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes, ...samples }];
+    const samples = encoded
+      ? {
+          samples: tasks.map((t) => ({
+            encoding: t.encoding ?? (spec.datatype as SampleEncoding),
+            byteLength: t.input.length,
+          })),
+        }
+      : {};
+    const inputs: TensorRef[] = [
+      { name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes, ...samples },
+    ];
     const identity = this.identity(w);
     // Straight to the worker when its data socket is connected (the agent's GPU state, `running`, comes
     // from here then: this side sends every batch); through its agent otherwise.
     const running = this.simulatedGpu(w) ? this.runningBeside(w) : undefined;
     const direct =
-      this.opts.direct?.send(this.linkKey(w), { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: batchId, model: identity.model, size, inputs, worker: identity, ...(running ? { running } : {}) }, parts) ?? false;
-    const sent = direct || this.opts.link.send(w.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...identity, size, inputs }, parts);
+      this.opts.direct?.send(
+        this.linkKey(w),
+        {
+          v: WORKER_PROTOCOL_VERSION,
+          type: 'batch',
+          id: batchId,
+          model: identity.model,
+          size,
+          inputs,
+          worker: identity,
+          ...(running ? { running } : {}),
+        },
+        parts,
+      ) ?? false;
+    const sent =
+      direct ||
+      this.opts.link.send(
+        w.agentId,
+        { v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...identity, size, inputs },
+        parts,
+      );
     if (!sent) {
       // The agent went away between the check and the send: the tasks go back and wait.
       q.unshiftAll(tasks);
       return;
     }
     const sentWallMs = performance.timeOrigin + performance.now();
-    const batch: Batch = { batchId, worker: w, tasks, sentMs: now, direct, sentWallMs, bytes, predictedMs: predictedMs(w.predicted, size), timeshared: this.gpuModes[w.gpu] === 'timeshare' };
+    const batch: Batch = {
+      batchId,
+      worker: w,
+      tasks,
+      sentMs: now,
+      direct,
+      sentWallMs,
+      bytes,
+      predictedMs: predictedMs(w.predicted, size),
+      timeshared: this.gpuModes[w.gpu] === 'timeshare',
+    };
     w.inFlight.push(batch);
     this.log.debug({ batchId, size, bytes, direct, sentAt: sentWallMs }, 'batch sent'); // transport tracing (docs/serving.md)
     if (batch.timeshared) this.gpuRunning[w.gpu]! += 1;
     this.batches.set(batchId, batch);
-    this.observe.batchSent(this.models[w.model]!.name, size, tasks.map((t) => (now - t.arrivalMs) / 1000));
+    this.observe.batchSent(
+      this.models[w.model]!.name,
+      size,
+      tasks.map((t) => (now - t.arrivalMs) / 1000),
+    );
   }
 
   /** The worker's GPU is simulated by its agent (its batches must name the batches running beside them). */
@@ -649,7 +811,9 @@ export class Control {
   /** The batches in flight on the worker's GPU beside its own (what a simulated GPU runs now). */
   private runningBeside(w: Worker): RunningBatch[] {
     const out: RunningBatch[] = [];
-    for (const x of this.workers) if (x !== w && x.gpu === w.gpu && x.inFlight.length > 0) out.push({ model: this.models[x.model]!.name, batch: x.inFlight[0]!.tasks.length, pct: x.pct });
+    for (const x of this.workers)
+      if (x !== w && x.gpu === w.gpu && x.inFlight.length > 0)
+        out.push({ model: this.models[x.model]!.name, batch: x.inFlight[0]!.tasks.length, pct: x.pct });
     return out;
   }
 
@@ -681,7 +845,10 @@ export class Control {
   private directFrame(w: Worker, header: unknown, payload: Buffer): void {
     const parsed = FromWorkerSchema.safeParse(header);
     if (!parsed.success) {
-      this.log.warn({ worker: w.workerId, err: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') }, 'bad message on a worker data socket; closing it');
+      this.log.warn(
+        { worker: w.workerId, err: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') },
+        'bad message on a worker data socket; closing it',
+      );
       this.opts.direct?.close(this.linkKey(w));
       return;
     }
@@ -693,13 +860,30 @@ export class Control {
       const backWallMs = performance.timeOrigin + performance.now();
       if (m.receivedAtMs !== undefined && m.answeredAtMs !== undefined) {
         // Per-hop timing (docs/serving.md): clocks agree on one host; across hosts only workerMs and the round trip do.
-        this.log.debug({ batchId: b.batchId, size: b.tasks.length, bytes: b.bytes, toWorkerMs: m.receivedAtMs - b.sentWallMs, workerMs: m.latencyMs, inWorkerMs: m.answeredAtMs - m.receivedAtMs, fromWorkerMs: backWallMs - m.answeredAtMs, roundTripMs: backWallMs - b.sentWallMs }, 'batch back');
+        this.log.debug(
+          {
+            batchId: b.batchId,
+            size: b.tasks.length,
+            bytes: b.bytes,
+            toWorkerMs: m.receivedAtMs - b.sentWallMs,
+            workerMs: m.latencyMs,
+            inWorkerMs: m.answeredAtMs - m.receivedAtMs,
+            fromWorkerMs: backWallMs - m.answeredAtMs,
+            roundTripMs: backWallMs - b.sentWallMs,
+          },
+          'batch back',
+        );
       }
       this.complete(b, m.latencyMs, m.outputs, payload);
     } else if (m.reason === 'wrong-worker') {
       this.refusedAsWrongWorker(b, m.message);
     } else {
-      for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} rejected the batch: ${m.message}` }, 'worker_failed');
+      for (const t of b.tasks)
+        this.finish(
+          t,
+          { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} rejected the batch: ${m.message}` },
+          'worker_failed',
+        );
       this.batchDone(b);
     }
   }
@@ -714,7 +898,17 @@ export class Control {
     for (const b of [...this.batches.values()]) {
       if (b.worker !== w || !b.direct) continue;
       if (!w.wanted || w.state === 'unknown') this.queues[w.model]!.unshiftAll(b.tasks);
-      else for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${w.workerId} failed: its data connection closed (${why})` }, 'worker_failed');
+      else
+        for (const t of b.tasks)
+          this.finish(
+            t,
+            {
+              ok: false,
+              reason: 'worker-failed',
+              error: `worker ${w.workerId} failed: its data connection closed (${why})`,
+            },
+            'worker_failed',
+          );
       this.batchDone(b);
     }
   }
@@ -729,7 +923,10 @@ export class Control {
     if (this.gpuModes[w.gpu] === 'timeshare') {
       // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
       const onGpu = this.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model);
-      for (const m of nextModelsOnFreedGpu(onGpu, (x) => (this.queues[x]!.length > 0 ? this.queues[x]!.peek().arrivalMs : Infinity))) this.tryDispatch(m);
+      for (const m of nextModelsOnFreedGpu(onGpu, (x) =>
+        this.queues[x]!.length > 0 ? this.queues[x]!.peek().arrivalMs : Infinity,
+      ))
+        this.tryDispatch(m);
     } else {
       this.tryDispatch(w.model);
     }
@@ -740,8 +937,21 @@ export class Control {
   agentConnected(hello: Extract<FromAgent, { type: 'hello' }>): void {
     const prev = this.agents.get(hello.agentId);
     const gpusChanged = !prev || JSON.stringify(prev.gpus) !== JSON.stringify(hello.gpus);
-    this.agents.set(hello.agentId, { agentId: hello.agentId, gpus: hello.gpus, connected: true, hostname: hello.hostname, workerKind: hello.workerKind });
-    this.observe.agentJoined({ agentId: hello.agentId, hostname: hello.hostname, workerKind: hello.workerKind, gpus: hello.gpus, connected: true, nowIso: this.nowIso() });
+    this.agents.set(hello.agentId, {
+      agentId: hello.agentId,
+      gpus: hello.gpus,
+      connected: true,
+      hostname: hello.hostname,
+      workerKind: hello.workerKind,
+    });
+    this.observe.agentJoined({
+      agentId: hello.agentId,
+      hostname: hello.hostname,
+      workerKind: hello.workerKind,
+      gpus: hello.gpus,
+      connected: true,
+      nowIso: this.nowIso(),
+    });
     this.observe.agentCount([...this.agents.values()].filter((a) => a.connected).length);
     this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
     // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own
@@ -764,7 +974,16 @@ export class Control {
     // batch sent on a worker's data socket is answered there, or fails when that connection closes).
     for (const b of [...this.batches.values()]) {
       if (b.worker.agentId !== agentId || b.direct) continue;
-      for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${b.worker.workerId} failed: its agent ${agentId} disconnected` }, 'worker_failed');
+      for (const t of b.tasks)
+        this.finish(
+          t,
+          {
+            ok: false,
+            reason: 'worker-failed',
+            error: `worker ${b.worker.workerId} failed: its agent ${agentId} disconnected`,
+          },
+          'worker_failed',
+        );
       this.batchDone(b);
     }
     for (const w of this.workers) if (w.agentId === agentId) w.state = 'unknown';
@@ -836,7 +1055,8 @@ export class Control {
     const per: { ref: TensorRef; bytesPer: number; start: number }[] = [];
     let problem: string | null = null;
     for (const ref of outputs) {
-      if (ref.shape[0] !== n || ref.byteLength % n !== 0) problem = `output '${ref.name}' has shape [${ref.shape.join(',')}] for a batch of ${n}`;
+      if (ref.shape[0] !== n || ref.byteLength % n !== 0)
+        problem = `output '${ref.name}' has shape [${ref.shape.join(',')}] for a batch of ${n}`;
       per.push({ ref, bytesPer: ref.byteLength / n, start: offset });
       offset += ref.byteLength;
     }
@@ -845,7 +1065,15 @@ export class Control {
     const failed = new Map(outputs.flatMap((ref) => ref.failed ?? []).map((f) => [f.index, f.message]));
     b.tasks.forEach((t, i) => {
       if (problem) {
-        this.finish(t, { ok: false, reason: 'worker-failed', error: `worker ${b.worker.workerId} returned a malformed result: ${problem}` }, 'worker_failed');
+        this.finish(
+          t,
+          {
+            ok: false,
+            reason: 'worker-failed',
+            error: `worker ${b.worker.workerId} returned a malformed result: ${problem}`,
+          },
+          'worker_failed',
+        );
         return;
       }
       const bad = failed.get(i);
@@ -872,7 +1100,10 @@ export class Control {
    * batch sent ahead on it goes back too: directClosed).
    */
   private refusedAsWrongWorker(b: Batch, message: string): void {
-    this.log.warn({ worker: b.worker.workerId, agentId: b.worker.agentId, err: message }, 'a batch was refused: its worker is not the one sent to');
+    this.log.warn(
+      { worker: b.worker.workerId, agentId: b.worker.agentId, err: message },
+      'a batch was refused: its worker is not the one sent to',
+    );
     b.worker.state = 'unknown';
     this.queues[b.worker.model]!.unshiftAll(b.tasks);
     this.batchDone(b);
@@ -891,7 +1122,10 @@ export class Control {
       b.worker.state = msg.reason === 'worker-retired' ? 'draining' : 'unknown';
       this.queues[b.worker.model]!.unshiftAll(b.tasks);
     } else {
-      const why = msg.reason === 'bad-batch' ? `worker ${msg.workerId} rejected the batch: ${msg.message}` : `worker ${msg.workerId} failed: ${msg.message}`;
+      const why =
+        msg.reason === 'bad-batch'
+          ? `worker ${msg.workerId} rejected the batch: ${msg.message}`
+          : `worker ${msg.workerId} failed: ${msg.message}`;
       for (const t of b.tasks) this.finish(t, { ok: false, reason: 'worker-failed', error: why }, 'worker_failed');
       // The agent answers a dead worker's batches before it reports the worker failed: it takes no
       // batch until its agent reports it ready again (else the next batch is lost the same way).
@@ -908,7 +1142,8 @@ export class Control {
     }
     for (const t of msg.workers) {
       const w = this.workers.find((x) => x.workerId === t.workerId);
-      if (w && t.meanLatencyMs !== null) this.observe.workerLatencyMeasured(w.workerId, this.models[w.model]!.name, w.gpu, t.meanLatencyMs / 1000);
+      if (w && t.meanLatencyMs !== null)
+        this.observe.workerLatencyMeasured(w.workerId, this.models[w.model]!.name, w.gpu, t.meanLatencyMs / 1000);
     }
   }
 
@@ -916,7 +1151,11 @@ export class Control {
 
   private rebuildCluster(adopt: Extract<FromAgent, { type: 'hello' }> | null = null): void {
     const view = clusterView(this.agents.values(), this.opts.profiles, this.models);
-    for (const g of view.unprofiled) this.log.warn({ agentId: g.agentId, gpu: g.gpu, name: g.name, profile: g.profile }, 'GPU has no known profile; not used');
+    for (const g of view.unprofiled)
+      this.log.warn(
+        { agentId: g.agentId, gpu: g.gpu, name: g.name, profile: g.profile },
+        'GPU has no known profile; not used',
+      );
     const refs = view.refs;
     this.gpuModes = carryModes(this.gpuRefs, this.gpuModes, refs);
     this.gpuRefs = refs;
@@ -930,12 +1169,16 @@ export class Control {
       this.policy = null;
       return;
     }
-    if (view.missingModels.length > 0) this.log.warn({ missing: view.missingModels }, 'no GPU profile has these models; they cannot be deployed');
+    if (view.missingModels.length > 0)
+      this.log.warn({ missing: view.missingModels }, 'no GPU profile has these models; they cannot be deployed');
     this.cluster = view.cluster;
     try {
       this.policy = this.opts.createPolicy(this.cluster);
       this.policyError = null;
-      this.log.info({ policy: this.opts.policyName, gpus: refs.length, models: this.models.length }, 'policy ready for the cluster');
+      this.log.info(
+        { policy: this.opts.policyName, gpus: refs.length, models: this.models.length },
+        'policy ready for the cluster',
+      );
     } catch (e) {
       this.policy = null;
       this.policyError = (e as Error).message;
@@ -959,23 +1202,75 @@ export class Control {
       const m = this.modelIndex(s.model);
       const g = gpuIndex(this.gpuRefs, agentId, s.gpu);
       if (m < 0 || g < 0 || s.state === 'draining' || s.state === 'failed' || known.has(workerKey(s))) continue;
-      const row = stored.find((p) => p.workerId === s.workerId && p.agentId === agentId && p.model === s.model && p.gpu === s.gpu && p.pct === s.pct);
-      this.workers.push(this.newWorker(s.workerId, s.generation, agentId, s.gpu, g, m, s.pct, row?.batch ?? 1, NaN, 'active'));
-      this.log.info({ worker: s.workerId, generation: s.generation, model: s.model, gpu: s.gpu, pct: s.pct, agentId }, 'adopted a running worker');
+      const row = stored.find(
+        (p) =>
+          p.workerId === s.workerId &&
+          p.agentId === agentId &&
+          p.model === s.model &&
+          p.gpu === s.gpu &&
+          p.pct === s.pct,
+      );
+      this.workers.push(
+        this.newWorker(s.workerId, s.generation, agentId, s.gpu, g, m, s.pct, row?.batch ?? 1, NaN, 'active'),
+      );
+      this.log.info(
+        { worker: s.workerId, generation: s.generation, model: s.model, gpu: s.gpu, pct: s.pct, agentId },
+        'adopted a running worker',
+      );
     }
     const n = Math.max(0, ...this.workers.map((w) => Number(/^w(\d+)$/.exec(w.workerId)?.[1] ?? 0)));
     this.nextWorker = Math.max(this.nextWorker, n + 1);
     this.current = { placements: this.currentPlacements() };
   }
 
-  private newWorker(workerId: string, generation: number, agentId: string, localGpu: number, gpu: number, model: number, pct: number, batch: number, timeoutMs: number, role: Role): Worker {
-    return { workerId, generation, agentId, localGpu, gpu, model, pct, batch, timeoutMs, role, wanted: true, state: 'unknown', pid: null, replaces: null, inFlight: [], predicted: new Float64Array(MAX_PRED_BATCH), overheadMs: 0, batchesThisEpoch: 0, lastAnsweredMs: -Infinity, directLatencySumMs: 0, directBatches: 0, data: null };
+  private newWorker(
+    workerId: string,
+    generation: number,
+    agentId: string,
+    localGpu: number,
+    gpu: number,
+    model: number,
+    pct: number,
+    batch: number,
+    timeoutMs: number,
+    role: Role,
+  ): Worker {
+    return {
+      workerId,
+      generation,
+      agentId,
+      localGpu,
+      gpu,
+      model,
+      pct,
+      batch,
+      timeoutMs,
+      role,
+      wanted: true,
+      state: 'unknown',
+      pid: null,
+      replaces: null,
+      inFlight: [],
+      predicted: new Float64Array(MAX_PRED_BATCH),
+      overheadMs: 0,
+      batchesThisEpoch: 0,
+      lastAnsweredMs: -Infinity,
+      directLatencySumMs: 0,
+      directBatches: 0,
+      data: null,
+    };
   }
 
   private currentPlacements(): Placement[] {
     return this.workers
       .filter((w) => w.wanted && (w.role === 'active' || w.role === 'shadow'))
-      .map((w) => ({ model: w.model, gpu: w.gpu, pct: w.pct, batch: w.batch, ...(Number.isNaN(w.timeoutMs) ? {} : { timeoutMs: w.timeoutMs }) }));
+      .map((w) => ({
+        model: w.model,
+        gpu: w.gpu,
+        pct: w.pct,
+        batch: w.batch,
+        ...(Number.isNaN(w.timeoutMs) ? {} : { timeoutMs: w.timeoutMs }),
+      }));
   }
 
   /** One decision epoch: monitor -> policy -> apply. Runs every `epochMs` and when the cluster changes. */
@@ -987,7 +1282,13 @@ export class Control {
       if (w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
       w.batchesThisEpoch = 0;
       // Batches on the direct path: the per-worker latency gauge the agent's telemetry sets for relayed ones.
-      if (w.directBatches > 0) this.observe.workerLatencyMeasured(w.workerId, this.models[w.model]!.name, w.gpu, w.directLatencySumMs / w.directBatches / 1000);
+      if (w.directBatches > 0)
+        this.observe.workerLatencyMeasured(
+          w.workerId,
+          this.models[w.model]!.name,
+          w.gpu,
+          w.directLatencySumMs / w.directBatches / 1000,
+        );
       w.directLatencySumMs = 0;
       w.directBatches = 0;
     }
@@ -1017,7 +1318,14 @@ export class Control {
     }
     const decideMs = this.opts.clock() - t0;
     const changed = this.apply(d);
-    this.observe.decided({ policy: this.opts.policyName, ratePerS: obs.ratePerS, deployment: this.named(d), decideMs, nowIso: this.nowIso(), changed });
+    this.observe.decided({
+      policy: this.opts.policyName,
+      ratePerS: obs.ratePerS,
+      deployment: this.named(d),
+      decideMs,
+      nowIso: this.nowIso(),
+      changed,
+    });
     if (changed) {
       this.log.info({ placements: this.named(d).placements, decideMs: Number(decideMs.toFixed(3)) }, 'new deployment');
     }
@@ -1025,7 +1333,11 @@ export class Control {
 
   private named(d: Deployment): { placements: unknown[]; gpuModes?: readonly GpuMode[] } {
     return {
-      placements: d.placements.map((p) => ({ ...p, model: this.models[p.model]!.name, gpu: `${this.gpuRefs[p.gpu]?.agentId}:${this.gpuRefs[p.gpu]?.local}` })),
+      placements: d.placements.map((p) => ({
+        ...p,
+        model: this.models[p.model]!.name,
+        gpu: `${this.gpuRefs[p.gpu]?.agentId}:${this.gpuRefs[p.gpu]?.local}`,
+      })),
       ...(d.gpuModes ? { gpuModes: d.gpuModes } : {}),
     };
   }
@@ -1054,7 +1366,11 @@ export class Control {
   private publishEpochMetrics(obs: Observation): void {
     this.models.forEach((m, i) => {
       const done = obs.lastEpoch.served[i]! + obs.lastEpoch.dropped[i]!;
-      this.observe.epochObserved(m.name, obs.ratePerS[i]!, done > 0 ? (obs.lastEpoch.served[i]! - obs.lastEpoch.violated[i]!) / done : null);
+      this.observe.epochObserved(
+        m.name,
+        obs.ratePerS[i]!,
+        done > 0 ? (obs.lastEpoch.served[i]! - obs.lastEpoch.violated[i]!) / done : null,
+      );
     });
   }
 
@@ -1069,11 +1385,20 @@ export class Control {
     // The plan is the simulator's too (src/serving/workerSet.ts); here it becomes desired sets.
     const plan = planApply(this.workers, CONTROL_VIEW, d, this.gpuModes, this.models.length, nG);
     const modes = plan.modes;
-    for (const p of plan.invalid) this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
-    let changed = JSON.stringify(modes) !== JSON.stringify(this.gpuModes) || plan.start.length > 0 || plan.release.length > 0 || plan.abandon.length > 0;
+    for (const p of plan.invalid)
+      this.log.error({ placement: p }, 'the policy emitted a placement outside the cluster; ignored');
+    let changed =
+      JSON.stringify(modes) !== JSON.stringify(this.gpuModes) ||
+      plan.start.length > 0 ||
+      plan.release.length > 0 ||
+      plan.abandon.length > 0;
     for (const { worker, placement } of plan.retune) {
       const t = placement.timeoutMs ?? NaN;
-      if (worker.batch !== placement.batch || !(worker.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(worker.timeoutMs)))) changed = true;
+      if (
+        worker.batch !== placement.batch ||
+        !(worker.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(worker.timeoutMs)))
+      )
+        changed = true;
       worker.batch = placement.batch;
       worker.timeoutMs = t;
     }
@@ -1090,7 +1415,18 @@ export class Control {
     for (const st of plan.start) {
       const p = st.placement;
       const ref = this.gpuRefs[p.gpu]!;
-      const w = this.newWorker(`w${this.nextWorker++}`, this.nextGeneration++, ref.agentId, ref.local, p.gpu, p.model, st.pct, p.batch, p.timeoutMs ?? NaN, 'shadow');
+      const w = this.newWorker(
+        `w${this.nextWorker++}`,
+        this.nextGeneration++,
+        ref.agentId,
+        ref.local,
+        p.gpu,
+        p.model,
+        st.pct,
+        p.batch,
+        p.timeoutMs ?? NaN,
+        'shadow',
+      );
       w.replaces = st.replaces;
       this.workers.push(w);
     }
@@ -1123,9 +1459,15 @@ export class Control {
       this.refreshPredictions(old.gpu);
     }
     this.refreshPredictions(w.gpu);
-    this.log.info({ worker: w.workerId, model: this.models[w.model]!.name, gpu: w.gpu, pct: w.pct, replaced: old?.workerId }, old ? 'shadow swap: new worker took over' : 'worker serving');
+    this.log.info(
+      { worker: w.workerId, model: this.models[w.model]!.name, gpu: w.gpu, pct: w.pct, replaced: old?.workerId },
+      old ? 'shadow swap: new worker took over' : 'worker serving',
+    );
     for (const a of this.agents.values()) this.sendDesired(a.agentId);
-    this.current = { placements: this.currentPlacements(), ...(this.current.gpuModes ? { gpuModes: this.current.gpuModes } : {}) };
+    this.current = {
+      placements: this.currentPlacements(),
+      ...(this.current.gpuModes ? { gpuModes: this.current.gpuModes } : {}),
+    };
     this.persistPlacements();
   }
 
@@ -1135,17 +1477,36 @@ export class Control {
 
   /** What the worker is, as its agent and its batches name it. */
   private identity(w: Worker): WorkerIdentity {
-    return { workerId: w.workerId, model: this.models[w.model]!.name, gpu: w.localGpu, pct: w.pct, generation: w.generation };
+    return {
+      workerId: w.workerId,
+      model: this.models[w.model]!.name,
+      gpu: w.localGpu,
+      pct: w.pct,
+      generation: w.generation,
+    };
   }
 
   private sendDesired(agentId: string): void {
-    this.opts.link.send(agentId, { v: AGENT_PROTOCOL_VERSION, type: 'desired', generation: this.generation, workers: this.desiredFor(agentId) });
+    this.opts.link.send(agentId, {
+      v: AGENT_PROTOCOL_VERSION,
+      type: 'desired',
+      generation: this.generation,
+      workers: this.desiredFor(agentId),
+    });
   }
 
   private persistPlacements(): void {
     const rows = this.workers
       .filter((w) => w.wanted)
-      .map((w) => ({ workerId: w.workerId, agentId: w.agentId, gpu: w.localGpu, model: this.models[w.model]!.name, pct: w.pct, batch: w.batch, role: w.role }));
+      .map((w) => ({
+        workerId: w.workerId,
+        agentId: w.agentId,
+        gpu: w.localGpu,
+        model: this.models[w.model]!.name,
+        pct: w.pct,
+        batch: w.batch,
+        role: w.role,
+      }));
     this.observe.placementsChanged(rows, this.nowIso());
   }
 
@@ -1153,11 +1514,14 @@ export class Control {
   private refreshPredictions(g: number): void {
     if (!this.cluster || g < 0 || g >= this.cluster.gpus.length) return;
     const gpu = this.cluster.gpus[g]!;
-    const serving = this.workers.filter((w) => w.gpu === g && (w.role === 'active' || w.role === 'retiring') && w.wanted);
+    const serving = this.workers.filter(
+      (w) => w.gpu === g && (w.role === 'active' || w.role === 'retiring') && w.wanted,
+    );
     const timeshare = this.gpuModes[g] === 'timeshare';
     serving.forEach((w, k) => predictionTable(gpu, serving, k, timeshare, w.predicted));
     // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
-    for (const w of this.workers) if (w.gpu === g && !serving.includes(w)) predictionTable(gpu, [w], 0, timeshare, w.predicted);
+    for (const w of this.workers)
+      if (w.gpu === g && !serving.includes(w)) predictionTable(gpu, [w], 0, timeshare, w.predicted);
     let share = 0;
     let mem = 0;
     for (const w of this.workers) {

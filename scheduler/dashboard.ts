@@ -12,7 +12,15 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Control } from './control.js';
 import type { Metrics } from './metrics.js';
-import { type DashboardEvent, type ModelReading, ModelTimeSeries, type PlacementView, planEvent, Ring, workerEvents } from './timeseries.js';
+import {
+  type DashboardEvent,
+  type ModelReading,
+  ModelTimeSeries,
+  type PlacementView,
+  planEvent,
+  Ring,
+  workerEvents,
+} from './timeseries.js';
 
 export const DASHBOARD_PATH = '/dashboard';
 export const DASHBOARD_DATA_PATH = '/v2/inss/dashboard';
@@ -35,10 +43,26 @@ const SnapshotSchema = z.object({
       connected: z.boolean(),
       hostname: z.string(),
       workerKind: z.string(),
-      gpus: z.array(z.object({ index: z.number(), name: z.string(), memMb: z.number(), profile: z.string().nullable(), simulated: z.boolean() })),
+      gpus: z.array(
+        z.object({
+          index: z.number(),
+          name: z.string(),
+          memMb: z.number(),
+          profile: z.string().nullable(),
+          simulated: z.boolean(),
+        }),
+      ),
     }),
   ),
-  gpus: z.array(z.object({ index: z.number(), agentId: z.string(), local: z.number(), profile: z.string().optional(), mode: z.string() })),
+  gpus: z.array(
+    z.object({
+      index: z.number(),
+      agentId: z.string(),
+      local: z.number(),
+      profile: z.string().optional(),
+      mode: z.string(),
+    }),
+  ),
   workers: z.array(
     z.object({
       workerId: z.string(),
@@ -54,17 +78,23 @@ const SnapshotSchema = z.object({
     }),
   ),
   queued: z.record(z.string(), z.number()),
-  deployment: z.object({ placements: z.array(z.object({ model: z.number(), gpu: z.number(), pct: z.number(), batch: z.number() })) }),
+  deployment: z.object({
+    placements: z.array(z.object({ model: z.number(), gpu: z.number(), pct: z.number(), batch: z.number() })),
+  }),
 });
 type Snapshot = z.infer<typeof SnapshotSchema>;
 
-const QuerySchema = z.object({ since: z.coerce.number({ error: 'since: expected a number (ms since the epoch)' }).finite().optional() }).strict();
+const QuerySchema = z
+  .object({ since: z.coerce.number({ error: 'since: expected a number (ms since the epoch)' }).finite().optional() })
+  .strict();
 
 /** The page and its assets, read once at start: the page's own files and uPlot from its npm package. */
 function loadAssets(): Map<string, { type: string; body: Buffer }> {
   const here = dirname(fileURLToPath(import.meta.url));
   // scheduler/ in the source tree, dist/scheduler/ in the package: dashboard/ sits at the package root.
-  const dir = [join(here, '..', 'dashboard'), join(here, '..', '..', 'dashboard')].find((d) => existsSync(join(d, 'index.html')));
+  const dir = [join(here, '..', 'dashboard'), join(here, '..', '..', 'dashboard')].find((d) =>
+    existsSync(join(d, 'index.html')),
+  );
   if (!dir) throw new Error(`the dashboard's files (dashboard/index.html) are missing from the package near ${here}`);
   const require = createRequire(import.meta.url);
   const uplot = dirname(require.resolve('uplot/dist/uPlot.iife.min.js'));
@@ -83,7 +113,10 @@ export class DashboardState {
   readonly series: ModelTimeSeries;
   private readonly events: Ring<DashboardEvent>;
   private last: Snapshot | null = null;
-  private lastReading = new Map<string, { gpuMemPredictedMb?: number; gpuMemMeasuredMb?: number; gpuUtilPct?: number }>();
+  private lastReading = new Map<
+    string,
+    { gpuMemPredictedMb?: number; gpuMemMeasuredMb?: number; gpuUtilPct?: number }
+  >();
   private swaps = 0;
   private decisions = 0;
 
@@ -124,7 +157,14 @@ export class DashboardState {
         if (v.labels.model !== m.name) continue;
         const outcome = String(v.labels.outcome);
         if (outcome === 'ok') within += v.value;
-        if (outcome === 'ok' || outcome === 'late' || outcome === 'dropped_slo' || outcome === 'dropped_queue_full' || outcome === 'worker_failed') finished += v.value;
+        if (
+          outcome === 'ok' ||
+          outcome === 'late' ||
+          outcome === 'dropped_slo' ||
+          outcome === 'dropped_queue_full' ||
+          outcome === 'worker_failed'
+        )
+          finished += v.value;
       }
       const buckets = bounds.map(() => 0);
       for (const v of latency.values) {
@@ -140,7 +180,8 @@ export class DashboardState {
     this.series.record(nowMs, readings);
     const perGpu = new Map<string, { gpuMemPredictedMb?: number; gpuMemMeasuredMb?: number; gpuUtilPct?: number }>();
     const at = (g: string) => perGpu.get(g) ?? perGpu.set(g, {}).get(g)!;
-    for (const v of memory.values) at(String(v.labels.gpu))[v.labels.source === 'measured' ? 'gpuMemMeasuredMb' : 'gpuMemPredictedMb'] = v.value;
+    for (const v of memory.values)
+      at(String(v.labels.gpu))[v.labels.source === 'measured' ? 'gpuMemMeasuredMb' : 'gpuMemPredictedMb'] = v.value;
     for (const v of util.values) at(String(v.labels.gpu)).gpuUtilPct = v.value;
     this.lastReading = perGpu;
 
@@ -150,7 +191,14 @@ export class DashboardState {
     const events: DashboardEvent[] = [];
     for (const a of snap.agents) {
       const was = prev.agents.find((x) => x.agentId === a.agentId);
-      if (!was || was.connected !== a.connected) events.push({ t: nowMs, kind: 'agent', agentId: a.agentId, connected: a.connected, text: `agent ${a.agentId} (${a.hostname}) ${a.connected ? 'connected' : 'disconnected'}` });
+      if (!was || was.connected !== a.connected)
+        events.push({
+          t: nowMs,
+          kind: 'agent',
+          agentId: a.agentId,
+          connected: a.connected,
+          text: `agent ${a.agentId} (${a.hostname}) ${a.connected ? 'connected' : 'disconnected'}`,
+        });
     }
     const plan = planEvent(nowMs, this.placements(prev), this.placements(snap));
     if (plan) events.push(plan);
@@ -159,7 +207,12 @@ export class DashboardState {
   }
 
   private placements(s: Snapshot): PlacementView[] {
-    return s.deployment.placements.map((p) => ({ model: this.control.models[p.model]?.name ?? `#${p.model}`, gpu: p.gpu, pct: p.pct, batch: p.batch }));
+    return s.deployment.placements.map((p) => ({
+      model: this.control.models[p.model]?.name ?? `#${p.model}`,
+      gpu: p.gpu,
+      pct: p.pct,
+      batch: p.batch,
+    }));
   }
 
   /** GET /v2/inss/dashboard: the cluster now, the series after `sinceMs`, the timeline (newest first). */
@@ -173,7 +226,13 @@ export class DashboardState {
       policy: snap?.policy ?? null,
       policyError: snap?.policyError ?? null,
       totals: { swaps: this.swaps, decisions: this.decisions },
-      agents: (snap?.agents ?? []).map((a) => ({ agentId: a.agentId, hostname: a.hostname, connected: a.connected, workerKind: a.workerKind, gpus: a.gpus.length })),
+      agents: (snap?.agents ?? []).map((a) => ({
+        agentId: a.agentId,
+        hostname: a.hostname,
+        connected: a.connected,
+        workerKind: a.workerKind,
+        gpus: a.gpus.length,
+      })),
       gpus: (snap?.gpus ?? []).map((g) => {
         const agentGpu = snap?.agents.find((a) => a.agentId === g.agentId)?.gpus.find((x) => x.index === g.local);
         const r = this.lastReading.get(String(g.index)) ?? {};
@@ -188,7 +247,16 @@ export class DashboardState {
           memPredictedMb: r.gpuMemPredictedMb ?? null,
           memMeasuredMb: r.gpuMemMeasuredMb ?? null,
           utilPct: r.gpuUtilPct ?? null,
-          workers: (snap?.workers ?? []).filter((w) => w.gpu === g.index).map((w) => ({ workerId: w.workerId, model: w.model, pct: w.pct, batch: w.batch, role: w.role, state: w.state })),
+          workers: (snap?.workers ?? [])
+            .filter((w) => w.gpu === g.index)
+            .map((w) => ({
+              workerId: w.workerId,
+              model: w.model,
+              pct: w.pct,
+              batch: w.batch,
+              role: w.role,
+              state: w.state,
+            })),
         };
       }),
       workers: snap?.workers ?? [],
@@ -203,7 +271,10 @@ export class DashboardState {
  * Serves the page and its JSON, and samples the control plane every epoch until the app closes.
  * One call from the scheduler service.
  */
-export function registerDashboard(app: FastifyInstance, parts: { control: Control; metrics: Metrics; epochMs?: number | undefined; limits?: DashboardLimits }): DashboardState {
+export function registerDashboard(
+  app: FastifyInstance,
+  parts: { control: Control; metrics: Metrics; epochMs?: number | undefined; limits?: DashboardLimits },
+): DashboardState {
   const assets = loadAssets();
   const state = new DashboardState(parts.control, parts.metrics, parts.epochMs ?? 1000, parts.limits);
   const log = app.log.child({ part: 'dashboard' });
@@ -226,16 +297,30 @@ export function registerDashboard(app: FastifyInstance, parts: { control: Contro
   app.get(`${DASHBOARD_PATH}/*`, (req, reply) => {
     const path = req.url.split('?')[0]!.replace(/\/$/, '');
     const a = assets.get(path);
-    if (!a) return reply.code(404).header('content-type', 'application/json').send(JSON.stringify({ error: `no dashboard file ${path}` }));
+    if (!a)
+      return reply
+        .code(404)
+        .header('content-type', 'application/json')
+        .send(JSON.stringify({ error: `no dashboard file ${path}` }));
     return reply.code(200).header('content-type', a.type).header('cache-control', 'no-cache').send(a.body);
   });
   app.get(DASHBOARD_DATA_PATH, (req, reply) => {
     const q = QuerySchema.safeParse(req.query ?? {});
     if (!q.success) {
-      const msg = q.error.issues.map((i) => (i.code === 'unrecognized_keys' ? `unknown query parameter ${i.keys.join(', ')} (known: since)` : i.message)).join('; ');
-      return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ error: msg }));
+      const msg = q.error.issues
+        .map((i) =>
+          i.code === 'unrecognized_keys' ? `unknown query parameter ${i.keys.join(', ')} (known: since)` : i.message,
+        )
+        .join('; ');
+      return reply
+        .code(400)
+        .header('content-type', 'application/json')
+        .send(JSON.stringify({ error: msg }));
     }
-    return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(state.view(Date.now(), q.data.since)));
+    return reply
+      .code(200)
+      .header('content-type', 'application/json')
+      .send(JSON.stringify(state.view(Date.now(), q.data.since)));
   });
   return state;
 }

@@ -70,9 +70,15 @@ export interface GrpcOptions {
 const CLOSE_GRACE_MS = 5_000;
 
 /** An RPC's result: a message, or a status code and its text. */
-type Answer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: GrpcCodeValue; readonly error: string };
+type Answer<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly code: GrpcCodeValue; readonly error: string };
 
-const fail = (code: GrpcCodeValue, error: string): { ok: false; code: GrpcCodeValue; error: string } => ({ ok: false, code, error });
+const fail = (code: GrpcCodeValue, error: string): { ok: false; code: GrpcCodeValue; error: string } => ({
+  ok: false,
+  code,
+  error,
+});
 
 /** The RPCs anyone may call, as the HTTP health routes (probes carry no credentials). */
 const HEALTH_METHODS = new Set(['ServerLive', 'ServerReady']);
@@ -96,7 +102,9 @@ export class GrpcService {
   static async start(o: GrpcOptions): Promise<GrpcService> {
     // grpc-js's own lines (it writes errors to stderr by default) go to the log at debug level: what
     // matters reaches a caller as a call's status or as start()'s error.
-    grpc.setLogger({ error: (...args: unknown[]) => o.logger.debug({ grpcJs: args.map(String).join(' ') }, 'grpc-js') });
+    grpc.setLogger({
+      error: (...args: unknown[]) => o.logger.debug({ grpcJs: args.map(String).join(' ') }, 'grpc-js'),
+    });
     const service = inferenceService().service;
     // Tokens are checked on the call's metadata, before its message is read (as the HTTP endpoint
     // refuses a request without one before reading its body).
@@ -107,9 +115,16 @@ export class GrpcService {
             onReceiveMetadata: (metadata, mdNext) => {
               const name = method.path.slice(method.path.lastIndexOf('/') + 1);
               const header = metadata.get('authorization')[0];
-              const why = refusal(o.access, HEALTH_METHODS.has(name) ? '/v2/health/live' : '/v2/models', typeof header === 'string' ? header : undefined);
+              const why = refusal(
+                o.access,
+                HEALTH_METHODS.has(name) ? '/v2/health/live' : '/v2/models',
+                typeof header === 'string' ? header : undefined,
+              );
               if (why === undefined) return mdNext(metadata);
-              call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: why.replace('Authorization: Bearer <token>', "metadata 'authorization: Bearer <token>'") });
+              call.sendStatus({
+                code: grpc.status.UNAUTHENTICATED,
+                details: why.replace('Authorization: Bearer <token>', "metadata 'authorization: Bearer <token>'"),
+              });
             },
           }),
       });
@@ -119,7 +134,9 @@ export class GrpcService {
       'grpc.max_concurrent_streams': 1024,
     });
     server.addService(service, handlers(o));
-    const creds = o.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: o.tls.cert, private_key: o.tls.key }], false) : grpc.ServerCredentials.createInsecure();
+    const creds = o.tls
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: o.tls.cert, private_key: o.tls.key }], false)
+      : grpc.ServerCredentials.createInsecure();
     const host = o.host.includes(':') ? `[${o.host}]` : o.host;
     const port = await new Promise<number>((resolve, reject) =>
       server.bindAsync(`${host}:${o.port}`, creds, (err, p) => {
@@ -154,7 +171,10 @@ export class GrpcService {
 type Unary = grpc.ServerUnaryCall<Record<string, unknown>, unknown>;
 
 /** Wraps an RPC's answer function as a grpc-js unary handler. */
-function unary<T>(log: Logger, run: (req: Record<string, unknown>, call: Unary) => Answer<T> | Promise<Answer<T>>): grpc.handleUnaryCall<Record<string, unknown>, unknown> {
+function unary<T>(
+  log: Logger,
+  run: (req: Record<string, unknown>, call: Unary) => Answer<T> | Promise<Answer<T>>,
+): grpc.handleUnaryCall<Record<string, unknown>, unknown> {
   return (call, callback) => {
     Promise.resolve()
       .then(() => run(call.request, call))
@@ -177,7 +197,8 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
     return r.ok ? { ok: true, value: r.index } : fail(GrpcCode.NOT_FOUND, r.error);
   };
   const local = (call: { getPeer(): string }) => isLocalPeer(peerAddress(call.getPeer()));
-  const NOT_LOCAL = "the shared memory extension is only for clients on the scheduler's host (this call came from another address)";
+  const NOT_LOCAL =
+    "the shared memory extension is only for clients on the scheduler's host (this call came from another address)";
   // The HTTP routes' answers (a Triton built without GPU support), as statuses.
   const cuda = (action: 'status' | 'register' | 'unregister', name: string): Answer<object> => {
     const a = cudaSharedMemoryAnswer(action, name === '' ? undefined : name);
@@ -190,7 +211,11 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
    * One ModelInfer request, from its message to its answer. `receivedMs`: when its message was read
    * (the task's deadline counts from then). Resolves once the task is answered.
    */
-  const infer = async (msg: ModelInferRequestMessage, isLocal: boolean, receivedMs: number): Promise<Answer<{ response: ModelInferResponseMessage; answeredMs: number }>> => {
+  const infer = async (
+    msg: ModelInferRequestMessage,
+    isLocal: boolean,
+    receivedMs: number,
+  ): Promise<Answer<{ response: ModelInferResponseMessage; answeredMs: number }>> => {
     const r = resolveModel(o.models, msg.model_name, version(msg.model_version));
     if (!r.ok) return fail(GrpcCode.NOT_FOUND, r.error);
     const m = r.index;
@@ -203,18 +228,27 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
     if (!fields.ok) return bad(fields.error);
     if ((fields.binary?.length ?? 0) > o.bodyLimits[m]!) {
       o.metrics.badRequests.inc({ model: c.name, status: '413' });
-      return fail(GrpcCode.RESOURCE_EXHAUSTED, `the request's tensors are ${fields.binary!.length} bytes, over model '${c.name}''s limit of ${o.bodyLimits[m]!}`);
+      return fail(
+        GrpcCode.RESOURCE_EXHAUSTED,
+        `the request's tensors are ${fields.binary!.length} bytes, over model '${c.name}''s limit of ${o.bodyLimits[m]!}`,
+      );
     }
     const slot = fields.binary && fields.binary.length > 0 ? (o.slots?.take(fields.binary.length) ?? null) : null;
     if (slot) fields.binary!.copy(slot);
-    const parsed = parseInferFields(fields.json, slot ?? fields.binary, { name: c.name, signature: c.signature, ...(c.maxBatchSize !== undefined ? { maxBatchSize: c.maxBatchSize } : {}) });
+    const parsed = parseInferFields(fields.json, slot ?? fields.binary, {
+      name: c.name,
+      signature: c.signature,
+      ...(c.maxBatchSize !== undefined ? { maxBatchSize: c.maxBatchSize } : {}),
+    });
     if (!parsed.ok) {
       if (slot) o.slots!.release(slot);
       return bad(rewriteError(parsed.error, fields.sources));
     }
     // Freed once answered: with a result, the worker read every byte; with an error, a worker still
     // reading a batch of it computes an answer nobody takes (as for an HTTP body's slot, bodyReader.ts).
-    const out = await o.front.infer(m, parsed.request, { receivedMs, local: isLocal }).finally(() => slot && o.slots!.release(slot));
+    const out = await o.front
+      .infer(m, parsed.request, { receivedMs, local: isLocal })
+      .finally(() => slot && o.slots!.release(slot));
     if (!out.ok) {
       // Refused before any task ran (its shared-memory regions): a bad request, as over HTTP.
       if (out.answeredMs === undefined) o.metrics.badRequests.inc({ model: c.name, status: String(out.status) });
@@ -236,7 +270,9 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
       const m = model(req);
       if (!m.ok) return m;
       const c = o.models[m.value]!;
-      return ok(modelMetadataMessage(modelMetadata({ name: c.name, signature: c.signature, sloMs: c.sloMs, versions: ['1'] })));
+      return ok(
+        modelMetadataMessage(modelMetadata({ name: c.name, signature: c.signature, sloMs: c.sloMs, versions: ['1'] })),
+      );
     }),
     ModelConfig: unary(log, (req) => {
       const m = model(req);
@@ -249,14 +285,22 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
         if (!m.ok) return m;
         names = [o.models[m.value]!.name];
       }
-      return ok(modelStatisticsMessage(await Promise.all(names.map(async (n) => modelStatJson(n, await o.metrics.modelStats(n))))));
+      return ok(
+        modelStatisticsMessage(
+          await Promise.all(names.map(async (n) => modelStatJson(n, await o.metrics.modelStats(n)))),
+        ),
+      );
     }),
     RepositoryIndex: unary(log, (req) => {
       const index = repositoryIndex(o.models, o.control.workerViews(), o.control.readiness().policyError);
       return ok(repositoryIndexMessage(req.ready === true ? index.filter((e) => e.state === 'READY') : index));
     }),
-    RepositoryModelLoad: unary(log, (req) => fail(GrpcCode.UNIMPLEMENTED, loadRefusal('load', str(req.model_name), o.models))),
-    RepositoryModelUnload: unary(log, (req) => fail(GrpcCode.UNIMPLEMENTED, loadRefusal('unload', str(req.model_name), o.models))),
+    RepositoryModelLoad: unary(log, (req) =>
+      fail(GrpcCode.UNIMPLEMENTED, loadRefusal('load', str(req.model_name), o.models)),
+    ),
+    RepositoryModelUnload: unary(log, (req) =>
+      fail(GrpcCode.UNIMPLEMENTED, loadRefusal('unload', str(req.model_name), o.models)),
+    ),
     SystemSharedMemoryStatus: unary(log, (req, call) => {
       if (!local(call)) return fail(GrpcCode.PERMISSION_DENIED, NOT_LOCAL);
       const s = o.regions.status(version(req.name));
@@ -279,10 +323,20 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
     CudaSharedMemoryStatus: unary(log, (req) => cuda('status', str(req.name))),
     CudaSharedMemoryRegister: unary(log, (req) => cuda('register', str(req.name))),
     CudaSharedMemoryUnregister: unary(log, (req) => cuda('unregister', str(req.name))),
-    TraceSetting: unary(log, () => fail(GrpcCode.UNIMPLEMENTED, 'trace settings are not supported by inss (its spans: the Server-Timing of HTTP answers, /metrics and /v2/inss/cluster)')),
-    LogSettings: unary(log, () => fail(GrpcCode.UNIMPLEMENTED, 'log settings are not supported by inss (the log level is --log-level at start)')),
+    TraceSetting: unary(log, () =>
+      fail(
+        GrpcCode.UNIMPLEMENTED,
+        'trace settings are not supported by inss (its spans: the Server-Timing of HTTP answers, /metrics and /v2/inss/cluster)',
+      ),
+    ),
+    LogSettings: unary(log, () =>
+      fail(GrpcCode.UNIMPLEMENTED, 'log settings are not supported by inss (the log level is --log-level at start)'),
+    ),
 
-    ModelInfer: (call: grpc.ServerUnaryCall<ModelInferRequestMessage, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+    ModelInfer: (
+      call: grpc.ServerUnaryCall<ModelInferRequestMessage, unknown>,
+      callback: grpc.sendUnaryData<unknown>,
+    ) => {
       const receivedMs = performance.now();
       infer(call.request, local(call), receivedMs).then(
         (a) => {
@@ -321,12 +375,23 @@ function handlers(o: GrpcOptions): grpc.UntypedServiceImplementation {
                 call.write({ error_message: '', infer_response: a.value.response });
                 o.front.answerSent(performance.now() - a.value.answeredMs);
               } else {
-                call.write({ error_message: a.error, infer_response: { model_name: msg.model_name, model_version: msg.model_version ?? '', id: msg.id ?? '' } });
+                call.write({
+                  error_message: a.error,
+                  infer_response: {
+                    model_name: msg.model_name,
+                    model_version: msg.model_version ?? '',
+                    id: msg.id ?? '',
+                  },
+                });
               }
             },
             (err: unknown) => {
               log.error({ err }, 'gRPC ModelStreamInfer failed');
-              if (!call.cancelled) call.write({ error_message: `internal error: ${(err as Error).message}`, infer_response: { id: msg.id ?? '' } });
+              if (!call.cancelled)
+                call.write({
+                  error_message: `internal error: ${(err as Error).message}`,
+                  infer_response: { id: msg.id ?? '' },
+                });
             },
           )
           .finally(() => {

@@ -145,7 +145,12 @@ export function grpcCodeOf(httpStatus: number): GrpcCodeValue {
 /** The HTTP codec's request object built from a ModelInferRequest, and the binary data its inputs take. */
 export interface InferFields {
   /** `{ id?, parameters?, inputs, outputs? }` as the HTTP JSON would be, for parseInferFields. */
-  readonly json: { id?: string; parameters?: Record<string, unknown>; inputs: Record<string, unknown>[]; outputs?: Record<string, unknown>[] };
+  readonly json: {
+    id?: string;
+    parameters?: Record<string, unknown>;
+    inputs: Record<string, unknown>[];
+    outputs?: Record<string, unknown>[];
+  };
   /** The bytes the inputs with `parameters.binary_data_size` take, in input order; undefined when none does. */
   readonly binary: Buffer | undefined;
   /** What each such input's data came from (`raw_input_contents[0]`, `inputs[1].contents.fp32_contents`), by input index. */
@@ -201,7 +206,16 @@ type ContentsField = keyof TensorContentsMessage;
 /** The typed-contents field each datatype travels in (FP16 and BF16 have none: raw only). */
 const CONTENTS_FIELD: Readonly<Record<string, ContentsField>> = GRPC_CONTENTS_FIELD;
 
-const CONTENTS_FIELDS: readonly ContentsField[] = ['bool_contents', 'int_contents', 'int64_contents', 'uint_contents', 'uint64_contents', 'fp32_contents', 'fp64_contents', 'bytes_contents'];
+const CONTENTS_FIELDS: readonly ContentsField[] = [
+  'bool_contents',
+  'int_contents',
+  'int64_contents',
+  'uint_contents',
+  'uint64_contents',
+  'fp32_contents',
+  'fp64_contents',
+  'bytes_contents',
+];
 
 const NARROW: Partial<Record<Datatype, readonly [number, number]>> = {
   INT8: [-0x80, 0x7f],
@@ -211,7 +225,11 @@ const NARROW: Partial<Record<Datatype, readonly [number, number]>> = {
 };
 
 /** Typed contents as the little-endian bytes of the binary extension; or the element at fault. */
-function contentsBytes(datatype: string, values: readonly unknown[], where: string): { ok: true; data: Buffer } | { ok: false; error: string } {
+function contentsBytes(
+  datatype: string,
+  values: readonly unknown[],
+  where: string,
+): { ok: true; data: Buffer } | { ok: false; error: string } {
   if (datatype === 'BYTES') {
     const elements = values as readonly Buffer[];
     const out = Buffer.allocUnsafe(elements.reduce((n, e) => n + 4 + e.length, 0));
@@ -231,7 +249,10 @@ function contentsBytes(datatype: string, values: readonly unknown[], where: stri
     const v = values[i];
     const o = i * size;
     if (range && ((v as number) < range[0] || (v as number) > range[1])) {
-      return { ok: false, error: `${where}[${i}]: ${String(v)} is out of range for ${dt} (${range[0]} to ${range[1]})` };
+      return {
+        ok: false,
+        error: `${where}[${i}]: ${String(v)} is out of range for ${dt} (${range[0]} to ${range[1]})`,
+      };
     }
     switch (dt) {
       case 'BOOL':
@@ -299,21 +320,29 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
     const inRegion = params.shared_memory_region !== undefined;
     const typed = contents ? CONTENTS_FIELDS.find((f) => (contents[f]?.length ?? 0) > 0) : undefined;
     if (typed !== undefined && raw.length > 0) {
-      return { ok: false, error: `${where}.contents: given with raw_input_contents (send every input's data one way: raw_input_contents, or contents)` };
+      return {
+        ok: false,
+        error: `${where}.contents: given with raw_input_contents (send every input's data one way: raw_input_contents, or contents)`,
+      };
     }
     if (inRegion) {
-      if (typed !== undefined) return { ok: false, error: `${where}: has both parameters.shared_memory_region and contents (send one)` };
+      if (typed !== undefined)
+        return { ok: false, error: `${where}: has both parameters.shared_memory_region and contents (send one)` };
     } else if (typed !== undefined) {
       const field = CONTENTS_FIELD[inp.datatype];
       const cw = `${where}.contents.${typed}`;
       if (field === undefined) {
-        const why = inp.datatype === 'FP16' || inp.datatype === 'BF16' ? `${inp.datatype} has no typed contents: send it in raw_input_contents` : `datatype ${clip(inp.datatype)} has no typed contents`;
+        const why =
+          inp.datatype === 'FP16' || inp.datatype === 'BF16'
+            ? `${inp.datatype} has no typed contents: send it in raw_input_contents`
+            : `datatype ${clip(inp.datatype)} has no typed contents`;
         return { ok: false, error: `${cw}: ${why}` };
       }
       if (typed !== field) return { ok: false, error: `${cw}: a ${inp.datatype} input takes ${field}` };
       const values = contents![typed]! as readonly unknown[];
       const want = elementCount(shape);
-      if (inp.datatype !== 'BYTES' && values.length !== want) return { ok: false, error: `${cw}: ${values.length} values, but shape ${shapeText(shape)} has ${want}` };
+      if (inp.datatype !== 'BYTES' && values.length !== want)
+        return { ok: false, error: `${cw}: ${values.length} values, but shape ${shapeText(shape)} has ${want}` };
       const bytes = contentsBytes(inp.datatype, values, cw);
       if (!bytes.ok) return bytes;
       parts.push(bytes.data);
@@ -323,20 +352,34 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
       const rw = `raw_input_contents[${nextRaw}]`;
       const data = raw[nextRaw++]!;
       const size = DATATYPE_BYTES[inp.datatype as Datatype] as number | undefined;
-      if (size !== undefined && shape.every((d) => Number.isInteger(d) && d >= 0) && data.length !== size * elementCount(shape)) {
-        return { ok: false, error: `${rw}: ${data.length} bytes, but input '${clip(inp.name)}' of shape ${shapeText(shape)} and ${inp.datatype} is ${size * elementCount(shape)} bytes` };
+      if (
+        size !== undefined &&
+        shape.every((d) => Number.isInteger(d) && d >= 0) &&
+        data.length !== size * elementCount(shape)
+      ) {
+        return {
+          ok: false,
+          error: `${rw}: ${data.length} bytes, but input '${clip(inp.name)}' of shape ${shapeText(shape)} and ${inp.datatype} is ${size * elementCount(shape)} bytes`,
+        };
       }
       parts.push(data);
       params.binary_data_size = data.length;
       sources.set(k, rw);
     } else {
-      const also = raw.length > 0 ? `: raw_input_contents has ${raw.length} entries for ${req.inputs.length} inputs (one per input, in input order)` : ' (send raw_input_contents, one entry per input in input order, or contents)';
+      const also =
+        raw.length > 0
+          ? `: raw_input_contents has ${raw.length} entries for ${req.inputs.length} inputs (one per input, in input order)`
+          : ' (send raw_input_contents, one entry per input in input order, or contents)';
       return { ok: false, error: `${where} ('${clip(inp.name)}'): no tensor data${also}` };
     }
     if (Object.keys(params).length > 0) out.parameters = params;
     inputs.push(out);
   }
-  if (nextRaw < raw.length) return { ok: false, error: `raw_input_contents: ${raw.length} entries, but ${nextRaw} of the ${req.inputs.length} inputs take one (one per input, in input order)` };
+  if (nextRaw < raw.length)
+    return {
+      ok: false,
+      error: `raw_input_contents: ${raw.length} entries, but ${nextRaw} of the ${req.inputs.length} inputs take one (one per input, in input order)`,
+    };
   const json: InferFields['json'] = { inputs };
   if (req.id) json.id = req.id;
   const params = plainParameters(req.parameters);
@@ -356,7 +399,10 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
  * `parameters.binary_data_size` (which the gRPC request never had) is named by where its data came from.
  */
 export function rewriteError(error: string, sources: ReadonlyMap<number, string>): string {
-  return error.replace(/inputs\[(\d+)\]\.parameters\.binary_data_size/g, (whole, k: string) => sources.get(Number(k)) ?? whole);
+  return error.replace(
+    /inputs\[(\d+)\]\.parameters\.binary_data_size/g,
+    (whole, k: string) => sources.get(Number(k)) ?? whole,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -374,11 +420,19 @@ export function inferResponseMessage(r: InferResponse): ModelInferResponseMessag
   const outputs: InferOutputMessage[] = [];
   const raw: Buffer[] = [];
   for (const o of r.outputs) {
-    const parameters: Record<string, InferParameterMessage> = o.region ? { shared_memory_region: stringParam(o.region.name), shared_memory_byte_size: int64Param(o.data.length) } : {};
+    const parameters: Record<string, InferParameterMessage> = o.region
+      ? { shared_memory_region: stringParam(o.region.name), shared_memory_byte_size: int64Param(o.data.length) }
+      : {};
     outputs.push({ name: o.name, datatype: o.datatype, shape: [...o.shape], parameters });
     raw.push(o.region ? Buffer.alloc(0) : o.data);
   }
-  return { model_name: r.modelName, model_version: r.modelVersion ?? '', id: r.id ?? '', outputs, raw_output_contents: raw };
+  return {
+    model_name: r.modelName,
+    model_version: r.modelVersion ?? '',
+    id: r.id ?? '',
+    outputs,
+    raw_output_contents: raw,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -389,9 +443,21 @@ export function serverMetadataMessage(m: ServerMetadata): { name: string; versio
 }
 
 /** ModelMetadataResponse has no parameters: inss's `slo_ms` is in the model configuration's parameters. */
-export function modelMetadataMessage(m: ModelMetadata): { name: string; versions: string[]; platform: string; inputs: object[]; outputs: object[] } {
+export function modelMetadataMessage(m: ModelMetadata): {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: object[];
+  outputs: object[];
+} {
   const tensor = (t: ModelMetadata['inputs'][number]) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape] });
-  return { name: m.name, versions: [...(m.versions ?? [])], platform: m.platform, inputs: m.inputs.map(tensor), outputs: m.outputs.map(tensor) };
+  return {
+    name: m.name,
+    versions: [...(m.versions ?? [])],
+    platform: m.platform,
+    inputs: m.inputs.map(tensor),
+    outputs: m.outputs.map(tensor),
+  };
 }
 
 /** ModelConfigResponse: the HTTP configuration's fields are model_config.proto's (enum values by name). */

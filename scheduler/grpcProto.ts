@@ -13,19 +13,31 @@ import * as protoLoader from '@grpc/proto-loader';
  * converted where read); enums by name; bytes as Buffers (raw tensor contents are views of the
  * received message, not copies); absent fields as their defaults; oneofs name their set member.
  */
-export const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true };
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  bytes: Buffer,
+  defaults: true,
+  oneofs: true,
+};
 
 /** proto/ of the package: beside scheduler/ in the source tree, two levels up from dist/scheduler/. */
 export function protoDir(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const dir = [join(here, '..', 'proto'), join(here, '..', '..', 'proto')].find((d) => existsSync(join(d, 'grpc_service.proto')));
-  if (!dir) throw new Error(`the gRPC service definition (proto/grpc_service.proto) is missing from the package near ${here}`);
+  const dir = [join(here, '..', 'proto'), join(here, '..', '..', 'proto')].find((d) =>
+    existsSync(join(d, 'grpc_service.proto')),
+  );
+  if (!dir)
+    throw new Error(`the gRPC service definition (proto/grpc_service.proto) is missing from the package near ${here}`);
   return dir;
 }
 
 /** The `inference.GRPCInferenceService` client constructor and its service definition. */
 export function inferenceService(): grpc.ServiceClientConstructor {
   const definition = protoLoader.loadSync('grpc_service.proto', { ...LOADER_OPTIONS, includeDirs: [protoDir()] });
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as { inference: { GRPCInferenceService: grpc.ServiceClientConstructor } };
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    inference: { GRPCInferenceService: grpc.ServiceClientConstructor };
+  };
   return pkg.inference.GRPCInferenceService;
 }

@@ -110,7 +110,11 @@ function capConnections(app: FastifyInstance, o: GuardOptions): void {
  * them all): connection caps, the per-request body limit (`bodyLimitFor`, undefined: the app's) and
  * body deadline, and the JSON 404/405 and error handlers.
  */
-export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req: FastifyRequest) => number | undefined): void {
+export function guard(
+  app: FastifyInstance,
+  o: GuardOptions,
+  bodyLimitFor: (req: FastifyRequest) => number | undefined,
+): void {
   capConnections(app, o);
 
   // Every route, to answer a known path with a wrong method 405 and its Allow header.
@@ -137,14 +141,21 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
     const limit = bodyLimitFor(req) ?? o.maxBodyBytes;
     if (length > limit) {
       // Refused before a byte of the body is read; the connection closes (the client is still sending).
-      void reply.code(413).header('connection', 'close').header('content-type', 'application/json').send(errorBody(bodyTooLarge(limit)));
+      void reply
+        .code(413)
+        .header('connection', 'close')
+        .header('content-type', 'application/json')
+        .send(errorBody(bodyTooLarge(limit)));
       return; // answered: the chain stops here (Fastify's way for callback hooks)
     }
     if (bodyBytesInFlight + length > o.limits.maxBodyBytesInFlight) {
       // Not `Connection: close`: closing while the client still sends its body resets the connection
       // before the client reads the 503 (seen as EPIPE); Node discards the unread body (within its
       // Content-Length, under the limit above) and the connection stays usable.
-      void reply.code(503).header('content-type', 'application/json').send(errorBody(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)));
+      void reply
+        .code(503)
+        .header('content-type', 'application/json')
+        .send(errorBody(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)));
       return; // answered
     }
     bodyBytesInFlight += length;
@@ -172,7 +183,9 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
       transform(chunk: Buffer, _enc, next) {
         if (bodyBytesInFlight + chunk.length > o.limits.maxBodyBytesInFlight) {
           reply.header('connection', 'close');
-          next(Object.assign(new Error(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)), { statusCode: 503 }));
+          next(
+            Object.assign(new Error(serverBusy(bodyBytesInFlight, o.limits.maxBodyBytesInFlight)), { statusCode: 503 }),
+          );
           return;
         }
         bodyBytesInFlight += chunk.length;
@@ -200,14 +213,26 @@ export function guard(app: FastifyInstance, o: GuardOptions, bodyLimitFor: (req:
     const path = req.url.split('?')[0] ?? '';
     const allow = [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))];
     if (allow.length > 0) {
-      void reply.code(405).header('allow', allow.join(', ')).header('content-type', 'application/json').send(errorBody(`method ${req.method} is not allowed on ${shownPath(req.url)} (allowed: ${allow.join(', ')})`));
+      void reply
+        .code(405)
+        .header('allow', allow.join(', '))
+        .header('content-type', 'application/json')
+        .send(errorBody(`method ${req.method} is not allowed on ${shownPath(req.url)} (allowed: ${allow.join(', ')})`));
       return;
     }
-    void reply.code(404).header('content-type', 'application/json').send(errorBody(`no route ${req.method} ${shownPath(req.url)}`));
+    void reply
+      .code(404)
+      .header('content-type', 'application/json')
+      .send(errorBody(`no route ${req.method} ${shownPath(req.url)}`));
   });
   app.setErrorHandler((err: { statusCode?: number; message: string }, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
-    const message = status === 413 ? bodyTooLarge(bodyLimitFor(req) ?? o.maxBodyBytes) : status === 500 ? 'internal error' : err.message;
+    const message =
+      status === 413
+        ? bodyTooLarge(bodyLimitFor(req) ?? o.maxBodyBytes)
+        : status === 500
+          ? 'internal error'
+          : err.message;
     if (status === 500) o.log.error({ err: err.message, url: shownPath(req.url) }, 'request failed');
     void reply.code(status).header('content-type', 'application/json').send(errorBody(message));
   });

@@ -10,7 +10,14 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
-import { AGENT_PROTOCOL_VERSION, describeZodError, type FromAgent, FromAgentSchema, type ToAgent, type WorkerStatus } from '../src/protocol/agent.js';
+import {
+  AGENT_PROTOCOL_VERSION,
+  describeZodError,
+  type FromAgent,
+  FromAgentSchema,
+  type ToAgent,
+  type WorkerStatus,
+} from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame, FrameError, framePieces } from '../src/protocol/frames.js';
 import { agentIdentity } from './auth.js';
 import type { AgentLink } from './control.js';
@@ -58,7 +65,9 @@ export class AgentHub implements AgentLink {
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, 'agentId' in identity ? identity.agentId : null, events));
+      this.wss.handleUpgrade(req, socket, head, (ws) =>
+        this.accept(ws, 'agentId' in identity ? identity.agentId : null, events),
+      );
     });
   }
 
@@ -82,7 +91,8 @@ export class AgentHub implements AgentLink {
     let agentId: string | null = null;
     const refuse = (why: string) => {
       this.log.warn({ agentId, err: why }, 'agent message refused; closing its connection');
-      if (ws.readyState === WebSocket.OPEN) ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'error', message: why }));
+      if (ws.readyState === WebSocket.OPEN)
+        ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'error', message: why }));
       ws.close(1008, why.slice(0, 120));
     };
     ws.on('message', (data: Buffer, isBinary: boolean) => {
@@ -98,12 +108,16 @@ export class AgentHub implements AgentLink {
       const m = parsed.data;
       if (agentId === null) {
         if (m.type !== 'hello') return refuse(`the first message must be 'hello', got '${m.type}'`);
-        if (bound !== null && m.agentId !== bound) return refuse(`this token is agent '${bound}'s; it cannot register as '${m.agentId.slice(0, 64)}'`);
+        if (bound !== null && m.agentId !== bound)
+          return refuse(`this token is agent '${bound}'s; it cannot register as '${m.agentId.slice(0, 64)}'`);
         agentId = m.agentId;
         const old = this.sockets.get(agentId);
         this.sockets.set(agentId, ws);
         if (old && old !== ws) old.close(4000, 'replaced by a new connection of the same agent');
-        this.log.info({ agentId, gpus: m.gpus.length, workers: m.workers.length, kind: m.workerKind }, 'agent registered');
+        this.log.info(
+          { agentId, gpus: m.gpus.length, workers: m.workers.length, kind: m.workerKind },
+          'agent registered',
+        );
         control.agentConnected(m);
         return;
       }

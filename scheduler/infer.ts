@@ -84,7 +84,13 @@ export class InferFront {
       let left = samples.length;
       const arrival = ctx.receivedMs !== undefined ? { receivedMs: ctx.receivedMs } : undefined;
       samples.forEach((s, i) => {
-        const taskInput = { name: input.name, datatype: input.datatype, shape: [1, ...input.shape.slice(1)], encoding: s.encoding, data: s.data };
+        const taskInput = {
+          name: input.name,
+          datatype: input.datatype,
+          shape: [1, ...input.shape.slice(1)],
+          encoding: s.encoding,
+          data: s.data,
+        };
         this.control.submit(
           m,
           taskInput,
@@ -108,7 +114,13 @@ export class InferFront {
     const failed = answers.find((a): a is Extract<TaskAnswer, { ok: false }> => !a.ok);
     if (failed) {
       const of = answers.length > 1 ? ` (sample ${answers.indexOf(failed)} of ${answers.length})` : '';
-      return { ok: false, status: ERROR_STATUS[failed.reason], reason: failed.reason, error: `${failed.error}${of}`, answeredMs };
+      return {
+        ok: false,
+        status: ERROR_STATUS[failed.reason],
+        reason: failed.reason,
+        error: `${failed.error}${of}`,
+        answeredMs,
+      };
     }
     const ok = answers as readonly Extract<TaskAnswer, { ok: true }>[];
     // In the order the request named them (all of the signature's when it named none).
@@ -126,9 +138,24 @@ export class InferFront {
     const outputs = classified.outputs;
     for (const o of outputs) {
       const wrote = o.region ? this.regions.write(o.region, o.data, `output '${o.name}'`) : undefined;
-      if (wrote && !wrote.ok) return { ok: false, status: wrote.status, error: `${wrote.error} (the region was unregistered while the task ran)`, answeredMs };
+      if (wrote && !wrote.ok)
+        return {
+          ok: false,
+          status: wrote.status,
+          error: `${wrote.error} (the region was unregistered while the task ran)`,
+          answeredMs,
+        };
     }
-    return { ok: true, response: { modelName: c.name, modelVersion: '1', ...(request.id !== undefined ? { id: request.id } : {}), outputs }, answeredMs };
+    return {
+      ok: true,
+      response: {
+        modelName: c.name,
+        modelVersion: '1',
+        ...(request.id !== undefined ? { id: request.id } : {}),
+        outputs,
+      },
+      answeredMs,
+    };
   }
 }
 

@@ -14,7 +14,16 @@
 // InferResult) and KServe's InferRequest.to_rest / InferResponse.from_bytes.
 import { z } from 'zod';
 import { type JsonBudget, scanJson } from './limits.js';
-import { DATATYPE_BYTES, type Datatype, elementCount, inputForms, type ModelSignature, type SampleEncoding, type TensorSpec, tensorBytes } from '../src/protocol/tensor.js';
+import {
+  DATATYPE_BYTES,
+  type Datatype,
+  elementCount,
+  inputForms,
+  type ModelSignature,
+  type SampleEncoding,
+  type TensorSpec,
+  tensorBytes,
+} from '../src/protocol/tensor.js';
 import { classifiable } from '../src/serving/classification.js';
 import { imageHeader, MAX_IMAGE_BYTES } from '../src/serving/image.js';
 
@@ -88,7 +97,8 @@ export function inputSamples(input: InferInput): InputSample[] {
   const k = input.shape[0] ?? 1;
   const each = input.data.length / k;
   const out: InputSample[] = [];
-  for (let i = 0; i < k; i++) out.push({ encoding: input.encoding, data: input.data.subarray(i * each, (i + 1) * each) });
+  for (let i = 0; i < k; i++)
+    out.push({ encoding: input.encoding, data: input.data.subarray(i * each, (i + 1) * each) });
   return out;
 }
 
@@ -115,7 +125,9 @@ export interface InferRequest {
   readonly outputs: RequestedOutput[];
 }
 
-export type InferParse = { readonly ok: true; readonly request: InferRequest } | { readonly ok: false; readonly status: 400; readonly error: string };
+export type InferParse =
+  | { readonly ok: true; readonly request: InferRequest }
+  | { readonly ok: false; readonly status: 400; readonly error: string };
 
 export interface ResponseOutput {
   readonly name: string;
@@ -183,7 +195,12 @@ export interface ModelMetadata {
 // protocol lets them. Parameters are read one by one below, where their meaning is known.
 
 const Parameters = z.record(z.string(), z.unknown()).optional();
-const Shape = z.array(z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).nonnegative({ error: 'expected a dimension >= 0' }));
+const Shape = z.array(
+  z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .nonnegative({ error: 'expected a dimension >= 0' }),
+);
 const RequestInput = z.object({
   name: z.string(),
   shape: Shape,
@@ -340,19 +357,32 @@ function encodeValues(values: readonly unknown[], datatype: Datatype): Encoded {
     if (range) {
       if (!Number.isInteger(v)) return { ok: false, index: i, reason: `expected an integer (${datatype}), got ${v}` };
       if (v < range[0] || v > range[1]) {
-        const why = datatype === 'INT64' || datatype === 'UINT64' ? '; larger integers lose precision in JSON: send them as binary data' : '';
-        return { ok: false, index: i, reason: `${v} is out of range for ${datatype} (${range[0]} to ${range[1]}${why})` };
+        const why =
+          datatype === 'INT64' || datatype === 'UINT64'
+            ? '; larger integers lose precision in JSON: send them as binary data'
+            : '';
+        return {
+          ok: false,
+          index: i,
+          reason: `${v} is out of range for ${datatype} (${range[0]} to ${range[1]}${why})`,
+        };
       }
     }
     switch (datatype) {
       case 'FP16': {
         const h = toHalf(v);
-        if ((h & 0x7c00) === 0x7c00) return { ok: false, index: i, reason: `${v} is out of range for FP16 (largest magnitude 65504)` };
+        if ((h & 0x7c00) === 0x7c00)
+          return { ok: false, index: i, reason: `${v} is out of range for FP16 (largest magnitude 65504)` };
         buf.writeUInt16LE(h, o);
         break;
       }
       case 'FP32':
-        if (!Number.isFinite(Math.fround(v))) return { ok: false, index: i, reason: `${v} is out of range for FP32 (largest magnitude 3.4028234663852886e+38)` };
+        if (!Number.isFinite(Math.fround(v)))
+          return {
+            ok: false,
+            index: i,
+            reason: `${v} is out of range for FP32 (largest magnitude 3.4028234663852886e+38)`,
+          };
         buf.writeFloatLE(v, o);
         break;
       case 'FP64':
@@ -439,7 +469,10 @@ export function decodeValues(data: Buffer, datatype: Datatype): (number | boolea
  * partial element is ignored.
  */
 function jsonArray(data: Buffer, datatype: Datatype | 'BYTES'): string {
-  if (datatype === 'BYTES') return `[${bytesElements(data).map((e) => JSON.stringify(e.toString('utf8'))).join(',')}]`;
+  if (datatype === 'BYTES')
+    return `[${bytesElements(data)
+      .map((e) => JSON.stringify(e.toString('utf8')))
+      .join(',')}]`;
   const size = DATATYPE_BYTES[datatype];
   const n = Math.floor(data.length / size);
   const parts = new Array<string>(n);
@@ -459,7 +492,7 @@ function jsonArray(data: Buffer, datatype: Datatype | 'BYTES'): string {
 /** The elements of a serialized BYTES tensor (each a 4-byte little-endian length, then its bytes); a truncated last one is dropped. */
 function bytesElements(data: Buffer): Buffer[] {
   const out: Buffer[] = [];
-  for (let o = 0; o + 4 <= data.length; ) {
+  for (let o = 0; o + 4 <= data.length;) {
     const end = o + 4 + data.readUInt32LE(o);
     if (end > data.length) break;
     out.push(data.subarray(o + 4, end));
@@ -472,12 +505,23 @@ function bytesElements(data: Buffer): Buffer[] {
 // Requests
 
 /** The body split into the JSON header and the binary tensors after it (binary tensor data extension). */
-function splitBody(body: Buffer, inferenceHeaderLength: string | undefined): { ok: true; json: Buffer; binary: Buffer | undefined } | { ok: false; error: string } {
+function splitBody(
+  body: Buffer,
+  inferenceHeaderLength: string | undefined,
+): { ok: true; json: Buffer; binary: Buffer | undefined } | { ok: false; error: string } {
   if (inferenceHeaderLength === undefined) return { ok: true, json: body, binary: undefined };
   const raw = inferenceHeaderLength.trim();
-  if (!/^\d+$/.test(raw)) return { ok: false, error: `Inference-Header-Content-Length ${show(inferenceHeaderLength)} is not a non-negative integer` };
+  if (!/^\d+$/.test(raw))
+    return {
+      ok: false,
+      error: `Inference-Header-Content-Length ${show(inferenceHeaderLength)} is not a non-negative integer`,
+    };
   const n = Number(raw);
-  if (n > body.length) return { ok: false, error: `Inference-Header-Content-Length ${clip(raw)} is larger than the body (${body.length} bytes)` };
+  if (n > body.length)
+    return {
+      ok: false,
+      error: `Inference-Header-Content-Length ${clip(raw)} is larger than the body (${body.length} bytes)`,
+    };
   return { ok: true, json: body.subarray(0, n), binary: body.subarray(n) };
 }
 
@@ -489,29 +533,67 @@ export const REGION_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
  * byte size (Triton's shared_memory_region, shared_memory_offset, shared_memory_byte_size). Whether
  * the region exists and holds that range is the service's check (scheduler/sharedMemory.ts).
  */
-function regionParameters(where: string, parameters: Record<string, unknown> | undefined): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+function regionParameters(
+  where: string,
+  parameters: Record<string, unknown> | undefined,
+): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
   const name = parameters?.shared_memory_region;
   const size = parameters?.shared_memory_byte_size;
   const offset = parameters?.shared_memory_offset ?? 0;
   if (name === undefined) {
-    const stray = size !== undefined ? 'shared_memory_byte_size' : parameters?.shared_memory_offset !== undefined ? 'shared_memory_offset' : undefined;
-    return stray ? { ok: false, error: `${where}.parameters.${stray}: given without shared_memory_region` } : { ok: true, region: undefined };
+    const stray =
+      size !== undefined
+        ? 'shared_memory_byte_size'
+        : parameters?.shared_memory_offset !== undefined
+          ? 'shared_memory_offset'
+          : undefined;
+    return stray
+      ? { ok: false, error: `${where}.parameters.${stray}: given without shared_memory_region` }
+      : { ok: true, region: undefined };
   }
-  if (typeof name !== 'string' || !REGION_NAME.test(name)) return { ok: false, error: `${where}.parameters.shared_memory_region: expected a region name (letters, digits, '_', '.', '-'), got ${show(name)}` };
-  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: expected a non-negative integer, got ${show(size)}` };
-  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) return { ok: false, error: `${where}.parameters.shared_memory_offset: expected a non-negative integer, got ${show(offset)}` };
+  if (typeof name !== 'string' || !REGION_NAME.test(name))
+    return {
+      ok: false,
+      error: `${where}.parameters.shared_memory_region: expected a region name (letters, digits, '_', '.', '-'), got ${show(name)}`,
+    };
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0)
+    return {
+      ok: false,
+      error: `${where}.parameters.shared_memory_byte_size: expected a non-negative integer, got ${show(size)}`,
+    };
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0)
+    return {
+      ok: false,
+      error: `${where}.parameters.shared_memory_offset: expected a non-negative integer, got ${show(offset)}`,
+    };
   return { ok: true, region: { name, offset, byteSize: size } };
 }
 
 /** An input's region, checked against its form's size; or undefined when it has none. */
-function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: number | null, images = 1): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
+function regionInput(
+  where: string,
+  inp: RequestJson['inputs'][number],
+  bytes: number | null,
+  images = 1,
+): { ok: true; region: RegionRef | undefined } | { ok: false; error: string } {
   const r = regionParameters(where, inp.parameters);
   if (!r.ok || r.region === undefined) return r;
-  if (inp.data !== undefined || inp.parameters?.binary_data_size !== undefined) return { ok: false, error: `${where}: has both parameters.shared_memory_region and ${inp.data !== undefined ? 'data' : 'parameters.binary_data_size'} (send one)` };
+  if (inp.data !== undefined || inp.parameters?.binary_data_size !== undefined)
+    return {
+      ok: false,
+      error: `${where}: has both parameters.shared_memory_region and ${inp.data !== undefined ? 'data' : 'parameters.binary_data_size'} (send one)`,
+    };
   const size = r.region.byteSize;
-  if (bytes !== null && size !== bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes, but the input is ${bytes} bytes` };
+  if (bytes !== null && size !== bytes)
+    return {
+      ok: false,
+      error: `${where}.parameters.shared_memory_byte_size: ${size} bytes, but the input is ${bytes} bytes`,
+    };
   if (bytes === null && (size < 4 * images || size > images * (4 + MAX_IMAGE_BYTES))) {
-    return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${size} bytes is not ${images === 1 ? 'one BYTES image' : `${images} BYTES images`} (each 4 bytes of length, then at most ${MAX_IMAGE_BYTES})` };
+    return {
+      ok: false,
+      error: `${where}.parameters.shared_memory_byte_size: ${size} bytes is not ${images === 1 ? 'one BYTES image' : `${images} BYTES images`} (each 4 bytes of length, then at most ${MAX_IMAGE_BYTES})`,
+    };
   }
   return r;
 }
@@ -520,17 +602,30 @@ function regionInput(where: string, inp: RequestJson['inputs'][number], bytes: n
  * An input whose region the service has read (`bytes`, exactly region.byteSize): checked as its form
  * requires (an encoded image's header, as for binary data) and returned with its data. Pure.
  */
-export function resolveRegionInput(k: number, input: InferInput, bytes: Buffer): { ok: true; input: InferInput } | { ok: false; error: string } {
+export function resolveRegionInput(
+  k: number,
+  input: InferInput,
+  bytes: Buffer,
+): { ok: true; input: InferInput } | { ok: false; error: string } {
   const { region: _region, ...rest } = input;
   if (input.encoding !== 'BYTES') return { ok: true, input: { ...rest, data: bytes } };
   const images = readImageElements(`inputs[${k}]`, input.name, bytes, input.shape[0] ?? 1);
-  return images.ok ? { ok: true, input: { ...rest, encoding: images.images[0]!.encoding, data: images.images[0]!.data, images: images.images } } : images;
+  return images.ok
+    ? {
+        ok: true,
+        input: { ...rest, encoding: images.images[0]!.encoding, data: images.images[0]!.data, images: images.images },
+      }
+    : images;
 }
 
 const EMPTY = Buffer.alloc(0);
 
 /** A boolean parameter, or undefined when absent; or an error text. */
-function boolParameter(where: string, name: string, parameters: Record<string, unknown> | undefined): { ok: true; value: boolean | undefined } | { ok: false; error: string } {
+function boolParameter(
+  where: string,
+  name: string,
+  parameters: Record<string, unknown> | undefined,
+): { ok: true; value: boolean | undefined } | { ok: false; error: string } {
   const v = parameters?.[name];
   if (v === undefined || typeof v === 'boolean') return { ok: true, value: v };
   return { ok: false, error: `${where}parameters.${name}: expected true or false, got ${show(v)}` };
@@ -542,10 +637,17 @@ class BinaryCursor {
   constructor(readonly bytes: Buffer | undefined) {}
 
   take(where: string, size: number): { ok: true; data: Buffer } | { ok: false; error: string } {
-    if (this.bytes === undefined) return { ok: false, error: `${where}.parameters.binary_data_size is set, but the request has no Inference-Header-Content-Length header` };
+    if (this.bytes === undefined)
+      return {
+        ok: false,
+        error: `${where}.parameters.binary_data_size is set, but the request has no Inference-Header-Content-Length header`,
+      };
     const end = this.offset + size;
     if (end > this.bytes.length) {
-      return { ok: false, error: `${where}.parameters.binary_data_size: the binary data runs past the end of the body (the binary inputs so far need ${end} bytes after the JSON header; there are ${this.bytes.length})` };
+      return {
+        ok: false,
+        error: `${where}.parameters.binary_data_size: the binary data runs past the end of the body (the binary inputs so far need ${end} bytes after the JSON header; there are ${this.bytes.length})`,
+      };
     }
     const data = this.bytes.subarray(this.offset, end);
     this.offset = end;
@@ -565,10 +667,22 @@ class BinaryCursor {
  * serialize_byte_tensor) lays it out: a 4-byte little-endian length, then the bytes; checked as an
  * encoded image (its header: scheduler-side, cheap). The input's name is in every error.
  */
-export function readImageElement(where: string, name: string, data: Buffer): { ok: true; encoding: 'JPEG' | 'PNG'; data: Buffer } | { ok: false; error: string } {
-  if (data.length < 4) return { ok: false, error: `${where} ('${name}'): a BYTES element starts with its 4-byte length; got ${data.length} bytes` };
+export function readImageElement(
+  where: string,
+  name: string,
+  data: Buffer,
+): { ok: true; encoding: 'JPEG' | 'PNG'; data: Buffer } | { ok: false; error: string } {
+  if (data.length < 4)
+    return {
+      ok: false,
+      error: `${where} ('${name}'): a BYTES element starts with its 4-byte length; got ${data.length} bytes`,
+    };
   const n = data.readUInt32LE(0);
-  if (n !== data.length - 4) return { ok: false, error: `${where} ('${name}'): the BYTES element says ${n} bytes, but ${data.length - 4} follow its length (send exactly one image)` };
+  if (n !== data.length - 4)
+    return {
+      ok: false,
+      error: `${where} ('${name}'): the BYTES element says ${n} bytes, but ${data.length - 4} follow its length (send exactly one image)`,
+    };
   const image = data.subarray(4);
   const head = imageHeader(image);
   if (!head.ok) return { ok: false, error: `${where} ('${name}'): ${head.reason}` };
@@ -577,7 +691,9 @@ export function readImageElement(where: string, name: string, data: Buffer): { o
 
 /** The forms an input may be sent in, as an error text lists them: `FP32 [1,3,224,224], UINT8 [1,3,224,224] or BYTES [1,1] (a JPEG or PNG)`. */
 function formsText(spec: TensorSpec): string {
-  const all = inputForms(spec).map((f) => `${f.datatype} ${dims([1, ...f.shape])}${f.content === 'encoded-image' ? ' (a JPEG or PNG)' : ''}`);
+  const all = inputForms(spec).map(
+    (f) => `${f.datatype} ${dims([1, ...f.shape])}${f.content === 'encoded-image' ? ' (a JPEG or PNG)' : ''}`,
+  );
   return all.length === 1 ? all[0]! : `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
 }
 
@@ -602,19 +718,41 @@ export interface ParseModel {
  * The batch dimension of an input's shape `[k, ...sample]`: k, or an error naming the field. A shape
  * of the sample alone (no batch dimension) gets a hint, as does a k beyond max_batch_size.
  */
-function batchDimension(where: string, shape: readonly number[], sample: readonly number[], maxBatch: number, what: string): { ok: true; k: number } | { ok: false; error: string } {
+function batchDimension(
+  where: string,
+  shape: readonly number[],
+  sample: readonly number[],
+  maxBatch: number,
+  what: string,
+): { ok: true; k: number } | { ok: false; error: string } {
   const want = `[k,${sample.join(',')}] with 1 <= k <= ${maxBatch}${what}`;
   if (shape.length === sample.length + 1 && sameShape(shape.slice(1), sample)) {
     const k = shape[0]!;
     if (k >= 1 && k <= maxBatch) return { ok: true, k };
-    if (k === 0) return { ok: false, error: `${where}.shape: batch dimension 0: a request carries at least one sample (expected ${want})` };
-    return { ok: false, error: `${where}.shape: batch dimension ${k} is larger than the model's max_batch_size ${maxBatch} (split the request)` };
+    if (k === 0)
+      return {
+        ok: false,
+        error: `${where}.shape: batch dimension 0: a request carries at least one sample (expected ${want})`,
+      };
+    return {
+      ok: false,
+      error: `${where}.shape: batch dimension ${k} is larger than the model's max_batch_size ${maxBatch} (split the request)`,
+    };
   }
   const hint = sameShape(shape, sample) ? ' (the first dimension is the batch dimension: add it)' : '';
-  return { ok: false, error: `${where}.shape: expected ${want}, got ${dims(shape.slice(0, 16))}${shape.length > 16 ? '...' : ''}${hint}` };
+  return {
+    ok: false,
+    error: `${where}.shape: expected ${want}, got ${dims(shape.slice(0, 16))}${shape.length > 16 ? '...' : ''}${hint}`,
+  };
 }
 
-function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSpec, binary: BinaryCursor, maxBatch: number): { ok: true; input: InferInput } | { ok: false; error: string } {
+function readInput(
+  k: number,
+  inp: RequestJson['inputs'][number],
+  spec: TensorSpec,
+  binary: BinaryCursor,
+  maxBatch: number,
+): { ok: true; input: InferInput } | { ok: false; error: string } {
   const where = `inputs[${k}]`;
   const form = inputForms(spec).find((f) => f.datatype === inp.datatype);
   if (!form) {
@@ -628,23 +766,70 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
   const bytes = tensorBytes(spec.datatype, want);
   const shm = regionInput(where, inp, bytes);
   if (!shm.ok) return shm;
-  if (shm.region) return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: EMPTY, region: shm.region } };
+  if (shm.region)
+    return {
+      ok: true,
+      input: {
+        name: spec.name,
+        datatype: spec.datatype,
+        shape: want,
+        encoding: spec.datatype as SampleEncoding,
+        data: EMPTY,
+        region: shm.region,
+      },
+    };
   const binSize = inp.parameters?.binary_data_size;
   if (binSize !== undefined) {
-    if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
-    if (inp.data !== undefined) return { ok: false, error: `${where}: has both data and parameters.binary_data_size (send one)` };
-    if (binSize !== bytes) return { ok: false, error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of ${spec.datatype} is ${bytes} bytes` };
+    if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0)
+      return {
+        ok: false,
+        error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}`,
+      };
+    if (inp.data !== undefined)
+      return { ok: false, error: `${where}: has both data and parameters.binary_data_size (send one)` };
+    if (binSize !== bytes)
+      return {
+        ok: false,
+        error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of ${spec.datatype} is ${bytes} bytes`,
+      };
     const taken = binary.take(where, binSize);
     if (!taken.ok) return taken;
-    return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: taken.data } };
+    return {
+      ok: true,
+      input: {
+        name: spec.name,
+        datatype: spec.datatype,
+        shape: want,
+        encoding: spec.datatype as SampleEncoding,
+        data: taken.data,
+      },
+    };
   }
-  if (inp.data === undefined) return { ok: false, error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)` };
+  if (inp.data === undefined)
+    return {
+      ok: false,
+      error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)`,
+    };
   const values = flatten(inp.data);
   const count = elementCount(want);
-  if (values.length !== count) return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
+  if (values.length !== count)
+    return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
   const enc = encodeValues(values, spec.datatype);
-  if (!enc.ok) return { ok: false, error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}` };
-  return { ok: true, input: { name: spec.name, datatype: spec.datatype, shape: want, encoding: spec.datatype as SampleEncoding, data: enc.data } };
+  if (!enc.ok)
+    return {
+      ok: false,
+      error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}`,
+    };
+  return {
+    ok: true,
+    input: {
+      name: spec.name,
+      datatype: spec.datatype,
+      shape: want,
+      encoding: spec.datatype as SampleEncoding,
+      data: enc.data,
+    },
+  };
 }
 
 /**
@@ -652,12 +837,21 @@ function readInput(k: number, inp: RequestJson['inputs'][number], spec: TensorSp
  * serialize_byte_tensor) lays them out, each a 4-byte little-endian length then the bytes, each
  * checked as an encoded image. Pure; the elements are views of `data`.
  */
-export function readImageElements(where: string, name: string, data: Buffer, k: number): { ok: true; images: EncodedImage[] } | { ok: false; error: string } {
+export function readImageElements(
+  where: string,
+  name: string,
+  data: Buffer,
+  k: number,
+): { ok: true; images: EncodedImage[] } | { ok: false; error: string } {
   const images: EncodedImage[] = [];
   let at = 0;
   for (let i = 0; i < k; i++) {
     const el = k === 1 ? where : `${where} element ${i}`;
-    if (data.length - at < 4) return { ok: false, error: `${el} ('${name}'): a BYTES element starts with its 4-byte length; ${data.length - at} bytes are left` };
+    if (data.length - at < 4)
+      return {
+        ok: false,
+        error: `${el} ('${name}'): a BYTES element starts with its 4-byte length; ${data.length - at} bytes are left`,
+      };
     const n = data.readUInt32LE(at);
     const end = i === k - 1 ? data.length : at + 4 + n;
     const image = readImageElement(el, name, data.subarray(at, Math.min(end, data.length)));
@@ -673,8 +867,18 @@ export function readImageElements(where: string, name: string, data: Buffer, k: 
  * or as encoded images (BYTES, shape [k,1] or [k], one JPEG or PNG a sample, binary data only: JSON
  * strings cannot carry a JPEG's bytes). What the worker does with them: src/serving/image.ts.
  */
-function readImageInput(where: string, inp: RequestJson['inputs'][number], spec: TensorSpec, content: 'uint8-image' | 'encoded-image', binary: BinaryCursor, maxBatch: number): { ok: true; input: InferInput } | { ok: false; error: string } {
-  const what = content === 'uint8-image' ? ` for ${inp.datatype} (UINT8 pixels, channel-first)` : ` for ${inp.datatype} (one encoded image a sample)`;
+function readImageInput(
+  where: string,
+  inp: RequestJson['inputs'][number],
+  spec: TensorSpec,
+  content: 'uint8-image' | 'encoded-image',
+  binary: BinaryCursor,
+  maxBatch: number,
+): { ok: true; input: InferInput } | { ok: false; error: string } {
+  const what =
+    content === 'uint8-image'
+      ? ` for ${inp.datatype} (UINT8 pixels, channel-first)`
+      : ` for ${inp.datatype} (one encoded image a sample)`;
   const sample = content === 'uint8-image' ? spec.shape : [1];
   // BYTES images: [k,1] as tritonclient sends them, or [k].
   const flat = content === 'encoded-image' && inp.shape.length === 1 ? [inp.shape[0]!, 1] : inp.shape;
@@ -685,28 +889,63 @@ function readImageInput(where: string, inp: RequestJson['inputs'][number], spec:
   const want = [k, ...sample];
   const shm = regionInput(where, inp, content === 'uint8-image' ? elementCount(want) : null, k);
   if (!shm.ok) return shm;
-  if (shm.region) return { ok: true, input: { ...model, encoding: content === 'uint8-image' ? 'UINT8' : 'BYTES', data: EMPTY, region: shm.region } };
+  if (shm.region)
+    return {
+      ok: true,
+      input: { ...model, encoding: content === 'uint8-image' ? 'UINT8' : 'BYTES', data: EMPTY, region: shm.region },
+    };
   const binSize = inp.parameters?.binary_data_size;
   if (binSize !== undefined) {
-    if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0) return { ok: false, error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}` };
-    if (inp.data !== undefined) return { ok: false, error: `${where}: has both data and parameters.binary_data_size (send one)` };
+    if (typeof binSize !== 'number' || !Number.isInteger(binSize) || binSize < 0)
+      return {
+        ok: false,
+        error: `${where}.parameters.binary_data_size: expected a non-negative integer, got ${show(binSize)}`,
+      };
+    if (inp.data !== undefined)
+      return { ok: false, error: `${where}: has both data and parameters.binary_data_size (send one)` };
     const bytes = elementCount(want);
-    if (content === 'uint8-image' && binSize !== bytes) return { ok: false, error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of UINT8 is ${bytes} bytes` };
+    if (content === 'uint8-image' && binSize !== bytes)
+      return {
+        ok: false,
+        error: `${where}.parameters.binary_data_size: ${binSize} bytes, but shape ${dims(want)} of UINT8 is ${bytes} bytes`,
+      };
     const taken = binary.take(where, binSize);
     if (!taken.ok) return taken;
     if (content === 'uint8-image') return { ok: true, input: { ...model, encoding: 'UINT8', data: taken.data } };
     const images = readImageElements(where, spec.name, taken.data, k);
-    return images.ok ? { ok: true, input: { ...model, encoding: images.images[0]!.encoding, data: images.images[0]!.data, images: images.images } } : images;
+    return images.ok
+      ? {
+          ok: true,
+          input: {
+            ...model,
+            encoding: images.images[0]!.encoding,
+            data: images.images[0]!.data,
+            images: images.images,
+          },
+        }
+      : images;
   }
   if (content === 'encoded-image') {
-    return { ok: false, error: `${where}: a BYTES image must be sent as binary data (parameters.binary_data_size, the binary tensor data extension): JSON strings cannot carry a JPEG's or PNG's bytes` };
+    return {
+      ok: false,
+      error: `${where}: a BYTES image must be sent as binary data (parameters.binary_data_size, the binary tensor data extension): JSON strings cannot carry a JPEG's or PNG's bytes`,
+    };
   }
-  if (inp.data === undefined) return { ok: false, error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)` };
+  if (inp.data === undefined)
+    return {
+      ok: false,
+      error: `${where}.data: missing (send data, or parameters.binary_data_size with the binary tensor data extension)`,
+    };
   const values = flatten(inp.data);
   const count = elementCount(want);
-  if (values.length !== count) return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
+  if (values.length !== count)
+    return { ok: false, error: `${where}.data: expected ${count} values, got ${values.length}` };
   const enc = encodeValues(values, 'UINT8');
-  if (!enc.ok) return { ok: false, error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}` };
+  if (!enc.ok)
+    return {
+      ok: false,
+      error: `${where}.data: element ${enc.index} (row-major) of input '${spec.name}': ${enc.reason}`,
+    };
   return { ok: true, input: { ...model, encoding: 'UINT8', data: enc.data } };
 }
 
@@ -716,37 +955,68 @@ function readImageInput(where: string, inp: RequestJson['inputs'][number], spec:
  * datatype has an order (Triton refuses FP16 and BOOL), and not with a shared-memory region (as
  * Triton: the classes are computed from the output, not stored). Undefined when absent.
  */
-function classCountParameter(where: string, parameters: Record<string, unknown> | undefined, spec: TensorSpec, inRegion: boolean): { ok: true; value: number | undefined } | { ok: false; error: string } {
+function classCountParameter(
+  where: string,
+  parameters: Record<string, unknown> | undefined,
+  spec: TensorSpec,
+  inRegion: boolean,
+): { ok: true; value: number | undefined } | { ok: false; error: string } {
   const v = parameters?.classification;
   if (v === undefined) return { ok: true, value: undefined };
   const field = `${where}.parameters.classification`;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) return { ok: false, error: `${field}: expected an integer >= 1 (the number of top classes to return), got ${show(v)}` };
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+    return {
+      ok: false,
+      error: `${field}: expected an integer >= 1 (the number of top classes to return), got ${show(v)}`,
+    };
   const classes = elementCount(spec.shape);
-  if (v > classes) return { ok: false, error: `${field}: ${v} classes asked, but output '${spec.name}' has ${classes} a sample` };
-  if (!classifiable(spec.datatype)) return { ok: false, error: `${field}: output '${spec.name}' is ${spec.datatype}, which has no class order (classification takes integer, FP32 and FP64 outputs)` };
-  if (inRegion) return { ok: false, error: `${field}: cannot be set with shared_memory_region (the classes are computed from the output, not written to the region)` };
+  if (v > classes)
+    return { ok: false, error: `${field}: ${v} classes asked, but output '${spec.name}' has ${classes} a sample` };
+  if (!classifiable(spec.datatype))
+    return {
+      ok: false,
+      error: `${field}: output '${spec.name}' is ${spec.datatype}, which has no class order (classification takes integer, FP32 and FP64 outputs)`,
+    };
+  if (inRegion)
+    return {
+      ok: false,
+      error: `${field}: cannot be set with shared_memory_region (the classes are computed from the output, not written to the region)`,
+    };
   return { ok: true, value: v };
 }
 
-function readOutputs(req: RequestJson, model: { name: string; signature: ModelSignature }, batch: number): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
+function readOutputs(
+  req: RequestJson,
+  model: { name: string; signature: ModelSignature },
+  batch: number,
+): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
   const all = boolParameter('', 'binary_data_output', req.parameters);
   if (!all.ok) return all;
   const allBinary = all.value ?? false;
   const sig = model.signature;
-  if (!req.outputs || req.outputs.length === 0) return { ok: true, outputs: sig.outputs.map((s) => ({ name: s.name, binary: allBinary })) };
+  if (!req.outputs || req.outputs.length === 0)
+    return { ok: true, outputs: sig.outputs.map((s) => ({ name: s.name, binary: allBinary })) };
   const outputs: RequestedOutput[] = [];
   for (let k = 0; k < req.outputs.length; k++) {
     const o = req.outputs[k]!;
     const where = `outputs[${k}]`;
     if (!sig.outputs.some((s) => s.name === o.name)) {
-      return { ok: false, error: `${where}.name: '${clip(o.name)}' is not an output of model '${model.name}' (outputs: ${sig.outputs.map((s) => s.name).join(', ')})` };
+      return {
+        ok: false,
+        error: `${where}.name: '${clip(o.name)}' is not an output of model '${model.name}' (outputs: ${sig.outputs.map((s) => s.name).join(', ')})`,
+      };
     }
-    if (outputs.some((x) => x.name === o.name)) return { ok: false, error: `${where}.name: output '${clip(o.name)}' is requested twice` };
+    if (outputs.some((x) => x.name === o.name))
+      return { ok: false, error: `${where}.name: output '${clip(o.name)}' is requested twice` };
     const shm = regionParameters(where, o.parameters);
     if (!shm.ok) return shm;
     const spec = sig.outputs.find((s) => s.name === o.name)!;
     const bytes = tensorBytes(spec.datatype, [batch, ...spec.shape]);
-    if (shm.region && shm.region.byteSize < bytes) return { ok: false, error: `${where}.parameters.shared_memory_byte_size: ${shm.region.byteSize} bytes, but output '${o.name}' is ${bytes} bytes` };
+    if (shm.region && shm.region.byteSize < bytes)
+      return {
+        ok: false,
+        error: `${where}.parameters.shared_memory_byte_size: ${shm.region.byteSize} bytes, but output '${o.name}' is ${bytes} bytes`,
+      };
     const classes = classCountParameter(where, o.parameters, spec, shm.region !== undefined);
     if (!classes.ok) return classes;
     const b = boolParameter(`${where}.`, 'binary_data', o.parameters);
@@ -783,7 +1053,11 @@ function readOutputs(req: RequestJson, model: { name: string; signature: ModelSi
  *
  * Never throws; the result's error names the field that is wrong.
  */
-export function parseInferRequest(body: Buffer, headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined }, model: ParseModel): InferParse {
+export function parseInferRequest(
+  body: Buffer,
+  headers: { contentType?: string | undefined; inferenceHeaderLength?: string | undefined },
+  model: ParseModel,
+): InferParse {
   const split = splitBody(body, headers.inferenceHeaderLength);
   if (!split.ok) return fail(split.error);
   // Counts over the model's budget are refused before JSON.parse builds anything (scheduler/limits.ts).
@@ -794,7 +1068,10 @@ export function parseInferRequest(body: Buffer, headers: { contentType?: string 
     json = JSON.parse(split.json.toString('utf8'));
   } catch (e) {
     // The likely cause when a client forgets the header: binary tensors after the JSON.
-    const hint = split.binary === undefined && body.includes('"binary_data_size"') ? ' (a body with binary tensor data needs the Inference-Header-Content-Length header)' : '';
+    const hint =
+      split.binary === undefined && body.includes('"binary_data_size"')
+        ? ' (a body with binary tensor data needs the Inference-Header-Content-Length header)'
+        : '';
     return fail(`malformed JSON: ${(e as Error).message}${hint}`);
   }
   return parseInferFields(json, split.binary, model);
@@ -812,7 +1089,9 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
   if (!parsed.success) {
     const issues = parsed.error.issues;
     const shown = issues.slice(0, 3).map((i) => `${fieldPath(i.path)}: ${i.message}`);
-    return fail(`invalid inference request: ${shown.join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
+    return fail(
+      `invalid inference request: ${shown.join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`,
+    );
   }
   const req = parsed.data;
   const sig = model.signature;
@@ -822,12 +1101,18 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
   for (let k = 0; k < req.inputs.length; k++) {
     const inp = req.inputs[k]!;
     const spec = sig.inputs.find((s) => s.name === inp.name);
-    if (!spec) return fail(`input '${clip(inp.name)}' is not an input of model '${model.name}' (inputs: ${sig.inputs.map((s) => s.name).join(', ')})`);
+    if (!spec)
+      return fail(
+        `input '${clip(inp.name)}' is not an input of model '${model.name}' (inputs: ${sig.inputs.map((s) => s.name).join(', ')})`,
+      );
     if (byName.has(inp.name)) return fail(`inputs[${k}].name: input '${inp.name}' is given twice`);
     const read = readInput(k, inp, spec, binary, model.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
     if (!read.ok) return fail(read.error);
     const kk = read.input.shape[0]!;
-    if (batch !== undefined && kk !== batch) return fail(`inputs[${k}].shape: batch dimension ${kk}, but the inputs before it have ${batch} (every input carries the same samples)`);
+    if (batch !== undefined && kk !== batch)
+      return fail(
+        `inputs[${k}].shape: batch dimension ${kk}, but the inputs before it have ${batch} (every input carries the same samples)`,
+      );
     batch = kk;
     byName.set(inp.name, read.input);
   }
@@ -835,13 +1120,19 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
   if (leftover) return fail(leftover);
   const missing = sig.inputs.filter((s) => !byName.has(s.name));
   if (missing.length > 0) {
-    return fail(`inputs: missing ${missing.map((s) => `'${s.name}'`).join(', ')} (model '${model.name}' takes ${sig.inputs.map((s) => s.name).join(', ')})`);
+    return fail(
+      `inputs: missing ${missing.map((s) => `'${s.name}'`).join(', ')} (model '${model.name}' takes ${sig.inputs.map((s) => s.name).join(', ')})`,
+    );
   }
   const outputs = readOutputs(req, model, batch ?? 1);
   if (!outputs.ok) return fail(outputs.error);
   return {
     ok: true,
-    request: { ...(req.id !== undefined ? { id: req.id } : {}), inputs: sig.inputs.map((s) => byName.get(s.name)!), outputs: outputs.outputs },
+    request: {
+      ...(req.id !== undefined ? { id: req.id } : {}),
+      inputs: sig.inputs.map((s) => byName.get(s.name)!),
+      outputs: outputs.outputs,
+    },
   };
 }
 
@@ -859,7 +1150,8 @@ export function encodeInferResponse(r: InferResponse): { body: Buffer; headers: 
   const binaries: Buffer[] = [];
   const outputs = r.outputs.map((o) => {
     const head = `{"name":${JSON.stringify(o.name)},"datatype":"${o.datatype}","shape":${JSON.stringify(o.shape)}`;
-    if (o.region) return `${head},"parameters":{"shared_memory_region":${JSON.stringify(o.region.name)},"shared_memory_byte_size":${o.data.length}}}`;
+    if (o.region)
+      return `${head},"parameters":{"shared_memory_region":${JSON.stringify(o.region.name)},"shared_memory_byte_size":${o.data.length}}}`;
     if (!o.binary) return `${head},"data":${jsonArray(o.data, o.datatype)}}`;
     binaries.push(o.data);
     return `${head},"parameters":{"binary_data_size":${o.data.length}}}`;
@@ -891,7 +1183,18 @@ export function errorBody(message: string): Buffer {
  * scheduler/triton.ts; system shared memory in scheduler/sharedMemory.ts.
  */
 export function serverMetadata(version: string): ServerMetadata {
-  return { name: 'inss', version, extensions: ['binary_tensor_data', 'classification', 'statistics', 'model_configuration', 'model_repository', 'system_shared_memory'] };
+  return {
+    name: 'inss',
+    version,
+    extensions: [
+      'binary_tensor_data',
+      'classification',
+      'statistics',
+      'model_configuration',
+      'model_repository',
+      'system_shared_memory',
+    ],
+  };
 }
 
 /**
@@ -901,10 +1204,20 @@ export function serverMetadata(version: string): ServerMetadata {
  */
 /** Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's model config). */
 export function inputFormsByName(signature: ModelSignature): Record<string, MetadataForm[]> {
-  return Object.fromEntries(signature.inputs.map((s) => [s.name, inputForms(s).map((f) => ({ datatype: f.datatype, shape: [-1, ...f.shape], content: f.content }))]));
+  return Object.fromEntries(
+    signature.inputs.map((s) => [
+      s.name,
+      inputForms(s).map((f) => ({ datatype: f.datatype, shape: [-1, ...f.shape], content: f.content })),
+    ]),
+  );
 }
 
-export function modelMetadata(model: { name: string; signature: ModelSignature; sloMs: number; versions?: string[] }): ModelMetadata {
+export function modelMetadata(model: {
+  name: string;
+  signature: ModelSignature;
+  sloMs: number;
+  versions?: string[];
+}): ModelMetadata {
   const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
   return {
     name: model.name,

@@ -114,7 +114,9 @@ export function requestBudget(signature: ModelSignature, factor: number, maxBatc
   const all = json(maxBatch);
   // BYTES images: a 4-byte length, then the image; the images of one request add up to at most
   // IMAGE_BYTES_PER_REQUEST (a batch of large photos is split into requests).
-  const images = signature.inputs.some((s) => s.image) ? JSON_OVERHEAD_BYTES + 4 * maxBatch + Math.min(maxBatch * MAX_IMAGE_BYTES, IMAGE_BYTES_PER_REQUEST) : 0;
+  const images = signature.inputs.some((s) => s.image)
+    ? JSON_OVERHEAD_BYTES + 4 * maxBatch + Math.min(maxBatch * MAX_IMAGE_BYTES, IMAGE_BYTES_PER_REQUEST)
+    : 0;
   const scale = (x: number) => Math.ceil(x * factor);
   // The factor covers JSON layouts longer than Python's (whitespace) for one sample; a batch's JSON
   // is allowed the worst-case length of Python's json.dumps (JSON_BYTES_PER_VALUE), not more: a
@@ -123,7 +125,11 @@ export function requestBudget(signature: ModelSignature, factor: number, maxBatc
   return {
     largestBytes,
     bodyLimitBytes: Math.max(scale(one.bytes), largestBytes),
-    json: { maxValues: Math.max(scale(one.values + SLACK_TOKENS), all.values + SLACK_TOKENS), maxContainers: Math.max(scale(one.containers + SLACK_TOKENS), all.containers + SLACK_TOKENS), maxDepth: all.rank + SLACK_DEPTH },
+    json: {
+      maxValues: Math.max(scale(one.values + SLACK_TOKENS), all.values + SLACK_TOKENS),
+      maxContainers: Math.max(scale(one.containers + SLACK_TOKENS), all.containers + SLACK_TOKENS),
+      maxDepth: all.rank + SLACK_DEPTH,
+    },
   };
 }
 
@@ -154,17 +160,23 @@ export function scanJson(text: Uint8Array, budget: JsonBudget): string | undefin
     }
     if (b === QUOTE) inString = true;
     else if (b === COMMA) {
-      if (++values > budget.maxValues) return `request JSON has more than ${budget.maxValues} values, more than this model's inputs can hold`;
+      if (++values > budget.maxValues)
+        return `request JSON has more than ${budget.maxValues} values, more than this model's inputs can hold`;
     } else if (b === OPEN_ARRAY || b === OPEN_OBJECT) {
-      if (++depth > budget.maxDepth) return `request JSON is nested deeper than ${budget.maxDepth} levels, deeper than this model's inputs can be`;
-      if (++containers > budget.maxContainers) return `request JSON has more than ${budget.maxContainers} arrays and objects, more than this model's inputs can hold`;
+      if (++depth > budget.maxDepth)
+        return `request JSON is nested deeper than ${budget.maxDepth} levels, deeper than this model's inputs can be`;
+      if (++containers > budget.maxContainers)
+        return `request JSON has more than ${budget.maxContainers} arrays and objects, more than this model's inputs can hold`;
     } else if (b === CLOSE_ARRAY || b === CLOSE_OBJECT) depth--;
   }
   return undefined;
 }
 
 /** How long a body of `bytes` may take to arrive. */
-export function bodyTimeoutMs(bytes: number, limits: Pick<InputLimits, 'bodyTimeoutBaseMs' | 'minBodyBytesPerS'>): number {
+export function bodyTimeoutMs(
+  bytes: number,
+  limits: Pick<InputLimits, 'bodyTimeoutBaseMs' | 'minBodyBytesPerS'>,
+): number {
   return limits.bodyTimeoutBaseMs + Math.ceil((bytes / limits.minBodyBytesPerS) * 1000);
 }
 

@@ -15,7 +15,6 @@ import type { ControlObserver, TaskOutcome } from './observer.js';
 
 export type { TaskOutcome } from './observer.js';
 
-
 /** The outcomes that are answers (a result, possibly after the SLO); the others are failures. */
 const SUCCESS: ReadonlySet<TaskOutcome> = new Set<TaskOutcome>(['ok', 'late']);
 
@@ -93,34 +92,161 @@ async function histogramSeries(h: Histogram<'model'>, suffix: '_sum' | '_count')
 
 export class Metrics implements Partial<ControlObserver> {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'inss_requests_total', help: 'Tasks answered, by model and outcome (ok: within SLO; late: answered after the SLO)', labelNames: ['model', 'outcome'] as const, registers: [this.registry] });
+  readonly requests = new Counter({
+    name: 'inss_requests_total',
+    help: 'Tasks answered, by model and outcome (ok: within SLO; late: answered after the SLO)',
+    labelNames: ['model', 'outcome'] as const,
+    registers: [this.registry],
+  });
   /** Batch samples sent on the direct path, by how: `shm` (a descriptor of a slot of the shared-memory region) or `socket` (the bytes). */
-  readonly directSamplesTotal = new Counter({ name: 'inss_direct_samples_total', help: 'Batch samples sent straight to workers, by path: shm (a descriptor of shared memory) or socket (the bytes in the frame)', labelNames: ['path'] as const, registers: [this.registry] });
-  readonly badRequests = new Counter({ name: 'inss_bad_requests_total', help: 'Requests refused before they became tasks (4xx), by model and status', labelNames: ['model', 'status'] as const, registers: [this.registry] });
-  readonly latency = new Histogram({ name: 'inss_task_latency_seconds', help: 'Task latency from arrival to answer', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
-  readonly queueTime = new Histogram({ name: 'inss_task_queue_seconds', help: 'Time a task waited in the task buffer before its batch was sent', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
-  readonly computeTime = new Histogram({ name: 'inss_batch_compute_seconds', help: 'Batch execution time reported by the worker', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
-  readonly transportTime = new Histogram({ name: 'inss_batch_transport_seconds', help: 'Time a batch spent outside its worker: scheduler to agent to worker and back, less the time the worker reports', labelNames: ['model'] as const, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
-  readonly batchSize = new Histogram({ name: 'inss_batch_size', help: 'Tasks per dispatched batch', labelNames: ['model'] as const, buckets: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64], registers: [this.registry] });
-  readonly queueLength = new Gauge({ name: 'inss_queue_length', help: 'Tasks waiting in the task buffer', labelNames: ['model'] as const, registers: [this.registry] });
-  readonly arrivalRate = new Gauge({ name: 'inss_arrival_rate_per_second', help: "The monitor's arrival-rate estimate", labelNames: ['model'] as const, registers: [this.registry] });
-  readonly sloAttainment = new Gauge({ name: 'inss_slo_attainment_ratio', help: 'Tasks answered within their SLO over all tasks finished in the last epoch', labelNames: ['model'] as const, registers: [this.registry] });
-  readonly gpuShare = new Gauge({ name: 'inss_gpu_share_percent', help: 'Sum of the MPS shares of the serving workers on a GPU', labelNames: ['gpu'] as const, registers: [this.registry] });
-  readonly gpuMemory = new Gauge({ name: 'inss_gpu_memory_mb', help: 'GPU memory: predicted by the latency model for the placements (source=predicted) or read by the agent (source=measured)', labelNames: ['gpu', 'source'] as const, registers: [this.registry] });
-  readonly gpuUtil = new Gauge({ name: 'inss_gpu_utilisation_percent', help: 'GPU utilisation read by the agent (nvidia-smi)', labelNames: ['gpu'] as const, registers: [this.registry] });
-  readonly workerLatency = new Gauge({ name: 'inss_worker_batch_latency_seconds', help: "Mean batch latency a worker reported over the agent's last telemetry interval (batches sent on the direct path: over the scheduler's last epoch)", labelNames: ['worker', 'model', 'gpu'] as const, registers: [this.registry] });
-  readonly agents = new Gauge({ name: 'inss_agents_connected', help: 'Agents connected to the hub', registers: [this.registry] });
-  readonly workers = new Gauge({ name: 'inss_workers', help: 'Workers by state', labelNames: ['state'] as const, registers: [this.registry] });
-  readonly swaps = new Counter({ name: 'inss_shadow_swaps_total', help: 'Shadow-process swaps completed (a new worker took over from an old one)', registers: [this.registry] });
-  readonly decisions = new Counter({ name: 'inss_decisions_total', help: 'Policy decisions', registers: [this.registry] });
+  readonly directSamplesTotal = new Counter({
+    name: 'inss_direct_samples_total',
+    help: 'Batch samples sent straight to workers, by path: shm (a descriptor of shared memory) or socket (the bytes in the frame)',
+    labelNames: ['path'] as const,
+    registers: [this.registry],
+  });
+  readonly badRequests = new Counter({
+    name: 'inss_bad_requests_total',
+    help: 'Requests refused before they became tasks (4xx), by model and status',
+    labelNames: ['model', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'inss_task_latency_seconds',
+    help: 'Task latency from arrival to answer',
+    labelNames: ['model'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  readonly queueTime = new Histogram({
+    name: 'inss_task_queue_seconds',
+    help: 'Time a task waited in the task buffer before its batch was sent',
+    labelNames: ['model'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  readonly computeTime = new Histogram({
+    name: 'inss_batch_compute_seconds',
+    help: 'Batch execution time reported by the worker',
+    labelNames: ['model'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  readonly transportTime = new Histogram({
+    name: 'inss_batch_transport_seconds',
+    help: 'Time a batch spent outside its worker: scheduler to agent to worker and back, less the time the worker reports',
+    labelNames: ['model'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [this.registry],
+  });
+  readonly batchSize = new Histogram({
+    name: 'inss_batch_size',
+    help: 'Tasks per dispatched batch',
+    labelNames: ['model'] as const,
+    buckets: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64],
+    registers: [this.registry],
+  });
+  readonly queueLength = new Gauge({
+    name: 'inss_queue_length',
+    help: 'Tasks waiting in the task buffer',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly arrivalRate = new Gauge({
+    name: 'inss_arrival_rate_per_second',
+    help: "The monitor's arrival-rate estimate",
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly sloAttainment = new Gauge({
+    name: 'inss_slo_attainment_ratio',
+    help: 'Tasks answered within their SLO over all tasks finished in the last epoch',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly gpuShare = new Gauge({
+    name: 'inss_gpu_share_percent',
+    help: 'Sum of the MPS shares of the serving workers on a GPU',
+    labelNames: ['gpu'] as const,
+    registers: [this.registry],
+  });
+  readonly gpuMemory = new Gauge({
+    name: 'inss_gpu_memory_mb',
+    help: 'GPU memory: predicted by the latency model for the placements (source=predicted) or read by the agent (source=measured)',
+    labelNames: ['gpu', 'source'] as const,
+    registers: [this.registry],
+  });
+  readonly gpuUtil = new Gauge({
+    name: 'inss_gpu_utilisation_percent',
+    help: 'GPU utilisation read by the agent (nvidia-smi)',
+    labelNames: ['gpu'] as const,
+    registers: [this.registry],
+  });
+  readonly workerLatency = new Gauge({
+    name: 'inss_worker_batch_latency_seconds',
+    help: "Mean batch latency a worker reported over the agent's last telemetry interval (batches sent on the direct path: over the scheduler's last epoch)",
+    labelNames: ['worker', 'model', 'gpu'] as const,
+    registers: [this.registry],
+  });
+  readonly agents = new Gauge({
+    name: 'inss_agents_connected',
+    help: 'Agents connected to the hub',
+    registers: [this.registry],
+  });
+  readonly workers = new Gauge({
+    name: 'inss_workers',
+    help: 'Workers by state',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly swaps = new Counter({
+    name: 'inss_shadow_swaps_total',
+    help: 'Shadow-process swaps completed (a new worker took over from an old one)',
+    registers: [this.registry],
+  });
+  readonly decisions = new Counter({
+    name: 'inss_decisions_total',
+    help: 'Policy decisions',
+    registers: [this.registry],
+  });
 
   // ---- Triton's names (docs/metrics.md maps each to Triton's definition) ----
-  private readonly nvSuccess = new Counter({ name: 'nv_inference_request_success', help: 'Successful inference requests (answered with a result, within the SLO or late)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
-  private readonly nvFailure = new Counter({ name: 'nv_inference_request_failure', help: 'Failed inference requests, by reason (dropped_slo, dropped_queue_full, not_deployed, worker_failed, shutdown, bad_input)', labelNames: ['model', 'version', 'reason'] as const, registers: [this.registry] });
-  private readonly nvCount = new Counter({ name: 'nv_inference_count', help: 'Inferences performed (one per answered request: inss requests carry one sample)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
-  private readonly nvExecCount = new Counter({ name: 'nv_inference_exec_count', help: 'Model executions (batches run by a worker)', labelNames: ['model', 'version'] as const, registers: [this.registry] });
-  private readonly nvRequestDuration = new Counter({ name: 'nv_inference_request_duration_us', help: 'Cumulative end-to-end request duration (success and failure), microseconds', labelNames: ['model', 'version'] as const, registers: [this.registry] });
-  private readonly nvComputeInfer = new Counter({ name: 'nv_inference_compute_infer_duration_us', help: "Cumulative compute time of requests: each request counts its batch's worker-reported time, microseconds", labelNames: ['model', 'version'] as const, registers: [this.registry] });
+  private readonly nvSuccess = new Counter({
+    name: 'nv_inference_request_success',
+    help: 'Successful inference requests (answered with a result, within the SLO or late)',
+    labelNames: ['model', 'version'] as const,
+    registers: [this.registry],
+  });
+  private readonly nvFailure = new Counter({
+    name: 'nv_inference_request_failure',
+    help: 'Failed inference requests, by reason (dropped_slo, dropped_queue_full, not_deployed, worker_failed, shutdown, bad_input)',
+    labelNames: ['model', 'version', 'reason'] as const,
+    registers: [this.registry],
+  });
+  private readonly nvCount = new Counter({
+    name: 'nv_inference_count',
+    help: 'Inferences performed (one per answered request: inss requests carry one sample)',
+    labelNames: ['model', 'version'] as const,
+    registers: [this.registry],
+  });
+  private readonly nvExecCount = new Counter({
+    name: 'nv_inference_exec_count',
+    help: 'Model executions (batches run by a worker)',
+    labelNames: ['model', 'version'] as const,
+    registers: [this.registry],
+  });
+  private readonly nvRequestDuration = new Counter({
+    name: 'nv_inference_request_duration_us',
+    help: 'Cumulative end-to-end request duration (success and failure), microseconds',
+    labelNames: ['model', 'version'] as const,
+    registers: [this.registry],
+  });
+  private readonly nvComputeInfer = new Counter({
+    name: 'nv_inference_compute_infer_duration_us',
+    help: "Cumulative compute time of requests: each request counts its batch's worker-reported time, microseconds",
+    labelNames: ['model', 'version'] as const,
+    registers: [this.registry],
+  });
   private readonly counters = new Map<string, Counters>();
   private workerSource: () => readonly WorkerView[] = () => [];
 
@@ -134,7 +260,12 @@ export class Metrics implements Partial<ControlObserver> {
     const registry = this.registry;
     // Derived at scrape time from the series they mirror (one count, two names): Triton's per-model
     // series, each reset and refilled from its inss_* source at every scrape.
-    const perModel = (name: string, help: string, type: typeof Counter | typeof Gauge, read: () => Promise<Map<string, number>>) =>
+    const perModel = (
+      name: string,
+      help: string,
+      type: typeof Counter | typeof Gauge,
+      read: () => Promise<Map<string, number>>,
+    ) =>
       new (type as typeof Gauge)({
         name,
         help,
@@ -145,8 +276,23 @@ export class Metrics implements Partial<ControlObserver> {
           for (const [model, value] of await read()) this.inc({ model, version: MODEL_VERSION }, value);
         },
       });
-    perModel('nv_inference_queue_duration_us', 'Cumulative time requests waited in the task buffer, microseconds', Counter, async () => new Map([...(await histogramSeries(queueTime, '_sum'))].map(([m, s]) => [m, s * 1e6])));
-    perModel('nv_inference_pending_request_count', 'Requests waiting in the task buffer (not yet sent to a worker)', Gauge, async () => new Map((await queueLength.get()).values.flatMap((v) => (typeof v.labels.model === 'string' ? [[v.labels.model, v.value] as const] : []))));
+    perModel(
+      'nv_inference_queue_duration_us',
+      'Cumulative time requests waited in the task buffer, microseconds',
+      Counter,
+      async () => new Map([...(await histogramSeries(queueTime, '_sum'))].map(([m, s]) => [m, s * 1e6])),
+    );
+    perModel(
+      'nv_inference_pending_request_count',
+      'Requests waiting in the task buffer (not yet sent to a worker)',
+      Gauge,
+      async () =>
+        new Map(
+          (await queueLength.get()).values.flatMap((v) =>
+            typeof v.labels.model === 'string' ? [[v.labels.model, v.value] as const] : [],
+          ),
+        ),
+    );
     const perGpu = (name: string, help: string, from: Gauge<'gpu'> | Gauge<'gpu' | 'source'>, scale: number) =>
       new Gauge({
         name,
@@ -155,11 +301,26 @@ export class Metrics implements Partial<ControlObserver> {
         registers: [registry],
         async collect() {
           this.reset();
-          for (const v of (await from.get()).values) if (v.labels.gpu !== undefined && ((v.labels as Partial<Record<string, string | number>>).source ?? 'measured') === 'measured') this.set({ gpu: String(v.labels.gpu) }, v.value * scale);
+          for (const v of (await from.get()).values)
+            if (
+              v.labels.gpu !== undefined &&
+              ((v.labels as Partial<Record<string, string | number>>).source ?? 'measured') === 'measured'
+            )
+              this.set({ gpu: String(v.labels.gpu) }, v.value * scale);
         },
       });
-    perGpu('nv_gpu_utilization', 'GPU utilisation read by the agent, 0.0 to 1.0 (gpu: the cluster GPU index)', gpuUtil, 1 / 100);
-    perGpu('nv_gpu_memory_used_bytes', 'GPU memory used, read by the agent, bytes (gpu: the cluster GPU index)', gpuMemory, MIB);
+    perGpu(
+      'nv_gpu_utilization',
+      'GPU utilisation read by the agent, 0.0 to 1.0 (gpu: the cluster GPU index)',
+      gpuUtil,
+      1 / 100,
+    );
+    perGpu(
+      'nv_gpu_memory_used_bytes',
+      'GPU memory used, read by the agent, bytes (gpu: the cluster GPU index)',
+      gpuMemory,
+      MIB,
+    );
     const perWorker = (name: string, help: string, value: (w: WorkerView) => number) =>
       new Gauge({
         name,
@@ -168,10 +329,15 @@ export class Metrics implements Partial<ControlObserver> {
         registers: [registry],
         collect() {
           this.reset();
-          for (const w of workersOf()) this.set({ model: w.model, gpu: String(w.gpu), worker: w.workerId, role: w.role }, value(w));
+          for (const w of workersOf())
+            this.set({ model: w.model, gpu: String(w.gpu), worker: w.workerId, role: w.role }, value(w));
         },
       });
-    perWorker('inss_model_share_percent', 'MPS share in force of each worker of a model (role: active, shadow or retiring; 100 on a timeshare GPU)', (w) => w.pct);
+    perWorker(
+      'inss_model_share_percent',
+      'MPS share in force of each worker of a model (role: active, shadow or retiring; 100 on a timeshare GPU)',
+      (w) => w.pct,
+    );
     perWorker('inss_model_batch_size', 'Batch size in force of each worker of a model', (w) => w.batch);
   }
 
@@ -195,7 +361,14 @@ export class Metrics implements Partial<ControlObserver> {
   private countersOf(model: string): Counters {
     let c = this.counters.get(model);
     if (!c) {
-      c = { lastInferenceMs: 0, success: { count: 0, ns: 0 }, fail: { count: 0, ns: 0 }, computeInfer: { count: 0, ns: 0 }, executions: 0, bySize: new Map() };
+      c = {
+        lastInferenceMs: 0,
+        success: { count: 0, ns: 0 },
+        fail: { count: 0, ns: 0 },
+        computeInfer: { count: 0, ns: 0 },
+        executions: 0,
+        bySize: new Map(),
+      };
       this.counters.set(model, c);
     }
     return c;
@@ -295,7 +468,10 @@ export class Metrics implements Partial<ControlObserver> {
   /** Triton's statistics of one model since the service started. */
   async modelStats(model: string): Promise<ModelStats> {
     const c = this.countersOf(model);
-    const [queueSum, queueCount] = await Promise.all([histogramSeries(this.queueTime, '_sum'), histogramSeries(this.queueTime, '_count')]);
+    const [queueSum, queueCount] = await Promise.all([
+      histogramSeries(this.queueTime, '_sum'),
+      histogramSeries(this.queueTime, '_count'),
+    ]);
     return {
       lastInferenceMs: c.lastInferenceMs,
       inferenceCount: c.success.count,
@@ -304,7 +480,9 @@ export class Metrics implements Partial<ControlObserver> {
       fail: { ...c.fail },
       queue: { count: queueCount.get(model) ?? 0, ns: (queueSum.get(model) ?? 0) * 1e9 },
       computeInfer: { ...c.computeInfer },
-      batches: [...c.bySize.entries()].sort((a, b) => a[0] - b[0]).map(([batchSize, [count, computeNs]]) => ({ batchSize, count, computeNs })),
+      batches: [...c.bySize.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([batchSize, [count, computeNs]]) => ({ batchSize, count, computeNs })),
     };
   }
 

@@ -5,7 +5,8 @@
 // record, and `fanOut` tells every observer of each event.
 
 /** What became of a task: the `outcome` label of inss_requests_total. */
-export type TaskOutcome = 'ok' | 'late' | 'dropped_slo' | 'dropped_queue_full' | 'not_deployed' | 'worker_failed' | 'shutdown' | 'bad_input';
+export type TaskOutcome =
+  'ok' | 'late' | 'dropped_slo' | 'dropped_queue_full' | 'not_deployed' | 'worker_failed' | 'shutdown' | 'bad_input';
 
 /** A worker the scheduler wants, as the store keeps it. */
 export interface PlacementRow {
@@ -75,7 +76,8 @@ export function fanOut(observers: readonly Partial<ControlObserver>[]): ControlO
   const each =
     <K extends keyof ControlObserver>(k: K) =>
     (...args: Parameters<ControlObserver[K]>): void => {
-      for (const o of observers) (o[k] as ((...a: Parameters<ControlObserver[K]>) => void) | undefined)?.call(o, ...args);
+      for (const o of observers)
+        (o[k] as ((...a: Parameters<ControlObserver[K]>) => void) | undefined)?.call(o, ...args);
     };
   return {
     taskFinished: each('taskFinished'),

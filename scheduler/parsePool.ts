@@ -46,7 +46,11 @@ function jsonPartBytes(body: Buffer, headers: Headers): number {
 function revive(r: InferParse): InferParse {
   if (!r.ok) return r;
   const buffer = (d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength);
-  const inputs = r.request.inputs.map((i): InferInput => ({ ...i, data: buffer(i.data), ...(i.images ? { images: i.images.map((m) => ({ ...m, data: buffer(m.data) })) } : {}) }));
+  const inputs = r.request.inputs.map((i): InferInput => ({
+    ...i,
+    data: buffer(i.data),
+    ...(i.images ? { images: i.images.map((m) => ({ ...m, data: buffer(m.data) })) } : {}),
+  }));
   return { ok: true, request: { ...r.request, inputs } };
 }
 
@@ -63,7 +67,8 @@ export class ParsePool {
     private readonly log: Logger,
   ) {
     const file = fileURLToPath(new URL('./parseWorker.js', import.meta.url));
-    if (threads > 0 && !existsSync(file)) log.warn({ file }, 'no compiled parse worker (running from sources): large bodies are parsed on the event loop');
+    if (threads > 0 && !existsSync(file))
+      log.warn({ file }, 'no compiled parse worker (running from sources): large bodies are parsed on the event loop');
     else for (let k = 0; k < threads; k++) this.threads.push(this.spawn(file));
   }
 
@@ -102,7 +107,10 @@ export class ParsePool {
     return new Promise((resolve) => {
       // A view of shared memory goes as it is; one of a larger buffer (a slot of the shared-memory
       // region, shmRegion.ts) is copied, or the whole region would be cloned into the message.
-      const own = body.buffer instanceof SharedArrayBuffer || body.byteLength === body.buffer.byteLength ? body : Buffer.from(body);
+      const own =
+        body.buffer instanceof SharedArrayBuffer || body.byteLength === body.buffer.byteLength
+          ? body
+          : Buffer.from(body);
       const job: ParseJob = { id: this.nextId++, body: own, headers, model };
       this.queue.push({
         job,

@@ -9,7 +9,17 @@ import { oracleFactory } from '../src/policy/policies/oracle.js';
 import { staticEvenFactory } from '../src/policy/policies/static-even.js';
 import type { PolicyFactory } from '../src/policy/types.js';
 
-const FACTORIES: readonly PolicyFactory[] = [inssFactory, inssNiFactory, inssPaperFactory, gpuletFactory, gsliceFactory, igniterFactory, staticEvenFactory, timeshareFactory, oracleFactory];
+const FACTORIES: readonly PolicyFactory[] = [
+  inssFactory,
+  inssNiFactory,
+  inssPaperFactory,
+  gpuletFactory,
+  gsliceFactory,
+  igniterFactory,
+  staticEvenFactory,
+  timeshareFactory,
+  oracleFactory,
+];
 
 export class UnknownPolicyError extends Error {
   override readonly name = 'UnknownPolicyError';

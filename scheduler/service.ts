@@ -3,7 +3,13 @@
 // view, and the agents' WebSocket hub (/agents). It wires the control plane to them. Binds 127.0.0.1
 // unless told otherwise.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
@@ -88,14 +94,25 @@ export class SchedulerService {
     const maxBatchSizes = opts.models.map((m) => m.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
     const budgets = opts.models.map((m, i) => requestBudget(m.signature, limits.bodyLimitFactor, maxBatchSizes[i]));
     const bodyLimits = budgets.map((b) => opts.bodyLimitBytes ?? b.bodyLimitBytes);
-    const guardOptions = { limits, maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits), tls: opts.tls !== undefined, log: opts.logger.child({ part: 'http' }) };
+    const guardOptions = {
+      limits,
+      maxBodyBytes: Math.max(NO_BODY_LIMIT, ...bodyLimits),
+      tls: opts.tls !== undefined,
+      log: opts.logger.child({ part: 'http' }),
+    };
     const server = guardedServerOptions(guardOptions);
     // With TLS, Fastify makes an https.Server from these options (it takes the http ones too); typed as
     // the plain server's app, which has the same routes and hooks.
     const https = opts.tls ? { https: { ...server.http, cert: opts.tls.cert, key: opts.tls.key } } : {};
     // The cast keeps the app typed FastifyInstance<..., FastifyBaseLogger> (pino's Logger type differs in generics only).
-    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-    const app = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), keepAliveTimeout: 30_000, ...server, ...https }) as unknown as FastifyInstance;
+    const app = Fastify({
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+      loggerInstance: opts.logger as FastifyBaseLogger,
+      logController: new LogController({ disableRequestLogging: true }),
+      keepAliveTimeout: 30_000,
+      ...server,
+      ...https,
+    }) as unknown as FastifyInstance;
     // When each request reached the scheduler (its headers read): its task's deadline counts from then,
     // and the time to the task is the request's way in (docs/serving.md, "The path in the twin").
     const receivedMs = new WeakMap<object, number>();
@@ -109,7 +126,12 @@ export class SchedulerService {
       // By the route matched (its pattern), not the raw URL: `/v2/%69nss/cluster` routes to /v2/inss/cluster.
       const why = refusal(access, req.routeOptions.url ?? req.url.split('?')[0] ?? '', req.headers.authorization);
       if (why === undefined) return done();
-      void reply.code(401).header('www-authenticate', 'Bearer').header('connection', 'close').header('content-type', 'application/json').send(JSON.stringify({ error: why }));
+      void reply
+        .code(401)
+        .header('www-authenticate', 'Bearer')
+        .header('connection', 'close')
+        .header('content-type', 'application/json')
+        .send(JSON.stringify({ error: why }));
     });
     const parser = new ParsePool(limits.parseThreads, limits.maxParseQueueBytes, opts.logger.child({ part: 'parse' }));
     // Large binary request bodies go into slots of a shared-memory region, whose descriptors reach
@@ -120,7 +142,10 @@ export class SchedulerService {
     const sayShm = () =>
       region
         ? opts.logger.info({ path: region.path, bytes: region.bytes }, 'shared-memory region for request bodies')
-        : opts.logger.info({ why: (opened as { why: string }).why }, 'the shared-memory data path is off; batches carry their bytes');
+        : opts.logger.info(
+            { why: (opened as { why: string }).why },
+            'the shared-memory data path is off; batches carry their bytes',
+          );
     if (region) {
       metrics.setShmSource(() => region.inUse);
       // Unlinked when the service closes (a worker that mapped it keeps its mapping).
@@ -130,7 +155,10 @@ export class SchedulerService {
       });
     }
     // Batches go straight to the workers whose agents report a data socket (docs/serving.md).
-    const direct = new DirectLinks(opts.logger.child({ part: 'direct' }), { region, sent: (shm, inline) => metrics.directSamples(shm, inline) });
+    const direct = new DirectLinks(opts.logger.child({ part: 'direct' }), {
+      region,
+      sent: (shm, inline) => metrics.directSamples(shm, inline),
+    });
     const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens);
     const control = new Control({
       models: opts.models,
@@ -152,10 +180,11 @@ export class SchedulerService {
     app.removeAllContentTypeParsers();
     const bodies = new BodyReader(64, 64 << 20, region, () => direct.mapsRegion);
     // A body's slot is freed once its exchange ended and its task was answered (bodyReader.ts).
-    if (region) app.addHook('onRequest', (req, reply, done) => {
-      bodies.watch(req.raw, reply.raw);
-      done();
-    });
+    if (region)
+      app.addHook('onRequest', (req, reply, done) => {
+        bodies.watch(req.raw, reply.raw);
+        done();
+      });
     app.addContentTypeParser('*', bodies.parse);
     // A body is read only up to the limit of the model its route names (other routes take none).
     const bodyLimitOf = (name: string | undefined): number => {
@@ -163,7 +192,8 @@ export class SchedulerService {
       return m < 0 ? NO_BODY_LIMIT : bodyLimits[m]!;
     };
     const isInfer = (req: FastifyRequest) => req.routeOptions.url?.endsWith('/infer') === true;
-    const routeBodyLimit = (req: FastifyRequest) => bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined);
+    const routeBodyLimit = (req: FastifyRequest) =>
+      bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined);
     // An infer route naming a model or version not served: 404 before its body is read (scheduler/triton.ts).
     app.addHook('onRequest', unknownModelHook(opts.models, isInfer, guardOptions.maxBodyBytes));
     guard(app, guardOptions, routeBodyLimit);
@@ -172,11 +202,21 @@ export class SchedulerService {
     const reserved = new WeakMap<object, number>();
     app.addHook('onRequest', (req, reply, done) => {
       const length = Number(req.headers['content-length'] ?? 0);
-      if (!isInfer(req) || reply.sent || !parser.offThread(length, { inferenceHeaderLength: req.headers['inference-header-content-length'] as string | undefined })) return done();
+      if (
+        !isInfer(req) ||
+        reply.sent ||
+        !parser.offThread(length, {
+          inferenceHeaderLength: req.headers['inference-header-content-length'] as string | undefined,
+        })
+      )
+        return done();
       const busy = parser.reserve(length);
       if (busy) {
         // No `Connection: close` (as the guard's 503): the client reads the answer, Node discards the body.
-        void reply.code(503).header('content-type', 'application/json').send(JSON.stringify({ error: busy }));
+        void reply
+          .code(503)
+          .header('content-type', 'application/json')
+          .send(JSON.stringify({ error: busy }));
         return; // answered
       }
       reserved.set(req.raw, length);
@@ -191,7 +231,8 @@ export class SchedulerService {
       return n;
     };
 
-    const json = (reply: FastifyReply, status: number, body: unknown) => reply.code(status).header('content-type', 'application/json').send(JSON.stringify(body));
+    const json = (reply: FastifyReply, status: number, body: unknown) =>
+      reply.code(status).header('content-type', 'application/json').send(JSON.stringify(body));
     const modelOr404 = (name: string, version: string | undefined, reply: FastifyReply): number | null => {
       const r = resolveModel(opts.models, name, version);
       if (!r.ok) void json(reply, 404, { error: r.error });
@@ -210,7 +251,10 @@ export class SchedulerService {
     app.get('/v2/health/live', (_req, reply) => json(reply, 200, { live: true }));
     app.get('/v2/health/ready', (_req, reply) => {
       const r = control.readiness();
-      return json(reply, r.ready ? 200 : 503, { ready: r.ready, ...(r.ready ? {} : { notReady: r.notReady, policyError: r.policyError }) });
+      return json(reply, r.ready ? 200 : 503, {
+        ready: r.ready,
+        ...(r.ready ? {} : { notReady: r.notReady, policyError: r.policyError }),
+      });
     });
     app.get('/v2', (_req, reply) => json(reply, 200, serverMetadata(opts.version)));
     type ModelParams = { name: string; version?: string };
@@ -240,7 +284,10 @@ export class SchedulerService {
       const header = req.headers['inference-header-content-length'];
       const parsed = await parser.parse(
         body,
-        { contentType: typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : undefined, inferenceHeaderLength: typeof header === 'string' ? header : undefined },
+        {
+          contentType: typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : undefined,
+          inferenceHeaderLength: typeof header === 'string' ? header : undefined,
+        },
         { name: c.name, signature: c.signature, maxBatchSize: maxBatchSizes[m]!, budget: budgets[m]!.json },
         takeReservation(req),
       );
@@ -250,7 +297,10 @@ export class SchedulerService {
       }
       const received = receivedMs.get(req.raw);
       bodies.taskStarted(body);
-      const a = await front.infer(m, parsed.request, { ...(received !== undefined ? { receivedMs: received } : {}), local: isLocalPeer(req.socket.remoteAddress) });
+      const a = await front.infer(m, parsed.request, {
+        ...(received !== undefined ? { receivedMs: received } : {}),
+        local: isLocalPeer(req.socket.remoteAddress),
+      });
       bodies.taskEnded(body);
       if (!a.ok && a.answeredMs === undefined) {
         // Refused before any task ran (its shared-memory regions).
@@ -273,7 +323,12 @@ export class SchedulerService {
     app.post<{ Params: ModelParams }>('/v2/models/:name/infer', inferRoute);
     app.post<{ Params: ModelParams }>('/v2/models/:name/versions/:version/infer', inferRoute);
 
-    app.get('/metrics', async (_req, reply) => reply.code(200).header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()));
+    app.get('/metrics', async (_req, reply) =>
+      reply
+        .code(200)
+        .header('content-type', metrics.registry.contentType)
+        .send(await metrics.registry.metrics()),
+    );
     // The scheduler's event-loop delay since it started (a timer or a socket's data waits that long
     // for the loop on a busy machine; docs/serving.md, "Where the live system loses what the twin keeps").
     const loopDelay = monitorEventLoopDelay({ resolution: 1 });
@@ -284,7 +339,14 @@ export class SchedulerService {
     });
     const delayMs = (ns: number) => Number((ns / 1e6).toFixed(3));
     app.get('/v2/inss/cluster', (_req, reply) =>
-      json(reply, 200, { ...(control.snapshot() as object), eventLoopDelayMs: { p50: delayMs(loopDelay.percentile(50)), p99: delayMs(loopDelay.percentile(99)), max: delayMs(loopDelay.max) } }),
+      json(reply, 200, {
+        ...(control.snapshot() as object),
+        eventLoopDelayMs: {
+          p50: delayMs(loopDelay.percentile(50)),
+          p99: delayMs(loopDelay.percentile(99)),
+          max: delayMs(loopDelay.max),
+        },
+      }),
     );
     app.get('/v2/inss/decisions', (_req, reply) => json(reply, 200, opts.store?.decisions(100) ?? []));
     registerDashboard(app, { control, metrics, epochMs: opts.settings?.epochMs });
@@ -303,8 +365,27 @@ export class SchedulerService {
     let grpc: GrpcService | null = null;
     if (opts.grpcPort !== undefined) {
       try {
-        const slots = region ? { take: (n: number) => (direct.mapsRegion ? region.take(n) : null), release: (b: Buffer) => region.release(b) } : undefined;
-        grpc = await GrpcService.start({ host: opts.host, port: opts.grpcPort, ...(opts.tls ? { tls: opts.tls } : {}), access, models: opts.models, bodyLimits, control, metrics, regions, front, ...(slots ? { slots } : {}), version: opts.version, logger: opts.logger.child({ part: 'grpc' }) });
+        const slots = region
+          ? {
+              take: (n: number) => (direct.mapsRegion ? region.take(n) : null),
+              release: (b: Buffer) => region.release(b),
+            }
+          : undefined;
+        grpc = await GrpcService.start({
+          host: opts.host,
+          port: opts.grpcPort,
+          ...(opts.tls ? { tls: opts.tls } : {}),
+          access,
+          models: opts.models,
+          bodyLimits,
+          control,
+          metrics,
+          regions,
+          front,
+          ...(slots ? { slots } : {}),
+          version: opts.version,
+          logger: opts.logger.child({ part: 'grpc' }),
+        });
       } catch (e) {
         hub.close();
         await app.close();
@@ -319,9 +400,23 @@ export class SchedulerService {
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     control.start();
-    opts.store?.recordPolicy({ name: opts.policyName, source: null, data: undefined, nowIso: new Date().toISOString() });
+    opts.store?.recordPolicy({
+      name: opts.policyName,
+      source: null,
+      data: undefined,
+      nowIso: new Date().toISOString(),
+    });
     const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-    return new SchedulerService(app, control, hub, parser, direct, metrics, `${opts.tls ? 'https' : 'http'}://${local}:${port}`, grpc);
+    return new SchedulerService(
+      app,
+      control,
+      hub,
+      parser,
+      direct,
+      metrics,
+      `${opts.tls ? 'https' : 'http'}://${local}:${port}`,
+      grpc,
+    );
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */

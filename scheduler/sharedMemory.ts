@@ -47,7 +47,9 @@ interface Region extends RegionStatus {
 }
 
 /** A refusal and its HTTP status: 400 bad request, 403 not from this host, 404 unknown region, 409 name taken. */
-export type ShmResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly status: 400 | 403 | 404 | 409; readonly error: string };
+export type ShmResult<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly status: 400 | 403 | 404 | 409; readonly error: string };
 
 const KEY = /^\/[A-Za-z0-9_.-]{1,255}$/;
 
@@ -55,8 +57,14 @@ const RegisterBody = z
   .object(
     {
       key: z.string({ error: 'expected a string (the shared-memory key, e.g. "/inss_in")' }),
-      offset: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).nonnegative({ error: 'expected >= 0' }),
-      byte_size: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).positive({ error: 'expected > 0' }),
+      offset: z
+        .number({ error: 'expected a number' })
+        .int({ error: 'expected an integer' })
+        .nonnegative({ error: 'expected >= 0' }),
+      byte_size: z
+        .number({ error: 'expected a number' })
+        .int({ error: 'expected an integer' })
+        .positive({ error: 'expected > 0' }),
     },
     { error: 'expected a JSON object {key, offset, byte_size}' },
   )
@@ -71,7 +79,12 @@ export function parseRegisterBody(body: Buffer): ShmResult<z.infer<typeof Regist
     return { ok: false, status: 400, error: `register request: malformed JSON: ${(e as Error).message}` };
   }
   const r = RegisterBody.safeParse(json);
-  if (!r.success) return { ok: false, status: 400, error: `register request: ${r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}` };
+  if (!r.success)
+    return {
+      ok: false,
+      status: 400,
+      error: `register request: ${r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
+    };
   return { ok: true, value: r.data };
 }
 
@@ -93,18 +106,37 @@ export class SharedMemoryRegistry {
   ) {}
 
   register(name: string, key: string, offset: number, byteSize: number): ShmResult<RegionStatus> {
-    if (!REGION_NAME.test(name)) return { ok: false, status: 400, error: `region name ${JSON.stringify(name.slice(0, 64))}: expected letters, digits, '_', '.' or '-' (at most 128)` };
+    if (!REGION_NAME.test(name))
+      return {
+        ok: false,
+        status: 400,
+        error: `region name ${JSON.stringify(name.slice(0, 64))}: expected letters, digits, '_', '.' or '-' (at most 128)`,
+      };
     const bad = keyProblem(key);
     if (bad) return { ok: false, status: 400, error: bad };
-    if (this.regions.has(name)) return { ok: false, status: 409, error: `shared memory region '${name}' is already registered (unregister it first)` };
-    if (this.regions.size >= MAX_REGIONS) return { ok: false, status: 400, error: `${MAX_REGIONS} regions are registered already; unregister one first` };
-    if (byteSize > MAX_REGION_BYTES) return { ok: false, status: 400, error: `byte_size ${byteSize} is over the limit of ${MAX_REGION_BYTES}` };
+    if (this.regions.has(name))
+      return {
+        ok: false,
+        status: 409,
+        error: `shared memory region '${name}' is already registered (unregister it first)`,
+      };
+    if (this.regions.size >= MAX_REGIONS)
+      return { ok: false, status: 400, error: `${MAX_REGIONS} regions are registered already; unregister one first` };
+    if (byteSize > MAX_REGION_BYTES)
+      return { ok: false, status: 400, error: `byte_size ${byteSize} is over the limit of ${MAX_REGION_BYTES}` };
     let fd: number;
     try {
       fd = openSync(join(this.dir, key.slice(1)), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      const why = code === 'ENOENT' ? 'no such shared-memory object (create it first: shm_open, or tritonclient.utils.shared_memory.create_shared_memory_region)' : code === 'ELOOP' ? 'it is a symbolic link' : code === 'EACCES' ? 'permission denied' : (code ?? 'cannot open');
+      const why =
+        code === 'ENOENT'
+          ? 'no such shared-memory object (create it first: shm_open, or tritonclient.utils.shared_memory.create_shared_memory_region)'
+          : code === 'ELOOP'
+            ? 'it is a symbolic link'
+            : code === 'EACCES'
+              ? 'permission denied'
+              : (code ?? 'cannot open');
       return { ok: false, status: 400, error: `key '${key}': ${why}` };
     }
     const st = fstatSync(fd);
@@ -128,12 +160,16 @@ export class SharedMemoryRegistry {
   status(name?: string): ShmResult<RegionStatus[]> {
     if (name === undefined) return { ok: true, value: [...this.regions.values()].map(statusOf) };
     const r = this.regions.get(name);
-    return r ? { ok: true, value: [statusOf(r)] } : { ok: false, status: 404, error: `no shared memory region '${name}' is registered` };
+    return r
+      ? { ok: true, value: [statusOf(r)] }
+      : { ok: false, status: 404, error: `no shared memory region '${name}' is registered` };
   }
 
   /** Unregisters every region (no name) or the one named (none by that name: nothing to do, as Triton does). */
   unregister(name?: string): void {
-    for (const r of name === undefined ? [...this.regions.values()] : [this.regions.get(name)].filter((x) => x !== undefined)) {
+    for (const r of name === undefined
+      ? [...this.regions.values()]
+      : [this.regions.get(name)].filter((x) => x !== undefined)) {
       this.regions.delete(r.name);
       closeSync(r.fd);
     }
@@ -142,9 +178,14 @@ export class SharedMemoryRegistry {
   /** Where a tensor lies in a file, or why it does not fit its region (400). */
   private locate(ref: RegionRef, what: string): ShmResult<{ region: Region; position: number }> {
     const region = this.regions.get(ref.name);
-    if (!region) return { ok: false, status: 400, error: `${what}: no shared memory region '${ref.name}' is registered` };
+    if (!region)
+      return { ok: false, status: 400, error: `${what}: no shared memory region '${ref.name}' is registered` };
     if (ref.offset + ref.byteSize > region.byte_size) {
-      return { ok: false, status: 400, error: `${what}: shared_memory_offset ${ref.offset} + shared_memory_byte_size ${ref.byteSize} runs past region '${ref.name}' (${region.byte_size} bytes)` };
+      return {
+        ok: false,
+        status: 400,
+        error: `${what}: shared_memory_offset ${ref.offset} + shared_memory_byte_size ${ref.byteSize} runs past region '${ref.name}' (${region.byte_size} bytes)`,
+      };
     }
     return { ok: true, value: { region, position: region.offset + ref.offset } };
   }
@@ -157,7 +198,12 @@ export class SharedMemoryRegistry {
     let got = 0;
     while (got < out.length) {
       const n = readSync(at.value.region.fd, out, got, out.length - got, at.value.position + got);
-      if (n === 0) return { ok: false, status: 400, error: `${what}: region '${ref.name}' ends before offset ${ref.offset} + ${ref.byteSize} (its file was shrunk)` };
+      if (n === 0)
+        return {
+          ok: false,
+          status: 400,
+          error: `${what}: region '${ref.name}' ends before offset ${ref.offset} + ${ref.byteSize} (its file was shrunk)`,
+        };
       got += n;
     }
     return { ok: true, value: out };
@@ -168,7 +214,8 @@ export class SharedMemoryRegistry {
     const at = this.locate({ ...ref, byteSize: data.length }, what);
     if (!at.ok) return at;
     let put = 0;
-    while (put < data.length) put += writeSync(at.value.region.fd, data, put, data.length - put, at.value.position + put);
+    while (put < data.length)
+      put += writeSync(at.value.region.fd, data, put, data.length - put, at.value.position + put);
     return { ok: true, value: undefined };
   }
 
@@ -192,14 +239,20 @@ export function isLocalPeer(address: string | undefined): boolean {
   return a === '::1' || /^127\.\d+\.\d+\.\d+$/.test(a);
 }
 
-const NOT_LOCAL = 'the shared memory extension is only for clients on the scheduler\'s host (this request came from another address)';
+const NOT_LOCAL =
+  "the shared memory extension is only for clients on the scheduler's host (this request came from another address)";
 
 /**
  * The request with every input that names a region read from it and checked (resolveRegionInput),
  * and every output region checked to exist and hold its output; a request that uses no region comes
  * back as it is. `local`: whether the client is on this host (a region may be used from there only).
  */
-export function resolveRegions(registry: SharedMemoryRegistry, request: InferRequest, outputBytes: (name: string) => number, local: boolean): ShmResult<InferRequest> {
+export function resolveRegions(
+  registry: SharedMemoryRegistry,
+  request: InferRequest,
+  outputBytes: (name: string) => number,
+  local: boolean,
+): ShmResult<InferRequest> {
   const uses = request.inputs.some((i) => i.region) || request.outputs.some((o) => o.region);
   if (!uses) return { ok: true, value: request };
   if (!local) return { ok: false, status: 403, error: NOT_LOCAL };
@@ -218,10 +271,19 @@ export function resolveRegions(registry: SharedMemoryRegistry, request: InferReq
   for (const o of request.outputs) {
     if (!o.region) continue;
     const found = registry.status(o.region.name);
-    if (!found.ok) return { ok: false, status: 400, error: `output '${o.name}': no shared memory region '${o.region.name}' is registered` };
+    if (!found.ok)
+      return {
+        ok: false,
+        status: 400,
+        error: `output '${o.name}': no shared memory region '${o.region.name}' is registered`,
+      };
     const room = found.value[0]!.byte_size - o.region.offset;
     if (outputBytes(o.name) > Math.min(room, o.region.byteSize)) {
-      return { ok: false, status: 400, error: `output '${o.name}': ${outputBytes(o.name)} bytes do not fit at offset ${o.region.offset} of region '${o.region.name}' (${found.value[0]!.byte_size} bytes)` };
+      return {
+        ok: false,
+        status: 400,
+        error: `output '${o.name}': ${outputBytes(o.name)} bytes do not fit at offset ${o.region.offset} of region '${o.region.name}' (${found.value[0]!.byte_size} bytes)`,
+      };
     }
   }
   return { ok: true, value: { ...request, inputs } };
@@ -236,16 +298,26 @@ export function resolveRegions(registry: SharedMemoryRegistry, request: InferReq
  * shared-memory path. One difference: the status of a named region is 404 (inss's system
  * shared-memory route answers an unknown region so), where Triton answers 400. Pure.
  */
-export function cudaSharedMemoryAnswer(action: 'status' | 'register' | 'unregister', name?: string): { status: 200 | 400 | 404; body: unknown } {
+export function cudaSharedMemoryAnswer(
+  action: 'status' | 'register' | 'unregister',
+  name?: string,
+): { status: 200 | 400 | 404; body: unknown } {
   const shown = name === undefined ? '' : name.slice(0, 128);
   switch (action) {
     case 'status':
       if (name === undefined) return { status: 200, body: [] };
-      return { status: 404, body: { error: `no CUDA shared memory region '${shown}' is registered (this server does not support CUDA shared memory)` } };
+      return {
+        status: 404,
+        body: {
+          error: `no CUDA shared memory region '${shown}' is registered (this server does not support CUDA shared memory)`,
+        },
+      };
     case 'register':
       return {
         status: 400,
-        body: { error: `failed to register CUDA shared memory region: '${shown}', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory (POST /v2/systemsharedmemory/region/${shown}/register with a POSIX shared-memory key)` },
+        body: {
+          error: `failed to register CUDA shared memory region: '${shown}', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory (POST /v2/systemsharedmemory/region/${shown}/register with a POSIX shared-memory key)`,
+        },
       };
     case 'unregister':
       return { status: 200, body: undefined };
@@ -259,8 +331,13 @@ export function cudaSharedMemoryAnswer(action: 'status' | 'register' | 'unregist
  * routes, answered as cudaSharedMemoryAnswer says (from any address: they touch nothing).
  */
 export function registerSharedMemoryRoutes(app: FastifyInstance, registry: SharedMemoryRegistry): void {
-  const send = (reply: FastifyReply, status: number, body: unknown) => reply.code(status).header('content-type', 'application/json').send(body === undefined ? '' : JSON.stringify(body));
-  const answer = <T>(reply: FastifyReply, r: ShmResult<T>, ok: (v: T) => unknown) => (r.ok ? send(reply, 200, ok(r.value)) : send(reply, r.status, { error: r.error }));
+  const send = (reply: FastifyReply, status: number, body: unknown) =>
+    reply
+      .code(status)
+      .header('content-type', 'application/json')
+      .send(body === undefined ? '' : JSON.stringify(body));
+  const answer = <T>(reply: FastifyReply, r: ShmResult<T>, ok: (v: T) => unknown) =>
+    r.ok ? send(reply, 200, ok(r.value)) : send(reply, r.status, { error: r.error });
   const local = (req: FastifyRequest, reply: FastifyReply): boolean => {
     if (isLocalPeer(req.socket.remoteAddress)) return true;
     void send(reply, 403, { error: NOT_LOCAL });
@@ -271,10 +348,18 @@ export function registerSharedMemoryRoutes(app: FastifyInstance, registry: Share
     if (!local(req, reply)) return reply;
     const body = parseRegisterBody(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
     if (!body.ok) return answer(reply, body, () => undefined);
-    return answer(reply, registry.register(req.params.name, body.value.key, body.value.offset, body.value.byte_size), () => undefined);
+    return answer(
+      reply,
+      registry.register(req.params.name, body.value.key, body.value.offset, body.value.byte_size),
+      () => undefined,
+    );
   });
-  app.get('/v2/systemsharedmemory/status', (req, reply) => (local(req, reply) ? answer(reply, registry.status(), (v) => v) : reply));
-  app.get<Named>('/v2/systemsharedmemory/region/:name/status', (req, reply) => (local(req, reply) ? answer(reply, registry.status(req.params.name), (v) => v) : reply));
+  app.get('/v2/systemsharedmemory/status', (req, reply) =>
+    local(req, reply) ? answer(reply, registry.status(), (v) => v) : reply,
+  );
+  app.get<Named>('/v2/systemsharedmemory/region/:name/status', (req, reply) =>
+    local(req, reply) ? answer(reply, registry.status(req.params.name), (v) => v) : reply,
+  );
   app.post('/v2/systemsharedmemory/unregister', (req, reply) => {
     if (!local(req, reply)) return reply;
     registry.unregister();
@@ -288,8 +373,14 @@ export function registerSharedMemoryRoutes(app: FastifyInstance, registry: Share
 
   const cuda = (reply: FastifyReply, a: ReturnType<typeof cudaSharedMemoryAnswer>) => send(reply, a.status, a.body);
   app.get('/v2/cudasharedmemory/status', (_req, reply) => cuda(reply, cudaSharedMemoryAnswer('status')));
-  app.get<Named>('/v2/cudasharedmemory/region/:name/status', (req, reply) => cuda(reply, cudaSharedMemoryAnswer('status', req.params.name)));
-  app.post<Named>('/v2/cudasharedmemory/region/:name/register', (req, reply) => cuda(reply, cudaSharedMemoryAnswer('register', req.params.name)));
+  app.get<Named>('/v2/cudasharedmemory/region/:name/status', (req, reply) =>
+    cuda(reply, cudaSharedMemoryAnswer('status', req.params.name)),
+  );
+  app.post<Named>('/v2/cudasharedmemory/region/:name/register', (req, reply) =>
+    cuda(reply, cudaSharedMemoryAnswer('register', req.params.name)),
+  );
   app.post('/v2/cudasharedmemory/unregister', (_req, reply) => cuda(reply, cudaSharedMemoryAnswer('unregister')));
-  app.post<Named>('/v2/cudasharedmemory/region/:name/unregister', (req, reply) => cuda(reply, cudaSharedMemoryAnswer('unregister', req.params.name)));
+  app.post<Named>('/v2/cudasharedmemory/region/:name/unregister', (req, reply) =>
+    cuda(reply, cudaSharedMemoryAnswer('unregister', req.params.name)),
+  );
 }

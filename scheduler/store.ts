@@ -130,7 +130,9 @@ export class Store implements Partial<ControlObserver> {
   /** Records the start of a training run; `nowIso` is passed in (the store reads no clock). */
   startTrainingRun(r: { scenario: string; seed: number; settings: unknown; outDir: string; nowIso: string }): number {
     const info = this.db
-      .prepare(`INSERT INTO training_runs (scenario, seed, settings_json, started_at, status, out_dir) VALUES (?, ?, ?, ?, 'running', ?)`)
+      .prepare(
+        `INSERT INTO training_runs (scenario, seed, settings_json, started_at, status, out_dir) VALUES (?, ?, ?, ?, 'running', ?)`,
+      )
       .run(r.scenario, r.seed, JSON.stringify(r.settings), r.nowIso, r.outDir);
     return Number(info.lastInsertRowid);
   }
@@ -139,7 +141,10 @@ export class Store implements Partial<ControlObserver> {
     this.db.prepare(`UPDATE training_runs SET episodes_done = ? WHERE id = ?`).run(episodesDone, id);
   }
 
-  finishTrainingRun(id: number, r: { status: 'finished' | 'interrupted' | 'failed'; final: unknown; policyPath: string | null; nowIso: string }): void {
+  finishTrainingRun(
+    id: number,
+    r: { status: 'finished' | 'interrupted' | 'failed'; final: unknown; policyPath: string | null; nowIso: string },
+  ): void {
     this.db
       .prepare(`UPDATE training_runs SET status = ?, final_json = ?, policy_path = ?, finished_at = ? WHERE id = ?`)
       .run(r.status, JSON.stringify(r.final), r.policyPath, r.nowIso, id);
@@ -160,7 +165,14 @@ export class Store implements Partial<ControlObserver> {
   }
 
   /** An agent registered (or reconnected) or went away. */
-  upsertAgent(a: { agentId: string; hostname: string; workerKind: string; gpus: unknown; connected: boolean; nowIso: string }): void {
+  upsertAgent(a: {
+    agentId: string;
+    hostname: string;
+    workerKind: string;
+    gpus: unknown;
+    connected: boolean;
+    nowIso: string;
+  }): void {
     this.db
       .prepare(
         `INSERT INTO agents (agent_id, hostname, worker_kind, gpus_json, connected, last_seen) VALUES (?, ?, ?, ?, ?, ?)
@@ -171,25 +183,52 @@ export class Store implements Partial<ControlObserver> {
   }
 
   setAgentConnected(agentId: string, connected: boolean, nowIso: string): void {
-    this.db.prepare(`UPDATE agents SET connected = ?, last_seen = ? WHERE agent_id = ?`).run(connected ? 1 : 0, nowIso, agentId);
+    this.db
+      .prepare(`UPDATE agents SET connected = ?, last_seen = ? WHERE agent_id = ?`)
+      .run(connected ? 1 : 0, nowIso, agentId);
   }
 
-  agents(): { agentId: string; hostname: string; workerKind: string; gpus: unknown; connected: boolean; lastSeen: string }[] {
-    const rows = this.db.prepare(`SELECT * FROM agents ORDER BY agent_id`).all() as { agent_id: string; hostname: string; worker_kind: string; gpus_json: string; connected: number; last_seen: string }[];
-    return rows.map((r) => ({ agentId: r.agent_id, hostname: r.hostname, workerKind: r.worker_kind, gpus: JSON.parse(r.gpus_json) as unknown, connected: r.connected === 1, lastSeen: r.last_seen }));
+  agents(): {
+    agentId: string;
+    hostname: string;
+    workerKind: string;
+    gpus: unknown;
+    connected: boolean;
+    lastSeen: string;
+  }[] {
+    const rows = this.db.prepare(`SELECT * FROM agents ORDER BY agent_id`).all() as {
+      agent_id: string;
+      hostname: string;
+      worker_kind: string;
+      gpus_json: string;
+      connected: number;
+      last_seen: string;
+    }[];
+    return rows.map((r) => ({
+      agentId: r.agent_id,
+      hostname: r.hostname,
+      workerKind: r.worker_kind,
+      gpus: JSON.parse(r.gpus_json) as unknown,
+      connected: r.connected === 1,
+      lastSeen: r.last_seen,
+    }));
   }
 
   /** Replaces the recorded placements with the workers the scheduler wants now. */
   replacePlacements(rows: readonly PlacementRow[], nowIso: string): void {
     this.db.transaction(() => {
       this.db.prepare(`DELETE FROM placements`).run();
-      const ins = this.db.prepare(`INSERT INTO placements (worker_id, agent_id, gpu, model, pct, batch, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+      const ins = this.db.prepare(
+        `INSERT INTO placements (worker_id, agent_id, gpu, model, pct, batch, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
       for (const r of rows) ins.run(r.workerId, r.agentId, r.gpu, r.model, r.pct, r.batch, r.role, nowIso);
     })();
   }
 
   placements(): PlacementRow[] {
-    const rows = this.db.prepare(`SELECT worker_id, agent_id, gpu, model, pct, batch, role FROM placements ORDER BY worker_id`).all() as {
+    const rows = this.db
+      .prepare(`SELECT worker_id, agent_id, gpu, model, pct, batch, role FROM placements ORDER BY worker_id`)
+      .all() as {
       worker_id: string;
       agent_id: string;
       gpu: number;
@@ -198,16 +237,44 @@ export class Store implements Partial<ControlObserver> {
       batch: number;
       role: string;
     }[];
-    return rows.map((r) => ({ workerId: r.worker_id, agentId: r.agent_id, gpu: r.gpu, model: r.model, pct: r.pct, batch: r.batch, role: r.role }));
+    return rows.map((r) => ({
+      workerId: r.worker_id,
+      agentId: r.agent_id,
+      gpu: r.gpu,
+      model: r.model,
+      pct: r.pct,
+      batch: r.batch,
+      role: r.role,
+    }));
   }
 
-  recordDecision(d: { policy: string; ratePerS: readonly number[]; deployment: unknown; decideMs: number; nowIso: string }): void {
-    this.db.prepare(`INSERT INTO decisions (at, policy, rates_json, deployment_json, decide_ms) VALUES (?, ?, ?, ?, ?)`).run(d.nowIso, d.policy, JSON.stringify(d.ratePerS), JSON.stringify(d.deployment), d.decideMs);
+  recordDecision(d: {
+    policy: string;
+    ratePerS: readonly number[];
+    deployment: unknown;
+    decideMs: number;
+    nowIso: string;
+  }): void {
+    this.db
+      .prepare(`INSERT INTO decisions (at, policy, rates_json, deployment_json, decide_ms) VALUES (?, ?, ?, ?, ?)`)
+      .run(d.nowIso, d.policy, JSON.stringify(d.ratePerS), JSON.stringify(d.deployment), d.decideMs);
   }
 
   decisions(limit = 100): { at: string; policy: string; ratePerS: number[]; deployment: unknown; decideMs: number }[] {
-    const rows = this.db.prepare(`SELECT * FROM decisions ORDER BY id DESC LIMIT ?`).all(limit) as { at: string; policy: string; rates_json: string; deployment_json: string; decide_ms: number }[];
-    return rows.reverse().map((r) => ({ at: r.at, policy: r.policy, ratePerS: JSON.parse(r.rates_json) as number[], deployment: JSON.parse(r.deployment_json) as unknown, decideMs: r.decide_ms }));
+    const rows = this.db.prepare(`SELECT * FROM decisions ORDER BY id DESC LIMIT ?`).all(limit) as {
+      at: string;
+      policy: string;
+      rates_json: string;
+      deployment_json: string;
+      decide_ms: number;
+    }[];
+    return rows.reverse().map((r) => ({
+      at: r.at,
+      policy: r.policy,
+      ratePerS: JSON.parse(r.rates_json) as number[],
+      deployment: JSON.parse(r.deployment_json) as unknown,
+      decideMs: r.decide_ms,
+    }));
   }
 
   // ---- the control plane's events it records (scheduler/observer.ts); none once the store is closed ----
@@ -230,11 +297,17 @@ export class Store implements Partial<ControlObserver> {
 
   /** The policy the service runs (and its trained data, when it has some). */
   recordPolicy(p: { name: string; source: string | null; data: unknown; nowIso: string }): void {
-    this.db.prepare(`INSERT INTO policies (name, source, data_json, loaded_at) VALUES (?, ?, ?, ?)`).run(p.name, p.source, p.data === undefined ? null : JSON.stringify(p.data), p.nowIso);
+    this.db
+      .prepare(`INSERT INTO policies (name, source, data_json, loaded_at) VALUES (?, ?, ?, ?)`)
+      .run(p.name, p.source, p.data === undefined ? null : JSON.stringify(p.data), p.nowIso);
   }
 
   policies(): { name: string; source: string | null; loadedAt: string }[] {
-    const rows = this.db.prepare(`SELECT name, source, loaded_at FROM policies ORDER BY id`).all() as { name: string; source: string | null; loaded_at: string }[];
+    const rows = this.db.prepare(`SELECT name, source, loaded_at FROM policies ORDER BY id`).all() as {
+      name: string;
+      source: string | null;
+      loaded_at: string;
+    }[];
     return rows.map((r) => ({ name: r.name, source: r.source, loadedAt: r.loaded_at }));
   }
 

@@ -9,7 +9,8 @@ export class Ring<T> {
   private readonly items: T[] = [];
   private start = 0;
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`ring capacity must be a positive integer, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new Error(`ring capacity must be a positive integer, got ${capacity}`);
   }
   get length(): number {
     return this.items.length;
@@ -33,7 +34,11 @@ export class Ring<T> {
  * first bucket starting at 0; a rank in the +Inf bucket gives the largest finite bound. null when
  * nothing was counted.
  */
-export function quantileFromBuckets(upperBounds: readonly number[], cumulative: readonly number[], q: number): number | null {
+export function quantileFromBuckets(
+  upperBounds: readonly number[],
+  cumulative: readonly number[],
+  q: number,
+): number | null {
   const total = cumulative[cumulative.length - 1] ?? 0;
   if (total <= 0) return null;
   const rank = q * total;
@@ -140,7 +145,12 @@ export class ModelTimeSeries {
     this.models.forEach((name, m) => {
       const pts = this.points[m]!.toArray().filter((p) => p.t > sinceMs);
       if (m === 0) t = pts.map((p) => p.t);
-      models[name] = { rate: pts.map((p) => p.rate), queued: pts.map((p) => p.queued), attainment: pts.map((p) => p.attainment), p99Ms: pts.map((p) => p.p99Ms) };
+      models[name] = {
+        rate: pts.map((p) => p.rate),
+        queued: pts.map((p) => p.queued),
+        attainment: pts.map((p) => p.attainment),
+        p99Ms: pts.map((p) => p.p99Ms),
+      };
     });
     return { t, models };
   }
@@ -150,7 +160,9 @@ export class ModelTimeSeries {
 // Events: what changed between two samples of the cluster.
 
 /** A worker as the cluster snapshot shows it (the fields the timeline needs; metrics.ts's WorkerView). */
-export type WorkerView = Pick<ControlWorkerView, 'workerId' | 'model' | 'gpu' | 'pct' | 'batch' | 'state'> & { readonly role: string };
+export type WorkerView = Pick<ControlWorkerView, 'workerId' | 'model' | 'gpu' | 'pct' | 'batch' | 'state'> & {
+  readonly role: string;
+};
 
 /** A placement of the deployment in force, with the model's name. */
 export interface PlacementView {
@@ -162,9 +174,28 @@ export interface PlacementView {
 
 export type DashboardEvent =
   | { readonly t: number; readonly kind: 'plan'; readonly text: string; readonly changes: readonly PlanChange[] }
-  | { readonly t: number; readonly kind: 'swap'; readonly text: string; readonly model: string; readonly from: WorkerRef; readonly to: WorkerRef }
-  | { readonly t: number; readonly kind: 'serving' | 'stopped'; readonly text: string; readonly model: string; readonly worker: WorkerRef }
-  | { readonly t: number; readonly kind: 'agent'; readonly text: string; readonly agentId: string; readonly connected: boolean };
+  | {
+      readonly t: number;
+      readonly kind: 'swap';
+      readonly text: string;
+      readonly model: string;
+      readonly from: WorkerRef;
+      readonly to: WorkerRef;
+    }
+  | {
+      readonly t: number;
+      readonly kind: 'serving' | 'stopped';
+      readonly text: string;
+      readonly model: string;
+      readonly worker: WorkerRef;
+    }
+  | {
+      readonly t: number;
+      readonly kind: 'agent';
+      readonly text: string;
+      readonly agentId: string;
+      readonly connected: boolean;
+    };
 
 export interface WorkerRef {
   readonly workerId: string;
@@ -205,18 +236,43 @@ export function workerEvents(t: number, before: readonly WorkerView[], after: re
       left.splice(left.indexOf(old), 1);
       const share = old.pct === w.pct ? `${w.pct}%` : `${old.pct}% -> ${w.pct}%`;
       const where = old.gpu === w.gpu ? `GPU ${w.gpu}` : `GPU ${old.gpu} -> GPU ${w.gpu}`;
-      out.push({ t, kind: 'swap', model: w.model, from: ref(old), to: ref(w), text: `${w.model}: ${old.workerId} -> ${w.workerId}, ${where}, share ${share}` });
+      out.push({
+        t,
+        kind: 'swap',
+        model: w.model,
+        from: ref(old),
+        to: ref(w),
+        text: `${w.model}: ${old.workerId} -> ${w.workerId}, ${where}, share ${share}`,
+      });
     } else {
-      out.push({ t, kind: 'serving', model: w.model, worker: ref(w), text: `${w.model}: ${w.workerId} serving on GPU ${w.gpu} at ${w.pct}%` });
+      out.push({
+        t,
+        kind: 'serving',
+        model: w.model,
+        worker: ref(w),
+        text: `${w.model}: ${w.workerId} serving on GPU ${w.gpu} at ${w.pct}%`,
+      });
     }
   }
   // A retiring worker that leaves was replaced or let go (the plan event says which); an active one is news.
-  for (const s of left) if (!now.has(s.workerId) && s.role === 'active') out.push({ t, kind: 'stopped', model: s.model, worker: ref(s), text: `${s.model}: ${s.workerId} on GPU ${s.gpu} stopped serving` });
+  for (const s of left)
+    if (!now.has(s.workerId) && s.role === 'active')
+      out.push({
+        t,
+        kind: 'stopped',
+        model: s.model,
+        worker: ref(s),
+        text: `${s.model}: ${s.workerId} on GPU ${s.gpu} stopped serving`,
+      });
   return out;
 }
 
 /** The policy's new deployment, as a list of what changed per model and GPU; null when nothing did. */
-export function planEvent(t: number, before: readonly PlacementView[], after: readonly PlacementView[]): DashboardEvent | null {
+export function planEvent(
+  t: number,
+  before: readonly PlacementView[],
+  after: readonly PlacementView[],
+): DashboardEvent | null {
   const key = (p: PlacementView) => `${p.model}@${p.gpu}`;
   const old = new Map(before.map((p) => [key(p), p]));
   const now = new Map(after.map((p) => [key(p), p]));
@@ -228,5 +284,10 @@ export function planEvent(t: number, before: readonly PlacementView[], after: re
   for (const [k, o] of old) if (!now.has(k)) changes.push({ model: o.model, before: o, after: null });
   if (changes.length === 0) return null;
   const shown = changes.slice(0, 6).map((c) => `${c.model} ${place(c.before)} -> ${place(c.after)}`);
-  return { t, kind: 'plan', changes, text: `new deployment: ${shown.join('; ')}${changes.length > 6 ? `; and ${changes.length - 6} more` : ''}` };
+  return {
+    t,
+    kind: 'plan',
+    changes,
+    text: `new deployment: ${shown.join('; ')}${changes.length > 6 ? `; and ${changes.length - 6} more` : ''}`,
+  };
 }

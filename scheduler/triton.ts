@@ -49,8 +49,18 @@ export interface TritonModelStat {
   readonly last_inference: number;
   readonly inference_count: number;
   readonly execution_count: number;
-  readonly inference_stats: Readonly<Record<'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss', StatDuration>>;
-  readonly batch_stats: readonly { readonly batch_size: number; readonly compute_input: StatDuration; readonly compute_infer: StatDuration; readonly compute_output: StatDuration }[];
+  readonly inference_stats: Readonly<
+    Record<
+      'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss',
+      StatDuration
+    >
+  >;
+  readonly batch_stats: readonly {
+    readonly batch_size: number;
+    readonly compute_input: StatDuration;
+    readonly compute_infer: StatDuration;
+    readonly compute_output: StatDuration;
+  }[];
   readonly memory_usage: readonly never[];
 }
 
@@ -91,8 +101,18 @@ export interface TritonModelConfig {
     readonly priority_levels: 0;
     readonly default_priority_level: 0;
   };
-  readonly instance_group: { readonly name: string; readonly kind: 'KIND_GPU'; readonly count: 1; readonly gpus: number[] }[];
-  readonly parameters: Readonly<Record<'slo_ms' | 'share_pct' | 'batch' | 'timeout_ms' | 'placements' | 'input_forms', { readonly string_value: string }>> & {
+  readonly instance_group: {
+    readonly name: string;
+    readonly kind: 'KIND_GPU';
+    readonly count: 1;
+    readonly gpus: number[];
+  }[];
+  readonly parameters: Readonly<
+    Record<
+      'slo_ms' | 'share_pct' | 'batch' | 'timeout_ms' | 'placements' | 'input_forms',
+      { readonly string_value: string }
+    >
+  > & {
     readonly image_preprocessing?: { readonly string_value: string };
   };
 }
@@ -180,7 +200,13 @@ export function modelConfigJson(model: ServedModelConfig, workers: readonly Work
   });
   const output = (s: TensorSpec): ConfigOutput => {
     const labels = outputLabelSet(model.signature, s.name);
-    return { name: s.name, data_type: configDatatype(s.datatype), dims: [...s.shape], label_filename: labels ? LABEL_FILES[labels] : '', is_shape_tensor: false };
+    return {
+      name: s.name,
+      data_type: configDatatype(s.datatype),
+      dims: [...s.shape],
+      label_filename: labels ? LABEL_FILES[labels] : '',
+      is_shape_tensor: false,
+    };
   };
   const image = model.signature.inputs.find((i) => i.image);
   return {
@@ -204,9 +230,23 @@ export function modelConfigJson(model: ServedModelConfig, workers: readonly Work
       share_pct: list((w) => w.pct),
       batch: list((w) => w.batch),
       timeout_ms: list((w) => w.timeoutMs),
-      placements: { string_value: JSON.stringify(own.map((w) => ({ worker: w.workerId, gpu: w.gpu, share_pct: w.pct, batch: w.batch, timeout_ms: w.timeoutMs, role: w.role, state: w.state }))) },
+      placements: {
+        string_value: JSON.stringify(
+          own.map((w) => ({
+            worker: w.workerId,
+            gpu: w.gpu,
+            share_pct: w.pct,
+            batch: w.batch,
+            timeout_ms: w.timeoutMs,
+            role: w.role,
+            state: w.state,
+          })),
+        ),
+      },
       input_forms: { string_value: JSON.stringify(inputFormsByName(model.signature)) },
-      ...(image ? { image_preprocessing: { string_value: JSON.stringify(preprocessingSummary(image.shape[1] ?? 0)) } } : {}),
+      ...(image
+        ? { image_preprocessing: { string_value: JSON.stringify(preprocessingSummary(image.shape[1] ?? 0)) } }
+        : {}),
     },
   };
 }
@@ -219,7 +259,11 @@ export interface IndexEntry {
 }
 
 /** POST /v2/repository/index: every served model, READY when a worker takes its batches, else UNAVAILABLE and why. */
-export function repositoryIndex(models: readonly ServedModelConfig[], workers: readonly WorkerView[], policyError: string | null): IndexEntry[] {
+export function repositoryIndex(
+  models: readonly ServedModelConfig[],
+  workers: readonly WorkerView[],
+  policyError: string | null,
+): IndexEntry[] {
   return models.map((m) => {
     const own = workers.filter((w) => w.model === m.name);
     if (own.some((w) => w.serving)) return { name: m.name, version: MODEL_VERSION, state: 'READY', reason: '' };
@@ -232,7 +276,10 @@ export function repositoryIndex(models: readonly ServedModelConfig[], workers: r
 }
 
 /** The repository index request: empty, or a JSON object with an optional `ready` flag. */
-const IndexRequest = z.object({ ready: z.boolean({ error: 'expected true or false' }).optional() }, { error: 'expected a JSON object' });
+const IndexRequest = z.object(
+  { ready: z.boolean({ error: 'expected true or false' }).optional() },
+  { error: 'expected a JSON object' },
+);
 
 export function parseIndexRequest(body: Buffer): { ok: true; readyOnly: boolean } | { ok: false; error: string } {
   if (body.length === 0 || body.toString('utf8').trim() === '') return { ok: true, readyOnly: false };
@@ -243,7 +290,11 @@ export function parseIndexRequest(body: Buffer): { ok: true; readyOnly: boolean 
     return { ok: false, error: `repository index request: malformed JSON: ${(e as Error).message}` };
   }
   const r = IndexRequest.safeParse(json);
-  if (!r.success) return { ok: false, error: `repository index request: ${r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}` };
+  if (!r.success)
+    return {
+      ok: false,
+      error: `repository index request: ${r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
+    };
   return { ok: true, readyOnly: r.data.ready ?? false };
 }
 
@@ -253,7 +304,9 @@ export function parseIndexRequest(body: Buffer): { ok: true; readyOnly: boolean 
 export type Coding = 'gzip' | 'deflate';
 
 /** The request's Content-Encoding: identity (none), a supported coding, or an error naming it. */
-export function requestCoding(header: string | undefined): { ok: true; coding: Coding | null } | { ok: false; error: string } {
+export function requestCoding(
+  header: string | undefined,
+): { ok: true; coding: Coding | null } | { ok: false; error: string } {
   const v = (header ?? '').trim().toLowerCase();
   if (v === '' || v === 'identity') return { ok: true, coding: null };
   if (v === 'gzip' || v === 'x-gzip') return { ok: true, coding: 'gzip' };
@@ -285,14 +338,26 @@ export function responseCoding(header: string | undefined): Coding | null {
  * Decompresses a request body, refusing to produce more than `limit` bytes (the body limit holds for
  * the decompressed body too: a few KB of gzip can expand to gigabytes).
  */
-export async function decompress(body: Buffer, coding: Coding, limit: number): Promise<{ ok: true; body: Buffer } | { ok: false; status: 400 | 413; error: string }> {
+export async function decompress(
+  body: Buffer,
+  coding: Coding,
+  limit: number,
+): Promise<{ ok: true; body: Buffer } | { ok: false; status: 400 | 413; error: string }> {
   try {
-    const out = coding === 'gzip' ? await gunzipAsync(body, { maxOutputLength: limit }) : await inflateAsync(body, { maxOutputLength: limit });
+    const out =
+      coding === 'gzip'
+        ? await gunzipAsync(body, { maxOutputLength: limit })
+        : await inflateAsync(body, { maxOutputLength: limit });
     return { ok: true, body: out };
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (err.code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) return { ok: false, status: 413, error: `request body decompresses to more than the limit of ${limit} bytes` };
-    return { ok: false, status: 400, error: `request body is not valid ${coding} data (Content-Encoding: ${coding}): ${err.message}` };
+    if (err.code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError)
+      return { ok: false, status: 413, error: `request body decompresses to more than the limit of ${limit} bytes` };
+    return {
+      ok: false,
+      status: 400,
+      error: `request body is not valid ${coding} data (Content-Encoding: ${coding}): ${err.message}`,
+    };
   }
 }
 
@@ -308,10 +373,16 @@ export interface TritonOptions {
 }
 
 /** A model name and optional version from a URL, resolved to its index, or the 404 answer's text. */
-export function resolveModel(models: readonly ServedModelConfig[], name: string, version: string | undefined): { ok: true; index: number } | { ok: false; error: string } {
+export function resolveModel(
+  models: readonly ServedModelConfig[],
+  name: string,
+  version: string | undefined,
+): { ok: true; index: number } | { ok: false; error: string } {
   const index = models.findIndex((m) => m.name === name);
-  if (index < 0) return { ok: false, error: `unknown model '${name}' (served: ${models.map((x) => x.name).join(', ')})` };
-  if (version !== undefined && version !== MODEL_VERSION) return { ok: false, error: `model '${name}' has no version '${version}' (versions: ${MODEL_VERSION})` };
+  if (index < 0)
+    return { ok: false, error: `unknown model '${name}' (served: ${models.map((x) => x.name).join(', ')})` };
+  if (version !== undefined && version !== MODEL_VERSION)
+    return { ok: false, error: `model '${name}' has no version '${version}' (versions: ${MODEL_VERSION})` };
   return { ok: true, index };
 }
 
@@ -341,14 +412,19 @@ export function compressedRoute(pattern: string | undefined): boolean {
  * before the client reads the 404); a body beyond `maxBodyBytes`, or chunked (no length to bound it),
  * gets `Connection: close` instead. Install before the guard's body checks (scheduler/guard.ts).
  */
-export function unknownModelHook(models: readonly ServedModelConfig[], isInfer: (req: FastifyRequest) => boolean, maxBodyBytes: number) {
+export function unknownModelHook(
+  models: readonly ServedModelConfig[],
+  isInfer: (req: FastifyRequest) => boolean,
+  maxBodyBytes: number,
+) {
   return (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
     if (!isInfer(req)) return done();
     const p = req.params as Partial<ModelParams>;
     const r = resolveModel(models, p.name ?? '', p.version);
     if (r.ok) return done();
     const length = Number(req.headers['content-length'] ?? 0);
-    if (length > maxBodyBytes || req.headers['transfer-encoding'] !== undefined) void reply.header('connection', 'close');
+    if (length > maxBodyBytes || req.headers['transfer-encoding'] !== undefined)
+      void reply.header('connection', 'close');
     void sendJson(reply, 404, { error: r.error });
     // answered: the chain stops here (Fastify's way for callback hooks)
   };
@@ -370,7 +446,12 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
 
   app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     if (!compressedRoute(req.routeOptions.url)) return payload;
-    if (reply.hasHeader('content-encoding') || !(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length === 0) return payload;
+    if (
+      reply.hasHeader('content-encoding') ||
+      !(typeof payload === 'string' || Buffer.isBuffer(payload)) ||
+      payload.length === 0
+    )
+      return payload;
     const accept = req.headers['accept-encoding'];
     const coding = responseCoding(Array.isArray(accept) ? accept.join(',') : accept);
     reply.header('vary', 'accept-encoding');
@@ -380,7 +461,9 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
     return coding === 'gzip' ? gzipAsync(payload) : deflateAsync(payload);
   });
 
-  const statsOf = async (names: readonly string[]) => ({ model_stats: await Promise.all(names.map(async (n) => modelStatJson(n, await o.metrics.modelStats(n)))) });
+  const statsOf = async (names: readonly string[]) => ({
+    model_stats: await Promise.all(names.map(async (n) => modelStatJson(n, await o.metrics.modelStats(n)))),
+  });
   app.get('/v2/models/stats', async (_req, reply) => sendJson(reply, 200, await statsOf(o.models.map((m) => m.name))));
   const modelStats = async (req: { params: ModelParams }, reply: FastifyReply) => {
     const r = resolveModel(o.models, req.params.name, req.params.version);
@@ -404,11 +487,14 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
     const index = repositoryIndex(o.models, o.control.workerViews(), o.control.readiness().policyError);
     return sendJson(reply, 200, parsed.readyOnly ? index.filter((e) => e.state === 'READY') : index);
   });
-  const refuse = (action: 'load' | 'unload') => (req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
-    const known = o.models.some((m) => m.name === req.params.name);
-    const what = known ? `model '${req.params.name}'` : `unknown model '${req.params.name}'`;
-    return sendJson(reply, 403, { error: `cannot ${action} ${what}: inss does not load or unload models on request; the models come from the scenario given at start and the policy places them on GPUs` });
-  };
+  const refuse =
+    (action: 'load' | 'unload') => (req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
+      const known = o.models.some((m) => m.name === req.params.name);
+      const what = known ? `model '${req.params.name}'` : `unknown model '${req.params.name}'`;
+      return sendJson(reply, 403, {
+        error: `cannot ${action} ${what}: inss does not load or unload models on request; the models come from the scenario given at start and the policy places them on GPUs`,
+      });
+    };
   app.post<{ Params: { name: string } }>('/v2/repository/models/:name/load', refuse('load'));
   app.post<{ Params: { name: string } }>('/v2/repository/models/:name/unload', refuse('unload'));
 }

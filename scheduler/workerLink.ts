@@ -30,7 +30,12 @@ import { Worker } from 'node:worker_threads';
 import type { DataEndpoint } from '../src/protocol/agent.js';
 import { FrameDecoder, frameHead } from '../src/protocol/frames.js';
 import type { SampleSlot } from '../src/protocol/shm.js';
-import { type DataAddress, FromWorkerSchema, parseDataAddress, WORKER_PROTOCOL_VERSION } from '../src/protocol/worker.js';
+import {
+  type DataAddress,
+  FromWorkerSchema,
+  parseDataAddress,
+  WORKER_PROTOCOL_VERSION,
+} from '../src/protocol/worker.js';
 import type { ShmRegion } from './shmRegion.js';
 
 /** The region an `attach` names. */
@@ -68,7 +73,8 @@ export class SocketLinks {
   constructor(private readonly events: SocketEvents) {}
 
   open(cid: number, a: DataAddress, secret: string, shm?: AttachShm): void {
-    const socket = a.kind === 'unix' ? connect({ path: a.path }) : connect({ host: a.host, port: a.port, noDelay: true });
+    const socket =
+      a.kind === 'unix' ? connect({ path: a.path }) : connect({ host: a.host, port: a.port, noDelay: true });
     this.sockets.set(cid, socket);
     const decoder = new FrameDecoder();
     let why = 'closed';
@@ -232,7 +238,11 @@ export class DirectLinks implements DirectLink {
   private readonly sent: (shm: number, inline: number) => void;
 
   constructor(
-    private readonly log: { warn(o: object, msg: string): void; info(o: object, msg: string): void; debug(o: object, msg: string): void },
+    private readonly log: {
+      warn(o: object, msg: string): void;
+      info(o: object, msg: string): void;
+      debug(o: object, msg: string): void;
+    },
     /**
      * `threadFile`: the compiled link thread (default: the one beside this module, when built); null:
      * none. `region`: the shared-memory region, offered to workers on Unix sockets. `sent`: told of
@@ -294,7 +304,11 @@ export class DirectLinks implements DirectLink {
     }
     c.shm = m.data.shm && this.region !== null;
     if (c.shm) this.log.debug({ key: c.key }, 'worker mapped the shared-memory region: batches by descriptor');
-    else this.log.info({ key: c.key, why: m.data.message ?? '' }, 'worker cannot map the shared-memory region: its batches carry their bytes');
+    else
+      this.log.info(
+        { key: c.key, why: m.data.message ?? '' },
+        'worker cannot map the shared-memory region: its batches carry their bytes',
+      );
   }
 
   private ended(cid: number, why: string, connected: boolean): void {
@@ -304,7 +318,10 @@ export class DirectLinks implements DirectLink {
     if (this.byKey.get(c.key) === c) this.byKey.delete(c.key);
     if (!connected) {
       this.unreachable.add(c.address);
-      this.log.warn({ key: c.key, address: c.address, err: why }, 'cannot reach a worker data socket; its batches go through the agent');
+      this.log.warn(
+        { key: c.key, address: c.address, err: why },
+        'cannot reach a worker data socket; its batches go through the agent',
+      );
     }
     c.events.closed(why);
   }
@@ -322,7 +339,12 @@ export class DirectLinks implements DirectLink {
     this.byKey.set(key, c);
     this.byCid.set(c.cid, c);
     // Only a worker on this host can map the region: one reached over a Unix socket.
-    this.sockets.open(c.cid, a, endpoint.secret, this.region && a.kind === 'unix' ? { path: this.region.path, bytes: this.region.bytes } : undefined);
+    this.sockets.open(
+      c.cid,
+      a,
+      endpoint.secret,
+      this.region && a.kind === 'unix' ? { path: this.region.path, bytes: this.region.bytes } : undefined,
+    );
   }
 
   has(key: string): boolean {
@@ -333,9 +355,19 @@ export class DirectLinks implements DirectLink {
     const c = this.byKey.get(key);
     if (!c?.connected) return false;
     const region = c.shm ? this.region : null;
-    const slots: SampleSlot[] | null = region && parts.some((p) => region.holds(p)) ? parts.map((p) => (region.holds(p) ? [p.byteOffset, p.byteLength] : null)) : null;
+    const slots: SampleSlot[] | null =
+      region && parts.some((p) => region.holds(p))
+        ? parts.map((p) => (region.holds(p) ? [p.byteOffset, p.byteLength] : null))
+        : null;
     const inline = slots ? parts.filter((_, i) => slots[i] === null) : parts;
-    this.sockets.send(c.cid, frameHead(slots ? { ...header, slots } : header, inline.reduce((n, p) => n + p.length, 0)), inline);
+    this.sockets.send(
+      c.cid,
+      frameHead(
+        slots ? { ...header, slots } : header,
+        inline.reduce((n, p) => n + p.length, 0),
+      ),
+      inline,
+    );
     this.sent(parts.length - inline.length, inline.length);
     return true;
   }

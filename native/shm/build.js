@@ -17,18 +17,42 @@ const off = (why) => {
 
 try {
   // npm sets npm_config_node_gyp in lifecycle scripts; else the node-gyp npm bundles beside this node.
-  const bundled = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  const bundled = join(
+    dirname(process.execPath),
+    '..',
+    'lib',
+    'node_modules',
+    'npm',
+    'node_modules',
+    'node-gyp',
+    'bin',
+    'node-gyp.js',
+  );
   const gyp = process.env.npm_config_node_gyp || bundled;
   if (!existsSync(gyp)) off(`no node-gyp at ${gyp}`);
   // Headers: npm's nodedir, else beside this node (the official and nvm installs ship include/node),
   // else Debian's /usr/include/node.
   const prefix = join(dirname(process.execPath), '..');
-  const nodedir = process.env.npm_config_nodedir || [prefix, '/usr'].find((d) => existsSync(join(d, 'include', 'node', 'node_api.h'))) || '';
-  if (!nodedir || !existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) off("Node's headers are not on this machine (set npm's nodedir)");
-  const r = spawnSync(process.execPath, [gyp, 'rebuild', `--nodedir=${nodedir}`], { cwd: here, stdio: 'pipe', timeout: 300_000, env: { ...process.env, npm_config_nodedir: nodedir } });
+  const nodedir =
+    process.env.npm_config_nodedir ||
+    [prefix, '/usr'].find((d) => existsSync(join(d, 'include', 'node', 'node_api.h'))) ||
+    '';
+  if (!nodedir || !existsSync(join(nodedir, 'include', 'node', 'node_api.h')))
+    off("Node's headers are not on this machine (set npm's nodedir)");
+  const r = spawnSync(process.execPath, [gyp, 'rebuild', `--nodedir=${nodedir}`], {
+    cwd: here,
+    stdio: 'pipe',
+    timeout: 300_000,
+    env: { ...process.env, npm_config_nodedir: nodedir },
+  });
   if (r.error) off(`node-gyp did not run: ${r.error.message}`);
   if (r.status !== 0) {
-    const last = String(r.stderr).trim().split('\n').filter((l) => /error/i.test(l)).slice(-1)[0] ?? `exit ${r.status}`;
+    const last =
+      String(r.stderr)
+        .trim()
+        .split('\n')
+        .filter((l) => /error/i.test(l))
+        .slice(-1)[0] ?? `exit ${r.status}`;
     rmSync(join(here, 'build'), { recursive: true, force: true });
     off(`the addon did not build: ${last.trim().slice(0, 200)}`);
   }

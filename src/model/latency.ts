@@ -41,7 +41,14 @@ export function l2Utilisation(alphaU: number, betaU: number, pct: number): numbe
  * `selfL2 * selfWeight` adds the model's own utilisation to the contention while it shares the GPU
  * (docs/latency-model.md); with `selfWeight = 0`, or alone on the GPU, this is the paper's formula.
  */
-export function runningMs(soloRunMs: number, alphaCache: number, othersL2: number, selfL2: number, selfWeight: number, shared: boolean): number {
+export function runningMs(
+  soloRunMs: number,
+  alphaCache: number,
+  othersL2: number,
+  selfL2: number,
+  selfWeight: number,
+  shared: boolean,
+): number {
   if (!shared) return soloRunMs;
   return soloRunMs * (1 + alphaCache * (othersL2 + selfWeight * selfL2));
 }

@@ -20,20 +20,40 @@ export function toLwrPoints(samples: readonly RunSample[]): LwrPoint[] {
  * `skip` leaves one point out (for leave-one-out validation); -1 uses them all.
  * Falls back to the weighted mean when the local design is degenerate (all weight on one line).
  */
-export function lwrLogPredict(points: readonly LwrPoint[], settings: LwrSettings, x1: number, x2: number, skip = -1): number {
+export function lwrLogPredict(
+  points: readonly LwrPoint[],
+  settings: LwrSettings,
+  x1: number,
+  x2: number,
+  skip = -1,
+): number {
   const inv1 = 1 / (2 * settings.bandwidthLogBatch * settings.bandwidthLogBatch);
   const inv2 = 1 / (2 * settings.bandwidthLogPct * settings.bandwidthLogPct);
   // Weighted normal equations for y = c0 + c1 * d1 + c2 * d2, centred on the query point.
-  let s0 = 0, s1 = 0, s2 = 0, s11 = 0, s12 = 0, s22 = 0, t0 = 0, t1 = 0, t2 = 0;
+  let s0 = 0,
+    s1 = 0,
+    s2 = 0,
+    s11 = 0,
+    s12 = 0,
+    s22 = 0,
+    t0 = 0,
+    t1 = 0,
+    t2 = 0;
   for (let i = 0; i < points.length; i++) {
     if (i === skip) continue;
     const p = points[i]!;
     const d1 = p.x1 - x1;
     const d2 = p.x2 - x2;
     const w = Math.exp(-(d1 * d1 * inv1 + d2 * d2 * inv2));
-    s0 += w; s1 += w * d1; s2 += w * d2;
-    s11 += w * d1 * d1; s12 += w * d1 * d2; s22 += w * d2 * d2;
-    t0 += w * p.y; t1 += w * d1 * p.y; t2 += w * d2 * p.y;
+    s0 += w;
+    s1 += w * d1;
+    s2 += w * d2;
+    s11 += w * d1 * d1;
+    s12 += w * d1 * d2;
+    s22 += w * d2 * d2;
+    t0 += w * p.y;
+    t1 += w * d1 * p.y;
+    t2 += w * d2 * p.y;
   }
   if (s0 < 1e-300) return nearestLog(points, x1, x2, skip);
   // Solve the 3x3 system by Cramer's rule; only c0 (the value at the query) is needed.
@@ -50,7 +70,10 @@ function nearestLog(points: readonly LwrPoint[], x1: number, x2: number, skip: n
   points.forEach((p, i) => {
     if (i === skip) return;
     const d = (p.x1 - x1) ** 2 + (p.x2 - x2) ** 2;
-    if (d < best) { best = d; y = p.y; }
+    if (d < best) {
+      best = d;
+      y = p.y;
+    }
   });
   return y;
 }
@@ -61,7 +84,10 @@ export function lwrRunMs(points: readonly LwrPoint[], settings: LwrSettings, bat
 }
 
 /** Mean relative error of each sample predicted from all the others (leave-one-out). */
-export function lwrLeaveOneOutError(points: readonly LwrPoint[], settings: LwrSettings): { meanRelErr: number; maxRelErr: number } {
+export function lwrLeaveOneOutError(
+  points: readonly LwrPoint[],
+  settings: LwrSettings,
+): { meanRelErr: number; maxRelErr: number } {
   let sum = 0;
   let max = 0;
   points.forEach((p, i) => {

@@ -42,7 +42,8 @@ export function pooledConcurrency(mode: PooledGpuMode): number {
 
 /** The share (%) each of `running` overlapping batches is timed at: an even split of the GPU. */
 export function pooledSharePct(running: number): number {
-  if (!(running >= 1) || !Number.isInteger(running)) throw new RangeError(`running batches must be a positive integer, got ${running}`);
+  if (!(running >= 1) || !Number.isInteger(running))
+    throw new RangeError(`running batches must be a positive integer, got ${running}`);
   return 100 / running;
 }
 
@@ -53,7 +54,13 @@ export function pooledSharePct(running: number): number {
  * (fair turns) nor the series time; serial, its solo time after the rest of the others, half their
  * time in the mean (it becomes ready at a time uniform over theirs).
  */
-export function pooledMs(mode: PooledGpuMode, evenSplitMs: number, soloMs: number, count: number, seriesMs: number): number {
+export function pooledMs(
+  mode: PooledGpuMode,
+  evenSplitMs: number,
+  soloMs: number,
+  count: number,
+  seriesMs: number,
+): number {
   return mode === 'serial' ? soloMs + (seriesMs - soloMs) / 2 : Math.min(evenSplitMs, count * soloMs, seriesMs);
 }
 
@@ -72,7 +79,15 @@ export function soloBatchMs(lm: LatencyModel, profileModel: number, batch: numbe
  * the ground truth times the configuration at (the even split: what the GPU's SMs are divided into).
  * One batch alone: its solo time, whatever the mode.
  */
-export function pooledBatchMs(lm: LatencyModel, mode: PooledGpuMode, models: readonly number[], batches: readonly number[], count: number, pcts: number[], out: number[]): number {
+export function pooledBatchMs(
+  lm: LatencyModel,
+  mode: PooledGpuMode,
+  models: readonly number[],
+  batches: readonly number[],
+  count: number,
+  pcts: number[],
+  out: number[],
+): number {
   const pct = pooledSharePct(count);
   for (let k = 0; k < count; k++) pcts[k] = pct;
   out.length = Math.max(out.length, count);

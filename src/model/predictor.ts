@@ -77,12 +77,14 @@ export class LatencyModel {
       const runTable = new Float64Array(TABLE_MAX_BATCH * PCT_COLUMNS);
       for (let b = 1; b <= TABLE_MAX_BATCH; b++) {
         const row = (b - 1) * PCT_COLUMNS;
-        for (let c = 1; c < PCT_COLUMNS; c++) runTable[row + c] = lwrRunMs(points, profile.lwr, b, c / PCT_STEPS_PER_UNIT);
+        for (let c = 1; c < PCT_COLUMNS; c++)
+          runTable[row + c] = lwrRunMs(points, profile.lwr, b, c / PCT_STEPS_PER_UNIT);
         runTable[row] = runTable[row + 1]!; // never read for a valid share; keeps the row finite
       }
       return {
         name,
-        transferPerItemMs: uploadMs(m.inputBytes, 1, gpu.pcieBytesPerMs) + feedbackMs(m.outputBytes, 1, gpu.pcieBytesPerMs),
+        transferPerItemMs:
+          uploadMs(m.inputBytes, 1, gpu.pcieBytesPerMs) + feedbackMs(m.outputBytes, 1, gpu.pcieBytesPerMs),
         schedSoloMs: schedulingMs(m.schedPerKernelMs, 0, m.kernels),
         kernels: m.kernels,
         alphaU: m.l2.alphaU,
@@ -105,7 +107,13 @@ export class LatencyModel {
   /** `o_r`: running time of a batch alone at a share, from the LWR (ms). */
   soloRunMs(model: number, batch: number, pct: number): number {
     const m = this.models[model]!;
-    if (batch >= 1 && batch <= TABLE_MAX_BATCH && Number.isInteger(batch) && pct >= 1 / PCT_STEPS_PER_UNIT && pct <= 100) {
+    if (
+      batch >= 1 &&
+      batch <= TABLE_MAX_BATCH &&
+      Number.isInteger(batch) &&
+      pct >= 1 / PCT_STEPS_PER_UNIT &&
+      pct <= 100
+    ) {
       const x = pct * PCT_STEPS_PER_UNIT;
       const c = Math.floor(x);
       const row = (batch - 1) * PCT_COLUMNS;
@@ -148,12 +156,31 @@ export class LatencyModel {
         l2Sum += l;
       }
     }
-    const interPerKernel = shared ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs) : 0;
-    for (let i = 0; i < n; i++) outLatencyMs[i] = this.colocatedMs(models[i]!, batches[i]!, pcts[i]!, l2Sum, shared ? l2[i]! : 0, shared, interPerKernel);
+    const interPerKernel = shared
+      ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs)
+      : 0;
+    for (let i = 0; i < n; i++)
+      outLatencyMs[i] = this.colocatedMs(
+        models[i]!,
+        batches[i]!,
+        pcts[i]!,
+        l2Sum,
+        shared ? l2[i]! : 0,
+        shared,
+        interPerKernel,
+      );
   }
 
   /** One model's t_inf beside others whose L2 utilisations sum to `l2Sum` (its own, `selfL2`, included). */
-  private colocatedMs(mi: number, batch: number, pct: number, l2Sum: number, selfL2: number, shared: boolean, interPerKernel: number): number {
+  private colocatedMs(
+    mi: number,
+    batch: number,
+    pct: number,
+    l2Sum: number,
+    selfL2: number,
+    shared: boolean,
+    interPerKernel: number,
+  ): number {
     const m = this.models[mi]!;
     const solo = this.soloRunMs(mi, batch, pct);
     const run = runningMs(solo, m.alphaCache, l2Sum - selfL2, selfL2, this.profile.gpu.cacheSelfWeight, shared);
@@ -166,7 +193,14 @@ export class LatencyModel {
    * enter: interference depends on shares only). The same arithmetic in the same order, so the same
    * number to the last bit; for the batch decision's search, which asks one model at many batches.
    */
-  predictOne(models: ArrayLike<number>, pcts: ArrayLike<number>, n: number, self: number, batch: number, interference = true): number {
+  predictOne(
+    models: ArrayLike<number>,
+    pcts: ArrayLike<number>,
+    n: number,
+    self: number,
+    batch: number,
+    interference = true,
+  ): number {
     const gpu = this.profile.gpu;
     const shared = interference && n > 1;
     let l2Sum = 0;
@@ -179,7 +213,9 @@ export class LatencyModel {
         l2Sum += l;
       }
     }
-    const interPerKernel = shared ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs) : 0;
+    const interPerKernel = shared
+      ? schedInterferencePerKernelMs(n, gpu.schedInterference.alphaSMs, gpu.schedInterference.betaSMs)
+      : 0;
     return this.colocatedMs(models[self]!, batch, pcts[self]!, l2Sum, selfL2, shared, interPerKernel);
   }
 
@@ -190,12 +226,18 @@ export class LatencyModel {
     const seen = new Set<string>();
     for (const [i, p] of placements.entries()) {
       if (this.modelIndex(p.model) < 0) {
-        return { ok: false, reason: `models[${i}].model: unknown model '${p.model}' in profile '${this.profile.id}' (known: ${this.modelNames.join(', ')})` };
+        return {
+          ok: false,
+          reason: `models[${i}].model: unknown model '${p.model}' in profile '${this.profile.id}' (known: ${this.modelNames.join(', ')})`,
+        };
       }
-      if (seen.has(p.model)) return { ok: false, reason: `models[${i}].model: '${p.model}' is placed twice on one GPU` };
+      if (seen.has(p.model))
+        return { ok: false, reason: `models[${i}].model: '${p.model}' is placed twice on one GPU` };
       seen.add(p.model);
-      if (!Number.isInteger(p.batch) || p.batch < 1) return { ok: false, reason: `models[${i}].batch: must be an integer >= 1, got ${p.batch}` };
-      if (!(p.pct > 0 && p.pct <= 100)) return { ok: false, reason: `models[${i}].pct: must be in (0, 100], got ${p.pct}` };
+      if (!Number.isInteger(p.batch) || p.batch < 1)
+        return { ok: false, reason: `models[${i}].batch: must be an integer >= 1, got ${p.batch}` };
+      if (!(p.pct > 0 && p.pct <= 100))
+        return { ok: false, reason: `models[${i}].pct: must be in (0, 100], got ${p.pct}` };
       sum += p.pct;
     }
     if (sum > 100 + 1e-9) return { ok: false, reason: `shares sum to ${sum}%, more than 100%` };
@@ -203,7 +245,10 @@ export class LatencyModel {
   }
 
   /** Convenience form of `predictGpu` for callers that hold names (CLI, tests). Checks first; throws on a bad placement. */
-  predict(placements: readonly Placement[], options: PredictOptions = {}): { latencyMs: number[]; throughputPerS: number[] } {
+  predict(
+    placements: readonly Placement[],
+    options: PredictOptions = {},
+  ): { latencyMs: number[]; throughputPerS: number[] } {
     const check = this.checkPlacement(placements);
     if (!check.ok) throw new RangeError(check.reason);
     const n = placements.length;

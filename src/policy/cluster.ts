@@ -13,14 +13,23 @@ const compiledByProfile = new WeakMap<Profile, LatencyModel>();
  * `pooled`: what each GPU does when pooled (src/model/pooledGpu.ts), one mode for all or one per GPU
  * (in `gpuProfiles` order); default overlap.
  */
-export function buildCluster(gpuProfiles: readonly Profile[], models: readonly { name: string; sloMs: number; profileModel?: string | undefined }[], pooled: PooledGpuMode | readonly PooledGpuMode[] = DEFAULT_POOLED_GPU_MODE): ClusterInfo {
-  if (typeof pooled !== 'string' && pooled.length !== gpuProfiles.length) throw new RangeError(`pooled: ${pooled.length} modes for ${gpuProfiles.length} GPUs`);
+export function buildCluster(
+  gpuProfiles: readonly Profile[],
+  models: readonly { name: string; sloMs: number; profileModel?: string | undefined }[],
+  pooled: PooledGpuMode | readonly PooledGpuMode[] = DEFAULT_POOLED_GPU_MODE,
+): ClusterInfo {
+  if (typeof pooled !== 'string' && pooled.length !== gpuProfiles.length)
+    throw new RangeError(`pooled: ${pooled.length} modes for ${gpuProfiles.length} GPUs`);
   const compiled = new Map<string, LatencyModel>();
   for (const p of gpuProfiles) {
     const c = compiledByProfile.get(p);
     if (c) compiled.set(p.id, c);
   }
-  const served: ServedModel[] = models.map((m, index) => (m.profileModel !== undefined && m.profileModel !== m.name ? { index, name: m.name, sloMs: m.sloMs, profileModel: m.profileModel } : { index, name: m.name, sloMs: m.sloMs }));
+  const served: ServedModel[] = models.map((m, index) =>
+    m.profileModel !== undefined && m.profileModel !== m.name
+      ? { index, name: m.name, sloMs: m.sloMs, profileModel: m.profileModel }
+      : { index, name: m.name, sloMs: m.sloMs },
+  );
   const gpus: GpuInfo[] = gpuProfiles.map((p, index) => {
     let model = compiled.get(p.id);
     if (!model) {

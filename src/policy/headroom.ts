@@ -35,12 +35,14 @@ export function observationWithHeadroom(obs: Observation, h: Headroom): Observat
 
 /** `factory`'s policy planning with headroom `h`, registered as `<name>-h`. */
 export function withHeadroom(factory: PolicyFactory, h: Headroom = INSS_HEADROOM): PolicyFactory {
-  if (!(h.rateX >= 1) || !(h.sloFraction > 0 && h.sloFraction <= 1)) throw new RangeError(`headroom: rateX must be >= 1 and sloFraction in (0, 1], got ${h.rateX}, ${h.sloFraction}`);
+  if (!(h.rateX >= 1) || !(h.sloFraction > 0 && h.sloFraction <= 1))
+    throw new RangeError(`headroom: rateX must be >= 1 and sloFraction in (0, 1], got ${h.rateX}, ${h.sloFraction}`);
   const name = `${factory.name}${HEADROOM_SUFFIX}`;
   return {
     name,
     description: `${factory.name} planning with inss's headroom (rates x ${h.rateX}, SLOs x ${h.sloFraction})`,
-    supports: (cluster: ClusterInfo, options: PolicyOptions) => factory.supports(clusterWithHeadroom(cluster, h), options),
+    supports: (cluster: ClusterInfo, options: PolicyOptions) =>
+      factory.supports(clusterWithHeadroom(cluster, h), options),
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
       const inner = factory.create(clusterWithHeadroom(cluster, h), options);
       return { name, decide: (obs) => inner.decide(observationWithHeadroom(obs, h)) };

@@ -120,8 +120,16 @@ function memoOf(cluster: ClusterInfo): Memo {
   let m = memos.get(cluster);
   if (!m) {
     const perGpu = cluster.models.length * (BDA_MAX_BATCH + 1);
-    const kind = Int32Array.from(cluster.gpus, (g) => cluster.gpus.findIndex((x) => x.profileId === g.profileId && x.pooled === g.pooled));
-    m = { kind, solo: new Float64Array(cluster.gpus.length * perGpu).fill(NaN), perGpu, overlap: new Map<number | string, number>(), numericKeys: cluster.gpus.length <= 64 && cluster.models.length <= 64 };
+    const kind = Int32Array.from(cluster.gpus, (g) =>
+      cluster.gpus.findIndex((x) => x.profileId === g.profileId && x.pooled === g.pooled),
+    );
+    m = {
+      kind,
+      solo: new Float64Array(cluster.gpus.length * perGpu).fill(NaN),
+      perGpu,
+      overlap: new Map<number | string, number>(),
+      numericKeys: cluster.gpus.length <= 64 && cluster.models.length <= 64,
+    };
     memos.set(cluster, m);
   }
   return m;
@@ -152,7 +160,15 @@ function soloMsAt(memo: Memo, gpu: GpuInfo, model: number, batch: number): numbe
  * b = ceil(lambda t(b)) it replaces counted every server as always busy: on paper-8 it gave batches
  * 2-3x what the simulator runs, alexnet 6 against 2.1, vgg19 15 against 5.7, at 1.25x.)
  */
-function gatedMeanBatch(memo: Memo, gpu: GpuInfo, model: number, lambdaPerS: number, slow: number, cap: number, start: number): number {
+function gatedMeanBatch(
+  memo: Memo,
+  gpu: GpuInfo,
+  model: number,
+  lambdaPerS: number,
+  slow: number,
+  cap: number,
+  start: number,
+): number {
   const perMs = (lambdaPerS * slow) / 1000;
   let m = Math.min(cap, Math.max(1, start));
   // Newton's method on m - f(m), f(m) = x + e^-x, from the previous pass's batch: t is linear
@@ -189,7 +205,8 @@ function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
   if (memo.numericKeys) {
     for (let k = 0; k < count; k++) key = key * memo.perGpu + models[k]! * (BDA_MAX_BATCH + 1) + batches[k]!;
     key = key * (MAX_OVERLAP + 1) + count;
-  } else key = `${memo.kind[gpu.index]!}|${models.subarray(0, count).join(',')}|${batches.subarray(0, count).join(',')}`;
+  } else
+    key = `${memo.kind[gpu.index]!}|${models.subarray(0, count).join(',')}|${batches.subarray(0, count).join(',')}`;
   let ms = memo.overlap.get(key);
   if (ms === undefined) {
     const pct = pooledSharePct(count);
@@ -199,7 +216,13 @@ function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
       members.push({ model: models[k]!, gpu: gpu.index, batch: batches[k]!, pct });
       series += soloIn(memo, gpu, models[k]!, batches[k]!);
     }
-    ms = pooledMs(gpu.pooled, gpu.pooled === 'serial' ? series : predictOnGpu(gpu, members)[0]!, soloIn(memo, gpu, models[0]!, batches[0]!), count, series);
+    ms = pooledMs(
+      gpu.pooled,
+      gpu.pooled === 'serial' ? series : predictOnGpu(gpu, members)[0]!,
+      soloIn(memo, gpu, models[0]!, batches[0]!),
+      count,
+      series,
+    );
     if (memo.overlap.size >= OVERLAP_MEMO_MAX) memo.overlap.clear();
     memo.overlap.set(key, ms);
   }
@@ -207,13 +230,27 @@ function overlapMs(memo: Memo, gpu: GpuInfo, count: number): number {
 }
 
 /** scoreDeployment's per-pass scratch (see there), grown to the widest pooled GPU and the most placements seen. */
-let scratch = { rho: new Float64Array(0), byBusy: new Int32Array(0), count: new Float64Array(1), lastStep: new Float64Array(0), prefixSig: new Int32Array(0), prefixMs: new Float64Array(0) };
+let scratch = {
+  rho: new Float64Array(0),
+  byBusy: new Int32Array(0),
+  count: new Float64Array(1),
+  lastStep: new Float64Array(0),
+  prefixSig: new Int32Array(0),
+  prefixMs: new Float64Array(0),
+};
 
 function passScratch(widest: number, n: number): typeof scratch {
   if (scratch.rho.length < widest || scratch.lastStep.length < n) {
     const w = Math.max(widest, scratch.rho.length);
     const m = Math.max(n, scratch.lastStep.length);
-    scratch = { rho: new Float64Array(w), byBusy: new Int32Array(w), count: new Float64Array(w + 1), lastStep: new Float64Array(m), prefixSig: new Int32Array(m * MAX_OVERLAP), prefixMs: new Float64Array(m * MAX_OVERLAP) };
+    scratch = {
+      rho: new Float64Array(w),
+      byBusy: new Int32Array(w),
+      count: new Float64Array(w + 1),
+      lastStep: new Float64Array(m),
+      prefixSig: new Int32Array(m * MAX_OVERLAP),
+      prefixMs: new Float64Array(m * MAX_OVERLAP),
+    };
   }
   scratch.lastStep.fill(0, 0, n);
   scratch.prefixSig.fill(-1, 0, n * MAX_OVERLAP);
@@ -224,7 +261,13 @@ function passScratch(widest: number, n: number): typeof scratch {
 const batchOne = { models: [] as number[], pcts: [] as number[] };
 
 /** t_inf (ms) at batch 1 of the `k`-th of the placements `on` (indices into `ps`, all on `gpu`), beside the others. */
-function batchOneMs(gpu: GpuInfo, ps: readonly Placement[], on: readonly number[], k: number, interference: boolean): number {
+function batchOneMs(
+  gpu: GpuInfo,
+  ps: readonly Placement[],
+  on: readonly number[],
+  k: number,
+  interference: boolean,
+): number {
   const { models, pcts } = batchOne;
   for (let j = 0; j < on.length; j++) {
     const p = ps[on[j]!]!;
@@ -240,8 +283,19 @@ function batchOneMs(gpu: GpuInfo, ps: readonly Placement[], on: readonly number[
  * own) still meets the SLO; the queue then says what it misses. BDA and that fallback look only at
  * the GPU's own partitions.
  */
-function mpsGpu(cluster: ClusterInfo, g: GpuInfo, on: readonly Placement[], rates: readonly number[], interference: boolean, sloFraction: number): { batches: number[]; tInfMs: number[] } {
-  const r = bda(cluster.gpus, on.map((p, k) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[k]! })), { interference, sloFraction });
+function mpsGpu(
+  cluster: ClusterInfo,
+  g: GpuInfo,
+  on: readonly Placement[],
+  rates: readonly number[],
+  interference: boolean,
+  sloFraction: number,
+): { batches: number[]; tInfMs: number[] } {
+  const r = bda(
+    cluster.gpus,
+    on.map((p, k) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[k]! })),
+    { interference, sloFraction },
+  );
   const batches = [...r.batches];
   const tInfMs = [...r.tInfMs];
   on.forEach((p, k) => {
@@ -272,20 +326,23 @@ function burstyQueue(q: QueueEstimate, cv2: number | undefined): QueueEstimate {
 export function normalTail(z: number): number {
   const x = Math.abs(z) / Math.SQRT2;
   const t = 1 / (1 + 0.3275911 * x);
-  const erfc = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * Math.exp(-x * x);
+  const erfc =
+    t *
+    (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) *
+    Math.exp(-x * x);
   return z >= 0 ? erfc / 2 : 1 - erfc / 2;
 }
 
 /** E[(Y - x)+] for Y normal with mean `mean` and standard deviation `sd` (> 0). */
 function excessOver(mean: number, sd: number, x: number): number {
   const z = (mean - x) / sd;
-  return sd * Math.exp(-z * z / 2) / Math.sqrt(2 * Math.PI) + (mean - x) * (1 - normalTail(z));
+  return (sd * Math.exp((-z * z) / 2)) / Math.sqrt(2 * Math.PI) + (mean - x) * (1 - normalTail(z));
 }
 
 /** Nodes (in standard deviations) and weights of the normal quadrature pooledBatchMiss integrates with. */
 const BATCH_NODES = Array.from({ length: 25 }, (_, j) => -3 + j / 4);
 const BATCH_WEIGHTS = (() => {
-  const w = BATCH_NODES.map((z) => Math.exp(-z * z / 2));
+  const w = BATCH_NODES.map((z) => Math.exp((-z * z) / 2));
   const sum = w.reduce((x, y) => x + y, 0);
   return w.map((x) => x / sum);
 })();
@@ -312,11 +369,23 @@ const BATCH_WEIGHTS = (() => {
  * for vgg19 pooled on both V100s of v100-2-tight, which the simulator does not show, and moved
  * inss there to a plan that missed 3.6% at 1.25x).
  */
-function pooledBatchMiss(cluster: ClusterInfo, gpu: GpuInfo, model: number, lambdaPerS: number, fill: number, cap: number, slow: number, budgetMs: number): number {
+function pooledBatchMiss(
+  cluster: ClusterInfo,
+  gpu: GpuInfo,
+  model: number,
+  lambdaPerS: number,
+  fill: number,
+  cap: number,
+  slow: number,
+  budgetMs: number,
+): number {
   if (!(lambdaPerS > 0)) return 0;
   const memo = memoOf(cluster);
   const here = soloMsAt(memo, gpu, model, fill);
-  const c = fill + 1 <= cap ? soloMsAt(memo, gpu, model, fill + 1) - here : here - soloMsAt(memo, gpu, model, Math.max(1, fill - 1));
+  const c =
+    fill + 1 <= cap
+      ? soloMsAt(memo, gpu, model, fill + 1) - here
+      : here - soloMsAt(memo, gpu, model, Math.max(1, fill - 1));
   if (!(c > 0)) return 2 * slow * here > budgetMs ? 1 : 0;
   const a = here - c * fill;
   const perMs = lambdaPerS / 1000;
@@ -331,16 +400,24 @@ function pooledBatchMiss(cluster: ClusterInfo, gpu: GpuInfo, model: number, lamb
     // t_n + t_{n+1} - budget, normal: clamped to [0, t_n] it is E[(Y)+] - E[(Y - t_n)+].
     const mean = t + slow * a + k * t - budgetMs;
     const spread = slow * c * Math.sqrt(perMs * t);
-    missed += BATCH_WEIGHTS[j]! * (spread > 0 ? excessOver(mean, spread, 0) - excessOver(mean, spread, t) : Math.min(t, Math.max(0, mean)));
+    missed +=
+      BATCH_WEIGHTS[j]! *
+      (spread > 0 ? excessOver(mean, spread, 0) - excessOver(mean, spread, t) : Math.min(t, Math.max(0, mean)));
     time += BATCH_WEIGHTS[j]! * t;
   }
   return Math.min(1, missed / time);
 }
 
-const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] => cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
+const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] =>
+  cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
 
 /** Scores a deployment (its MPS batches are re-chosen by BDA for the rates; pooled GPUs use time sharing's). */
-export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: readonly number[], options: PoolingOptions): PlanScore {
+export function scoreDeployment(
+  cluster: ClusterInfo,
+  d: Deployment,
+  ratePerS: readonly number[],
+  options: PoolingOptions,
+): PlanScore {
   const modes = modesOf(cluster, d);
   const ps = d.placements;
   const n = ps.length;
@@ -387,7 +464,14 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   if (mpsGpus.length > 0) {
     for (const gi of mpsGpus) {
       const on = byGpu[gi]!;
-      const r = mpsGpu(cluster, cluster.gpus[gi]!, on.map((i) => ps[i]!), on.map((i) => lam[i]!), interference, options.sloFraction);
+      const r = mpsGpu(
+        cluster,
+        cluster.gpus[gi]!,
+        on.map((i) => ps[i]!),
+        on.map((i) => lam[i]!),
+        interference,
+        options.sloFraction,
+      );
       on.forEach((i, k) => {
         batch[i] = r.batches[k]!;
         tMs[i] = r.tInfMs[k]!;
@@ -558,8 +642,23 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
       let batchMiss = 1;
       if (slackMs >= 0) mine.forEach((k, j) => (batchMiss *= busy[j]! * Math.max(0, 1 - slackMs / effMs[k]!)));
       const queueMiss = q.utilisation >= 1 ? 1 : waitExceeds(q, slackMs / 1000);
-      const dynamicMiss = c === 1 && modes[ps[i]!.gpu] === 'timeshare' ? pooledBatchMiss(cluster, cluster.gpus[ps[i]!.gpu]!, ps[i]!.model, lam[i]!, fill[i]!, batch[i]!, slow[i]!, budgetMs) : 0;
-      const turnMiss = modes[ps[i]!.gpu] === 'timeshare' && cluster.gpus[ps[i]!.gpu]!.pooled === 'serial' ? serialTurnMiss(i, budgetMs) : 0;
+      const dynamicMiss =
+        c === 1 && modes[ps[i]!.gpu] === 'timeshare'
+          ? pooledBatchMiss(
+              cluster,
+              cluster.gpus[ps[i]!.gpu]!,
+              ps[i]!.model,
+              lam[i]!,
+              fill[i]!,
+              batch[i]!,
+              slow[i]!,
+              budgetMs,
+            )
+          : 0;
+      const turnMiss =
+        modes[ps[i]!.gpu] === 'timeshare' && cluster.gpus[ps[i]!.gpu]!.pooled === 'serial'
+          ? serialTurnMiss(i, budgetMs)
+          : 0;
       v += (lam[i]! / rate) * Math.max(queueMiss, batchMiss, dynamicMiss, turnMiss);
     }
     violation[m.index] = Math.min(1, v);
@@ -570,11 +669,23 @@ export function scoreDeployment(cluster: ClusterInfo, d: Deployment, ratePerS: r
   const order = ps.map((_, i) => i).sort((a, b) => ps[a]!.gpu - ps[b]!.gpu || ps[a]!.model - ps[b]!.model);
   const placements = order.map((i) => {
     const p = ps[i]!;
-    return modes[p.gpu] === 'timeshare' ? { model: p.model, gpu: p.gpu, pct: 100, batch: batch[i]!, timeoutMs: TIMESHARE_MAX_QUEUE_DELAY_MS } : { model: p.model, gpu: p.gpu, pct: p.pct, batch: batch[i]! };
+    return modes[p.gpu] === 'timeshare'
+      ? { model: p.model, gpu: p.gpu, pct: 100, batch: batch[i]!, timeoutMs: TIMESHARE_MAX_QUEUE_DELAY_MS }
+      : { model: p.model, gpu: p.gpu, pct: p.pct, batch: batch[i]! };
   });
-  const deployment: Deployment = modes.some((x) => x === 'timeshare') ? { placements, gpuModes: modes } : { placements };
+  const deployment: Deployment = modes.some((x) => x === 'timeshare')
+    ? { placements, gpuModes: modes }
+    : { placements };
   if (deploymentProblem(cluster, deployment) !== null) return infeasible(deployment, nModels);
-  return { deployment, missedPerS: missed, score: missed + UTILISATION_WEIGHT * utilTerm, violation, utilisation, meanBatch: order.map((i) => fill[i]!), batchMs: order.map((i) => effMs[i]!) };
+  return {
+    deployment,
+    missedPerS: missed,
+    score: missed + UTILISATION_WEIGHT * utilTerm,
+    violation,
+    utilisation,
+    meanBatch: order.map((i) => fill[i]!),
+    batchMs: order.map((i) => effMs[i]!),
+  };
 }
 
 /**
@@ -609,7 +720,15 @@ export function cannotFit(cluster: ClusterInfo, d: Deployment): boolean {
 }
 
 function infeasible(d: Deployment, nModels: number): PlanScore {
-  return { deployment: d, missedPerS: Infinity, score: Infinity, violation: new Array<number>(nModels).fill(1), utilisation: new Array<number>(nModels).fill(Infinity), meanBatch: d.placements.map(() => NaN), batchMs: d.placements.map(() => NaN) };
+  return {
+    deployment: d,
+    missedPerS: Infinity,
+    score: Infinity,
+    violation: new Array<number>(nModels).fill(1),
+    utilisation: new Array<number>(nModels).fill(Infinity),
+    meanBatch: d.placements.map(() => NaN),
+    batchMs: d.placements.map(() => NaN),
+  };
 }
 
 const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
@@ -646,7 +765,12 @@ function partitionShares(gpu: GpuInfo, models: readonly number[], demand: readon
 
 /** A model's demand in GPU-seconds per second on a GPU at the whole GPU (time sharing's batch). */
 function demandOn(cluster: ClusterInfo, gpu: GpuInfo, ratePerS: readonly number[]): number[] {
-  return cluster.models.map((m) => ((gpu.profileIndex[m.index] ?? -1) < 0 ? 0 : (ratePerS[m.index]! * pooledServer(cluster, gpu, m.index).ms) / (1000 * pooledServer(cluster, gpu, m.index).batch)));
+  return cluster.models.map((m) =>
+    (gpu.profileIndex[m.index] ?? -1) < 0
+      ? 0
+      : (ratePerS[m.index]! * pooledServer(cluster, gpu, m.index).ms) /
+        (1000 * pooledServer(cluster, gpu, m.index).batch),
+  );
 }
 
 /**
@@ -660,12 +784,19 @@ export function greedyPartition(cluster: ClusterInfo, ratePerS: readonly number[
   const mem = gpus.map(() => 0);
   const on: number[][] = gpus.map(() => []);
   const demand = gpus.map((g) => demandOn(cluster, g, ratePerS));
-  const order = cluster.models.map((m) => m.index).sort((a, b) => Math.max(...demand.map((d) => d[b]!)) - Math.max(...demand.map((d) => d[a]!)) || a - b);
+  const order = cluster.models
+    .map((m) => m.index)
+    .sort((a, b) => Math.max(...demand.map((d) => d[b]!)) - Math.max(...demand.map((d) => d[a]!)) || a - b);
   for (const m of order) {
     let best = -1;
     for (const g of gpus) {
       const idx = g.profileIndex[m] ?? -1;
-      if (idx < 0 || mem[g.index]! + g.model.memoryMb(idx, 1) > g.memMb || (on[g.index]!.length + 1) * g.mpsUnitPct > 100 + 1e-9) continue;
+      if (
+        idx < 0 ||
+        mem[g.index]! + g.model.memoryMb(idx, 1) > g.memMb ||
+        (on[g.index]!.length + 1) * g.mpsUnitPct > 100 + 1e-9
+      )
+        continue;
       if (best < 0 || left[g.index]! - demand[g.index]![m]! > left[best]! - demand[best]![m]! + 1e-12) best = g.index;
     }
     if (best < 0) continue;
@@ -713,7 +844,10 @@ export function balancedPartition(cluster: ClusterInfo, ratePerS: readonly numbe
     free[g.index]! -= size;
     mem[g.index]! += g.model.memoryMb(g.profileIndex[m]!, 1);
   };
-  const order = cluster.models.map((m) => m.index).filter((m) => demand[m]! > 0).sort((a, b) => demand[b]! - demand[a]! || a - b);
+  const order = cluster.models
+    .map((m) => m.index)
+    .filter((m) => demand[m]! > 0)
+    .sort((a, b) => demand[b]! - demand[a]! || a - b);
   const share = order.map((m) => demand[m]! / level); // GPUs' worth each model gets
   // Whole GPUs first, largest models first, each on the free GPU (lowest index) that holds it.
   order.forEach((m, k) => {
@@ -734,7 +868,13 @@ export function balancedPartition(cluster: ClusterInfo, ratePerS: readonly numbe
       let best: GpuInfo | undefined;
       for (const g of gpus) {
         const units = Math.floor(100 / g.mpsUnitPct + 1e-9);
-        if (!holds(g, r.m) || !fitsMem(g, r.m) || parts.some((p) => p.gpu === g.index && p.model === r.m) || parts.filter((p) => p.gpu === g.index).length >= units) continue;
+        if (
+          !holds(g, r.m) ||
+          !fitsMem(g, r.m) ||
+          parts.some((p) => p.gpu === g.index && p.model === r.m) ||
+          parts.filter((p) => p.gpu === g.index).length >= units
+        )
+          continue;
         if (free[g.index]! > 1e-9 && (!best || free[g.index]! > free[best.index]! + 1e-12)) best = g;
       }
       if (!best) break;
@@ -748,7 +888,11 @@ export function balancedPartition(cluster: ClusterInfo, ratePerS: readonly numbe
     if (on.length === 0) continue;
     const size = new Array<number>(cluster.models.length).fill(0);
     for (const p of on) size[p.model] = p.size;
-    const shares = partitionShares(g, on.map((p) => p.model), size);
+    const shares = partitionShares(
+      g,
+      on.map((p) => p.model),
+      size,
+    );
     if (!shares) continue;
     on.forEach((p, k) => out.push({ model: p.model, gpu: g.index, pct: shares[k]!, batch: 1 }));
   }
@@ -786,7 +930,9 @@ export function hybrids(cluster: ClusterInfo, plan: Deployment, ratePerS: readon
     const pooled = new Set(order.slice(0, k));
     const modes: GpuMode[] = cluster.gpus.map((g) => (pooled.has(g.index) ? 'timeshare' : 'mps'));
     const placements: Placement[] = plan.placements.filter((p) => !pooled.has(p.gpu)).map((p) => ({ ...p }));
-    for (const g of order.slice(0, k)) for (const m of fillPooled(cluster, cluster.gpus[g]!, byRate)) placements.push({ model: m, gpu: g, pct: 100, batch: 1 });
+    for (const g of order.slice(0, k))
+      for (const m of fillPooled(cluster, cluster.gpus[g]!, byRate))
+        placements.push({ model: m, gpu: g, pct: 100, batch: 1 });
     out.push({ placements, gpuModes: modes });
   }
   return out;
@@ -819,14 +965,26 @@ export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly nu
   const d = s.deployment;
   const modes = modesOf(cluster, d);
   const ps = d.placements;
-  const worst = cluster.models.map((m) => m.index).sort((a, b) => ratePerS[b]! * s.violation[b]! - ratePerS[a]! * s.violation[a]! || s.utilisation[b]! - s.utilisation[a]! || a - b);
+  const worst = cluster.models
+    .map((m) => m.index)
+    .sort(
+      (a, b) =>
+        ratePerS[b]! * s.violation[b]! - ratePerS[a]! * s.violation[a]! ||
+        s.utilisation[b]! - s.utilisation[a]! ||
+        a - b,
+    );
   const count = new Array<number>(cluster.models.length).fill(0);
   for (const p of ps) count[p.model]!++;
   const withModes = (placements: Placement[], m: GpuMode[]): Deployment => ({ placements, gpuModes: m });
   // Add the worst-served models to pooled GPUs that can hold them.
   for (const m of worst) {
     for (const g of cluster.gpus) {
-      if (modes[g.index] !== 'timeshare' || ps.some((p) => p.gpu === g.index && p.model === m) || (g.profileIndex[m] ?? -1) < 0) continue;
+      if (
+        modes[g.index] !== 'timeshare' ||
+        ps.some((p) => p.gpu === g.index && p.model === m) ||
+        (g.profileIndex[m] ?? -1) < 0
+      )
+        continue;
       yield withModes([...ps, { model: m, gpu: g.index, pct: 100, batch: 1 }], modes);
     }
   }
@@ -838,7 +996,12 @@ export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly nu
       const unit = cluster.gpus[p.gpu]!.mpsUnitPct;
       for (const q of ps) {
         if (q.gpu !== p.gpu || q.model === m || q.pct < 2 * unit - 1e-9) continue;
-        yield withModes(ps.map((x) => (x === p ? { ...x, pct: round6(x.pct + unit) } : x === q ? { ...x, pct: round6(x.pct - unit) } : x)), modes);
+        yield withModes(
+          ps.map((x) =>
+            x === p ? { ...x, pct: round6(x.pct + unit) } : x === q ? { ...x, pct: round6(x.pct - unit) } : x,
+          ),
+          modes,
+        );
       }
     }
   }
@@ -847,12 +1010,20 @@ export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly nu
     if (modes[g.index] !== 'mps') continue;
     const m2 = [...modes];
     m2[g.index] = 'timeshare';
-    yield withModes(ps.map((p) => (p.gpu === g.index ? { ...p, pct: 100 } : p)), m2);
+    yield withModes(
+      ps.map((p) => (p.gpu === g.index ? { ...p, pct: 100 } : p)),
+      m2,
+    );
   }
   // Drop a model from a pooled GPU where it has other servers (less contention for the rest).
   for (const m of [...worst].reverse()) {
     if (count[m]! < 2) continue;
-    for (const g of cluster.gpus) if (modes[g.index] === 'timeshare' && ps.some((p) => p.gpu === g.index && p.model === m)) yield withModes(ps.filter((p) => !(p.gpu === g.index && p.model === m)), modes);
+    for (const g of cluster.gpus)
+      if (modes[g.index] === 'timeshare' && ps.some((p) => p.gpu === g.index && p.model === m))
+        yield withModes(
+          ps.filter((p) => !(p.gpu === g.index && p.model === m)),
+          modes,
+        );
   }
   // Partition a pooled GPU: its models get shares in proportion to their demand there.
   for (const g of cluster.gpus) {
@@ -862,7 +1033,13 @@ export function* moves(cluster: ClusterInfo, s: PlanScore, ratePerS: readonly nu
     if (!shares) continue;
     const m2 = [...modes];
     m2[g.index] = 'mps';
-    yield withModes([...ps.filter((p) => p.gpu !== g.index), ...on.map((m, k) => ({ model: m, gpu: g.index, pct: shares[k]!, batch: 1 }))], m2);
+    yield withModes(
+      [
+        ...ps.filter((p) => p.gpu !== g.index),
+        ...on.map((m, k) => ({ model: m, gpu: g.index, pct: shares[k]!, batch: 1 })),
+      ],
+      m2,
+    );
   }
 }
 
@@ -877,7 +1054,12 @@ export interface PoolingPlan {
  * The best deployment among timeshare's, the given MPS plans, each pooled (pooledAssignment), their
  * hybrids, and a local search from the best of those, by `scoreDeployment` at `ratePerS`.
  */
-export function planPooling(cluster: ClusterInfo, ratePerS: readonly number[], mpsPlans: readonly Deployment[], options: PoolingOptions): PoolingPlan {
+export function planPooling(
+  cluster: ClusterInfo,
+  ratePerS: readonly number[],
+  mpsPlans: readonly Deployment[],
+  options: PoolingOptions,
+): PoolingPlan {
   let evaluations = 0;
   const evaluate = (d: Deployment) => {
     evaluations++;

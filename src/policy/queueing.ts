@@ -38,9 +38,18 @@ export function cosmetatosFactor(c: number, rho: number): number {
  * The pool as SERF's M/M_interf/c queue (eqs. 1-6), with deterministic service when asked (eq. 10).
  * `muPerServer[i-1]` is a server's service rate (tasks/s) when i servers are busy, i = 1..c.
  */
-export function poolQueue(lambdaPerS: number, muPerServer: readonly number[], service: ServiceKind = 'deterministic'): QueueEstimate {
+export function poolQueue(
+  lambdaPerS: number,
+  muPerServer: readonly number[],
+  service: ServiceKind = 'deterministic',
+): QueueEstimate {
   const c = muPerServer.length;
-  if (c === 0 || !(muPerServer[c - 1]! > 0)) return { utilisation: lambdaPerS > 0 ? Infinity : 0, waitProbability: lambdaPerS > 0 ? 1 : 0, meanWaitS: lambdaPerS > 0 ? Infinity : 0 };
+  if (c === 0 || !(muPerServer[c - 1]! > 0))
+    return {
+      utilisation: lambdaPerS > 0 ? Infinity : 0,
+      waitProbability: lambdaPerS > 0 ? 1 : 0,
+      meanWaitS: lambdaPerS > 0 ? Infinity : 0,
+    };
   if (!(lambdaPerS > 0)) return { utilisation: 0, waitProbability: 0, meanWaitS: 0 };
   const rho = lambdaPerS / (c * muPerServer[c - 1]!);
   if (rho >= 1) return { utilisation: rho, waitProbability: 1, meanWaitS: Infinity };

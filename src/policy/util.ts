@@ -32,7 +32,11 @@ export function placementsOn(deployment: Deployment, gpu: number): Placement[] {
  * (unless `interference` is false). Shares are as given; in timeshare mode pass 100 for each and
  * predict them one at a time.
  */
-export function predictOnGpu(gpu: GpuInfo, placements: readonly Pick<Placement, 'model' | 'batch' | 'pct'>[], interference = true): number[] {
+export function predictOnGpu(
+  gpu: GpuInfo,
+  placements: readonly Pick<Placement, 'model' | 'batch' | 'pct'>[],
+  interference = true,
+): number[] {
   const n = placements.length;
   const out = new Array<number>(n).fill(0);
   if (n === 0) return out;
@@ -66,7 +70,8 @@ export function deploymentProblem(cluster: ClusterInfo, d: Deployment): string |
     const gpu = cluster.gpus[p.gpu];
     if (!gpu) return `placements[${i}].gpu: no GPU ${p.gpu}`;
     if (!cluster.models[p.model]) return `placements[${i}].model: no model ${p.model}`;
-    if ((gpu.profileIndex[p.model] ?? -1) < 0) return `placements[${i}]: profile ${gpu.profileId} has no model ${cluster.models[p.model]!.name}`;
+    if ((gpu.profileIndex[p.model] ?? -1) < 0)
+      return `placements[${i}]: profile ${gpu.profileId} has no model ${cluster.models[p.model]!.name}`;
     if (!Number.isInteger(p.batch) || p.batch < 1) return `placements[${i}].batch: must be an integer >= 1`;
     if (!(p.pct > 0 && p.pct <= 100)) return `placements[${i}].pct: must be in (0, 100]`;
     const key = `${p.model}@${p.gpu}`;
@@ -80,7 +85,8 @@ export function deploymentProblem(cluster: ClusterInfo, d: Deployment): string |
   for (const [g, pct] of perGpuPct.entries()) if (pct > 100 + 1e-6) return `gpu ${g}: shares sum to ${pct}%`;
   for (const [g, list] of perGpu) {
     const mem = memoryOnGpu(cluster.gpus[g]!, list);
-    if (mem > cluster.gpus[g]!.memMb + 1e-6) return `gpu ${g}: memory ${mem.toFixed(0)} MB > ${cluster.gpus[g]!.memMb} MB`;
+    if (mem > cluster.gpus[g]!.memMb + 1e-6)
+      return `gpu ${g}: memory ${mem.toFixed(0)} MB > ${cluster.gpus[g]!.memMb} MB`;
   }
   return null;
 }

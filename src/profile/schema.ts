@@ -53,12 +53,21 @@ export const ModelProfileSchema = z
     const batches = new Set(m.runSamples.map((s) => s.batch));
     const pcts = new Set(m.runSamples.map((s) => s.pct));
     if (batches.size < 2 || pcts.size < 2) {
-      ctx.addIssue({ code: 'custom', path: ['runSamples'], message: 'must span at least two batch sizes and two shares' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['runSamples'],
+        message: 'must span at least two batch sizes and two shares',
+      });
     }
     const seen = new Set<string>();
     m.runSamples.forEach((s, i) => {
       const key = `${s.batch}/${s.pct}`;
-      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['runSamples', i], message: `duplicate sample at batch ${s.batch}, pct ${s.pct}` });
+      if (seen.has(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['runSamples', i],
+          message: `duplicate sample at batch ${s.batch}, pct ${s.pct}`,
+        });
       seen.add(key);
     });
   });
@@ -79,19 +88,17 @@ export const GpuHardwareSchema = z
   .strict();
 
 export const GpuSchema = GpuHardwareSchema.extend({
-    /** `int = alphaS * (models on the GPU) + betaS` per kernel (ms) when more than one model shares the GPU. */
-    schedInterference: z.object({ alphaSMs: z.number().finite(), betaSMs: z.number().finite() }).strict(),
-    /**
-     * Weight of a model's own L2 utilisation in its cache contention when it shares the GPU
-     * (docs/latency-model.md, "Cache contention"). 0 is the paper's form exactly.
-     */
-    cacheSelfWeight: nonNegative.default(0),
+  /** `int = alphaS * (models on the GPU) + betaS` per kernel (ms) when more than one model shares the GPU. */
+  schedInterference: z.object({ alphaSMs: z.number().finite(), betaSMs: z.number().finite() }).strict(),
+  /**
+   * Weight of a model's own L2 utilisation in its cache contention when it shares the GPU
+   * (docs/latency-model.md, "Cache contention"). 0 is the paper's form exactly.
+   */
+  cacheSelfWeight: nonNegative.default(0),
 }).strict();
 
 /** Bandwidths of the LWR Gaussian kernel, in the log-batch and log-share coordinates it works in. */
-export const LwrSettingsSchema = z
-  .object({ bandwidthLogBatch: positive, bandwidthLogPct: positive })
-  .strict();
+export const LwrSettingsSchema = z.object({ bandwidthLogBatch: positive, bandwidthLogPct: positive }).strict();
 
 export const ProfileSchema = z
   .object({
@@ -100,7 +107,9 @@ export const ProfileSchema = z
     gpu: GpuSchema,
     lwr: LwrSettingsSchema,
     provenance: ProvenanceSchema,
-    models: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/), ModelProfileSchema).refine((m) => Object.keys(m).length > 0, 'must hold at least one model'),
+    models: z
+      .record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/), ModelProfileSchema)
+      .refine((m) => Object.keys(m).length > 0, 'must hold at least one model'),
   })
   .strict();
 

@@ -75,7 +75,13 @@ export function workerKey(w: WorkerIdentity): string {
 }
 
 export function sameWorker(a: WorkerIdentity, b: WorkerIdentity): boolean {
-  return a.workerId === b.workerId && a.model === b.model && a.gpu === b.gpu && a.pct === b.pct && a.generation === b.generation;
+  return (
+    a.workerId === b.workerId &&
+    a.model === b.model &&
+    a.gpu === b.gpu &&
+    a.pct === b.pct &&
+    a.generation === b.generation
+  );
 }
 
 /** "w2 (mobilenet on GPU 0 at 50%, generation 7)", for errors and logs. */
@@ -83,7 +89,13 @@ export function describeWorker(w: WorkerIdentity): string {
   return `${w.workerId} (${w.model} on GPU ${w.gpu} at ${w.pct}%, generation ${w.generation})`;
 }
 
-export const BatchErrorReasonSchema = z.enum(['worker-failed', 'worker-retired', 'unknown-worker', 'wrong-worker', 'bad-batch']);
+export const BatchErrorReasonSchema = z.enum([
+  'worker-failed',
+  'worker-retired',
+  'unknown-worker',
+  'wrong-worker',
+  'bad-batch',
+]);
 export type BatchErrorReason = z.infer<typeof BatchErrorReasonSchema>;
 
 export const FromAgentSchema = z.discriminatedUnion('type', [
@@ -104,21 +116,64 @@ export const FromAgentSchema = z.discriminatedUnion('type', [
     .object({
       v,
       type: z.literal('telemetry'),
-      gpus: z.array(z.object({ index: z.number().int(), utilPct: z.number().nullable(), memUsedMb: z.number().nullable() }).strict()),
-      workers: z.array(z.object({ workerId: z.string(), batches: z.number().int().nonnegative(), meanLatencyMs: z.number().nullable() }).strict()),
+      gpus: z.array(
+        z
+          .object({ index: z.number().int(), utilPct: z.number().nullable(), memUsedMb: z.number().nullable() })
+          .strict(),
+      ),
+      workers: z.array(
+        z
+          .object({
+            workerId: z.string(),
+            batches: z.number().int().nonnegative(),
+            meanLatencyMs: z.number().nullable(),
+          })
+          .strict(),
+      ),
     })
     .strict(),
-  z.object({ v, type: z.literal('result'), batchId: z.string(), workerId: z.string(), latencyMs: z.number().nonnegative(), outputs: z.array(TensorRefSchema) }).strict(),
-  z.object({ v, type: z.literal('batchError'), batchId: z.string(), workerId: z.string(), reason: BatchErrorReasonSchema, message: z.string() }).strict(),
+  z
+    .object({
+      v,
+      type: z.literal('result'),
+      batchId: z.string(),
+      workerId: z.string(),
+      latencyMs: z.number().nonnegative(),
+      outputs: z.array(TensorRefSchema),
+    })
+    .strict(),
+  z
+    .object({
+      v,
+      type: z.literal('batchError'),
+      batchId: z.string(),
+      workerId: z.string(),
+      reason: BatchErrorReasonSchema,
+      message: z.string(),
+    })
+    .strict(),
 ]);
 export type FromAgent = z.infer<typeof FromAgentSchema>;
 
 export const ToAgentSchema = z.discriminatedUnion('type', [
   z.object({ v, type: z.literal('welcome'), heartbeatMs: z.number().int().positive() }).strict(),
   /** The whole set of workers this agent should run; it reconciles toward it (shadow swaps for new shares). */
-  z.object({ v, type: z.literal('desired'), generation: z.number().int().nonnegative(), workers: z.array(DesiredWorkerSchema) }).strict(),
+  z
+    .object({
+      v,
+      type: z.literal('desired'),
+      generation: z.number().int().nonnegative(),
+      workers: z.array(DesiredWorkerSchema),
+    })
+    .strict(),
   /** A batch for one worker, named by its whole identity: an agent whose worker is not that one refuses it (`wrong-worker`). */
-  WorkerIdentitySchema.extend({ v, type: z.literal('batch'), batchId: z.string(), size: z.number().int().positive(), inputs: z.array(TensorRefSchema) }).strict(),
+  WorkerIdentitySchema.extend({
+    v,
+    type: z.literal('batch'),
+    batchId: z.string(),
+    size: z.number().int().positive(),
+    inputs: z.array(TensorRefSchema),
+  }).strict(),
   z.object({ v, type: z.literal('error'), message: z.string() }).strict(),
 ]);
 export type ToAgent = z.infer<typeof ToAgentSchema>;

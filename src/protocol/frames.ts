@@ -108,7 +108,10 @@ export class FrameDecoder {
           const p = chunk.readUInt32BE(at + 4);
           checkSizes(h, p);
           if (chunk.length - at >= 8 + h + p) {
-            out.push({ header: parseHeader(chunk.subarray(at + 8, at + 8 + h)), payload: chunk.subarray(at + 8 + h, at + 8 + h + p) });
+            out.push({
+              header: parseHeader(chunk.subarray(at + 8, at + 8 + h)),
+              payload: chunk.subarray(at + 8 + h, at + 8 + h + p),
+            });
             at += 8 + h + p;
             continue;
           }

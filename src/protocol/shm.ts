@@ -22,7 +22,8 @@ export class SlotAllocator {
   private usedBytes = 0;
 
   constructor(readonly bytes: number) {
-    if (!Number.isInteger(bytes) || bytes < SLOT_ALIGN) throw new RangeError(`a region of ${bytes} bytes: expected an integer of at least ${SLOT_ALIGN}`);
+    if (!Number.isInteger(bytes) || bytes < SLOT_ALIGN)
+      throw new RangeError(`a region of ${bytes} bytes: expected an integer of at least ${SLOT_ALIGN}`);
     this.freeList = [{ start: 0, bytes: bytes - (bytes % SLOT_ALIGN) }];
   }
 
@@ -90,7 +91,12 @@ export type SampleSlot = readonly [number, number] | null;
  * copies. A string says what is wrong (the batch is refused): a descriptor whose length is not the
  * sample's, one outside the region, a payload of another length than its inline samples add up to.
  */
-export function sampleViews<B extends Uint8Array>(slots: readonly SampleSlot[], sampleBytes: readonly number[], payload: B, region: B | null): B[] | string {
+export function sampleViews<B extends Uint8Array>(
+  slots: readonly SampleSlot[],
+  sampleBytes: readonly number[],
+  payload: B,
+  region: B | null,
+): B[] | string {
   if (slots.length !== sampleBytes.length) return `${slots.length} slots for ${sampleBytes.length} samples`;
   const out: B[] = [];
   let at = 0;
@@ -105,7 +111,8 @@ export function sampleViews<B extends Uint8Array>(slots: readonly SampleSlot[], 
     if (region === null) return `sample ${k} is in shared memory, but this worker has not mapped a region`;
     const [offset, bytes] = s;
     if (bytes !== n) return `sample ${k}: its slot holds ${bytes} bytes, the input says ${n}`;
-    if (!Number.isInteger(offset) || offset < 0 || offset + bytes > region.length) return `sample ${k}: slot [${offset}, ${bytes}] is outside the region of ${region.length} bytes`;
+    if (!Number.isInteger(offset) || offset < 0 || offset + bytes > region.length)
+      return `sample ${k}: slot [${offset}, ${bytes}] is outside the region of ${region.length} bytes`;
     out.push(region.subarray(offset, offset + bytes) as B);
   }
   if (at !== payload.length) return `the payload has ${payload.length} bytes, its inline samples add up to ${at}`;

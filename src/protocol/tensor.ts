@@ -52,7 +52,9 @@ export const SampleEncodingSchema = z.enum(['FP32', 'UINT8', 'JPEG', 'PNG']);
 export type SampleEncoding = z.infer<typeof SampleEncodingSchema>;
 
 /** One sample of a batch input sent as `encoding`, `byteLength` bytes of the payload. */
-export const SampleRefSchema = z.object({ encoding: SampleEncodingSchema, byteLength: z.number().int().nonnegative() }).strict();
+export const SampleRefSchema = z
+  .object({ encoding: SampleEncodingSchema, byteLength: z.number().int().nonnegative() })
+  .strict();
 export type SampleRef = z.infer<typeof SampleRefSchema>;
 
 /** A sample of a batch output that is not an answer: its input could not be decoded (`message` says why). */
@@ -103,7 +105,11 @@ export interface InputForm {
 export function inputForms(spec: TensorSpec): InputForm[] {
   const own: InputForm = { datatype: spec.datatype, shape: spec.shape, content: 'tensor' };
   if (!spec.image) return [own];
-  return [own, { datatype: 'UINT8', shape: spec.shape, content: 'uint8-image' }, { datatype: 'BYTES', shape: [1], content: 'encoded-image' }];
+  return [
+    own,
+    { datatype: 'UINT8', shape: spec.shape, content: 'uint8-image' },
+    { datatype: 'BYTES', shape: [1], content: 'encoded-image' },
+  ];
 }
 
 export interface ModelSignature {
@@ -129,7 +135,11 @@ export function tensorBytes(datatype: Datatype, shape: readonly number[]): numbe
 export function modelSignature(inputBytes: number, outputBytes: number): ModelSignature {
   const image = inputBytes === 4 * 3 * 224 * 224;
   return {
-    inputs: [image ? { name: 'input', datatype: 'FP32', shape: [3, 224, 224], image: true } : { name: 'input', datatype: 'FP32', shape: [Math.max(1, Math.round(inputBytes / 4))] }],
+    inputs: [
+      image
+        ? { name: 'input', datatype: 'FP32', shape: [3, 224, 224], image: true }
+        : { name: 'input', datatype: 'FP32', shape: [Math.max(1, Math.round(inputBytes / 4))] },
+    ],
     outputs: [{ name: 'output', datatype: 'FP32', shape: [Math.max(1, Math.round(outputBytes / 4))] }],
   };
 }

@@ -10,7 +10,9 @@ export const WORKER_PROTOCOL_VERSION = 1;
 const v = z.literal(WORKER_PROTOCOL_VERSION);
 
 /** A batch another worker is running on the same GPU when this one starts (simulated GPUs only). */
-export const RunningBatchSchema = z.object({ model: z.string(), batch: z.number().int().positive(), pct: z.number().positive().max(100) }).strict();
+export const RunningBatchSchema = z
+  .object({ model: z.string(), batch: z.number().int().positive(), pct: z.number().positive().max(100) })
+  .strict();
 export type RunningBatch = z.infer<typeof RunningBatchSchema>;
 
 export const ToWorkerSchema = z.discriminatedUnion('type', [
@@ -54,7 +56,10 @@ export const ToWorkerSchema = z.discriminatedUnion('type', [
        * (read-only) answers `attached` with `shm: true`, and batches on this connection may carry
        * `slots`; one that cannot answers `shm: false` with why, or nothing (both: bytes as before).
        */
-      shm: z.object({ path: z.string().min(1), bytes: z.number().int().positive() }).strict().optional(),
+      shm: z
+        .object({ path: z.string().min(1), bytes: z.number().int().positive() })
+        .strict()
+        .optional(),
     })
     .strict(),
 ]);
@@ -88,7 +93,15 @@ export const FromWorkerSchema = z.discriminatedUnion('type', [
     })
     .strict(),
   /** Batch `id` failed; the worker goes on taking batches. `wrong-worker`: it was not this worker's (nothing ran). */
-  z.object({ v, type: z.literal('error'), id: z.string(), message: z.string(), reason: z.literal('wrong-worker').optional() }).strict(),
+  z
+    .object({
+      v,
+      type: z.literal('error'),
+      id: z.string(),
+      message: z.string(),
+      reason: z.literal('wrong-worker').optional(),
+    })
+    .strict(),
   /** The answer to an `attach` that named a shared-memory region: whether the worker mapped it (else why not). */
   z.object({ v, type: z.literal('attached'), shm: z.boolean(), message: z.string().optional() }).strict(),
   /** The worker cannot go on (sent before it exits, when it can). */
@@ -109,7 +122,9 @@ export const WORKER_ENV = {
 } as const;
 
 /** A data-socket address: `unix:PATH` or `tcp:HOST:PORT`. */
-export type DataAddress = { readonly kind: 'unix'; readonly path: string } | { readonly kind: 'tcp'; readonly host: string; readonly port: number };
+export type DataAddress =
+  | { readonly kind: 'unix'; readonly path: string }
+  | { readonly kind: 'tcp'; readonly host: string; readonly port: number };
 
 /** Parses `unix:PATH` / `tcp:HOST:PORT` (IPv6 hosts in brackets); a string naming why when it is neither. */
 export function parseDataAddress(s: string): DataAddress | string {

@@ -30,18 +30,29 @@ export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profi
   });
   s.models.forEach((m, i) => {
     const what = m.profileModel ?? m.name;
-    if (!gpuProfiles.some((p) => p.models[what])) throw new ScenarioError(`models[${i}].${m.profileModel === undefined ? 'name' : 'profileModel'}: no GPU profile of this scenario has model '${what}'`);
+    if (!gpuProfiles.some((p) => p.models[what]))
+      throw new ScenarioError(
+        `models[${i}].${m.profileModel === undefined ? 'name' : 'profileModel'}: no GPU profile of this scenario has model '${what}'`,
+      );
   });
   return buildCluster(gpuProfiles, s.models, pooled);
 }
 
 /** Arrival streams for one run; `loadScale` multiplies every rate; `runSeed` varies the draw. */
-export function scenarioStreams(s: Scenario, traces: ReadonlyMap<string, readonly number[]>, loadScale = 1, runSeed = s.seed): ArrivalStream[] {
+export function scenarioStreams(
+  s: Scenario,
+  traces: ReadonlyMap<string, readonly number[]>,
+  loadScale = 1,
+  runSeed = s.seed,
+): ArrivalStream[] {
   return s.models.map((m, i) => {
     if (m.rate.kind === 'trace') {
       const times = traces.get(m.rate.file);
       if (!times) throw new ScenarioError(`models[${i}].rate.file: trace '${m.rate.file}' not loaded`);
-      return new TraceStream(times.map((t) => t * 1000), loadScale);
+      return new TraceStream(
+        times.map((t) => t * 1000),
+        loadScale,
+      );
     }
     const cv = m.arrival.process === 'gamma' ? m.arrival.cv : 1;
     return new RenewalStream(rateFunction(m.rate, loadScale), new Rng(mixSeed(runSeed, i, 0x61727269)), cv);
@@ -80,7 +91,8 @@ export function parseTrace(text: string, where: string): number[] {
     const t = line.replace(/#.*/, '').trim();
     if (t === '') return;
     const v = Number(t);
-    if (!Number.isFinite(v) || v < 0) throw new ScenarioError(`${where}:${i + 1}: not a non-negative number of seconds: '${t}'`);
+    if (!Number.isFinite(v) || v < 0)
+      throw new ScenarioError(`${where}:${i + 1}: not a non-negative number of seconds: '${t}'`);
     out.push(v);
   });
   return out;

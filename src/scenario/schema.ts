@@ -27,7 +27,10 @@ const RateSchema = z.discriminatedUnion('kind', [
     })
     .strict()
     .refine((t) => t.maxPerS >= t.minPerS, { message: 'maxPerS must be >= minPerS', path: ['maxPerS'] })
-    .refine((t) => t.startPerS === undefined || (t.startPerS >= t.minPerS && t.startPerS <= t.maxPerS), { message: 'startPerS must lie in [minPerS, maxPerS]', path: ['startPerS'] }),
+    .refine((t) => t.startPerS === undefined || (t.startPerS >= t.minPerS && t.startPerS <= t.maxPerS), {
+      message: 'startPerS must lie in [minPerS, maxPerS]',
+      path: ['startPerS'],
+    }),
   z
     .object({
       kind: z.literal('diurnal'),
@@ -78,7 +81,10 @@ export const ScenarioSchema = z
              * one network be served under several names, e.g. at several SLO tiers; simulator only
              * (`inss bench`, `inss train`): live workers load a model by its name.
              */
-            profileModel: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/).optional(),
+            profileModel: z
+              .string()
+              .regex(/^[a-z0-9][a-z0-9_-]*$/)
+              .optional(),
             sloMs: positive,
             arrival: ArrivalSchema.default({ process: 'poisson' }),
             rate: RateSchema,
@@ -101,7 +107,11 @@ export const ScenarioSchema = z
     /** What a pooled (time-shared) GPU does with different models' batches ready at once (src/model/pooledGpu.ts), for every GPU entry that does not say. */
     timeshareGpu: z.enum(POOLED_GPU_MODES).default(DEFAULT_POOLED_GPU_MODE),
     groundTruth: z
-      .object({ systematicErrorPct: nonNegative.default(3), noisePct: nonNegative.default(2), dramAlpha: nonNegative.default(0.08) })
+      .object({
+        systematicErrorPct: nonNegative.default(3),
+        noisePct: nonNegative.default(2),
+        dramAlpha: nonNegative.default(0.08),
+      })
       .strict()
       .default({ systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 }),
   })
@@ -109,12 +119,19 @@ export const ScenarioSchema = z
   .superRefine((s, ctx) => {
     const seen = new Set<string>();
     s.models.forEach((m, i) => {
-      if (seen.has(m.name)) ctx.addIssue({ code: 'custom', path: ['models', i, 'name'], message: `duplicate model '${m.name}'` });
+      if (seen.has(m.name))
+        ctx.addIssue({ code: 'custom', path: ['models', i, 'name'], message: `duplicate model '${m.name}'` });
       seen.add(m.name);
       const timeoutMs = m.queuePolicy?.timeoutMs;
-      if (timeoutMs !== undefined && timeoutMs > m.sloMs) ctx.addIssue({ code: 'custom', path: ['models', i, 'queuePolicy', 'timeoutMs'], message: `must not exceed the model's sloMs (${m.sloMs}): a task served after its SLO is late whatever its timeout` });
+      if (timeoutMs !== undefined && timeoutMs > m.sloMs)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, 'queuePolicy', 'timeoutMs'],
+          message: `must not exceed the model's sloMs (${m.sloMs}): a task served after its SLO is late whatever its timeout`,
+        });
     });
-    if (s.epochS > s.durationS) ctx.addIssue({ code: 'custom', path: ['epochS'], message: 'must not exceed durationS' });
+    if (s.epochS > s.durationS)
+      ctx.addIssue({ code: 'custom', path: ['epochS'], message: 'must not exceed durationS' });
   });
 
 export type Scenario = z.infer<typeof ScenarioSchema>;

@@ -57,7 +57,8 @@ export interface ClassifiedTensor {
   readonly strings: string[];
 }
 
-export type Classified = { readonly ok: true; readonly tensor: ClassifiedTensor } | { readonly ok: false; readonly error: string };
+export type Classified =
+  { readonly ok: true; readonly tensor: ClassifiedTensor } | { readonly ok: false; readonly error: string };
 
 /** Datatypes Triton classifies (it refuses FP16 and BOOL; BYTES is never a model output in inss). */
 export function classifiable(d: Datatype): boolean {
@@ -92,7 +93,9 @@ export function formatFixed6(v: number, negativeNaN = false): string {
 }
 
 /** One element's value as Triton writes it, and a key to rank by (NaN: -Infinity, below everything). */
-function reader(datatype: Datatype): ((data: Buffer, o: number) => { text: string; key: number | bigint; nan: boolean }) | null {
+function reader(
+  datatype: Datatype,
+): ((data: Buffer, o: number) => { text: string; key: number | bigint; nan: boolean }) | null {
   switch (datatype) {
     case 'FP32':
       return (d, o) => {
@@ -147,18 +150,29 @@ export function serializeBytes(strings: readonly string[]): Buffer {
  * `labels[k]` names class k (null or shorter: no label for the classes beyond); `batched`: the model
  * takes a batch dimension (Triton's max_batch_size > 0; every inss model does).
  */
-export function classify(t: ClassifiedInput, count: number, labels: readonly string[] | null, batched: boolean): Classified {
+export function classify(
+  t: ClassifiedInput,
+  count: number,
+  labels: readonly string[] | null,
+  batched: boolean,
+): Classified {
   const read = reader(t.datatype);
-  if (!read) return { ok: false, error: `class result not available for output due to unsupported type '${t.datatype}'` };
-  if (!Number.isInteger(count) || count < 1) return { ok: false, error: `classification: expected an integer >= 1, got ${count}` };
+  if (!read)
+    return { ok: false, error: `class result not available for output due to unsupported type '${t.datatype}'` };
+  if (!Number.isInteger(count) || count < 1)
+    return { ok: false, error: `classification: expected an integer >= 1, got ${count}` };
   const hasBatch = batched && t.shape.length > 0;
   const samples = hasBatch ? t.shape[0]! : 1;
   const perSample = elementCount(hasBatch ? t.shape.slice(1) : t.shape);
   const size = DATATYPE_BYTES[t.datatype];
   if (t.data.length !== samples * perSample * size) {
-    return { ok: false, error: `the output is ${t.data.length} bytes, but shape [${t.shape.join(',')}] of ${t.datatype} is ${samples * perSample * size}` };
+    return {
+      ok: false,
+      error: `the output is ${t.data.length} bytes, but shape [${t.shape.join(',')}] of ${t.datatype} is ${samples * perSample * size}`,
+    };
   }
-  if (count > perSample) return { ok: false, error: `classification: ${count} classes asked, but each sample has ${perSample}` };
+  if (count > perSample)
+    return { ok: false, error: `classification: ${count} classes asked, but each sample has ${perSample}` };
   const strings: string[] = [];
   const values = new Array<ReturnType<NonNullable<typeof read>>>(perSample);
   const order = new Array<number>(perSample);
@@ -181,5 +195,8 @@ export function classify(t: ClassifiedInput, count: number, labels: readonly str
       strings.push(label === undefined ? `${values[k]!.text}:${k}` : `${values[k]!.text}:${k}:${label}`);
     }
   }
-  return { ok: true, tensor: { datatype: 'BYTES', shape: hasBatch ? [samples, count] : [count], data: serializeBytes(strings), strings } };
+  return {
+    ok: true,
+    tensor: { datatype: 'BYTES', shape: hasBatch ? [samples, count] : [count], data: serializeBytes(strings), strings },
+  };
 }

@@ -64,7 +64,10 @@ function hexStart(b: Uint8Array): string {
 function sized(format: ImageFormat, width: number, height: number): ImageHeader {
   if (width < 1 || height < 1) return { ok: false, reason: `the ${format} header says ${width} x ${height} pixels` };
   if (width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE || width * height > MAX_IMAGE_PIXELS) {
-    return { ok: false, reason: `the ${format} header says ${width} x ${height} pixels, over the limit (sides up to ${MAX_IMAGE_SIDE}, at most ${MAX_IMAGE_PIXELS} pixels)` };
+    return {
+      ok: false,
+      reason: `the ${format} header says ${width} x ${height} pixels, over the limit (sides up to ${MAX_IMAGE_SIDE}, at most ${MAX_IMAGE_PIXELS} pixels)`,
+    };
   }
   return { ok: true, format, width, height };
 }
@@ -77,10 +80,12 @@ function pngHeader(b: Uint8Array): ImageHeader {
   if (b.length < 33) return { ok: false, reason: `a PNG of ${b.length} bytes is shorter than its header (33 bytes)` };
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const type = String.fromCharCode(b[12]!, b[13]!, b[14]!, b[15]!);
-  if (view.getUint32(8) !== 13 || type !== 'IHDR') return { ok: false, reason: 'the PNG does not start with its IHDR chunk' };
+  if (view.getUint32(8) !== 13 || type !== 'IHDR')
+    return { ok: false, reason: 'the PNG does not start with its IHDR chunk' };
   const depth = b[24]!;
   const colour = b[25]!;
-  if (![0, 2, 3, 4, 6].includes(colour)) return { ok: false, reason: `the PNG header says colour type ${colour} (valid: 0, 2, 3, 4, 6)` };
+  if (![0, 2, 3, 4, 6].includes(colour))
+    return { ok: false, reason: `the PNG header says colour type ${colour} (valid: 0, 2, 3, 4, 6)` };
   if (depth !== 8) return { ok: false, reason: `the PNG has ${depth}-bit samples (inss decodes 8-bit PNG)` };
   if (b[28]! > 1) return { ok: false, reason: `the PNG header says interlace method ${b[28]} (valid: 0, 1)` };
   return sized('PNG', view.getUint32(16), view.getUint32(20));
@@ -100,11 +105,16 @@ function jpegHeader(b: Uint8Array): ImageHeader {
     const marker = b[i]!;
     i++;
     if (marker === 0xd8 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue; // no length
-    if (marker === 0xd9 || marker === 0xda) return { ok: false, reason: 'the JPEG has no frame header (SOF) before its image data' };
+    if (marker === 0xd9 || marker === 0xda)
+      return { ok: false, reason: 'the JPEG has no frame header (SOF) before its image data' };
     if (i + 2 > b.length) break;
     const length = (b[i]! << 8) | b[i + 1]!;
     if (length < 2) return { ok: false, reason: `the JPEG has a segment of length ${length} at byte ${i}` };
-    if (SOF_OTHER.has(marker)) return { ok: false, reason: `the JPEG is coded with SOF marker 0x${marker.toString(16)} (inss decodes baseline and progressive JPEG: 0xc0-0xc2)` };
+    if (SOF_OTHER.has(marker))
+      return {
+        ok: false,
+        reason: `the JPEG is coded with SOF marker 0x${marker.toString(16)} (inss decodes baseline and progressive JPEG: 0xc0-0xc2)`,
+      };
     if (SOF_DECODED.has(marker)) {
       if (i + 8 > b.length) break;
       const precision = b[i + 2]!;
@@ -112,7 +122,11 @@ function jpegHeader(b: Uint8Array): ImageHeader {
       const width = (b[i + 5]! << 8) | b[i + 6]!;
       const components = b[i + 7]!;
       if (precision !== 8) return { ok: false, reason: `the JPEG has ${precision}-bit samples (inss decodes 8-bit)` };
-      if (components !== 1 && components !== 3) return { ok: false, reason: `the JPEG has ${components} colour components (inss decodes 1, grey, or 3, colour)` };
+      if (components !== 1 && components !== 3)
+        return {
+          ok: false,
+          reason: `the JPEG has ${components} colour components (inss decodes 1, grey, or 3, colour)`,
+        };
       return sized('JPEG', width, height);
     }
     i += length;
@@ -127,7 +141,8 @@ function jpegHeader(b: Uint8Array): ImageHeader {
  * reading them): the image may still fail to decode in the worker, which then answers that task alone.
  */
 export function imageHeader(b: Uint8Array): ImageHeader {
-  if (b.length > MAX_IMAGE_BYTES) return { ok: false, reason: `the image is ${b.length} bytes, over the limit of ${MAX_IMAGE_BYTES}` };
+  if (b.length > MAX_IMAGE_BYTES)
+    return { ok: false, reason: `the image is ${b.length} bytes, over the limit of ${MAX_IMAGE_BYTES}` };
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return jpegHeader(b);
   if (b.length >= 8 && PNG_SIGNATURE.every((x, k) => b[k] === x)) return pngHeader(b);
   return { ok: false, reason: `not a JPEG or PNG image (it starts with ${b.length === 0 ? 'nothing' : hexStart(b)})` };
@@ -140,7 +155,12 @@ export function resizedAxis(length: number, other: number, side: number): { resi
 }
 
 /** For each output index along one axis: the two source indices and the weight of the second (PyTorch's bilinear, align_corners=False). */
-function axisTaps(inLength: number, resized: number, start: number, side: number): { i0: Int32Array; i1: Int32Array; w1: Float32Array } {
+function axisTaps(
+  inLength: number,
+  resized: number,
+  start: number,
+  side: number,
+): { i0: Int32Array; i1: Int32Array; w1: Float32Array } {
   const i0 = new Int32Array(side);
   const i1 = new Int32Array(side);
   const w1 = new Float32Array(side);
@@ -160,7 +180,15 @@ function axisTaps(inLength: number, resized: number, start: number, side: number
  * R, G, B first (stride 4 for RGBA, whose alpha is ignored). Writes 3 x side x side FP32 values into
  * `out` from `offset`. O(side^2).
  */
-export function preprocessPixels(pixels: Uint8Array, width: number, height: number, stride: number, out: Float32Array, offset: number, side: number): void {
+export function preprocessPixels(
+  pixels: Uint8Array,
+  width: number,
+  height: number,
+  stride: number,
+  out: Float32Array,
+  offset: number,
+  side: number,
+): void {
   const plane = side * side;
   const scale = SCALE;
   const bias = BIAS;

@@ -47,7 +47,11 @@ export const DEFAULT_QUEUE_POLICY: QueuePolicy = { delay: true, timeoutMs: NaN, 
 /** The policy in force for a model's configuration (absent: the default). */
 export function resolveQueuePolicy(c: QueuePolicyConfig | undefined): QueuePolicy {
   if (c === undefined) return DEFAULT_QUEUE_POLICY;
-  return { delay: (c.timeoutAction ?? 'delay') === 'delay', timeoutMs: c.timeoutMs ?? NaN, maxQueueSize: c.maxQueueSize ?? DEFAULT_MAX_QUEUE_SIZE };
+  return {
+    delay: (c.timeoutAction ?? 'delay') === 'delay',
+    timeoutMs: c.timeoutMs ?? NaN,
+    maxQueueSize: c.maxQueueSize ?? DEFAULT_MAX_QUEUE_SIZE,
+  };
 }
 
 /**

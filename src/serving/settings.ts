@@ -20,14 +20,21 @@ export const DEFAULT_SERVING_SETTINGS: ServingSettings = { epochMs: 1000, monito
 
 /** The scenario's settings (its epochS and monitorWindowS), with the defaults for the rest. */
 export function servingSettings(s: Pick<Scenario, 'epochS' | 'monitorWindowS'>): ServingSettings {
-  return ServingSettingsSchema.parse({ ...DEFAULT_SERVING_SETTINGS, epochMs: Math.round(s.epochS * 1000), monitorWindowMs: Math.round(s.monitorWindowS * 1000) });
+  return ServingSettingsSchema.parse({
+    ...DEFAULT_SERVING_SETTINGS,
+    epochMs: Math.round(s.epochS * 1000),
+    monitorWindowMs: Math.round(s.monitorWindowS * 1000),
+  });
 }
 
 /**
  * The scenario's settings with an operator's overrides (undefined: keep the scenario's). Throws a
  * RangeError naming the setting when an override is not valid.
  */
-export function withOverrides(base: ServingSettings, overrides: Partial<Record<keyof ServingSettings, number | undefined>>): ServingSettings {
+export function withOverrides(
+  base: ServingSettings,
+  overrides: Partial<Record<keyof ServingSettings, number | undefined>>,
+): ServingSettings {
   const merged: Record<string, number> = { ...base };
   for (const [k, v] of Object.entries(overrides)) if (v !== undefined) merged[k] = v;
   const r = ServingSettingsSchema.safeParse(merged);

@@ -18,7 +18,13 @@ export function modelOffset(model: string): number {
  * The stand-in outputs of `size` samples of `inPerSample` FP32 inputs each, `outPerSample` per sample.
  * `x`: the samples one after another, or each sample's own array (read in place from shared memory).
  */
-export function standInForward(model: string, x: Float32Array | readonly Float32Array[], size: number, inPerSample: number, outPerSample: number): Float32Array {
+export function standInForward(
+  model: string,
+  x: Float32Array | readonly Float32Array[],
+  size: number,
+  inPerSample: number,
+  outPerSample: number,
+): Float32Array {
   const c = modelOffset(model);
   const y = new Float32Array(size * outPerSample);
   for (let s = 0; s < size; s++) {

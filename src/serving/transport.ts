@@ -65,7 +65,11 @@ export type TransportModel = z.infer<typeof TransportModelSchema>;
 export function transportFields(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const r = raw as Record<string, unknown>;
-  return Object.fromEntries(['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'clientMs', 'spread', 'wayInSpread'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
+  return Object.fromEntries(
+    ['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'clientMs', 'spread', 'wayInSpread']
+      .filter((k) => r[k] !== undefined)
+      .map((k) => [k, r[k]]),
+  );
 }
 
 /** A request's way in under the model (ms) for a request of `bytes` bytes (0 without a way-in term). */

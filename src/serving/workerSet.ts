@@ -56,18 +56,43 @@ export interface ApplyPlan<W> {
  * The plan for moving `workers` toward `d` (see the file header). `first`: the deployment at time 0
  * of a simulation, which starts warm (no shadows, nothing replaced).
  */
-export function planApply<W>(workers: readonly W[], view: WorkerView<W>, d: Deployment, currentModes: readonly GpuMode[], nModels: number, nGpus: number, first = false): ApplyPlan<W> {
+export function planApply<W>(
+  workers: readonly W[],
+  view: WorkerView<W>,
+  d: Deployment,
+  currentModes: readonly GpuMode[],
+  nModels: number,
+  nGpus: number,
+  first = false,
+): ApplyPlan<W> {
   const modes: GpuMode[] = d.gpuModes ? [...d.gpuModes] : new Array<GpuMode>(nGpus).fill('mps');
   const live = (w: W) => view.phase(w) !== 'draining';
   const keep = new Set<W>();
-  const plan: ApplyPlan<W> = { modes, invalid: [], retune: [], reinstate: [], start: [], abandon: [], retire: [], release: [] };
+  const plan: ApplyPlan<W> = {
+    modes,
+    invalid: [],
+    retune: [],
+    reinstate: [],
+    start: [],
+    abandon: [],
+    retire: [],
+    release: [],
+  };
   const unmatched: Placement[] = [];
   for (const p of d.placements) {
     if (p.gpu < 0 || p.gpu >= nGpus || p.model < 0 || p.model >= nModels) {
       plan.invalid.push(p);
       continue;
     }
-    const same = workers.find((w) => live(w) && !keep.has(w) && view.model(w) === p.model && view.gpu(w) === p.gpu && modes[p.gpu] === currentModes[p.gpu] && (view.pct(w) === p.pct || modes[p.gpu] === 'timeshare'));
+    const same = workers.find(
+      (w) =>
+        live(w) &&
+        !keep.has(w) &&
+        view.model(w) === p.model &&
+        view.gpu(w) === p.gpu &&
+        modes[p.gpu] === currentModes[p.gpu] &&
+        (view.pct(w) === p.pct || modes[p.gpu] === 'timeshare'),
+    );
     if (same) {
       plan.retune.push({ worker: same, placement: p });
       if (view.phase(same) === 'retiring') plan.reinstate.push(same);

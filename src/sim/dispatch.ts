@@ -123,7 +123,12 @@ export function delayedBatchSize(x: DelayedInput): number {
   let size = Math.min(x.delayed, x.batch);
   for (; size > 0; size--) {
     const busyMs = (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
-    if (x.nowMs + busyMs <= x.endByMs && busyMs <= x.sharedBusyMs && x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch) break;
+    if (
+      x.nowMs + busyMs <= x.endByMs &&
+      busyMs <= x.sharedBusyMs &&
+      x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch
+    )
+      break;
   }
   return size;
 }
@@ -156,7 +161,8 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
   const gapMs = x.ratePerS === undefined ? 0 : x.ratePerS > 0 ? 1000 / x.ratePerS : Infinity;
   const fillByMs = latestStart - gapMs;
   const timeoutAt = Number.isNaN(x.timeoutMs) ? Infinity : x.headArrivalMs + x.timeoutMs;
-  if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= fillByMs || (x.idle === true && over > 0)) return { kind: 'start', size };
+  if (x.queued >= x.batch || x.nowMs >= timeoutAt || x.nowMs >= fillByMs || (x.idle === true && over > 0))
+    return { kind: 'start', size };
   return { kind: 'wait', untilMs: Math.min(timeoutAt, fillByMs) };
 }
 
@@ -177,7 +183,13 @@ const scratch = { models: [] as number[], batches: [] as number[], pcts: [] as n
  * the other serving workers of its GPU at their batch sizes (a replica of the same model does not
  * count as interference). On a timeshare GPU each model runs alone on the whole GPU.
  */
-export function predictionTable(gpu: GpuInfo, peers: readonly PeerPlacement[], self: number, timeshare: boolean, out: Float64Array): void {
+export function predictionTable(
+  gpu: GpuInfo,
+  peers: readonly PeerPlacement[],
+  self: number,
+  timeshare: boolean,
+  out: Float64Array,
+): void {
   const me = peers[self]!;
   const on = timeshare ? [me] : peers.filter((x, k) => k === self || x.model !== me.model);
   const n = on.length;
@@ -249,8 +261,22 @@ export interface DispatchRules {
 }
 
 /** Whether a free worker of model m other than `w` could finish one task alone by `deadlineMs` if started now. */
-function otherCanServe<W>(m: number, w: W, nowMs: number, deadlineMs: number, workers: readonly W[], v: DispatchView<W>): boolean {
-  for (const o of workers) if (o !== w && v.model(o) === m && v.canRun(o) && nowMs + predictedMs(v.predicted(o), 1) + v.overheadMs(o) <= deadlineMs) return true;
+function otherCanServe<W>(
+  m: number,
+  w: W,
+  nowMs: number,
+  deadlineMs: number,
+  workers: readonly W[],
+  v: DispatchView<W>,
+): boolean {
+  for (const o of workers)
+    if (
+      o !== w &&
+      v.model(o) === m &&
+      v.canRun(o) &&
+      nowMs + predictedMs(v.predicted(o), 1) + v.overheadMs(o) <= deadlineMs
+    )
+      return true;
   return false;
 }
 
@@ -279,7 +305,14 @@ function lane<W>(m: number, w: W, nowMs: number, rules: DispatchRules, v: Dispat
  * half the time to the latest start of a task of theirs arriving now. Infinity on an MPS GPU, where
  * the others run beside it at their own shares.
  */
-function sharedBusyMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
+function sharedBusyMs<W>(
+  m: number,
+  w: W,
+  nowMs: number,
+  rules: DispatchRules,
+  workers: readonly W[],
+  v: DispatchView<W>,
+): number {
   if (!v.timeshared(w)) return Infinity;
   if (v.gpuBusy(w)) return 0;
   let busyMs = Infinity;
@@ -289,7 +322,11 @@ function sharedBusyMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, w
     if (om === m || v.gpu(o) !== g) continue;
     if (v.queued(om) > 0) return 0;
     const rate = v.ratePerS(om);
-    busyMs = Math.min(busyMs, (latestStartMs(lane(om, o, nowMs, rules, v)) - nowMs) / 2, rate > 0 ? 1000 / rate : Infinity);
+    busyMs = Math.min(
+      busyMs,
+      (latestStartMs(lane(om, o, nowMs, rules, v)) - nowMs) / 2,
+      rate > 0 ? 1000 / rate : Infinity,
+    );
   }
   return busyMs;
 }
@@ -303,7 +340,13 @@ function sharedBusyMs<W>(m: number, w: W, nowMs: number, rules: DispatchRules, w
  * and no batch in flight takes the largest batch of the delayed lane `delayedBatchSize` allows.
  * Returns when to ask again (the earliest wait; Infinity when nothing waits on a timer).
  */
-export function dispatchModel<W>(m: number, nowMs: number, rules: DispatchRules, workers: readonly W[], v: DispatchView<W>): number {
+export function dispatchModel<W>(
+  m: number,
+  nowMs: number,
+  rules: DispatchRules,
+  workers: readonly W[],
+  v: DispatchView<W>,
+): number {
   let wake = Infinity;
   const sloMs = v.budgetMs(m);
   for (const w of workers) {
@@ -388,7 +431,13 @@ export const PIPELINE_DEPTH = 2;
  * When a worker with `inFlight` batches may take another (ms; Infinity: not until one is answered).
  * `lastSentMs`/`lastPredictedMs`: when its latest batch was sent and that batch's predicted GPU time.
  */
-export function nextBatchAtMs(inFlight: number, lastSentMs: number, lastPredictedMs: number, transportMs: number, timeshared: boolean): number {
+export function nextBatchAtMs(
+  inFlight: number,
+  lastSentMs: number,
+  lastPredictedMs: number,
+  transportMs: number,
+  timeshared: boolean,
+): number {
   if (inFlight === 0) return -Infinity;
   if (inFlight >= PIPELINE_DEPTH || !(transportMs > 0) || timeshared) return Infinity;
   return lastSentMs + lastPredictedMs;

@@ -43,7 +43,11 @@ export interface GroundTruthSettings {
   readonly seed: number;
 }
 
-export const DEFAULT_GROUND_TRUTH: Omit<GroundTruthSettings, 'seed'> = { systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 };
+export const DEFAULT_GROUND_TRUTH: Omit<GroundTruthSettings, 'seed'> = {
+  systematicErrorPct: 3,
+  noisePct: 2,
+  dramAlpha: 0.08,
+};
 
 /** Standard normal from two 32-bit hashes (Box-Muller): deterministic in its inputs. */
 function hashedNormal(seed: number, a: number, b: number, c: number, d: number): number {
@@ -91,10 +95,19 @@ export class GroundTruth {
    * LatencyModel.predictGpu takes). The simulator and the simulated worker (agent/simWorker.ts) both
    * time batches with it.
    */
-  batchFactor(gpuType: number, models: readonly ProfileModelIndex[], batches: readonly number[], pcts: readonly number[]): number {
+  batchFactor(
+    gpuType: number,
+    models: readonly ProfileModelIndex[],
+    batches: readonly number[],
+    pcts: readonly number[],
+  ): number {
     let dram = 0;
     for (let j = 1; j < models.length; j++) dram += (pcts[j]! / 100) * this.dramIntensity(models[j]!);
-    return this.systematicFactor(gpuType, models[0]!, batches[0]!, pcts[0]!) * this.noiseFactor() * (1 + this.settings.dramAlpha * dram);
+    return (
+      this.systematicFactor(gpuType, models[0]!, batches[0]!, pcts[0]!) *
+      this.noiseFactor() *
+      (1 + this.settings.dramAlpha * dram)
+    );
   }
 
   /**
@@ -105,7 +118,16 @@ export class GroundTruth {
    * times them at. Then this batch's factor. `out`: scratch of at least `count` entries. The simulator
    * and the simulated worker (agent/simWorker.ts) time every batch with it.
    */
-  batchMs(lm: LatencyModel, gpuType: number, pooled: PooledGpuMode | null, models: ProfileModelIndex[], batches: number[], pcts: number[], count: number, out: number[]): number {
+  batchMs(
+    lm: LatencyModel,
+    gpuType: number,
+    pooled: PooledGpuMode | null,
+    models: ProfileModelIndex[],
+    batches: number[],
+    pcts: number[],
+    count: number,
+    out: number[],
+  ): number {
     let modelMs: number;
     if (pooled !== null) modelMs = pooledBatchMs(lm, pooled, models, batches, count, pcts, out);
     else {

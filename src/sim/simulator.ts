@@ -32,10 +32,26 @@ import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
 import { admit, DEFAULT_QUEUE_POLICY, onTimeBudgetMs, type QueuePolicy } from '../serving/queuePolicy.js';
 import { nextModelsOnFreedGpu, pastDeadline } from '../serving/rules.js';
 import { onReady, type Phase, planApply, type WorkerView } from '../serving/workerSet.js';
-import { dispatchModel, type DispatchRules, type DispatchView, MAX_PRED_BATCH, nextBatchAtMs, predictedMs, predictionTable } from './dispatch.js';
+import {
+  dispatchModel,
+  type DispatchRules,
+  type DispatchView,
+  MAX_PRED_BATCH,
+  nextBatchAtMs,
+  predictedMs,
+  predictionTable,
+} from './dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
-import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
+import {
+  dispatchBudgetMs,
+  idleOverheadMs,
+  learnedOverheadMs,
+  spreadFactor,
+  type TransportModel,
+  transportMsFor,
+  wayInMsFor,
+} from '../serving/transport.js';
 import { TaskQueue } from './queue.js';
 import { pooledConcurrency } from '../model/pooledGpu.js';
 import { mixSeed, Rng } from '../workload/random.js';
@@ -234,10 +250,21 @@ interface Worker {
   downUntilMs: number;
 }
 
-
 /** The simulator's workers as the shared worker-set plan reads them. */
-const SIM_PHASE: Record<State, Phase> = { [State.Starting]: 'starting', [State.Active]: 'active', [State.Retiring]: 'retiring', [State.Draining]: 'draining', [State.Stopped]: 'draining' };
-const SIM_VIEW: WorkerView<Worker> = { model: (w) => w.model, gpu: (w) => w.gpu, pct: (w) => w.pct, phase: (w) => SIM_PHASE[w.state], replaces: (w) => w.replaces };
+const SIM_PHASE: Record<State, Phase> = {
+  [State.Starting]: 'starting',
+  [State.Active]: 'active',
+  [State.Retiring]: 'retiring',
+  [State.Draining]: 'draining',
+  [State.Stopped]: 'draining',
+};
+const SIM_VIEW: WorkerView<Worker> = {
+  model: (w) => w.model,
+  gpu: (w) => w.gpu,
+  pct: (w) => w.pct,
+  phase: (w) => SIM_PHASE[w.state],
+  replaces: (w) => w.replaces,
+};
 
 export function simulate(input: SimInput): SimResult {
   const { cluster, settings, policy } = input;
@@ -256,7 +283,10 @@ export function simulate(input: SimInput): SimResult {
   const spreadRng = transportModel?.spread ? new Rng(mixSeed(settings.groundTruth.seed, 0x7370)) : null;
   /** The transport of a batch of `size` tasks of model m (ms). */
   const transportMs = (m: number, size: number): number =>
-    transportModel ? transportMsFor(transportModel, size * inputBytes[m]!) * (spreadRng ? spreadFactor(transportModel.spread, spreadRng.next()) : 1) : fixedTransportMs;
+    transportModel
+      ? transportMsFor(transportModel, size * inputBytes[m]!) *
+        (spreadRng ? spreadFactor(transportModel.spread, spreadRng.next()) : 1)
+      : fixedTransportMs;
   const gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   const sloMs = cluster.models.map((m) => m.sloMs);
   // The request's way in and the answer's way out (the transport model's, as the scheduler measured
@@ -366,7 +396,12 @@ export function simulate(input: SimInput): SimResult {
     w.lastSentMs = nowMs;
     w.lastPredMs = predictedMs(w.predicted, size);
     if (w.busy) {
-      const h = (w.held ??= { size: 0, sentMs: 0, transportMs: 0, arrivals: new Float64Array(Math.max(size, w.batch)) });
+      const h = (w.held ??= {
+        size: 0,
+        sentMs: 0,
+        transportMs: 0,
+        arrivals: new Float64Array(Math.max(size, w.batch)),
+      });
       if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
       for (let i = 0; i < size; i++) h.arrivals[i] = q.shift();
       h.size = size;
@@ -414,7 +449,16 @@ export function simulate(input: SimInput): SimResult {
       }
     }
     scratchOut.length = scratchModels.length;
-    const t = truth.batchMs(gpu.model, gpuType[g]!, timeshared ? gpu.pooled : null, scratchModels, scratchBatches, scratchPcts, scratchModels.length, scratchOut);
+    const t = truth.batchMs(
+      gpu.model,
+      gpuType[g]!,
+      timeshared ? gpu.pooled : null,
+      scratchModels,
+      scratchBatches,
+      scratchPcts,
+      scratchModels.length,
+      scratchOut,
+    );
     if (timeshared) gpuBusy[g]! += 1;
     w.timeshared = timeshared;
     w.busy = true;
@@ -431,7 +475,12 @@ export function simulate(input: SimInput): SimResult {
   function canRun(w: Worker): boolean {
     const timeshared = gpuModes[w.gpu] === 'timeshare';
     const inFlight = (w.busy ? 1 : 0) + (w.held ? 1 : 0);
-    return w.downUntilMs === Infinity && dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) && (w.state === State.Active || w.state === State.Retiring) && !(timeshared && gpuBusy[w.gpu]! >= pooledLimit[w.gpu]!);
+    return (
+      w.downUntilMs === Infinity &&
+      dispatchNow >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) &&
+      (w.state === State.Active || w.state === State.Retiring) &&
+      !(timeshared && gpuBusy[w.gpu]! >= pooledLimit[w.gpu]!)
+    );
   }
 
   /** The dispatch loop's view of this simulation (src/sim/dispatch.ts, shared with the scheduler). */
@@ -462,7 +511,10 @@ export function simulate(input: SimInput): SimResult {
     start: (w, size) => sendBatch(w, dispatchNow, size),
     startDelayed: (w, size) => sendBatch(w, dispatchNow, size, delayedQueues[w.model]),
     idle: (w) => !w.busy && !w.held,
-    pipelinedAtMs: (w) => (w.busy && !w.held && (w.state === State.Active || w.state === State.Retiring) ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare') : Infinity),
+    pipelinedAtMs: (w) =>
+      w.busy && !w.held && (w.state === State.Active || w.state === State.Retiring)
+        ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, gpuModes[w.gpu] === 'timeshare')
+        : Infinity,
   };
   let dispatchNow = 0;
 
@@ -508,14 +560,21 @@ export function simulate(input: SimInput): SimResult {
     if (gpuModes[w.gpu] === 'timeshare') {
       // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
       const onGpu = workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
-      for (const x of nextModelsOnFreedGpu(onGpu, (m) => (queues[m]!.length ? queues[m]!.peek() : Infinity))) tryDispatch(x, nowMs);
+      for (const x of nextModelsOnFreedGpu(onGpu, (m) => (queues[m]!.length ? queues[m]!.peek() : Infinity)))
+        tryDispatch(x, nowMs);
     } else {
       tryDispatch(w.model, nowMs);
     }
   }
 
   function fail(f: WorkerFailure, nowMs: number): void {
-    const w = workers.find((x) => x.model === f.model && x.gpu === f.gpu && (x.state === State.Active || x.state === State.Retiring) && x.downUntilMs === Infinity);
+    const w = workers.find(
+      (x) =>
+        x.model === f.model &&
+        x.gpu === f.gpu &&
+        (x.state === State.Active || x.state === State.Retiring) &&
+        x.downUntilMs === Infinity,
+    );
     if (!w) return;
     // The batch running and the one sent ahead of it (pipelining) are both lost with the worker.
     const lost = w.busy ? w.size + (w.held?.size ?? 0) : 0;
@@ -617,7 +676,10 @@ export function simulate(input: SimInput): SimResult {
     workers = workers.filter((w) => w.state !== State.Stopped || w.busy);
     for (let g = 0; g < nGpus; g++) {
       refreshPredictions(g);
-      const mem = liveOnGpu(g).reduce((s, w) => s + cluster.gpus[g]!.model.memoryMb(cluster.gpus[g]!.profileIndex[w.model]!, w.batch), 0);
+      const mem = liveOnGpu(g).reduce(
+        (s, w) => s + cluster.gpus[g]!.model.memoryMb(cluster.gpus[g]!.profileIndex[w.model]!, w.batch),
+        0,
+      );
       if (mem > cluster.gpus[g]!.memMb + 1e-6) memoryOvercommits++;
     }
     current = d;
@@ -702,15 +764,30 @@ export function simulate(input: SimInput): SimResult {
     let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker, 4 failure
     let which = -1;
     for (let m = 0; m < nModels; m++) {
-      if (nextArrival[m]! < tMin) { tMin = nextArrival[m]!; kind = 1; which = m; }
-      if (timer[m]! < tMin) { tMin = timer[m]!; kind = 2; which = m; }
+      if (nextArrival[m]! < tMin) {
+        tMin = nextArrival[m]!;
+        kind = 1;
+        which = m;
+      }
+      if (timer[m]! < tMin) {
+        tMin = timer[m]!;
+        kind = 2;
+        which = m;
+      }
     }
     let worker: Worker | null = null;
     for (const w of workers) {
       const t = w.busy ? w.doneAtMs : w.state === State.Starting ? w.readyAtMs : w.downUntilMs;
-      if (t < tMin) { tMin = t; kind = 3; worker = w; }
+      if (t < tMin) {
+        tMin = t;
+        kind = 3;
+        worker = w;
+      }
     }
-    if (nextFailure < failures.length && failures[nextFailure]!.tMs < tMin) { tMin = failures[nextFailure]!.tMs; kind = 4; }
+    if (nextFailure < failures.length && failures[nextFailure]!.tMs < tMin) {
+      tMin = failures[nextFailure]!.tMs;
+      kind = 4;
+    }
     if (tMin > end) break;
     events++;
     if (kind === 1) {
@@ -751,7 +828,9 @@ export function simulate(input: SimInput): SimResult {
 
   const summary = (h: LogHistogram): Summary => ({ p50: h.quantile(0.5), p99: h.quantile(0.99), mean: h.mean() });
   const models: ModelStats[] = cluster.models.map((m, i) => {
-    const running = workers.filter((w) => w.model === i && w.busy).reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0);
+    const running = workers
+      .filter((w) => w.model === i && w.busy)
+      .reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0);
     return {
       model: m.name,
       arrivals: arrivals[i]!,
@@ -808,7 +887,13 @@ export function predictedCapacityPerS(cluster: ClusterInfo, d: Deployment): numb
     if (on.length === 0) continue;
     const ts = d.gpuModes?.[g] === 'timeshare';
     const out = new Array<number>(on.length).fill(0);
-    gpu.model.predictGpu(on.map((p) => gpu.profileIndex[p.model]!), on.map((p) => p.batch), on.map((p) => (ts ? 100 : p.pct)), ts ? 1 : on.length, out);
+    gpu.model.predictGpu(
+      on.map((p) => gpu.profileIndex[p.model]!),
+      on.map((p) => p.batch),
+      on.map((p) => (ts ? 100 : p.pct)),
+      ts ? 1 : on.length,
+      out,
+    );
     if (ts) {
       for (const [i, p] of on.entries()) {
         const o = [0];

@@ -18,8 +18,22 @@ export interface RateFunction {
 export type RateSpec =
   | { readonly kind: 'constant'; readonly ratePerS: number }
   | { readonly kind: 'steps'; readonly steps: readonly { readonly atS: number; readonly ratePerS: number }[] }
-  | { readonly kind: 'triangle'; readonly minPerS: number; readonly maxPerS: number; readonly stepPerS: number; readonly stepEveryS: number; readonly startPerS?: number | undefined }
-  | { readonly kind: 'diurnal'; readonly meanPerS: number; readonly amplitude: number; readonly periodS: number; readonly phaseS?: number | undefined; readonly resolutionS?: number | undefined };
+  | {
+      readonly kind: 'triangle';
+      readonly minPerS: number;
+      readonly maxPerS: number;
+      readonly stepPerS: number;
+      readonly stepEveryS: number;
+      readonly startPerS?: number | undefined;
+    }
+  | {
+      readonly kind: 'diurnal';
+      readonly meanPerS: number;
+      readonly amplitude: number;
+      readonly periodS: number;
+      readonly phaseS?: number | undefined;
+      readonly resolutionS?: number | undefined;
+    };
 
 /** Builds a RateFunction; `scale` multiplies every rate (the load multiplier of `inss bench --sweep` and `--suite`). */
 export function rateFunction(spec: RateSpec, scale = 1): RateFunction {
@@ -65,7 +79,12 @@ export function rateFunction(spec: RateSpec, scale = 1): RateFunction {
       return {
         rateAt: (t) => {
           const mid = (Math.floor(t / resMs) + 0.5) * resMs;
-          return Math.max(0, spec.meanPerS * (1 + spec.amplitude * Math.sin((2 * Math.PI * (mid + phaseMs)) / (spec.periodS * 1000)))) * scale;
+          return (
+            Math.max(
+              0,
+              spec.meanPerS * (1 + spec.amplitude * Math.sin((2 * Math.PI * (mid + phaseMs)) / (spec.periodS * 1000))),
+            ) * scale
+          );
         },
         nextChangeMs: (t) => (Math.floor(t / resMs) + 1) * resMs,
       };

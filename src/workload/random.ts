@@ -69,7 +69,8 @@ export class Rng {
       } while (v <= 0);
       v = v * v * v;
       const u = this.nextOpen();
-      if (u < 1 - 0.0331 * x * x * x * x || Math.log(u) < 0.5 * x * x + d * (1 - v + Math.log(v))) return (d * v) / shape;
+      if (u < 1 - 0.0331 * x * x * x * x || Math.log(u) < 0.5 * x * x + d * (1 - v + Math.log(v)))
+        return (d * v) / shape;
     }
   }
 }

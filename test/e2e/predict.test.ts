@@ -19,10 +19,16 @@ describe('inss predict', () => {
     ];
     const r = await runCli(['predict', '--profile', 'v100'], lines.join('\n') + '\n');
     expect(r.code).toBe(1);
-    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { latencyMs?: number[]; throughputPerS?: number[]; error?: string });
+    const out = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { latencyMs?: number[]; throughputPerS?: number[]; error?: string });
     expect(out).toHaveLength(8); // the blank line is skipped
     const model = LatencyModel.compile(loadProfile('v100'));
-    const expected = model.predict([{ model: 'resnet50', batch: 8, pct: 60 }, { model: 'vgg19', batch: 8, pct: 40 }]);
+    const expected = model.predict([
+      { model: 'resnet50', batch: 8, pct: 60 },
+      { model: 'vgg19', batch: 8, pct: 40 },
+    ]);
     expect(out[0]!.latencyMs![0]).toBeCloseTo(expected.latencyMs[0]!, 5);
     expect(out[0]!.latencyMs![1]).toBeCloseTo(expected.latencyMs[1]!, 5);
     expect(out[0]!.throughputPerS![0]).toBeCloseTo(expected.throughputPerS[0]!, 3);
@@ -38,7 +44,10 @@ describe('inss predict', () => {
   it('exits 0 when every line is good', async () => {
     const r = await runCli(['predict', '--profile', 'v100'], '{"models":[{"model":"ssd","batch":2,"pct":50}]}\n');
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout) as unknown).toMatchObject({ latencyMs: [expect.any(Number)], throughputPerS: [expect.any(Number)] });
+    expect(JSON.parse(r.stdout) as unknown).toMatchObject({
+      latencyMs: [expect.any(Number)],
+      throughputPerS: [expect.any(Number)],
+    });
   });
 
   it('rejects an unknown profile with a clear message and status 2', async () => {
@@ -54,7 +63,14 @@ describe('inss predict', () => {
   });
 
   it('has --help on every subcommand', async () => {
-    for (const args of [['--help'], ['predict', '--help'], ['profile', '--help'], ['profile', 'fit', '--help'], ['profile', 'list', '--help'], ['profile', 'show', '--help']]) {
+    for (const args of [
+      ['--help'],
+      ['predict', '--help'],
+      ['profile', '--help'],
+      ['profile', 'fit', '--help'],
+      ['profile', 'list', '--help'],
+      ['profile', 'show', '--help'],
+    ]) {
       const r = await runCli(args);
       expect(r.code, args.join(' ')).toBe(0);
       expect(r.stdout).toMatch(/Usage: inss/);
@@ -65,7 +81,18 @@ describe('inss predict', () => {
 describe('inss profile fit', () => {
   it('fits the V100 profile from the shared data and reports its errors', async () => {
     const out = `/tmp/inss-test-v100-${process.pid}.json`;
-    const r = await runCli(['profile', 'fit', '--igniter-dir', 'data/v100', '--id', 'v100', '--kind', 'fitted', '--out', out]);
+    const r = await runCli([
+      'profile',
+      'fit',
+      '--igniter-dir',
+      'data/v100',
+      '--id',
+      'v100',
+      '--kind',
+      'fitted',
+      '--out',
+      out,
+    ]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/LWR leave-one-out error: mean \d\.\d+%/);
     expect(r.stderr).toMatch(/co-located runs \(72 latencies\)/);
@@ -82,7 +109,15 @@ describe('inss profile fit', () => {
   it('rejects a measurement file with a bad field, naming it', async () => {
     const { writeFileSync } = await import('node:fs');
     const f = `/tmp/inss-test-meas-${process.pid}.json`;
-    writeFileSync(f, JSON.stringify({ format: 'inss-measurements/1', gpu: { name: 'g', smCount: 0, memMb: 1, l2Mb: 1, pcieBytesPerMs: 1, mpsUnitPct: 5 }, models: {}, solo: [] }));
+    writeFileSync(
+      f,
+      JSON.stringify({
+        format: 'inss-measurements/1',
+        gpu: { name: 'g', smCount: 0, memMb: 1, l2Mb: 1, pcieBytesPerMs: 1, mpsUnitPct: 5 },
+        models: {},
+        solo: [],
+      }),
+    );
     const r = await runCli(['profile', 'fit', '--measurements', f, '--id', 'x', '--out', '/tmp/x.json']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/gpu\.smCount/);

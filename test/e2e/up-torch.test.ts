@@ -32,18 +32,42 @@ print(json.dumps(y.flatten().tolist()))
 describe.skipIf(!torchOk)(`inss up --worker torch (${python})`, () => {
   it('serves resnet18 outputs that equal the model run directly', async () => {
     const scenario = join(dir, 'torch.json');
-    writeScenario(scenario, { name: 'torch-cpu', description: 'resnet18 on the CPU behind one simulated GPU', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet18', sloMs: 2000, ratePerS: 1 }], swapS: 3 });
+    writeScenario(scenario, {
+      name: 'torch-cpu',
+      description: 'resnet18 on the CPU behind one simulated GPU',
+      gpus: { rtx2060s: 1 },
+      models: [{ name: 'resnet18', sloMs: 2000, ratePerS: 1 }],
+      swapS: 3,
+    });
     // A 2 s SLO: PyTorch on the CPU takes tens of ms a batch here, and a lone request waits for its
     // batch to fill for up to half the SLO (static-even). The reference is computed while inss starts.
     const x = new Float32Array(3 * 224 * 224).map((_, i) => Math.sin(i) * 0.5);
     const inputFile = join(dir, 'x.f32');
     writeFileSync(inputFile, Buffer.from(x.buffer));
     const reference = promisify(execFile)(python, ['-c', REFERENCE, inputFile], { maxBuffer: 16 << 20 });
-    const up = startInss(['up', '--port', '0', '--worker', 'torch', '--scenario', scenario, '--policy', 'static-even', '--state-dir', join(dir, 'state'), '--log-level', 'warn']);
+    const up = startInss([
+      'up',
+      '--port',
+      '0',
+      '--worker',
+      'torch',
+      '--scenario',
+      scenario,
+      '--policy',
+      'static-even',
+      '--state-dir',
+      join(dir, 'state'),
+      '--log-level',
+      'warn',
+    ]);
     const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000); // checking for torch imports it: slow on a busy machine
     await waitHttp200(`${base}/v2/health/ready`, 90_000);
     const req = binaryInferRequest(x);
-    const res = await fetch(`${base}/v2/models/resnet18/infer`, { method: 'POST', headers: req.headers, body: req.body });
+    const res = await fetch(`${base}/v2/models/resnet18/infer`, {
+      method: 'POST',
+      headers: req.headers,
+      body: req.body,
+    });
     expect(res.status).toBe(200);
     const buf = Buffer.from(await res.arrayBuffer());
     const bin = buf.subarray(Number(res.headers.get('inference-header-content-length')));
@@ -52,7 +76,8 @@ describe.skipIf(!torchOk)(`inss up --worker torch (${python})`, () => {
     const want = JSON.parse(ref.stdout) as number[];
     expect(got).toHaveLength(1000);
     let worst = 0;
-    for (let i = 0; i < 1000; i++) worst = Math.max(worst, Math.abs(got[i]! - want[i]!) / Math.max(1, Math.abs(want[i]!)));
+    for (let i = 0; i < 1000; i++)
+      worst = Math.max(worst, Math.abs(got[i]! - want[i]!) / Math.max(1, Math.abs(want[i]!)));
     expect(worst).toBeLessThanOrEqual(1e-4);
     up.child.kill('SIGINT');
     expect((await up.exited).code).toBe(0);

@@ -10,7 +10,14 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Agent } from '../../agent/agent.js';
-import { AGENT_PROTOCOL_VERSION, type FromAgent, FromAgentSchema, type ToAgent, type WorkerIdentity, type WorkerStatus } from '../../src/protocol/agent.js';
+import {
+  AGENT_PROTOCOL_VERSION,
+  type FromAgent,
+  FromAgentSchema,
+  type ToAgent,
+  type WorkerIdentity,
+  type WorkerStatus,
+} from '../../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../../src/protocol/frames.js';
 import { tensorBytes } from '../../src/protocol/tensor.js';
 import { standInForward } from '../../src/serving/standIn.js';
@@ -36,9 +43,26 @@ const agent = new Agent({
   schedulerUrl: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
   token: 't',
   agentId: 'a1',
-  gpus: [{ index: 0, uuid: 'SIM-0', name: 'sim', memMb: 8000, profile: 'rtx2060s', simulated: true, pooled: 'overlap' }],
+  gpus: [
+    { index: 0, uuid: 'SIM-0', name: 'sim', memMb: 8000, profile: 'rtx2060s', simulated: true, pooled: 'overlap' },
+  ],
   workerKind: 'sim',
-  launch: (w) => ({ command: process.execPath, args: [SIM_WORKER, '--model', w.model, '--profile', PROFILE, '--pct', String(w.pct), '--zero-time', '--warmup-ms', '0'], env: {} }),
+  launch: (w) => ({
+    command: process.execPath,
+    args: [
+      SIM_WORKER,
+      '--model',
+      w.model,
+      '--profile',
+      PROFILE,
+      '--pct',
+      String(w.pct),
+      '--zero-time',
+      '--warmup-ms',
+      '0',
+    ],
+    env: {},
+  }),
   logger: pino({ level: 'silent' }),
 });
 agent.start();
@@ -62,12 +86,28 @@ async function until<T>(what: string, f: () => T | undefined | null | false, tim
   }
 }
 
-const lastWorkers = (): WorkerStatus[] => inbox.flatMap((x) => (x.msg.type === 'workers' || x.msg.type === 'hello' ? [x.msg.workers] : [])).at(-1) ?? [];
-const answerTo = (batchId: string) => until(`an answer to ${batchId}`, () => inbox.find((x) => (x.msg.type === 'result' || x.msg.type === 'batchError') && x.msg.batchId === batchId));
+const lastWorkers = (): WorkerStatus[] =>
+  inbox.flatMap((x) => (x.msg.type === 'workers' || x.msg.type === 'hello' ? [x.msg.workers] : [])).at(-1) ?? [];
+const answerTo = (batchId: string) =>
+  until(`an answer to ${batchId}`, () =>
+    inbox.find((x) => (x.msg.type === 'result' || x.msg.type === 'batchError') && x.msg.batchId === batchId),
+  );
 
 function batch(batchId: string, id: WorkerIdentity): void {
   const input = imageBatch(1, 5);
-  send({ v: AGENT_PROTOCOL_VERSION, type: 'batch', batchId, ...id, size: 1, inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], byteLength: tensorBytes('FP32', [1, 3, 224, 224]) }] }, input);
+  send(
+    {
+      v: AGENT_PROTOCOL_VERSION,
+      type: 'batch',
+      batchId,
+      ...id,
+      size: 1,
+      inputs: [
+        { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], byteLength: tensorBytes('FP32', [1, 3, 224, 224]) },
+      ],
+    },
+    input,
+  );
 }
 
 describe('the agent and worker identity', () => {
@@ -77,11 +117,16 @@ describe('the agent and worker identity', () => {
     await until('the agent to connect', () => socket !== null && inbox.some((x) => x.msg.type === 'hello'));
     send({ v: AGENT_PROTOCOL_VERSION, type: 'desired', generation: 1, workers: [w1] });
     await until('w1 ready', () => lastWorkers().find((s) => s.workerId === 'w1' && s.state === 'ready'));
-    for (const [i, wrong] of [{ ...w1, model: 'mobilenet' }, { ...w1, pct: 60 }, { ...w1, generation: 6 }].entries()) {
+    for (const [i, wrong] of [
+      { ...w1, model: 'mobilenet' },
+      { ...w1, pct: 60 },
+      { ...w1, generation: 6 },
+    ].entries()) {
       batch(`bad${i}`, wrong);
       const a = await answerTo(`bad${i}`);
       expect(a.msg).toMatchObject({ type: 'batchError', reason: 'wrong-worker', workerId: 'w1' });
-      if (a.msg.type === 'batchError') expect(a.msg.message).toMatch(/refused: worker w1 here is w1 \(resnet50 on GPU 0 at 50%, generation 7\)/);
+      if (a.msg.type === 'batchError')
+        expect(a.msg.message).toMatch(/refused: worker w1 here is w1 \(resnet50 on GPU 0 at 50%, generation 7\)/);
     }
     batch('good', w1);
     const ok = await answerTo('good');

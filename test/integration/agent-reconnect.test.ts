@@ -12,7 +12,11 @@ import { writeScenario } from '../support/scenario.js';
 import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-agent-reconnect-'));
-const scenarioFile = writeScenario(join(dir, 'solo.json'), { name: 'solo', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet50', sloMs: 80, ratePerS: 20 }] });
+const scenarioFile = writeScenario(join(dir, 'solo.json'), {
+  name: 'solo',
+  gpus: { rtx2060s: 1 },
+  models: [{ name: 'resnet50', sloMs: 80, ratePerS: 20 }],
+});
 
 afterEach(stopAll);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,7 +42,17 @@ describe('an agent refused at its first connections', () => {
     await new Promise<void>((r) => standIn.listen(0, '127.0.0.1', r));
     const port = (standIn.address() as AddressInfo).port;
 
-    const agent = startInss(['agent', '--scheduler', `ws://127.0.0.1:${port}`, '--token', 'secret-1', '--simulate', 'rtx2060s:1', '--agent-id', 'a1']);
+    const agent = startInss([
+      'agent',
+      '--scheduler',
+      `ws://127.0.0.1:${port}`,
+      '--token',
+      'secret-1',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+    ]);
     // Every kind of refusal was met and retried: the stand-in saw more upgrades than refusal kinds.
     await until('the agent to retry after each kind of refusal', () => upgrades > refusals.length);
     expect(agent.stderr).toMatch(/no agent hub at this URL \(HTTP 404\)/);
@@ -48,7 +62,23 @@ describe('an agent refused at its first connections', () => {
 
     standIn.closeAllConnections();
     await new Promise<void>((r) => standIn.close(() => r()));
-    const sched = startInss(['scheduler', '--port', String(port), '--grpc-port', '0', '--scenario', scenarioFile, '--policy', 'static-even', '--state-dir', mkdtempSync(join(dir, 'state-')), '--token', 'secret-1', '--log-level', 'warn']);
+    const sched = startInss([
+      'scheduler',
+      '--port',
+      String(port),
+      '--grpc-port',
+      '0',
+      '--scenario',
+      scenarioFile,
+      '--policy',
+      'static-even',
+      '--state-dir',
+      mkdtempSync(join(dir, 'state-')),
+      '--token',
+      'secret-1',
+      '--log-level',
+      'warn',
+    ]);
     const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
     await waitHttp200(`${base}/v2/health/ready`);
     const c = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { agents: { agentId: string }[] };

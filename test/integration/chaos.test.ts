@@ -15,7 +15,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { torchAvailable } from '../../agent/torchWorker.js';
 import { Rng } from '../../src/workload/random.js';
 import { REPO_ROOT } from '../support/paths.js';
-import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import {
+  binaryInferRequest,
+  type Running,
+  simForward,
+  startInss,
+  stopAll,
+  waitFor,
+  waitHttp200,
+} from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-chaos15-'));
 const scenarioFile = join(dir, 'duo.json');
@@ -54,7 +62,10 @@ const SIM_LOAD: Load = { rates: RATES, expected: EXPECTED, tolerance: 1e-5 };
 function readAnswer(body: Buffer, headerLength: number): { model: string; output: Float32Array } {
   const head = JSON.parse(body.subarray(0, headerLength).toString()) as { model_name: string };
   const bin = body.subarray(headerLength);
-  return { model: head.model_name, output: new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)) };
+  return {
+    model: head.model_name,
+    output: new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)),
+  };
 }
 
 interface Outcome {
@@ -72,7 +83,9 @@ async function load(base: string, seconds: number, spec: Load = SIM_LOAD, seed =
   const rng = new Rng(seed);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const plan: { atMs: number; model: string }[] = [];
-  for (const [model, r] of Object.entries(spec.rates)) for (let t = (rng.exponential() / r) * 1000; t < seconds * 1000; t += (rng.exponential() / r) * 1000) plan.push({ atMs: t, model });
+  for (const [model, r] of Object.entries(spec.rates))
+    for (let t = (rng.exponential() / r) * 1000; t < seconds * 1000; t += (rng.exponential() / r) * 1000)
+      plan.push({ atMs: t, model });
   plan.sort((a, b) => a.atMs - b.atMs);
   const t0 = performance.now();
   const pending: Promise<Outcome>[] = [];
@@ -81,21 +94,42 @@ async function load(base: string, seconds: number, spec: Load = SIM_LOAD, seed =
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     pending.push(
       new Promise<Outcome>((resolve) => {
-        const req = http.request(`${base}/v2/models/${p.model}/infer`, { method: 'POST', agent, timeout: 60_000, headers: { ...REQUEST.headers, 'content-length': String(REQUEST.body.length) } }, (res) => {
-          const parts: Buffer[] = [];
-          res.on('data', (d: Buffer) => parts.push(d));
-          res.on('end', () => {
-            const body = Buffer.concat(parts);
-            const doneAtMs = performance.now();
-            if (res.statusCode !== 200) {
-              resolve({ model: p.model, status: res.statusCode ?? 0, reason: (JSON.parse(body.toString()) as { reason?: string }).reason ?? 'none', doneAtMs });
-              return;
-            }
-            const a = readAnswer(body, Number(res.headers['inference-header-content-length']));
-            const want = spec.expected.get(p.model)!;
-            resolve({ model: p.model, status: 200, answeredModel: a.model, rightOutput: a.output.length === want.length && a.output.every((x, k) => Math.abs(x - want[k]!) <= spec.tolerance), doneAtMs });
-          });
-        });
+        const req = http.request(
+          `${base}/v2/models/${p.model}/infer`,
+          {
+            method: 'POST',
+            agent,
+            timeout: 60_000,
+            headers: { ...REQUEST.headers, 'content-length': String(REQUEST.body.length) },
+          },
+          (res) => {
+            const parts: Buffer[] = [];
+            res.on('data', (d: Buffer) => parts.push(d));
+            res.on('end', () => {
+              const body = Buffer.concat(parts);
+              const doneAtMs = performance.now();
+              if (res.statusCode !== 200) {
+                resolve({
+                  model: p.model,
+                  status: res.statusCode ?? 0,
+                  reason: (JSON.parse(body.toString()) as { reason?: string }).reason ?? 'none',
+                  doneAtMs,
+                });
+                return;
+              }
+              const a = readAnswer(body, Number(res.headers['inference-header-content-length']));
+              const want = spec.expected.get(p.model)!;
+              resolve({
+                model: p.model,
+                status: 200,
+                answeredModel: a.model,
+                rightOutput:
+                  a.output.length === want.length && a.output.every((x, k) => Math.abs(x - want[k]!) <= spec.tolerance),
+                doneAtMs,
+              });
+            });
+          },
+        );
         req.on('error', () => resolve({ model: p.model, status: 0, doneAtMs: performance.now() }));
         req.on('timeout', () => req.destroy());
         req.end(REQUEST.body);
@@ -135,7 +169,11 @@ async function servesEveryModel(base: string, spec: Load = SIM_LOAD, timeoutMs =
       until(
         `a 200 from ${model}`,
         async () => {
-          const res = await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: REQUEST.headers, body: REQUEST.body });
+          const res = await fetch(`${base}/v2/models/${model}/infer`, {
+            method: 'POST',
+            headers: REQUEST.headers,
+            body: REQUEST.body,
+          });
           await res.arrayBuffer();
           return res.status === 200;
         },
@@ -146,7 +184,12 @@ async function servesEveryModel(base: string, spec: Load = SIM_LOAD, timeoutMs =
 }
 
 /** The checks every fault shares (`answeredBefore`: the scheduler's count before the load); returns the errors by reason. */
-async function checkAnswers(base: string, out: readonly Outcome[], allowed: readonly string[], answeredBefore: number): Promise<Record<string, number>> {
+async function checkAnswers(
+  base: string,
+  out: readonly Outcome[],
+  allowed: readonly string[],
+  answeredBefore: number,
+): Promise<Record<string, number>> {
   expect(out.filter((o) => o.status === 0)).toHaveLength(0); // every request got an answer
   const byReason: Record<string, number> = {};
   for (const o of out.filter((x) => x.status !== 200)) {
@@ -172,10 +215,36 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('faults under load, every task answered exactly once', () => {
   let base: string;
   let agent: Running;
-  const agentArgs = ['agent', '--scheduler', '', '--token', 'chaos-token-0123456789', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn'];
+  const agentArgs = [
+    'agent',
+    '--scheduler',
+    '',
+    '--token',
+    'chaos-token-0123456789',
+    '--simulate',
+    'rtx2060s:1',
+    '--agent-id',
+    'a1',
+    '--log-level',
+    'warn',
+  ];
 
   beforeAll(async () => {
-    const sched = startInss(['scheduler', '--port', '0', '--scenario', scenarioFile, '--policy', 'static-even', '--state-dir', join(dir, 'state'), '--token', 'chaos-token-0123456789', '--log-level', 'warn']);
+    const sched = startInss([
+      'scheduler',
+      '--port',
+      '0',
+      '--scenario',
+      scenarioFile,
+      '--policy',
+      'static-even',
+      '--state-dir',
+      join(dir, 'state'),
+      '--token',
+      'chaos-token-0123456789',
+      '--log-level',
+      'warn',
+    ]);
     base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
     agentArgs[2] = base.replace(/^http/, 'ws');
     agent = startInss(agentArgs);
@@ -190,12 +259,16 @@ describe('faults under load, every task answered exactly once', () => {
     const victim = (await workers(base)).find((w) => w.model === 'resnet50' && w.pid !== null)!;
     const killedAt = performance.now();
     process.kill(victim.pid!, 'SIGKILL');
-    await until('the restarted worker', async () => (await workers(base)).find((w) => w.workerId === victim.workerId && w.state === 'ready' && w.pid !== victim.pid));
+    await until('the restarted worker', async () =>
+      (await workers(base)).find((w) => w.workerId === victim.workerId && w.state === 'ready' && w.pid !== victim.pid),
+    );
     const readyMs = performance.now() - killedAt;
     const out = await sent;
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo'], before);
     await servesEveryModel(base);
-    console.log(`chaos worker-SIGKILL: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, worker ready again after ${readyMs.toFixed(0)} ms; test ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(
+      `chaos worker-SIGKILL: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, worker ready again after ${readyMs.toFixed(0)} ms; test ${(performance.now() - t0).toFixed(0)} ms`,
+    );
   });
 
   it('agent SIGKILL and restart 0.5 s later: every task answered (errors with reasons), serving again after the restart', async () => {
@@ -213,7 +286,9 @@ describe('faults under load, every task answered exactly once', () => {
     const out = await sent;
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
     await servesEveryModel(base);
-    console.log(`chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ${readyMs.toFixed(0)} ms after the restart; test ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(
+      `chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ${readyMs.toFixed(0)} ms after the restart; test ${(performance.now() - t0).toFixed(0)} ms`,
+    );
   });
 });
 
@@ -234,7 +309,12 @@ describe.skipIf(!torchOk)('an MPS server failure under load (stand-in daemon, Py
         gpus: [{ profile: 'rtx2060s', count: 1 }],
         // A 2 s SLO: PyTorch on the CPU takes tens of ms a batch here, and the SLO bounds how long a batch
         // waits to fill (static-even: half the SLO), so a longer one only makes the test wait.
-        models: ['resnet18', 'mobilenet'].map((name) => ({ name, sloMs: 2000, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 2 } })),
+        models: ['resnet18', 'mobilenet'].map((name) => ({
+          name,
+          sloMs: 2000,
+          arrival: { process: 'poisson' },
+          rate: { kind: 'constant', ratePerS: 2 },
+        })),
         durationS: 10,
         epochS: 1,
         swapS: 3,
@@ -243,19 +323,62 @@ describe.skipIf(!torchOk)('an MPS server failure under load (stand-in daemon, Py
       }),
     );
     const bin = join(REPO_ROOT, 'test', 'support', 'bin');
-    const env = { INSS_TOKEN: 'chaos-mps-token-0123456789', INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'), FAKE_SMI_FIXTURE: 'rtx2060s.csv', INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control') };
-    const sched = startInss(['scheduler', '--port', '0', '--scenario', join(dir, 'mps-duo.json'), '--policy', 'static-even', '--state-dir', join(dir, 'mps-sched'), '--log-level', 'warn'], env);
+    const env = {
+      INSS_TOKEN: 'chaos-mps-token-0123456789',
+      INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
+      FAKE_SMI_FIXTURE: 'rtx2060s.csv',
+      INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
+    };
+    const sched = startInss(
+      [
+        'scheduler',
+        '--port',
+        '0',
+        '--scenario',
+        join(dir, 'mps-duo.json'),
+        '--policy',
+        'static-even',
+        '--state-dir',
+        join(dir, 'mps-sched'),
+        '--log-level',
+        'warn',
+      ],
+      env,
+    );
     const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
     const state = join(dir, 'mps-agent');
-    const agent = startInss(['agent', '--scheduler', base.replace(/^http/, 'ws'), '--worker', 'torch', '--state-dir', state, '--agent-id', 'gpu1', '--log-level', 'warn'], env);
+    const agent = startInss(
+      [
+        'agent',
+        '--scheduler',
+        base.replace(/^http/, 'ws'),
+        '--worker',
+        'torch',
+        '--state-dir',
+        state,
+        '--agent-id',
+        'gpu1',
+        '--log-level',
+        'warn',
+      ],
+      env,
+    );
     await waitHttp200(`${base}/v2/health/ready`, 150_000);
     // Each model's answer for INPUT, before the fault; the two differ, so an answer names its network.
     const expected = new Map<string, Float32Array>();
     await Promise.all(
       ['resnet18', 'mobilenet'].map(async (model) => {
-        const res = await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: REQUEST.headers, body: REQUEST.body });
+        const res = await fetch(`${base}/v2/models/${model}/infer`, {
+          method: 'POST',
+          headers: REQUEST.headers,
+          body: REQUEST.body,
+        });
         expect(res.status, await res.clone().text()).toBe(200);
-        expected.set(model, readAnswer(Buffer.from(await res.arrayBuffer()), Number(res.headers.get('inference-header-content-length'))).output);
+        expected.set(
+          model,
+          readAnswer(Buffer.from(await res.arrayBuffer()), Number(res.headers.get('inference-header-content-length')))
+            .output,
+        );
       }),
     );
     expect(Array.from(expected.get('resnet18')!)).not.toEqual(Array.from(expected.get('mobilenet')!));
@@ -269,16 +392,24 @@ describe.skipIf(!torchOk)('an MPS server failure under load (stand-in daemon, Py
     const old = (await workers(base)).filter((w) => w.pid !== null);
     const faultAt = performance.now();
     writeFileSync(join(state, 'mps', 'gpu0', 'pipe', 'fault'), ''); // a client fault: the server fails
-    await until('every worker of the GPU restarted', async () => {
-      const now = await workers(base);
-      return old.every((o) => now.some((w) => w.workerId === o.workerId && w.state === 'ready' && w.pid !== null && w.pid !== o.pid));
-    }, 150_000);
+    await until(
+      'every worker of the GPU restarted',
+      async () => {
+        const now = await workers(base);
+        return old.every((o) =>
+          now.some((w) => w.workerId === o.workerId && w.state === 'ready' && w.pid !== null && w.pid !== o.pid),
+        );
+      },
+      150_000,
+    );
     const readyMs = performance.now() - faultAt;
     const out = await sent;
     expect(agent.stderr).toMatch(/MPS failed on this GPU/);
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
     await servesEveryModel(base, spec, 60_000);
-    console.log(`chaos MPS-server-failure: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, workers ready again ${readyMs.toFixed(0)} ms after the fault; test ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(
+      `chaos MPS-server-failure: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, workers ready again ${readyMs.toFixed(0)} ms after the fault; test ${(performance.now() - t0).toFixed(0)} ms`,
+    );
     // Its own limit: PyTorch workers start twice on the CPU, which on a loaded machine takes minutes;
     // its waits (150 s + 150 s + 60 s) fit inside this one.
   }, 600_000);

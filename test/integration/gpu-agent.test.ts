@@ -24,14 +24,33 @@ type W = { workerId: string; model: string; state: string; pid: number | null };
 describe('inss agent on a (stand-in) GPU server', () => {
   it('refuses --pooled-gpu serial: real GPUs run under MPS, so they pool as overlap', async () => {
     const bin = join(REPO_ROOT, 'test', 'support', 'bin');
-    const agent = startInss(['agent', '--scheduler', 'ws://127.0.0.1:9', '--token', 't', '--worker', 'torch', '--pooled-gpu', 'serial', '--state-dir', join(dir, 'refused'), '--log-level', 'warn'], {
-      INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
-      FAKE_SMI_FIXTURE: 'rtx2060s.csv',
-      INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
-    });
+    const agent = startInss(
+      [
+        'agent',
+        '--scheduler',
+        'ws://127.0.0.1:9',
+        '--token',
+        't',
+        '--worker',
+        'torch',
+        '--pooled-gpu',
+        'serial',
+        '--state-dir',
+        join(dir, 'refused'),
+        '--log-level',
+        'warn',
+      ],
+      {
+        INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
+        FAKE_SMI_FIXTURE: 'rtx2060s.csv',
+        INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
+      },
+    );
     const exit = await agent.exited;
     expect(exit.code).toBe(2);
-    expect(agent.stderr).toMatch(/--pooled-gpu serial: only for simulated GPUs; real GPUs run under an MPS server, so they pool as overlap/);
+    expect(agent.stderr).toMatch(
+      /--pooled-gpu serial: only for simulated GPUs; real GPUs run under an MPS server, so they pool as overlap/,
+    );
   });
 });
 
@@ -40,20 +59,44 @@ describe.skipIf(!torchOk)('inss up --worker torch on a (stand-in) GPU server', (
     const scenario = join(dir, 'one.json');
     // A 2 s SLO: PyTorch on the CPU takes tens of ms a batch here, and a lone request waits for its batch to
     // fill for up to half the SLO (static-even), so a longer SLO only makes the test wait.
-    writeScenario(scenario, { name: 'one-gpu', description: 'resnet18 on one RTX 2060 Super', gpus: { rtx2060s: 1 }, models: [{ name: 'resnet18', sloMs: 2000, ratePerS: 1 }], swapS: 3 });
+    writeScenario(scenario, {
+      name: 'one-gpu',
+      description: 'resnet18 on one RTX 2060 Super',
+      gpus: { rtx2060s: 1 },
+      models: [{ name: 'resnet18', sloMs: 2000, ratePerS: 1 }],
+      swapS: 3,
+    });
     const state = join(dir, 'state');
     const bin = join(REPO_ROOT, 'test', 'support', 'bin');
-    const up = startInss(['up', '--port', '0', '--worker', 'torch', '--scenario', scenario, '--policy', 'static-even', '--state-dir', state, '--log-level', 'warn'], {
-      INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
-      FAKE_SMI_FIXTURE: 'rtx2060s.csv',
-      INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
-    });
+    const up = startInss(
+      [
+        'up',
+        '--port',
+        '0',
+        '--worker',
+        'torch',
+        '--scenario',
+        scenario,
+        '--policy',
+        'static-even',
+        '--state-dir',
+        state,
+        '--log-level',
+        'warn',
+      ],
+      {
+        INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
+        FAKE_SMI_FIXTURE: 'rtx2060s.csv',
+        INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
+      },
+    );
     const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 60_000);
     await waitHttp200(`${base}/v2/health/ready`, 90_000);
     const pipe = join(state, 'mps', 'gpu0', 'pipe');
     expect(existsSync(join(pipe, 'control'))).toBe(true);
     const req = binaryInferRequest(new Float32Array(3 * 224 * 224).fill(0.1));
-    const infer = () => fetch(`${base}/v2/models/resnet18/infer`, { method: 'POST', headers: req.headers, body: req.body });
+    const infer = () =>
+      fetch(`${base}/v2/models/resnet18/infer`, { method: 'POST', headers: req.headers, body: req.body });
     expect((await infer()).status).toBe(200);
     // Telemetry: the agent reads the GPU's utilisation and memory with nvidia-smi (the fixture: 3%, 12 MiB),
     // every second; wait for the first reading rather than a fixed time.
@@ -73,7 +116,9 @@ describe.skipIf(!torchOk)('inss up --worker torch on a (stand-in) GPU server', (
     const t0 = Date.now();
     let after: W | undefined;
     while (Date.now() - t0 < 60_000) {
-      after = (await workers()).find((w) => w.workerId === before.workerId && w.state === 'ready' && w.pid !== before.pid);
+      after = (await workers()).find(
+        (w) => w.workerId === before.workerId && w.state === 'ready' && w.pid !== before.pid,
+      );
       if (after) break;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -34,7 +34,12 @@ function startService(limits: Partial<InputLimits>): Promise<SchedulerService> {
 }
 
 beforeAll(async () => {
-  service = await startService({ bodyTimeoutBaseMs: 300, minBodyBytesPerS: 1_000_000, headersTimeoutMs: 500, maxConnectionsPerClient: 3 });
+  service = await startService({
+    bodyTimeoutBaseMs: 300,
+    minBodyBytesPerS: 1_000_000,
+    headersTimeoutMs: 500,
+    maxConnectionsPerClient: 3,
+  });
   port = Number(new URL(service.url).port);
 });
 
@@ -59,7 +64,9 @@ const jsonBody = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') +
 
 describe('the HTTP guard on a real socket', () => {
   it('a body that stops arriving gets 408 JSON after its size-scaled deadline, and the connection closes', async () => {
-    const { answer } = exchange('POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":');
+    const { answer } = exchange(
+      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":',
+    );
     const raw = await answer;
     expect(raw).toMatch(/^HTTP\/1\.1 408 /);
     expect(jsonBody(raw).error).toMatch(/request body did not arrive within \d+ ms/);
@@ -69,7 +76,8 @@ describe('the HTTP guard on a real socket', () => {
     // Its own service, with the default (10 s) deadlines: nothing here depends on how fast the machine is.
     const capped = await startService({ maxBodyBytesInFlight: 150_000 });
     const p = Number(new URL(capped.url).port);
-    const head = 'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
+    const head =
+      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
     const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
     try {
       const first = exchange(`${head}{`, p);
@@ -93,7 +101,8 @@ describe('the HTTP guard on a real socket', () => {
   it('a chunked body counts its bytes as they arrive: the chunk that takes them past the cap gets 503 JSON; released when it ends', async () => {
     const capped = await startService({ maxBodyBytesInFlight: 150_000 });
     const p = Number(new URL(capped.url).port);
-    const head = 'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const head =
+      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
     const chunk = (data: string) => `${data.length.toString(16)}\r\n${data}\r\n`;
     const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
     try {
@@ -105,7 +114,9 @@ describe('the HTTP guard on a real socket', () => {
       // A second chunked body is admitted (no length to refuse it by) until its bytes pass the cap.
       const second = await exchange(`${head}${chunk('y'.repeat(60_000))}`, p).answer;
       expect(second).toMatch(/^HTTP\/1\.1 503 /);
-      expect(jsonBody(second).error).toMatch(/server busy: 100000 bytes of request bodies are being received \(limit 150000\)/);
+      expect(jsonBody(second).error).toMatch(
+        /server busy: 100000 bytes of request bodies are being received \(limit 150000\)/,
+      );
       // Under the cap, a chunked body is read whole (a 400: it is not JSON).
       const small = await exchange(`${head}${chunk('z'.repeat(40_000))}0\r\n\r\n`, p).answer;
       expect(small).toMatch(/^HTTP\/1\.1 400 /);

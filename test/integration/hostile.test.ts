@@ -18,7 +18,21 @@ let base: string;
 let port: number;
 
 beforeAll(async () => {
-  up = startInss(['up', '--port', '0', '--policy', 'static-even', '--scenario', join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir, '--log-level', 'error', '--max-connections-per-client', '64']);
+  up = startInss([
+    'up',
+    '--port',
+    '0',
+    '--policy',
+    'static-even',
+    '--scenario',
+    join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'),
+    '--state-dir',
+    dir,
+    '--log-level',
+    'error',
+    '--max-connections-per-client',
+    '64',
+  ]);
   base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
   port = Number(new URL(base).port);
   await waitHttp200(`${base}/v2/health/ready`);
@@ -40,7 +54,8 @@ async function underAttack(name: string): Promise<{ outcomes: Record<string, num
 }
 
 /** 413 read by the client, or the connection the server closed on a body it will not read. */
-const refusedBeforeRead = (outcomes: Record<string, number>) => Object.keys(outcomes).every((k) => ['413', 'EPIPE', 'ECONNRESET'].includes(k));
+const refusedBeforeRead = (outcomes: Record<string, number>) =>
+  Object.keys(outcomes).every((k) => ['413', 'EPIPE', 'ECONNRESET'].includes(k));
 
 describe('hostile input against inss up', () => {
   it('huge bodies (60 MiB of brackets, with and without Content-Length) are refused before they are read and the health route answers meanwhile', async () => {
@@ -62,7 +77,10 @@ describe('hostile input against inss up', () => {
   it('slow headers from many connections: those over the per-client cap get 503 at once, the rest 408; health answers meanwhile', async () => {
     const r = await underAttack('slow-headers');
     const codes = Object.keys(r.outcomes);
-    expect(codes.every((k) => k === '408' || k.startsWith('503')), JSON.stringify(r.outcomes)).toBe(true);
+    expect(
+      codes.every((k) => k === '408' || k.startsWith('503')),
+      JSON.stringify(r.outcomes),
+    ).toBe(true);
     expect(r.outcomes['408']).toBe(64);
     expect(r.healthMaxMs).toBeLessThan(HEALTH_BOUND_MS);
   });
@@ -71,7 +89,10 @@ describe('hostile input against inss up', () => {
     const r = await underAttack('parallel-200');
     const total = Object.values(r.outcomes).reduce((a, b) => a + b, 0);
     expect(total).toBe(200);
-    expect(Object.keys(r.outcomes).every((k) => k === '200' || k.startsWith('503')), JSON.stringify(r.outcomes)).toBe(true);
+    expect(
+      Object.keys(r.outcomes).every((k) => k === '200' || k.startsWith('503')),
+      JSON.stringify(r.outcomes),
+    ).toBe(true);
     expect(r.healthMaxMs).toBeLessThan(HEALTH_BOUND_MS);
   });
 
@@ -96,21 +117,39 @@ describe('hostile input against inss up', () => {
 
     // A header over Node's 16 KiB limit: Node answers before any route; the answer is still JSON.
     const raw = await new Promise<string>((resolve) => {
-      const s = net.connect({ port, host: '127.0.0.1' }, () => s.write(`GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
+      const s = net.connect({ port, host: '127.0.0.1' }, () =>
+        s.write(`GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      );
       let got = '';
       s.setEncoding('utf8').on('data', (d: string) => (got += d));
       s.on('close', () => resolve(got));
       s.on('error', () => undefined);
     });
     expect(raw).toMatch(/^HTTP\/1\.1 431 /);
-    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toEqual({ error: expect.stringMatching(/headers are larger/) as unknown });
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: expect.stringMatching(/headers are larger/) as unknown,
+    });
   });
 
   it('a busy port is a one-line error and a non-zero exit', async () => {
-    const second = startInss(['up', '--port', String(port), '--grpc-port', '0', '--policy', 'static-even', '--scenario', join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'), '--state-dir', dir]);
+    const second = startInss([
+      'up',
+      '--port',
+      String(port),
+      '--grpc-port',
+      '0',
+      '--policy',
+      'static-even',
+      '--scenario',
+      join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json'),
+      '--state-dir',
+      dir,
+    ]);
     const { code } = await second.exited;
     expect(code).toBe(2);
-    expect(second.stderr.trim()).toMatch(new RegExp(`^inss: --port ${port}: 127\\.0\\.0\\.1:${port} is already in use`));
+    expect(second.stderr.trim()).toMatch(
+      new RegExp(`^inss: --port ${port}: 127\\.0\\.0\\.1:${port} is already in use`),
+    );
     expect(second.stderr.trim().split('\n')).toHaveLength(1);
   });
 });

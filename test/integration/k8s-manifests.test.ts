@@ -20,7 +20,13 @@ import { REPO_ROOT } from '../support/paths.js';
 
 const DIR = join(REPO_ROOT, 'deploy', 'k8s');
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> }; spec?: unknown; data?: Record<string, string> };
+type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: unknown;
+  data?: Record<string, string>;
+};
 interface Container {
   name: string;
   image: string;
@@ -31,14 +37,23 @@ interface Container {
 }
 interface PodSpec {
   containers: Container[];
-  volumes?: { name: string; configMap?: { name: string }; secret?: { secretName: string }; persistentVolumeClaim?: { claimName: string }; hostPath?: { path: string } }[];
+  volumes?: {
+    name: string;
+    configMap?: { name: string };
+    secret?: { secretName: string };
+    persistentVolumeClaim?: { claimName: string };
+    hostPath?: { path: string };
+  }[];
   hostIPC?: boolean;
   runtimeClassName?: string;
   nodeSelector?: Record<string, string>;
   tolerations?: unknown[];
 }
 interface Workload extends Manifest {
-  spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+  spec: {
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+  };
 }
 
 /** Validators of the kinds deploy/k8s uses: each throws naming the field that is wrong. */
@@ -109,16 +124,24 @@ describe('deploy/k8s', () => {
   });
 
   it('the Kustomization lists every manifest and retags the image the containers use', () => {
-    const k = parseAllDocuments(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8'))[0]!.toJS() as { kind: string; resources: string[]; images: { name: string }[]; namespace: string };
+    const k = parseAllDocuments(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8'))[0]!.toJS() as {
+      kind: string;
+      resources: string[];
+      images: { name: string }[];
+      namespace: string;
+    };
     expect(k.kind).toBe('Kustomization');
     expect([...k.resources].sort()).toEqual([...all.keys()].sort());
     expect(byKind('Namespace').map((n) => n.metadata.name)).toEqual([k.namespace]);
-    for (const w of [...byKind('Deployment'), ...byKind('DaemonSet')] as Workload[]) for (const c of w.spec.template.spec.containers) expect(k.images.map((i) => i.name)).toContain(c.image);
+    for (const w of [...byKind('Deployment'), ...byKind('DaemonSet')] as Workload[])
+      for (const c of w.spec.template.spec.containers) expect(k.images.map((i) => i.name)).toContain(c.image);
   });
 
   it('the scheduler: a Deployment behind the Service, its state on the PVC, the scenario from the ConfigMap, the token from the Secret', async () => {
     const [d] = byKind('Deployment') as Workload[];
-    const [svc] = byKind('Service') as (Manifest & { spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] } })[];
+    const [svc] = byKind('Service') as (Manifest & {
+      spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] };
+    })[];
     const pod = d!.spec.template.spec;
     expect(svc!.spec.selector).toEqual(d!.spec.template.metadata.labels);
     const c = pod.containers[0]!;
@@ -135,7 +158,9 @@ describe('deploy/k8s', () => {
       const mount = c.volumeMounts!.find((v) => path.startsWith(v.mountPath));
       return pod.volumes!.find((v) => v.name === mount?.name);
     };
-    expect(mountOf(argValue(inv.args, '--state-dir')!)?.persistentVolumeClaim?.claimName).toBe(byKind('PersistentVolumeClaim')[0]!.metadata.name);
+    expect(mountOf(argValue(inv.args, '--state-dir')!)?.persistentVolumeClaim?.claimName).toBe(
+      byKind('PersistentVolumeClaim')[0]!.metadata.name,
+    );
     const scenarioPath = argValue(inv.args, '--scenario')!;
     const cm = byKind('ConfigMap').find((m) => m.metadata.name === mountOf(scenarioPath)?.configMap?.name);
     expect(cm, 'the --scenario file comes from a ConfigMap of deploy/k8s').toBeDefined();

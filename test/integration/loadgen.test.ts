@@ -41,9 +41,29 @@ const MODELS: Record<string, StandInModel> = {
     sloMs: 50,
     behaviour: 'ok',
   },
-  broken: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }] }, sloMs: 80, behaviour: 'fail' },
-  slow: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }] }, sloMs: 80, behaviour: 'hang' },
-  noslo: { signature: { inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }], outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }] }, behaviour: 'ok' },
+  broken: {
+    signature: {
+      inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }],
+      outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }],
+    },
+    sloMs: 80,
+    behaviour: 'fail',
+  },
+  slow: {
+    signature: {
+      inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }],
+      outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }],
+    },
+    sloMs: 80,
+    behaviour: 'hang',
+  },
+  noslo: {
+    signature: {
+      inputs: [{ name: 'input', datatype: 'FP32', shape: [16] }],
+      outputs: [{ name: 'output', datatype: 'FP32', shape: [4] }],
+    },
+    behaviour: 'ok',
+  },
 };
 
 /** What the stand-in saw, per model. */
@@ -77,10 +97,17 @@ function checkBinaryFraming(body: Buffer, headerLength: string): string | undefi
     return 'the first H bytes are not JSON';
   }
   const sizes = (header.inputs ?? []).reduce((a, i) => a + (i.parameters?.binary_data_size ?? 0), 0);
-  return sizes === body.length - h ? undefined : `binary_data_size add up to ${sizes}, ${body.length - h} bytes follow the header`;
+  return sizes === body.length - h
+    ? undefined
+    : `binary_data_size add up to ${sizes}, ${body.length - h} bytes follow the header`;
 }
 
-function reply(res: http.ServerResponse, status: number, body: Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): void {
+function reply(
+  res: http.ServerResponse,
+  status: number,
+  body: Buffer,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+): void {
   res.writeHead(status, { ...headers, 'content-length': String(body.length) });
   res.end(body);
 }
@@ -92,7 +119,9 @@ function handle(req: http.IncomingMessage, body: Buffer, res: http.ServerRespons
   if (!m || !model) return reply(res, 404, errorBody(`unknown model '${name}'`));
   if (!m[2]) {
     if (req.method !== 'GET') return reply(res, 405, errorBody('GET only'));
-    const meta = modelMetadata({ name, signature: model.signature, sloMs: model.sloMs ?? 0 }) as { parameters?: unknown };
+    const meta = modelMetadata({ name, signature: model.signature, sloMs: model.sloMs ?? 0 }) as {
+      parameters?: unknown;
+    };
     if (model.sloMs === undefined) delete meta.parameters;
     return reply(res, 200, Buffer.from(JSON.stringify(meta)));
   }
@@ -100,7 +129,11 @@ function handle(req: http.IncomingMessage, body: Buffer, res: http.ServerRespons
   const headerLength = req.headers['inference-header-content-length'];
   const encoding = typeof headerLength === 'string' ? 'binary' : 'json';
   const framing = encoding === 'binary' ? checkBinaryFraming(body, headerLength as string) : undefined;
-  const parsed = parseInferRequest(body, { inferenceHeaderLength: typeof headerLength === 'string' ? headerLength : undefined }, { name, signature: model.signature });
+  const parsed = parseInferRequest(
+    body,
+    { inferenceHeaderLength: typeof headerLength === 'string' ? headerLength : undefined },
+    { name, signature: model.signature },
+  );
   if (framing !== undefined || !parsed.ok) {
     s.malformed.push(framing ?? (parsed.ok ? '' : parsed.error));
     return reply(res, 400, errorBody(framing ?? (parsed.ok ? '' : parsed.error)));
@@ -111,7 +144,13 @@ function handle(req: http.IncomingMessage, body: Buffer, res: http.ServerRespons
   const answer = (): void => {
     if (model.behaviour === 'fail') return reply(res, 503, errorBody(FAILURE));
     const wanted = new Map(parsed.request.outputs.map((o) => [o.name, o.binary]));
-    const outputs = model.signature.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: [1, ...o.shape], data: Buffer.alloc(4 * o.shape.reduce((a, b) => a * b, 1)), binary: wanted.get(o.name) ?? false }));
+    const outputs = model.signature.outputs.map((o) => ({
+      name: o.name,
+      datatype: o.datatype,
+      shape: [1, ...o.shape],
+      data: Buffer.alloc(4 * o.shape.reduce((a, b) => a * b, 1)),
+      binary: wanted.get(o.name) ?? false,
+    }));
     const r = encodeInferResponse({ modelName: name, modelVersion: '1', outputs });
     reply(res, 200, r.body, r.headers);
   };
@@ -148,7 +187,16 @@ describe('inss loadgen against a stand-in server', () => {
       { name: 'tiny', ratePerS: 60 },
       { name: 'broken', ratePerS: 20 },
     ];
-    const r = await runLoadgen(['--url', url, ...models.flatMap((m) => ['--model', `${m.name}=${m.ratePerS}`]), '--duration', '1.5', '--seed', '3', '--json']);
+    const r = await runLoadgen([
+      '--url',
+      url,
+      ...models.flatMap((m) => ['--model', `${m.name}=${m.ratePerS}`]),
+      '--duration',
+      '1.5',
+      '--seed',
+      '3',
+      '--json',
+    ]);
     expect(r.stderr).toBe(''); // --json: no progress
     expect(r.code).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
@@ -183,7 +231,20 @@ describe('inss loadgen against a stand-in server', () => {
   it('JSON encoding: well-formed, the same input tensors as binary; the table, progress and --out', async () => {
     seen.clear();
     const out = join(dir, 'report.json');
-    const r = await runLoadgen(['--url', `${url}/`, '--model', 'tiny=30', '--model', 'resnet50=5', '--duration', '1.2', '--encoding', 'json', '--out', out]);
+    const r = await runLoadgen([
+      '--url',
+      `${url}/`,
+      '--model',
+      'tiny=30',
+      '--model',
+      'resnet50=5',
+      '--duration',
+      '1.2',
+      '--encoding',
+      'json',
+      '--out',
+      out,
+    ]);
     expect(r.code).toBe(0);
     for (const name of ['tiny', 'resnet50']) {
       expect(seenOf(name).malformed).toEqual([]);
@@ -215,7 +276,19 @@ describe('inss loadgen against a stand-in server', () => {
     const trace = join(dir, 'tiny-arrivals.txt');
     // 7 arrivals in the 0.8 s window (two at the same instant), one after it.
     writeFileSync(trace, '# tiny\n0.05\n0.1\n0.1\n0.3\n0.45\n0.6\n0.79\n0.9\n');
-    const r = await runLoadgen(['--url', url, '--trace', `tiny=${trace}`, '--model', 'resnet50=10', '--duration', '0.8', '--seed', '5', '--json']);
+    const r = await runLoadgen([
+      '--url',
+      url,
+      '--trace',
+      `tiny=${trace}`,
+      '--model',
+      'resnet50=10',
+      '--duration',
+      '0.8',
+      '--seed',
+      '5',
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
     expect(report.settings.traces).toEqual({ tiny: trace });
@@ -226,7 +299,10 @@ describe('inss loadgen against a stand-in server', () => {
     expect(seenOf('tiny').malformed).toEqual([]);
     expect(tiny.ok).toBe(7);
     // The drawn model is the one its flags alone give.
-    expect(byModel(report, 'resnet50').sent).toBe(sendSchedule([{ name: 'resnet50', ratePerS: 10 }], { durationS: 0.8, arrival: { kind: 'poisson' }, seed: 5 }).length);
+    expect(byModel(report, 'resnet50').sent).toBe(
+      sendSchedule([{ name: 'resnet50', ratePerS: 10 }], { durationS: 0.8, arrival: { kind: 'poisson' }, seed: 5 })
+        .length,
+    );
     const table = await runLoadgen(['--url', url, '--trace', `tiny=${trace}`, '--duration', '0.8']);
     expect(table.stdout).toContain(`poisson arrivals (replayed: tiny from ${trace})`);
     expect(table.stderr).toMatch(/loadgen: tiny trace .*tiny-arrivals\.txt \(8\.75\/s\)/);
@@ -239,7 +315,19 @@ describe('inss loadgen against a stand-in server', () => {
     ['png', 'binary', 'PNG'],
   ])('--input %s (%s): every request is an image the codec accepts as %s', async (input, encoding, want) => {
     seen.clear();
-    const r = await runLoadgen(['--url', url, '--model', 'resnet50=20', '--duration', '0.5', '--input', input, '--encoding', encoding, '--json']);
+    const r = await runLoadgen([
+      '--url',
+      url,
+      '--model',
+      'resnet50=20',
+      '--duration',
+      '0.5',
+      '--input',
+      input,
+      '--encoding',
+      encoding,
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
     expect(report.settings.input).toBe(input);
@@ -252,14 +340,37 @@ describe('inss loadgen against a stand-in server', () => {
     const r = await runLoadgen(['--url', url, '--model', 'tiny=5', '--duration', '0.2', '--input', 'jpeg']);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("--input jpeg: model 'tiny' does not take its input as BYTES");
-    const j = await runLoadgen(['--url', url, '--model', 'resnet50=5', '--duration', '0.2', '--input', 'png', '--encoding', 'json']);
+    const j = await runLoadgen([
+      '--url',
+      url,
+      '--model',
+      'resnet50=5',
+      '--duration',
+      '0.2',
+      '--input',
+      'png',
+      '--encoding',
+      'json',
+    ]);
     expect(j.code).toBe(2);
     expect(j.stderr).toContain('--input png needs --encoding binary');
   });
 
   it('a request with no answer within --timeout is a timeout error, and the run still ends', async () => {
     seen.clear();
-    const r = await runLoadgen(['--url', url, '--model', 'slow=20', '--model', 'tiny=20', '--duration', '0.5', '--timeout', '200', '--json']);
+    const r = await runLoadgen([
+      '--url',
+      url,
+      '--model',
+      'slow=20',
+      '--model',
+      'tiny=20',
+      '--duration',
+      '0.5',
+      '--timeout',
+      '200',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(r.stdout));
     const slow = byModel(report, 'slow');
@@ -276,14 +387,16 @@ describe('inss loadgen against a stand-in server', () => {
     const r = await runLoadgen(['--url', `http://127.0.0.1:${port}`, '--model', 'resnet50=10', '--duration', '1']);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe(`inss loadgen: cannot reach the server at --url http://127.0.0.1:${port} (GET /v2/models/resnet50): connect ECONNREFUSED 127.0.0.1:${port}\n`);
+    expect(r.stderr).toBe(
+      `inss loadgen: cannot reach the server at --url http://127.0.0.1:${port} (GET /v2/models/resnet50): connect ECONNREFUSED 127.0.0.1:${port}\n`,
+    );
   });
 
   it('a model the server does not serve: exit status 1, nothing sent', async () => {
     seen.clear();
     const r = await runLoadgen(['--url', url, '--model', 'resnet50=10', '--model', 'nope=10']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("inss loadgen: --model nope: the server at");
+    expect(r.stderr).toContain('inss loadgen: --model nope: the server at');
     expect(r.stderr).toContain("does not serve this model (HTTP 404: unknown model 'nope')");
     expect(infers()).toBe(0);
   });
@@ -291,8 +404,20 @@ describe('inss loadgen against a stand-in server', () => {
   it('no SLO from the server and none given: exit status 2 naming --slo; with --slo it runs', async () => {
     const r = await runLoadgen(['--url', url, '--model', 'noslo=10', '--duration', '0.2']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("inss loadgen: --slo: no SLO for model 'noslo': its metadata has no parameters.slo_ms; give --slo noslo=<ms>");
-    const ok = await runLoadgen(['--url', url, '--model', 'noslo=10', '--slo', 'noslo=30', '--duration', '0.2', '--json']);
+    expect(r.stderr).toContain(
+      "inss loadgen: --slo: no SLO for model 'noslo': its metadata has no parameters.slo_ms; give --slo noslo=<ms>",
+    );
+    const ok = await runLoadgen([
+      '--url',
+      url,
+      '--model',
+      'noslo=10',
+      '--slo',
+      'noslo=30',
+      '--duration',
+      '0.2',
+      '--json',
+    ]);
     expect(ok.code).toBe(0);
     expect(LoadgenReportSchema.parse(JSON.parse(ok.stdout)).models[0]!.sloMs).toBe(30);
   });

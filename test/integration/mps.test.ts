@@ -33,11 +33,22 @@ interface Made {
 const made: Made[] = [];
 
 /** A daemon on fresh temporary directories (short paths: the socket path limit applies). */
-function daemon(opts: { timeoutMs?: number; gpu?: string; env?: Record<string, string>; stopTimeoutMs?: number } = {}): Made {
+function daemon(
+  opts: { timeoutMs?: number; gpu?: string; env?: Record<string, string>; stopTimeoutMs?: number } = {},
+): Made {
   const dir = mkdtempSync(join(tmpdir(), 'inss-mps-'));
   const pipeDir = join(dir, 'pipe');
   const logDir = join(dir, 'log');
-  const d = new MpsDaemon({ controlCommand: FAKE, pipeDir, logDir, gpu: opts.gpu ?? UUID, timeoutMs: opts.timeoutMs ?? 3000, startTimeoutMs: 5000, stopTimeoutMs: opts.stopTimeoutMs ?? 3000, ...(opts.env ? { env: opts.env } : {}) });
+  const d = new MpsDaemon({
+    controlCommand: FAKE,
+    pipeDir,
+    logDir,
+    gpu: opts.gpu ?? UUID,
+    timeoutMs: opts.timeoutMs ?? 3000,
+    startTimeoutMs: 5000,
+    stopTimeoutMs: opts.stopTimeoutMs ?? 3000,
+    ...(opts.env ? { env: opts.env } : {}),
+  });
   const m = { d, dir, pipeDir, logDir };
   made.push(m);
   return m;
@@ -70,7 +81,11 @@ function alive(pid: number): boolean {
 
 /** A command to the daemon as a user would type it (`echo CMD | nvidia-cuda-mps-control`). */
 async function control(m: Made, cmd: string): Promise<string> {
-  const r = await execa(FAKE, [], { input: `${cmd}\n`, env: { CUDA_MPS_PIPE_DIRECTORY: m.pipeDir, CUDA_MPS_LOG_DIRECTORY: m.logDir }, reject: false });
+  const r = await execa(FAKE, [], {
+    input: `${cmd}\n`,
+    env: { CUDA_MPS_PIPE_DIRECTORY: m.pipeDir, CUDA_MPS_LOG_DIRECTORY: m.logDir },
+    reject: false,
+  });
   return `${String(r.stdout)}${String(r.stderr)}`.trim();
 }
 
@@ -91,13 +106,20 @@ describe('the pure parts', () => {
       '[2013-08-05 13:00:09.270 Server 13929] Client 14777 disconnected',
     ].join('\n');
     expect(findServerFailure(healthy)).toBeNull();
-    expect(findServerFailure(`${healthy}\n[2013-08-05 13:02:26.226 Control 13894] Server 13929 exited with status 1\n`)).toMatch(/status 1$/);
-    expect(findServerFailure('[2013-08-06 10:51:31.706 Server 29489] MPS server failed to start')).toMatch(/failed to start/);
+    expect(
+      findServerFailure(`${healthy}\n[2013-08-05 13:02:26.226 Control 13894] Server 13929 exited with status 1\n`),
+    ).toMatch(/status 1$/);
+    expect(findServerFailure('[2013-08-06 10:51:31.706 Server 29489] MPS server failed to start')).toMatch(
+      /failed to start/,
+    );
     expect(findServerFailure('[x Server 1] Client 2 raised a fatal GPU exception')).toMatch(/fatal/);
   });
 
   it('daemonPidFromLog takes the last start of the daemon', () => {
-    const log = ['[2026-02-06 09:34:17.770 Control   261] Starting control daemon using socket /p/control', '[2026-02-06 09:40:00.000 Control 9001] Starting control daemon using socket /p/control'].join('\n');
+    const log = [
+      '[2026-02-06 09:34:17.770 Control   261] Starting control daemon using socket /p/control',
+      '[2026-02-06 09:40:00.000 Control 9001] Starting control daemon using socket /p/control',
+    ].join('\n');
     expect(daemonPidFromLog(log)).toBe(9001);
     expect(daemonPidFromLog('nothing')).toBeNull();
   });
@@ -111,12 +133,22 @@ describe('the pure parts', () => {
 describe('clientEnv', () => {
   it('gives a worker the pipe, the log, its share, and the GPU by UUID', () => {
     const { d, pipeDir, logDir } = daemon();
-    expect(d.clientEnv(40)).toEqual({ CUDA_MPS_PIPE_DIRECTORY: pipeDir, CUDA_MPS_LOG_DIRECTORY: logDir, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '40', CUDA_VISIBLE_DEVICES: UUID });
+    expect(d.clientEnv(40)).toEqual({
+      CUDA_MPS_PIPE_DIRECTORY: pipeDir,
+      CUDA_MPS_LOG_DIRECTORY: logDir,
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '40',
+      CUDA_VISIBLE_DEVICES: UUID,
+    });
     expect(d.clientEnv(12.5).CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).toBe('12.5');
   });
 
   it('a daemon given a GPU index shows it to its clients as device 0', () => {
-    expect(mpsClientEnv({ pipeDir: '/p', logDir: '/l', gpu: '3' }, 100)).toEqual({ CUDA_MPS_PIPE_DIRECTORY: '/p', CUDA_MPS_LOG_DIRECTORY: '/l', CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '100', CUDA_VISIBLE_DEVICES: '0' });
+    expect(mpsClientEnv({ pipeDir: '/p', logDir: '/l', gpu: '3' }, 100)).toEqual({
+      CUDA_MPS_PIPE_DIRECTORY: '/p',
+      CUDA_MPS_LOG_DIRECTORY: '/l',
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '100',
+      CUDA_VISIBLE_DEVICES: '0',
+    });
   });
 
   it('a daemon over several or all GPUs leaves CUDA_VISIBLE_DEVICES to the caller', () => {
@@ -125,7 +157,8 @@ describe('clientEnv', () => {
   });
 
   it('a share outside (0, 100] is a bug', () => {
-    for (const pct of [0, -5, 101, Number.NaN]) expect(() => mpsClientEnv({ pipeDir: '/p', logDir: '/l' }, pct)).toThrow(RangeError);
+    for (const pct of [0, -5, 101, Number.NaN])
+      expect(() => mpsClientEnv({ pipeDir: '/p', logDir: '/l' }, pct)).toThrow(RangeError);
   });
 });
 
@@ -136,7 +169,9 @@ describe('MpsDaemon', () => {
     expect(existsSync(join(m.pipeDir, 'control'))).toBe(true);
     const pid = m.d.daemonPid();
     expect(pid).not.toBeNull();
-    expect(readFileSync(join(m.logDir, 'control.log'), 'utf8')).toMatch(new RegExp(`Control ${pid}\\] Starting control daemon using socket ${m.pipeDir}/control`));
+    expect(readFileSync(join(m.logDir, 'control.log'), 'utf8')).toMatch(
+      new RegExp(`Control ${pid}\\] Starting control daemon using socket ${m.pipeDir}/control`),
+    );
     expect(await m.d.healthy()).toEqual({ ok: true, serverPids: [] });
     expect(await control(m, 'fake_client_connect 4321')).toBe('connected');
     const health = await m.d.healthy();
@@ -157,7 +192,13 @@ describe('MpsDaemon', () => {
         .filter(Boolean)
         .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
     );
-    expect(environ).toMatchObject({ CUDA_VISIBLE_DEVICES: UUID, CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_MPS_PIPE_DIRECTORY: m.pipeDir, CUDA_MPS_LOG_DIRECTORY: m.logDir, INSS_TEST_MARK: 'x' });
+    expect(environ).toMatchObject({
+      CUDA_VISIBLE_DEVICES: UUID,
+      CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
+      CUDA_MPS_PIPE_DIRECTORY: m.pipeDir,
+      CUDA_MPS_LOG_DIRECTORY: m.logDir,
+      INSS_TEST_MARK: 'x',
+    });
     expect(environ).not.toHaveProperty('CUDA_MPS_ACTIVE_THREAD_PERCENTAGE');
   });
 
@@ -165,7 +206,11 @@ describe('MpsDaemon', () => {
     const m = daemon();
     expect((await m.d.start()).ok).toBe(true);
     const pid = m.d.daemonPid();
-    expect(await m.d.start()).toMatchObject({ ok: false, reason: 'already-running', message: /An instance of this daemon is already running/ });
+    expect(await m.d.start()).toMatchObject({
+      ok: false,
+      reason: 'already-running',
+      message: /An instance of this daemon is already running/,
+    });
     expect(m.d.daemonPid()).toBe(pid);
     expect((await m.d.healthy()).ok).toBe(true);
   });
@@ -181,8 +226,16 @@ describe('MpsDaemon', () => {
   it('without the executable every operation says not-installed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'inss-mps-'));
     try {
-      const d = new MpsDaemon({ controlCommand: join(REPO_ROOT, 'no-such-mps-control'), pipeDir: join(dir, 'pipe'), logDir: join(dir, 'log') });
-      expect(await d.start()).toMatchObject({ ok: false, reason: 'not-installed', message: /no-such-mps-control is not installed/ });
+      const d = new MpsDaemon({
+        controlCommand: join(REPO_ROOT, 'no-such-mps-control'),
+        pipeDir: join(dir, 'pipe'),
+        logDir: join(dir, 'log'),
+      });
+      expect(await d.start()).toMatchObject({
+        ok: false,
+        reason: 'not-installed',
+        message: /no-such-mps-control is not installed/,
+      });
       expect(await d.healthy()).toMatchObject({ ok: false, reason: 'not-installed' });
       expect(await d.stop()).toMatchObject({ ok: false, reason: 'not-installed' });
     } finally {
@@ -215,7 +268,11 @@ describe('MpsDaemon', () => {
     const pid = m.d.daemonPid()!;
     writeFileSync(join(m.pipeDir, 'hang'), '');
     const t0 = Date.now();
-    expect(await m.d.healthy()).toMatchObject({ ok: false, reason: 'unresponsive', message: /did not answer within 500 ms/ });
+    expect(await m.d.healthy()).toMatchObject({
+      ok: false,
+      reason: 'unresponsive',
+      message: /did not answer within 500 ms/,
+    });
     expect(Date.now() - t0).toBeLessThan(4000);
     expect(await m.d.stop()).toEqual({ ok: true, how: 'killed' });
     expect(alive(pid)).toBe(false);
@@ -239,7 +296,9 @@ describe('MpsDaemon', () => {
     expect((await m.d.start()).ok).toBe(true);
     expect(await control(m, 'fake_client_connect 100')).toBe('connected');
     writeFileSync(join(m.pipeDir, 'fault'), '');
-    await vi.waitFor(async () => expect(await m.d.healthy()).toMatchObject({ ok: false, reason: 'server-failed', message: /has failed/ }));
+    await vi.waitFor(async () =>
+      expect(await m.d.healthy()).toMatchObject({ ok: false, reason: 'server-failed', message: /has failed/ }),
+    );
     expect(await control(m, 'fake_client_connect 101')).toMatch(/refused/);
     expect((await m.d.healthy()).ok).toBe(false); // it stays failed
     expect(await m.d.restart()).toEqual({ ok: true });
@@ -303,7 +362,17 @@ describe('MpsSupervisor', () => {
       onRecovered: () => void events.push('recovered'),
     });
     expect(await s.check()).toBe('recovered');
-    expect(events).toEqual(['failure:not-running', 'restart', 'restart-failed:1', 'sleep:200', 'restart', 'restart-failed:2', 'sleep:400', 'restart', 'recovered']);
+    expect(events).toEqual([
+      'failure:not-running',
+      'restart',
+      'restart-failed:1',
+      'sleep:200',
+      'restart',
+      'restart-failed:2',
+      'sleep:400',
+      'restart',
+      'recovered',
+    ]);
     expect(await s.check()).toBe('healthy');
   });
 

@@ -19,7 +19,15 @@ import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
 import { loadShmAddon } from '../../src/protocol/shmMap.js';
 import { Rng } from '../../src/workload/random.js';
 import { writeScenario } from '../support/scenario.js';
-import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import {
+  binaryInferRequest,
+  type Running,
+  simForward,
+  startInss,
+  stopAll,
+  waitFor,
+  waitHttp200,
+} from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-restart-'));
 const python = resolvePython();
@@ -39,7 +47,9 @@ interface Answer {
   readonly reason?: string;
 }
 
-const INPUTS = Array.from({ length: 4 }, (_, i) => new Float32Array(3 * 224 * 224).map((_, k) => ((k * 13 + i * 7) % 101) / 101));
+const INPUTS = Array.from({ length: 4 }, (_, i) =>
+  new Float32Array(3 * 224 * 224).map((_, k) => ((k * 13 + i * 7) % 101) / 101),
+);
 const REQUESTS = INPUTS.map((x) => binaryInferRequest(x));
 
 function infer(base: string, model: string, i: number, agent: http.Agent, t0: number): Promise<Answer> {
@@ -47,21 +57,38 @@ function infer(base: string, model: string, i: number, agent: http.Agent, t0: nu
   const input = INPUTS[i % INPUTS.length]!;
   const sentMs = performance.now() - t0;
   return new Promise((resolve) => {
-    const r = http.request(`${base}/v2/models/${model}/infer`, { method: 'POST', agent, headers: { ...req.headers, 'content-length': String(req.body.length) } }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const body = Buffer.concat(parts);
-        if (res.statusCode !== 200) {
-          resolve({ model, sentMs, status: res.statusCode ?? 0, input, reason: (JSON.parse(body.toString()) as { reason?: string }).reason ?? 'none' });
-          return;
-        }
-        const h = Number(res.headers['inference-header-content-length']);
-        const header = JSON.parse(body.subarray(0, h).toString()) as { model_name: string };
-        const bin = body.subarray(h);
-        resolve({ model, sentMs, status: 200, input, named: header.model_name, output: new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)) });
-      });
-    });
+    const r = http.request(
+      `${base}/v2/models/${model}/infer`,
+      { method: 'POST', agent, headers: { ...req.headers, 'content-length': String(req.body.length) } },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => {
+          const body = Buffer.concat(parts);
+          if (res.statusCode !== 200) {
+            resolve({
+              model,
+              sentMs,
+              status: res.statusCode ?? 0,
+              input,
+              reason: (JSON.parse(body.toString()) as { reason?: string }).reason ?? 'none',
+            });
+            return;
+          }
+          const h = Number(res.headers['inference-header-content-length']);
+          const header = JSON.parse(body.subarray(0, h).toString()) as { model_name: string };
+          const bin = body.subarray(h);
+          resolve({
+            model,
+            sentMs,
+            status: 200,
+            input,
+            named: header.model_name,
+            output: new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)),
+          });
+        });
+      },
+    );
     r.on('error', () => resolve({ model, sentMs, status: 0, input }));
     r.end(req.body);
   });
@@ -75,7 +102,16 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-type ClusterWorker = { workerId: string; generation: number; model: string; gpu: number; pct: number; state: string; role: string; pid: number | null };
+type ClusterWorker = {
+  workerId: string;
+  generation: number;
+  model: string;
+  gpu: number;
+  pct: number;
+  state: string;
+  role: string;
+  pid: number | null;
+};
 
 async function readyWorkers(base: string): Promise<ClusterWorker[]> {
   const c = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: ClusterWorker[] };
@@ -89,7 +125,11 @@ async function readyWorkers(base: string): Promise<ClusterWorker[]> {
  */
 function processIdentity(pid: number): string {
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-  const env = new Map(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] as const));
+  const env = new Map(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] as const),
+  );
   const gpu = env.get('CUDA_VISIBLE_DEVICES');
   const pct = argv.includes('--pct') ? argv[argv.indexOf('--pct') + 1] : env.get('CUDA_MPS_ACTIVE_THREAD_PERCENTAGE');
   return `${argv[argv.indexOf('--model') + 1]}${gpu ? ` on GPU ${gpu}` : ''} at ${pct}%`;
@@ -115,7 +155,10 @@ const SIM: Variant = {
   loadPerS: 4,
   agentArgs: ['--simulate', 'rtx2060s:2'],
   namesGpu: true,
-  expectFromModel: (a) => expect(Array.from(a.output!), `${a.model} answered by another model's worker`).toEqual(Array.from(simForward(a.input, a.model))),
+  expectFromModel: (a) =>
+    expect(Array.from(a.output!), `${a.model} answered by another model's worker`).toEqual(
+      Array.from(simForward(a.input, a.model)),
+    ),
 };
 
 // What torch_worker.py computes: torchvision's model for the inss name, randomly initialised after torch.manual_seed(0).
@@ -154,7 +197,8 @@ const TORCH: Variant = {
     const want = reference!.get(a.model)![INPUTS.findIndex((x) => x === a.input)]!;
     expect(a.output).toHaveLength(1000);
     let worst = 0;
-    for (let i = 0; i < 1000; i++) worst = Math.max(worst, Math.abs(a.output![i]! - want[i]!) / Math.max(1, Math.abs(want[i]!)));
+    for (let i = 0; i < 1000; i++)
+      worst = Math.max(worst, Math.abs(a.output![i]! - want[i]!) / Math.max(1, Math.abs(want[i]!)));
     expect(worst, `${a.model} answered with another output than its model's`).toBeLessThanOrEqual(1e-3);
   },
 };
@@ -162,13 +206,44 @@ const TORCH: Variant = {
 /** `ready`: what the checks need besides the answers (the PyTorch reference outputs), computed meanwhile. */
 async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.resolve()): Promise<void> {
   const MODELS = v.models;
-  const scenarioFile = writeScenario(join(dir, `${v.models.join('-')}.json`), { name: 'duo2', gpus: { rtx2060s: 2 }, models: MODELS.map((name) => ({ name, sloMs: v.sloMs, ratePerS: 5 * v.loadPerS })) });
+  const scenarioFile = writeScenario(join(dir, `${v.models.join('-')}.json`), {
+    name: 'duo2',
+    gpus: { rtx2060s: 2 },
+    models: MODELS.map((name) => ({ name, sloMs: v.sloMs, ratePerS: 5 * v.loadPerS })),
+  });
   const port = await freePort();
   const stateDir = mkdtempSync(join(dir, 'state-'));
-  const schedulerArgs = (policy: string) => ['scheduler', '--port', String(port), '--grpc-port', '0', '--scenario', scenarioFile, '--policy', policy, '--state-dir', stateDir, '--token', 'tok', '--log-level', 'warn'];
+  const schedulerArgs = (policy: string) => [
+    'scheduler',
+    '--port',
+    String(port),
+    '--grpc-port',
+    '0',
+    '--scenario',
+    scenarioFile,
+    '--policy',
+    policy,
+    '--state-dir',
+    stateDir,
+    '--token',
+    'tok',
+    '--log-level',
+    'warn',
+  ];
   let sched: Running = startInss(schedulerArgs('timeshare'));
   const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
-  startInss(['agent', '--scheduler', `ws://127.0.0.1:${port}`, '--token', 'tok', ...v.agentArgs, '--agent-id', 'a1', '--log-level', 'warn']);
+  startInss([
+    'agent',
+    '--scheduler',
+    `ws://127.0.0.1:${port}`,
+    '--token',
+    'tok',
+    ...v.agentArgs,
+    '--agent-id',
+    'a1',
+    '--log-level',
+    'warn',
+  ]);
   await waitHttp200(`${base}/v2/health/ready`, 120_000);
   const before = await readyWorkers(base);
   expect(before.length).toBeGreaterThanOrEqual(MODELS.length);
@@ -195,7 +270,8 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
     restartedAtMs = performance.now() - t0;
     for (;;) {
       const c = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: ClusterWorker[] };
-      if (c.workers.length >= MODELS.length && c.workers.every((w) => w.state === 'ready' && w.role === 'active')) break;
+      if (c.workers.length >= MODELS.length && c.workers.every((w) => w.state === 'ready' && w.role === 'active'))
+        break;
       await new Promise((r) => setTimeout(r, 200));
     }
     settledAtMs = performance.now() - t0;
@@ -215,11 +291,15 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
 
   const after = answers.filter((a) => a.sentMs >= restartedAtMs);
   const byReason: Record<string, number> = {};
-  for (const a of answers.filter((x) => x.status !== 200)) byReason[a.reason ?? `status ${a.status}`] = (byReason[a.reason ?? `status ${a.status}`] ?? 0) + 1;
-  console.log(`chaos scheduler-SIGKILL+restart (${v.name}): sent ${answers.length}, answered 200 ${answers.filter((a) => a.status === 200).length}, errors ${JSON.stringify(byReason)} (status 0: refused or reset while it was down), settled ${(settledAtMs - restartedAtMs).toFixed(0)} ms after it printed its endpoint`);
+  for (const a of answers.filter((x) => x.status !== 200))
+    byReason[a.reason ?? `status ${a.status}`] = (byReason[a.reason ?? `status ${a.status}`] ?? 0) + 1;
+  console.log(
+    `chaos scheduler-SIGKILL+restart (${v.name}): sent ${answers.length}, answered 200 ${answers.filter((a) => a.status === 200).length}, errors ${JSON.stringify(byReason)} (status 0: refused or reset while it was down), settled ${(settledAtMs - restartedAtMs).toFixed(0)} ms after it printed its endpoint`,
+  );
   const ok = answers.filter((a) => a.sentMs >= settledAtMs && a.status === 200);
   // The new scheduler serves: every model got answers once it settled.
-  for (const m of MODELS) expect(ok.filter((a) => a.model === m).length, `${m} answered after the restart settled`).toBeGreaterThan(0);
+  for (const m of MODELS)
+    expect(ok.filter((a) => a.model === m).length, `${m} answered after the restart settled`).toBeGreaterThan(0);
   // Every answer (before and after) names its own model and is that model's output for its input.
   for (const a of answers.filter((x) => x.status === 200)) {
     expect(a.named).toBe(a.model);
@@ -227,30 +307,41 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
   }
   // After the restart the only errors are explicit ones of the serving path (a model not yet
   // deployed while the agent reconnects, an SLO drop); no request hangs (Promise.all resolved).
-  for (const a of after.filter((x) => x.status !== 200)) expect(['slo', 'not-deployed', 'worker-failed']).toContain(a.reason);
+  for (const a of after.filter((x) => x.status !== 200))
+    expect(['slo', 'not-deployed', 'worker-failed']).toContain(a.reason);
 
   // The restarted scheduler's view is true: each worker process it lists runs the model, GPU and share it lists.
   await waitHttp200(`${base}/v2/health/ready`, 120_000);
   const listed = await readyWorkers(base);
   expect(listed.length).toBeGreaterThanOrEqual(MODELS.length);
-  for (const w of listed) expect(processIdentity(w.pid!), `worker ${w.workerId} (pid ${w.pid})`).toBe(`${w.model}${v.namesGpu ? ` on GPU ${w.gpu}` : ''} at ${w.pct}%`);
+  for (const w of listed)
+    expect(processIdentity(w.pid!), `worker ${w.workerId} (pid ${w.pid})`).toBe(
+      `${w.model}${v.namesGpu ? ` on GPU ${w.gpu}` : ''} at ${w.pct}%`,
+    );
   // Shared memory: the adopted workers attached with the new scheduler's region, and the old one is gone.
   if (loadShmAddon().ok) {
     expect(regionsOf(firstPid)).toEqual([]);
     expect(regionsOf(sched.child.pid)).toHaveLength(1);
     const text = await (await fetch(`${base}/metrics`)).text();
-    expect(Number(/^inss_direct_samples_total\{path="shm"\} (\d+)/m.exec(text)?.[1] ?? 0), 'samples sent by descriptor after the restart').toBeGreaterThan(0);
+    expect(
+      Number(/^inss_direct_samples_total\{path="shm"\} (\d+)/m.exec(text)?.[1] ?? 0),
+      'samples sent by descriptor after the restart',
+    ).toBeGreaterThan(0);
   }
 }
 
 describe('SIGKILL of the scheduler under load, restarted with another policy', () => {
-  it('simulated workers: adopted by what they are; every answer afterwards names and comes from its own model', () => killAndRestart(SIM));
+  it('simulated workers: adopted by what they are; every answer afterwards names and comes from its own model', () =>
+    killAndRestart(SIM));
 
-  it.skipIf(!torchOk)(`${TORCH.name}: adopted by what they are; every answer afterwards names and comes from its own model`, async () => {
-    // The reference outputs come from another Python process, computed while the cluster starts.
-    await killAndRestart(
-      TORCH,
-      torchReference(TORCH.models).then((r) => (reference = r)),
-    );
-  });
+  it.skipIf(!torchOk)(
+    `${TORCH.name}: adopted by what they are; every answer afterwards names and comes from its own model`,
+    async () => {
+      // The reference outputs come from another Python process, computed while the cluster starts.
+      await killAndRestart(
+        TORCH,
+        torchReference(TORCH.models).then((r) => (reference = r)),
+      );
+    },
+  );
 });

@@ -22,7 +22,22 @@ afterEach(stopAll);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function settingsOf(args: string[]): Promise<unknown> {
-  const s = startInss(['scheduler', '--port', '0', '--scenario', scenarioFile, '--state-dir', mkdtempSync(join(dir, 'state-')), '--token', 't', '--policy', 'static-even', '--log-level', 'warn', ...args]);
+  const s = startInss([
+    'scheduler',
+    '--port',
+    '0',
+    '--scenario',
+    scenarioFile,
+    '--state-dir',
+    mkdtempSync(join(dir, 'state-')),
+    '--token',
+    't',
+    '--policy',
+    'static-even',
+    '--log-level',
+    'warn',
+    ...args,
+  ]);
   const base = await waitFor(s, /endpoint (http:\/\/[^ ]+)\/v2/);
   return ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { settings: unknown }).settings;
 }
@@ -30,7 +45,11 @@ async function settingsOf(args: string[]): Promise<unknown> {
 describe('the scheduler takes its epoch and monitor window from the scenario', () => {
   it('by default, and from the flags when given', async () => {
     expect(await settingsOf([])).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1 });
-    expect(await settingsOf(['--monitor-window-ms', '4000'])).toEqual({ epochMs: 500, monitorWindowMs: 4000, dispatchSlack: 0.1 });
+    expect(await settingsOf(['--monitor-window-ms', '4000'])).toEqual({
+      epochMs: 500,
+      monitorWindowMs: 4000,
+      dispatchSlack: 0.1,
+    });
   });
 
   it('refuses a flag that is not a positive whole number of ms', async () => {

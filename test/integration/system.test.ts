@@ -28,7 +28,15 @@ import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
 import { FixedPolicy } from '../support/fakes.js';
 import { writeScenario } from '../support/scenario.js';
-import { binaryInferRequest, type Running, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import {
+  binaryInferRequest,
+  type Running,
+  simForward,
+  startInss,
+  stopAll,
+  waitFor,
+  waitHttp200,
+} from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-system-'));
 const scenarioFile = writeScenario(join(dir, 'duo.json'), {
@@ -50,17 +58,28 @@ interface Sent {
   output?: Float32Array;
 }
 
-const INPUTS = Array.from({ length: 8 }, (_, i) => new Float32Array(3 * 224 * 224).map((_, k) => ((k * 31 + i * 17) % 997) / 997));
+const INPUTS = Array.from({ length: 8 }, (_, i) =>
+  new Float32Array(3 * 224 * 224).map((_, k) => ((k * 31 + i * 17) % 997) / 997),
+);
 const REQUESTS = INPUTS.map((x) => binaryInferRequest(x));
 
 /** POST with node:http on a keep-alive agent (cheaper than fetch, so the client does not starve the system). */
-function post(url: string, body: Buffer, headers: Record<string, string>, agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function post(
+  url: string,
+  body: Buffer,
+  headers: Record<string, string>,
+  agent: http.Agent,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -91,7 +110,14 @@ async function sendLoad(base: string, ratePerS: Record<string, number>, seconds:
     pending.push(
       post(`${base}/v2/models/${s.model}/infer`, req.body, req.headers, agent).then((res) => {
         const latencyMs = performance.now() - sentAt;
-        if (res.status !== 200) return { model: s.model, status: res.status, latencyMs, body: JSON.parse(res.body.toString()) as Sent['body'], input };
+        if (res.status !== 200)
+          return {
+            model: s.model,
+            status: res.status,
+            latencyMs,
+            body: JSON.parse(res.body.toString()) as Sent['body'],
+            input,
+          };
         const bin = res.body.subarray(Number(res.headers['inference-header-content-length']));
         const output = new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length));
         return { model: s.model, status: 200, latencyMs, body: {}, input, output };
@@ -103,7 +129,20 @@ async function sendLoad(base: string, ratePerS: Record<string, number>, seconds:
   return out;
 }
 
-async function cluster(base: string): Promise<{ workers: { workerId: string; model: string; gpu: number; pct: number; state: string; role: string; pid: number | null; busy: boolean; overheadMs: number; data: string | null }[] }> {
+async function cluster(base: string): Promise<{
+  workers: {
+    workerId: string;
+    model: string;
+    gpu: number;
+    pct: number;
+    state: string;
+    role: string;
+    pid: number | null;
+    busy: boolean;
+    overheadMs: number;
+    data: string | null;
+  }[];
+}> {
   return (await (await fetch(`${base}/v2/inss/cluster`)).json()) as never;
 }
 
@@ -129,18 +168,49 @@ describe('inss scheduler + inss agent as processes', () => {
   let base: string;
 
   beforeEach(async () => {
-    sched = startInss(['scheduler', '--port', '0', '--scenario', scenarioFile, '--policy', 'static-even', '--state-dir', mkdtempSync(join(dir, 'state-')), '--token', 'secret-1', '--log-level', 'warn']);
+    sched = startInss([
+      'scheduler',
+      '--port',
+      '0',
+      '--scenario',
+      scenarioFile,
+      '--policy',
+      'static-even',
+      '--state-dir',
+      mkdtempSync(join(dir, 'state-')),
+      '--token',
+      'secret-1',
+      '--log-level',
+      'warn',
+    ]);
     base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
   });
 
   it('answers every task, with the right output, and latencies that agree with the simulator', async () => {
-    const agent = startInss(['agent', '--scheduler', base.replace('http', 'ws'), '--token', 'secret-1', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
+    const agent = startInss([
+      'agent',
+      '--scheduler',
+      base.replace('http', 'ws'),
+      '--token',
+      'secret-1',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+    ]);
     await waitHttp200(`${base}/v2/health/ready`);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 20 }, 8);
     expect(sent.length).toBeGreaterThan(250);
     const ok = sent.filter((s) => s.status === 200);
     // Every request got an answer (Promise.all resolved them all): a result, or an explicit SLO drop.
-    expect(sent.filter((x) => x.status !== 200).map((x) => x.body.reason).filter((r) => r !== 'slo')).toEqual([]);
+    expect(
+      sent
+        .filter((x) => x.status !== 200)
+        .map((x) => x.body.reason)
+        .filter((r) => r !== 'slo'),
+    ).toEqual([]);
     // How many meet the SLO depends on how loaded this 2-core machine is (the transport estimate the
     // dispatcher learns grows under load, and tasks that cannot make it are dropped, explicitly);
     // idle, it is all of them (docs/serving.md).
@@ -150,17 +220,24 @@ describe('inss scheduler + inss agent as processes', () => {
     const loaded = loadScenario(scenarioFile);
     const c = scenarioCluster(loaded.scenario, loaded.profiles);
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    const metric = (name: string, model: string) => Number(new RegExp(`^${name}\\{model="${model}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics)?.[1]);
+    const metric = (name: string, model: string) =>
+      Number(new RegExp(`^${name}\\{model="${model}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics)?.[1]);
     // The digital twin with the transport this run measured (scheduler -> agent -> worker and back,
     // per batch): it then predicts the task latencies the scheduler itself sees (arrival to answer).
     // The host's transport as the scheduler fitted it (fixed + per MB of a batch's inputs, the twin's model of the path).
     // With the request's way in and the answer's way out the scheduler measured (docs/serving.md, "The path in the twin").
-    const transport = TransportModelSchema.parse(transportFields(((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> }).transport.a1));
+    const transport = TransportModelSchema.parse(
+      transportFields(
+        ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> }).transport
+          .a1,
+      ),
+    );
     expect(transport.wayIn, 'the way in is measured').toBeDefined();
     expect(transport.wayOutMs, 'the way out is measured').toBeDefined();
     const transportMs = transport.fixedMs + transport.perMbMs * 0.602112; // a batch of one, for the messages
     const sumOver = (name: string) => ['resnet50', 'mobilenet'].reduce((a, n) => a + metric(name, n), 0);
-    const meanTransportMs = (sumOver('inss_batch_transport_seconds_sum') / sumOver('inss_batch_transport_seconds_count')) * 1000;
+    const meanTransportMs =
+      (sumOver('inss_batch_transport_seconds_sum') / sumOver('inss_batch_transport_seconds_count')) * 1000;
     // The load this test sent is half the scenario's rates (20/s a model against 40/s).
     const twin = simulate({
       cluster: c,
@@ -170,7 +247,8 @@ describe('inss scheduler + inss agent as processes', () => {
       settings: { ...scenarioSettings(loaded.scenario), durationMs: 60_000, transport },
     });
     for (const [m, name] of ['resnet50', 'mobilenet'].entries()) {
-      const served = (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
+      const served =
+        (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
       // The scheduler's latency ends at its answer, before the way out the twin adds.
       const twinMs = twin.models[m]!.latencyMs.mean - transport.wayOutMs!;
       const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport (${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image, ${meanTransportMs.toFixed(1)} ms a batch on average) ${twinMs.toFixed(1)} ms`;
@@ -183,22 +261,43 @@ describe('inss scheduler + inss agent as processes', () => {
       // Batch execution: the simulated worker times batches with the simulator's ground truth, so the
       // mean batch time the workers report agrees with the twin's (the twin given the run's transport
       // follows the same dispatch rule, idle start included, so its batches are the live ones' sizes).
-      const liveExec = (metric('inss_batch_compute_seconds_sum', name) / metric('inss_batch_compute_seconds_count', name)) * 1000;
+      const liveExec =
+        (metric('inss_batch_compute_seconds_sum', name) / metric('inss_batch_compute_seconds_count', name)) * 1000;
       const simExec = twin.models[m]!.execMs.mean;
-      expect(Math.abs(liveExec - simExec), `${name}: live batch ${liveExec.toFixed(1)} ms, simulator ${simExec.toFixed(1)} ms`).toBeLessThan(0.3 * simExec + 1);
+      expect(
+        Math.abs(liveExec - simExec),
+        `${name}: live batch ${liveExec.toFixed(1)} ms, simulator ${simExec.toFixed(1)} ms`,
+      ).toBeLessThan(0.3 * simExec + 1);
       // Task latency at the client: at least the twin's (less its prediction error), and at least
       // what the scheduler itself measured (the 602 KB request's HTTP hop comes on top; how much depends
       // on the machine's load, so it is recorded in docs/serving.md, not bounded here).
       const live = mean(ok.filter((s) => s.model === name).map((s) => s.latencyMs));
       const predicted = twin.models[m]!.latencyMs.mean;
-      expect(live, `${name}: live mean ${live.toFixed(1)} ms, simulator ${predicted.toFixed(1)} ms`).toBeGreaterThan(0.75 * predicted);
-      const schedulerSide = (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
-      expect(live, `${name}: client-side mean ${live.toFixed(1)} ms, scheduler-side ${schedulerSide.toFixed(1)} ms`).toBeGreaterThan(0.9 * schedulerSide);
+      expect(live, `${name}: live mean ${live.toFixed(1)} ms, simulator ${predicted.toFixed(1)} ms`).toBeGreaterThan(
+        0.75 * predicted,
+      );
+      const schedulerSide =
+        (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
+      expect(
+        live,
+        `${name}: client-side mean ${live.toFixed(1)} ms, scheduler-side ${schedulerSide.toFixed(1)} ms`,
+      ).toBeGreaterThan(0.9 * schedulerSide);
     }
 
     // The same with `inss loadgen` as a client would run it: every request it sent got an answer
     // (no timeout, no network error, no malformed answer, no 4xx); the only errors are SLO drops.
-    const lg = await runCli(['loadgen', '--url', base, '--model', 'resnet50=20', '--model', 'mobilenet=20', '--duration', '4', '--json']);
+    const lg = await runCli([
+      'loadgen',
+      '--url',
+      base,
+      '--model',
+      'resnet50=20',
+      '--model',
+      'mobilenet=20',
+      '--duration',
+      '4',
+      '--json',
+    ]);
     expect(lg.code, lg.stderr).toBe(0);
     const report = LoadgenReportSchema.parse(JSON.parse(lg.stdout));
     const t = report.total;
@@ -216,26 +315,59 @@ describe('inss scheduler + inss agent as processes', () => {
   });
 
   it('refuses an agent with a wrong token', async () => {
-    const agent = startInss(['agent', '--scheduler', base.replace('http', 'ws'), '--token', 'wrong', '--simulate', 'rtx2060s:1', '--agent-id', 'intruder']);
+    const agent = startInss([
+      'agent',
+      '--scheduler',
+      base.replace('http', 'ws'),
+      '--token',
+      'wrong',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'intruder',
+    ]);
     await until('the refusal in the agent log', () => Promise.resolve(agent.stderr.includes('refused the token')));
     const c = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as { agents: { agentId: string }[] };
     expect(c.agents.map((a) => a.agentId)).not.toContain('intruder');
   });
 
   it('restarting the agent brings the cluster back to the desired state', async () => {
-    const args = ['agent', '--scheduler', base.replace('http', 'ws'), '--token', 'secret-1', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn'];
+    const args = [
+      'agent',
+      '--scheduler',
+      base.replace('http', 'ws'),
+      '--token',
+      'secret-1',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+    ];
     let agent = startInss(args);
     await waitHttp200(`${base}/v2/health/ready`);
-    const before = (await cluster(base)).workers.filter((w) => w.role === 'active').map((w) => `${w.workerId}:${w.model}:${w.pct}`).sort();
+    const before = (await cluster(base)).workers
+      .filter((w) => w.role === 'active')
+      .map((w) => `${w.workerId}:${w.model}:${w.pct}`)
+      .sort();
     agent.child.kill('SIGKILL');
     await agent.exited;
     await until('the model to be not ready', async () => (await fetch(`${base}/v2/health/ready`)).status === 503);
     agent = startInss(args);
     await waitHttp200(`${base}/v2/health/ready`);
-    const after = (await cluster(base)).workers.filter((w) => w.role === 'active' && w.state === 'ready').map((w) => `${w.workerId}:${w.model}:${w.pct}`).sort();
+    const after = (await cluster(base)).workers
+      .filter((w) => w.role === 'active' && w.state === 'ready')
+      .map((w) => `${w.workerId}:${w.model}:${w.pct}`)
+      .sort();
     expect(after).toEqual(before);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 20 }, 2);
-    expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
+    expect(
+      sent
+        .filter((s) => s.status !== 200)
+        .map((s) => s.body.reason)
+        .filter((r) => r !== 'slo'),
+    ).toEqual([]);
     // Served, not only answered: how much of it meets the SLO right after fresh workers start depends
     // on the machine's speed (0.84-0.89 seen on a busy 2-core VM), so the bar is only that most is.
     expect(sent.filter((s) => s.status === 200).length / sent.length).toBeGreaterThan(0.5);
@@ -275,7 +407,11 @@ describe('scheduler in process, agent and workers as processes', () => {
       host: '127.0.0.1',
       port: 0,
       token: 'tok',
-      models: loaded.scenario.models.map((m) => ({ name: m.name, sloMs: m.sloMs, signature: modelSignature(602112, 4000) })),
+      models: loaded.scenario.models.map((m) => ({
+        name: m.name,
+        sloMs: m.sloMs,
+        signature: modelSignature(602112, 4000),
+      })),
       profiles: loaded.profiles,
       policyName: 'test',
       createPolicy: (c) => policy(c),
@@ -313,16 +449,40 @@ describe('scheduler in process, agent and workers as processes', () => {
   });
 
   it('a shadow swap that changes a share under load loses no task and fails none', async () => {
-    const d1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 40, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
-    const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
+    const d1: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 40, batch: 4 },
+        { model: 1, gpu: 0, pct: 40, batch: 4 },
+      ],
+    };
+    const d2: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 60, batch: 4 },
+        { model: 1, gpu: 0, pct: 40, batch: 4 },
+      ],
+    };
     await start(() => new SwitchWhenServingPolicy(d1, d2, 3));
-    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
+    startInss([
+      'agent',
+      '--scheduler',
+      service.agentUrl,
+      '--token',
+      'tok',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+    ]);
     await waitHttp200(`${base}/v2/health/ready`);
     // Load until the swap has happened (how long a new worker takes to start depends on the machine's
     // load: 2 s idle, over 6 s at a load average of 15), and 2 s more.
-    const swaps = async () => Number(/^inss_shadow_swaps_total (\d+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1]);
+    const swaps = async () =>
+      Number(/^inss_shadow_swaps_total (\d+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1]);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 6);
-    for (let i = 0; i < 30 && (await swaps()) < 1; i++) sent.push(...(await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 2)));
+    for (let i = 0; i < 30 && (await swaps()) < 1; i++)
+      sent.push(...(await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 2)));
     sent.push(...(await sendLoad(base, { resnet50: 20, mobilenet: 15 }, 2)));
     // No task failed and none was lost (every request resolved): the only errors allowed are SLO drops
     // by the task buffer, which the swap does not cause (the old worker serves until the new is ready).
@@ -339,18 +499,44 @@ describe('scheduler in process, agent and workers as processes', () => {
     { path: 'tcp', flags: ['--data-path', 'tcp', '--data-advertise', '127.0.0.1'], data: /^tcp:127\.0\.0\.1:\d+$/ },
     { path: 'off', flags: ['--data-path', 'off'], data: null },
   ])('batches over the data path $path: every task answered, by its own model', async ({ flags, data }) => {
-    const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
+    const d: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 4 },
+        { model: 1, gpu: 0, pct: 40, batch: 4 },
+      ],
+    };
     await start(() => new FixedPolicy(d));
-    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn', ...flags]);
+    startInss([
+      'agent',
+      '--scheduler',
+      service.agentUrl,
+      '--token',
+      'tok',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+      ...flags,
+    ]);
     await waitHttp200(`${base}/v2/health/ready`);
     // The scheduler knows where each worker's batches go (once the agent reports it ready with its socket).
     const workers = await until('workers with their data path', async () => {
       const ws = (await cluster(base)).workers;
-      return ws.length === 2 && ws.every((w) => w.state === 'ready' && (data === null ? w.data === null : data.test(w.data ?? ''))) ? ws : null;
+      return ws.length === 2 &&
+        ws.every((w) => w.state === 'ready' && (data === null ? w.data === null : data.test(w.data ?? '')))
+        ? ws
+        : null;
     });
     expect(workers).toHaveLength(2);
     const sent = await sendLoad(base, { resnet50: 20, mobilenet: 10 }, 4);
-    expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
+    expect(
+      sent
+        .filter((s) => s.status !== 200)
+        .map((s) => s.body.reason)
+        .filter((r) => r !== 'slo'),
+    ).toEqual([]);
     const ok = sent.filter((x) => x.status === 200);
     expect(ok.length).toBeGreaterThan(0);
     for (const s of ok.slice(0, 20)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
@@ -358,13 +544,37 @@ describe('scheduler in process, agent and workers as processes', () => {
 
   it('a model with replicas on two GPUs: both workers serve its one queue, every task is answered', async () => {
     // What inss emits when one GPU cannot carry a model (docs/inss.md): resnet50 on GPU 0 and GPU 1.
-    const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 2 }, { model: 0, gpu: 1, pct: 50, batch: 2 }, { model: 1, gpu: 0, pct: 40, batch: 4 }] };
+    const d: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 2 },
+        { model: 0, gpu: 1, pct: 50, batch: 2 },
+        { model: 1, gpu: 0, pct: 40, batch: 4 },
+      ],
+    };
     await start(() => new FixedPolicy(d));
-    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:2', '--agent-id', 'a1', '--log-level', 'warn']);
+    startInss([
+      'agent',
+      '--scheduler',
+      service.agentUrl,
+      '--token',
+      'tok',
+      '--simulate',
+      'rtx2060s:2',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+    ]);
     await waitHttp200(`${base}/v2/health/ready`);
     const sent = await sendLoad(base, { resnet50: 40, mobilenet: 10 }, 6);
-    expect(sent.filter((s) => s.status !== 200).map((s) => s.body.reason).filter((r) => r !== 'slo')).toEqual([]);
-    for (const s of sent.filter((x) => x.status === 200).slice(0, 10)) expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
+    expect(
+      sent
+        .filter((s) => s.status !== 200)
+        .map((s) => s.body.reason)
+        .filter((r) => r !== 'slo'),
+    ).toEqual([]);
+    for (const s of sent.filter((x) => x.status === 200).slice(0, 10))
+      expect(Array.from(s.output!)).toEqual(Array.from(simForward(s.input, s.model)));
     const resnet = (await cluster(base)).workers.filter((w) => w.model === 'resnet50');
     expect(resnet.map((w) => w.gpu).sort()).toEqual([0, 1]);
     expect(resnet.every((w) => w.state === 'ready')).toBe(true);
@@ -373,9 +583,26 @@ describe('scheduler in process, agent and workers as processes', () => {
   });
 
   it('SIGKILL of a worker: its tasks in flight get explicit errors, it restarts, no task is lost', async () => {
-    const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 8 }, { model: 1, gpu: 0, pct: 50, batch: 8 }] };
+    const d: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 8 },
+        { model: 1, gpu: 0, pct: 50, batch: 8 },
+      ],
+    };
     await start(() => new FixedPolicy(d));
-    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
+    startInss([
+      'agent',
+      '--scheduler',
+      service.agentUrl,
+      '--token',
+      'tok',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+    ]);
     await waitHttp200(`${base}/v2/health/ready`);
     const load = sendLoad(base, { resnet50: 120, mobilenet: 20 }, 5);
     await new Promise((r) => setTimeout(r, 1500));
@@ -398,7 +625,11 @@ describe('scheduler in process, agent and workers as processes', () => {
     // Everything else is a result or an explicit SLO drop while the worker restarted: nothing unanswered.
     for (const s of sent.filter((x) => x.status !== 200)) expect(['worker-failed', 'slo']).toContain(s.body.reason);
     const killed = victim;
-    const back = await until('the restarted worker', () => Promise.resolve(snapshot().find((w) => w.workerId === killed.workerId && w.state === 'ready' && w.pid !== killed.pid)));
+    const back = await until('the restarted worker', () =>
+      Promise.resolve(
+        snapshot().find((w) => w.workerId === killed.workerId && w.state === 'ready' && w.pid !== killed.pid),
+      ),
+    );
     expect(back.pid).not.toBe(killed.pid);
     // The killed worker's batches held slots of the shared-memory region: freed with their tasks.
     if (loadShmAddon().ok) {
@@ -409,9 +640,25 @@ describe('scheduler in process, agent and workers as processes', () => {
 
   it('bad input gets a 4xx with a JSON error and creates no task', async () => {
     await start((c) => new PolicyRegistry().get('static-even').create(c, {}));
-    startInss(['agent', '--scheduler', service.agentUrl, '--token', 'tok', '--simulate', 'rtx2060s:1', '--agent-id', 'a1', '--log-level', 'warn']);
+    startInss([
+      'agent',
+      '--scheduler',
+      service.agentUrl,
+      '--token',
+      'tok',
+      '--simulate',
+      'rtx2060s:1',
+      '--agent-id',
+      'a1',
+      '--log-level',
+      'warn',
+    ]);
     await waitHttp200(`${base}/v2/health/ready`);
-    const postJson = async (path: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }) => {
+    const postJson = async (
+      path: string,
+      body: string | Buffer,
+      headers: Record<string, string> = { 'content-type': 'application/json' },
+    ) => {
       const res = await fetch(`${base}${path}`, { method: 'POST', headers, body });
       return { status: res.status, body: (await res.json()) as { error: string } };
     };
@@ -420,12 +667,54 @@ describe('scheduler in process, agent and workers as processes', () => {
     const cases: [string, Promise<{ status: number; body: { error: string } }>, number, RegExp][] = [
       ['malformed JSON', post('/v2/models/resnet50/infer', '{"inputs": ['), 400, /malformed JSON/],
       ['unknown model', post('/v2/models/nope/infer', '{}'), 404, /unknown model 'nope'/],
-      ['wrong tensor name', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'x', shape: [1, 3, 224, 224], datatype: 'FP32', data: [] }] })), 400, /input 'x' is not an input/],
-      ['wrong shape', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224], datatype: 'FP32', data: [] }] })), 400, /shape: expected \[k,3,224,224\] with 1 <= k <= 8/],
-      ['wrong datatype', post('/v2/models/resnet50/infer', JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'INT64', data: [] }] })), 400, /datatype: expected FP32, got INT64/],
-      ['body over the limit', postJson('/v2/models/resnet50/infer', Buffer.alloc(1_200_000, 32)), 413, /larger than the limit/],
-      ['binary header that lies', post('/v2/models/resnet50/infer', good.body, { ...good.headers, 'inference-header-content-length': String(good.body.length + 10) }), 400, /larger than the body/],
-      ['binary sizes that do not add up', post('/v2/models/resnet50/infer', good.body.subarray(0, good.body.length - 4), good.headers), 400, /binary data/],
+      [
+        'wrong tensor name',
+        post(
+          '/v2/models/resnet50/infer',
+          JSON.stringify({ inputs: [{ name: 'x', shape: [1, 3, 224, 224], datatype: 'FP32', data: [] }] }),
+        ),
+        400,
+        /input 'x' is not an input/,
+      ],
+      [
+        'wrong shape',
+        post(
+          '/v2/models/resnet50/infer',
+          JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224], datatype: 'FP32', data: [] }] }),
+        ),
+        400,
+        /shape: expected \[k,3,224,224\] with 1 <= k <= 8/,
+      ],
+      [
+        'wrong datatype',
+        post(
+          '/v2/models/resnet50/infer',
+          JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'INT64', data: [] }] }),
+        ),
+        400,
+        /datatype: expected FP32, got INT64/,
+      ],
+      [
+        'body over the limit',
+        postJson('/v2/models/resnet50/infer', Buffer.alloc(1_200_000, 32)),
+        413,
+        /larger than the limit/,
+      ],
+      [
+        'binary header that lies',
+        post('/v2/models/resnet50/infer', good.body, {
+          ...good.headers,
+          'inference-header-content-length': String(good.body.length + 10),
+        }),
+        400,
+        /larger than the body/,
+      ],
+      [
+        'binary sizes that do not add up',
+        post('/v2/models/resnet50/infer', good.body.subarray(0, good.body.length - 4), good.headers),
+        400,
+        /binary data/,
+      ],
     ];
     for (const [what, p, status, error] of cases) {
       const r = await p;
@@ -434,7 +723,11 @@ describe('scheduler in process, agent and workers as processes', () => {
     }
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).not.toMatch(/^inss_requests_total\{/m);
-    const ok = await fetch(`${base}/v2/models/resnet50/infer`, { method: 'POST', headers: good.headers, body: good.body });
+    const ok = await fetch(`${base}/v2/models/resnet50/infer`, {
+      method: 'POST',
+      headers: good.headers,
+      body: good.body,
+    });
     expect(ok.status).toBe(200);
   });
 });

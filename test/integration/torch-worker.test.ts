@@ -25,35 +25,42 @@ with torch.inference_mode():
 print(json.dumps(y.flatten().tolist()))
 `;
 
-describe.skipIf(!torchOk)(`torch worker (${python}${torchOk ? '' : ': skipped, cannot import torch and torchvision'})`, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'inss-torch-'));
-  const workers: WorkerUnderTest[] = [];
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.dispose()));
-    rmSync(dir, { recursive: true, force: true });
-  });
+describe.skipIf(!torchOk)(
+  `torch worker (${python}${torchOk ? '' : ': skipped, cannot import torch and torchvision'})`,
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-torch-'));
+    const workers: WorkerUnderTest[] = [];
+    afterAll(async () => {
+      await Promise.all(workers.map((w) => w.dispose()));
+      rmSync(dir, { recursive: true, force: true });
+    });
 
-  it('answers a fixed seeded input with what the same resnet18 computes in Python (within 1e-4)', async () => {
-    const seed = 3;
-    const { command, args } = torchWorkerCommand({ model: 'resnet18', device: 'cpu', seed, python });
-    const w = new WorkerUnderTest(command, args);
-    workers.push(w);
-    const ready = await w.expect('ready', 60_000);
-    expect(ready.msg.device).toBe('cpu');
+    it('answers a fixed seeded input with what the same resnet18 computes in Python (within 1e-4)', async () => {
+      const seed = 3;
+      const { command, args } = torchWorkerCommand({ model: 'resnet18', device: 'cpu', seed, python });
+      const w = new WorkerUnderTest(command, args);
+      workers.push(w);
+      const ready = await w.expect('ready', 60_000);
+      expect(ready.msg.device).toBe('cpu');
 
-    const input = w.sendBatch('fixed', 2, 42);
-    const inputFile = join(dir, 'input.f32');
-    writeFileSync(inputFile, input);
-    const [{ msg, payload }, reference] = await Promise.all([w.expect('result'), run(python, ['-c', REFERENCE, inputFile, String(seed)], { maxBuffer: 16 << 20 })]);
+      const input = w.sendBatch('fixed', 2, 42);
+      const inputFile = join(dir, 'input.f32');
+      writeFileSync(inputFile, input);
+      const [{ msg, payload }, reference] = await Promise.all([
+        w.expect('result'),
+        run(python, ['-c', REFERENCE, inputFile, String(seed)], { maxBuffer: 16 << 20 }),
+      ]);
 
-    expect(msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [2, 1000], byteLength: 8000 }]);
-    const got = floats(payload);
-    const want = JSON.parse(reference.stdout) as number[];
-    expect(want).toHaveLength(2000);
-    let worst = 0;
-    for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i]! - want[i]!) / Math.max(1, Math.abs(want[i]!)));
-    expect(worst).toBeLessThanOrEqual(1e-4);
-    // The two samples differ, so the comparison is not between constants.
-    expect(got.subarray(0, 1000)).not.toEqual(got.subarray(1000));
-  });
-});
+      expect(msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [2, 1000], byteLength: 8000 }]);
+      const got = floats(payload);
+      const want = JSON.parse(reference.stdout) as number[];
+      expect(want).toHaveLength(2000);
+      let worst = 0;
+      for (let i = 0; i < want.length; i++)
+        worst = Math.max(worst, Math.abs(got[i]! - want[i]!) / Math.max(1, Math.abs(want[i]!)));
+      expect(worst).toBeLessThanOrEqual(1e-4);
+      // The two samples differ, so the comparison is not between constants.
+      expect(got.subarray(0, 1000)).not.toEqual(got.subarray(1000));
+    });
+  },
+);

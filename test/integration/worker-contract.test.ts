@@ -20,9 +20,18 @@ import { batchMessage, DataClient, floats, imageBatch, WorkerUnderTest } from '.
 const IMAGE_SPEC = modelSignature(4 * 3 * 224 * 224, 4000).inputs[0]!;
 
 /** A batch input of samples in their own encodings (TensorRef.samples) and its payload. */
-function encodedBatch(samples: readonly { encoding: SampleEncoding; bytes: Buffer }[]): { ref: TensorRef; payload: Buffer } {
+function encodedBatch(samples: readonly { encoding: SampleEncoding; bytes: Buffer }[]): {
+  ref: TensorRef;
+  payload: Buffer;
+} {
   const payload = Buffer.concat(samples.map((x) => x.bytes));
-  const ref: TensorRef = { name: 'input', datatype: 'FP32', shape: [samples.length, 3, 224, 224], byteLength: payload.length, samples: samples.map((x) => ({ encoding: x.encoding, byteLength: x.bytes.length })) };
+  const ref: TensorRef = {
+    name: 'input',
+    datatype: 'FP32',
+    shape: [samples.length, 3, 224, 224],
+    byteLength: payload.length,
+    samples: samples.map((x) => ({ encoding: x.encoding, byteLength: x.bytes.length })),
+  };
   return { ref, payload };
 }
 
@@ -61,14 +70,19 @@ const implementations: Implementation[] = [
     skip: existsSync(SIM_WORKER) ? null : `${SIM_WORKER} is not built (run npm run build)`,
     model: 'resnet50',
     // A small share makes a batch of 32 take hundreds of simulated milliseconds.
-    launch: () => ({ command: process.execPath, args: [SIM_WORKER, '--model', 'resnet50', '--profile', PROFILE, '--pct', '10', '--seed', '1'] }),
+    launch: () => ({
+      command: process.execPath,
+      args: [SIM_WORKER, '--model', 'resnet50', '--profile', PROFILE, '--pct', '10', '--seed', '1'],
+    }),
     longBatch: 32,
     // The simulated worker maps through inss's addon, built at install where a C compiler is.
     cannotMap: shmAddon.ok ? null : `the shared-memory addon is ${shmAddon.why}`,
   },
   {
     name: 'torch',
-    skip: torchOk ? null : `${resolvePython()} cannot import torch and torchvision (apt-get install python3-torch python3-torchvision, or set INSS_PYTHON)`,
+    skip: torchOk
+      ? null
+      : `${resolvePython()} cannot import torch and torchvision (apt-get install python3-torch python3-torchvision, or set INSS_PYTHON)`,
     model: 'resnet18',
     launch: () => torchWorkerCommand({ model: 'resnet18', device: 'cpu', warmupBatches: 1 }),
     longBatch: 4,
@@ -131,7 +145,10 @@ describe.each(implementations)('worker contract: $name', (impl) => {
 
       it('answers a malformed batch with an error for its id and keeps serving', async () => {
         // Wrong shape (a consistent byte length for that shape).
-        worker.send(batchMessage('bad-shape', impl.model, 1, { shape: [1, 3, 224, 225] }), Buffer.alloc(4 * 3 * 224 * 225));
+        worker.send(
+          batchMessage('bad-shape', impl.model, 1, { shape: [1, 3, 224, 225] }),
+          Buffer.alloc(4 * 3 * 224 * 225),
+        );
         // Right shape, payload and byteLength one image short.
         const short = imageBatch(1);
         worker.send(batchMessage('bad-bytes', impl.model, 2, { byteLength: short.length }), short);
@@ -156,16 +173,23 @@ describe.each(implementations)('worker contract: $name', (impl) => {
           { encoding: 'PNG', bytes: encodePng(wide) },
           { encoding: 'JPEG', bytes: encodeJpeg(pic, 95) },
         ]);
-        worker.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'encoded', model: impl.model, size: 4, inputs: [ref] }, payload);
+        worker.send(
+          { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'encoded', model: impl.model, size: 4, inputs: [ref] },
+          payload,
+        );
         // The same four images as the FP32 tensors the rule makes of them (agent/decode.ts: jpeg-js, pngjs).
         const tensors = decodeBatchInput(ref, payload, 4, IMAGE_SPEC).x;
-        worker.send(batchMessage('reference', impl.model, 4), Buffer.from(tensors.buffer, tensors.byteOffset, tensors.byteLength));
+        worker.send(
+          batchMessage('reference', impl.model, 4),
+          Buffer.from(tensors.buffer, tensors.byteOffset, tensors.byteLength),
+        );
         const got = await worker.expect('result');
         const want = await worker.expect('result');
         expect(got.msg.id).toBe('encoded');
         expect(got.msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [4, 1000], byteLength: 16000 }]);
         const row = (p: Buffer, k: number) => floats(p).subarray(k * 1000, (k + 1) * 1000);
-        for (const k of [0, 1, 2]) expect(relDiff(row(got.payload, k), row(want.payload, k)), `sample ${k}`).toBeLessThan(1e-3);
+        for (const k of [0, 1, 2])
+          expect(relDiff(row(got.payload, k), row(want.payload, k)), `sample ${k}`).toBeLessThan(1e-3);
         // JPEG decoders differ by a level or two of 255 (libjpeg-turbo in torchvision, jpeg-js here).
         expect(relDiff(row(got.payload, 3), row(want.payload, 3))).toBeLessThan(0.1);
       });
@@ -178,10 +202,22 @@ describe.each(implementations)('worker contract: $name', (impl) => {
           { encoding: 'UINT8', bytes: uint8Chw(pic) },
           { encoding: 'PNG', bytes: broken },
         ]);
-        worker.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'one-broken', model: impl.model, size: 2, inputs: [ref] }, payload);
+        worker.send(
+          { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'one-broken', model: impl.model, size: 2, inputs: [ref] },
+          payload,
+        );
         const { msg, payload: out } = await worker.expect('result');
         expect(msg.id).toBe('one-broken');
-        expect(msg.outputs[0]).toMatchObject({ shape: [2, 1000], byteLength: 8000, failed: [{ index: 1, message: expect.stringMatching(/^input 'input': the PNG image could not be decoded: \S/) as unknown }] });
+        expect(msg.outputs[0]).toMatchObject({
+          shape: [2, 1000],
+          byteLength: 8000,
+          failed: [
+            {
+              index: 1,
+              message: expect.stringMatching(/^input 'input': the PNG image could not be decoded: \S/) as unknown,
+            },
+          ],
+        });
         expect(floats(out).subarray(0, 1000).every(Number.isFinite)).toBe(true);
       });
 
@@ -236,9 +272,16 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         clients.push(c);
         return c;
       };
-      const directBatch = (id: string, size: number, who: WorkerIdentity = identity) => ({ ...batchMessage(id, impl.model, size), worker: who });
+      const directBatch = (id: string, size: number, who: WorkerIdentity = identity) => ({
+        ...batchMessage(id, impl.model, size),
+        worker: who,
+      });
       beforeAll(async () => {
-        worker = start({ [WORKER_ENV.listen]: listen(), [WORKER_ENV.secret]: secret, [WORKER_ENV.identity]: JSON.stringify(identity) });
+        worker = start({
+          [WORKER_ENV.listen]: listen(),
+          [WORKER_ENV.secret]: secret,
+          [WORKER_ENV.identity]: JSON.stringify(identity),
+        });
         const ready = (await worker.expect('ready', 60_000)).msg;
         address = ready.listen ?? '';
       });
@@ -260,7 +303,9 @@ describe.each(implementations)('worker contract: $name', (impl) => {
           const { msg, payload } = await c.next();
           expect(msg).toMatchObject({ type: 'result', id: `d${i + 1}` });
           if (msg.type !== 'result') return;
-          expect(msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [size, 1000], byteLength: size * 4000 }]);
+          expect(msg.outputs).toEqual([
+            { name: 'output', datatype: 'FP32', shape: [size, 1000], byteLength: size * 4000 },
+          ]);
           expect(payload.length).toBe(size * 4000);
           expect(msg.answeredAtMs! - msg.receivedAtMs!).toBeGreaterThanOrEqual(0);
         }
@@ -312,62 +357,96 @@ describe.each(implementations)('worker contract: $name', (impl) => {
 
         // Where the worker cannot map at all (the simulated worker without the addon), the three
         // cases that read slots do not apply; the next one checks it says why and serves bytes.
-        describe.skipIf(impl.cannotMap !== null)(impl.cannotMap === null ? 'reading slots' : `reading slots: skipped, ${impl.cannotMap}`, () => {
-          it("maps the region, answers attached, and reads samples given as slots in place, beside inline ones: the answers are the bytes' answers", async () => {
-            const c = client(secret, { path: regionPath, bytes: regionBytes });
-            expect((await c.next()).msg).toEqual({ v: 1, type: 'attached', shm: true });
-            // Samples 0 and 2 in the region, sample 1 inline; then the same three images as bytes.
-            c.send({ ...directBatch('by-slot', 3), slots: [[offsets[0], IMAGE], null, [offsets[1], IMAGE]] }, images[2]);
-            c.send(directBatch('by-bytes', 3), Buffer.concat([images[0]!, images[2]!, images[1]!]));
-            const got = await c.next();
-            const want = await c.next();
-            expect(got.msg).toMatchObject({ type: 'result', id: 'by-slot', outputs: [{ shape: [3, 1000], byteLength: 12000 }] });
-            expect(want.msg).toMatchObject({ type: 'result', id: 'by-bytes' });
-            expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
-          });
+        describe.skipIf(impl.cannotMap !== null)(
+          impl.cannotMap === null ? 'reading slots' : `reading slots: skipped, ${impl.cannotMap}`,
+          () => {
+            it("maps the region, answers attached, and reads samples given as slots in place, beside inline ones: the answers are the bytes' answers", async () => {
+              const c = client(secret, { path: regionPath, bytes: regionBytes });
+              expect((await c.next()).msg).toEqual({ v: 1, type: 'attached', shm: true });
+              // Samples 0 and 2 in the region, sample 1 inline; then the same three images as bytes.
+              c.send(
+                { ...directBatch('by-slot', 3), slots: [[offsets[0], IMAGE], null, [offsets[1], IMAGE]] },
+                images[2],
+              );
+              c.send(directBatch('by-bytes', 3), Buffer.concat([images[0]!, images[2]!, images[1]!]));
+              const got = await c.next();
+              const want = await c.next();
+              expect(got.msg).toMatchObject({
+                type: 'result',
+                id: 'by-slot',
+                outputs: [{ shape: [3, 1000], byteLength: 12000 }],
+              });
+              expect(want.msg).toMatchObject({ type: 'result', id: 'by-bytes' });
+              expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+            });
 
-          it('reads encoded samples (UINT8) from slots beside inline ones (PNG): the answers are the bytes\' answers', async () => {
-            const pic = syntheticPicture(224, 224, 41);
-            const u8 = uint8Chw(pic);
-            const png = encodePng(syntheticPicture(200, 180, 42));
-            const at = 4 * IMAGE + 64; // a cache line past the third image
-            const withU8 = join(dir, 'region-u8.shm');
-            const bytes = at + u8.length + 4096;
-            const region = Buffer.alloc(bytes);
-            u8.copy(region, at);
-            writeFileSync(withU8, region, { mode: 0o600 });
-            const c = client(secret, { path: withU8, bytes });
-            expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
-            const { ref, payload } = encodedBatch([
-              { encoding: 'UINT8', bytes: u8 },
-              { encoding: 'PNG', bytes: png },
-            ]);
-            c.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'enc-slot', model: impl.model, size: 2, inputs: [ref], worker: identity, slots: [[at, u8.length], null] }, png);
-            c.send({ v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'enc-bytes', model: impl.model, size: 2, inputs: [ref], worker: identity }, payload);
-            const got = await c.next();
-            const want = await c.next();
-            expect(got.msg).toMatchObject({ type: 'result', id: 'enc-slot', outputs: [{ shape: [2, 1000] }] });
-            expect(want.msg).toMatchObject({ type: 'result', id: 'enc-bytes' });
-            expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
-          });
+            it("reads encoded samples (UINT8) from slots beside inline ones (PNG): the answers are the bytes' answers", async () => {
+              const pic = syntheticPicture(224, 224, 41);
+              const u8 = uint8Chw(pic);
+              const png = encodePng(syntheticPicture(200, 180, 42));
+              const at = 4 * IMAGE + 64; // a cache line past the third image
+              const withU8 = join(dir, 'region-u8.shm');
+              const bytes = at + u8.length + 4096;
+              const region = Buffer.alloc(bytes);
+              u8.copy(region, at);
+              writeFileSync(withU8, region, { mode: 0o600 });
+              const c = client(secret, { path: withU8, bytes });
+              expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+              const { ref, payload } = encodedBatch([
+                { encoding: 'UINT8', bytes: u8 },
+                { encoding: 'PNG', bytes: png },
+              ]);
+              c.send(
+                {
+                  v: WORKER_PROTOCOL_VERSION,
+                  type: 'batch',
+                  id: 'enc-slot',
+                  model: impl.model,
+                  size: 2,
+                  inputs: [ref],
+                  worker: identity,
+                  slots: [[at, u8.length], null],
+                },
+                png,
+              );
+              c.send(
+                {
+                  v: WORKER_PROTOCOL_VERSION,
+                  type: 'batch',
+                  id: 'enc-bytes',
+                  model: impl.model,
+                  size: 2,
+                  inputs: [ref],
+                  worker: identity,
+                },
+                payload,
+              );
+              const got = await c.next();
+              const want = await c.next();
+              expect(got.msg).toMatchObject({ type: 'result', id: 'enc-slot', outputs: [{ shape: [2, 1000] }] });
+              expect(want.msg).toMatchObject({ type: 'result', id: 'enc-bytes' });
+              expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+            });
 
-          it('refuses a batch whose slot lies outside the region, or does not match its sample, and keeps serving', async () => {
-            const c = client(secret, { path: regionPath, bytes: regionBytes });
-            expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
-            c.send({ ...directBatch('outside', 1), slots: [[regionBytes - 100, IMAGE]] });
-            c.send({ ...directBatch('short', 1), slots: [[offsets[0], IMAGE - 4]] });
-            c.send({ ...directBatch('fine', 1), slots: [[offsets[2], IMAGE]] });
-            expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'outside' });
-            expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'short' });
-            expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'fine' });
-          });
-        });
+            it('refuses a batch whose slot lies outside the region, or does not match its sample, and keeps serving', async () => {
+              const c = client(secret, { path: regionPath, bytes: regionBytes });
+              expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+              c.send({ ...directBatch('outside', 1), slots: [[regionBytes - 100, IMAGE]] });
+              c.send({ ...directBatch('short', 1), slots: [[offsets[0], IMAGE - 4]] });
+              c.send({ ...directBatch('fine', 1), slots: [[offsets[2], IMAGE]] });
+              expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'outside' });
+              expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'short' });
+              expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'fine' });
+            });
+          },
+        );
 
         it('says it cannot map a region that is not there, and takes its batches as bytes; slots there are refused', async () => {
           const c = client(secret, { path: join(dir, 'no-such-region.shm'), bytes: regionBytes });
           const m = (await c.next()).msg;
           expect(m).toMatchObject({ type: 'attached', shm: false });
-          if (m.type === 'attached') expect(m.message).toMatch(impl.cannotMap === null ? /no-such-region|No such file/ : impl.cannotMap);
+          if (m.type === 'attached')
+            expect(m.message).toMatch(impl.cannotMap === null ? /no-such-region|No such file/ : impl.cannotMap);
           c.send({ ...directBatch('slot-unmapped', 1), slots: [[offsets[0], IMAGE]] });
           c.send(directBatch('bytes', 1), images[0]);
           expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'slot-unmapped' });
@@ -375,11 +454,20 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         });
 
         it(`with ${WORKER_ENV.shm}=off, does not map it, and serves bytes`, async () => {
-          const off = start({ [WORKER_ENV.listen]: `unix:${join(dir, `${impl.name}-off.sock`)}`, [WORKER_ENV.secret]: secret, [WORKER_ENV.identity]: JSON.stringify(identity), [WORKER_ENV.shm]: 'off' });
+          const off = start({
+            [WORKER_ENV.listen]: `unix:${join(dir, `${impl.name}-off.sock`)}`,
+            [WORKER_ENV.secret]: secret,
+            [WORKER_ENV.identity]: JSON.stringify(identity),
+            [WORKER_ENV.shm]: 'off',
+          });
           const at = (await off.expect('ready', 60_000)).msg.listen ?? '';
           const c = new DataClient(at, secret, { path: regionPath, bytes: regionBytes });
           clients.push(c);
-          expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: false, message: `${WORKER_ENV.shm}=off` });
+          expect((await c.next()).msg).toMatchObject({
+            type: 'attached',
+            shm: false,
+            message: `${WORKER_ENV.shm}=off`,
+          });
           c.send(directBatch('bytes-off', 1), images[1]);
           expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'bytes-off' });
         });

@@ -21,14 +21,17 @@ interface Received {
 }
 
 /** A worker's data socket: records the frames each connection sends; `answer` writes one back. */
-async function fakeWorker(path: string): Promise<{ server: Server; frames: Received[]; sockets: Socket[]; got: (n: number) => Promise<void> }> {
+async function fakeWorker(
+  path: string,
+): Promise<{ server: Server; frames: Received[]; sockets: Socket[]; got: (n: number) => Promise<void> }> {
   const frames: Received[] = [];
   const sockets: Socket[] = [];
   const server = createServer((s) => {
     sockets.push(s);
     const d = new FrameDecoder();
     s.on('data', (c: Buffer) => {
-      for (const f of d.push(c)) frames.push({ header: f.header as Record<string, unknown>, payload: Buffer.from(f.payload) });
+      for (const f of d.push(c))
+        frames.push({ header: f.header as Record<string, unknown>, payload: Buffer.from(f.payload) });
     });
     s.on('error', () => undefined);
   });
@@ -43,7 +46,13 @@ async function fakeWorker(path: string): Promise<{ server: Server; frames: Recei
 function recorder(): DirectEvents & { frames: Received[]; closes: string[] } {
   const frames: Received[] = [];
   const closes: string[] = [];
-  return { frames, closes, frame: (header, payload) => frames.push({ header: header as Record<string, unknown>, payload: Buffer.from(payload) }), closed: (why) => closes.push(why) };
+  return {
+    frames,
+    closes,
+    frame: (header, payload) =>
+      frames.push({ header: header as Record<string, unknown>, payload: Buffer.from(payload) }),
+    closed: (why) => closes.push(why),
+  };
 }
 
 /** Polls `f` (called until it first returns true, and not after) every 10 ms, for up to 30 s. */
@@ -55,10 +64,22 @@ async function until(f: () => boolean, what: string): Promise<void> {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const quiet = { warns: [] as string[], warn(o: object, msg: string) { this.warns.push(msg); }, info() {}, debug() {} };
+const quiet = {
+  warns: [] as string[],
+  warn(o: object, msg: string) {
+    this.warns.push(msg);
+  },
+  info() {},
+  debug() {},
+};
 
 describe.each([
-  ['on the link thread', (log: typeof quiet) => new DirectLinks(log, { threadFile: join(REPO_ROOT, 'dist', 'scheduler', 'workerLinkThread.js') }), true],
+  [
+    'on the link thread',
+    (log: typeof quiet) =>
+      new DirectLinks(log, { threadFile: join(REPO_ROOT, 'dist', 'scheduler', 'workerLinkThread.js') }),
+    true,
+  ],
   ['on the event loop', (log: typeof quiet) => new DirectLinks(log, { threadFile: null }), false],
 ] as const)('direct links %s', (_name, make, threaded) => {
   it('attaches with the secret, carries a batch byte-exact from shared and ordinary memory, and hands back answers', async () => {
@@ -86,7 +107,12 @@ describe.each([
     expect(w.frames[2]!.payload.equals(Buffer.concat([shared, middle]))).toBe(true);
     // Answers, one spanning many socket reads and one small, in order.
     const answer = Buffer.alloc(2_000_000, 5);
-    w.sockets[0]!.write(Buffer.concat([encodeFrame({ type: 'result', id: 'b1' }, answer), encodeFrame({ type: 'result', id: 'b2' }, Buffer.from([1, 2, 3]))]));
+    w.sockets[0]!.write(
+      Buffer.concat([
+        encodeFrame({ type: 'result', id: 'b1' }, answer),
+        encodeFrame({ type: 'result', id: 'b2' }, Buffer.from([1, 2, 3])),
+      ]),
+    );
     await until(() => ev.frames.length === 2, 'two answers');
     expect(ev.frames.map((f) => f.header.id)).toEqual(['b1', 'b2']);
     expect(ev.frames[0]!.payload.equals(answer)).toBe(true);

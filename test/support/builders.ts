@@ -82,5 +82,11 @@ export const makeProfile = () => new ProfileBuilder();
 
 /** An observation with the given rates and deployment in force, nothing queued, no last-epoch measurements. */
 export function observation(ratePerS: readonly number[], current: Deployment): Observation {
-  return { nowMs: 0, ratePerS, queued: ratePerS.map(() => 0), lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current };
+  return {
+    nowMs: 0,
+    ratePerS,
+    queued: ratePerS.map(() => 0),
+    lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] },
+    current,
+  };
 }

@@ -14,10 +14,16 @@ export function loadProfileFile(id: string): Profile {
   return parseProfile(JSON.parse(readFileSync(path, 'utf8')), path);
 }
 
-export function builtInScenario(name: string): { scenario: Scenario; cluster: ClusterInfo; profiles: Map<string, Profile> } {
+export function builtInScenario(name: string): {
+  scenario: Scenario;
+  cluster: ClusterInfo;
+  profiles: Map<string, Profile>;
+} {
   let hit = cache.get(name);
   if (!hit) {
-    const scenario = ScenarioSchema.parse(JSON.parse(readFileSync(join(REPO_ROOT, 'scenarios', `${name}.json`), 'utf8')));
+    const scenario = ScenarioSchema.parse(
+      JSON.parse(readFileSync(join(REPO_ROOT, 'scenarios', `${name}.json`), 'utf8')),
+    );
     const profiles = new Map(scenario.gpus.map((g) => [g.profile, loadProfileFile(g.profile)] as const));
     hit = { scenario, cluster: scenarioCluster(scenario, profiles), profiles };
     cache.set(name, hit);

@@ -10,7 +10,13 @@ import { Metrics } from '../../scheduler/metrics.js';
 import type { ControlObserver } from '../../scheduler/observer.js';
 import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
-import { AGENT_PROTOCOL_VERSION, type AgentGpu, type FromAgent, type ToAgent, type WorkerStatus } from '../../src/protocol/agent.js';
+import {
+  AGENT_PROTOCOL_VERSION,
+  type AgentGpu,
+  type FromAgent,
+  type ToAgent,
+  type WorkerStatus,
+} from '../../src/protocol/agent.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import type { DirectLink } from '../../scheduler/workerLink.js';
 
@@ -39,7 +45,15 @@ export interface Harness {
 }
 
 export function simGpus(profile: string, count: number, pooled: PooledGpuMode = 'overlap'): AgentGpu[] {
-  return Array.from({ length: count }, (_, i) => ({ index: i, uuid: `SIM-${profile}-${i}`, name: profile, memMb: 8000, profile, simulated: true, pooled }));
+  return Array.from({ length: count }, (_, i) => ({
+    index: i,
+    uuid: `SIM-${profile}-${i}`,
+    name: profile,
+    memMb: 8000,
+    profile,
+    simulated: true,
+    pooled,
+  }));
 }
 
 export function controlHarness(opts: {
@@ -82,18 +96,41 @@ export function controlHarness(opts: {
     control,
     batches: () => sent.flatMap((s) => (s.msg.type === 'batch' ? [s.msg] : [])),
     desired: () => sent.flatMap((s) => (s.msg.type === 'desired' ? [s.msg] : [])).at(-1)?.workers ?? [],
-    report: (state: WorkerStatus['state']) => control.workersReported('a1', h.desired().map((w) => ({ ...w, state, pid: 1 }))),
+    report: (state: WorkerStatus['state']) =>
+      control.workersReported(
+        'a1',
+        h.desired().map((w) => ({ ...w, state, pid: 1 })),
+      ),
     submit: (m: number) => {
       const box: { answer: TaskAnswer | null } = { answer: null };
-      control.submit(m, { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: Buffer.alloc(602112) }, (a) => (box.answer = a));
+      control.submit(
+        m,
+        { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: Buffer.alloc(602112) },
+        (a) => (box.answer = a),
+      );
       return box;
     },
     result: (batchId: string, latencyMs = 1) => {
       const b = h.batches().find((x) => x.batchId === batchId)!;
-      const msg: Extract<FromAgent, { type: 'result' }> = { v: AGENT_PROTOCOL_VERSION, type: 'result', batchId, workerId: b.workerId, latencyMs, outputs: [{ name: 'output', datatype: 'FP32', shape: [b.size, 1000], byteLength: b.size * 4000 }] };
+      const msg: Extract<FromAgent, { type: 'result' }> = {
+        v: AGENT_PROTOCOL_VERSION,
+        type: 'result',
+        batchId,
+        workerId: b.workerId,
+        latencyMs,
+        outputs: [{ name: 'output', datatype: 'FP32', shape: [b.size, 1000], byteLength: b.size * 4000 }],
+      };
       control.batchResult('a1', msg, Buffer.alloc(b.size * 4000));
     },
   });
-  control.agentConnected({ v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: 'a1', hostname: 'test', workerKind: 'sim', gpus: opts.gpus, workers: opts.running ?? [] });
+  control.agentConnected({
+    v: AGENT_PROTOCOL_VERSION,
+    type: 'hello',
+    agentId: 'a1',
+    hostname: 'test',
+    workerKind: 'sim',
+    gpus: opts.gpus,
+    workers: opts.running ?? [],
+  });
   return h;
 }

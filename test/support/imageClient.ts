@@ -18,20 +18,34 @@ export interface ModelView {
 }
 
 /** image_client.py's parse_model: the input's name, C, H, W and format, or the exception it raises. */
-export function parseModel(m: ModelView): { inputName: string; outputName: string; c: number; h: number; w: number; format: string } {
+export function parseModel(m: ModelView): {
+  inputName: string;
+  outputName: string;
+  c: number;
+  h: number;
+  w: number;
+  format: string;
+} {
   if (m.inputs.length !== 1) throw new Error(`expecting 1 input, got ${m.inputs.length}`);
   if (m.outputs.length !== 1) throw new Error(`expecting 1 output, got ${m.outputs.length}`);
-  if (m.inputFormats.length !== 1) throw new Error(`expecting 1 input in model configuration, got ${m.inputFormats.length}`);
+  if (m.inputFormats.length !== 1)
+    throw new Error(`expecting 1 input in model configuration, got ${m.inputFormats.length}`);
   const input = m.inputs[0]!;
   const output = m.outputs[0]!;
-  if (output.datatype !== 'FP32') throw new Error(`expecting output datatype to be FP32, model '${output.name}' output type is ${output.datatype}`);
+  if (output.datatype !== 'FP32')
+    throw new Error(`expecting output datatype to be FP32, model '${output.name}' output type is ${output.datatype}`);
   // Output is expected to be a vector; with a batch dimension, the first is -1.
   const outDims = m.maxBatchSize > 0 ? output.shape.slice(1) : output.shape;
-  if (outDims.filter((d) => d > 1).length !== 1) throw new Error(`expecting model output to be a vector, got shape [${output.shape.join(',')}]`);
+  if (outDims.filter((d) => d > 1).length !== 1)
+    throw new Error(`expecting model output to be a vector, got shape [${output.shape.join(',')}]`);
   const expected = m.maxBatchSize > 0 ? 4 : 3;
-  if (input.shape.length !== expected) throw new Error(`expecting input to have ${expected} dimensions, model '${input.name}' input has ${input.shape.length}`);
+  if (input.shape.length !== expected)
+    throw new Error(
+      `expecting input to have ${expected} dimensions, model '${input.name}' input has ${input.shape.length}`,
+    );
   const format = m.inputFormats[0]!;
-  if (format !== 'FORMAT_NCHW' && format !== 'FORMAT_NHWC') throw new Error(`unexpected input format ${format}, expecting FORMAT_NCHW or FORMAT_NHWC`);
+  if (format !== 'FORMAT_NCHW' && format !== 'FORMAT_NHWC')
+    throw new Error(`unexpected input format ${format}, expecting FORMAT_NCHW or FORMAT_NHWC`);
   const dims = m.maxBatchSize > 0 ? input.shape.slice(1) : input.shape;
   const [c, h, w] = format === 'FORMAT_NHWC' ? [dims[2]!, dims[0]!, dims[1]!] : [dims[0]!, dims[1]!, dims[2]!];
   return { inputName: input.name, outputName: output.name, c, h, w, format };
@@ -63,7 +77,12 @@ function resizeRgb(rgb: Uint8Array, width: number, height: number, w: number, h:
  * image_client.py's preprocess with `-s INCEPTION` for each JPEG file (decoded, resized, scaled to
  * [-1, 1], transposed to CHW for FORMAT_NCHW), stacked into one batch: each sample, and the batch.
  */
-export function inceptionBatch(files: readonly Uint8Array[], c: number, h: number, w: number): { samples: Float32Array[]; batch: Float32Array } {
+export function inceptionBatch(
+  files: readonly Uint8Array[],
+  c: number,
+  h: number,
+  w: number,
+): { samples: Float32Array[]; batch: Float32Array } {
   const samples = files.map((file) => {
     const img = jpeg.decode(file, { useTArray: true, formatAsRGBA: false });
     const resized = resizeRgb(img.data, img.width, img.height, w, h);
@@ -90,6 +109,7 @@ export function topClasses(scores: Float32Array, n: number): string[] {
 /** tritonclient's deserialize_bytes_tensor: 4-byte little-endian lengths, each followed by that many bytes. */
 export function bytesTensor(b: Buffer): string[] {
   const out: string[] = [];
-  for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o)) out.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
+  for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o))
+    out.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
   return out;
 }

@@ -23,9 +23,16 @@ export function scenarioJson(s: ScenarioSpec): unknown {
   const gpus = Object.entries(s.gpus).map(([profile, count]) => ({ profile, count }));
   const raw = {
     name: s.name,
-    description: s.description ?? `${s.models.map((m) => m.name).join(', ')} on ${gpus.map((g) => `${g.count} x ${g.profile}`).join(' + ')}`,
+    description:
+      s.description ??
+      `${s.models.map((m) => m.name).join(', ')} on ${gpus.map((g) => `${g.count} x ${g.profile}`).join(' + ')}`,
     gpus,
-    models: s.models.map((m) => ({ name: m.name, sloMs: m.sloMs, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: m.ratePerS } })),
+    models: s.models.map((m) => ({
+      name: m.name,
+      sloMs: m.sloMs,
+      arrival: { process: 'poisson' },
+      rate: { kind: 'constant', ratePerS: m.ratePerS },
+    })),
     durationS: s.durationS ?? 10,
     epochS: s.epochS ?? 1,
     swapS: s.swapS ?? 1,

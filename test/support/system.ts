@@ -17,7 +17,11 @@ export interface Running {
 const started: Running[] = [];
 
 export function startInss(args: readonly string[], env: Record<string, string> = {}): Running {
-  const child = spawn(process.execPath, [INSS_BIN, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [INSS_BIN, ...args], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   const r: Running = {
     child,
     stdout: '',
@@ -31,13 +35,20 @@ export function startInss(args: readonly string[], env: Record<string, string> =
 }
 
 /** Waits until `pattern` appears on stdout (or `stream`); returns its first group. */
-export async function waitFor(r: Running, pattern: RegExp, timeoutMs = 60_000, stream: 'stdout' | 'stderr' = 'stdout'): Promise<string> {
+export async function waitFor(
+  r: Running,
+  pattern: RegExp,
+  timeoutMs = 60_000,
+  stream: 'stdout' | 'stderr' = 'stdout',
+): Promise<string> {
   const t0 = Date.now();
   for (;;) {
     const m = pattern.exec(r[stream]);
     if (m) return m[1] ?? m[0];
-    if (r.child.exitCode !== null) throw new Error(`process exited (${r.child.exitCode}) before printing ${pattern}:\n${r.stderr.slice(-3000)}`);
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${pattern}; stderr:\n${r.stderr.slice(-3000)}`);
+    if (r.child.exitCode !== null)
+      throw new Error(`process exited (${r.child.exitCode}) before printing ${pattern}:\n${r.stderr.slice(-3000)}`);
+    if (Date.now() - t0 > timeoutMs)
+      throw new Error(`timed out waiting for ${pattern}; stderr:\n${r.stderr.slice(-3000)}`);
     await new Promise((res) => setTimeout(res, 50));
   }
 }
@@ -62,13 +73,22 @@ export async function stopAll(): Promise<void> {
     if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
     await r.exited;
     // A scheduler killed so leaves its shared-memory region (the next one to start would remove it).
-    for (const n of existsSync('/dev/shm') ? readdirSync('/dev/shm') : []) if (n.startsWith(`inss-${r.child.pid}-`)) rmSync(join('/dev/shm', n), { force: true });
+    for (const n of existsSync('/dev/shm') ? readdirSync('/dev/shm') : [])
+      if (n.startsWith(`inss-${r.child.pid}-`)) rmSync(join('/dev/shm', n), { force: true });
   }
 }
 
 /** One FP32 image of 3x224x224 as a binary-extension infer request body (Triton's wire format). */
-export function binaryInferRequest(values: Float32Array, shape = [1, 3, 224, 224]): { body: Buffer; headers: Record<string, string> } {
-  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: values.byteLength } }], outputs: [{ name: 'output', parameters: { binary_data: true } }] }));
+export function binaryInferRequest(
+  values: Float32Array,
+  shape = [1, 3, 224, 224],
+): { body: Buffer; headers: Record<string, string> } {
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: values.byteLength } }],
+      outputs: [{ name: 'output', parameters: { binary_data: true } }],
+    }),
+  );
   return {
     body: Buffer.concat([header, Buffer.from(values.buffer, values.byteOffset, values.byteLength)]),
     headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },

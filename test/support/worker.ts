@@ -6,7 +6,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { encodeFrame, FrameDecoder } from '../../src/protocol/frames.js';
 import { tensorBytes } from '../../src/protocol/tensor.js';
-import { type FromWorker, FromWorkerSchema, parseDataAddress, WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
+import {
+  type FromWorker,
+  FromWorkerSchema,
+  parseDataAddress,
+  WORKER_PROTOCOL_VERSION,
+} from '../../src/protocol/worker.js';
 
 export interface WorkerMessage {
   readonly msg: FromWorker;
@@ -42,10 +47,22 @@ export function floats(payload: Buffer): Float32Array {
 }
 
 /** A batch message for `model`'s worker; `shape`/`byteLength` may be overridden to make it wrong. */
-export function batchMessage(id: string, model: string, size: number, override: { shape?: number[]; byteLength?: number } = {}): object {
+export function batchMessage(
+  id: string,
+  model: string,
+  size: number,
+  override: { shape?: number[]; byteLength?: number } = {},
+): object {
   const shape = override.shape ?? [size, ...IMAGE_SHAPE];
   const byteLength = override.byteLength ?? tensorBytes('FP32', shape);
-  return { v: WORKER_PROTOCOL_VERSION, type: 'batch', id, model, size, inputs: [{ name: 'input', datatype: 'FP32', shape, byteLength }] };
+  return {
+    v: WORKER_PROTOCOL_VERSION,
+    type: 'batch',
+    id,
+    model,
+    size,
+    inputs: [{ name: 'input', datatype: 'FP32', shape, byteLength }],
+  };
 }
 
 /**
@@ -135,7 +152,10 @@ export class WorkerUnderTest {
   }
 
   /** The next message, which must be of the given type. */
-  async expect<T extends FromWorker['type']>(type: T, timeoutMs = 30_000): Promise<{ msg: Extract<FromWorker, { type: T }>; payload: Buffer }> {
+  async expect<T extends FromWorker['type']>(
+    type: T,
+    timeoutMs = 30_000,
+  ): Promise<{ msg: Extract<FromWorker, { type: T }>; payload: Buffer }> {
     const m = await this.next(timeoutMs);
     if (m.msg.type !== type) throw this.withLog(new Error(`expected '${type}', got ${JSON.stringify(m.msg)}`));
     return m as { msg: Extract<FromWorker, { type: T }>; payload: Buffer };
@@ -166,7 +186,11 @@ export class WorkerUnderTest {
     for (const f of frames) {
       const parsed = FromWorkerSchema.safeParse(f.header);
       if (!parsed.success) {
-        this.fail(new Error(`invalid worker message ${JSON.stringify(f.header)}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`));
+        this.fail(
+          new Error(
+            `invalid worker message ${JSON.stringify(f.header)}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+          ),
+        );
         return;
       }
       const m = { msg: parsed.data, payload: f.payload };
@@ -245,7 +269,10 @@ export class DataClient {
     if (queued) return Promise.resolve(queued);
     if (this.ended) return Promise.reject(new Error('the data connection closed'));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no frame on the data connection within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no frame on the data connection within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.waiter = (m) => {
         clearTimeout(timer);
         if (m) resolve(m);

@@ -38,7 +38,9 @@ describe('routes and tokens', () => {
 
   it('an agent token binds its agent id; the shared token any id; anything else none', () => {
     const per = new Map([['a1', 'agent-one-token-0123456789']]);
-    expect(agentIdentity(bearer('agent-one-token-0123456789'), 'shared-token-0123456789', per)).toEqual({ agentId: 'a1' });
+    expect(agentIdentity(bearer('agent-one-token-0123456789'), 'shared-token-0123456789', per)).toEqual({
+      agentId: 'a1',
+    });
     expect(agentIdentity(bearer('shared-token-0123456789'), 'shared-token-0123456789', per)).toEqual({ any: true });
     expect(agentIdentity(bearer('shared-token-0123456789'), null, per)).toBeNull();
     expect(agentIdentity(undefined, 'shared-token-0123456789', per)).toBeNull();
@@ -52,15 +54,27 @@ describe('routes and tokens', () => {
 
 describe('token files', () => {
   it('reads tokens one a line with comments, and names the line of a bad one', () => {
-    expect(parseTokens(`# clients\n${T}\n\n  other-token-0123456789  # ops\n`, 'f')).toEqual([T, 'other-token-0123456789']);
+    expect(parseTokens(`# clients\n${T}\n\n  other-token-0123456789  # ops\n`, 'f')).toEqual([
+      T,
+      'other-token-0123456789',
+    ]);
     expect(() => parseTokens('short\n', 'f')).toThrow(/f, line 1: a token is one word of at least 16/);
     expect(() => parseTokens('# nothing\n', 'f')).toThrow(/no token/);
   });
 
   it('reads agent tokens and refuses a repeated id or a token shared by two agents', () => {
-    expect(parseAgentTokens('a1 agent-one-token-0123456789\na2 agent-two-token-0123456789', 'f')).toEqual(new Map([['a1', 'agent-one-token-0123456789'], ['a2', 'agent-two-token-0123456789']]));
-    expect(() => parseAgentTokens('a1 agent-one-token-0123456789\na1 agent-two-token-0123456789', 'f')).toThrow(/line 2: agent 'a1' is listed twice/);
-    expect(() => parseAgentTokens('a1 agent-one-token-0123456789\na2 agent-one-token-0123456789', 'f')).toThrow(/same token is given to two agents/);
+    expect(parseAgentTokens('a1 agent-one-token-0123456789\na2 agent-two-token-0123456789', 'f')).toEqual(
+      new Map([
+        ['a1', 'agent-one-token-0123456789'],
+        ['a2', 'agent-two-token-0123456789'],
+      ]),
+    );
+    expect(() => parseAgentTokens('a1 agent-one-token-0123456789\na1 agent-two-token-0123456789', 'f')).toThrow(
+      /line 2: agent 'a1' is listed twice/,
+    );
+    expect(() => parseAgentTokens('a1 agent-one-token-0123456789\na2 agent-one-token-0123456789', 'f')).toThrow(
+      /same token is given to two agents/,
+    );
     expect(() => parseAgentTokens('a1\n', 'f')).toThrow(/line 1: expected '<agent-id> <token>'/);
   });
 });

@@ -8,11 +8,15 @@ import { makeProfile } from '../support/builders.js';
 // o_r = 1 ms * b at any share (pctExp 0), no scheduling, no interference: t_inf = b * (1 + 0.0606) ms
 // (transfer of 606112 B per task at 1e7 B/ms).
 const profile = ProfileSchema.parse(
-  makeProfile().model('lin', { runAtB1Full: 1, batchExp: 1, pctExp: 0, schedPerKernelMs: 0, alphaCache: 0, alphaU: 0, betaU: 0 }).schedInterference(0, 0).build(),
+  makeProfile()
+    .model('lin', { runAtB1Full: 1, batchExp: 1, pctExp: 0, schedPerKernelMs: 0, alphaCache: 0, alphaU: 0, betaU: 0 })
+    .schedInterference(0, 0)
+    .build(),
 );
 const perTaskMs = 1 + 606112 / 1e7;
 const cluster = buildCluster([profile], [{ name: 'lin', sloMs: 100 }]);
-const one = (sloMs: number, ratePerS: number, options = {}) => bda(cluster.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs, ratePerS }], options);
+const one = (sloMs: number, ratePerS: number, options = {}) =>
+  bda(cluster.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs, ratePerS }], options);
 
 describe('worst-case task latency, eq. (2)', () => {
   it('is the fill time or one batch, whichever is longer, plus the batch', () => {
@@ -56,10 +60,17 @@ describe('BDA', () => {
     // meets throughput, so both modes agree.
     expect(one(60, 900).batches[0]).toBe(one(60, 900, { onThroughputShort: 'break' }).batches[0]);
     // A profile where throughput rises steeply with batch: o_r = 5 ms flat (b^0) -> throughput b/5.06.
-    const flat = ProfileSchema.parse(makeProfile().model('flat', { runAtB1Full: 5, batchExp: 0, pctExp: 0, schedPerKernelMs: 0, alphaCache: 0 }).schedInterference(0, 0).build());
+    const flat = ProfileSchema.parse(
+      makeProfile()
+        .model('flat', { runAtB1Full: 5, batchExp: 0, pctExp: 0, schedPerKernelMs: 0, alphaCache: 0 })
+        .schedInterference(0, 0)
+        .build(),
+    );
     const c = buildCluster([flat], [{ name: 'flat', sloMs: 100 }]);
     // rate 3000/s, SLO 30 ms: mid 16: t = 5 + 16*0.0606 = 5.97 ms, fill 5 ms -> T = 11.9 <= 30; throughput 2680/s < 3000.
-    const literal = bda(c.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs: 30, ratePerS: 3000 }], { onThroughputShort: 'break' });
+    const literal = bda(c.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs: 30, ratePerS: 3000 }], {
+      onThroughputShort: 'break',
+    });
     const searchUp = bda(c.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs: 30, ratePerS: 3000 }]);
     expect(literal.ok).toBe(false);
     expect(searchUp.ok).toBe(true);
@@ -69,7 +80,13 @@ describe('BDA', () => {
   it('respects GPU memory (4a)', () => {
     // baseMb 1000 + 10 MB per task; a GPU of 8000 MB with two copies on one GPU leaves room for b <= 32 each;
     // shrink the GPU to 1200 MB: b <= 20.
-    const small = ProfileSchema.parse({ ...makeProfile().model('lin', { runAtB1Full: 1, batchExp: 1, pctExp: 0, alphaCache: 0 }).schedInterference(0, 0).build(), gpu: { ...makeProfile().build().gpu, memMb: 1200 } });
+    const small = ProfileSchema.parse({
+      ...makeProfile()
+        .model('lin', { runAtB1Full: 1, batchExp: 1, pctExp: 0, alphaCache: 0 })
+        .schedInterference(0, 0)
+        .build(),
+      gpu: { ...makeProfile().build().gpu, memMb: 1200 },
+    });
     const c = buildCluster([small], [{ name: 'lin', sloMs: 10_000 }]);
     const r = bda(c.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs: 10_000, ratePerS: 100 }]);
     expect(r.batches[0]).toBe(20);

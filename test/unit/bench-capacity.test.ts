@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { capacityOf, type CurvePoint, gridCurve, gridLoads, parseGrid, parseSeeds, spread } from '../../tools/bench/capacity.js';
+import {
+  capacityOf,
+  type CurvePoint,
+  gridCurve,
+  gridLoads,
+  parseGrid,
+  parseSeeds,
+  spread,
+} from '../../tools/bench/capacity.js';
 import { formatSuiteTable, type SuiteCell, summarizeSuite } from '../../tools/bench/suite.js';
 
-const curve = (pairs: [number, number][]): CurvePoint[] => pairs.map(([loadScale, sloViolationPct]) => ({ loadScale, sloViolationPct, goodputPerS: 0 }));
+const curve = (pairs: [number, number][]): CurvePoint[] =>
+  pairs.map(([loadScale, sloViolationPct]) => ({ loadScale, sloViolationPct, goodputPerS: 0 }));
 
 describe('grid capacity', () => {
   it('grid loads as written, validated', () => {
@@ -15,18 +24,49 @@ describe('grid capacity', () => {
 
   it('is the highest load at which it and every lower load keep the attainment, on a non-monotone curve', () => {
     // The inss-ni shape: within at 0.5, over at 0.75, within again at 1.
-    const c = curve([[0.25, 0.2], [0.5, 0.97], [0.75, 3.44], [1, 0.5], [1.25, 6]]);
+    const c = curve([
+      [0.25, 0.2],
+      [0.5, 0.97],
+      [0.75, 3.44],
+      [1, 0.5],
+      [1.25, 6],
+    ]);
     expect(capacityOf(c, 0.99)).toBe(0.5);
     expect(capacityOf(c, 0.95)).toBe(1);
     // A curve failing at its first load has capacity 0; one within everywhere, its last load.
-    expect(capacityOf(curve([[0.25, 13.9], [0.5, 0.1]]), 0.99)).toBe(0);
-    expect(capacityOf(curve([[0.25, 0], [0.5, 0.99]]), 0.99)).toBe(0.5);
+    expect(
+      capacityOf(
+        curve([
+          [0.25, 13.9],
+          [0.5, 0.1],
+        ]),
+        0.99,
+      ),
+    ).toBe(0);
+    expect(
+      capacityOf(
+        curve([
+          [0.25, 0],
+          [0.5, 0.99],
+        ]),
+        0.99,
+      ),
+    ).toBe(0.5);
   });
 
   it('the curve runs in increasing load and stops after the first load below the stop attainment', () => {
     const seen: number[] = [];
-    const v = new Map([[0.25, 0], [0.5, 2], [0.75, 7], [1, 0]]);
-    const c = gridCurve((x) => (seen.push(x), { loadScale: x, sloViolationPct: v.get(x)!, goodputPerS: 0 }), [1, 0.5, 0.25, 0.75], 0.95);
+    const v = new Map([
+      [0.25, 0],
+      [0.5, 2],
+      [0.75, 7],
+      [1, 0],
+    ]);
+    const c = gridCurve(
+      (x) => (seen.push(x), { loadScale: x, sloViolationPct: v.get(x)!, goodputPerS: 0 }),
+      [1, 0.5, 0.25, 0.75],
+      0.95,
+    );
     expect(seen).toEqual([0.25, 0.5, 0.75]);
     expect(capacityOf(c, 0.99)).toBe(0.25);
     expect(capacityOf(c, 0.95)).toBe(0.5);
@@ -41,7 +81,13 @@ describe('grid capacity', () => {
 });
 
 describe('suite summary', () => {
-  const cell = (scenario: string, policy: string, seed: number, c: [number, number][] | null, reason?: string): SuiteCell => ({
+  const cell = (
+    scenario: string,
+    policy: string,
+    seed: number,
+    c: [number, number][] | null,
+    reason?: string,
+  ): SuiteCell => ({
     scenario,
     policy,
     seed,
@@ -51,14 +97,36 @@ describe('suite summary', () => {
     wallMs: 0,
   });
   const cells = [
-    cell('a', 'inss', 1, [[0.5, 0], [1, 0], [1.5, 2]]),
-    cell('a', 'inss', 2, [[0.5, 0], [1, 3]]),
-    cell('a', 'timeshare', 1, [[0.5, 0], [1, 0.5], [1.5, 0.5], [2, 9]]),
-    cell('a', 'timeshare', 2, [[0.5, 0], [1, 0.5], [1.5, 6]]),
+    cell('a', 'inss', 1, [
+      [0.5, 0],
+      [1, 0],
+      [1.5, 2],
+    ]),
+    cell('a', 'inss', 2, [
+      [0.5, 0],
+      [1, 3],
+    ]),
+    cell('a', 'timeshare', 1, [
+      [0.5, 0],
+      [1, 0.5],
+      [1.5, 0.5],
+      [2, 9],
+    ]),
+    cell('a', 'timeshare', 2, [
+      [0.5, 0],
+      [1, 0.5],
+      [1.5, 6],
+    ]),
     cell('b', 'inss', 1, null, 'inss needs a trained policy'),
     cell('b', 'inss', 2, null, 'inss needs a trained policy'),
-    cell('b', 'timeshare', 1, [[0.5, 0], [1, 9]]),
-    cell('b', 'timeshare', 2, [[0.5, 0], [1, 9]]),
+    cell('b', 'timeshare', 1, [
+      [0.5, 0],
+      [1, 9],
+    ]),
+    cell('b', 'timeshare', 2, [
+      [0.5, 0],
+      [1, 9],
+    ]),
   ];
 
   it('capacity per policy per scenario over seeds, inss against the best other, not-runnable shown', () => {

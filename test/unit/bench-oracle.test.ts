@@ -32,17 +32,36 @@ describe('oracle sweep of fixed plans', () => {
       expect(deploymentProblem(cluster, d)).toBeNull();
       expect(planKey(cluster, d)).not.toBe(own);
     }
-    const sameLayout = (d: (typeof next)[number]) => d.placements.length === partitioned.placements.length && d.placements.every((p, i) => p.gpu === partitioned.placements[i]!.gpu && p.model === partitioned.placements[i]!.model && p.pct === partitioned.placements[i]!.pct);
+    const sameLayout = (d: (typeof next)[number]) =>
+      d.placements.length === partitioned.placements.length &&
+      d.placements.every(
+        (p, i) =>
+          p.gpu === partitioned.placements[i]!.gpu &&
+          p.model === partitioned.placements[i]!.model &&
+          p.pct === partitioned.placements[i]!.pct,
+      );
     expect(next.some((d) => sameLayout(d) && !d.gpuModes)).toBe(true); // a batch cap moved
     expect(next.some((d) => d.gpuModes?.some((m) => m === 'timeshare'))).toBe(true); // a GPU pooled
-    expect(next.some((d) => !d.gpuModes && d.placements.some((p, i) => partitioned.placements[i] && p.pct !== partitioned.placements[i].pct))).toBe(true); // shares moved
+    expect(
+      next.some(
+        (d) =>
+          !d.gpuModes &&
+          d.placements.some((p, i) => partitioned.placements[i] && p.pct !== partitioned.placements[i].pct),
+      ),
+    ).toBe(true); // shares moved
   });
 
   it('a fixed plan is held for the whole run: no swap', () => {
     const plan = plannerCandidates(cluster, rates(1), pooling)[0]!;
     const factory = fixedPlanFactory(plan);
     const policy = factory.create(cluster, {});
-    const obs = { nowMs: 0, ratePerS: rates(1), queued: [0, 0, 0, 0], lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] }, current: { placements: [] } };
+    const obs = {
+      nowMs: 0,
+      ratePerS: rates(1),
+      queued: [0, 0, 0, 0],
+      lastEpoch: { served: [], violated: [], dropped: [], meanExecMs: [], meanLatencyMs: [] },
+      current: { placements: [] },
+    };
     expect(policy.decide(obs)).toBe(plan);
     const r = runPolicy({ scenario: { ...scenario, durationS: 10 }, profiles, traces: new Map() }, factory, 1, cluster);
     expect(r.sim.swaps).toBe(0);
@@ -51,7 +70,15 @@ describe('oracle sweep of fixed plans', () => {
   it('climbs the loads while a plan keeps the attainment, and measures its capacity on the grid', () => {
     const ctx = { scenario: { ...scenario, durationS: 8 }, profiles, traces: new Map<string, readonly number[]>() };
     const grid = gridLoads({ fromX: 0.5, toX: 6, stepX: 0.5 });
-    const r = oracleSweep(ctx, cluster, { loads: [1, 6], grid, seeds: [1, 2], budget: 12, attainment: 0.99, planRates: rates(1), pooling });
+    const r = oracleSweep(ctx, cluster, {
+      loads: [1, 6],
+      grid,
+      seeds: [1, 2],
+      budget: 12,
+      attainment: 0.99,
+      planRates: rates(1),
+      pooling,
+    });
     // 1x is easy for two V100s (timeshare carries 1.33x over 120 s); 6x asks far more than they have.
     expect(r.reachedLoad).toBe(1);
     expect(r.violationPct['1']!.every((v) => v <= 1)).toBe(true);

@@ -35,7 +35,10 @@ describe('classifyAnswer', () => {
     const expected: string[] = [];
     for (let s = 0; s < 2; s++) {
       const row = Array.from(y.subarray(s * 1000, (s + 1) * 1000));
-      const top = row.map((v, k) => ({ v, k })).sort((a, b) => b.v - a.v || a.k - b.k).slice(0, 3);
+      const top = row
+        .map((v, k) => ({ v, k }))
+        .sort((a, b) => b.v - a.v || a.k - b.k)
+        .slice(0, 3);
       expected.push(...top.map(({ v, k }) => `${v.toFixed(6)}:${k}:${names[k]}`));
     }
     const r = classifyAnswer(
@@ -48,7 +51,8 @@ describe('classifyAnswer', () => {
     expect(r.outputs[0]).toMatchObject({ name: 'output', datatype: 'BYTES', shape: [2, 3], binary: false });
     const strings: string[] = [];
     const d = r.outputs[0]!.data;
-    for (let o = 0; o < d.length; o += 4 + d.readUInt32LE(o)) strings.push(d.subarray(o + 4, o + 4 + d.readUInt32LE(o)).toString());
+    for (let o = 0; o < d.length; o += 4 + d.readUInt32LE(o))
+      strings.push(d.subarray(o + 4, o + 4 + d.readUInt32LE(o)).toString());
     expect(strings).toEqual(expected);
   });
 
@@ -56,7 +60,14 @@ describe('classifyAnswer', () => {
     const raw = { name: 'output', datatype: 'FP32' as const, shape: [1, 1000], data: Buffer.alloc(4000), binary: true };
     const same = classifyAnswer([raw], [{ name: 'output', binary: true }], new Map());
     expect(same.ok && same.outputs[0]).toBe(raw);
-    const short = classifyAnswer([{ ...raw, data: Buffer.alloc(40) }], [{ name: 'output', binary: true, classCount: 1 }], new Map());
-    expect(short).toEqual({ ok: false, error: "output 'output': the output is 40 bytes, but shape [1,1000] of FP32 is 4000" });
+    const short = classifyAnswer(
+      [{ ...raw, data: Buffer.alloc(40) }],
+      [{ name: 'output', binary: true, classCount: 1 }],
+      new Map(),
+    );
+    expect(short).toEqual({
+      ok: false,
+      error: "output 'output': the output is 40 bytes, but shape [1,1000] of FP32 is 4000",
+    });
   });
 });

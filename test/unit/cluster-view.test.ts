@@ -5,9 +5,23 @@ import { loadProfileFile } from '../support/clusters.js';
 
 const rtx = loadProfileFile('rtx2060s');
 const v100 = loadProfileFile('v100');
-const profiles = new Map([[rtx.id, rtx], [v100.id, v100]]);
-const gpu = (index: number, profile: string | null): AgentGpu => ({ index, uuid: `G-${index}`, name: profile ?? 'Unknown GPU', memMb: 8000, profile, simulated: true, pooled: index % 2 === 0 ? 'overlap' : 'serial' });
-const MODELS = [{ name: 'resnet50', sloMs: 80 }, { name: 'mnasnet', sloMs: 50 }];
+const profiles = new Map([
+  [rtx.id, rtx],
+  [v100.id, v100],
+]);
+const gpu = (index: number, profile: string | null): AgentGpu => ({
+  index,
+  uuid: `G-${index}`,
+  name: profile ?? 'Unknown GPU',
+  memMb: 8000,
+  profile,
+  simulated: true,
+  pooled: index % 2 === 0 ? 'overlap' : 'serial',
+});
+const MODELS = [
+  { name: 'resnet50', sloMs: 80 },
+  { name: 'mnasnet', sloMs: 50 },
+];
 
 describe('clusterView: agents and profiles -> the policy cluster and GPU references', () => {
   it('numbers the GPUs with a known profile, agents in id order, GPUs in their order', () => {
@@ -19,12 +33,26 @@ describe('clusterView: agents and profiles -> the policy cluster and GPU referen
       profiles,
       MODELS,
     );
-    expect(v.refs).toEqual([{ agentId: 'a', local: 0 }, { agentId: 'b', local: 0 }, { agentId: 'b', local: 1 }]);
-    expect(v.cluster!.gpus.map((g) => [g.index, g.profileId])).toEqual([[0, 'rtx2060s'], [1, 'v100'], [2, 'rtx2060s']]);
+    expect(v.refs).toEqual([
+      { agentId: 'a', local: 0 },
+      { agentId: 'b', local: 0 },
+      { agentId: 'b', local: 1 },
+    ]);
+    expect(v.cluster!.gpus.map((g) => [g.index, g.profileId])).toEqual([
+      [0, 'rtx2060s'],
+      [1, 'v100'],
+      [2, 'rtx2060s'],
+    ]);
     // Each GPU pools as its agent reports (local GPU 0 overlaps, 1 is serial: see `gpu`).
     expect(v.cluster!.gpus.map((g) => g.pooled)).toEqual(['overlap', 'overlap', 'serial']);
-    expect(v.cluster!.models.map((m) => [m.name, m.sloMs])).toEqual([['resnet50', 80], ['mnasnet', 50]]);
-    expect(v.unprofiled).toEqual([{ agentId: 'a', gpu: 1, name: 'mystery', profile: 'mystery' }, { agentId: 'a', gpu: 2, name: 'Unknown GPU', profile: null }]);
+    expect(v.cluster!.models.map((m) => [m.name, m.sloMs])).toEqual([
+      ['resnet50', 80],
+      ['mnasnet', 50],
+    ]);
+    expect(v.unprofiled).toEqual([
+      { agentId: 'a', gpu: 1, name: 'mystery', profile: 'mystery' },
+      { agentId: 'a', gpu: 2, name: 'Unknown GPU', profile: null },
+    ]);
     expect(v.missingModels).toEqual([]);
     expect(gpuIndex(v.refs, 'b', 1)).toBe(2);
     expect(gpuIndex(v.refs, 'a', 1)).toBe(-1);
@@ -40,8 +68,15 @@ describe('clusterView: agents and profiles -> the policy cluster and GPU referen
   });
 
   it('carries each GPU mode over to the new numbering; a new GPU starts as MPS', () => {
-    const old = [{ agentId: 'a', local: 0 }, { agentId: 'b', local: 0 }];
-    const now = [{ agentId: 'a', local: 0 }, { agentId: 'a', local: 1 }, { agentId: 'b', local: 0 }];
+    const old = [
+      { agentId: 'a', local: 0 },
+      { agentId: 'b', local: 0 },
+    ];
+    const now = [
+      { agentId: 'a', local: 0 },
+      { agentId: 'a', local: 1 },
+      { agentId: 'b', local: 0 },
+    ];
     expect(carryModes(old, ['mps', 'timeshare'], now)).toEqual(['mps', 'mps', 'timeshare']);
   });
 });

@@ -23,23 +23,45 @@ import { controlHarness, type Harness, simGpus } from '../support/control.js';
 import { ScriptedPolicy } from '../support/fakes.js';
 
 const rtx = loadProfileFile('rtx2060s');
-const MODELS = [{ name: 'resnet50', sloMs: 100 }, { name: 'mobilenet', sloMs: 40 }];
+const MODELS = [
+  { name: 'resnet50', sloMs: 100 },
+  { name: 'mobilenet', sloMs: 40 },
+];
 /** Queue policies (src/serving/queuePolicy.ts) as a scenario gives them, the same for both models. */
 const REJECT: QueuePolicyConfig = { timeoutAction: 'reject' };
 const DELAY: QueuePolicyConfig = { timeoutAction: 'delay' };
 const SWAP_MS = 1000;
 const END_MS = 5000;
 // Two deployments: the shares change at the decision of t = 2 s (shadow swaps, ready at 3 s).
-const D1: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] };
-const D2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 70, batch: 1 }, { model: 1, gpu: 0, pct: 30, batch: 1 }] };
+const D1: Deployment = {
+  placements: [
+    { model: 0, gpu: 0, pct: 50, batch: 1 },
+    { model: 1, gpu: 0, pct: 50, batch: 1 },
+  ],
+};
+const D2: Deployment = {
+  placements: [
+    { model: 0, gpu: 0, pct: 70, batch: 1 },
+    { model: 1, gpu: 0, pct: 30, batch: 1 },
+  ],
+};
 const SCRIPT = [D1, D1, D2];
 // A pooled (time-shared) GPU: when serial, one batch at a time, and when it frees up the model with the
 // oldest waiting task goes next; when overlapping, each model's worker takes its batches as it frees.
-const TS: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] };
+const TS: Deployment = {
+  placements: [
+    { model: 0, gpu: 0, pct: 100, batch: 1 },
+    { model: 1, gpu: 0, pct: 100, batch: 1 },
+  ],
+  gpuModes: ['timeshare'],
+};
 // Steady arrivals off the epoch grid, and a burst of mobilenet at 2.5 s that its worker cannot serve in time.
 const ARRIVALS: number[][] = [
   Array.from({ length: 280 }, (_, i) => 7.31 + 17.03 * i),
-  [...Array.from({ length: 330 }, (_, i) => 3.17 + 14.71 * i), ...Array.from({ length: 40 }, (_, i) => 2500.5 + 0.013 * i)].sort((a, b) => a - b),
+  [
+    ...Array.from({ length: 330 }, (_, i) => 3.17 + 14.71 * i),
+    ...Array.from({ length: 40 }, (_, i) => 2500.5 + 0.013 * i),
+  ].sort((a, b) => a - b),
 ];
 
 class TimesStream implements ArrivalStream {
@@ -75,7 +97,12 @@ const STEADY_REJECT: Load = { arrivals: ARRIVALS, queuePolicy: REJECT, initialRa
 
 const TRUTH = { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 };
 
-function runSimulator(script: readonly Deployment[], pooled: PooledGpuMode = 'overlap', failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT): SimRun {
+function runSimulator(
+  script: readonly Deployment[],
+  pooled: PooledGpuMode = 'overlap',
+  failures: readonly WorkerFailure[] = [],
+  load: Load = STEADY_REJECT,
+): SimRun {
   const t: SimRun = { batches: [], drops: [], activations: [], failures: [], durations: [[], []], ends: [], delays: 0 };
   simulate({
     cluster: buildCluster([rtx], MODELS, pooled),
@@ -127,8 +154,20 @@ afterEach(() => {
 type Timing = number[][] | 'worker';
 
 /** The control plane through the same trace; the test is the agent (see the file header). */
-function runControl(script: readonly Deployment[], timing: Timing, failures: readonly WorkerFailure[] = [], load: Load = STEADY_REJECT, pooled: PooledGpuMode = 'overlap'): Trace & { ends: [number, number, number][] } {
-  const out: Trace & { ends: [number, number, number][] } = { batches: [], drops: [], activations: [], failures: [], ends: [] };
+function runControl(
+  script: readonly Deployment[],
+  timing: Timing,
+  failures: readonly WorkerFailure[] = [],
+  load: Load = STEADY_REJECT,
+  pooled: PooledGpuMode = 'overlap',
+): Trace & { ends: [number, number, number][] } {
+  const out: Trace & { ends: [number, number, number][] } = {
+    batches: [],
+    drops: [],
+    activations: [],
+    failures: [],
+    ends: [],
+  };
   const durations = timing === 'worker' ? null : timing;
   const truth = new GroundTruth(TRUTH);
   const lm = LatencyModel.compile(rtx);
@@ -163,11 +202,25 @@ function runControl(script: readonly Deployment[], timing: Timing, failures: rea
       batches.push(r.size);
       pcts.push(100);
     }
-    return truth.batchMs(lm, gpuTypeIndex(rtx.id), models.length > 1 ? pooled : null, models, batches, pcts, models.length, []);
+    return truth.batchMs(
+      lm,
+      gpuTypeIndex(rtx.id),
+      models.length > 1 ? pooled : null,
+      models,
+      batches,
+      pcts,
+      models.length,
+      [],
+    );
   };
   const downUntil = new Map<string, number>();
-  const state = (w: WorkerIdentity) => ((downUntil.get(workerKey(w)) ?? -1) > h.now ? 'failed' : readyAt.get(workerKey(w))! <= h.now ? 'ready' : 'starting');
-  const report = () => c.workersReported('a1', desired.map((w) => ({ ...w, state: state(w), pid: 1 })));
+  const state = (w: WorkerIdentity) =>
+    (downUntil.get(workerKey(w)) ?? -1) > h.now ? 'failed' : readyAt.get(workerKey(w))! <= h.now ? 'ready' : 'starting';
+  const report = () =>
+    c.workersReported(
+      'a1',
+      desired.map((w) => ({ ...w, state: state(w), pid: 1 })),
+    );
   const sync = () => {
     const ds = h.sent.flatMap((s) => (s.msg.type === 'desired' ? [s.msg.workers] : []));
     for (; desiredSeen < ds.length; desiredSeen++) {
@@ -205,21 +258,32 @@ function runControl(script: readonly Deployment[], timing: Timing, failures: rea
       if (a.seen || a.box.answer === null) continue;
       a.seen = true;
       // A task refused at a full queue is a drop in the simulator's count.
-      if (!a.box.answer.ok && (a.box.answer.reason === 'slo' || a.box.answer.reason === 'queue-full')) out.drops.push([r6(h.now), a.m]);
+      if (!a.box.answer.ok && (a.box.answer.reason === 'slo' || a.box.answer.reason === 'queue-full'))
+        out.drops.push([r6(h.now), a.m]);
       if (!a.box.answer.ok && a.box.answer.reason === 'queue-full') out.queueFull = (out.queueFull ?? 0) + 1;
       if (!a.box.answer.ok && a.box.answer.reason === 'worker-failed') out.failedAnswers = (out.failedAnswers ?? 0) + 1;
-      else if (!a.box.answer.ok && a.box.answer.reason !== 'slo' && a.box.answer.reason !== 'queue-full') throw new Error(`task of model ${a.m} answered ${a.box.answer.reason} at ${h.now}: ${a.box.answer.error}`);
+      else if (!a.box.answer.ok && a.box.answer.reason !== 'slo' && a.box.answer.reason !== 'queue-full')
+        throw new Error(`task of model ${a.m} answered ${a.box.answer.reason} at ${h.now}: ${a.box.answer.error}`);
     }
   };
   sync();
   report();
   sync();
-  load.arrivals.forEach((ts, m) => ts.forEach((t) => at(t, 1, () => answers.push({ m, box: h.submit(m), seen: false }))));
-  for (let t = DEFAULT_SERVING_SETTINGS.epochMs; t <= END_MS; t += DEFAULT_SERVING_SETTINGS.epochMs) at(t, 0, () => c.epoch());
+  load.arrivals.forEach((ts, m) =>
+    ts.forEach((t) => at(t, 1, () => answers.push({ m, box: h.submit(m), seen: false }))),
+  );
+  for (let t = DEFAULT_SERVING_SETTINGS.epochMs; t <= END_MS; t += DEFAULT_SERVING_SETTINGS.epochMs)
+    at(t, 0, () => c.epoch());
   for (const f of failures) {
     at(f.tMs, 4, () => {
       // The serving worker of the model on the GPU (not a shadow still warming up).
-      const w = desired.find((x) => x.model === MODELS[f.model]!.name && x.gpu === f.gpu && readyAt.get(workerKey(x))! <= h.now && state(x) === 'ready');
+      const w = desired.find(
+        (x) =>
+          x.model === MODELS[f.model]!.name &&
+          x.gpu === f.gpu &&
+          readyAt.get(workerKey(x))! <= h.now &&
+          state(x) === 'ready',
+      );
       if (!w) return;
       const run = inFlight.get(w.workerId);
       out.failures.push([r6(h.now), f.model, run?.size ?? 0]);
@@ -227,7 +291,14 @@ function runControl(script: readonly Deployment[], timing: Timing, failures: rea
       if (run) {
         run.lost = true;
         inFlight.delete(w.workerId);
-        c.batchError('a1', { v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: run.batchId, workerId: w.workerId, reason: 'worker-failed', message: 'worker exited' });
+        c.batchError('a1', {
+          v: AGENT_PROTOCOL_VERSION,
+          type: 'batchError',
+          batchId: run.batchId,
+          workerId: w.workerId,
+          reason: 'worker-failed',
+          message: 'worker exited',
+        });
       }
       report();
       at(h.now + f.downMs, 3, report);
@@ -252,11 +323,21 @@ describe('conformance: the simulator and the control plane on one scripted trace
     const failures = [failMidBatch(plain, 0, 1200, 700), failMidBatch(plain, 1, 2500.5, 700)];
     const sim = runSimulator(SCRIPT, 'overlap', failures);
     // The trace exercises what it is meant to: swaps, drops, many batches, two workers dying with a batch each.
-    expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([[3000, 0, 70], [3000, 1, 30]]);
+    expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([
+      [3000, 0, 70],
+      [3000, 1, 30],
+    ]);
     expect(sim.drops.length).toBeGreaterThan(5);
     expect(sim.batches.length).toBeGreaterThan(400);
-    expect(sim.failures).toEqual([[failures[0]!.tMs, 0, 1], [failures[1]!.tMs, 1, 1]]);
-    const live = runControl(SCRIPT, sim.durations.map((d) => [...d]), failures);
+    expect(sim.failures).toEqual([
+      [failures[0]!.tMs, 0, 1],
+      [failures[1]!.tMs, 1, 1],
+    ]);
+    const live = runControl(
+      SCRIPT,
+      sim.durations.map((d) => [...d]),
+      failures,
+    );
     expect(live.failures).toEqual(sim.failures);
     expect(live.failedAnswers).toBe(2); // the lost tasks are answered worker-failed, and no other
     expect(live.activations).toEqual(sim.activations);
@@ -270,7 +351,13 @@ describe('conformance: the simulator and the control plane on one scripted trace
     expect(sim.batches.length).toBeGreaterThan(300);
     expect(sim.drops.length).toBeGreaterThan(5);
     expect(sim.failures).toEqual([[failures[0]!.tMs, 0, 1]]);
-    const live = runControl([TS], sim.durations.map((d) => [...d]), failures, STEADY_REJECT, 'serial');
+    const live = runControl(
+      [TS],
+      sim.durations.map((d) => [...d]),
+      failures,
+      STEADY_REJECT,
+      'serial',
+    );
     expect(live.activations).toEqual([]);
     expect(live.failures).toEqual(sim.failures);
     expect(live.drops).toEqual(sim.drops);
@@ -283,7 +370,12 @@ describe('conformance: the simulator and the control plane on one scripted trace
       const load: Load = { ...STEADY_REJECT, queuePolicy };
       const sim = runSimulator(SCRIPT, 'overlap', [], load);
       expect(sim.delays).toBeGreaterThan(5);
-      const live = runControl(SCRIPT, sim.durations.map((d) => [...d]), [], load);
+      const live = runControl(
+        SCRIPT,
+        sim.durations.map((d) => [...d]),
+        [],
+        load,
+      );
       expect(live.activations).toEqual(sim.activations);
       expect(live.drops).toEqual(sim.drops);
       expect(live.batches).toEqual(sim.batches);
@@ -294,7 +386,15 @@ describe('conformance: the simulator and the control plane on one scripted trace
     const ts: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
     const sim = runSimulator([TS], 'serial', [], ts);
     expect(sim.delays).toBeGreaterThan(5);
-    expect(runControl([TS], sim.durations.map((d) => [...d]), [], ts, 'serial').batches).toEqual(sim.batches);
+    expect(
+      runControl(
+        [TS],
+        sim.durations.map((d) => [...d]),
+        [],
+        ts,
+        'serial',
+      ).batches,
+    ).toEqual(sim.batches);
   });
 
   it('on a pooled GPU, start and end the same batches under either mode, the live batches timed by the simulated worker from what runs beside them', () => {
@@ -306,7 +406,9 @@ describe('conformance: the simulator and the control plane on one scripted trace
       expect(live.batches).toEqual(sim.batches);
       expect(live.ends).toEqual(sim.ends.map(([t, m, e]) => [r6(t), m, r6(e)]));
       // Overlapping, batches of the two models run at once; serial, never.
-      const overlapping = sim.ends.filter(([t], i) => sim.ends.some(([t2, , e2], j) => j < i && t < e2 && t2 <= t)).length;
+      const overlapping = sim.ends.filter(([t], i) =>
+        sim.ends.some(([t2, , e2], j) => j < i && t < e2 && t2 <= t),
+      ).length;
       if (pooled === 'overlap') expect(overlapping).toBeGreaterThan(20);
       else expect(overlapping).toBe(0);
     }
@@ -315,15 +417,30 @@ describe('conformance: the simulator and the control plane on one scripted trace
   it('at a low rate, start each lone task at once on both sides, not at its latest start', () => {
     // Batches of 4 and about 3 tasks/s per model: no batch fills, and no task waits for one.
     const sparse: Load = {
-      arrivals: [Array.from({ length: 14 }, (_, i) => 11.3 + 347.1 * i), Array.from({ length: 16 }, (_, i) => 23.9 + 301.7 * i)],
+      arrivals: [
+        Array.from({ length: 14 }, (_, i) => 11.3 + 347.1 * i),
+        Array.from({ length: 16 }, (_, i) => 23.9 + 301.7 * i),
+      ],
       queuePolicy: DELAY,
       initialRatePerS: [3, 3],
     };
-    const B4: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }, { model: 1, gpu: 0, pct: 50, batch: 4 }] };
+    const B4: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 4 },
+        { model: 1, gpu: 0, pct: 50, batch: 4 },
+      ],
+    };
     const sim = runSimulator([B4], 'overlap', [], sparse);
     expect(sim.batches.length).toBe(30);
-    sparse.arrivals.forEach((ts, m) => expect(sim.batches.filter(([, bm]) => bm === m).map(([t]) => t)).toEqual(ts.map(r6)));
-    const live = runControl([B4], sim.durations.map((d) => [...d]), [], sparse);
+    sparse.arrivals.forEach((ts, m) =>
+      expect(sim.batches.filter(([, bm]) => bm === m).map(([t]) => t)).toEqual(ts.map(r6)),
+    );
+    const live = runControl(
+      [B4],
+      sim.durations.map((d) => [...d]),
+      [],
+      sparse,
+    );
     expect(live.batches).toEqual(sim.batches);
     expect(live.drops).toEqual([]);
   });

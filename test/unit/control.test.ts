@@ -12,14 +12,28 @@ import { FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
 
 const rtx = loadProfileFile('rtx2060s');
 const profiles = new Map([[rtx.id, rtx]]);
-const MODELS = [{ name: 'resnet50', sloMs: 1000 }, { name: 'mobilenet', sloMs: 1000 }];
+const MODELS = [
+  { name: 'resnet50', sloMs: 1000 },
+  { name: 'mobilenet', sloMs: 1000 },
+];
 const harnesses: Harness[] = [];
 afterEach(() => {
   for (const h of harnesses.splice(0)) h.control.stop();
 });
 function harness(opts: Partial<Parameters<typeof controlHarness>[0]> & { d?: Deployment }): Harness {
-  const d = opts.d ?? { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] };
-  const h = controlHarness({ models: MODELS, profiles, policy: () => new FixedPolicy(d), gpus: simGpus('rtx2060s', 2), ...opts });
+  const d = opts.d ?? {
+    placements: [
+      { model: 0, gpu: 0, pct: 50, batch: 1 },
+      { model: 1, gpu: 1, pct: 50, batch: 1 },
+    ],
+  };
+  const h = controlHarness({
+    models: MODELS,
+    profiles,
+    policy: () => new FixedPolicy(d),
+    gpus: simGpus('rtx2060s', 2),
+    ...opts,
+  });
   harnesses.push(h);
   return h;
 }
@@ -33,12 +47,19 @@ describe('worker identity in the control plane', () => {
     ]);
     h.report('ready');
     h.submit(1);
-    expect(h.batches()).toMatchObject([{ workerId: 'w2', model: 'mobilenet', gpu: 1, pct: 50, generation: 2, size: 1 }]);
+    expect(h.batches()).toMatchObject([
+      { workerId: 'w2', model: 'mobilenet', gpu: 1, pct: 50, generation: 2, size: 1 },
+    ]);
   });
 
   it('a worker reported under its id but with another identity is not ready and takes no batch', () => {
     const h = harness({});
-    h.control.workersReported('a1', h.desired().map((w) => ({ ...w, model: w.model === 'resnet50' ? 'mobilenet' : 'resnet50', state: 'ready' as const })));
+    h.control.workersReported(
+      'a1',
+      h
+        .desired()
+        .map((w) => ({ ...w, model: w.model === 'resnet50' ? 'mobilenet' : 'resnet50', state: 'ready' as const })),
+    );
     expect(h.control.readiness().ready).toBe(false);
     const t = h.submit(0);
     expect(h.batches()).toEqual([]);
@@ -50,7 +71,14 @@ describe('worker identity in the control plane', () => {
     h.report('ready');
     const t = h.submit(0);
     const b = h.batches()[0]!;
-    h.control.batchError('a1', { v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: b.batchId, workerId: b.workerId, reason: 'wrong-worker', message: 'w1 here is another worker' });
+    h.control.batchError('a1', {
+      v: AGENT_PROTOCOL_VERSION,
+      type: 'batchError',
+      batchId: b.batchId,
+      workerId: b.workerId,
+      reason: 'wrong-worker',
+      message: 'w1 here is another worker',
+    });
     expect(t.answer).toBeNull();
     expect(h.batches().length).toBe(1);
     h.report('ready');
@@ -65,7 +93,14 @@ describe('worker identity in the control plane', () => {
     const queued = h.submit(0); // batch 1: waits for the worker
     const b = h.batches()[0]!;
     // The agent answers the dead worker's batch first, then reports the worker failed.
-    h.control.batchError('a1', { v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: b.batchId, workerId: b.workerId, reason: 'worker-failed', message: 'worker exited' });
+    h.control.batchError('a1', {
+      v: AGENT_PROTOCOL_VERSION,
+      type: 'batchError',
+      batchId: b.batchId,
+      workerId: b.workerId,
+      reason: 'worker-failed',
+      message: 'worker exited',
+    });
     expect(lost.answer).toMatchObject({ ok: false, reason: 'worker-failed' });
     expect(h.batches().length).toBe(1); // no batch to the dead worker before the agent reports it
     h.report('failed');
@@ -79,10 +114,17 @@ describe('worker identity in the control plane', () => {
 
 describe('applying deployments', () => {
   it('a plan that returns to a retiring worker before its shadow is ready makes it active again and lets the shadow go', () => {
-    const at = (pct: number): Deployment => ({ placements: [{ model: 0, gpu: 0, pct, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] });
+    const at = (pct: number): Deployment => ({
+      placements: [
+        { model: 0, gpu: 0, pct, batch: 1 },
+        { model: 1, gpu: 1, pct: 50, batch: 1 },
+      ],
+    });
     const h = harness({ policy: () => new ScriptedPolicy([at(50), at(70), at(50)]) });
     h.report('ready');
-    const role = (id: string) => (h.control.snapshot() as { workers: { workerId: string; role: string }[] }).workers.find((w) => w.workerId === id)?.role;
+    const role = (id: string) =>
+      (h.control.snapshot() as { workers: { workerId: string; role: string }[] }).workers.find((w) => w.workerId === id)
+        ?.role;
     h.control.epoch(); // 70%: w3 starts as w1's shadow, w1 retires
     expect([role('w1'), role('w3')]).toEqual(['retiring', 'shadow']);
     h.control.epoch(); // back to 50% before w3 is ready
@@ -95,13 +137,22 @@ describe('applying deployments', () => {
 
 describe('abandoning a shadow (a drift of issue 13: the simulator stopped it at once, the scheduler kept it retiring)', () => {
   it('a deployment that changes again before a shadow is ready lets the shadow go at once; the old worker serves until the new shadow is ready', () => {
-    const at = (pct: number): Deployment => ({ placements: [{ model: 0, gpu: 0, pct, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] });
+    const at = (pct: number): Deployment => ({
+      placements: [
+        { model: 0, gpu: 0, pct, batch: 1 },
+        { model: 1, gpu: 1, pct: 50, batch: 1 },
+      ],
+    });
     const h = harness({ policy: () => new ScriptedPolicy([at(50), at(70), at(60)]) });
     h.report('ready');
     h.control.epoch(); // 70%: w3 starts as w1's shadow
     h.control.epoch(); // 60% before w3 is ready: w3 is abandoned, w4 replaces w1
     const ws = (h.control.snapshot() as { workers: { workerId: string; role: string; pct: number }[] }).workers;
-    expect(ws.map((w) => [w.workerId, w.pct, w.role])).toEqual([['w1', 50, 'retiring'], ['w2', 50, 'active'], ['w4', 60, 'shadow']]);
+    expect(ws.map((w) => [w.workerId, w.pct, w.role])).toEqual([
+      ['w1', 50, 'retiring'],
+      ['w2', 50, 'active'],
+      ['w4', 60, 'shadow'],
+    ]);
     expect(h.desired().map((w) => w.workerId)).toEqual(['w1', 'w2', 'w4']);
     h.submit(0);
     expect(h.batches().at(-1)).toMatchObject({ workerId: 'w1' }); // still serving
@@ -117,7 +168,12 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
 
   it('keeps the workers that match the new deployment under their identity, without starting any', () => {
     const h = harness({ running });
-    expect(h.desired().map((w) => [w.workerId, w.model, w.gpu, w.pct, w.generation]).sort()).toEqual([
+    expect(
+      h
+        .desired()
+        .map((w) => [w.workerId, w.model, w.gpu, w.pct, w.generation])
+        .sort(),
+    ).toEqual([
       ['w1', 'mobilenet', 1, 50, 100],
       ['w2', 'resnet50', 0, 50, 101],
     ]);
@@ -127,11 +183,22 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
   });
 
   it('replaces adopted workers another policy places elsewhere; new workers never reuse an identity', () => {
-    const h = harness({ running, d: { placements: [{ model: 0, gpu: 1, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] } });
+    const h = harness({
+      running,
+      d: {
+        placements: [
+          { model: 0, gpu: 1, pct: 50, batch: 1 },
+          { model: 1, gpu: 0, pct: 50, batch: 1 },
+        ],
+      },
+    });
     const desired = h.desired();
     // The adopted ones keep serving (retiring) beside their shadows; the shadows are new ids and generations.
     const fresh = desired.filter((w) => w.generation > 101);
-    expect(fresh.map((w) => [w.model, w.gpu]).sort()).toEqual([['mobilenet', 0], ['resnet50', 1]]);
+    expect(fresh.map((w) => [w.model, w.gpu]).sort()).toEqual([
+      ['mobilenet', 0],
+      ['resnet50', 1],
+    ]);
     expect(fresh.every((w) => !['w1', 'w2'].includes(w.workerId))).toBe(true);
     h.submit(0);
     expect(h.batches()).toMatchObject([{ workerId: 'w2', model: 'resnet50', gpu: 0 }]);
@@ -150,28 +217,80 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
 });
 
 describe('tasks in other encodings (issue 14)', () => {
-  it('a batch lists each sample\'s encoding; a sample the worker could not decode fails its task alone', () => {
-    const h = harness({ d: { placements: [{ model: 0, gpu: 0, pct: 50, batch: 3 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] } });
+  it("a batch lists each sample's encoding; a sample the worker could not decode fails its task alone", () => {
+    const h = harness({
+      d: {
+        placements: [
+          { model: 0, gpu: 0, pct: 50, batch: 3 },
+          { model: 1, gpu: 1, pct: 50, batch: 1 },
+        ],
+      },
+    });
     const answers: (TaskAnswer | null)[] = [null, null, null];
     const inputs = [
       { encoding: 'UINT8' as const, data: Buffer.alloc(150528, 1) },
       { encoding: 'JPEG' as const, data: Buffer.from([0xff, 0xd8, 0xff, 0xe0]) },
       { encoding: undefined, data: Buffer.alloc(602112) },
     ];
-    inputs.forEach((x, k) => h.control.submit(0, { name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], ...(x.encoding ? { encoding: x.encoding } : {}), data: x.data }, (a) => (answers[k] = a)));
+    inputs.forEach((x, k) =>
+      h.control.submit(
+        0,
+        {
+          name: 'input',
+          datatype: 'FP32',
+          shape: [1, 3, 224, 224],
+          ...(x.encoding ? { encoding: x.encoding } : {}),
+          data: x.data,
+        },
+        (a) => (answers[k] = a),
+      ),
+    );
     h.report('ready'); // the three, queued while the worker started, go in one batch
     const b = h.batches().find((x) => x.model === 'resnet50')!;
     expect(b.size).toBe(3);
-    expect(b.inputs[0]).toEqual({ name: 'input', datatype: 'FP32', shape: [3, 3, 224, 224], byteLength: 150528 + 4 + 602112, samples: [{ encoding: 'UINT8', byteLength: 150528 }, { encoding: 'JPEG', byteLength: 4 }, { encoding: 'FP32', byteLength: 602112 }] });
+    expect(b.inputs[0]).toEqual({
+      name: 'input',
+      datatype: 'FP32',
+      shape: [3, 3, 224, 224],
+      byteLength: 150528 + 4 + 602112,
+      samples: [
+        { encoding: 'UINT8', byteLength: 150528 },
+        { encoding: 'JPEG', byteLength: 4 },
+        { encoding: 'FP32', byteLength: 602112 },
+      ],
+    });
     const out = Buffer.alloc(3 * 4000, 7);
-    h.control.batchResult('a1', { v: AGENT_PROTOCOL_VERSION, type: 'result', batchId: b.batchId, workerId: b.workerId, latencyMs: 1, outputs: [{ name: 'output', datatype: 'FP32', shape: [3, 1000], byteLength: 12000, failed: [{ index: 1, message: "input 'input': the JPEG image could not be decoded: truncated" }] }] }, out);
-    expect(answers[1]).toEqual({ ok: false, reason: 'bad-input', error: "input 'input': the JPEG image could not be decoded: truncated" });
+    h.control.batchResult(
+      'a1',
+      {
+        v: AGENT_PROTOCOL_VERSION,
+        type: 'result',
+        batchId: b.batchId,
+        workerId: b.workerId,
+        latencyMs: 1,
+        outputs: [
+          {
+            name: 'output',
+            datatype: 'FP32',
+            shape: [3, 1000],
+            byteLength: 12000,
+            failed: [{ index: 1, message: "input 'input': the JPEG image could not be decoded: truncated" }],
+          },
+        ],
+      },
+      out,
+    );
+    expect(answers[1]).toEqual({
+      ok: false,
+      reason: 'bad-input',
+      error: "input 'input': the JPEG image could not be decoded: truncated",
+    });
     expect(answers[0]).toMatchObject({ ok: true, outputs: [{ name: 'output', shape: [1, 1000] }] });
     expect(answers[2]).toMatchObject({ ok: true });
   });
 });
 
-describe("the request's way in and the answer's way out (docs/serving.md, \"The path in the twin\")", () => {
+describe('the request\'s way in and the answer\'s way out (docs/serving.md, "The path in the twin")', () => {
   const input = { name: 'input', datatype: 'FP32' as const, shape: [1, 3, 224, 224], data: Buffer.alloc(602112) };
   const submitAt = (h: Harness, receivedMs: number | undefined) => {
     const box: { answer: TaskAnswer | null } = { answer: null };
@@ -194,7 +313,11 @@ describe("the request's way in and the answer's way out (docs/serving.md, \"The 
     h.now = 1020;
     h.result(h.batches()[0]!.batchId);
     expect(t.answer).toMatchObject({ ok: true, latencyMs: 27 });
-    const entry = (h.control.snapshot() as { transport: Record<string, { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number }> }).transport.a1!;
+    const entry = (
+      h.control.snapshot() as {
+        transport: Record<string, { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number }>;
+      }
+    ).transport.a1!;
     expect(entry.requests).toBe(2);
     expect(entry.wayIn!.fixedMs).toBeCloseTo((995 + 7) / 2, 6); // one size: all of it fixed
   });
@@ -210,7 +333,8 @@ describe("the request's way in and the answer's way out (docs/serving.md, \"The 
     const after = submitAt(h, undefined);
     expect(after.answer).toMatchObject({ ok: false, reason: 'slo' }); // 2 ms left: no batch finishes in it
     expect(h.batches().length).toBe(1);
-    const entry = (h.control.snapshot() as { transport: Record<string, { wayOutMs?: number; answers?: number }> }).transport.a1!;
+    const entry = (h.control.snapshot() as { transport: Record<string, { wayOutMs?: number; answers?: number }> })
+      .transport.a1!;
     expect(entry).toMatchObject({ answers: 200, wayOutMs: 998 });
   });
 });

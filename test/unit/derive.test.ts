@@ -11,7 +11,8 @@ import { parseProfile, ProfileSchema } from '../../src/profile/schema.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const README = readFileSync(resolve(PAPER_CLUSTER_DATA_DIR, 'README.md'), 'utf8');
-const readProfile = (id: string) => parseProfile(JSON.parse(readFileSync(resolve(REPO, 'profiles', `${id}.json`), 'utf8')) as unknown, id);
+const readProfile = (id: string) =>
+  parseProfile(JSON.parse(readFileSync(resolve(REPO, 'profiles', `${id}.json`), 'utf8')) as unknown, id);
 
 const v100 = readProfile('v100');
 const committed = readProfile('rtx2060s');
@@ -52,7 +53,9 @@ describe('derivePaperCluster', () => {
       for (const batch of [1, 2, 4, 8, 16, 32]) {
         for (const pct of [6, 7, 12, 14, 18, 30, 42, 60, 84, 100]) {
           const p = [{ model, batch, pct }];
-          expect(slow.predict(p).latencyMs[0]!, `${model} b${batch} ${pct}%`).toBeGreaterThan(fast.predict(p).latencyMs[0]!);
+          expect(slow.predict(p).latencyMs[0]!, `${model} b${batch} ${pct}%`).toBeGreaterThan(
+            fast.predict(p).latencyMs[0]!,
+          );
         }
       }
     }

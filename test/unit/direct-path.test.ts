@@ -23,7 +23,13 @@ afterEach(() => {
 });
 
 function setup(direct?: FakeDirectLink): Harness {
-  const h = controlHarness({ models: MODELS, profiles, policy: () => new FixedPolicy(D), gpus: simGpus('rtx2060s', 1), ...(direct ? { direct } : {}) });
+  const h = controlHarness({
+    models: MODELS,
+    profiles,
+    policy: () => new FixedPolicy(D),
+    gpus: simGpus('rtx2060s', 1),
+    ...(direct ? { direct } : {}),
+  });
   harnesses.push(h);
   return h;
 }
@@ -31,7 +37,12 @@ function setup(direct?: FakeDirectLink): Harness {
 /** The agent reports its worker ready with a data socket. */
 function readyWithData(h: Harness): string {
   const w = h.desired()[0]!;
-  const status: WorkerStatus = { ...w, state: 'ready', pid: 1, data: { address: 'unix:/tmp/x.sock', secret: 's3cret' } };
+  const status: WorkerStatus = {
+    ...w,
+    state: 'ready',
+    pid: 1,
+    data: { address: 'unix:/tmp/x.sock', secret: 's3cret' },
+  };
   h.control.workersReported('a1', [status]);
   return workerKey(w);
 }
@@ -51,10 +62,25 @@ describe('the direct path in the control plane', () => {
     expect(h.batches().length).toBe(1);
     expect(direct.sent).toHaveLength(1);
     const header = direct.sent[0]!.header;
-    expect(header).toMatchObject({ v: WORKER_PROTOCOL_VERSION, type: 'batch', model: 'resnet50', size: 1, worker: h.desired()[0] });
+    expect(header).toMatchObject({
+      v: WORKER_PROTOCOL_VERSION,
+      type: 'batch',
+      model: 'resnet50',
+      size: 1,
+      worker: h.desired()[0],
+    });
     expect(direct.sent[0]!.bytes).toBe(602112);
     // Its answer on the socket answers the task.
-    direct.opened.get(key)!.events.frame({ v: 1, type: 'result', id: header.id, latencyMs: 2, outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }] }, Buffer.alloc(4000));
+    direct.opened.get(key)!.events.frame(
+      {
+        v: 1,
+        type: 'result',
+        id: header.id,
+        latencyMs: 2,
+        outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }],
+      },
+      Buffer.alloc(4000),
+    );
     expect(t.answer).toMatchObject({ ok: true });
   });
 
@@ -65,7 +91,9 @@ describe('the direct path in the control plane', () => {
     direct.connect(key);
     const t = h.submit(0);
     const id = direct.sent[0]!.header.id;
-    direct.opened.get(key)!.events.frame({ v: 1, type: 'error', id, reason: 'wrong-worker', message: 'not me' }, Buffer.alloc(0));
+    direct.opened
+      .get(key)!
+      .events.frame({ v: 1, type: 'error', id, reason: 'wrong-worker', message: 'not me' }, Buffer.alloc(0));
     expect(t.answer).toBeNull();
     expect(direct.has(key)).toBe(false); // closed: that process is not this worker
     // Reported ready again: the task goes at once, through the agent while the new connection opens.
@@ -94,7 +122,13 @@ describe('late answers on the direct path', () => {
     direct.connect(key);
     const answers: TaskAnswer[][] = [[], []];
     const input = { name: 'input', datatype: 'FP32' as const, shape: [1, 3, 224, 224], data: Buffer.alloc(602112) };
-    const result = (id: string) => ({ v: 1, type: 'result', id, latencyMs: 2, outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }] });
+    const result = (id: string) => ({
+      v: 1,
+      type: 'result',
+      id,
+      latencyMs: 2,
+      outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }],
+    });
     const events = () => direct.opened.get(key)!.events;
     h.control.submit(0, input, (a) => answers[0]!.push(a));
     const failedId = String(direct.sent[0]!.header.id);
@@ -112,7 +146,13 @@ describe('a worker let go on the direct path', () => {
   it('its batch in flight, unanswered when its connection closes (stopped after a shadow swap), goes back to the queue and then to its successor', () => {
     const direct = new FakeDirectLink();
     const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 1 }] };
-    const h = controlHarness({ models: MODELS, profiles, policy: () => new ScriptedPolicy([D, d2]), gpus: simGpus('rtx2060s', 1), direct });
+    const h = controlHarness({
+      models: MODELS,
+      profiles,
+      policy: () => new ScriptedPolicy([D, d2]),
+      gpus: simGpus('rtx2060s', 1),
+      direct,
+    });
     harnesses.push(h);
     const oldKey = readyWithData(h);
     direct.connect(oldKey);
@@ -139,7 +179,7 @@ describe('a worker let go on the direct path', () => {
 });
 
 describe('pipelining', () => {
-  it('the shared rule: free at once when idle; with transport, the next batch once the last one\'s predicted GPU time is over; never more than the depth', () => {
+  it("the shared rule: free at once when idle; with transport, the next batch once the last one's predicted GPU time is over; never more than the depth", () => {
     expect(nextBatchAtMs(0, 100, 10, 5, false)).toBe(-Infinity);
     expect(nextBatchAtMs(1, 100, 10, 5, false)).toBe(110);
     expect(nextBatchAtMs(1, 100, 10, 0, false)).toBe(Infinity); // no transport to hide: one at a time (the simulator's results unchanged)
@@ -179,7 +219,16 @@ describe('per-worker batch latency on the direct path', () => {
     for (const ms of [2, 4]) {
       h.submit(0);
       const id = direct.sent.at(-1)!.header.id;
-      direct.opened.get(key)!.events.frame({ v: 1, type: 'result', id, latencyMs: ms, outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }] }, Buffer.alloc(4000));
+      direct.opened.get(key)!.events.frame(
+        {
+          v: 1,
+          type: 'result',
+          id,
+          latencyMs: ms,
+          outputs: [{ name: 'output', datatype: 'FP32', shape: [1, 1000], byteLength: 4000 }],
+        },
+        Buffer.alloc(4000),
+      );
     }
     h.control.epoch();
     const text = await h.metrics.registry.metrics();

@@ -3,12 +3,27 @@
 // heads a full batch cannot serve in time, and a task one worker cannot
 // serve in time is left to another free worker that can.
 import { describe, expect, it } from 'vitest';
-import { delayedBatchSize, type DispatchView, dispatchModel, dispatchStep, latestStartMs, MAX_PRED_BATCH } from '../../src/sim/dispatch.js';
+import {
+  delayedBatchSize,
+  type DispatchView,
+  dispatchModel,
+  dispatchStep,
+  latestStartMs,
+  MAX_PRED_BATCH,
+} from '../../src/sim/dispatch.js';
 
 /** t_inf = 4 + 3 b ms. */
 const table = Float64Array.from({ length: MAX_PRED_BATCH }, (_, b) => (b === 0 ? 0 : 4 + 3 * b));
 const RULES = { slack: 0, marginMs: 0 };
-const base = { nowMs: 1000, headArrivalMs: 1000, sloMs: 80, batch: 32, timeoutMs: Number.NaN, slack: 0, predicted: table };
+const base = {
+  nowMs: 1000,
+  headArrivalMs: 1000,
+  sloMs: 80,
+  batch: 32,
+  timeoutMs: Number.NaN,
+  slack: 0,
+  predicted: table,
+};
 
 describe('dispatchStep', () => {
   it('serves a burst in the largest batch the head can still make, instead of dropping it', () => {
@@ -50,21 +65,74 @@ describe('dispatchStep', () => {
 describe('dispatchStep: waiting for a fuller batch only while the arrival rate can bring one', () => {
   // 1 queued of 32 at t = 1000, SLO 80: t(1) = 7, latest start 1073 (slack 0).
   it.each([
-    { what: 'no rate given: waits until the latest start', ratePerS: undefined, marginMs: 0, nowMs: 1000, step: { kind: 'wait', untilMs: 1073 } },
-    { what: 'no arrivals measured: starts at once', ratePerS: 0, marginMs: 0, nowMs: 1000, step: { kind: 'start', size: 1 } },
-    { what: '1 task/s: another is not expected within 73 ms, starts at once', ratePerS: 1, marginMs: 0, nowMs: 1000, step: { kind: 'start', size: 1 } },
-    { what: '10 tasks/s: the mean gap (100 ms) is longer than the time left', ratePerS: 10, marginMs: 0, nowMs: 1000, step: { kind: 'start', size: 1 } },
-    { what: '100 tasks/s: waits until one gap (10 ms) before the latest start', ratePerS: 100, marginMs: 0, nowMs: 1000, step: { kind: 'wait', untilMs: 1063 } },
-    { what: '100 tasks/s, at that instant: starts', ratePerS: 100, marginMs: 0, nowMs: 1063, step: { kind: 'start', size: 1 } },
-    { what: '1000 tasks/s with a 2 ms margin for timer jitter', ratePerS: 1000, marginMs: 2, nowMs: 1000, step: { kind: 'wait', untilMs: 1070 } },
-    { what: 'a margin as long as the time left: starts', ratePerS: 1000, marginMs: 73, nowMs: 1000, step: { kind: 'start', size: 1 } },
+    {
+      what: 'no rate given: waits until the latest start',
+      ratePerS: undefined,
+      marginMs: 0,
+      nowMs: 1000,
+      step: { kind: 'wait', untilMs: 1073 },
+    },
+    {
+      what: 'no arrivals measured: starts at once',
+      ratePerS: 0,
+      marginMs: 0,
+      nowMs: 1000,
+      step: { kind: 'start', size: 1 },
+    },
+    {
+      what: '1 task/s: another is not expected within 73 ms, starts at once',
+      ratePerS: 1,
+      marginMs: 0,
+      nowMs: 1000,
+      step: { kind: 'start', size: 1 },
+    },
+    {
+      what: '10 tasks/s: the mean gap (100 ms) is longer than the time left',
+      ratePerS: 10,
+      marginMs: 0,
+      nowMs: 1000,
+      step: { kind: 'start', size: 1 },
+    },
+    {
+      what: '100 tasks/s: waits until one gap (10 ms) before the latest start',
+      ratePerS: 100,
+      marginMs: 0,
+      nowMs: 1000,
+      step: { kind: 'wait', untilMs: 1063 },
+    },
+    {
+      what: '100 tasks/s, at that instant: starts',
+      ratePerS: 100,
+      marginMs: 0,
+      nowMs: 1063,
+      step: { kind: 'start', size: 1 },
+    },
+    {
+      what: '1000 tasks/s with a 2 ms margin for timer jitter',
+      ratePerS: 1000,
+      marginMs: 2,
+      nowMs: 1000,
+      step: { kind: 'wait', untilMs: 1070 },
+    },
+    {
+      what: 'a margin as long as the time left: starts',
+      ratePerS: 1000,
+      marginMs: 73,
+      nowMs: 1000,
+      step: { kind: 'start', size: 1 },
+    },
   ])('$what', ({ ratePerS, marginMs, nowMs, step }) => {
-    expect(dispatchStep({ ...base, queued: 1, nowMs, marginMs, ...(ratePerS === undefined ? {} : { ratePerS }) })).toEqual(step);
+    expect(
+      dispatchStep({ ...base, queued: 1, nowMs, marginMs, ...(ratePerS === undefined ? {} : { ratePerS }) }),
+    ).toEqual(step);
   });
 
   it('a full batch, a timeout or a head that cannot wait start whatever the rate', () => {
     expect(dispatchStep({ ...base, queued: 8, batch: 8, ratePerS: 1e6 })).toEqual({ kind: 'start', size: 8 });
-    expect(dispatchStep({ ...base, queued: 2, timeoutMs: 5, nowMs: 1005, ratePerS: 1e6 })).toEqual({ kind: 'start', size: 2 });
+    expect(dispatchStep({ ...base, queued: 2, timeoutMs: 5, nowMs: 1005, ratePerS: 1e6 })).toEqual({
+      kind: 'start',
+      size: 2,
+    });
     expect(dispatchStep({ ...base, queued: 2, nowMs: 1070, ratePerS: 1e6 })).toEqual({ kind: 'start', size: 2 }); // latest start 1070
   });
 });
@@ -72,24 +140,77 @@ describe('dispatchStep: waiting for a fuller batch only while the arrival rate c
 describe('latestStartMs and delayedBatchSize: a delayed batch ends before the on-time lane must start', () => {
   const lane = { nowMs: 1000, headArrivalMs: 990, sloMs: 80, batch: 8, slack: 0, predicted: table };
   it.each([
-    { what: 'an on-time head (arrived 990, 2 queued): 1070 - t(2) = 1060', queued: 2, overheadMs: 0, marginMs: 0, ratePerS: undefined, latest: 1060 },
-    { what: 'more queued than a batch: the full batch, 1070 - t(8)', queued: 20, overheadMs: 0, marginMs: 0, ratePerS: undefined, latest: 1042 },
+    {
+      what: 'an on-time head (arrived 990, 2 queued): 1070 - t(2) = 1060',
+      queued: 2,
+      overheadMs: 0,
+      marginMs: 0,
+      ratePerS: undefined,
+      latest: 1060,
+    },
+    {
+      what: 'more queued than a batch: the full batch, 1070 - t(8)',
+      queued: 20,
+      overheadMs: 0,
+      marginMs: 0,
+      ratePerS: undefined,
+      latest: 1042,
+    },
     { what: 'with transport and margin', queued: 2, overheadMs: 3, marginMs: 2, ratePerS: undefined, latest: 1055 },
-    { what: 'nothing on time: a task arriving now, alone, 1080 - t(1)', queued: 0, overheadMs: 0, marginMs: 0, ratePerS: undefined, latest: 1073 },
-    { what: 'the batch the rate brings by the deadline (50/s over 70 ms: 3 more): 1070 - t(5)', queued: 2, overheadMs: 0, marginMs: 0, ratePerS: 50, latest: 1051 },
-    { what: 'a rate that fills the batch: 1070 - t(8)', queued: 2, overheadMs: 0, marginMs: 0, ratePerS: 1000, latest: 1042 },
+    {
+      what: 'nothing on time: a task arriving now, alone, 1080 - t(1)',
+      queued: 0,
+      overheadMs: 0,
+      marginMs: 0,
+      ratePerS: undefined,
+      latest: 1073,
+    },
+    {
+      what: 'the batch the rate brings by the deadline (50/s over 70 ms: 3 more): 1070 - t(5)',
+      queued: 2,
+      overheadMs: 0,
+      marginMs: 0,
+      ratePerS: 50,
+      latest: 1051,
+    },
+    {
+      what: 'a rate that fills the batch: 1070 - t(8)',
+      queued: 2,
+      overheadMs: 0,
+      marginMs: 0,
+      ratePerS: 1000,
+      latest: 1042,
+    },
   ])('$what', ({ queued, overheadMs, marginMs, ratePerS, latest }) => {
-    expect(latestStartMs({ ...lane, queued, overheadMs, marginMs, ...(ratePerS === undefined ? {} : { ratePerS }) })).toBe(latest);
+    expect(
+      latestStartMs({ ...lane, queued, overheadMs, marginMs, ...(ratePerS === undefined ? {} : { ratePerS }) }),
+    ).toBe(latest);
   });
 
-  const delayedIn = { nowMs: 1000, batch: 8, predicted: table, overheadMs: 0, slack: 0, sharedBusyMs: Infinity, onTimeQueued: 0, ratePerS: 0 };
+  const delayedIn = {
+    nowMs: 1000,
+    batch: 8,
+    predicted: table,
+    overheadMs: 0,
+    slack: 0,
+    sharedBusyMs: Infinity,
+    onTimeQueued: 0,
+    ratePerS: 0,
+  };
   it.each([
     { what: 'the whole placed batch fits', delayed: 30, endByMs: 1100, size: 8 },
     { what: 'fewer delayed than a batch', delayed: 3, endByMs: 1100, size: 3 },
     { what: 'the largest that ends in time: 1000 + 4 + 3b <= 1020', delayed: 30, endByMs: 1020, size: 5 },
     { what: 'not even one', delayed: 30, endByMs: 1006, size: 0 },
     { what: 'with the slack: 1000 + 1.5 (4 + 3b) <= 1020', delayed: 30, endByMs: 1020, slack: 0.5, size: 3 },
-    { what: 'the on-time tasks by its end fit one batch: 5 queued + 200/s x (4 + 3b) ms <= 8', delayed: 30, endByMs: 1100, onTimeQueued: 5, ratePerS: 200, size: 3 },
+    {
+      what: 'the on-time tasks by its end fit one batch: 5 queued + 200/s x (4 + 3b) ms <= 8',
+      delayed: 30,
+      endByMs: 1100,
+      onTimeQueued: 5,
+      ratePerS: 200,
+      size: 3,
+    },
     { what: 'a time-shared GPU leaves it 15 ms: 4 + 3b <= 15', delayed: 30, endByMs: 1100, sharedBusyMs: 15, size: 3 },
     { what: 'a time-shared GPU leaves it nothing', delayed: 30, endByMs: 1100, sharedBusyMs: 0, size: 0 },
   ])('$what', (c) => {
@@ -186,7 +307,13 @@ interface LW {
 }
 
 /** Two models' on-time and delayed lanes (arrival times), as one side would hold them. */
-function lanes(opts: { delays: boolean; onTime: number[][]; delayed: number[]; timeshared?: boolean; ratePerS?: number }) {
+function lanes(opts: {
+  delays: boolean;
+  onTime: number[][];
+  delayed: number[];
+  timeshared?: boolean;
+  ratePerS?: number;
+}) {
   const log: string[] = [];
   const v: DispatchView<LW> = {
     model: (w) => w.model,
@@ -241,14 +368,24 @@ describe('dispatchModel: the queue policy', () => {
 
   it('a delayed batch goes only while the on-time lane waits, and only one that ends before its latest start', () => {
     // On time: one task of 990 waiting to fill (100 tasks/s: another is expected before its latest start).
-    const waiting = lanes({ delays: true, onTime: [[990], []], delayed: Array.from({ length: 20 }, () => 900), ratePerS: 100 });
+    const waiting = lanes({
+      delays: true,
+      onTime: [[990], []],
+      delayed: Array.from({ length: 20 }, () => 900),
+      ratePerS: 100,
+    });
     dispatchModel(0, 1000, RULES, [w0()], waiting.v);
     // The on-time head's batch by its deadline (100/s over 70 ms: a full 8): latest start 1070 - t(8) = 1042;
     // 1000 + 4 + 3b <= 1042: b = 12, so the placed batch, 8.
     expect(waiting.log).toEqual(['w0 starts 8 delayed']);
     // 5 on time at 200 tasks/s: a delayed batch of b takes 4 + 3b ms, while 0.2 (4 + 3b) more arrive;
     // all of them must fit one on-time batch of 8 when it ends: b = 3.
-    const close = lanes({ delays: true, onTime: [[990, 990, 990, 990, 990], []], delayed: Array.from({ length: 20 }, () => 900), ratePerS: 200 });
+    const close = lanes({
+      delays: true,
+      onTime: [[990, 990, 990, 990, 990], []],
+      delayed: Array.from({ length: 20 }, () => 900),
+      ratePerS: 200,
+    });
     dispatchModel(0, 1000, RULES, [w0()], close.v);
     expect(close.log).toEqual(['w0 starts 3 delayed']);
     // An on-time batch to start now: no delayed batch.
@@ -260,12 +397,23 @@ describe('dispatchModel: the queue policy', () => {
   it('on a time-shared GPU a delayed batch takes only a gap of the whole GPU', () => {
     const peer = () => ({ id: 'p1', model: 1, gpu: 0, free: false });
     // Model 1 on the same GPU has an on-time task queued: it would wait behind the late batch.
-    const queued = lanes({ delays: true, onTime: [[], [990]], delayed: Array.from({ length: 20 }, () => 900), timeshared: true });
+    const queued = lanes({
+      delays: true,
+      onTime: [[], [990]],
+      delayed: Array.from({ length: 20 }, () => 900),
+      timeshared: true,
+    });
     dispatchModel(0, 1000, RULES, [w0(), peer()], queued.v);
     expect(queued.log).toEqual([]);
     // Nothing queued, 50 tasks/s each (20 ms apart): under 20 ms and half the 73 ms to a new task's
     // latest start: 4 + 3b < 20, b = 5.
-    const idle = lanes({ delays: true, onTime: [[], []], delayed: Array.from({ length: 20 }, () => 900), timeshared: true, ratePerS: 50 });
+    const idle = lanes({
+      delays: true,
+      onTime: [[], []],
+      delayed: Array.from({ length: 20 }, () => 900),
+      timeshared: true,
+      ratePerS: 50,
+    });
     dispatchModel(0, 1000, RULES, [w0(), peer()], idle.v);
     expect(idle.log).toEqual(['w0 starts 5 delayed']);
     // On an MPS GPU the other model runs beside it: the placed batch.

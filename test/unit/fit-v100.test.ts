@@ -11,7 +11,9 @@ import { parseProfile } from '../../src/profile/schema.js';
 import { REPO_ROOT, V100_DATA_DIR } from '../support/paths.js';
 
 const read = (f: string): unknown => JSON.parse(readFileSync(join(V100_DATA_DIR, f), 'utf8'));
-const measurements = MeasurementsSchema.parse(igniterToMeasurements(read('solo.json'), read('colocated-calibration.json'), read('model-facts.json')));
+const measurements = MeasurementsSchema.parse(
+  igniterToMeasurements(read('solo.json'), read('colocated-calibration.json'), read('model-facts.json')),
+);
 const provenance = { kind: 'fitted' as const, source: 'test', command: 'test', notes: [] };
 const { profile, report } = fitProfile(measurements, { id: 'v100', provenance });
 
@@ -29,7 +31,10 @@ describe('V100 profile fitted from data/v100', () => {
   });
 
   it('the committed profiles/v100.json is what the fit produces from the data', () => {
-    const committed = parseProfile(JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', 'v100.json'), 'utf8')), 'profiles/v100.json');
+    const committed = parseProfile(
+      JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', 'v100.json'), 'utf8')),
+      'profiles/v100.json',
+    );
     expect(committed.models).toEqual(profile.models);
     expect(committed.gpu).toEqual(profile.gpu);
     expect(committed.lwr).toEqual(profile.lwr);
@@ -51,7 +56,9 @@ describe('V100 profile fitted from data/v100', () => {
 
 describe('measurement validation', () => {
   it('rejects points for a model that is not declared, naming the path', () => {
-    const bad = { ...igniterToMeasurements(read('solo.json'), read('colocated-calibration.json'), read('model-facts.json')) };
+    const bad = {
+      ...igniterToMeasurements(read('solo.json'), read('colocated-calibration.json'), read('model-facts.json')),
+    };
     bad.solo = [...bad.solo, { model: 'ghost', batch: 1, pct: 50, latencyMs: 1 }];
     const r = MeasurementsSchema.safeParse(bad);
     expect(r.success).toBe(false);
@@ -60,12 +67,21 @@ describe('measurement validation', () => {
 
   it('rejects a co-located run whose shares pass 100%', () => {
     const m = igniterToMeasurements(read('solo.json'), read('colocated-calibration.json'), read('model-facts.json'));
-    m.colocated = [{ runs: [{ model: 'alexnet', batch: 1, pct: 60, latencyMs: 1 }, { model: 'vgg19', batch: 1, pct: 60, latencyMs: 1 }] }];
+    m.colocated = [
+      {
+        runs: [
+          { model: 'alexnet', batch: 1, pct: 60, latencyMs: 1 },
+          { model: 'vgg19', batch: 1, pct: 60, latencyMs: 1 },
+        ],
+      },
+    ];
     expect(MeasurementsSchema.safeParse(m).error?.message).toMatch(/more than 100%/);
   });
 
   it('the importer rejects a source file of the wrong shape', () => {
-    expect(() => igniterToMeasurements({ models: 3 }, read('colocated-calibration.json'), read('model-facts.json'))).toThrow(/solo.json/);
+    expect(() =>
+      igniterToMeasurements({ models: 3 }, read('colocated-calibration.json'), read('model-facts.json')),
+    ).toThrow(/solo.json/);
   });
 });
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { BufferPool, sizeClass, decodeFrame, encodeFrame, FrameDecoder, FrameError, framePieces } from '../../src/protocol/frames.js';
+import {
+  BufferPool,
+  sizeClass,
+  decodeFrame,
+  encodeFrame,
+  FrameDecoder,
+  FrameError,
+  framePieces,
+} from '../../src/protocol/frames.js';
 import { FromAgentSchema, ToAgentSchema } from '../../src/protocol/agent.js';
 import { ToWorkerSchema } from '../../src/protocol/worker.js';
 
@@ -22,12 +30,17 @@ describe('frames', () => {
   });
 
   it('the stream decoder reassembles frames split at every byte and glued together', () => {
-    const frames = [encodeFrame({ n: 1 }, Buffer.alloc(10, 7)), encodeFrame({ n: 2 }), encodeFrame({ n: 3 }, Buffer.alloc(3, 9))];
+    const frames = [
+      encodeFrame({ n: 1 }, Buffer.alloc(10, 7)),
+      encodeFrame({ n: 2 }),
+      encodeFrame({ n: 3 }, Buffer.alloc(3, 9)),
+    ];
     const all = Buffer.concat(frames);
     for (const step of [1, 3, 7, all.length]) {
       const dec = new FrameDecoder();
       const got: unknown[] = [];
-      for (let i = 0; i < all.length; i += step) for (const f of dec.push(all.subarray(i, i + step))) got.push([f.header, f.payload.length]);
+      for (let i = 0; i < all.length; i += step)
+        for (const f of dec.push(all.subarray(i, i + step))) got.push([f.header, f.payload.length]);
       expect(got).toEqual([
         [{ n: 1 }, 10],
         [{ n: 2 }, 0],
@@ -40,7 +53,11 @@ describe('frames', () => {
   it('reads a frame that spans chunks straight into one buffer of its size, its payload 8-byte aligned', () => {
     const payload = Buffer.alloc(200_003);
     for (let i = 0; i < payload.length; i++) payload[i] = (i * 7) % 251;
-    const all = Buffer.concat([encodeFrame({ n: 1 }, Buffer.alloc(5, 1)), encodeFrame({ type: 'batch', id: 'b9' }, payload), encodeFrame({ n: 3 })]);
+    const all = Buffer.concat([
+      encodeFrame({ n: 1 }, Buffer.alloc(5, 1)),
+      encodeFrame({ type: 'batch', id: 'b9' }, payload),
+      encodeFrame({ n: 3 }),
+    ]);
     const sizes: number[] = [];
     const dec = new FrameDecoder((n) => {
       sizes.push(n);
@@ -131,16 +148,27 @@ describe('frames', () => {
     expect(FromAgentSchema.safeParse({ v: 1, type: 'nope' }).success).toBe(false);
     expect(FromAgentSchema.safeParse({ v: 1, type: 'workers', workers: [], extra: 1 }).success).toBe(false);
     expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 0, inputs: [] }).success).toBe(false);
-    expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', model: 'resnet50', size: 2, inputs: [] }).success).toBe(true);
+    expect(
+      ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', model: 'resnet50', size: 2, inputs: [] }).success,
+    ).toBe(true);
     // A batch names its model (a worker refuses one for another); an agent batch names the whole worker identity.
     expect(ToWorkerSchema.safeParse({ v: 1, type: 'batch', id: 'b', size: 2, inputs: [] }).success).toBe(false);
     const identity = { workerId: 'w1', model: 'resnet50', gpu: 0, pct: 50, generation: 7 };
-    expect(ToAgentSchema.safeParse({ v: 1, type: 'batch', batchId: 'b1', ...identity, size: 1, inputs: [] }).success).toBe(true);
+    expect(
+      ToAgentSchema.safeParse({ v: 1, type: 'batch', batchId: 'b1', ...identity, size: 1, inputs: [] }).success,
+    ).toBe(true);
     for (const k of Object.keys(identity)) {
       const partial: Record<string, unknown> = { v: 1, type: 'batch', batchId: 'b1', ...identity, size: 1, inputs: [] };
       delete partial[k];
       expect(ToAgentSchema.safeParse(partial).success, `batch without ${k}`).toBe(false);
     }
-    expect(ToAgentSchema.safeParse({ v: 1, type: 'desired', generation: 1, workers: [{ workerId: 'w1', model: 'resnet50', gpu: 0, pct: 50 }] }).success).toBe(false);
+    expect(
+      ToAgentSchema.safeParse({
+        v: 1,
+        type: 'desired',
+        generation: 1,
+        workers: [{ workerId: 'w1', model: 'resnet50', gpu: 0, pct: 50 }],
+      }).success,
+    ).toBe(false);
   });
 });

@@ -21,7 +21,12 @@ import { parseInferFields } from '../../scheduler/kserve.js';
 const f32 = (xs: readonly number[]) => Buffer.from(Float32Array.from(xs).buffer);
 
 function request(over: Partial<ModelInferRequestMessage> = {}): ModelInferRequestMessage {
-  return { model_name: 'm', inputs: [{ name: 'a', datatype: 'FP32', shape: ['1', '3'] }], raw_input_contents: [f32([1, 2, 3])], ...over };
+  return {
+    model_name: 'm',
+    inputs: [{ name: 'a', datatype: 'FP32', shape: ['1', '3'] }],
+    raw_input_contents: [f32([1, 2, 3])],
+    ...over,
+  };
 }
 
 function okOf(r: InferFieldsResult): Extract<InferFieldsResult, { ok: true }> {
@@ -33,7 +38,9 @@ describe('inferFieldsOf: raw_input_contents', () => {
   it('one raw input becomes binary_data_size and the binary data, the very buffer (no copy)', () => {
     const raw = f32([1, 2, 3]);
     const r = okOf(inferFieldsOf(request({ raw_input_contents: [raw] })));
-    expect(r.json).toEqual({ inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } }] });
+    expect(r.json).toEqual({
+      inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } }],
+    });
     expect(r.binary).toBe(raw);
     expect(r.sources.get(0)).toBe('raw_input_contents[0]');
   });
@@ -57,7 +64,10 @@ describe('inferFieldsOf: raw_input_contents', () => {
   });
 
   it('an input in a shared-memory region takes no raw entry; the next input takes the first', () => {
-    const region = { shared_memory_region: { parameter_choice: 'string_param' as const, string_param: 'r' }, shared_memory_byte_size: { parameter_choice: 'int64_param' as const, int64_param: '12' } };
+    const region = {
+      shared_memory_region: { parameter_choice: 'string_param' as const, string_param: 'r' },
+      shared_memory_byte_size: { parameter_choice: 'int64_param' as const, int64_param: '12' },
+    };
     const b = f32([5]);
     const r = okOf(
       inferFieldsOf(
@@ -70,7 +80,12 @@ describe('inferFieldsOf: raw_input_contents', () => {
         }),
       ),
     );
-    expect(r.json.inputs[0]).toEqual({ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 12 } });
+    expect(r.json.inputs[0]).toEqual({
+      name: 'a',
+      datatype: 'FP32',
+      shape: [1, 3],
+      parameters: { shared_memory_region: 'r', shared_memory_byte_size: 12 },
+    });
     expect(r.json.inputs[1]!.parameters).toEqual({ binary_data_size: 4 });
     expect(r.sources.get(1)).toBe('raw_input_contents[0]');
     expect(r.binary).toBe(b);
@@ -78,7 +93,9 @@ describe('inferFieldsOf: raw_input_contents', () => {
 
   it('BYTES raw contents (4-byte length, then the element) pass as they are', () => {
     const el = Buffer.concat([Buffer.from([3, 0, 0, 0]), Buffer.from('abc')]);
-    const r = okOf(inferFieldsOf(request({ inputs: [{ name: 'a', datatype: 'BYTES', shape: [1, 1] }], raw_input_contents: [el] })));
+    const r = okOf(
+      inferFieldsOf(request({ inputs: [{ name: 'a', datatype: 'BYTES', shape: [1, 1] }], raw_input_contents: [el] })),
+    );
     expect(r.binary).toBe(el);
   });
 });
@@ -87,25 +104,66 @@ describe('inferFieldsOf: typed contents', () => {
   const cases: { datatype: string; contents: Record<string, unknown[]>; bytes: Buffer }[] = [
     { datatype: 'FP32', contents: { fp32_contents: [0.5, -2] }, bytes: f32([0.5, -2]) },
     { datatype: 'FP64', contents: { fp64_contents: [0.1, 3] }, bytes: Buffer.from(Float64Array.from([0.1, 3]).buffer) },
-    { datatype: 'INT8', contents: { int_contents: [-128, 127] }, bytes: Buffer.from(Int8Array.from([-128, 127]).buffer) },
-    { datatype: 'INT16', contents: { int_contents: [-300, 300] }, bytes: Buffer.from(Int16Array.from([-300, 300]).buffer) },
-    { datatype: 'INT32', contents: { int_contents: [-70000, 70000] }, bytes: Buffer.from(Int32Array.from([-70000, 70000]).buffer) },
-    { datatype: 'INT64', contents: { int64_contents: ['-9007199254740993', '5'] }, bytes: Buffer.from(BigInt64Array.from([-9007199254740993n, 5n]).buffer) },
+    {
+      datatype: 'INT8',
+      contents: { int_contents: [-128, 127] },
+      bytes: Buffer.from(Int8Array.from([-128, 127]).buffer),
+    },
+    {
+      datatype: 'INT16',
+      contents: { int_contents: [-300, 300] },
+      bytes: Buffer.from(Int16Array.from([-300, 300]).buffer),
+    },
+    {
+      datatype: 'INT32',
+      contents: { int_contents: [-70000, 70000] },
+      bytes: Buffer.from(Int32Array.from([-70000, 70000]).buffer),
+    },
+    {
+      datatype: 'INT64',
+      contents: { int64_contents: ['-9007199254740993', '5'] },
+      bytes: Buffer.from(BigInt64Array.from([-9007199254740993n, 5n]).buffer),
+    },
     { datatype: 'UINT8', contents: { uint_contents: [0, 255] }, bytes: Buffer.from([0, 255]) },
-    { datatype: 'UINT16', contents: { uint_contents: [1, 65535] }, bytes: Buffer.from(Uint16Array.from([1, 65535]).buffer) },
-    { datatype: 'UINT32', contents: { uint_contents: [1, 4294967295] }, bytes: Buffer.from(Uint32Array.from([1, 4294967295]).buffer) },
-    { datatype: 'UINT64', contents: { uint64_contents: ['18446744073709551615', '0'] }, bytes: Buffer.from(BigUint64Array.from([18446744073709551615n, 0n]).buffer) },
+    {
+      datatype: 'UINT16',
+      contents: { uint_contents: [1, 65535] },
+      bytes: Buffer.from(Uint16Array.from([1, 65535]).buffer),
+    },
+    {
+      datatype: 'UINT32',
+      contents: { uint_contents: [1, 4294967295] },
+      bytes: Buffer.from(Uint32Array.from([1, 4294967295]).buffer),
+    },
+    {
+      datatype: 'UINT64',
+      contents: { uint64_contents: ['18446744073709551615', '0'] },
+      bytes: Buffer.from(BigUint64Array.from([18446744073709551615n, 0n]).buffer),
+    },
     { datatype: 'BOOL', contents: { bool_contents: [true, false] }, bytes: Buffer.from([1, 0]) },
   ];
   it.each(cases)('$datatype: its contents field as little-endian bytes, exactly', ({ datatype, contents, bytes }) => {
-    const r = okOf(inferFieldsOf(request({ inputs: [{ name: 'a', datatype, shape: ['1', '2'], contents }], raw_input_contents: [] })));
+    const r = okOf(
+      inferFieldsOf(
+        request({ inputs: [{ name: 'a', datatype, shape: ['1', '2'], contents }], raw_input_contents: [] }),
+      ),
+    );
     expect(r.binary).toEqual(bytes);
     expect(r.json.inputs[0]!.parameters).toEqual({ binary_data_size: bytes.length });
     expect(r.sources.get(0)).toBe(`inputs[0].contents.${Object.keys(contents)[0]}`);
   });
 
   it('BYTES elements get their 4-byte length, as raw BYTES contents carry them', () => {
-    const r = okOf(inferFieldsOf(request({ inputs: [{ name: 'a', datatype: 'BYTES', shape: ['1', '1'], contents: { bytes_contents: [Buffer.from('png!')] } }], raw_input_contents: [] })));
+    const r = okOf(
+      inferFieldsOf(
+        request({
+          inputs: [
+            { name: 'a', datatype: 'BYTES', shape: ['1', '1'], contents: { bytes_contents: [Buffer.from('png!')] } },
+          ],
+          raw_input_contents: [],
+        }),
+      ),
+    );
     expect(r.binary).toEqual(Buffer.concat([Buffer.from([4, 0, 0, 0]), Buffer.from('png!')]));
   });
 });
@@ -119,19 +177,77 @@ describe('inferFieldsOf: refusals name the field', () => {
     {
       what: 'contents beside raw_input_contents',
       req: { inputs: two({ contents: { fp32_contents: [1, 2] } }, {}), raw_input_contents: [f32([1, 2])] },
-      error: 'inputs[0].contents: given with raw_input_contents (send every input\'s data one way: raw_input_contents, or contents)',
+      error:
+        "inputs[0].contents: given with raw_input_contents (send every input's data one way: raw_input_contents, or contents)",
     },
-    { what: "another datatype's field", req: { inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 2], contents: { int_contents: [1, 2] } }], raw_input_contents: [] }, error: 'inputs[0].contents.int_contents: a FP32 input takes fp32_contents' },
-    { what: 'FP16 as typed contents', req: { inputs: [{ name: 'a', datatype: 'FP16', shape: [1, 2], contents: { fp32_contents: [1, 2] } }], raw_input_contents: [] }, error: 'inputs[0].contents.fp32_contents: FP16 has no typed contents: send it in raw_input_contents' },
-    { what: 'too few values', req: { inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], contents: { fp32_contents: [1, 2] } }], raw_input_contents: [] }, error: 'inputs[0].contents.fp32_contents: 2 values, but shape [1,3] has 3' },
-    { what: 'a narrow integer out of range', req: { inputs: [{ name: 'a', datatype: 'UINT8', shape: [1, 2], contents: { uint_contents: [1, 256] } }], raw_input_contents: [] }, error: 'inputs[0].contents.uint_contents[1]: 256 is out of range for UINT8 (0 to 255)' },
-    { what: 'raw bytes of the wrong size', req: { raw_input_contents: [f32([1, 2])] }, error: "raw_input_contents[0]: 8 bytes, but input 'a' of shape [1,3] and FP32 is 12 bytes" },
-    { what: 'an input without data', req: { inputs: two({}, {}), raw_input_contents: [f32([1, 2])] }, error: "inputs[1] ('b'): no tensor data: raw_input_contents has 1 entries for 2 inputs (one per input, in input order)" },
-    { what: 'no data at all', req: { raw_input_contents: [] }, error: "inputs[0] ('a'): no tensor data (send raw_input_contents, one entry per input in input order, or contents)" },
-    { what: 'more raw entries than inputs', req: { raw_input_contents: [f32([1, 2, 3]), f32([1])] }, error: 'raw_input_contents: 2 entries, but 1 of the 1 inputs take one (one per input, in input order)' },
+    {
+      what: "another datatype's field",
+      req: {
+        inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 2], contents: { int_contents: [1, 2] } }],
+        raw_input_contents: [],
+      },
+      error: 'inputs[0].contents.int_contents: a FP32 input takes fp32_contents',
+    },
+    {
+      what: 'FP16 as typed contents',
+      req: {
+        inputs: [{ name: 'a', datatype: 'FP16', shape: [1, 2], contents: { fp32_contents: [1, 2] } }],
+        raw_input_contents: [],
+      },
+      error: 'inputs[0].contents.fp32_contents: FP16 has no typed contents: send it in raw_input_contents',
+    },
+    {
+      what: 'too few values',
+      req: {
+        inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], contents: { fp32_contents: [1, 2] } }],
+        raw_input_contents: [],
+      },
+      error: 'inputs[0].contents.fp32_contents: 2 values, but shape [1,3] has 3',
+    },
+    {
+      what: 'a narrow integer out of range',
+      req: {
+        inputs: [{ name: 'a', datatype: 'UINT8', shape: [1, 2], contents: { uint_contents: [1, 256] } }],
+        raw_input_contents: [],
+      },
+      error: 'inputs[0].contents.uint_contents[1]: 256 is out of range for UINT8 (0 to 255)',
+    },
+    {
+      what: 'raw bytes of the wrong size',
+      req: { raw_input_contents: [f32([1, 2])] },
+      error: "raw_input_contents[0]: 8 bytes, but input 'a' of shape [1,3] and FP32 is 12 bytes",
+    },
+    {
+      what: 'an input without data',
+      req: { inputs: two({}, {}), raw_input_contents: [f32([1, 2])] },
+      error:
+        "inputs[1] ('b'): no tensor data: raw_input_contents has 1 entries for 2 inputs (one per input, in input order)",
+    },
+    {
+      what: 'no data at all',
+      req: { raw_input_contents: [] },
+      error:
+        "inputs[0] ('a'): no tensor data (send raw_input_contents, one entry per input in input order, or contents)",
+    },
+    {
+      what: 'more raw entries than inputs',
+      req: { raw_input_contents: [f32([1, 2, 3]), f32([1])] },
+      error: 'raw_input_contents: 2 entries, but 1 of the 1 inputs take one (one per input, in input order)',
+    },
     {
       what: 'a region and contents',
-      req: { inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 1], parameters: { shared_memory_region: { parameter_choice: 'string_param', string_param: 'r' } }, contents: { fp32_contents: [1] } }], raw_input_contents: [] },
+      req: {
+        inputs: [
+          {
+            name: 'a',
+            datatype: 'FP32',
+            shape: [1, 1],
+            parameters: { shared_memory_region: { parameter_choice: 'string_param', string_param: 'r' } },
+            contents: { fp32_contents: [1] },
+          },
+        ],
+        raw_input_contents: [],
+      },
       error: 'inputs[0]: has both parameters.shared_memory_region and contents (send one)',
     },
   ];
@@ -165,7 +281,13 @@ describe('inferFieldsOf: id, parameters and outputs', () => {
           id: 'req-7',
           parameters: { priority: { parameter_choice: 'int64_param', int64_param: '1' } },
           outputs: [
-            { name: 'y', parameters: { classification: { parameter_choice: 'int64_param', int64_param: '3' }, binary_data: { parameter_choice: 'bool_param', bool_param: true } } },
+            {
+              name: 'y',
+              parameters: {
+                classification: { parameter_choice: 'int64_param', int64_param: '3' },
+                binary_data: { parameter_choice: 'bool_param', bool_param: true },
+              },
+            },
             { name: 'z', parameters: {} },
           ],
         }),
@@ -186,8 +308,12 @@ describe('inferFieldsOf: id, parameters and outputs', () => {
 describe('rewriteError', () => {
   it("names an input's data by its gRPC source instead of binary_data_size", () => {
     const sources = new Map([[1, 'raw_input_contents[0]']]);
-    expect(rewriteError('inputs[1].parameters.binary_data_size: 8 bytes, but shape [1,3] of FP32 is 12 bytes', sources)).toBe('raw_input_contents[0]: 8 bytes, but shape [1,3] of FP32 is 12 bytes');
-    expect(rewriteError('inputs[0].shape: expected [1,3], got [1,2]', sources)).toBe('inputs[0].shape: expected [1,3], got [1,2]');
+    expect(
+      rewriteError('inputs[1].parameters.binary_data_size: 8 bytes, but shape [1,3] of FP32 is 12 bytes', sources),
+    ).toBe('raw_input_contents[0]: 8 bytes, but shape [1,3] of FP32 is 12 bytes');
+    expect(rewriteError('inputs[0].shape: expected [1,3], got [1,2]', sources)).toBe(
+      'inputs[0].shape: expected [1,3], got [1,2]',
+    );
   });
 });
 
@@ -200,7 +326,14 @@ describe('inferResponseMessage', () => {
       id: 'q',
       outputs: [
         { name: 'y', datatype: 'FP32', shape: [1, 2], data: y, binary: false },
-        { name: 'z', datatype: 'FP32', shape: [1, 2], data: f32([3, 4]), binary: true, region: { name: 'out', offset: 0, byteSize: 8 } },
+        {
+          name: 'z',
+          datatype: 'FP32',
+          shape: [1, 2],
+          data: f32([3, 4]),
+          binary: true,
+          region: { name: 'out', offset: 0, byteSize: 8 },
+        },
       ],
     });
     expect(m.model_name).toBe('m');
@@ -210,7 +343,10 @@ describe('inferResponseMessage', () => {
       ['y', 'FP32', [1, 2]],
       ['z', 'FP32', [1, 2]],
     ]);
-    expect(m.outputs[1]!.parameters).toEqual({ shared_memory_region: { parameter_choice: 'string_param', string_param: 'out' }, shared_memory_byte_size: { parameter_choice: 'int64_param', int64_param: 8 } });
+    expect(m.outputs[1]!.parameters).toEqual({
+      shared_memory_region: { parameter_choice: 'string_param', string_param: 'out' },
+      shared_memory_byte_size: { parameter_choice: 'int64_param', int64_param: 8 },
+    });
     expect(m.raw_output_contents).toEqual([y, Buffer.alloc(0)]);
   });
 
@@ -237,7 +373,9 @@ describe('grpcCodeOf', () => {
 
 describe('shared-memory status', () => {
   it('lists regions by name', () => {
-    expect(sharedMemoryStatusMessage([{ name: 'r', key: '/k', offset: 0, byte_size: 8 }])).toEqual({ regions: { r: { name: 'r', key: '/k', offset: 0, byte_size: 8 } } });
+    expect(sharedMemoryStatusMessage([{ name: 'r', key: '/k', offset: 0, byte_size: 8 }])).toEqual({
+      regions: { r: { name: 'r', key: '/k', offset: 0, byte_size: 8 } },
+    });
   });
 });
 
@@ -249,7 +387,14 @@ describe('the wire (proto/grpc_service.proto)', () => {
     const bytes = infer.requestSerialize({
       model_name: 'm',
       id: 'x',
-      inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { flag: { bool_param: true }, big: { int64_param: '9007199254740993' } } }],
+      inputs: [
+        {
+          name: 'a',
+          datatype: 'FP32',
+          shape: [1, 3],
+          parameters: { flag: { bool_param: true }, big: { int64_param: '9007199254740993' } },
+        },
+      ],
       outputs: [{ name: 'y', parameters: { classification: { int64_param: 2 } } }],
       raw_input_contents: [raw],
     });
@@ -257,7 +402,14 @@ describe('the wire (proto/grpc_service.proto)', () => {
     const r = okOf(inferFieldsOf(decoded));
     expect(r.json).toEqual({
       id: 'x',
-      inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { flag: true, big: '9007199254740993', binary_data_size: 12 } }],
+      inputs: [
+        {
+          name: 'a',
+          datatype: 'FP32',
+          shape: [1, 3],
+          parameters: { flag: true, big: '9007199254740993', binary_data_size: 12 },
+        },
+      ],
       outputs: [{ name: 'y', parameters: { classification: 2 } }],
     });
     expect(Buffer.isBuffer(r.binary)).toBe(true);
@@ -266,15 +418,28 @@ describe('the wire (proto/grpc_service.proto)', () => {
 
   it('encodes the ModelInferResponse a client decodes (shapes as int64, raw bytes intact)', () => {
     const y = f32([1.5, -2]);
-    const msg = inferResponseMessage({ modelName: 'm', modelVersion: '1', outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], data: y, binary: false }] });
-    const back = infer.responseDeserialize(infer.responseSerialize(msg)) as { outputs: { shape: string[] }[]; raw_output_contents: Buffer[] };
+    const msg = inferResponseMessage({
+      modelName: 'm',
+      modelVersion: '1',
+      outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], data: y, binary: false }],
+    });
+    const back = infer.responseDeserialize(infer.responseSerialize(msg)) as {
+      outputs: { shape: string[] }[];
+      raw_output_contents: Buffer[];
+    };
     expect(back.outputs[0]!.shape).toEqual(['1', '2']);
     expect(back.raw_output_contents[0]).toEqual(y);
   });
 });
 
 describe('one validation for both protocols (inferFieldsOf, then parseInferFields)', () => {
-  const MODEL = { name: 'm', signature: { inputs: [{ name: 'a', datatype: 'FP32' as const, shape: [3] }], outputs: [{ name: 'y', datatype: 'FP32' as const, shape: [2] }] } };
+  const MODEL = {
+    name: 'm',
+    signature: {
+      inputs: [{ name: 'a', datatype: 'FP32' as const, shape: [3] }],
+      outputs: [{ name: 'y', datatype: 'FP32' as const, shape: [2] }],
+    },
+  };
   const parse = (req: Partial<ModelInferRequestMessage>) => {
     const f = okOf(inferFieldsOf(request(req)));
     const r = parseInferFields(f.json, f.binary, MODEL);
@@ -287,16 +452,36 @@ describe('one validation for both protocols (inferFieldsOf, then parseInferField
 
   it('a raw request parses to the same request as the binary HTTP body with the same tensor', () => {
     const g = parse({ id: 'q' });
-    const h = parseInferFields({ id: 'q', inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } }] }, f32([1, 2, 3]), MODEL);
+    const h = parseInferFields(
+      { id: 'q', inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } }] },
+      f32([1, 2, 3]),
+      MODEL,
+    );
     expect(g).toEqual(h);
     expect(g.ok && g.request.inputs[0]!.data).toEqual(f32([1, 2, 3]));
   });
 
   it.each([
-    ['an unknown input', { inputs: [{ name: 'b', datatype: 'FP32', shape: [1, 3] }] }, { inputs: [{ name: 'b', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }] }],
-    ['a wrong datatype', { inputs: [{ name: 'a', datatype: 'INT32', shape: [1, 3] }] }, { inputs: [{ name: 'a', datatype: 'INT32', shape: [1, 3], data: [1, 2, 3] }] }],
-    ['a wrong shape', { inputs: [{ name: 'a', datatype: 'FP32', shape: [3, 1] }] }, { inputs: [{ name: 'a', datatype: 'FP32', shape: [3, 1], data: [1, 2, 3] }] }],
-    ['an unknown output', { outputs: [{ name: 'z' }] }, { inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }], outputs: [{ name: 'z' }] }],
+    [
+      'an unknown input',
+      { inputs: [{ name: 'b', datatype: 'FP32', shape: [1, 3] }] },
+      { inputs: [{ name: 'b', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }] },
+    ],
+    [
+      'a wrong datatype',
+      { inputs: [{ name: 'a', datatype: 'INT32', shape: [1, 3] }] },
+      { inputs: [{ name: 'a', datatype: 'INT32', shape: [1, 3], data: [1, 2, 3] }] },
+    ],
+    [
+      'a wrong shape',
+      { inputs: [{ name: 'a', datatype: 'FP32', shape: [3, 1] }] },
+      { inputs: [{ name: 'a', datatype: 'FP32', shape: [3, 1], data: [1, 2, 3] }] },
+    ],
+    [
+      'an unknown output',
+      { outputs: [{ name: 'z' }] },
+      { inputs: [{ name: 'a', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }], outputs: [{ name: 'z' }] },
+    ],
   ])('%s: the error text of the HTTP codec', (_what, grpcReq, httpJson) => {
     const g = parse(grpcReq);
     expect(g.ok).toBe(false);

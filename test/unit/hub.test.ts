@@ -48,7 +48,15 @@ const until = async (f: () => boolean) => {
   while (!f()) await new Promise((r) => setTimeout(r, 10));
 };
 
-const hello = { v: AGENT_PROTOCOL_VERSION, type: 'hello', agentId: 'a1', hostname: 'h', workerKind: 'sim', gpus: [], workers: [] };
+const hello = {
+  v: AGENT_PROTOCOL_VERSION,
+  type: 'hello',
+  agentId: 'a1',
+  hostname: 'h',
+  workerKind: 'sim',
+  gpus: [],
+  workers: [],
+};
 
 describe('AgentHub: agents in, events out', () => {
   it('tells the events it was attached with of each validated message, and of the agent leaving', async () => {
@@ -56,7 +64,16 @@ describe('AgentHub: agents in, events out', () => {
     const ws = await connect(url);
     ws.send(encodeFrame(hello));
     ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'workers', workers: [] }));
-    ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId: 'b1', workerId: 'w1', reason: 'worker-failed', message: 'exited' }));
+    ws.send(
+      encodeFrame({
+        v: AGENT_PROTOCOL_VERSION,
+        type: 'batchError',
+        batchId: 'b1',
+        workerId: 'w1',
+        reason: 'worker-failed',
+        message: 'exited',
+      }),
+    );
     await until(() => seen.length === 3);
     ws.close();
     await until(() => seen.length === 4);

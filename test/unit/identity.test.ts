@@ -13,7 +13,13 @@ describe('worker identity', () => {
   it('two workers are the same only when id, model, GPU, share and generation all agree', () => {
     expect(sameWorker(w, { ...w })).toBe(true);
     expect(workerKey(w)).toBe(workerKey({ ...w }));
-    const others: WorkerIdentity[] = [{ ...w, workerId: 'w3' }, { ...w, model: 'resnet50' }, { ...w, gpu: 3 }, { ...w, pct: 30 }, { ...w, generation: 8 }];
+    const others: WorkerIdentity[] = [
+      { ...w, workerId: 'w3' },
+      { ...w, model: 'resnet50' },
+      { ...w, gpu: 3 },
+      { ...w, pct: 30 },
+      { ...w, generation: 8 },
+    ];
     for (const o of others) {
       expect(sameWorker(w, o), JSON.stringify(o)).toBe(false);
       expect(workerKey(o)).not.toBe(workerKey(w));
@@ -43,7 +49,16 @@ describe("the simulated worker's stand-in output", () => {
     const x = Float32Array.from([0.5, 1, 2, 4, 8, 16]); // two samples of 3
     const y = standInForward('resnet50', x, 2, 3, 4);
     const c = modelOffset('resnet50');
-    expect(Array.from(y)).toEqual([0.5 + 2 + c, 1 + 1 + c, 2 + 0.5 + c, 0.5 + 2 + c, 4 + 16 + c, 8 + 8 + c, 16 + 4 + c, 4 + 16 + c]);
+    expect(Array.from(y)).toEqual([
+      0.5 + 2 + c,
+      1 + 1 + c,
+      2 + 0.5 + c,
+      0.5 + 2 + c,
+      4 + 16 + c,
+      8 + 8 + c,
+      16 + 4 + c,
+      4 + 16 + c,
+    ]);
     expect(Array.from(standInForward('mobilenet', x, 2, 3, 4))).not.toEqual(Array.from(y));
   });
 });

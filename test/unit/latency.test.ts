@@ -45,9 +45,12 @@ describe('GPU execution latency terms (paper section 4.1)', () => {
     { solo: 10, ac: 0.4, others: 0.2, self: 0.1, w: 0, shared: true, run: 10.8 },
     { solo: 10, ac: 0.4, others: 0.2, self: 0.1, w: 1, shared: true, run: 11.2 },
     { solo: 10, ac: 0.4, others: 0, self: 0.1, w: 1, shared: false, run: 10 },
-  ])('running time $solo ms under contention (others $others, self $self x $w) is $run ms', ({ solo, ac, others, self, w, shared, run }) => {
-    expect(runningMs(solo, ac, others, self, w, shared)).toBeCloseTo(run, 12);
-  });
+  ])(
+    'running time $solo ms under contention (others $others, self $self x $w) is $run ms',
+    ({ solo, ac, others, self, w, shared, run }) => {
+      expect(runningMs(solo, ac, others, self, w, shared)).toBeCloseTo(run, 12);
+    },
+  );
 
   it('t_inf sums its four parts; throughput is b / t_inf per second; memory is linear in batch', () => {
     expect(execLatencyMs(0.5, 0.2, 10, 0.3)).toBeCloseTo(11, 12);
@@ -62,11 +65,21 @@ describe('task latency, eq. (2)', () => {
     { name: 'full batch queued', queued: 7, batch: 8, tInf: 10, exec: 4, rate: 100, ms: 4 + 1 * 10 },
     { name: 'two batches ahead', queued: 16, batch: 8, tInf: 10, exec: 4, rate: 100, ms: 4 + 3 * 10 },
     // W < b: max(exec, (b - W)/lambda) + t_inf.
-    { name: 'batch filling, wait dominates', queued: 2, batch: 8, tInf: 10, exec: 4, rate: 500, ms: (5 / 500) * 1000 + 10 },
+    {
+      name: 'batch filling, wait dominates',
+      queued: 2,
+      batch: 8,
+      tInf: 10,
+      exec: 4,
+      rate: 500,
+      ms: (5 / 500) * 1000 + 10,
+    },
     { name: 'batch filling, GPU busy dominates', queued: 2, batch: 8, tInf: 10, exec: 40, rate: 500, ms: 40 + 10 },
     { name: 'batch of one never waits for others', queued: 0, batch: 1, tInf: 3, exec: 0, rate: 0, ms: 3 },
     { name: 'rate 0 never fills', queued: 0, batch: 4, tInf: 3, exec: 0, rate: 0, ms: Infinity },
   ])('$name', ({ queued, batch, tInf, exec, rate, ms }) => {
-    expect(taskLatencyMs({ queuedTasks: queued, batch, tInfMs: tInf, execRemainingMs: exec, ratePerS: rate })).toBeCloseTo(ms, 9);
+    expect(
+      taskLatencyMs({ queuedTasks: queued, batch, tInfMs: tInf, execRemainingMs: exec, ratePerS: rate }),
+    ).toBeCloseTo(ms, 9);
   });
 });

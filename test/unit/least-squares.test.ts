@@ -6,15 +6,28 @@ import { fitLine, fitProportional, leastSquares, levenbergMarquardt } from '../.
 describe('linear least squares', () => {
   it('recovers an exact line and a proportional fit', () => {
     const x = [0, 1, 2, 3, 4];
-    const line = fitLine(x, x.map((v) => 2.5 * v - 1));
+    const line = fitLine(
+      x,
+      x.map((v) => 2.5 * v - 1),
+    );
     expect(line.alpha).toBeCloseTo(2.5, 9);
     expect(line.beta).toBeCloseTo(-1, 9);
-    expect(fitProportional(x, x.map((v) => 0.75 * v))).toBeCloseTo(0.75, 9);
+    expect(
+      fitProportional(
+        x,
+        x.map((v) => 0.75 * v),
+      ),
+    ).toBeCloseTo(0.75, 9);
   });
 
   it('gives the least-squares solution of an overdetermined system', () => {
     // y = 1 + x with noise +-0.1 alternating: the fit is the noiseless line's best compromise.
-    const rows = [[1, 0], [1, 1], [1, 2], [1, 3]];
+    const rows = [
+      [1, 0],
+      [1, 1],
+      [1, 2],
+      [1, 3],
+    ];
     const y = [1.1, 1.9, 3.1, 3.9];
     const [b, a] = leastSquares(rows, y) as [number, number];
     expect(a).toBeCloseTo(0.96, 9);

@@ -13,7 +13,12 @@ const budget = requestBudget(IMAGE, 2);
 
 /** The data as Python's json.dumps writes float64 values (the longest form): `, ` separators, 17 digits. */
 function pythonStyle(data: unknown): Buffer {
-  return Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data }] }).replace(/,/g, ', '));
+  return Buffer.from(
+    JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data }] }).replace(
+      /,/g,
+      ', ',
+    ),
+  );
 }
 
 /** Nested [1][3][224][224] of long values. */
@@ -47,9 +52,19 @@ describe('requestBudget', () => {
 describe('requestBudget of an image input (issue 14)', () => {
   it('admits the largest encoded image as binary data, and UINT8 pixels as JSON', () => {
     const one = requestBudget(IMAGE, 1);
-    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 1], datatype: 'BYTES', parameters: { binary_data_size: 4 + MAX_IMAGE_BYTES } }] }));
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          { name: 'input', shape: [1, 1], datatype: 'BYTES', parameters: { binary_data_size: 4 + MAX_IMAGE_BYTES } },
+        ],
+      }),
+    );
     expect(header.length + 4 + MAX_IMAGE_BYTES).toBeLessThanOrEqual(one.bodyLimitBytes);
-    const pixels = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'UINT8', data: new Array<number>(N).fill(255) }] }).replace(/,/g, ', '));
+    const pixels = Buffer.from(
+      JSON.stringify({
+        inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'UINT8', data: new Array<number>(N).fill(255) }],
+      }).replace(/,/g, ', '),
+    );
     expect(pixels.length).toBeLessThanOrEqual(one.bodyLimitBytes);
     expect(scanJson(pixels, one.json)).toBeUndefined();
     // A model without an image input is not given room for one.
@@ -61,7 +76,11 @@ describe('scanJson', () => {
   it('refuses nesting deeper than the inputs can be, however the body continues', () => {
     const deep = Buffer.from(`{"inputs":[{"data":${'['.repeat(1_000_000)}`);
     expect(scanJson(deep, budget.json)).toMatch(/nested deeper than \d+ levels/);
-    expect(parseInferRequest(deep, {}, { name: 'm', signature: IMAGE, budget: budget.json })).toMatchObject({ ok: false, status: 400, error: expect.stringMatching(/nested deeper/) as unknown });
+    expect(parseInferRequest(deep, {}, { name: 'm', signature: IMAGE, budget: budget.json })).toMatchObject({
+      ok: false,
+      status: 400,
+      error: expect.stringMatching(/nested deeper/) as unknown,
+    });
   });
 
   it('refuses more values than the inputs hold (a flat array of zeros)', () => {

@@ -9,9 +9,34 @@ import { describe, expect, it, vi } from 'vitest';
 import { type LoadgenOptions, registerLoadgen } from '../../cli/loadgen.js';
 import { main } from '../../cli/main.js';
 import { fromHalf, parseInferRequest } from '../../scheduler/kserve.js';
-import { buildReport, errorKey, formatReport, type LoadgenSettings, LoadgenReportSchema, percentile, type RequestRecord, TABLE_COLUMNS } from '../../tools/loadgen/report.js';
-import { encodeInferRequest, type InputTensor, judgeInferAnswer, type ModelMetadata, metadataSloMs, parseModelMetadata, randomInputs, requestInputs, serverTimingMs } from '../../tools/loadgen/request.js';
-import { type ModelLoad, type ScheduleSettings, SendSchedule, sendSchedule, traceLoad } from '../../tools/loadgen/schedule.js';
+import {
+  buildReport,
+  errorKey,
+  formatReport,
+  type LoadgenSettings,
+  LoadgenReportSchema,
+  percentile,
+  type RequestRecord,
+  TABLE_COLUMNS,
+} from '../../tools/loadgen/report.js';
+import {
+  encodeInferRequest,
+  type InputTensor,
+  judgeInferAnswer,
+  type ModelMetadata,
+  metadataSloMs,
+  parseModelMetadata,
+  randomInputs,
+  requestInputs,
+  serverTimingMs,
+} from '../../tools/loadgen/request.js';
+import {
+  type ModelLoad,
+  type ScheduleSettings,
+  SendSchedule,
+  sendSchedule,
+  traceLoad,
+} from '../../tools/loadgen/schedule.js';
 import type { ModelSignature } from '../../src/protocol/tensor.js';
 import { Rng } from '../../src/workload/random.js';
 import { TextSink } from '../support/loadgen.js';
@@ -27,7 +52,11 @@ describe('send schedule', () => {
     { name: 'resnet50', ratePerS: 200 },
     { name: 'vgg16', ratePerS: 50 },
   ];
-  const poisson = (seed: number, durationS = 10): ScheduleSettings => ({ durationS, arrival: { kind: 'poisson' }, seed });
+  const poisson = (seed: number, durationS = 10): ScheduleSettings => ({
+    durationS,
+    arrival: { kind: 'poisson' },
+    seed,
+  });
 
   it('offers each model its rate over a long window (within 4 standard deviations)', () => {
     const sends = sendSchedule(models, poisson(1, 1000));
@@ -67,7 +96,11 @@ describe('send schedule', () => {
   });
 
   it.each([1, 0.5, 2, 4])('Gamma arrivals with CV %f have that CV and the rate', (cv) => {
-    const times = sendSchedule([{ name: 'm', ratePerS: 100 }], { durationS: 1000, arrival: { kind: 'gamma', cv }, seed: 11 }).map((s) => s.atMs);
+    const times = sendSchedule([{ name: 'm', ratePerS: 100 }], {
+      durationS: 1000,
+      arrival: { kind: 'gamma', cv },
+      seed: 11,
+    }).map((s) => s.atMs);
     expect(times.length / 1000 / 100).toBeGreaterThan(0.95);
     expect(times.length / 1000 / 100).toBeLessThan(1.05);
     expect(gapsCv(times) / cv).toBeGreaterThan(0.93);
@@ -85,8 +118,12 @@ describe('send schedule', () => {
     expect(() => new SendSchedule([{ name: 'm', ratePerS: 0 }], poisson(1))).toThrow(/rate of model 'm'/);
     expect(() => new SendSchedule(models, poisson(1, 0))).toThrow(/durationS/);
     expect(() => new SendSchedule(models, { durationS: 1, arrival: { kind: 'gamma', cv: 0 }, seed: 1 })).toThrow(/cv/);
-    expect(() => new SendSchedule([{ name: 't', ratePerS: 1, arrivalsMs: [5, -1] }], poisson(1))).toThrow(/trace of model 't'.*got -1/);
-    expect(() => new SendSchedule([{ name: 't', ratePerS: 1, arrivalsMs: [NaN] }], poisson(1))).toThrow(/trace of model 't'/);
+    expect(() => new SendSchedule([{ name: 't', ratePerS: 1, arrivalsMs: [5, -1] }], poisson(1))).toThrow(
+      /trace of model 't'.*got -1/,
+    );
+    expect(() => new SendSchedule([{ name: 't', ratePerS: 1, arrivalsMs: [NaN] }], poisson(1))).toThrow(
+      /trace of model 't'/,
+    );
   });
 
   it('a trace is replayed at exactly its instants, in order, merged with drawn models; instants past the window are not sent', () => {
@@ -95,7 +132,9 @@ describe('send schedule', () => {
     const sends = sendSchedule([models[0]!, trace], poisson(4, 2));
     expect(sends.filter((s) => s.model === 1).map((s) => s.atMs)).toEqual([12.5, 12.5, 500, 1750]);
     // The drawn model is the same with or without the trace beside it.
-    expect(sends.filter((s) => s.model === 0).map((s) => s.atMs)).toEqual(sendSchedule([models[0]!], poisson(4, 2)).map((s) => s.atMs));
+    expect(sends.filter((s) => s.model === 0).map((s) => s.atMs)).toEqual(
+      sendSchedule([models[0]!], poisson(4, 2)).map((s) => s.atMs),
+    );
     expect(sends.map((s) => s.atMs)).toEqual([...sends.map((s) => s.atMs)].sort((a, b) => a - b));
     expect(traceLoad('late', [2, 3], 2).ratePerS).toBe(0);
   });
@@ -112,7 +151,11 @@ const resnetMeta: ModelMetadata = {
 
 /** The signature the scheduler's codec checks against (shapes without the batch dimension). */
 function signatureOf(meta: ModelMetadata): ModelSignature {
-  const spec = (t: { name: string; datatype: string; shape: number[] }) => ({ name: t.name, datatype: t.datatype as 'FP32', shape: t.shape.slice(1) });
+  const spec = (t: { name: string; datatype: string; shape: number[] }) => ({
+    name: t.name,
+    datatype: t.datatype as 'FP32',
+    shape: t.shape.slice(1),
+  });
   return { inputs: meta.inputs.map(spec), outputs: meta.outputs.map(spec) };
 }
 
@@ -126,7 +169,10 @@ describe('requests', () => {
   it('reads the metadata: batch dimension 1, the SLO from parameters.slo_ms', () => {
     const parsed = parseModelMetadata(JSON.parse(JSON.stringify(resnetMeta)));
     expect(parsed.ok).toBe(true);
-    expect(requestInputs(resnetMeta)).toEqual({ ok: true, value: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224] }] });
+    expect(requestInputs(resnetMeta)).toEqual({
+      ok: true,
+      value: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224] }],
+    });
     expect(metadataSloMs(resnetMeta)).toBe(80);
     expect(metadataSloMs({ ...resnetMeta, parameters: {} })).toBeUndefined();
     expect(metadataSloMs({ ...resnetMeta, parameters: { slo_ms: 'fast' } })).toBeUndefined();
@@ -152,31 +198,60 @@ describe('requests', () => {
   it('binary: the header length, binary_data_size and body add up, and the scheduler codec accepts it', () => {
     const req = encodeInferRequest(inputsOf(resnetMeta), 'binary');
     const h = Number(req.headers['inference-header-content-length']);
-    const header = JSON.parse(req.body.subarray(0, h).toString('utf8')) as { inputs: { shape: number[]; parameters: { binary_data_size: number } }[]; parameters: { binary_data_output: boolean } };
+    const header = JSON.parse(req.body.subarray(0, h).toString('utf8')) as {
+      inputs: { shape: number[]; parameters: { binary_data_size: number } }[];
+      parameters: { binary_data_output: boolean };
+    };
     expect(header.inputs[0]!.shape).toEqual([1, 3, 224, 224]);
     expect(header.inputs[0]!.parameters.binary_data_size).toBe(602_112);
     expect(header.parameters.binary_data_output).toBe(true);
     expect(req.body.length).toBe(h + 602_112);
     expect(req.headers['content-length']).toBe(String(req.body.length));
-    const parsed = parseInferRequest(req.body, { inferenceHeaderLength: req.headers['inference-header-content-length'] }, { name: 'resnet50', signature: signatureOf(resnetMeta) });
+    const parsed = parseInferRequest(
+      req.body,
+      { inferenceHeaderLength: req.headers['inference-header-content-length'] },
+      { name: 'resnet50', signature: signatureOf(resnetMeta) },
+    );
     expect(parsed.ok).toBe(true);
     if (parsed.ok) expect(parsed.request.outputs).toEqual([{ name: 'output', binary: true }]);
   });
 
   it('JSON and binary carry the same tensor in every datatype (several inputs)', () => {
-    const datatypes = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64'];
-    const meta: ModelMetadata = { name: 'all', inputs: datatypes.map((d) => ({ name: d.toLowerCase(), datatype: d, shape: [-1, 2, 5] })), outputs: [{ name: 'y', datatype: 'FP32', shape: [-1, 3] }] };
+    const datatypes = [
+      'BOOL',
+      'UINT8',
+      'UINT16',
+      'UINT32',
+      'UINT64',
+      'INT8',
+      'INT16',
+      'INT32',
+      'INT64',
+      'FP16',
+      'FP32',
+      'FP64',
+    ];
+    const meta: ModelMetadata = {
+      name: 'all',
+      inputs: datatypes.map((d) => ({ name: d.toLowerCase(), datatype: d, shape: [-1, 2, 5] })),
+      outputs: [{ name: 'y', datatype: 'FP32', shape: [-1, 3] }],
+    };
     const inputs = inputsOf(meta, 9);
     const sig = signatureOf(meta);
     const bin = encodeInferRequest(inputs, 'binary');
     const json = encodeInferRequest(inputs, 'json');
     expect(json.headers['inference-header-content-length']).toBeUndefined();
     expect(json.headers['content-type']).toBe('application/json');
-    const a = parseInferRequest(bin.body, { inferenceHeaderLength: bin.headers['inference-header-content-length'] }, { name: 'all', signature: sig });
+    const a = parseInferRequest(
+      bin.body,
+      { inferenceHeaderLength: bin.headers['inference-header-content-length'] },
+      { name: 'all', signature: sig },
+    );
     const b = parseInferRequest(json.body, {}, { name: 'all', signature: sig });
     expect(a.ok && b.ok).toBe(true);
     if (!a.ok || !b.ok) return;
-    for (let i = 0; i < datatypes.length; i++) expect(a.request.inputs[i]!.data.equals(b.request.inputs[i]!.data)).toBe(true);
+    for (let i = 0; i < datatypes.length; i++)
+      expect(a.request.inputs[i]!.data.equals(b.request.inputs[i]!.data)).toBe(true);
     // Floats are k/256 with k in 0..127: exact in FP16 too.
     const fp16 = a.request.inputs[datatypes.indexOf('FP16')]!.data;
     const fp32 = a.request.inputs[datatypes.indexOf('FP32')]!.data;
@@ -187,8 +262,16 @@ describe('requests', () => {
   });
 
   it('the input depends on the seed only', () => {
-    expect(encodeInferRequest(inputsOf(resnetMeta, 3), 'binary').body.equals(encodeInferRequest(inputsOf(resnetMeta, 3), 'binary').body)).toBe(true);
-    expect(encodeInferRequest(inputsOf(resnetMeta, 3), 'binary').body.equals(encodeInferRequest(inputsOf(resnetMeta, 4), 'binary').body)).toBe(false);
+    expect(
+      encodeInferRequest(inputsOf(resnetMeta, 3), 'binary').body.equals(
+        encodeInferRequest(inputsOf(resnetMeta, 3), 'binary').body,
+      ),
+    ).toBe(true);
+    expect(
+      encodeInferRequest(inputsOf(resnetMeta, 3), 'binary').body.equals(
+        encodeInferRequest(inputsOf(resnetMeta, 4), 'binary').body,
+      ),
+    ).toBe(false);
   });
 });
 
@@ -197,19 +280,35 @@ describe('judging answers', () => {
   const out = { name: 'output', datatype: 'FP32', shape: [1, 3] };
 
   it('ok: a JSON answer with outputs whose data fits the shape', () => {
-    expect(judgeInferAnswer({ status: 200, body: jsonBody({ model_name: 'm', outputs: [{ ...out, data: [0, 1, 2] }] }) })).toEqual({ outcome: 'ok' });
+    expect(
+      judgeInferAnswer({ status: 200, body: jsonBody({ model_name: 'm', outputs: [{ ...out, data: [0, 1, 2] }] }) }),
+    ).toEqual({ outcome: 'ok' });
   });
 
   it('ok: a binary answer whose sizes add up', () => {
     const header = jsonBody({ outputs: [{ ...out, parameters: { binary_data_size: 12 } }] });
-    expect(judgeInferAnswer({ status: 200, inferenceHeaderLength: String(header.length), body: Buffer.concat([header, Buffer.alloc(12)]) })).toEqual({ outcome: 'ok' });
+    expect(
+      judgeInferAnswer({
+        status: 200,
+        inferenceHeaderLength: String(header.length),
+        body: Buffer.concat([header, Buffer.alloc(12)]),
+      }),
+    ).toEqual({ outcome: 'ok' });
   });
 
   it.each([
     ['no outputs', { status: 200, body: jsonBody({ outputs: [] }) }, /outputs/],
-    ['too few values', { status: 200, body: jsonBody({ outputs: [{ ...out, data: [0] }] }) }, /1 values for shape \[1,3\]/],
+    [
+      'too few values',
+      { status: 200, body: jsonBody({ outputs: [{ ...out, data: [0] }] }) },
+      /1 values for shape \[1,3\]/,
+    ],
     ['not JSON', { status: 200, body: Buffer.from('<html>') }, /malformed JSON/],
-    ['binary without the header', { status: 200, body: jsonBody({ outputs: [{ ...out, parameters: { binary_data_size: 12 } }] }) }, /no Inference-Header-Content-Length/],
+    [
+      'binary without the header',
+      { status: 200, body: jsonBody({ outputs: [{ ...out, parameters: { binary_data_size: 12 } }] }) },
+      /no Inference-Header-Content-Length/,
+    ],
     ['short binary data', { status: 200, inferenceHeaderLength: '60', body: Buffer.alloc(10) }, /larger than the body/],
     ['another status', { status: 204, body: Buffer.alloc(0) }, /unexpected HTTP status 204/],
   ])('bad-response: %s', (_what, answer, message) => {
@@ -219,14 +318,29 @@ describe('judging answers', () => {
   });
 
   it("4xx and 5xx carry the protocol's error text", () => {
-    expect(judgeInferAnswer({ status: 503, body: jsonBody({ error: 'dropped: the task cannot meet its 80 ms SLO' }) })).toEqual({ outcome: 'http-5xx', error: 'HTTP 503: dropped: the task cannot meet its 80 ms SLO' });
-    expect(judgeInferAnswer({ status: 400, body: Buffer.from('plain text\nerror') })).toEqual({ outcome: 'http-4xx', error: 'HTTP 400: plain text error' });
+    expect(
+      judgeInferAnswer({ status: 503, body: jsonBody({ error: 'dropped: the task cannot meet its 80 ms SLO' }) }),
+    ).toEqual({ outcome: 'http-5xx', error: 'HTTP 503: dropped: the task cannot meet its 80 ms SLO' });
+    expect(judgeInferAnswer({ status: 400, body: Buffer.from('plain text\nerror') })).toEqual({
+      outcome: 'http-4xx',
+      error: 'HTTP 400: plain text error',
+    });
     const long = judgeInferAnswer({ status: 500, body: Buffer.from('x'.repeat(1000)) });
     if (long.outcome !== 'ok') expect(long.error.length).toBe(200);
   });
 });
 
-const settings: LoadgenSettings = { url: 'http://127.0.0.1:8000', protocol: 'http', durationS: 10, arrival: { kind: 'poisson' }, seed: 1, encoding: 'binary', input: 'fp32', timeoutMs: 30_000, connections: 256 };
+const settings: LoadgenSettings = {
+  url: 'http://127.0.0.1:8000',
+  protocol: 'http',
+  durationS: 10,
+  arrival: { kind: 'poisson' },
+  seed: 1,
+  encoding: 'binary',
+  input: 'fp32',
+  timeoutMs: 30_000,
+  connections: 256,
+};
 
 function ok(model: string, latencyMs: number): RequestRecord {
   return { model, sentAtMs: 0, latencyMs, outcome: 'ok', status: 200 };
@@ -251,8 +365,22 @@ describe('report', () => {
   const records: RequestRecord[] = [
     ...Array.from({ length: 10 }, (_, i) => ok('a', 10 * (i + 1))),
     ok('a', 150),
-    { model: 'a', sentAtMs: 1, latencyMs: 3, outcome: 'http-5xx', status: 503, error: 'HTTP 503: dropped: predicted batch time 93.2 ms' },
-    { model: 'a', sentAtMs: 2, latencyMs: 3, outcome: 'http-5xx', status: 503, error: 'HTTP 503: dropped: predicted batch time 101.7 ms' },
+    {
+      model: 'a',
+      sentAtMs: 1,
+      latencyMs: 3,
+      outcome: 'http-5xx',
+      status: 503,
+      error: 'HTTP 503: dropped: predicted batch time 93.2 ms',
+    },
+    {
+      model: 'a',
+      sentAtMs: 2,
+      latencyMs: 3,
+      outcome: 'http-5xx',
+      status: 503,
+      error: 'HTTP 503: dropped: predicted batch time 101.7 ms',
+    },
     { model: 'a', sentAtMs: 3, latencyMs: 1, outcome: 'network', error: 'connect ECONNREFUSED 127.0.0.1:8000' },
     ok('b', 15),
     ok('b', 25),
@@ -278,13 +406,17 @@ describe('report', () => {
   });
 
   it("the part outside the server's span: of ok answers that carried one, clamped at 0", () => {
-    const r = buildReport(settings, [{ name: 'a', ratePerS: 1, sloMs: 100 }], [
-      { ...ok('a', 10), serverMs: 7 },
-      { ...ok('a', 20), serverMs: 14 },
-      { ...ok('a', 5), serverMs: 6 }, // a clock-rounding overshoot counts as 0, not -1
-      ok('a', 30), // no Server-Timing: not counted
-      { model: 'a', sentAtMs: 1, latencyMs: 3, outcome: 'http-5xx', status: 503, error: 'HTTP 503: x', serverMs: 1 },
-    ]);
+    const r = buildReport(
+      settings,
+      [{ name: 'a', ratePerS: 1, sloMs: 100 }],
+      [
+        { ...ok('a', 10), serverMs: 7 },
+        { ...ok('a', 20), serverMs: 14 },
+        { ...ok('a', 5), serverMs: 6 }, // a clock-rounding overshoot counts as 0, not -1
+        ok('a', 30), // no Server-Timing: not counted
+        { model: 'a', sentAtMs: 1, latencyMs: 3, outcome: 'http-5xx', status: 503, error: 'HTTP 503: x', serverMs: 1 },
+      ],
+    );
     expect(r.models[0]!.serverTimed).toBe(3);
     expect(r.models[0]!.outsideServerMeanMs).toBeCloseTo((3 + 6 + 0) / 3);
     expect(report.models[0]!.serverTimed).toBe(0);
@@ -330,10 +462,14 @@ describe('report', () => {
   });
 
   it('reports the send lag behind the schedule', () => {
-    const r = buildReport(settings, [{ name: 'a', ratePerS: 1, sloMs: 50 }], [
-      { ...ok('a', 1), scheduledAtMs: 10, sentAtMs: 10.5 },
-      { ...ok('a', 1), scheduledAtMs: 20, sentAtMs: 23 },
-    ]);
+    const r = buildReport(
+      settings,
+      [{ name: 'a', ratePerS: 1, sloMs: 50 }],
+      [
+        { ...ok('a', 1), scheduledAtMs: 10, sentAtMs: 10.5 },
+        { ...ok('a', 1), scheduledAtMs: 20, sentAtMs: 23 },
+      ],
+    );
     expect(r.sendLagMs).toEqual({ p99Ms: 3, maxMs: 3 });
   });
 
@@ -356,7 +492,25 @@ describe('report', () => {
       expect(c[0]!.startsWith(' ')).toBe(false); // the model column is left-aligned
       for (const x of c.slice(1)) expect(x.endsWith(' ')).toBe(false); // the others right-aligned
     }
-    expect(cells(table[2]!).map((c) => c.trim())).toEqual(['a', '100', '1.5', '14', '11', '0', '2', '0', '1', '0', '1.1', '1.0', '71.43', '60.0', '150.0', '63.6', '150.0']);
+    expect(cells(table[2]!).map((c) => c.trim())).toEqual([
+      'a',
+      '100',
+      '1.5',
+      '14',
+      '11',
+      '0',
+      '2',
+      '0',
+      '1',
+      '0',
+      '1.1',
+      '1.0',
+      '71.43',
+      '60.0',
+      '150.0',
+      '63.6',
+      '150.0',
+    ]);
     expect(cells(table[4]!)[0]!.trim()).toBe('total');
     expect(lines).toContain('  a: 2 x HTTP 503: dropped: predicted batch time N ms');
   });
@@ -410,8 +564,14 @@ describe('flags', () => {
   });
 
   it('--protocol grpc: the gRPC service, on 4 HTTP/2 channels unless --connections says', async () => {
-    expect((await parseFlags([...base, '--protocol', 'grpc'])).opts).toMatchObject({ protocol: 'grpc', connections: 4 });
-    expect((await parseFlags([...base, '--protocol', 'grpc', '--connections', '2'])).opts).toMatchObject({ protocol: 'grpc', connections: 2 });
+    expect((await parseFlags([...base, '--protocol', 'grpc'])).opts).toMatchObject({
+      protocol: 'grpc',
+      connections: 4,
+    });
+    expect((await parseFlags([...base, '--protocol', 'grpc', '--connections', '2'])).opts).toMatchObject({
+      protocol: 'grpc',
+      connections: 2,
+    });
     expect((await parseFlags([...base, '--protocol', 'soap'])).code).toBe(2);
   });
 
@@ -464,8 +624,12 @@ describe('flags', () => {
       writeFileSync(join(d, 'bad'), 'two words\n');
       writeFileSync(join(d, 'ca.pem'), 'PEM');
       const https = ['--url', 'https://h:1', '--model', 'a=1'];
-      expect((await parseFlags([...https, '--token-file', join(d, 't'), '--ca', join(d, 'ca.pem')])).opts).toMatchObject({ token: 'tok-0123456789abcdef', ca: Buffer.from('PEM') });
-      expect((await parseFlags([...https, '--token-file', join(d, 'bad')])).stderr).toMatch(/--token-file .*bad: expected one token/);
+      expect(
+        (await parseFlags([...https, '--token-file', join(d, 't'), '--ca', join(d, 'ca.pem')])).opts,
+      ).toMatchObject({ token: 'tok-0123456789abcdef', ca: Buffer.from('PEM') });
+      expect((await parseFlags([...https, '--token-file', join(d, 'bad')])).stderr).toMatch(
+        /--token-file .*bad: expected one token/,
+      );
       vi.stubEnv('INSS_CLIENT_TOKEN', 'env-tok-0123456789');
       expect((await parseFlags(https)).opts?.token).toBe('env-tok-0123456789');
       const both = await parseFlags([...https, '--token-file', join(d, 't')]);
@@ -481,7 +645,15 @@ describe('flags', () => {
     const d = mkdtempSync(join(tmpdir(), 'inss-loadgen-trace-'));
     try {
       writeFileSync(join(d, 'vgg.txt'), '# vgg16 arrivals\n0.25\n\n0.1 # first\n1.5\n12\n');
-      const r = await parseFlags([...base, '--trace', `vgg16=${join(d, 'vgg.txt')}`, '--duration', '2', '--slo', 'vgg16=150']);
+      const r = await parseFlags([
+        ...base,
+        '--trace',
+        `vgg16=${join(d, 'vgg.txt')}`,
+        '--duration',
+        '2',
+        '--slo',
+        'vgg16=150',
+      ]);
       expect(r.stderr).toBe('');
       expect(r.opts?.models).toEqual([
         { name: 'resnet50', ratePerS: 100 },
@@ -489,16 +661,32 @@ describe('flags', () => {
       ]);
       expect(r.opts?.traces).toEqual(new Map([['vgg16', join(d, 'vgg.txt')]]));
       // A trace alone is enough.
-      expect((await parseFlags(['--url', 'http://h:1', '--trace', `vgg16=${join(d, 'vgg.txt')}`])).opts?.models.map((m) => m.name)).toEqual(['vgg16']);
+      expect(
+        (await parseFlags(['--url', 'http://h:1', '--trace', `vgg16=${join(d, 'vgg.txt')}`])).opts?.models.map(
+          (m) => m.name,
+        ),
+      ).toEqual(['vgg16']);
       writeFileSync(join(d, 'bad.txt'), '0.1\nsoon\n');
       writeFileSync(join(d, 'late.txt'), '30\n');
       const refused: [string[], RegExp][] = [
-        [['--trace', `vgg16=${join(d, 'bad.txt')}`], /--trace vgg16=.*bad\.txt: .*bad\.txt:2: not a non-negative number of seconds: 'soon'/],
-        [['--trace', `vgg16=${join(d, 'late.txt')}`], /--trace vgg16=.*late\.txt: no arrival before the end of the send window \(--duration 10 s; the trace has 1 arrival\)/],
+        [
+          ['--trace', `vgg16=${join(d, 'bad.txt')}`],
+          /--trace vgg16=.*bad\.txt: .*bad\.txt:2: not a non-negative number of seconds: 'soon'/,
+        ],
+        [
+          ['--trace', `vgg16=${join(d, 'late.txt')}`],
+          /--trace vgg16=.*late\.txt: no arrival before the end of the send window \(--duration 10 s; the trace has 1 arrival\)/,
+        ],
         [['--trace', 'vgg16=/nonexistent/t.txt'], /--trace vgg16=\/nonexistent\/t\.txt: cannot read: ENOENT/],
-        [['--trace', `resnet50=${join(d, 'vgg.txt')}`], /--trace resnet50=\.\.\.: model 'resnet50' is also given by --model/],
+        [
+          ['--trace', `resnet50=${join(d, 'vgg.txt')}`],
+          /--trace resnet50=\.\.\.: model 'resnet50' is also given by --model/,
+        ],
         [['--trace', 'vgg16'], /--trace.*not <name>=<file>/],
-        [['--trace', `vgg16=${join(d, 'vgg.txt')}`, '--trace', `vgg16=${join(d, 'vgg.txt')}`], /--trace.*'vgg16' is given twice/],
+        [
+          ['--trace', `vgg16=${join(d, 'vgg.txt')}`, '--trace', `vgg16=${join(d, 'vgg.txt')}`],
+          /--trace.*'vgg16' is given twice/,
+        ],
       ];
       for (const [args, message] of refused) {
         const x = await parseFlags([...base, ...args]);
@@ -515,7 +703,10 @@ describe('flags', () => {
     [['--url', 'http://h:1'], /give at least one --model <name=ratePerS> or --trace <name=file>/],
     [['--url', 'localhost:8000', '--model', 'a=1'], /--url.*only http:\/\/ and https:\/\//],
     [[...base, '--ca', 'cert.pem'], /--ca: only for an https:\/\/ --url/],
-    [['--url', 'https://h:1', '--model', 'a=1', '--ca', '/nonexistent/cert.pem'], /--ca \/nonexistent\/cert\.pem: cannot read: ENOENT/],
+    [
+      ['--url', 'https://h:1', '--model', 'a=1', '--ca', '/nonexistent/cert.pem'],
+      /--ca \/nonexistent\/cert\.pem: cannot read: ENOENT/,
+    ],
     [[...base, '--token-file', '/nonexistent/t'], /--token-file \/nonexistent\/t: cannot read: ENOENT/],
     [['--url', 'not a url', '--model', 'a=1'], /--url.*is not a URL/],
     [['--url', 'http://h:1?x=1', '--model', 'a=1'], /--url.*without a query/],

@@ -2,7 +2,14 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GPU_QUERY_ARGS, matchProfile, normaliseGpuName, parseGpuQuery, type GpuQueryResult, type SmiGpu } from '../../agent/nvidiaSmi.js';
+import {
+  GPU_QUERY_ARGS,
+  matchProfile,
+  normaliseGpuName,
+  parseGpuQuery,
+  type GpuQueryResult,
+  type SmiGpu,
+} from '../../agent/nvidiaSmi.js';
 import { REPO_ROOT } from '../support/paths.js';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'nvidia-smi');
@@ -15,7 +22,10 @@ function gpusOf(r: GpuQueryResult): readonly SmiGpu[] {
 
 describe('the nvidia-smi command', () => {
   it('asks for exactly the fields the parser reads, as CSV without header or units', () => {
-    expect(GPU_QUERY_ARGS).toEqual(['--query-gpu=index,uuid,name,memory.total,memory.used,utilization.gpu', '--format=csv,noheader,nounits']);
+    expect(GPU_QUERY_ARGS).toEqual([
+      '--query-gpu=index,uuid,name,memory.total,memory.used,utilization.gpu',
+      '--format=csv,noheader,nounits',
+    ]);
   });
 });
 
@@ -23,12 +33,30 @@ describe('parseGpuQuery on recorded nvidia-smi outputs', () => {
   it('one H200', () => {
     expect(parseGpuQuery(fixture('one-h200.csv'))).toEqual({
       kind: 'ok',
-      gpus: [{ index: 0, uuid: 'GPU-5a1b6c7d-8e9f-0a1b-2c3d-4e5f6a7b8c9d', name: 'NVIDIA H200', memTotalMb: 143771, memUsedMb: 0, utilPct: 0 }],
+      gpus: [
+        {
+          index: 0,
+          uuid: 'GPU-5a1b6c7d-8e9f-0a1b-2c3d-4e5f6a7b8c9d',
+          name: 'NVIDIA H200',
+          memTotalMb: 143771,
+          memUsedMb: 0,
+          utilPct: 0,
+        },
+      ],
     });
   });
 
   it('one H100 (a name with spaces)', () => {
-    expect(gpusOf(parseGpuQuery(fixture('one-h100.csv')))).toEqual([{ index: 0, uuid: 'GPU-7c9e6a2f-3b1d-4e8a-9f0c-5d2e1a3b4c6d', name: 'NVIDIA H100 80GB HBM3', memTotalMb: 81559, memUsedMb: 0, utilPct: 0 }]);
+    expect(gpusOf(parseGpuQuery(fixture('one-h100.csv')))).toEqual([
+      {
+        index: 0,
+        uuid: 'GPU-7c9e6a2f-3b1d-4e8a-9f0c-5d2e1a3b4c6d',
+        name: 'NVIDIA H100 80GB HBM3',
+        memTotalMb: 81559,
+        memUsedMb: 0,
+        utilPct: 0,
+      },
+    ]);
   });
 
   it('eight A100s of a DGX, idle and busy', () => {
@@ -67,7 +95,9 @@ describe('parseGpuQuery on recorded nvidia-smi outputs', () => {
   });
 
   it('the GPU of the stand-in agent test: an RTX 2060 SUPER', () => {
-    expect(gpusOf(parseGpuQuery(fixture('rtx2060s.csv')))).toMatchObject([{ index: 0, name: 'NVIDIA GeForce RTX 2060 SUPER', memUsedMb: 12, utilPct: 3 }]);
+    expect(gpusOf(parseGpuQuery(fixture('rtx2060s.csv')))).toMatchObject([
+      { index: 0, name: 'NVIDIA GeForce RTX 2060 SUPER', memUsedMb: 12, utilPct: 3 },
+    ]);
   });
 
   it.each([
@@ -85,7 +115,21 @@ describe('parseGpuQuery on recorded nvidia-smi outputs', () => {
 
   it('every recorded output has a test above', () => {
     expect(readdirSync(FIXTURES).sort()).toEqual(
-      ['duplicate-index.csv', 'eight-a100.csv', 'empty.txt', 'garbage.txt', 'no-devices.txt', 'no-driver.txt', 'not-available.csv', 'one-h100.csv', 'one-h200.csv', 'rtx2060s.csv', 'several.csv', 'truncated.csv', 'wrong-field-count.csv'].sort(),
+      [
+        'duplicate-index.csv',
+        'eight-a100.csv',
+        'empty.txt',
+        'garbage.txt',
+        'no-devices.txt',
+        'no-driver.txt',
+        'not-available.csv',
+        'one-h100.csv',
+        'one-h200.csv',
+        'rtx2060s.csv',
+        'several.csv',
+        'truncated.csv',
+        'wrong-field-count.csv',
+      ].sort(),
     );
   });
 
@@ -106,11 +150,16 @@ describe('parseGpuQuery on recorded nvidia-smi outputs', () => {
   });
 
   it('[Not Supported] and other bracketed markers mean no value where a value may be missing', () => {
-    expect(gpusOf(parseGpuQuery(`0, ${UUID}, X, 100, [Not Supported], [Unknown Error]`))).toMatchObject([{ memUsedMb: null, utilPct: null }]);
+    expect(gpusOf(parseGpuQuery(`0, ${UUID}, X, 100, [Not Supported], [Unknown Error]`))).toMatchObject([
+      { memUsedMb: null, utilPct: null },
+    ]);
   });
 
   it('sorts by index and reads an empty output as no GPU', () => {
-    expect(gpusOf(parseGpuQuery(`1, ${UUID}1, B, 100, 0, 0\n0, ${UUID}, A, 100, 0, 0\n`)).map((g) => g.name)).toEqual(['A', 'B']);
+    expect(gpusOf(parseGpuQuery(`1, ${UUID}1, B, 100, 0, 0\n0, ${UUID}, A, 100, 0, 0\n`)).map((g) => g.name)).toEqual([
+      'A',
+      'B',
+    ]);
     expect(parseGpuQuery(fixture('empty.txt'))).toEqual({ kind: 'ok', gpus: [] });
     expect(parseGpuQuery('\r\n\n')).toEqual({ kind: 'ok', gpus: [] });
   });
@@ -118,10 +167,18 @@ describe('parseGpuQuery on recorded nvidia-smi outputs', () => {
 
 describe('matchProfile', () => {
   // The names of the built-in profiles (profiles/*.json, gpu.name).
-  const builtIn = ['rtx2060', 'rtx2060s', 'v100'].map((id) => ({ id, gpuName: (JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', `${id}.json`), 'utf8')) as { gpu: { name: string } }).gpu.name }));
+  const builtIn = ['rtx2060', 'rtx2060s', 'v100'].map((id) => ({
+    id,
+    gpuName: (JSON.parse(readFileSync(join(REPO_ROOT, 'profiles', `${id}.json`), 'utf8')) as { gpu: { name: string } })
+      .gpu.name,
+  }));
 
   it('the built-in profiles are named as the test below assumes', () => {
-    expect(builtIn.map((p) => p.gpuName)).toEqual(['NVIDIA GeForce RTX 2060', 'NVIDIA GeForce RTX 2060 Super', 'NVIDIA Tesla V100-SXM2-16GB']);
+    expect(builtIn.map((p) => p.gpuName)).toEqual([
+      'NVIDIA GeForce RTX 2060',
+      'NVIDIA GeForce RTX 2060 Super',
+      'NVIDIA Tesla V100-SXM2-16GB',
+    ]);
   });
 
   it.each([
@@ -141,10 +198,12 @@ describe('matchProfile', () => {
   });
 
   it('the first of two matching profiles wins', () => {
-    expect(matchProfile('NVIDIA H100 80GB HBM3', [
-      { id: 'h100-measured', gpuName: 'NVIDIA H100 80GB HBM3' },
-      { id: 'h100-derived', gpuName: 'H100 80GB HBM3' },
-    ])).toBe('h100-measured');
+    expect(
+      matchProfile('NVIDIA H100 80GB HBM3', [
+        { id: 'h100-measured', gpuName: 'NVIDIA H100 80GB HBM3' },
+        { id: 'h100-derived', gpuName: 'H100 80GB HBM3' },
+      ]),
+    ).toBe('h100-measured');
   });
 
   it('normalises only case, spaces and a leading NVIDIA', () => {

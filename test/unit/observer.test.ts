@@ -20,7 +20,11 @@ afterEach(() => {
 describe('fanOut', () => {
   it('tells every observer of each event it implements, in order', () => {
     const seen: string[] = [];
-    const o = fanOut([{ swapCompleted: () => seen.push('a swap') }, { agentCount: (n) => seen.push(`b ${n}`) }, { swapCompleted: () => seen.push('c swap'), agentCount: (n) => seen.push(`c ${n}`) }]);
+    const o = fanOut([
+      { swapCompleted: () => seen.push('a swap') },
+      { agentCount: (n) => seen.push(`b ${n}`) },
+      { swapCompleted: () => seen.push('c swap'), agentCount: (n) => seen.push(`c ${n}`) },
+    ]);
     o.swapCompleted();
     o.agentCount(2);
     o.decided({ policy: 'p', ratePerS: [], deployment: null, decideMs: 0, nowIso: '', changed: true }); // nobody listens: nothing happens
@@ -34,7 +38,13 @@ describe('the control plane through its observer port: metrics and SQLite record
     const store = new Store(':memory:');
     stores.push(store);
     const at = (pct: number) => ({ placements: [{ model: 0, gpu: 0, pct, batch: 1 }] });
-    const h = controlHarness({ models: MODELS, profiles: new Map([[rtx.id, rtx]]), policy: () => new ScriptedPolicy([at(50), at(50), at(70)]), gpus: simGpus('rtx2060s', 1), observers: [metrics, store] });
+    const h = controlHarness({
+      models: MODELS,
+      profiles: new Map([[rtx.id, rtx]]),
+      policy: () => new ScriptedPolicy([at(50), at(50), at(70)]),
+      gpus: simGpus('rtx2060s', 1),
+      observers: [metrics, store],
+    });
     harnesses.push(h);
     expect(store.agents().map((a) => [a.agentId, a.connected])).toEqual([['a1', true]]);
     h.report('ready');
@@ -43,8 +53,13 @@ describe('the control plane through its observer port: metrics and SQLite record
     expect(t.answer).toMatchObject({ ok: true });
     h.control.epoch(); // the same deployment: not a change
     h.control.epoch(); // 70%: a shadow starts
-    expect(store.decisions().map((d) => (d.deployment as { placements: { pct: number }[] }).placements.map((p) => p.pct))).toEqual([[50], [70]]);
-    expect(store.placements().map((p) => [p.workerId, p.pct, p.role])).toEqual([['w1', 50, 'retiring'], ['w2', 70, 'shadow']]);
+    expect(
+      store.decisions().map((d) => (d.deployment as { placements: { pct: number }[] }).placements.map((p) => p.pct)),
+    ).toEqual([[50], [70]]);
+    expect(store.placements().map((p) => [p.workerId, p.pct, p.role])).toEqual([
+      ['w1', 50, 'retiring'],
+      ['w2', 70, 'shadow'],
+    ]);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^inss_decisions_total 3$/m);
     expect(text).toMatch(/^inss_requests_total\{model="resnet50",outcome="ok"\} 1$/m);
@@ -57,7 +72,9 @@ describe('the control plane through its observer port: metrics and SQLite record
   it('writes nothing to a store that is closed', () => {
     const store = new Store(':memory:');
     store.close();
-    expect(() => store.agentJoined({ agentId: 'a', hostname: 'h', workerKind: 'sim', gpus: [], connected: true, nowIso: '' })).not.toThrow();
+    expect(() =>
+      store.agentJoined({ agentId: 'a', hostname: 'h', workerKind: 'sim', gpus: [], connected: true, nowIso: '' }),
+    ).not.toThrow();
     expect(() => store.placementsChanged([], '')).not.toThrow();
   });
 });

@@ -13,7 +13,12 @@ import { InvalidInputError, parseProfile } from '../../src/profile/schema.js';
 const REPO = resolve(import.meta.dirname, '../..');
 const README = readFileSync(resolve(PAPER_CLUSTER_DATA_DIR, 'README.md'), 'utf8');
 const load = (id: string): LatencyModel =>
-  LatencyModel.compile(parseProfile(JSON.parse(readFileSync(resolve(REPO, 'profiles', `${id}.json`), 'utf8')) as unknown, `profiles/${id}.json`));
+  LatencyModel.compile(
+    parseProfile(
+      JSON.parse(readFileSync(resolve(REPO, 'profiles', `${id}.json`), 'utf8')) as unknown,
+      `profiles/${id}.json`,
+    ),
+  );
 
 const TOLERANCE = 0.04;
 const anchors = parsePaperTables(README);
@@ -76,7 +81,9 @@ describe('parsePaperTables', () => {
   });
 
   it('rejects an unknown model', () => {
-    expect(() => parsePaperTables(README.replace('| MnasNet alone', '| SqueezeNet alone'))).toThrow(/unknown model 'SqueezeNet'/);
+    expect(() => parsePaperTables(README.replace('| MnasNet alone', '| SqueezeNet alone'))).toThrow(
+      /unknown model 'SqueezeNet'/,
+    );
   });
 });
 
@@ -92,7 +99,8 @@ describe.each([
   it.each(model.modelNames)('%s: o_r falls with share and rises with batch (batch 1..32, every MPS unit)', (name) => {
     const i = model.modelIndex(name);
     for (let b = 1; b <= 32; b++) {
-      for (let j = 1; j < pcts.length; j++) expect(model.soloRunMs(i, b, pcts[j]!)).toBeLessThanOrEqual(model.soloRunMs(i, b, pcts[j - 1]!));
+      for (let j = 1; j < pcts.length; j++)
+        expect(model.soloRunMs(i, b, pcts[j]!)).toBeLessThanOrEqual(model.soloRunMs(i, b, pcts[j - 1]!));
       if (b < 32) for (const p of pcts) expect(model.soloRunMs(i, b + 1, p)).toBeGreaterThan(model.soloRunMs(i, b, p));
     }
   });

@@ -33,31 +33,95 @@ interface Case {
   readonly skip?: { readonly names: readonly string[]; readonly why: string };
 }
 
-const shipped = (name: string): unknown => JSON.parse(readFileSync(join(REPO_ROOT, 'policies', `${name}.json`), 'utf8'));
+const shipped = (name: string): unknown =>
+  JSON.parse(readFileSync(join(REPO_ROOT, 'policies', `${name}.json`), 'utf8'));
 
 const CASES: readonly Case[] = [
   { name: 'paper-6', cluster: builtInScenario('paper-6').cluster, policyData: shipped('paper-6') },
-  { name: 'paper-8', cluster: builtInScenario('paper-8').cluster, policyData: shipped('paper-8'), skip: { names: ['oracle', 'oracle-h'], why: 'a search takes 0.25-1.4 s on 8 models (paper-6 and the small clusters cover it)' } },
+  {
+    name: 'paper-8',
+    cluster: builtInScenario('paper-8').cluster,
+    policyData: shipped('paper-8'),
+    skip: {
+      names: ['oracle', 'oracle-h'],
+      why: 'a search takes 0.25-1.4 s on 8 models (paper-6 and the small clusters cover it)',
+    },
+  },
   { name: 'v100-4', cluster: builtInScenario('v100-4').cluster },
   { name: 'v100-2-tight (SLOs of 8-80 ms)', cluster: builtInScenario('v100-2-tight').cluster },
-  { name: 'one V100, two models', overload: true, cluster: buildCluster([v100], [{ name: 'alexnet', sloMs: 15 }, { name: 'resnet50', sloMs: 40 }]) },
+  {
+    name: 'one V100, two models',
+    overload: true,
+    cluster: buildCluster(
+      [v100],
+      [
+        { name: 'alexnet', sloMs: 15 },
+        { name: 'resnet50', sloMs: 40 },
+      ],
+    ),
+  },
   // Two GPU types, a model each only one of them has, MPS units of 2.5% and 7% (100 is no multiple of 7).
-  { name: 'V100 + RTX 2060, models on one type only', overload: true, cluster: buildCluster([v100, rtx2060], [{ name: 'alexnet', sloMs: 25 }, { name: 'ssd', sloMs: 150 }, { name: 'mnasnet', sloMs: 50 }]) },
-  { name: 'three 6 GB GPUs, heavy models', overload: true, cluster: buildCluster([rtx2060, rtx2060, rtx2060s], [{ name: 'vgg19', sloMs: 200 }, { name: 'vgg16', sloMs: 150 }]) },
+  {
+    name: 'V100 + RTX 2060, models on one type only',
+    overload: true,
+    cluster: buildCluster(
+      [v100, rtx2060],
+      [
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'ssd', sloMs: 150 },
+        { name: 'mnasnet', sloMs: 50 },
+      ],
+    ),
+  },
+  {
+    name: 'three 6 GB GPUs, heavy models',
+    overload: true,
+    cluster: buildCluster(
+      [rtx2060, rtx2060, rtx2060s],
+      [
+        { name: 'vgg19', sloMs: 200 },
+        { name: 'vgg16', sloMs: 150 },
+      ],
+    ),
+  },
   // What the scheduler builds when no connected GPU's profile has a served model (it warns and serves the rest).
-  { name: 'a served model no GPU has', overload: true, cluster: buildCluster([v100], [{ name: 'alexnet', sloMs: 15 }, { name: 'mnasnet', sloMs: 50 }]) },
+  {
+    name: 'a served model no GPU has',
+    overload: true,
+    cluster: buildCluster(
+      [v100],
+      [
+        { name: 'alexnet', sloMs: 15 },
+        { name: 'mnasnet', sloMs: 50 },
+      ],
+    ),
+  },
 ];
 
 /** Rates (tasks/s per model) of successive epochs: start, steady, a rise, (overload,) a model going idle, nothing, back. */
 function rateSchedule(n: number, overload: boolean): number[][] {
   const base = Array.from({ length: n }, (_, i) => 20 + 15 * i);
-  return [base, base.map((r) => r * 1.01), base.map((r) => r * 2), ...(overload ? [base.map((r) => r * 20)] : []), base.map((r, i) => (i === 0 ? 0 : r)), base.map(() => 0), base];
+  return [
+    base,
+    base.map((r) => r * 1.01),
+    base.map((r) => r * 2),
+    ...(overload ? [base.map((r) => r * 20)] : []),
+    base.map((r, i) => (i === 0 ? 0 : r)),
+    base.map(() => 0),
+    base,
+  ];
 }
 
 function observation(nowMs: number, ratePerS: readonly number[], current: Deployment): Observation {
   const zeros = ratePerS.map(() => 0);
   const nan = ratePerS.map(() => Number.NaN);
-  return { nowMs, ratePerS, queued: zeros, lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nan, meanLatencyMs: nan }, current };
+  return {
+    nowMs,
+    ratePerS,
+    queued: zeros,
+    lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nan, meanLatencyMs: nan },
+    current,
+  };
 }
 
 /** Every deployment the policy emits over the schedule, each epoch seeing the last one in force. */
@@ -110,7 +174,21 @@ describe('policy contract: every registered policy', () => {
 
   it('covers the registry and its bench variants', () => {
     const names = factories.map((f) => f.name);
-    for (const n of ['inss', 'inss-ni', 'inss-paper', 'inss-nopool', 'gpulet', 'gslice', 'igniter', 'static-even', 'timeshare', 'oracle', 'gpulet-h', 'oracle-h']) expect(names).toContain(n);
+    for (const n of [
+      'inss',
+      'inss-ni',
+      'inss-paper',
+      'inss-nopool',
+      'gpulet',
+      'gslice',
+      'igniter',
+      'static-even',
+      'timeshare',
+      'oracle',
+      'gpulet-h',
+      'oracle-h',
+    ])
+      expect(names).toContain(n);
   });
 
   for (const c of CASES) {
@@ -121,7 +199,10 @@ describe('policy contract: every registered policy', () => {
           continue;
         }
         it(`${f.name}: supports() answers; when supported, valid deployments, the same for the same seed, no clock read`, () => {
-          const options: PolicyOptions = { seed: 7, ...(c.policyData !== undefined && f.name.startsWith('inss') ? { policyData: c.policyData } : {}) };
+          const options: PolicyOptions = {
+            seed: 7,
+            ...(c.policyData !== undefined && f.name.startsWith('inss') ? { policyData: c.policyData } : {}),
+          };
           const why = f.supports(c.cluster, options);
           if (why !== null) {
             expect(why.length).toBeGreaterThan(10);

@@ -26,11 +26,18 @@ function obs(ratePerS: readonly number[], nowMs = 0, current: Deployment = { pla
   const n = ratePerS.length;
   const zeros = new Array<number>(n).fill(0);
   const nan = new Array<number>(n).fill(Number.NaN);
-  return { nowMs, ratePerS, queued: zeros, lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nan, meanLatencyMs: nan }, current };
+  return {
+    nowMs,
+    ratePerS,
+    queued: zeros,
+    lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nan, meanLatencyMs: nan },
+    current,
+  };
 }
 
 /** Gpulet's L(b): solo t_inf times the latency ratio. */
-const gpuletL = (gpu: GpuInfo, model: number, batch: number, pct: number) => predictOnGpu(gpu, [{ model, batch, pct }])[0]! * GPULET_LATENCY_RATIO;
+const gpuletL = (gpu: GpuInfo, model: number, batch: number, pct: number) =>
+  predictOnGpu(gpu, [{ model, batch, pct }])[0]! * GPULET_LATENCY_RATIO;
 
 // Synthetic GPU (MPS unit 5%): running time b * 100/pct ms, so throughput grows linearly with the share.
 const synthetic = ProfileSchema.parse(
@@ -42,7 +49,10 @@ const synthetic = ProfileSchema.parse(
 
 describe('gpulet: partitions on MPS units', () => {
   it('maps 20/40/50/60/80% to the nearest unit multiple (ties down); 100 stays 100', () => {
-    const s = buildCluster([load('profiles/rtx2060s.json'), load('profiles/rtx2060.json')], [{ name: 'alexnet', sloMs: 25 }]);
+    const s = buildCluster(
+      [load('profiles/rtx2060s.json'), load('profiles/rtx2060.json')],
+      [{ name: 'alexnet', sloMs: 25 }],
+    );
     const unit6 = s.gpus[0]!;
     const unit7 = s.gpus[1]!;
     expect(unit6.mpsUnitPct).toBe(6);
@@ -53,10 +63,13 @@ describe('gpulet: partitions on MPS units', () => {
 });
 
 describe('gpulet: hand-worked decisions', () => {
-  const cluster = buildCluster([synthetic, synthetic], [
-    { name: 'lin', sloMs: 40 },
-    { name: 'hog', sloMs: 40 },
-  ]);
+  const cluster = buildCluster(
+    [synthetic, synthetic],
+    [
+      { name: 'lin', sloMs: 40 },
+      { name: 'hog', sloMs: 40 },
+    ],
+  );
   const gpu = cluster.gpus[0]!;
   const planner = new GpuletPlanner(cluster);
 
@@ -110,17 +123,28 @@ describe('gpulet: hand-worked decisions', () => {
         .model('hog', { runAtB1Full: 1, batchExp: 1, pctExp: 1, alphaCache: 20, alphaU: 1, betaU: 0.2 })
         .build(),
     );
-    const c = buildCluster([heavy, heavy], [
-      { name: 'lin', sloMs: 40 },
-      { name: 'hog', sloMs: 40 },
-    ]);
+    const c = buildCluster(
+      [heavy, heavy],
+      [
+        { name: 'lin', sloMs: 40 },
+        { name: 'hog', sloMs: 40 },
+      ],
+    );
     const d = new GpuletPlanner(c).plan([50, 40]);
     expect(d.placements.map((p) => p.gpu).sort()).toEqual([0, 1]);
   });
 });
 
 describe('gpulet: invariants over random rates', () => {
-  const cluster = buildCluster([load('profiles/rtx2060s.json'), load('profiles/rtx2060s.json'), load('profiles/rtx2060.json'), load('profiles/rtx2060.json')], paperModels);
+  const cluster = buildCluster(
+    [
+      load('profiles/rtx2060s.json'),
+      load('profiles/rtx2060s.json'),
+      load('profiles/rtx2060.json'),
+      load('profiles/rtx2060.json'),
+    ],
+    paperModels,
+  );
   const rng = new Rng(12345);
 
   it('valid deployments, at most two gpu-lets per GPU, 2 * L(b) <= SLO, timeout SLO/2, every model with traffic placed', () => {
@@ -157,7 +181,10 @@ describe('gpulet: invariants over random rates', () => {
   });
 
   it('under overload gives what it can: still valid, every model keeps a gpu-let', () => {
-    const small: ClusterInfo = buildCluster([load('profiles/rtx2060s.json'), load('profiles/rtx2060.json')], paperModels.slice(0, 4));
+    const small: ClusterInfo = buildCluster(
+      [load('profiles/rtx2060s.json'), load('profiles/rtx2060.json')],
+      paperModels.slice(0, 4),
+    );
     const d = gpuletFactory.create(small, {}).decide(obs([5000, 3000, 2000, 5000]));
     expect(deploymentProblem(small, d)).toBeNull();
     for (let i = 0; i < 4; i++) expect(d.placements.some((p) => p.model === i)).toBe(true);
@@ -187,12 +214,15 @@ describe('gpulet: invariants over random rates', () => {
 
 describe('gpulet on the V100 profile', () => {
   it('places alexnet, resnet50, vgg19 and ssd validly on two V100s', () => {
-    const c = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'resnet50', sloMs: 80 },
-      { name: 'vgg19', sloMs: 200 },
-      { name: 'ssd', sloMs: 200 },
-    ]);
+    const c = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'resnet50', sloMs: 80 },
+        { name: 'vgg19', sloMs: 200 },
+        { name: 'ssd', sloMs: 200 },
+      ],
+    );
     const d = gpuletFactory.create(c, {}).decide(obs([800, 400, 100, 50]));
     expect(deploymentProblem(c, d)).toBeNull();
     expect(new Set(d.placements.map((p) => p.model)).size).toBe(4);

@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { GSLICE_SETTLE_MS, gsliceBatch, gsliceFactory, gsliceKneePct, gsliceStep, gsliceTune, maxMinFair } from '../../src/policy/policies/gslice.js';
+import {
+  GSLICE_SETTLE_MS,
+  gsliceBatch,
+  gsliceFactory,
+  gsliceKneePct,
+  gsliceStep,
+  gsliceTune,
+  maxMinFair,
+} from '../../src/policy/policies/gslice.js';
 import { deploymentProblem, predictOnGpu } from '../../src/policy/util.js';
 import type { Deployment, Observation } from '../../src/policy/types.js';
 import { parseProfile } from '../../src/profile/schema.js';
@@ -46,25 +54,36 @@ function obs(ratePerS: readonly number[], nowMs: number, current: Deployment, f:
   };
 }
 
-const sharesOf = (d: Deployment, model: number) => d.placements.filter((p) => p.model === model).reduce((a, p) => a + p.pct, 0);
+const sharesOf = (d: Deployment, model: number) =>
+  d.placements.filter((p) => p.model === model).reduce((a, p) => a + p.pct, 0);
 
 describe('gslice: the self-tuning rule (hand-worked)', () => {
   it('raises the GPU% by the larger relative deficit', () => {
     // RL = (100 - 120) / 100 = -20%, RT = (100 - 90) / 90 = +11%: +20%.
-    expect(gsliceTune(40, { sloMs: 100, ratePerS: 90, meanLatencyMs: 120, capacityPerS: 100, violationFraction: 0 })).toBeCloseTo(48, 9);
+    expect(
+      gsliceTune(40, { sloMs: 100, ratePerS: 90, meanLatencyMs: 120, capacityPerS: 100, violationFraction: 0 }),
+    ).toBeCloseTo(48, 9);
     // Throughput short by 50%: +50%.
-    expect(gsliceTune(40, { sloMs: 100, ratePerS: 200, meanLatencyMs: 50, capacityPerS: 100, violationFraction: 0 })).toBeCloseTo(60, 9);
+    expect(
+      gsliceTune(40, { sloMs: 100, ratePerS: 200, meanLatencyMs: 50, capacityPerS: 100, violationFraction: 0 }),
+    ).toBeCloseTo(60, 9);
   });
 
   it('an epoch with SLO violations above the threshold counts as a latency deficit', () => {
-    expect(gsliceTune(40, { sloMs: 100, ratePerS: 90, meanLatencyMs: 60, capacityPerS: 200, violationFraction: 0.3 })).toBeCloseTo(52, 9);
+    expect(
+      gsliceTune(40, { sloMs: 100, ratePerS: 90, meanLatencyMs: 60, capacityPerS: 200, violationFraction: 0.3 }),
+    ).toBeCloseTo(52, 9);
   });
 
   it('lowers it by the smaller surplus, and leaves it inside the 5% band', () => {
     // RL = 70%, throughput surplus as a fraction of capacity (200 - 100) / 200 = 50%: -50%.
-    expect(gsliceTune(50, { sloMs: 100, ratePerS: 100, meanLatencyMs: 30, capacityPerS: 200, violationFraction: 0 })).toBeCloseTo(25, 9);
+    expect(
+      gsliceTune(50, { sloMs: 100, ratePerS: 100, meanLatencyMs: 30, capacityPerS: 200, violationFraction: 0 }),
+    ).toBeCloseTo(25, 9);
     // RL = 3%: inside the band.
-    expect(gsliceTune(50, { sloMs: 100, ratePerS: 100, meanLatencyMs: 97, capacityPerS: 200, violationFraction: 0 })).toBe(50);
+    expect(
+      gsliceTune(50, { sloMs: 100, ratePerS: 100, meanLatencyMs: 97, capacityPerS: 200, violationFraction: 0 }),
+    ).toBe(50);
   });
 
   it('steps in whole percents, rounded up to the next MPS unit (glet GetNewGPUPart + getNextLargestPart)', () => {
@@ -160,7 +179,15 @@ describe('gslice: behaviour over epochs', () => {
       const out: Deployment[] = [];
       let current: Deployment = { placements: [] };
       for (let t = 0; t < 20; t++) {
-        const f = t % 3 === 0 ? { served: rates, meanExecMs: [5, 40, 80, 10, 10, 30], meanLatencyMs: [30, 90, 160, 40, 40, 50], violated: [40, 20, 10, 0, 0, 30] } : {};
+        const f =
+          t % 3 === 0
+            ? {
+                served: rates,
+                meanExecMs: [5, 40, 80, 10, 10, 30],
+                meanLatencyMs: [30, 90, 160, 40, 40, 50],
+                violated: [40, 20, 10, 0, 0, 30],
+              }
+            : {};
         current = p.decide(obs(rates, t * 1000, current, f));
         out.push(current);
       }
@@ -174,7 +201,13 @@ describe('gslice: behaviour over epochs', () => {
     let d = p.decide(obs([0, 0, 500, 0, 0, 0], 0, { placements: [] }));
     // vgg16 badly short of throughput, epoch after epoch.
     for (let t = 1; t < 30; t++) {
-      d = p.decide(obs([0, 0, 500, 0, 0, 0], t * 5000, d, { served: [0, 0, 200, 0, 0, 0], meanExecMs: [0, 0, 70, 0, 0, 0], meanLatencyMs: [0, 0, 140, 0, 0, 0] }));
+      d = p.decide(
+        obs([0, 0, 500, 0, 0, 0], t * 5000, d, {
+          served: [0, 0, 200, 0, 0, 0],
+          meanExecMs: [0, 0, 70, 0, 0, 0],
+          meanLatencyMs: [0, 0, 140, 0, 0, 0],
+        }),
+      );
       expect(deploymentProblem(cluster, d)).toBeNull();
     }
     const mine = d.placements.filter((q) => q.model === 2);

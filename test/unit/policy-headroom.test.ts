@@ -8,14 +8,23 @@ import type { ClusterInfo, Observation, Policy, PolicyFactory } from '../../src/
 import { parseProfile } from '../../src/profile/schema.js';
 
 const v100 = parseProfile(JSON.parse(readFileSync('profiles/v100.json', 'utf8')), 'profiles/v100.json');
-const cluster = buildCluster([v100, v100], [
-  { name: 'alexnet', sloMs: 15 },
-  { name: 'resnet50', sloMs: 40 },
-]);
+const cluster = buildCluster(
+  [v100, v100],
+  [
+    { name: 'alexnet', sloMs: 15 },
+    { name: 'resnet50', sloMs: 40 },
+  ],
+);
 
 function obs(ratePerS: number[]): Observation {
   const z = ratePerS.map(() => 0);
-  return { nowMs: 0, ratePerS, queued: z, lastEpoch: { served: z, violated: z, dropped: z, meanExecMs: z, meanLatencyMs: z }, current: { placements: [] } };
+  return {
+    nowMs: 0,
+    ratePerS,
+    queued: z,
+    lastEpoch: { served: z, violated: z, dropped: z, meanExecMs: z, meanLatencyMs: z },
+    current: { placements: [] },
+  };
 }
 
 describe('withHeadroom: a baseline planning with inss headroom', () => {
@@ -49,15 +58,22 @@ describe('withHeadroom: a baseline planning with inss headroom', () => {
   });
 
   it('iGniter with headroom plans what iGniter plans for the scaled rates and SLOs', () => {
-    const d = withHeadroom(igniterFactory).create(cluster, {}).decide(obs([400, 300]));
-    const scaled = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 15 * SLO_FRACTION },
-      { name: 'resnet50', sloMs: 40 * SLO_FRACTION },
-    ]);
+    const d = withHeadroom(igniterFactory)
+      .create(cluster, {})
+      .decide(obs([400, 300]));
+    const scaled = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 15 * SLO_FRACTION },
+        { name: 'resnet50', sloMs: 40 * SLO_FRACTION },
+      ],
+    );
     expect(d).toEqual(igniterPlan(scaled, [400 * RATE_HEADROOM, 300 * RATE_HEADROOM]));
     // ... and its batches time out earlier than plain iGniter's (SLO x 0.85 / 2).
     const plain = igniterFactory.create(cluster, {}).decide(obs([400, 300]));
-    expect(Math.max(...d.placements.map((p) => p.timeoutMs!))).toBeLessThan(Math.max(...plain.placements.map((p) => p.timeoutMs!)));
+    expect(Math.max(...d.placements.map((p) => p.timeoutMs!))).toBeLessThan(
+      Math.max(...plain.placements.map((p) => p.timeoutMs!)),
+    );
   });
 
   it('rejects a headroom that loosens the plan', () => {

@@ -37,15 +37,24 @@ function mulberry32(seed: number): () => number {
 function obs(cluster: ClusterInfo, ratePerS: number[], current: Deployment = { placements: [] }): Observation {
   const zeros = cluster.models.map(() => 0);
   const nans = cluster.models.map(() => Number.NaN);
-  return { nowMs: 0, ratePerS, queued: zeros, lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nans, meanLatencyMs: nans }, current };
+  return {
+    nowMs: 0,
+    ratePerS,
+    queued: zeros,
+    lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nans, meanLatencyMs: nans },
+    current,
+  };
 }
 
 describe('iGniter batch and lower bound of resources (steps 1-3)', () => {
-  const cluster = buildCluster([synthetic, synthetic], [
-    { name: 'a', sloMs: 40 },
-    { name: 'b', sloMs: 100 },
-    { name: 'c', sloMs: 30 },
-  ]);
+  const cluster = buildCluster(
+    [synthetic, synthetic],
+    [
+      { name: 'a', sloMs: 40 },
+      { name: 'b', sloMs: 100 },
+      { name: 'c', sloMs: 30 },
+    ],
+  );
 
   it('matches the closed form worked by hand', () => {
     // a: b = ceil(20 ms * 0.2/ms * 1e7 / (1e7 + 602112 * 0.2)) = ceil(3.952) = 4;
@@ -59,14 +68,17 @@ describe('iGniter batch and lower bound of resources (steps 1-3)', () => {
     expect(d[0]!.batchByGpu[1]).toBe(4); // same profile, same answer on GPU 1
   });
 
-  it('reproduces the reference implementation\'s batches for its README example (V100)', () => {
+  it("reproduces the reference implementation's batches for its README example (V100)", () => {
     // igniter-algorithm.py's example: AlexNet SLO 15 ms at 500/s, ResNet50 40 ms at 400/s, VGG19 60 ms at 200/s
     // -> batches 4, 8, 6 (README "id,model,batch,resources").
-    const c = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 15 },
-      { name: 'resnet50', sloMs: 40 },
-      { name: 'vgg19', sloMs: 60 },
-    ]);
+    const c = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 15 },
+        { name: 'resnet50', sloMs: 40 },
+        { name: 'vgg19', sloMs: 60 },
+      ],
+    );
     const d = igniterDemands(c, [500, 400, 200]);
     expect(d.map((x) => x.batchByGpu[0])).toEqual([4, 8, 6]);
     const plan = igniterPlan(c, [500, 400, 200]);
@@ -87,11 +99,14 @@ describe('iGniter batch and lower bound of resources (steps 1-3)', () => {
 
 describe('iGniter placement (step 4)', () => {
   it('co-locates while interference fits, opens a new GPU when it does not (worked case)', () => {
-    const cluster = buildCluster([synthetic, synthetic], [
-      { name: 'a', sloMs: 40 },
-      { name: 'b', sloMs: 100 },
-      { name: 'c', sloMs: 30 },
-    ]);
+    const cluster = buildCluster(
+      [synthetic, synthetic],
+      [
+        { name: 'a', sloMs: 40 },
+        { name: 'b', sloMs: 100 },
+        { name: 'c', sloMs: 30 },
+      ],
+    );
     // Order by r_lower: a (45), b (45; index breaks the tie), c (10). a opens GPU 0. b joins it at 45%:
     // l_a = l_b = 0.2 * 0.45 + 0.05 = 0.14, so a's t_inf ~ 0.26 + 0.025 + 17.8 * (1 + 0.3 * 0.14) = 18.8 <= 20
     // and b's ~ 46.7 <= 50: no unit added. c joins at 10% (GPU 0 at 100%): a ~ 0.26 + 0.035 + 17.8 * 1.063
@@ -114,11 +129,14 @@ describe('iGniter placement (step 4)', () => {
   });
 
   it('adds MPS units to the models a newcomer disturbs until all meet SLO/2', () => {
-    const cluster = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'resnet50', sloMs: 80 },
-      { name: 'vgg19', sloMs: 200 },
-    ]);
+    const cluster = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'resnet50', sloMs: 80 },
+        { name: 'vgg19', sloMs: 200 },
+      ],
+    );
     const rates = [300, 200, 60];
     const demands = igniterDemands(cluster, rates);
     const plan = igniterPlan(cluster, rates);
@@ -156,11 +174,14 @@ describe('iGniter placement (step 4)', () => {
 });
 
 describe('iGniter policy', () => {
-  const cluster = buildCluster([v100, v100], [
-    { name: 'alexnet', sloMs: 25 },
-    { name: 'resnet50', sloMs: 80 },
-    { name: 'vgg19', sloMs: 200 },
-  ]);
+  const cluster = buildCluster(
+    [v100, v100],
+    [
+      { name: 'alexnet', sloMs: 25 },
+      { name: 'resnet50', sloMs: 80 },
+      { name: 'vgg19', sloMs: 200 },
+    ],
+  );
 
   it('is deterministic', () => {
     const a = igniterFactory.create(cluster, {});
@@ -182,12 +203,24 @@ describe('iGniter policy', () => {
     expect(p.decide(obs(cluster, [320, 190, 54], first))).toBe(first);
     const second = p.decide(obs(cluster, [600, 200, 50], first));
     expect(second).not.toBe(first);
-    expect(second.placements.find((x) => x.model === 0)!.batch).toBeGreaterThan(first.placements.find((x) => x.model === 0)!.batch);
+    expect(second.placements.find((x) => x.model === 0)!.batch).toBeGreaterThan(
+      first.placements.find((x) => x.model === 0)!.batch,
+    );
   });
 
   it('renumbers GPUs of one profile to keep workers in place', () => {
-    const plan: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }, { model: 1, gpu: 1, pct: 30, batch: 2 }] };
-    const current: Deployment = { placements: [{ model: 0, gpu: 1, pct: 50, batch: 8 }, { model: 1, gpu: 0, pct: 30, batch: 2 }] };
+    const plan: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 4 },
+        { model: 1, gpu: 1, pct: 30, batch: 2 },
+      ],
+    };
+    const current: Deployment = {
+      placements: [
+        { model: 0, gpu: 1, pct: 50, batch: 8 },
+        { model: 1, gpu: 0, pct: 30, batch: 2 },
+      ],
+    };
     expect(alignToCurrent(cluster, plan, current).placements).toEqual([
       { model: 1, gpu: 0, pct: 30, batch: 2 },
       { model: 0, gpu: 1, pct: 50, batch: 4 },

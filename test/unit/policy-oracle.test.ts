@@ -24,7 +24,10 @@ function synthetic(unitPct: number, names = ['a', 'b', 'c']) {
   ];
   names.forEach((n, i) => builder.model(n, shapes[i % shapes.length]!));
   const input: ProfileInput = builder.cacheSelfWeight(0.5).build();
-  return parseProfile({ ...input, id: `synthetic-${unitPct}`, gpu: { ...input.gpu, mpsUnitPct: unitPct } }, 'synthetic');
+  return parseProfile(
+    { ...input, id: `synthetic-${unitPct}`, gpu: { ...input.gpu, mpsUnitPct: unitPct } },
+    'synthetic',
+  );
 }
 
 function mulberry32(seed: number): () => number {
@@ -41,7 +44,13 @@ function mulberry32(seed: number): () => number {
 function obs(cluster: ClusterInfo, ratePerS: number[], current: Deployment = { placements: [] }): Observation {
   const zeros = cluster.models.map(() => 0);
   const nans = cluster.models.map(() => Number.NaN);
-  return { nowMs: 0, ratePerS, queued: zeros, lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nans, meanLatencyMs: nans }, current };
+  return {
+    nowMs: 0,
+    ratePerS,
+    queued: zeros,
+    lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nans, meanLatencyMs: nans },
+    current,
+  };
 }
 
 /**
@@ -62,7 +71,10 @@ function bruteForce(cluster: ClusterInfo, rates: number[]): number {
             if (sum > 100 + 1e-9) return;
           }
           const placements = gpuOf.map((g, m) => ({ model: m, gpu: g, pct: pcts[m]! }));
-          const r = bda(cluster.gpus, placements.map((p) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[p.model]! })));
+          const r = bda(
+            cluster.gpus,
+            placements.map((p) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[p.model]! })),
+          );
           if (!r.ok) return;
           const d: Deployment = { placements: placements.map((p, k2) => ({ ...p, batch: r.batches[k2]! })) };
           if (deploymentProblem(cluster, d) !== null) return;
@@ -102,11 +114,14 @@ describe('oracle search', () => {
 
   it('equals a brute force with no pruning on tiny instances', () => {
     const profile = synthetic(20);
-    const cluster = buildCluster([profile, profile], [
-      { name: 'a', sloMs: 40 },
-      { name: 'b', sloMs: 100 },
-      { name: 'c', sloMs: 30 },
-    ]);
+    const cluster = buildCluster(
+      [profile, profile],
+      [
+        { name: 'a', sloMs: 40 },
+        { name: 'b', sloMs: 100 },
+        { name: 'c', sloMs: 30 },
+      ],
+    );
     const rnd = mulberry32(11);
     let feasibleTrials = 0;
     for (let t = 0; t < 6; t++) {
@@ -126,11 +141,14 @@ describe('oracle search', () => {
   });
 
   it('finds at least the throughput of iGniter and static-even (2 GPUs, 3 models, V100)', () => {
-    const cluster = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'resnet50', sloMs: 80 },
-      { name: 'vgg19', sloMs: 200 },
-    ]);
+    const cluster = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'resnet50', sloMs: 80 },
+        { name: 'vgg19', sloMs: 200 },
+      ],
+    );
     const rnd = mulberry32(21);
     let comparedFeasible = 0;
     for (let t = 0; t < 12; t++) {
@@ -154,21 +172,27 @@ describe('oracle search', () => {
   });
 
   it('is deterministic', () => {
-    const cluster = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'resnet50', sloMs: 80 },
-      { name: 'vgg19', sloMs: 200 },
-    ]);
+    const cluster = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'resnet50', sloMs: 80 },
+        { name: 'vgg19', sloMs: 200 },
+      ],
+    );
     const rates = [700, 300, 40];
     expect(oracleSearch(cluster, rates)).toEqual(oracleSearch(cluster, rates));
   });
 
   it('under overload maximises goodput and stays valid', () => {
-    const cluster = buildCluster([v100, v100], [
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'resnet50', sloMs: 80 },
-      { name: 'vgg19', sloMs: 200 },
-    ]);
+    const cluster = buildCluster(
+      [v100, v100],
+      [
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'resnet50', sloMs: 80 },
+        { name: 'vgg19', sloMs: 200 },
+      ],
+    );
     const rates = [50000, 50000, 50000];
     const r = oracleSearch(cluster, rates);
     expect(r.feasible).toBe(false);
@@ -184,29 +208,46 @@ describe('oracle search', () => {
     const models = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((name) => ({ name, sloMs: 100 }));
     const big = buildCluster([six, six], models);
     expect(oracleSize(big).splits).toBeGreaterThan(2e6);
-    expect(() => oracleSearch(big, models.map(() => 10))).toThrow(RangeError);
-    expect(() => oracleSearch(big, models.map(() => 10))).toThrow(/6 models on 2 GPUs/);
+    expect(() =>
+      oracleSearch(
+        big,
+        models.map(() => 10),
+      ),
+    ).toThrow(RangeError);
+    expect(() =>
+      oracleSearch(
+        big,
+        models.map(() => 10),
+      ),
+    ).toThrow(/6 models on 2 GPUs/);
     expect(oracleFactory.supports(big, {})).toMatch(/^instance too large: 6 models on 2 GPUs means .* share splits/);
     expect(() => oracleFactory.create(big, {})).toThrow(RangeError);
     const manyGpus = buildCluster(new Array(7).fill(v100), [{ name: 'alexnet', sloMs: 25 }]);
     expect(oracleFactory.supports(manyGpus, {})).toMatch(/1 models on 7 GPUs \(limit 8 models, 6 GPUs\)/);
-    expect(oracleFactory.supports(buildCluster(new Array(6).fill(v100), [{ name: 'alexnet', sloMs: 25 }]), {})).toBeNull();
+    expect(
+      oracleFactory.supports(buildCluster(new Array(6).fill(v100), [{ name: 'alexnet', sloMs: 25 }]), {}),
+    ).toBeNull();
   });
 });
 
 describe('oracle policy', () => {
-  const cluster = buildCluster([v100, v100], [
-    { name: 'alexnet', sloMs: 25 },
-    { name: 'resnet50', sloMs: 80 },
-    { name: 'vgg19', sloMs: 200 },
-  ]);
+  const cluster = buildCluster(
+    [v100, v100],
+    [
+      { name: 'alexnet', sloMs: 25 },
+      { name: 'resnet50', sloMs: 80 },
+      { name: 'vgg19', sloMs: 200 },
+    ],
+  );
 
   it('re-searches only on a rate change beyond 5%; otherwise only BDA re-picks batches', () => {
     const p = oracleFactory.create(cluster, {});
     const first = p.decide(obs(cluster, [600, 300, 40]));
     expect(deploymentProblem(cluster, first)).toBeNull();
     const small = p.decide(obs(cluster, [620, 290, 41], first));
-    expect(small.placements.map((x) => [x.model, x.gpu, x.pct])).toEqual(first.placements.map((x) => [x.model, x.gpu, x.pct]));
+    expect(small.placements.map((x) => [x.model, x.gpu, x.pct])).toEqual(
+      first.placements.map((x) => [x.model, x.gpu, x.pct]),
+    );
     const other = oracleFactory.create(cluster, {});
     expect(other.decide(obs(cluster, [600, 300, 40]))).toEqual(first);
   });
@@ -221,5 +262,3 @@ describe('oracle policy', () => {
     }
   });
 });
-
-

@@ -23,7 +23,13 @@ const synthetic = parseProfile(
 function obs(cluster: ClusterInfo, ratePerS: number[]): Observation {
   const zeros = cluster.models.map(() => 0);
   const nans = cluster.models.map(() => Number.NaN);
-  return { nowMs: 0, ratePerS, queued: zeros, lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nans, meanLatencyMs: nans }, current: { placements: [] } };
+  return {
+    nowMs: 0,
+    ratePerS,
+    queued: zeros,
+    lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nans, meanLatencyMs: nans },
+    current: { placements: [] },
+  };
 }
 
 const v100Models = [
@@ -35,7 +41,10 @@ const v100Models = [
 
 describe('static-even', () => {
   it('balances models by count in index order (round-robin on a homogeneous cluster)', () => {
-    expect(staticEvenPlacement(buildCluster([v100, v100], v100Models))).toEqual([[0, 2], [1, 3]]);
+    expect(staticEvenPlacement(buildCluster([v100, v100], v100Models))).toEqual([
+      [0, 2],
+      [1, 3],
+    ]);
     expect(staticEvenPlacement(buildCluster([v100, v100], v100Models.slice(0, 3)))).toEqual([[0, 2], [1]]);
     expect(staticEvenPlacement(buildCluster([v100, v100, v100], v100Models))).toEqual([[0, 3], [1], [2]]);
   });
@@ -54,10 +63,13 @@ describe('static-even', () => {
   it('picks the largest batch with 2 * t_inf <= SLO (worked case) and times out at SLO/2', () => {
     // Model a alone at 100%: t_inf(b) = 0.0606 b + 0.02 + 2 b; 2 t_inf <= 40  =>  b <= 9.43  =>  b = 9.
     // Model c alone at 100%: t_inf(b) = 0.0606 b + 0.02 + 0.5 b; 2 t_inf <= 10  =>  b <= 8.88  =>  b = 8.
-    const cluster = buildCluster([synthetic, synthetic], [
-      { name: 'a', sloMs: 40 },
-      { name: 'c', sloMs: 10 },
-    ]);
+    const cluster = buildCluster(
+      [synthetic, synthetic],
+      [
+        { name: 'a', sloMs: 40 },
+        { name: 'c', sloMs: 10 },
+      ],
+    );
     const plan = staticEvenPlan(cluster);
     expect(plan.placements.map((p) => [p.model, p.gpu, p.pct, p.batch, p.timeoutMs])).toEqual([
       [0, 0, 100, 9, 20],
@@ -72,8 +84,13 @@ describe('static-even', () => {
     plan.placements.forEach((p, k) => {
       if (p.batch > 1) expect(2 * t[k]!).toBeLessThanOrEqual(cluster.models[p.model]!.sloMs);
       // one more would break the rule (or the per-client memory limit, memMb / 3)
-      const more = predictOnGpu(cluster.gpus[0]!, plan.placements.map((q) => (q === p ? { ...q, batch: q.batch + 1 } : q)))[k]!;
-      const memOk = cluster.gpus[0]!.model.memoryMb(cluster.gpus[0]!.profileIndex[p.model]!, p.batch + 1) <= cluster.gpus[0]!.memMb / 3;
+      const more = predictOnGpu(
+        cluster.gpus[0]!,
+        plan.placements.map((q) => (q === p ? { ...q, batch: q.batch + 1 } : q)),
+      )[k]!;
+      const memOk =
+        cluster.gpus[0]!.model.memoryMb(cluster.gpus[0]!.profileIndex[p.model]!, p.batch + 1) <=
+        cluster.gpus[0]!.memMb / 3;
       if (p.batch < 32) expect(2 * more > cluster.models[p.model]!.sloMs || !memOk).toBe(true);
     });
   });

@@ -19,13 +19,27 @@ const paperModels = [
   ['resnet18', 60],
   ['vgg19', 200],
 ].map(([name, sloMs]) => ({ name: name as string, sloMs: sloMs as number }));
-const cluster = buildCluster([load('profiles/rtx2060s.json'), load('profiles/rtx2060s.json'), load('profiles/rtx2060.json'), load('profiles/rtx2060.json')], paperModels);
+const cluster = buildCluster(
+  [
+    load('profiles/rtx2060s.json'),
+    load('profiles/rtx2060s.json'),
+    load('profiles/rtx2060.json'),
+    load('profiles/rtx2060.json'),
+  ],
+  paperModels,
+);
 
 function obs(ratePerS: readonly number[], nowMs = 0, current: Deployment = { placements: [] }): Observation {
   const n = ratePerS.length;
   const zeros = new Array<number>(n).fill(0);
   const nan = new Array<number>(n).fill(Number.NaN);
-  return { nowMs, ratePerS, queued: zeros, lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nan, meanLatencyMs: nan }, current };
+  return {
+    nowMs,
+    ratePerS,
+    queued: zeros,
+    lastEpoch: { served: zeros, violated: zeros, dropped: zeros, meanExecMs: nan, meanLatencyMs: nan },
+    current,
+  };
 }
 
 describe('timeshare (Triton-style)', () => {
@@ -43,8 +57,10 @@ describe('timeshare (Triton-style)', () => {
       const sloMs = cluster.models[p.model]!.sloMs;
       expect(p.timeoutMs).toBe(0);
       expect(p.batch).toBe(timeshareMaxBatch(gpu, p.model, sloMs));
-      if (p.batch > 1) expect(2 * predictOnGpu(gpu, [{ model: p.model, batch: p.batch, pct: 100 }])[0]!).toBeLessThanOrEqual(sloMs);
-      if (p.batch < 32) expect(2 * predictOnGpu(gpu, [{ model: p.model, batch: p.batch + 1, pct: 100 }])[0]!).toBeGreaterThan(sloMs);
+      if (p.batch > 1)
+        expect(2 * predictOnGpu(gpu, [{ model: p.model, batch: p.batch, pct: 100 }])[0]!).toBeLessThanOrEqual(sloMs);
+      if (p.batch < 32)
+        expect(2 * predictOnGpu(gpu, [{ model: p.model, batch: p.batch + 1, pct: 100 }])[0]!).toBeGreaterThan(sloMs);
     }
   });
 
@@ -70,10 +86,13 @@ describe('timeshare (Triton-style)', () => {
         .model('b', { runAtB1Full: 2, batchExp: 1, pctExp: 1 })
         .build(),
     );
-    const c = buildCluster([synthetic, synthetic], [
-      { name: 'a', sloMs: 40 },
-      { name: 'b', sloMs: 40 },
-    ]);
+    const c = buildCluster(
+      [synthetic, synthetic],
+      [
+        { name: 'a', sloMs: 40 },
+        { name: 'b', sloMs: 40 },
+      ],
+    );
     const d = timesharePlan(c);
     // t_inf(b) = b * run + 0.0606 b + 0.02 ms; 2 t_inf <= 40: a: b <= 18.8 -> 18; b: b <= 9.7 -> 9.
     expect(d.placements.map((p) => [p.model, p.gpu, p.batch])).toEqual([

@@ -3,7 +3,14 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import { ProfileSchema } from '../../src/profile/schema.js';
 import { DEFAULT_SIM_SETTINGS, simulate, type SimSettings } from '../../src/sim/simulator.js';
 import { LatencyModel } from '../../src/model/predictor.js';
-import { parsePooledGpuMode, pooledBatchMs, pooledConcurrency, pooledMs, pooledSharePct, soloBatchMs } from '../../src/model/pooledGpu.js';
+import {
+  parsePooledGpuMode,
+  pooledBatchMs,
+  pooledConcurrency,
+  pooledMs,
+  pooledSharePct,
+  soloBatchMs,
+} from '../../src/model/pooledGpu.js';
 import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
 import { mixSeed, Rng } from '../../src/workload/random.js';
 import { FixedPolicy } from '../support/fakes.js';
@@ -14,15 +21,42 @@ import { makeProfile } from '../support/builders.js';
 // Two more whose time is inversely proportional to their share (pctExp 1): overlapping gains nothing.
 const flat = { runAtB1Full: 2, batchExp: 1, pctExp: 0, schedPerKernelMs: 0, alphaCache: 0, alphaU: 0, betaU: 0 };
 const linear = { ...flat, pctExp: 1 };
-const profile = ProfileSchema.parse(makeProfile().model('a', flat).model('b', flat).model('c', linear).model('d', linear).schedInterference(0, 0).build());
+const profile = ProfileSchema.parse(
+  makeProfile().model('a', flat).model('b', flat).model('c', linear).model('d', linear).schedInterference(0, 0).build(),
+);
 const noTruthError = { systematicErrorPct: 0, noisePct: 0, dramAlpha: 0, seed: 1 };
-const settings = (over: Partial<SimSettings>): SimSettings => ({ ...DEFAULT_SIM_SETTINGS, durationMs: 30_000, groundTruth: noTruthError, ...over });
+const settings = (over: Partial<SimSettings>): SimSettings => ({
+  ...DEFAULT_SIM_SETTINGS,
+  durationMs: 30_000,
+  groundTruth: noTruthError,
+  ...over,
+});
 
-function run(models: [string, string], ratePerS: number, pooled: 'overlap' | 'serial', over: Partial<SimSettings> = {}) {
-  const cluster = buildCluster([profile], models.map((name) => ({ name, sloMs: 1000 })), pooled);
-  const dep = { placements: [0, 1].map((model) => ({ model, gpu: 0, pct: 100, batch: 1 })), gpuModes: ['timeshare' as const] };
-  const streams = [0, 1].map((i) => new RenewalStream(rateFunction({ kind: 'constant', ratePerS }), new Rng(mixSeed(5, i))));
-  return simulate({ cluster, streams, initialRatePerS: [ratePerS, ratePerS], policy: new FixedPolicy(dep), settings: settings(over) });
+function run(
+  models: [string, string],
+  ratePerS: number,
+  pooled: 'overlap' | 'serial',
+  over: Partial<SimSettings> = {},
+) {
+  const cluster = buildCluster(
+    [profile],
+    models.map((name) => ({ name, sloMs: 1000 })),
+    pooled,
+  );
+  const dep = {
+    placements: [0, 1].map((model) => ({ model, gpu: 0, pct: 100, batch: 1 })),
+    gpuModes: ['timeshare' as const],
+  };
+  const streams = [0, 1].map(
+    (i) => new RenewalStream(rateFunction({ kind: 'constant', ratePerS }), new Rng(mixSeed(5, i))),
+  );
+  return simulate({
+    cluster,
+    streams,
+    initialRatePerS: [ratePerS, ratePerS],
+    policy: new FixedPolicy(dep),
+    settings: settings(over),
+  });
 }
 
 describe('pooled GPU model', () => {
@@ -54,10 +88,16 @@ describe('pooled GPU model', () => {
     const even = [0, 0];
     lm.predictGpu([c, a], [4, 2], [50, 50], 2, even);
     expect(even[0]).toBeGreaterThan(1.5 * soloBatchMs(lm, c, 4));
-    expect(pooledBatchMs(lm, 'overlap', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(Math.min(even[0]!, 2 * soloBatchMs(lm, c, 4), series), 9);
+    expect(pooledBatchMs(lm, 'overlap', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(
+      Math.min(even[0]!, 2 * soloBatchMs(lm, c, 4), series),
+      9,
+    );
     expect(pooledBatchMs(lm, 'overlap', [c, a], [4, 2], 2, pcts, out)).toBeLessThanOrEqual(2 * soloBatchMs(lm, c, 4));
     expect(pcts.slice(0, 2)).toEqual([50, 50]);
-    expect(pooledBatchMs(lm, 'serial', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(soloBatchMs(lm, c, 4) + (series - soloBatchMs(lm, c, 4)) / 2, 9);
+    expect(pooledBatchMs(lm, 'serial', [c, a], [4, 2], 2, pcts, out)).toBeCloseTo(
+      soloBatchMs(lm, c, 4) + (series - soloBatchMs(lm, c, 4)) / 2,
+      9,
+    );
     // a's time does not depend on its share: overlapped, it takes its solo time.
     expect(pooledBatchMs(lm, 'overlap', [a, c], [2, 4], 2, pcts, out)).toBeCloseTo(soloBatchMs(lm, a, 2), 9);
   });

@@ -1,8 +1,26 @@
 // The pooling planner (src/policy/pooling.ts) and inss deciding with it when no trained policy fits.
 import { describe, expect, it } from 'vitest';
-import { ALL_ADDITIONS, DWELL_MS, inssFactory, InssPolicy, inssVariantFactory, MAX_MISS_BOOST, MISS_BOOST, sameLayout, switchRate } from '../../rl/inss.js';
+import {
+  ALL_ADDITIONS,
+  DWELL_MS,
+  inssFactory,
+  InssPolicy,
+  inssVariantFactory,
+  MAX_MISS_BOOST,
+  MISS_BOOST,
+  sameLayout,
+  switchRate,
+} from '../../rl/inss.js';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { balancedPartition, cannotFit, greedyPartition, normalTail, planPooling, pooledAssignment, scoreDeployment } from '../../src/policy/pooling.js';
+import {
+  balancedPartition,
+  cannotFit,
+  greedyPartition,
+  normalTail,
+  planPooling,
+  pooledAssignment,
+  scoreDeployment,
+} from '../../src/policy/pooling.js';
 import { initialRates } from '../../src/scenario/build.js';
 import { timesharePlan } from '../../src/policy/policies/timeshare.js';
 import type { ClusterInfo, Deployment } from '../../src/policy/types.js';
@@ -24,33 +42,47 @@ function expectFeasible(cluster: ClusterInfo, d: Deployment): void {
   }
 }
 
-
-
 describe('planPooling', () => {
-  it.each(['paper-6', 'v100-4', 'paper-8x5'])('%s: feasible, deterministic, and never scored worse than time sharing (its deployment is a candidate)', (name) => {
-    const { cluster } = builtInScenario(name);
-    const rng = new Rng(11);
-    for (let n = 0; n < 3; n++) {
-      const rates = cluster.models.map(() => 50 + 600 * rng.next());
-      const mps = { placements: greedyPartition(cluster, rates) };
-      const a = planPooling(cluster, rates, [mps], OPTS);
-      const b = planPooling(cluster, rates, [mps], OPTS);
-      expect(b.best.deployment).toEqual(a.best.deployment);
-      expectFeasible(cluster, a.best.deployment);
-      expect(a.evaluations).toBeLessThanOrEqual(Math.max(OPTS.budget, 2 + 2 * cluster.gpus.length));
-      expect(a.best.score).toBeLessThanOrEqual(scoreDeployment(cluster, timesharePlan(cluster), rates, OPTS).score);
-      expect(a.best.score).toBeLessThanOrEqual(scoreDeployment(cluster, mps, rates, OPTS).score);
-    }
-  });
+  it.each(['paper-6', 'v100-4', 'paper-8x5'])(
+    '%s: feasible, deterministic, and never scored worse than time sharing (its deployment is a candidate)',
+    (name) => {
+      const { cluster } = builtInScenario(name);
+      const rng = new Rng(11);
+      for (let n = 0; n < 3; n++) {
+        const rates = cluster.models.map(() => 50 + 600 * rng.next());
+        const mps = { placements: greedyPartition(cluster, rates) };
+        const a = planPooling(cluster, rates, [mps], OPTS);
+        const b = planPooling(cluster, rates, [mps], OPTS);
+        expect(b.best.deployment).toEqual(a.best.deployment);
+        expectFeasible(cluster, a.best.deployment);
+        expect(a.evaluations).toBeLessThanOrEqual(Math.max(OPTS.budget, 2 + 2 * cluster.gpus.length));
+        expect(a.best.score).toBeLessThanOrEqual(scoreDeployment(cluster, timesharePlan(cluster), rates, OPTS).score);
+        expect(a.best.score).toBeLessThanOrEqual(scoreDeployment(cluster, mps, rates, OPTS).score);
+      }
+    },
+  );
 
   it('pools a model whose load needs more than one GPU: one queue over both GPUs', () => {
     const cluster = buildCluster([loadProfileFile('v100'), loadProfileFile('v100')], [{ name: 'resnet50', sloMs: 40 }]);
     // What one V100 carries at time sharing's batch, and 1.6x that.
-    const one = scoreDeployment(cluster, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare', 'mps'] }, [1], OPTS);
+    const one = scoreDeployment(
+      cluster,
+      { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare', 'mps'] },
+      [1],
+      OPTS,
+    );
     expect(one.missedPerS).toBeLessThan(1e-6);
     const rates = [1];
     let hi = 1;
-    while (scoreDeployment(cluster, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare', 'mps'] }, [hi], OPTS).utilisation[0]! < 1) hi *= 1.2;
+    while (
+      scoreDeployment(
+        cluster,
+        { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare', 'mps'] },
+        [hi],
+        OPTS,
+      ).utilisation[0]! < 1
+    )
+      hi *= 1.2;
     rates[0] = hi * 1.6;
     const mpsOne = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }] };
     const plan = planPooling(cluster, rates, [mpsOne], OPTS);
@@ -61,12 +93,15 @@ describe('planPooling', () => {
   });
 
   it('partitions where time sharing cannot serve every model: four models on one 8 GB GPU fit only at MPS batches', () => {
-    const cluster = buildCluster([loadProfileFile('rtx2060s')], [
-      { name: 'vgg16', sloMs: 150 },
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'mobilenet', sloMs: 60 },
-      { name: 'mnasnet', sloMs: 50 },
-    ]);
+    const cluster = buildCluster(
+      [loadProfileFile('rtx2060s')],
+      [
+        { name: 'vgg16', sloMs: 150 },
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'mobilenet', sloMs: 60 },
+        { name: 'mnasnet', sloMs: 50 },
+      ],
+    );
     const rates = [60, 150, 150, 150];
     const ts = timesharePlan(cluster);
     expect(new Set(ts.placements.map((p) => p.model)).size).toBeLessThan(4); // time sharing's batches do not all fit
@@ -75,15 +110,26 @@ describe('planPooling', () => {
     expect(d.gpuModes?.[0] ?? 'mps').toBe('mps');
     expect(new Set(d.placements.map((p) => p.model)).size).toBe(4);
     const planned = rates.map((r) => r * 1.1);
-    expect(scoreDeployment(cluster, d, planned, OPTS).missedPerS).toBeLessThan(scoreDeployment(cluster, ts, planned, OPTS).missedPerS);
+    expect(scoreDeployment(cluster, d, planned, OPTS).missedPerS).toBeLessThan(
+      scoreDeployment(cluster, ts, planned, OPTS).missedPerS,
+    );
     expectFeasible(cluster, d);
   });
 });
 
 describe('scoreDeployment reads what it is told of the GPUs and the arrivals', () => {
   const rtx = loadProfileFile('rtx2060s');
-  const models = [{ name: 'resnet50', sloMs: 60 }, { name: 'mobilenet', sloMs: 40 }];
-  const pooled: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 8 }, { model: 1, gpu: 0, pct: 100, batch: 8 }], gpuModes: ['timeshare'] };
+  const models = [
+    { name: 'resnet50', sloMs: 60 },
+    { name: 'mobilenet', sloMs: 40 },
+  ];
+  const pooled: Deployment = {
+    placements: [
+      { model: 0, gpu: 0, pct: 100, batch: 8 },
+      { model: 1, gpu: 0, pct: 100, batch: 8 },
+    ],
+    gpuModes: ['timeshare'],
+  };
   it('a serial pooled GPU is scored no better than an overlapping one', () => {
     const rates = [120, 200];
     const overlap = scoreDeployment(buildCluster([rtx], models, 'overlap'), pooled, rates, OPTS);
@@ -129,12 +175,15 @@ describe('balancedPartition', () => {
     const d = { placements: balancedPartition(cluster, rates) };
     expectFeasible(cluster, d);
     expect(d.placements.some((p) => p.model === 4)).toBe(false);
-    for (const g of cluster.gpus) expect(d.placements.filter((p) => p.gpu === g.index).reduce((s, p) => s + p.pct, 0)).toBeLessThanOrEqual(100 + 1e-6);
+    for (const g of cluster.gpus)
+      expect(d.placements.filter((p) => p.gpu === g.index).reduce((s, p) => s + p.pct, 0)).toBeLessThanOrEqual(
+        100 + 1e-6,
+      );
   });
 });
 
 describe('pooledAssignment', () => {
-  it("pools every GPU an MPS plan uses over the models it gave that GPU, one worker a model a GPU, and leaves unused GPUs alone", () => {
+  it('pools every GPU an MPS plan uses over the models it gave that GPU, one worker a model a GPU, and leaves unused GPUs alone', () => {
     const { cluster } = builtInScenario('paper-8');
     const rates = cluster.models.map(() => 300);
     const plan = { placements: balancedPartition(cluster, rates) };
@@ -146,8 +195,19 @@ describe('pooledAssignment', () => {
     // Not time sharing's deployment: fewer models a GPU than every model that fits.
     expect(pooled.placements.length).toBeLessThan(timesharePlan(cluster).placements.length);
     // A GPU the plan leaves empty stays as it was (MPS, nothing on it).
-    const oneGpu = { placements: [{ model: 0, gpu: 1, pct: 50, batch: 1 }, { model: 2, gpu: 1, pct: 50, batch: 1 }] };
-    expect(pooledAssignment(cluster, oneGpu)).toEqual({ placements: [{ model: 0, gpu: 1, pct: 100, batch: 1 }, { model: 2, gpu: 1, pct: 100, batch: 1 }], gpuModes: ['mps', 'timeshare', 'mps', 'mps'] });
+    const oneGpu = {
+      placements: [
+        { model: 0, gpu: 1, pct: 50, batch: 1 },
+        { model: 2, gpu: 1, pct: 50, batch: 1 },
+      ],
+    };
+    expect(pooledAssignment(cluster, oneGpu)).toEqual({
+      placements: [
+        { model: 0, gpu: 1, pct: 100, batch: 1 },
+        { model: 2, gpu: 1, pct: 100, batch: 1 },
+      ],
+      gpuModes: ['mps', 'timeshare', 'mps', 'mps'],
+    });
   });
 });
 
@@ -158,13 +218,16 @@ describe('switchRate', () => {
     const a: Deployment = { placements: [0, 1, 2, 3, 4, 5].map((m) => ({ model: m, gpu: m % 4, pct: 50, batch: 4 })) };
     expect(switchRate(cluster, a, { placements: a.placements.map((p) => ({ ...p, batch: 8 })) }, rates)).toBe(0);
     // alexnet's share changes; GPU 1 (resnet50 and efficientnet) is pooled: those three count, the others do not.
-    const b: Deployment = { placements: a.placements.map((p) => (p.model === 0 ? { ...p, pct: 60 } : p.model === 1 ? { ...p, pct: 100 } : p)), gpuModes: ['mps', 'timeshare', 'mps', 'mps'] };
+    const b: Deployment = {
+      placements: a.placements.map((p) => (p.model === 0 ? { ...p, pct: 60 } : p.model === 1 ? { ...p, pct: 100 } : p)),
+      gpuModes: ['mps', 'timeshare', 'mps', 'mps'],
+    };
     expect(switchRate(cluster, a, b, rates)).toBe(300 + 250 + 250);
   });
 });
 
 describe('workPerGpu (the work bound of docs/results.md)', () => {
-  it('is the rate times the GPU time per task at time sharing\'s batch, over the GPUs; peakRates takes each rate kind\'s highest', () => {
+  it("is the rate times the GPU time per task at time sharing's batch, over the GPUs; peakRates takes each rate kind's highest", () => {
     const cluster = buildCluster([loadProfileFile('v100'), loadProfileFile('v100')], [{ name: 'resnet50', sloMs: 40 }]);
     const g = cluster.gpus[0]!;
     const b = timesharePlan(cluster).placements[0]!.batch;
@@ -212,10 +275,22 @@ describe('pooled servers in the score', () => {
   it('a pooled model whose batches fluctuate beside a heavy neighbour is predicted to miss (paper-8x3 at 1.75x: the simulator measured 25-33% for resnet50)', () => {
     const { cluster, scenario } = builtInScenario('paper-8x3');
     const names = cluster.models.map((m) => m.name);
-    const spec = [['efficientnet', 'vgg19'], ['resnet50', 'vgg16', 'mobilenet'], ['alexnet', 'mnasnet', 'resnet18']];
-    const placements = spec.flatMap((ms, g) => ms.map((n) => ({ model: names.indexOf(n), gpu: g, pct: 100, batch: 1 })));
+    const spec = [
+      ['efficientnet', 'vgg19'],
+      ['resnet50', 'vgg16', 'mobilenet'],
+      ['alexnet', 'mnasnet', 'resnet18'],
+    ];
+    const placements = spec.flatMap((ms, g) =>
+      ms.map((n) => ({ model: names.indexOf(n), gpu: g, pct: 100, batch: 1 })),
+    );
     const d: Deployment = { placements, gpuModes: ['timeshare', 'timeshare', 'timeshare'] };
-    const at = (x: number) => scoreDeployment(cluster, d, initialRates(scenario, new Map(), x).map((r) => r * 1.1), OPTS);
+    const at = (x: number) =>
+      scoreDeployment(
+        cluster,
+        d,
+        initialRates(scenario, new Map(), x).map((r) => r * 1.1),
+        OPTS,
+      );
     const heavy = at(1.75);
     expect(heavy.violation[names.indexOf('resnet50')]).toBeGreaterThan(0.1);
     expect(heavy.violation[names.indexOf('alexnet')]).toBeLessThan(0.01); // light and alone enough: no fluctuation miss
@@ -226,7 +301,10 @@ describe('pooled servers in the score', () => {
     const { cluster } = builtInScenario('paper-8');
     const g = cluster.gpus[0]!;
     const model = cluster.models.findIndex((m) => m.name === 'vgg19');
-    const d: Deployment = { placements: [{ model, gpu: 0, pct: 100, batch: 1 }], gpuModes: cluster.gpus.map((x) => (x.index === 0 ? 'timeshare' : 'mps')) };
+    const d: Deployment = {
+      placements: [{ model, gpu: 0, pct: 100, batch: 1 }],
+      gpuModes: cluster.gpus.map((x) => (x.index === 0 ? 'timeshare' : 'mps')),
+    };
     const rates = (r: number) => cluster.models.map((_, m) => (m === model ? r : 0));
     const t = (b: number) => predictOnGpu(g, [{ model, batch: b, pct: 100 }])[0]!;
     const rare = scoreDeployment(cluster, d, rates(1), OPTS);
@@ -255,7 +333,7 @@ describe('pooled servers in the score', () => {
       const arrivals: number[] = [];
       for (let i = 0, now = 0; i < n; i++) arrivals.push((now += (-Math.log(1 - rng.next()) * 1000) / ratePerS));
       let late = 0;
-      for (let i = 0, free = 0; i < n; ) {
+      for (let i = 0, free = 0; i < n;) {
         const start = Math.max(free, arrivals[i]!);
         let j = i + 1;
         while (j < n && j - i < cap && arrivals[j]! <= start) j++;
@@ -266,10 +344,22 @@ describe('pooled servers in the score', () => {
       }
       return late / n;
     };
-    for (const [name, rare, often] of [['vgg16', 350, 450], ['resnet50', 700, 800]] as const) {
+    for (const [name, rare, often] of [
+      ['vgg16', 350, 450],
+      ['resnet50', 700, 800],
+    ] as const) {
       const model = cluster.models.findIndex((m) => m.name === name);
-      const d: Deployment = { placements: [{ model, gpu: 0, pct: 100, batch: 1 }], gpuModes: cluster.gpus.map((x) => (x.index === 0 ? 'timeshare' : 'mps')) };
-      const at = (r: number) => scoreDeployment(cluster, d, cluster.models.map((_, m) => (m === model ? r : 0)), OPTS);
+      const d: Deployment = {
+        placements: [{ model, gpu: 0, pct: 100, batch: 1 }],
+        gpuModes: cluster.gpus.map((x) => (x.index === 0 ? 'timeshare' : 'mps')),
+      };
+      const at = (r: number) =>
+        scoreDeployment(
+          cluster,
+          d,
+          cluster.models.map((_, m) => (m === model ? r : 0)),
+          OPTS,
+        );
       const budgetMs = cluster.models[model]!.sloMs * OPTS.sloFraction;
       // Rare misses (0.2-0.5% here): within a factor of two (counting every task of a long batch pair
       // as missed, the term said 7.4% and 6.8% for these two).
@@ -297,20 +387,66 @@ describe('pooled servers in the score', () => {
     const ts = timesharePlan(cluster);
     expect(cannotFit(cluster, ts)).toBe(false);
     const [a, b] = [ts.placements[0]!, ts.placements[1]!];
-    expect(cannotFit(cluster, { placements: [{ ...a, gpu: 0, pct: 60 }, { ...b, gpu: 0, pct: 60 }] })).toBe(true); // shares over 100%
-    expect(cannotFit(cluster, { placements: [{ ...a, gpu: 0, pct: 50 }, { ...a, gpu: 0, pct: 50 }] })).toBe(true); // a model twice on a GPU
+    expect(
+      cannotFit(cluster, {
+        placements: [
+          { ...a, gpu: 0, pct: 60 },
+          { ...b, gpu: 0, pct: 60 },
+        ],
+      }),
+    ).toBe(true); // shares over 100%
+    expect(
+      cannotFit(cluster, {
+        placements: [
+          { ...a, gpu: 0, pct: 50 },
+          { ...a, gpu: 0, pct: 50 },
+        ],
+      }),
+    ).toBe(true); // a model twice on a GPU
     expect(cannotFit(cluster, { placements: [{ ...a, gpu: 99, pct: 50 }] })).toBe(true);
     // Every model pooled on one GPU at time sharing's batches: more memory than the GPU has, whatever the scorer does.
-    const all: Deployment = { placements: cluster.models.map((m) => ({ model: m.index, gpu: 0, pct: 100, batch: 1 })), gpuModes: cluster.gpus.map(() => 'timeshare') };
-    expect(cannotFit(cluster, all)).toBe(scoreDeployment(cluster, all, cluster.models.map(() => 10), OPTS).missedPerS === Infinity);
+    const all: Deployment = {
+      placements: cluster.models.map((m) => ({ model: m.index, gpu: 0, pct: 100, batch: 1 })),
+      gpuModes: cluster.gpus.map(() => 'timeshare'),
+    };
+    expect(cannotFit(cluster, all)).toBe(
+      scoreDeployment(
+        cluster,
+        all,
+        cluster.models.map(() => 10),
+        OPTS,
+      ).missedPerS === Infinity,
+    );
     // Whatever it says, a deployment it lets through is scored, and one it rejects scores Infinity.
     const rng = new Rng(3);
     for (let k = 0; k < 40; k++) {
-      const placements = cluster.models.flatMap((m) => (rng.next() < 0.7 ? [{ model: m.index, gpu: Math.floor(rng.next() * cluster.gpus.length), pct: 25 * (1 + Math.floor(rng.next() * 4)), batch: 1 }] : []));
+      const placements = cluster.models.flatMap((m) =>
+        rng.next() < 0.7
+          ? [
+              {
+                model: m.index,
+                gpu: Math.floor(rng.next() * cluster.gpus.length),
+                pct: 25 * (1 + Math.floor(rng.next() * 4)),
+                batch: 1,
+              },
+            ]
+          : [],
+      );
       const seen = new Set<string>();
       const unique = placements.filter((p) => !seen.has(`${p.model}@${p.gpu}`) && seen.add(`${p.model}@${p.gpu}`));
-      const d: Deployment = { placements: unique, gpuModes: cluster.gpus.map(() => (rng.next() < 0.5 ? 'timeshare' : 'mps')) };
-      if (cannotFit(cluster, d)) expect(scoreDeployment(cluster, d, cluster.models.map(() => 50), OPTS).missedPerS).toBe(Infinity);
+      const d: Deployment = {
+        placements: unique,
+        gpuModes: cluster.gpus.map(() => (rng.next() < 0.5 ? 'timeshare' : 'mps')),
+      };
+      if (cannotFit(cluster, d))
+        expect(
+          scoreDeployment(
+            cluster,
+            d,
+            cluster.models.map(() => 50),
+            OPTS,
+          ).missedPerS,
+        ).toBe(Infinity);
     }
   });
 });
@@ -326,11 +462,25 @@ describe('inss without a trained policy', () => {
     const first = policy.decide(observation(rates, { placements: [] }));
     expectFeasible(cluster, first);
     // Within the 2% band: no re-plan at all.
-    expect(policy.decide(observation(rates.map((r) => r * 1.01), first))).toBe(first);
+    expect(
+      policy.decide(
+        observation(
+          rates.map((r) => r * 1.01),
+          first,
+        ),
+      ),
+    ).toBe(first);
     // A 5% change re-plans but the hysteresis keeps the same workers (no swap for a near-equal plan).
-    const second = policy.decide(observation(rates.map((r) => r * 1.05), first));
+    const second = policy.decide(
+      observation(
+        rates.map((r) => r * 1.05),
+        first,
+      ),
+    );
     expect(second.gpuModes).toEqual(first.gpuModes);
-    expect(second.placements.map((p) => [p.model, p.gpu, p.pct])).toEqual(first.placements.map((p) => [p.model, p.gpu, p.pct]));
+    expect(second.placements.map((p) => [p.model, p.gpu, p.pct])).toEqual(
+      first.placements.map((p) => [p.model, p.gpu, p.pct]),
+    );
     // Rates from scratch: still feasible, and the same for the same inputs (deterministic).
     const rng = new Rng(3);
     let current = first;
@@ -345,13 +495,26 @@ describe('inss without a trained policy', () => {
 
   it('feedback (inss-fb): a model that misses more than 2% of its tasks over 5 epochs is planned for more rate; below 0.5% the boost decays; too few tasks say nothing; inss has it off', () => {
     const { cluster } = builtInScenario('bursty-6');
-    const fb = inssVariantFactory({ name: 'inss-fb', interference: true, additions: { ...ALL_ADDITIONS, missFeedback: true }, description: '' });
+    const fb = inssVariantFactory({
+      name: 'inss-fb',
+      interference: true,
+      additions: { ...ALL_ADDITIONS, missFeedback: true },
+      description: '',
+    });
     const policy = fb.create(cluster, {}) as InssPolicy;
     const rates = [300, 250, 125, 250, 275, 250];
     let current = policy.decide(observation(rates, { placements: [] }));
     const epoch = (missedOf0: number, served = 100) => {
       const obs = observation(rates, current);
-      return { ...obs, lastEpoch: { ...obs.lastEpoch, served: rates.map(() => served), violated: rates.map((_, i) => (i === 0 ? missedOf0 : 0)), dropped: rates.map(() => 0) } };
+      return {
+        ...obs,
+        lastEpoch: {
+          ...obs.lastEpoch,
+          served: rates.map(() => served),
+          violated: rates.map((_, i) => (i === 0 ? missedOf0 : 0)),
+          dropped: rates.map(() => 0),
+        },
+      };
     };
     // 4 epochs of 10% misses: the window is not over yet.
     for (let k = 0; k < 4; k++) current = policy.decide(epoch(10));
@@ -374,7 +537,15 @@ describe('inss without a trained policy', () => {
     current = fresh.decide(observation(rates, { placements: [] }));
     for (let k = 0; k < 12; k++) {
       const obs = observation(rates, current);
-      current = fresh.decide({ ...obs, lastEpoch: { ...obs.lastEpoch, served: rates.map(() => 10), violated: rates.map(() => 5), dropped: rates.map(() => 0) } });
+      current = fresh.decide({
+        ...obs,
+        lastEpoch: {
+          ...obs.lastEpoch,
+          served: rates.map(() => 10),
+          violated: rates.map(() => 5),
+          dropped: rates.map(() => 0),
+        },
+      });
     }
     expect(fresh.missBoost).toEqual(rates.map(() => 1));
     const plain = inssFactory.create(cluster, {}) as InssPolicy;

@@ -9,7 +9,9 @@ import { Rng } from '../../src/workload/random.js';
 describe('LatencyModel.predictOne', () => {
   for (const id of ['rtx2060s', 'v100']) {
     it(`equals predictGpu's t_inf for that model exactly (${id}, random co-locations)`, () => {
-      const profile = ProfileSchema.parse(JSON.parse(readFileSync(new URL(`../../profiles/${id}.json`, import.meta.url), 'utf8')));
+      const profile = ProfileSchema.parse(
+        JSON.parse(readFileSync(new URL(`../../profiles/${id}.json`, import.meta.url), 'utf8')),
+      );
       const model = LatencyModel.compile(profile);
       const names = model.modelNames.length;
       const rng = new Rng(11);
@@ -18,7 +20,9 @@ describe('LatencyModel.predictOne', () => {
         const n = 1 + Math.floor(rng.next() * Math.min(4, names));
         const models = Array.from({ length: n }, () => Math.floor(rng.next() * names));
         // Shares on the 0.5% grid, between grid points, and batches past the compiled table (40).
-        const pcts = models.map(() => (trial % 3 === 0 ? 2.5 * (1 + Math.floor(rng.next() * 12)) : 1 + rng.next() * 30));
+        const pcts = models.map(() =>
+          trial % 3 === 0 ? 2.5 * (1 + Math.floor(rng.next() * 12)) : 1 + rng.next() * 30,
+        );
         const batches = models.map(() => (trial % 7 === 0 ? 40 : 1 + Math.floor(rng.next() * 32)));
         for (const interference of [true, false]) {
           const out = new Array<number>(n).fill(0);

@@ -16,7 +16,9 @@ describe('progress lines', () => {
     expect(formatDuration(4.4)).toBe('4 s');
     expect(formatDuration(185)).toBe('3 min 05 s');
     expect(formatDuration(7620)).toBe('2 h 07 min');
-    expect(progressLine(3, 10, 'episode 3: reward 5', 12, 28)).toBe('[3/10] episode 3: reward 5 (12 s elapsed, about 28 s left)');
+    expect(progressLine(3, 10, 'episode 3: reward 5', 12, 28)).toBe(
+      '[3/10] episode 3: reward 5 (12 s elapsed, about 28 s left)',
+    );
     expect(progressLine(10, 10, 'x', 40, 0)).toBe('[10/10] x (40 s elapsed, done)');
     expect(progressLine(0, 10, 'x', 0, null)).toBe('[0/10] x (0 s elapsed)');
   });

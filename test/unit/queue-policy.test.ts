@@ -15,8 +15,16 @@ describe('queue policy', () => {
   });
 
   it('resolves a configuration: delay and the default bound unless given; the timeout only shortens the deadline', () => {
-    expect(resolveQueuePolicy(undefined)).toEqual({ delay: true, timeoutMs: Number.NaN, maxQueueSize: DEFAULT_MAX_QUEUE_SIZE });
-    expect(resolveQueuePolicy({ timeoutAction: 'reject' })).toEqual({ delay: false, timeoutMs: Number.NaN, maxQueueSize: DEFAULT_MAX_QUEUE_SIZE });
+    expect(resolveQueuePolicy(undefined)).toEqual({
+      delay: true,
+      timeoutMs: Number.NaN,
+      maxQueueSize: DEFAULT_MAX_QUEUE_SIZE,
+    });
+    expect(resolveQueuePolicy({ timeoutAction: 'reject' })).toEqual({
+      delay: false,
+      timeoutMs: Number.NaN,
+      maxQueueSize: DEFAULT_MAX_QUEUE_SIZE,
+    });
     const p = resolveQueuePolicy({ timeoutMs: 30, maxQueueSize: 10 });
     expect(onTimeBudgetMs(78, p)).toBe(30);
     expect(onTimeBudgetMs(25, p)).toBe(25);

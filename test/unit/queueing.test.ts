@@ -26,22 +26,28 @@ describe('poolQueue', () => {
     expect(q.meanWaitS).toBeCloseTo(C / (c * mu - lambda), 10);
     expect(q.utilisation).toBeCloseTo(lambda / (c * mu), 12);
     // The M/M/c waiting-time tail is exact: P(W > t) = C exp(-(c mu - lambda) t).
-    for (const t of [0.001, 0.01, 0.05]) expect(waitExceeds(q, t)).toBeCloseTo(C * Math.exp(-(c * mu - lambda) * t), 10);
+    for (const t of [0.001, 0.01, 0.05])
+      expect(waitExceeds(q, t)).toBeCloseTo(C * Math.exp(-(c * mu - lambda) * t), 10);
   });
 
-  it.each([0.1, 0.5, 0.9])('M/D/1 at utilisation %f: Wq is the Pollaczek-Khinchine mean rho / (2 mu (1 - rho))', (rho) => {
-    const mu = 200;
-    const q = poolQueue(rho * mu, [mu], 'deterministic');
-    expect(q.waitProbability).toBeCloseTo(rho, 10); // one server: P(wait) = P(busy) = rho
-    expect(q.meanWaitS).toBeCloseTo(rho / (2 * mu * (1 - rho)), 10);
-  });
+  it.each([0.1, 0.5, 0.9])(
+    'M/D/1 at utilisation %f: Wq is the Pollaczek-Khinchine mean rho / (2 mu (1 - rho))',
+    (rho) => {
+      const mu = 200;
+      const q = poolQueue(rho * mu, [mu], 'deterministic');
+      expect(q.waitProbability).toBeCloseTo(rho, 10); // one server: P(wait) = P(busy) = rho
+      expect(q.meanWaitS).toBeCloseTo(rho / (2 * mu * (1 - rho)), 10);
+    },
+  );
 
   it('M/D/c waits less than M/M/c (Cosmetatos factor in (0.5, 1) for c > 1), and more servers at the same utilisation wait less', () => {
     for (const c of [2, 4, 8]) {
       const f = cosmetatosFactor(c, 0.8);
       expect(f).toBeGreaterThan(0.5);
       expect(f).toBeLessThan(1);
-      expect(poolQueue(0.8 * c * 100, new Array<number>(c).fill(100)).meanWaitS).toBeLessThan(poolQueue(0.8 * c * 100, new Array<number>(c).fill(100), 'exponential').meanWaitS);
+      expect(poolQueue(0.8 * c * 100, new Array<number>(c).fill(100)).meanWaitS).toBeLessThan(
+        poolQueue(0.8 * c * 100, new Array<number>(c).fill(100), 'exponential').meanWaitS,
+      );
     }
     // Statistical multiplexing: one queue over 4 servers beats 4 separate queues at the same load.
     const pooled = poolQueue(320, [100, 100, 100, 100]);

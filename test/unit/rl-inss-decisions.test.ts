@@ -33,7 +33,13 @@ function decisionDigest(name: string, decisions = DECISIONS): { digest: string; 
   for (let k = 0; k < decisions; k++) {
     // Each model's rate uniform on 0.2x-2x its scenario rate.
     const rates = base.map((r) => r * (0.2 + 1.8 * rng.next()));
-    if (k % 3 === 2) current = maker.decide(observation(base.map((r) => r * (0.2 + 1.8 * rng.next())), { placements: [] }));
+    if (k % 3 === 2)
+      current = maker.decide(
+        observation(
+          base.map((r) => r * (0.2 + 1.8 * rng.next())),
+          { placements: [] },
+        ),
+      );
     // One decision a second (an epoch), so inss's dwell after a switch (3 s) is exercised too.
     current = policy.decide({ ...observation(rates, current), nowMs: k * 1000 });
     const problem = deploymentProblem(cluster, current);

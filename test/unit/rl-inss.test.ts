@@ -17,13 +17,23 @@ const { cluster, scenario } = builtInScenario('paper-6');
 async function policyFile(): Promise<PolicyFile> {
   await initTf('wasm');
   const space = actionSpace(cluster);
-  const agent = await SacDiscrete.create(4 + 12, new Array<number>(6).fill(space.options.length), { hidden: [16], seed: 5, learningStarts: 100, batchSize: 32 });
-  const file: PolicyFile = { format: 'inss-policy/1', scenario: 'paper-6', cluster: clusterSignature(cluster), actionSpace: { options: [...space.options] }, trainedWith: {}, actor: actorSnapshot(agent.save()) };
+  const agent = await SacDiscrete.create(4 + 12, new Array<number>(6).fill(space.options.length), {
+    hidden: [16],
+    seed: 5,
+    learningStarts: 100,
+    batchSize: 32,
+  });
+  const file: PolicyFile = {
+    format: 'inss-policy/1',
+    scenario: 'paper-6',
+    cluster: clusterSignature(cluster),
+    actionSpace: { options: [...space.options] },
+    trainedWith: {},
+    actor: actorSnapshot(agent.save()),
+  };
   agent.dispose();
   return file;
 }
-
-
 
 describe('inss policy', () => {
   it('always emits a feasible deployment, and changes only batch sizes when rates move a little (case 1)', async () => {
@@ -32,10 +42,24 @@ describe('inss policy', () => {
     const first = p.decide(observation(rates, { placements: [] }));
     expect(deploymentProblem(cluster, first)).toBeNull();
     expect(new Set(first.placements.map((x) => x.model)).size).toBe(6); // every model served (pooled ones on several GPUs)
-    const second = p.decide(observation(rates.map((r) => r * 1.1), first));
+    const second = p.decide(
+      observation(
+        rates.map((r) => r * 1.1),
+        first,
+      ),
+    );
     expect(deploymentProblem(cluster, second)).toBeNull();
-    expect(second.placements.map((x) => [x.model, x.gpu, x.pct])).toEqual(first.placements.map((x) => [x.model, x.gpu, x.pct]));
-    expect(p.decide(observation(rates.map((r) => r * 1.1), second))).toBe(second); // nothing changed: nothing to do
+    expect(second.placements.map((x) => [x.model, x.gpu, x.pct])).toEqual(
+      first.placements.map((x) => [x.model, x.gpu, x.pct]),
+    );
+    expect(
+      p.decide(
+        observation(
+          rates.map((r) => r * 1.1),
+          second,
+        ),
+      ),
+    ).toBe(second); // nothing changed: nothing to do
   });
 
   it('reallocates when BDA finds the current placement infeasible (case 2) and never makes it worse', async () => {
@@ -53,12 +77,18 @@ describe('inss policy', () => {
     expect(() => inssFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);
     expect(() => inssPaperFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);
     expect(inssFactory.supports(cluster, { policyData: { format: 'nope' } })).toMatch(/^inss: policy file: format/);
-    expect(inssPaperFactory.supports(cluster, { policyData: { format: 'nope' } })).toMatch(/^inss-paper: policy file: format/);
+    expect(inssPaperFactory.supports(cluster, { policyData: { format: 'nope' } })).toMatch(
+      /^inss-paper: policy file: format/,
+    );
     expect(inssFactory.supports(cluster, {})).toBeNull();
     const other = builtInScenario('v100-4').cluster;
     const file = await policyFile();
-    expect(() => inssPaperFactory.create(other, { policyData: file })).toThrow(/does not fit this cluster: trained for GPUs/);
-    expect(inssFactory.create(other, { policyData: file }).note).toMatch(/model-based planner .*does not fit this cluster: trained for GPUs/);
+    expect(() => inssPaperFactory.create(other, { policyData: file })).toThrow(
+      /does not fit this cluster: trained for GPUs/,
+    );
+    expect(inssFactory.create(other, { policyData: file }).note).toMatch(
+      /model-based planner .*does not fit this cluster: trained for GPUs/,
+    );
     expect(inssFactory.create(cluster, { policyData: file }).note).toMatch(/trained actor/);
     // Same GPUs and models, other SLOs: the file does not fit either (SLOs are part of what it was trained for).
     const tighter = { gpus: cluster.gpus, models: cluster.models.map((m) => ({ ...m, sloMs: m.sloMs / 2 })) };
@@ -75,7 +105,11 @@ describe('actor snapshot', () => {
     agent.dispose();
     const full = ActorForward.fromSerialized(saved);
     const snap = ActorForward.fromSnapshot(JSON.parse(JSON.stringify(actorSnapshot(saved))));
-    for (const s of [[0, 1, 2, 3, 4], [5, -1, 0.5, 2, 9]]) expect(Array.from(snap.act(Float32Array.from(s)))).toEqual(Array.from(full.act(Float32Array.from(s))));
+    for (const s of [
+      [0, 1, 2, 3, 4],
+      [5, -1, 0.5, 2, 9],
+    ])
+      expect(Array.from(snap.act(Float32Array.from(s)))).toEqual(Array.from(full.act(Float32Array.from(s))));
     const bad = actorSnapshot(saved);
     expect(() => ActorForward.fromSnapshot({ ...bad, hidden: [9] })).toThrow(/actor\.0: expected 5x9/);
   });
@@ -83,7 +117,15 @@ describe('actor snapshot', () => {
 
 describe('training environment', () => {
   it('runs an episode of the scenario with rewards by eq. (3), seeded', () => {
-    const mk = () => new ProvisioningEnv(cluster, scenario.models, { stepS: 1, stepsPerEpisode: 5, rateJitter: 0.2, startSpreadS: 100, interference: true, seed: 9 });
+    const mk = () =>
+      new ProvisioningEnv(cluster, scenario.models, {
+        stepS: 1,
+        stepsPerEpisode: 5,
+        rateJitter: 0.2,
+        startSpreadS: 100,
+        interference: true,
+        seed: 9,
+      });
     const run = (env: ProvisioningEnv) => {
       env.reset();
       const out: number[] = [];

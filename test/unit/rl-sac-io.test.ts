@@ -10,7 +10,15 @@ beforeAll(async () => {
   await initTf('wasm');
 });
 
-const SMALL: SacSettingsInput = { hidden: [64, 64], batchSize: 32, replaySize: 500, learningStarts: 32, lrQ: 1e-3, lrActor: 1e-3, lrAlpha: 1e-3 };
+const SMALL: SacSettingsInput = {
+  hidden: [64, 64],
+  batchSize: 32,
+  replaySize: 500,
+  learningStarts: 32,
+  lrQ: 1e-3,
+  lrActor: 1e-3,
+  lrAlpha: 1e-3,
+};
 const STATE_DIM = 6;
 
 function randomState(rng: Rng): Float32Array {
@@ -69,18 +77,26 @@ describe('SacDiscrete seeding and persistence', () => {
   });
 
   it('ActorForward matches the TF actor: probabilities to 1e-5, greedy actions exactly', async () => {
-    for (const heads of [[6, 6, 6, 6], [3, 7, 2]]) {
+    for (const heads of [
+      [6, 6, 6, 6],
+      [3, 7, 2],
+    ]) {
       const agent = await SacDiscrete.create(STATE_DIM, heads, { ...SMALL, seed: 31 });
       train(agent, 120, 5);
       const fwd = ActorForward.fromSerialized(JSON.parse(JSON.stringify(agent.save())));
       const env = new Rng(6);
       for (let k = 0; k < 200; k++) {
         const s = randomState(env);
-        const masks = k % 2 === 0 ? undefined : heads.map((n, i) => Uint8Array.from({ length: n }, (_, a) => ((a + k + i) % 3 === 0 ? 0 : 1)));
+        const masks =
+          k % 2 === 0
+            ? undefined
+            : heads.map((n, i) => Uint8Array.from({ length: n }, (_, a) => ((a + k + i) % 3 === 0 ? 0 : 1)));
         const pTf = agent.probabilities(s, masks);
         const pJs = fwd.probabilities(s, masks);
         pTf.forEach((p, i) => p.forEach((v, a) => expect(Math.abs(v - pJs[i]![a]!)).toBeLessThan(1e-5)));
-        expect(fwd.act(s, masks ? { masks } : {})).toEqual(agent.act(s, masks ? { greedy: true, masks } : { greedy: true }));
+        expect(fwd.act(s, masks ? { masks } : {})).toEqual(
+          agent.act(s, masks ? { greedy: true, masks } : { greedy: true }),
+        );
       }
       agent.dispose();
     }
@@ -90,17 +106,44 @@ describe('SacDiscrete seeding and persistence', () => {
     const agent = await SacDiscrete.create(STATE_DIM, [3, 3], { ...SMALL, seed: 1 });
     const good = agent.save();
     agent.dispose();
-    const bad: SerializedAgent = { ...good, networks: { ...good.networks, actor: [good.networks.actor[0]!, { w: good.networks.actor[1]!.w.slice(0, 8), b: good.networks.actor[1]!.b }, good.networks.actor[2]!] } };
-    expect(() => ActorForward.fromSerialized(bad)).toThrow(/networks\.actor\.1\.w: expected 64x64 = 4096 float32 \(16384 bytes\), got 6 bytes/);
+    const bad: SerializedAgent = {
+      ...good,
+      networks: {
+        ...good.networks,
+        actor: [
+          good.networks.actor[0]!,
+          { w: good.networks.actor[1]!.w.slice(0, 8), b: good.networks.actor[1]!.b },
+          good.networks.actor[2]!,
+        ],
+      },
+    };
+    expect(() => ActorForward.fromSerialized(bad)).toThrow(
+      /networks\.actor\.1\.w: expected 64x64 = 4096 float32 \(16384 bytes\), got 6 bytes/,
+    );
     await expect(SacDiscrete.load({ ...good, format: 'other' })).rejects.toThrow(/format/);
-    await expect(SacDiscrete.load({ ...good, settings: { ...good.settings, batchSize: 0 } })).rejects.toThrow(/settings\.batchSize/);
-    expect(() => ActorForward.fromSerialized({ ...good, stateNormalizer: null })).toThrow(/stateNormalizer: must be present/);
+    await expect(SacDiscrete.load({ ...good, settings: { ...good.settings, batchSize: 0 } })).rejects.toThrow(
+      /settings\.batchSize/,
+    );
+    expect(() => ActorForward.fromSerialized({ ...good, stateNormalizer: null })).toThrow(
+      /stateNormalizer: must be present/,
+    );
   });
 });
 
 describe('SacSettings', () => {
   it('applies Table 1 defaults', () => {
-    expect(parseSacSettings({})).toMatchObject({ replaySize: 10_000, batchSize: 100, lrQ: 1e-4, lrActor: 1e-4, lrAlpha: 1e-4, gamma: 0.99, tau: 0.01, initialTemperature: 1, hidden: [512, 256], targetEntropy: 'paper' });
+    expect(parseSacSettings({})).toMatchObject({
+      replaySize: 10_000,
+      batchSize: 100,
+      lrQ: 1e-4,
+      lrActor: 1e-4,
+      lrAlpha: 1e-4,
+      gamma: 0.99,
+      tau: 0.01,
+      initialTemperature: 1,
+      hidden: [512, 256],
+      targetEntropy: 'paper',
+    });
   });
 
   it.each<[SacSettingsInput | Record<string, unknown>, RegExp]>([

@@ -6,7 +6,16 @@ import { ActorForward } from '../../rl/actorForward.js';
 import { initTf } from '../../rl/backend.js';
 import { Rng } from '../../rl/replay.js';
 import { SacDiscrete, type UpdateMetrics } from '../../rl/sacDiscrete.js';
-import { BANDIT_HEADS, BANDIT_SETTINGS, BANDIT_SETTINGS_QUICK, BANDIT_STATE_DIM, banditReward, banditState, greedyAccuracy, trainOnBandit } from '../../benchmarks/sacBandit.js';
+import {
+  BANDIT_HEADS,
+  BANDIT_SETTINGS,
+  BANDIT_SETTINGS_QUICK,
+  BANDIT_STATE_DIM,
+  banditReward,
+  banditState,
+  greedyAccuracy,
+  trainOnBandit,
+} from '../../benchmarks/sacBandit.js';
 
 beforeAll(async () => {
   await initTf('wasm');
@@ -23,7 +32,10 @@ describe('SacDiscrete', () => {
   // The long run (near-optimal accuracy within 5000 updates) is `npm run bench:sac-learn`; this
   // prefix must already have learned far past chance (1/12), and the temperature must anneal.
   it('learns the two-head contextual bandit far past chance within 1500 updates', async () => {
-    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], { ...BANDIT_SETTINGS_QUICK, seed: Number(process.env.RL_TEST_SEED ?? 1) });
+    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], {
+      ...BANDIT_SETTINGS_QUICK,
+      seed: Number(process.env.RL_TEST_SEED ?? 1),
+    });
     const before = greedyAccuracy(agent, 1000, 7);
     const last = trainOnBandit(agent, 1500);
     expect(agent.updateCount).toBe(1500);
@@ -38,9 +50,17 @@ describe('SacDiscrete', () => {
   });
 
   it('never picks a masked option, gives it probability 0, and trains on masked transitions', async () => {
-    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], { ...SMALL, seed: 3, learningStarts: 64, targetEntropy: 'christodoulou' });
+    const agent = await SacDiscrete.create(STATE_DIM, [...HEADS], {
+      ...SMALL,
+      seed: 3,
+      learningStarts: 64,
+      targetEntropy: 'christodoulou',
+    });
     const env = new Rng(5);
-    const masksFor = (s: Float32Array) => [Uint8Array.from([1, s[0]! > 0 ? 0 : 1, 1]), Uint8Array.from([0, 1, 0, s[1]! > 0 ? 1 : 0])];
+    const masksFor = (s: Float32Array) => [
+      Uint8Array.from([1, s[0]! > 0 ? 0 : 1, 1]),
+      Uint8Array.from([0, 1, 0, s[1]! > 0 ? 1 : 0]),
+    ];
     let last: UpdateMetrics | null = null;
     for (let step = 0; step < 300; step++) {
       const state = randomState(env);
@@ -50,7 +70,16 @@ describe('SacDiscrete', () => {
       expect([1, 3]).toContain(action[1]);
       if (!(state[1]! > 0)) expect(action[1]).toBe(1);
       const nextState = randomState(env);
-      last = agent.step({ state, action, reward: reward(state, action), nextState, done: step % 10 === 9, masks, nextMasks: masksFor(nextState) }) ?? last;
+      last =
+        agent.step({
+          state,
+          action,
+          reward: reward(state, action),
+          nextState,
+          done: step % 10 === 9,
+          masks,
+          nextMasks: masksFor(nextState),
+        }) ?? last;
     }
     for (const v of Object.values(last!)) expect(Number.isFinite(v)).toBe(true);
     // 'christodoulou' counts the allowed options: 0.98 (log 2 or log 3) + 0.98 (log 1 or log 2).
@@ -66,8 +95,12 @@ describe('SacDiscrete', () => {
     const forward = ActorForward.fromSerialized(agent.save());
     expect(forward.probabilities(state, masks)[0]![1]).toBe(0);
     for (let k = 0; k < 200; k++) expect(forward.act(state, { masks, greedy: k % 2 === 0 })[0]).not.toBe(1);
-    expect(() => agent.act(state, { masks: [Uint8Array.from([0, 0, 0]), masks[1]!] })).toThrow(/masks\[0\]: every option is masked/);
-    expect(() => agent.observe({ state, action: Int32Array.from([1, 1]), reward: 0, nextState: state, done: true, masks })).toThrow(/action\[0\]: option 1 is masked/);
+    expect(() => agent.act(state, { masks: [Uint8Array.from([0, 0, 0]), masks[1]!] })).toThrow(
+      /masks\[0\]: every option is masked/,
+    );
+    expect(() =>
+      agent.observe({ state, action: Int32Array.from([1, 1]), reward: 0, nextState: state, done: true, masks }),
+    ).toThrow(/action\[0\]: option 1 is masked/);
     agent.dispose();
   });
 
@@ -78,7 +111,15 @@ describe('SacDiscrete', () => {
     const masks = [Uint8Array.from([1, 1, 0, 1]), Uint8Array.from([1, 1, 1, 1])];
     for (let step = 0; step < 64; step++) {
       const state = randomState(env);
-      agent.observe({ state, action: agent.act(state, { masks }), reward: env.next(), nextState: randomState(env), done: false, masks, nextMasks: masks });
+      agent.observe({
+        state,
+        action: agent.act(state, { masks }),
+        reward: env.next(),
+        nextState: randomState(env),
+        done: false,
+        masks,
+        nextMasks: masks,
+      });
     }
     agent.update();
     const held = tf.memory().numTensors;

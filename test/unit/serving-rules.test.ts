@@ -25,8 +25,18 @@ afterEach(() => {
   for (const h of harnesses.splice(0)) h.control.stop();
 });
 
-function harness(models: Parameters<typeof controlHarness>[0]['models'], d: Deployment, extra: Partial<Parameters<typeof controlHarness>[0]> = {}): Harness {
-  const h = controlHarness({ models, profiles, policy: () => new FixedPolicy(d), gpus: simGpus('rtx2060s', 1), ...extra });
+function harness(
+  models: Parameters<typeof controlHarness>[0]['models'],
+  d: Deployment,
+  extra: Partial<Parameters<typeof controlHarness>[0]> = {},
+): Harness {
+  const h = controlHarness({
+    models,
+    profiles,
+    policy: () => new FixedPolicy(d),
+    gpus: simGpus('rtx2060s', 1),
+    ...extra,
+  });
   harnesses.push(h);
   return h;
 }
@@ -59,7 +69,9 @@ describe('drop strictly past the deadline (src/serving/rules.ts pastDeadline)', 
 
   it('the control plane keeps a task exactly at its deadline and, once past, drops it (reject) or keeps it to serve late (delay)', () => {
     for (const timeoutAction of ['reject', 'delay'] as const) {
-      const h = harness([{ name: 'resnet50', sloMs: 100, queuePolicy: { timeoutAction } }], { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }] });
+      const h = harness([{ name: 'resnet50', sloMs: 100, queuePolicy: { timeoutAction } }], {
+        placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }],
+      });
       // The worker is starting: the task waits.
       const t = h.submit(0);
       h.now = 100;
@@ -83,13 +95,30 @@ describe('drop strictly past the deadline (src/serving/rules.ts pastDeadline)', 
 
 describe('a serial pooled GPU that frees up serves the model with the oldest waiting task next', () => {
   it('the rule', () => {
-    const head = new Map([[0, 30], [1, 10], [2, Infinity]]);
+    const head = new Map([
+      [0, 30],
+      [1, 10],
+      [2, Infinity],
+    ]);
     expect(nextModelsOnFreedGpu([0, 2, 1, 0], (m) => head.get(m)!)).toEqual([1, 0, 2]);
   });
 
   it('the control plane', () => {
-    const models = [{ name: 'resnet50', sloMs: 5000 }, { name: 'mobilenet', sloMs: 5000 }];
-    const h = harness(models, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] }, { gpus: simGpus('rtx2060s', 1, 'serial') });
+    const models = [
+      { name: 'resnet50', sloMs: 5000 },
+      { name: 'mobilenet', sloMs: 5000 },
+    ];
+    const h = harness(
+      models,
+      {
+        placements: [
+          { model: 0, gpu: 0, pct: 100, batch: 1 },
+          { model: 1, gpu: 0, pct: 100, batch: 1 },
+        ],
+        gpuModes: ['timeshare'],
+      },
+      { gpus: simGpus('rtx2060s', 1, 'serial') },
+    );
     h.report('ready');
     h.submit(0); // takes the GPU
     expect(h.batches().map((b) => b.model)).toEqual(['resnet50']);
@@ -103,8 +132,21 @@ describe('a serial pooled GPU that frees up serves the model with the oldest wai
   });
 
   it('an overlapping one starts the other model at once', () => {
-    const models = [{ name: 'resnet50', sloMs: 5000 }, { name: 'mobilenet', sloMs: 5000 }];
-    const h = harness(models, { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare'] }, { gpus: simGpus('rtx2060s', 1, 'overlap') });
+    const models = [
+      { name: 'resnet50', sloMs: 5000 },
+      { name: 'mobilenet', sloMs: 5000 },
+    ];
+    const h = harness(
+      models,
+      {
+        placements: [
+          { model: 0, gpu: 0, pct: 100, batch: 1 },
+          { model: 1, gpu: 0, pct: 100, batch: 1 },
+        ],
+        gpuModes: ['timeshare'],
+      },
+      { gpus: simGpus('rtx2060s', 1, 'overlap') },
+    );
     h.report('ready');
     h.submit(0);
     h.now = 5;
@@ -161,9 +203,26 @@ describe('one warm-up rate rule (src/serving/monitor.ts)', () => {
     const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }] };
     const cluster = buildCluster([rtx], [{ name: 'resnet50', sloMs: 100 }]);
     const simPolicy = new Recorder(d);
-    simulate({ cluster, streams: [new TimesStream([])], initialRatePerS: [40], policy: simPolicy, settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: 1000, durationMs: 4500, groundTruth: { seed: 1, systematicErrorPct: 0, noisePct: 0, dramAlpha: 0 } } });
+    simulate({
+      cluster,
+      streams: [new TimesStream([])],
+      initialRatePerS: [40],
+      policy: simPolicy,
+      settings: {
+        ...DEFAULT_SERVING_SETTINGS,
+        swapMs: 1000,
+        durationMs: 4500,
+        groundTruth: { seed: 1, systematicErrorPct: 0, noisePct: 0, dramAlpha: 0 },
+      },
+    });
     const livePolicy = new Recorder(d);
-    const h = controlHarness({ models: [{ name: 'resnet50', sloMs: 100 }], profiles, policy: () => livePolicy, gpus: simGpus('rtx2060s', 1), initialRatePerS: { resnet50: 40 } });
+    const h = controlHarness({
+      models: [{ name: 'resnet50', sloMs: 100 }],
+      profiles,
+      policy: () => livePolicy,
+      gpus: simGpus('rtx2060s', 1),
+      initialRatePerS: { resnet50: 40 },
+    });
     harnesses.push(h);
     for (let e = 1; e <= 4; e++) {
       h.now = e * 1000;
@@ -180,7 +239,9 @@ describe('epoch and monitor window from the scenario (src/serving/settings.ts)',
     name: 's',
     description: 'd',
     gpus: [{ profile: 'rtx2060s', count: 1 }],
-    models: [{ name: 'resnet50', sloMs: 80, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 10 } }],
+    models: [
+      { name: 'resnet50', sloMs: 80, arrival: { process: 'poisson' }, rate: { kind: 'constant', ratePerS: 10 } },
+    ],
     durationS: 10,
     epochS: 0.5,
     monitorWindowS: 2,
@@ -206,12 +267,26 @@ describe('the ground truth is keyed by the profile model index and a GPU type fr
 
   it("the simulator times a batch with the configuration's error of the model's profile index", () => {
     // Served order (mobilenet, resnet50) differs from the profile's (resnet50 is 0, mobilenet 6).
-    const models = [{ name: 'mobilenet', sloMs: 1000 }, { name: 'resnet50', sloMs: 1000 }];
+    const models = [
+      { name: 'mobilenet', sloMs: 1000 },
+      { name: 'resnet50', sloMs: 1000 },
+    ];
     const cluster = buildCluster([rtx, rtx], models);
     const gt = { seed: 3, systematicErrorPct: 20, noisePct: 0, dramAlpha: 0 };
-    const d: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 1, pct: 50, batch: 1 }] };
+    const d: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 1 },
+        { model: 1, gpu: 1, pct: 50, batch: 1 },
+      ],
+    };
     const times = Array.from({ length: 20 }, (_, i) => 100 + i * 200);
-    const r = simulate({ cluster, streams: [new TimesStream(times), new TimesStream(times)], initialRatePerS: [5, 5], policy: new FixedPolicy(d), settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: 1000, durationMs: 5000, groundTruth: gt } });
+    const r = simulate({
+      cluster,
+      streams: [new TimesStream(times), new TimesStream(times)],
+      initialRatePerS: [5, 5],
+      policy: new FixedPolicy(d),
+      settings: { ...DEFAULT_SERVING_SETTINGS, swapMs: 1000, durationMs: 5000, groundTruth: gt },
+    });
     const latency = LatencyModel.compile(rtx);
     const truth = new GroundTruth(gt);
     for (const [m, name] of ['mobilenet', 'resnet50'].entries()) {

@@ -5,7 +5,12 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { parseProfile } from '../../src/profile/schema.js';
-import { allPairGains, measuredPairGains, measuredSoloShape, profileSoloShape } from '../../tools/fit/paperCluster/shareShape.js';
+import {
+  allPairGains,
+  measuredPairGains,
+  measuredSoloShape,
+  profileSoloShape,
+} from '../../tools/fit/paperCluster/shareShape.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const json = (p: string): unknown => JSON.parse(readFileSync(resolve(REPO, p), 'utf8')) as unknown;
@@ -20,11 +25,18 @@ describe('share curves against the V100', () => {
     expect(s.t20).toBeCloseTo(13.223096 / 4.378796, 6);
     expect(s.t50).toBeCloseTo(6.406525 / 4.378796, 6);
     expect(() => measuredSoloShape(solo, 'resnet50', 99)).toThrow(/no latency row/);
-    expect(() => measuredSoloShape({ models: { x: { latency: { 1: { 20: 'a', 50: 1, 80: 1 } } } } }, 'x', 1)).toThrow(/positive number/);
+    expect(() => measuredSoloShape({ models: { x: { latency: { 1: { 20: 'a', 50: 1, 80: 1 } } } } }, 'x', 1)).toThrow(
+      /positive number/,
+    );
   });
 
-  it('the heavy models of the 2060 Super follow the V100 analogue\'s measured curve within 15% at batch 4 and 16', () => {
-    const analogue: Record<string, string> = { alexnet: 'alexnet', resnet50: 'resnet50', vgg16: 'vgg19', vgg19: 'vgg19' };
+  it("the heavy models of the 2060 Super follow the V100 analogue's measured curve within 15% at batch 4 and 16", () => {
+    const analogue: Record<string, string> = {
+      alexnet: 'alexnet',
+      resnet50: 'resnet50',
+      vgg16: 'vgg19',
+      vgg19: 'vgg19',
+    };
     for (const [model, ref] of Object.entries(analogue)) {
       for (const b of [4, 16]) {
         const d = profileSoloShape('rtx2060s', rtx2060s, model, b);

@@ -43,7 +43,7 @@ describe('SlotAllocator', () => {
     const a = new SlotAllocator(1000 * SLOT_ALIGN);
     const held = new Map<number, number>();
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 5000; i++) {
       if (held.size > 0 && rnd() < 0.45) {
         const keys = [...held.keys()];
@@ -77,7 +77,12 @@ describe('sampleViews', () => {
 
   it("finds each sample in the region or in the payload's next bytes, in order", () => {
     const v = sampleViews([[10, 3], null, [100, 3], null], [3, 3, 3, 3], payload, region);
-    expect(Array.isArray(v) && v.map((b) => [...b])).toEqual([[10, 11, 12], [200, 201, 202], [100, 101, 102], [203, 204, 205]]);
+    expect(Array.isArray(v) && v.map((b) => [...b])).toEqual([
+      [10, 11, 12],
+      [200, 201, 202],
+      [100, 101, 102],
+      [203, 204, 205],
+    ]);
     expect(Array.isArray(v) && v[0]!.buffer).toBe(region.buffer); // a view, not a copy
   });
 

@@ -19,7 +19,12 @@ const profile = ProfileSchema.parse(
 );
 const REJECT: QueuePolicy = { delay: false, timeoutMs: Number.NaN, maxQueueSize: DEFAULT_MAX_QUEUE_SIZE };
 const noTruthError = { systematicErrorPct: 0, noisePct: 0, dramAlpha: 0, seed: 1 };
-const settings = (over: Partial<SimSettings> = {}): SimSettings => ({ ...DEFAULT_SIM_SETTINGS, durationMs: 200_000, groundTruth: noTruthError, ...over });
+const settings = (over: Partial<SimSettings> = {}): SimSettings => ({
+  ...DEFAULT_SIM_SETTINGS,
+  durationMs: 200_000,
+  groundTruth: noTruthError,
+  ...over,
+});
 
 function poisson(ratePerS: number, seed: number) {
   return new RenewalStream(rateFunction({ kind: 'constant', ratePerS }), new Rng(mixSeed(seed)));
@@ -95,7 +100,9 @@ describe('pipelining (a worker takes its next batch while one runs, where there 
     });
     // Batches sent while the one before was still unanswered (told in send order).
     const sorted = [...starts].sort((x, y) => x.tMs - y.tMs);
-    const overlapping = sorted.filter((s, i) => i > 0 && s.tMs < sorted[i - 1]!.tMs + sorted[i - 1]!.durationMs - 1e-9).length;
+    const overlapping = sorted.filter(
+      (s, i) => i > 0 && s.tMs < sorted[i - 1]!.tMs + sorted[i - 1]!.durationMs - 1e-9,
+    ).length;
     return { r, overlapping, batches: starts.length };
   };
 
@@ -145,7 +152,10 @@ describe('task buffer', () => {
         streams: [poisson(1500, 11)],
         initialRatePerS: [1500],
         policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 2 }] }),
-        settings: settings({ durationMs: 20_000, queuePolicies: [{ delay: true, timeoutMs: Number.NaN, maxQueueSize }] }),
+        settings: settings({
+          durationMs: 20_000,
+          queuePolicies: [{ delay: true, timeoutMs: Number.NaN, maxQueueSize }],
+        }),
       });
     for (const max of [64, DEFAULT_MAX_QUEUE_SIZE]) {
       const r = run(max);
@@ -197,7 +207,9 @@ describe('task buffer', () => {
         cluster,
         streams: [poisson(200, 5)],
         initialRatePerS: [200],
-        policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 8, ...(timeoutMs !== undefined ? { timeoutMs } : {}) }] }),
+        policy: new FixedPolicy({
+          placements: [{ model: 0, gpu: 0, pct: 100, batch: 8, ...(timeoutMs !== undefined ? { timeoutMs } : {}) }],
+        }),
         settings: settings({ durationMs: 30_000 }),
       });
     expect(run().models[0]!.meanBatch).toBeGreaterThan(7.5);
@@ -212,7 +224,10 @@ describe('task buffer', () => {
         streams: [poisson(300, 9)],
         initialRatePerS: [300],
         policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 4 }] }),
-        settings: settings({ durationMs: 10_000, groundTruth: { systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08, seed: 4 } }),
+        settings: settings({
+          durationMs: 10_000,
+          groundTruth: { systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08, seed: 4 },
+        }),
       });
     expect(go()).toEqual(go());
   });
@@ -237,15 +252,35 @@ describe('reconfiguration', () => {
   });
 
   it('the ground truth differs from the predictor: systematic error, noise and DRAM contention', () => {
-    const cluster = buildCluster([profile], [{ name: 'other', sloMs: 1e9 }, { name: 'net', sloMs: 1e9 }]);
-    const dep = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }, { model: 1, gpu: 0, pct: 50, batch: 1 }] };
-    const exact = simulate({ cluster, streams: [poisson(100, 1), poisson(100, 2)], initialRatePerS: [100, 100], policy: new FixedPolicy(dep), settings: settings({ durationMs: 20_000 }) });
+    const cluster = buildCluster(
+      [profile],
+      [
+        { name: 'other', sloMs: 1e9 },
+        { name: 'net', sloMs: 1e9 },
+      ],
+    );
+    const dep = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 1 },
+        { model: 1, gpu: 0, pct: 50, batch: 1 },
+      ],
+    };
+    const exact = simulate({
+      cluster,
+      streams: [poisson(100, 1), poisson(100, 2)],
+      initialRatePerS: [100, 100],
+      policy: new FixedPolicy(dep),
+      settings: settings({ durationMs: 20_000 }),
+    });
     const real = simulate({
       cluster,
       streams: [poisson(100, 1), poisson(100, 2)],
       initialRatePerS: [100, 100],
       policy: new FixedPolicy(dep),
-      settings: settings({ durationMs: 20_000, groundTruth: { systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.3, seed: 8 } }),
+      settings: settings({
+        durationMs: 20_000,
+        groundTruth: { systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.3, seed: 8 },
+      }),
     });
     expect(real.models[0]!.execMs.mean).not.toBeCloseTo(exact.models[0]!.execMs.mean, 3);
   });
@@ -253,9 +288,28 @@ describe('reconfiguration', () => {
 
 describe('timeshare GPUs', () => {
   it('run one batch at a time when serial', () => {
-    const cluster = buildCluster([profile], [{ name: 'net', sloMs: 1e9 }, { name: 'other', sloMs: 1e9 }], 'serial');
-    const dep = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }, { model: 1, gpu: 0, pct: 100, batch: 1 }], gpuModes: ['timeshare' as const] };
-    const r = simulate({ cluster, streams: [poisson(150, 1), poisson(150, 2)], initialRatePerS: [150, 150], policy: new FixedPolicy(dep), settings: settings({ durationMs: 20_000 }) });
+    const cluster = buildCluster(
+      [profile],
+      [
+        { name: 'net', sloMs: 1e9 },
+        { name: 'other', sloMs: 1e9 },
+      ],
+      'serial',
+    );
+    const dep = {
+      placements: [
+        { model: 0, gpu: 0, pct: 100, batch: 1 },
+        { model: 1, gpu: 0, pct: 100, batch: 1 },
+      ],
+      gpuModes: ['timeshare' as const],
+    };
+    const r = simulate({
+      cluster,
+      streams: [poisson(150, 1), poisson(150, 2)],
+      initialRatePerS: [150, 150],
+      policy: new FixedPolicy(dep),
+      settings: settings({ durationMs: 20_000 }),
+    });
     expect(r.gpuSharePct[0]!).toBeLessThanOrEqual(100 + 1e-9);
     expect(r.gpuSharePct[0]!).toBeGreaterThan(30);
   });

@@ -1,7 +1,14 @@
 // The dashboard's pure core (scheduler/timeseries.ts): bounded series, p99 from histogram buckets,
 // and the timeline's reading of worker and deployment changes.
 import { describe, expect, it } from 'vitest';
-import { ModelTimeSeries, planEvent, quantileFromBuckets, Ring, type WorkerView, workerEvents } from '../../scheduler/timeseries.js';
+import {
+  ModelTimeSeries,
+  planEvent,
+  quantileFromBuckets,
+  Ring,
+  type WorkerView,
+  workerEvents,
+} from '../../scheduler/timeseries.js';
 
 describe('Ring', () => {
   it('keeps the last `capacity` items, oldest first', () => {
@@ -29,7 +36,13 @@ describe('quantileFromBuckets', () => {
 
 describe('ModelTimeSeries', () => {
   const bounds = [0.01, 0.1, Infinity];
-  const reading = (finished: number, within: number, buckets: number[], rate = 1) => ({ ratePerS: rate, queued: 0, withinSlo: within, finished, latencyBuckets: buckets });
+  const reading = (finished: number, within: number, buckets: number[], rate = 1) => ({
+    ratePerS: rate,
+    queued: 0,
+    withinSlo: within,
+    finished,
+    latencyBuckets: buckets,
+  });
 
   it('computes attainment and p99 over the last window of samples from cumulative counters', () => {
     const s = new ModelTimeSeries(['a'], bounds, 10, 2);
@@ -56,26 +69,49 @@ describe('ModelTimeSeries', () => {
 });
 
 describe('workerEvents', () => {
-  const w = (workerId: string, model: string, pct: number, role: string, state = 'ready', gpu = 0): WorkerView => ({ workerId, model, gpu, pct, batch: 1, role, state });
+  const w = (workerId: string, model: string, pct: number, role: string, state = 'ready', gpu = 0): WorkerView => ({
+    workerId,
+    model,
+    gpu,
+    pct,
+    batch: 1,
+    role,
+    state,
+  });
 
   it('pairs a shadow that took over with the worker it replaced, with both shares', () => {
-    const before = [w('w1', 'resnet50', 6, 'retiring'), w('w2', 'resnet50', 12, 'shadow', 'starting'), w('w3', 'vgg16', 20, 'active')];
+    const before = [
+      w('w1', 'resnet50', 6, 'retiring'),
+      w('w2', 'resnet50', 12, 'shadow', 'starting'),
+      w('w3', 'vgg16', 20, 'active'),
+    ];
     const after = [w('w2', 'resnet50', 12, 'active'), w('w3', 'vgg16', 20, 'active')];
     const ev = workerEvents(5, before, after);
     expect(ev).toHaveLength(1);
-    expect(ev[0]).toMatchObject({ kind: 'swap', model: 'resnet50', from: { workerId: 'w1', pct: 6 }, to: { workerId: 'w2', pct: 12 } });
+    expect(ev[0]).toMatchObject({
+      kind: 'swap',
+      model: 'resnet50',
+      from: { workerId: 'w1', pct: 6 },
+      to: { workerId: 'w2', pct: 12 },
+    });
     expect(ev[0]!.text).toBe('resnet50: w1 -> w2, GPU 0, share 6% -> 12%');
   });
 
   it('counts a replaced worker still finishing its last batch as replaced, and reports starts and stops', () => {
-    const swapInFlight = workerEvents(1, [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'shadow', 'starting', 1)], [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'active', 'ready', 1)]);
+    const swapInFlight = workerEvents(
+      1,
+      [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'shadow', 'starting', 1)],
+      [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'active', 'ready', 1)],
+    );
     expect(swapInFlight.map((e) => e.text)).toEqual(['a: w1 -> w2, GPU 0 -> GPU 1, share 10% -> 30%']);
     const first = workerEvents(1, [w('w1', 'a', 10, 'shadow', 'starting')], [w('w1', 'a', 10, 'active')]);
     expect(first.map((e) => e.kind)).toEqual(['serving']);
     const gone = workerEvents(1, [w('w1', 'a', 10, 'active')], []);
     expect(gone.map((e) => e.kind)).toEqual(['stopped']);
     // A replaced worker that finished its last batch and left is not news (the swap was reported).
-    expect(workerEvents(2, [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'active')], [w('w2', 'a', 30, 'active')])).toEqual([]);
+    expect(
+      workerEvents(2, [w('w1', 'a', 10, 'retiring'), w('w2', 'a', 30, 'active')], [w('w2', 'a', 30, 'active')]),
+    ).toEqual([]);
     expect(workerEvents(1, [w('w1', 'a', 10, 'active')], [w('w1', 'a', 10, 'active')])).toEqual([]);
   });
 });
@@ -92,7 +128,9 @@ describe('planEvent', () => {
     ];
     const e = planEvent(7, before, after)!;
     expect(e.kind).toBe('plan');
-    expect(e.text).toBe('new deployment: a GPU 0 10% b1 -> GPU 0 20% b2; c none -> GPU 1 30% b1; b GPU 1 50% b4 -> none');
+    expect(e.text).toBe(
+      'new deployment: a GPU 0 10% b1 -> GPU 0 20% b2; c none -> GPU 1 30% b1; b GPU 1 50% b4 -> none',
+    );
     expect(planEvent(7, before, before)).toBeNull();
   });
 });

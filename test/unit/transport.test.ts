@@ -2,7 +2,17 @@
 // the simulator runs with.
 import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
-import { dispatchBudgetMs, SPREAD_QUANTILES, spreadFactor, type TransportModel, TransportFit, transportFields, TransportModelSchema, transportMsFor, wayInMsFor } from '../../src/serving/transport.js';
+import {
+  dispatchBudgetMs,
+  SPREAD_QUANTILES,
+  spreadFactor,
+  type TransportModel,
+  TransportFit,
+  transportFields,
+  TransportModelSchema,
+  transportMsFor,
+  wayInMsFor,
+} from '../../src/serving/transport.js';
 import { DEFAULT_SIM_SETTINGS, simulate } from '../../src/sim/simulator.js';
 import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
 import { mixSeed, Rng } from '../../src/workload/random.js';
@@ -11,10 +21,39 @@ import { FixedPolicy } from '../support/fakes.js';
 
 describe('TransportFit', () => {
   it.each([
-    { name: 'fixed + per-MB, exact', samples: [[602112, 3 + 0.602112 * 2], [6021120, 3 + 6.02112 * 2], [18063360, 3 + 18.06336 * 2]], want: { fixedMs: 3, perMbMs: 2 } },
-    { name: 'one size only: all of it fixed', samples: [[602112, 4], [602112, 6]], want: { fixedMs: 5, perMbMs: 0 } },
-    { name: 'time falling with size (noise): its mean, fixed', samples: [[1e6, 9], [2e6, 5]], want: { fixedMs: 7, perMbMs: 0 } },
-    { name: 'a negative intercept: through the origin', samples: [[1e6, 1], [2e6, 4]], want: { fixedMs: 0, perMbMs: 1.8 } },
+    {
+      name: 'fixed + per-MB, exact',
+      samples: [
+        [602112, 3 + 0.602112 * 2],
+        [6021120, 3 + 6.02112 * 2],
+        [18063360, 3 + 18.06336 * 2],
+      ],
+      want: { fixedMs: 3, perMbMs: 2 },
+    },
+    {
+      name: 'one size only: all of it fixed',
+      samples: [
+        [602112, 4],
+        [602112, 6],
+      ],
+      want: { fixedMs: 5, perMbMs: 0 },
+    },
+    {
+      name: 'time falling with size (noise): its mean, fixed',
+      samples: [
+        [1e6, 9],
+        [2e6, 5],
+      ],
+      want: { fixedMs: 7, perMbMs: 0 },
+    },
+    {
+      name: 'a negative intercept: through the origin',
+      samples: [
+        [1e6, 1],
+        [2e6, 4],
+      ],
+      want: { fixedMs: 0, perMbMs: 1.8 },
+    },
   ])('$name', ({ samples, want }) => {
     const f = new TransportFit();
     for (const [bytes, ms] of samples) f.add(bytes!, ms!);
@@ -72,9 +111,24 @@ describe('TransportFit', () => {
   });
 
   it("a host's entry at GET /v2/inss/cluster reads as a transport model; a bad one is named", () => {
-    const entry = { fixedMs: 1, perMbMs: 2, batches: 9, wayIn: { fixedMs: 0.5, perMbMs: 0 }, requests: 30, wayOutMs: 0.4, answers: 30 };
-    expect(TransportModelSchema.parse(transportFields(entry))).toEqual({ fixedMs: 1, perMbMs: 2, wayIn: { fixedMs: 0.5, perMbMs: 0 }, wayOutMs: 0.4 });
-    const bad = TransportModelSchema.safeParse(transportFields({ fixedMs: 1, perMbMs: 2, wayIn: { fixedMs: -1, perMbMs: 0 } }));
+    const entry = {
+      fixedMs: 1,
+      perMbMs: 2,
+      batches: 9,
+      wayIn: { fixedMs: 0.5, perMbMs: 0 },
+      requests: 30,
+      wayOutMs: 0.4,
+      answers: 30,
+    };
+    expect(TransportModelSchema.parse(transportFields(entry))).toEqual({
+      fixedMs: 1,
+      perMbMs: 2,
+      wayIn: { fixedMs: 0.5, perMbMs: 0 },
+      wayOutMs: 0.4,
+    });
+    const bad = TransportModelSchema.safeParse(
+      transportFields({ fixedMs: 1, perMbMs: 2, wayIn: { fixedMs: -1, perMbMs: 0 } }),
+    );
     expect(bad.success).toBe(false);
     expect(bad.error!.issues[0]!.path).toEqual(['wayIn', 'fixedMs']);
   });
@@ -88,7 +142,13 @@ describe('the simulator with a host transport model', () => {
       streams: [new RenewalStream(rateFunction({ kind: 'constant', ratePerS: 20 }), new Rng(mixSeed(5)))],
       initialRatePerS: [20],
       policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }] }),
-      settings: { ...DEFAULT_SIM_SETTINGS, durationMs: 30_000, groundTruth: { systematicErrorPct: 0, noisePct: 0, dramAlpha: 0, seed: 1 }, transportMs, ...(transport ? { transport } : {}) },
+      settings: {
+        ...DEFAULT_SIM_SETTINGS,
+        durationMs: 30_000,
+        groundTruth: { systematicErrorPct: 0, noisePct: 0, dramAlpha: 0, seed: 1 },
+        transportMs,
+        ...(transport ? { transport } : {}),
+      },
     });
 
   it('a batch pays fixed + per-MB of its inputs: with batch 1 of a 602 KB image, the same as that fixed transport', () => {
@@ -158,6 +218,10 @@ describe('the simulator with a host transport model', () => {
     // Within the SLO without the leg; with it, most tasks reach their client late.
     expect(base.good).toBeGreaterThan(0.95 * base.arrivals);
     expect(client.good).toBeLessThan(0.5 * client.arrivals);
-    expect(TransportModelSchema.parse(transportFields({ fixedMs: 1, perMbMs: 0, clientMs: 1.1, batches: 3 }))).toEqual({ fixedMs: 1, perMbMs: 0, clientMs: 1.1 });
+    expect(TransportModelSchema.parse(transportFields({ fixedMs: 1, perMbMs: 0, clientMs: 1.1, batches: 3 }))).toEqual({
+      fixedMs: 1,
+      perMbMs: 0,
+      clientMs: 1.1,
+    });
   });
 });

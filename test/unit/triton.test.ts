@@ -4,7 +4,17 @@
 import { deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { Metrics, type WorkerView } from '../../scheduler/metrics.js';
-import { compressedRoute, decompress, modelConfigJson, modelStatJson, parseIndexRequest, repositoryIndex, requestCoding, resolveModel, responseCoding } from '../../scheduler/triton.js';
+import {
+  compressedRoute,
+  decompress,
+  modelConfigJson,
+  modelStatJson,
+  parseIndexRequest,
+  repositoryIndex,
+  requestCoding,
+  resolveModel,
+  responseCoding,
+} from '../../scheduler/triton.js';
 import { cudaSharedMemoryAnswer } from '../../scheduler/sharedMemory.js';
 import { modelMetadata } from '../../scheduler/kserve.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
@@ -14,10 +24,21 @@ const RESNET: ServedModelConfig = { name: 'resnet50', sloMs: 100, signature: mod
 const BERT: ServedModelConfig = {
   name: 'bert',
   sloMs: 50,
-  signature: { inputs: [{ name: 'ids', datatype: 'INT64', shape: [128] }], outputs: [{ name: 'logits', datatype: 'FP16', shape: [2] }] },
+  signature: {
+    inputs: [{ name: 'ids', datatype: 'INT64', shape: [128] }],
+    outputs: [{ name: 'logits', datatype: 'FP16', shape: [2] }],
+  },
 };
 
-const worker = (w: Partial<WorkerView> & Pick<WorkerView, 'workerId' | 'model' | 'gpu'>): WorkerView => ({ pct: 50, batch: 8, timeoutMs: 5, role: 'active', state: 'ready', serving: true, ...w });
+const worker = (w: Partial<WorkerView> & Pick<WorkerView, 'workerId' | 'model' | 'gpu'>): WorkerView => ({
+  pct: 50,
+  batch: 8,
+  timeoutMs: 5,
+  role: 'active',
+  state: 'ready',
+  serving: true,
+  ...w,
+});
 
 /** The value of one sample line of the exposition text, or undefined. */
 function sample(text: string, series: string): number | undefined {
@@ -38,15 +59,31 @@ describe('statistics', () => {
     m.taskFinished('resnet50', 'ok', 0.01, 1_700_000_000_003);
     m.taskFinished('resnet50', 'dropped_slo', 0.12, 1_700_000_000_004);
     const s = modelStatJson('resnet50', await m.modelStats('resnet50'));
-    expect(s).toMatchObject({ name: 'resnet50', version: '1', last_inference: 1_700_000_000_004, inference_count: 4, execution_count: 2 });
+    expect(s).toMatchObject({
+      name: 'resnet50',
+      version: '1',
+      last_inference: 1_700_000_000_004,
+      inference_count: 4,
+      execution_count: 2,
+    });
     expect(s.inference_stats.success).toEqual({ count: 4, ns: 210_000_000 });
     expect(s.inference_stats.fail).toEqual({ count: 1, ns: 120_000_000 });
     expect(s.inference_stats.queue).toEqual({ count: 4, ns: 10_000_000 });
     // Each request carries its batch's time: 3 x 10 ms + 1 x 4 ms.
     expect(s.inference_stats.compute_infer).toEqual({ count: 4, ns: 34_000_000 });
     expect(s.batch_stats).toEqual([
-      { batch_size: 1, compute_input: { count: 1, ns: 0 }, compute_infer: { count: 1, ns: 4_000_000 }, compute_output: { count: 1, ns: 0 } },
-      { batch_size: 3, compute_input: { count: 1, ns: 0 }, compute_infer: { count: 1, ns: 10_000_000 }, compute_output: { count: 1, ns: 0 } },
+      {
+        batch_size: 1,
+        compute_input: { count: 1, ns: 0 },
+        compute_infer: { count: 1, ns: 4_000_000 },
+        compute_output: { count: 1, ns: 0 },
+      },
+      {
+        batch_size: 3,
+        compute_input: { count: 1, ns: 0 },
+        compute_infer: { count: 1, ns: 10_000_000 },
+        compute_output: { count: 1, ns: 0 },
+      },
     ]);
     // Every number is an integer, as Triton's uint64 fields are.
     const walk = (x: unknown): void => {
@@ -87,7 +124,10 @@ describe('statistics', () => {
 
   it('per-worker shares and batch sizes are exported from the worker source', async () => {
     const m = new Metrics();
-    m.setWorkerSource(() => [worker({ workerId: 'w1', model: 'resnet50', gpu: 0, pct: 60 }), worker({ workerId: 'w2', model: 'resnet50', gpu: 1, pct: 30, batch: 4, role: 'shadow', serving: false })]);
+    m.setWorkerSource(() => [
+      worker({ workerId: 'w1', model: 'resnet50', gpu: 0, pct: 60 }),
+      worker({ workerId: 'w2', model: 'resnet50', gpu: 1, pct: 30, batch: 4, role: 'shadow', serving: false }),
+    ]);
     const text = await m.registry.metrics();
     expect(sample(text, 'inss_model_share_percent{model="resnet50",gpu="0",worker="w1",role="active"}')).toBe(60);
     expect(sample(text, 'inss_model_share_percent{model="resnet50",gpu="1",worker="w2",role="shadow"}')).toBe(30);
@@ -108,11 +148,35 @@ describe('model configuration', () => {
     expect(c).toMatchObject({ name: 'resnet50', platform: 'inss', backend: 'inss', max_batch_size: 8 });
     expect(modelConfigJson({ ...RESNET, maxBatchSize: 32 }, []).max_batch_size).toBe(32);
     // An image input is channel-first (FORMAT_NCHW); dims without the batch dimension (max_batch_size > 0).
-    expect(c.input).toEqual([{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, 224, 224], is_shape_tensor: false, allow_ragged_batch: false, optional: false }]);
+    expect(c.input).toEqual([
+      {
+        name: 'input',
+        data_type: 'TYPE_FP32',
+        format: 'FORMAT_NCHW',
+        dims: [3, 224, 224],
+        is_shape_tensor: false,
+        allow_ragged_batch: false,
+        optional: false,
+      },
+    ]);
     // ModelOutput has no format; the 1000 scores of an image model carry ImageNet's labels.
-    expect(c.output).toEqual([{ name: 'output', data_type: 'TYPE_FP32', dims: [1000], label_filename: 'data/imagenet/labels.txt', is_shape_tensor: false }]);
+    expect(c.output).toEqual([
+      {
+        name: 'output',
+        data_type: 'TYPE_FP32',
+        dims: [1000],
+        label_filename: 'data/imagenet/labels.txt',
+        is_shape_tensor: false,
+      },
+    ]);
     // The serving workers' batch sizes and their largest timeout (w4 is not serving).
-    expect(c.dynamic_batching).toEqual({ preferred_batch_size: [8, 16], max_queue_delay_microseconds: 12_000, preserve_ordering: false, priority_levels: 0, default_priority_level: 0 });
+    expect(c.dynamic_batching).toEqual({
+      preferred_batch_size: [8, 16],
+      max_queue_delay_microseconds: 12_000,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+    });
     expect(c.instance_group.map((g) => g.name)).toEqual(['w3', 'w1', 'w4']);
     expect(c.parameters.slo_ms).toEqual({ string_value: '100' });
     // Serving workers in GPU order; the starting shadow is only in `placements`.
@@ -130,8 +194,16 @@ describe('model configuration', () => {
   });
 
   it('states the preprocessing of UINT8 and encoded images as a parameter', () => {
-    const p = JSON.parse(modelConfigJson(RESNET, []).parameters.image_preprocessing!.string_value) as Record<string, unknown>;
-    expect(p).toMatchObject({ mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], scale: 'x / 255', layout: 'CHW (channel-first), RGB' });
+    const p = JSON.parse(modelConfigJson(RESNET, []).parameters.image_preprocessing!.string_value) as Record<
+      string,
+      unknown
+    >;
+    expect(p).toMatchObject({
+      mean: [0.485, 0.456, 0.406],
+      std: [0.229, 0.224, 0.225],
+      scale: 'x / 255',
+      layout: 'CHW (channel-first), RGB',
+    });
     expect(p.resize).toContain('shorter side to 224');
     expect(p.resize).toContain('224x224 centre crop');
   });
@@ -158,13 +230,27 @@ describe('model configuration', () => {
 describe('repository index', () => {
   it('READY with a serving worker; UNAVAILABLE with the reason otherwise', () => {
     const models = [RESNET, BERT, { ...BERT, name: 'vgg16' }];
-    const idx = repositoryIndex(models, [worker({ workerId: 'w1', model: 'resnet50', gpu: 0 }), worker({ workerId: 'w2', model: 'bert', gpu: 0, state: 'starting', serving: false })], null);
+    const idx = repositoryIndex(
+      models,
+      [
+        worker({ workerId: 'w1', model: 'resnet50', gpu: 0 }),
+        worker({ workerId: 'w2', model: 'bert', gpu: 0, state: 'starting', serving: false }),
+      ],
+      null,
+    );
     expect(idx).toEqual([
       { name: 'resnet50', version: '1', state: 'READY', reason: '' },
       { name: 'bert', version: '1', state: 'UNAVAILABLE', reason: 'no worker ready yet (w2 starting)' },
-      { name: 'vgg16', version: '1', state: 'UNAVAILABLE', reason: expect.stringContaining('not placed on any GPU') as string },
+      {
+        name: 'vgg16',
+        version: '1',
+        state: 'UNAVAILABLE',
+        reason: expect.stringContaining('not placed on any GPU') as string,
+      },
     ]);
-    expect(repositoryIndex([RESNET], [], 'needs 2 GPUs')[0]!.reason).toBe('the policy cannot run on this cluster: needs 2 GPUs');
+    expect(repositoryIndex([RESNET], [], 'needs 2 GPUs')[0]!.reason).toBe(
+      'the policy cannot run on this cluster: needs 2 GPUs',
+    );
   });
 
   it('reads the request body: empty, {"ready": bool}, or a clear error', () => {
@@ -181,15 +267,32 @@ describe('repository index', () => {
   it('resolves names and versions, naming what is served', () => {
     expect(resolveModel([RESNET, BERT], 'bert', undefined)).toEqual({ ok: true, index: 1 });
     expect(resolveModel([RESNET, BERT], 'bert', '1')).toEqual({ ok: true, index: 1 });
-    expect(resolveModel([RESNET], 'stats', undefined)).toEqual({ ok: false, error: "unknown model 'stats' (served: resnet50)" });
-    expect(resolveModel([RESNET], 'resnet50', '2')).toEqual({ ok: false, error: "model 'resnet50' has no version '2' (versions: 1)" });
+    expect(resolveModel([RESNET], 'stats', undefined)).toEqual({
+      ok: false,
+      error: "unknown model 'stats' (served: resnet50)",
+    });
+    expect(resolveModel([RESNET], 'resnet50', '2')).toEqual({
+      ok: false,
+      error: "model 'resnet50' has no version '2' (versions: 1)",
+    });
   });
 });
 
 describe('compression', () => {
   it('compresses inference answers only on the protocol routes; /metrics and the dashboard as asked', () => {
-    for (const infer of ['/v2/models/:name/infer', '/v2/models/:name/versions/:version/infer']) expect(compressedRoute(infer)).toBe(true);
-    for (const other of ['/v2', '/v2/models/:name', '/v2/models/:name/config', '/v2/models/stats', '/v2/models/:name/stats', '/v2/repository/index', '/v2/health/ready', '/v2/systemsharedmemory/status', '/v2/inss/cluster']) {
+    for (const infer of ['/v2/models/:name/infer', '/v2/models/:name/versions/:version/infer'])
+      expect(compressedRoute(infer)).toBe(true);
+    for (const other of [
+      '/v2',
+      '/v2/models/:name',
+      '/v2/models/:name/config',
+      '/v2/models/stats',
+      '/v2/models/:name/stats',
+      '/v2/repository/index',
+      '/v2/health/ready',
+      '/v2/systemsharedmemory/status',
+      '/v2/inss/cluster',
+    ]) {
       expect(compressedRoute(other), other).toBe(false);
     }
     expect(compressedRoute('/metrics')).toBe(true);
@@ -201,7 +304,10 @@ describe('compression', () => {
     expect(requestCoding('identity')).toEqual({ ok: true, coding: null });
     expect(requestCoding('GZIP')).toEqual({ ok: true, coding: 'gzip' });
     expect(requestCoding('deflate')).toEqual({ ok: true, coding: 'deflate' });
-    expect(requestCoding('br')).toEqual({ ok: false, error: "Content-Encoding 'br' is not supported (gzip, deflate or identity)" });
+    expect(requestCoding('br')).toEqual({
+      ok: false,
+      error: "Content-Encoding 'br' is not supported (gzip, deflate or identity)",
+    });
     expect(requestCoding('gzip, br').ok).toBe(false);
   });
 
@@ -226,7 +332,11 @@ describe('compression', () => {
     const bomb = gzipSync(Buffer.alloc(8 * 1024 * 1024)); // 8 MiB of zeros in about 8 KB
     expect(bomb.length).toBeLessThan(64 * 1024);
     const r = await decompress(bomb, 'gzip', 1024 * 1024);
-    expect(r).toEqual({ ok: false, status: 413, error: 'request body decompresses to more than the limit of 1048576 bytes' });
+    expect(r).toEqual({
+      ok: false,
+      status: 413,
+      error: 'request body decompresses to more than the limit of 1048576 bytes',
+    });
     const inflateBomb = await decompress(deflateSync(Buffer.alloc(4 * 1024 * 1024)), 'deflate', 1024 * 1024);
     expect(inflateBomb.ok === false && inflateBomb.status).toBe(413);
     const junk = await decompress(Buffer.from('{"inputs":[]}'), 'gzip', 1000);
@@ -243,7 +353,9 @@ describe('CUDA shared memory, as a Triton built without GPU support answers it',
     expect(cudaSharedMemoryAnswer('unregister', 'output_data')).toEqual({ status: 200, body: undefined });
     const reg = cudaSharedMemoryAnswer('register', 'input_data');
     expect(reg.status).toBe(400);
-    expect((reg.body as { error: string }).error).toMatch(/^failed to register CUDA shared memory region: 'input_data', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory/);
+    expect((reg.body as { error: string }).error).toMatch(
+      /^failed to register CUDA shared memory region: 'input_data', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory/,
+    );
     expect(cudaSharedMemoryAnswer('status', 'input_data').status).toBe(404);
   });
 });

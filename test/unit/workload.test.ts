@@ -31,13 +31,26 @@ describe('arrival processes', () => {
   });
 
   it('the same seed gives the same arrivals; another seed gives others', () => {
-    const mk = (seed: number) => collect(new RenewalStream(rateFunction({ kind: 'constant', ratePerS: 50 }), new Rng(mixSeed(seed, 0))), 10_000);
+    const mk = (seed: number) =>
+      collect(new RenewalStream(rateFunction({ kind: 'constant', ratePerS: 50 }), new Rng(mixSeed(seed, 0))), 10_000);
     expect(mk(7)).toEqual(mk(7));
     expect(mk(7)).not.toEqual(mk(8));
   });
 
   it('steps change the rate at the given times', () => {
-    const t = collect(new RenewalStream(rateFunction({ kind: 'steps', steps: [{ atS: 0, ratePerS: 100 }, { atS: 100, ratePerS: 400 }] }), new Rng(5)), 200_000);
+    const t = collect(
+      new RenewalStream(
+        rateFunction({
+          kind: 'steps',
+          steps: [
+            { atS: 0, ratePerS: 100 },
+            { atS: 100, ratePerS: 400 },
+          ],
+        }),
+        new Rng(5),
+      ),
+      200_000,
+    );
     const before = t.filter((x) => x < 100_000).length / 100;
     const after = t.filter((x) => x >= 100_000).length / 100;
     expect(before).toBeCloseTo(100, -1);
@@ -46,7 +59,9 @@ describe('arrival processes', () => {
 
   it('the triangle wave moves by its step every period between min and max (the InSS prototype load)', () => {
     const f = rateFunction({ kind: 'triangle', minPerS: 100, maxPerS: 160, stepPerS: 20, stepEveryS: 10 });
-    expect([0, 10, 20, 30, 40, 50, 60, 70].map((s) => f.rateAt(s * 1000))).toEqual([100, 120, 140, 160, 140, 120, 100, 120]);
+    expect([0, 10, 20, 30, 40, 50, 60, 70].map((s) => f.rateAt(s * 1000))).toEqual([
+      100, 120, 140, 160, 140, 120, 100, 120,
+    ]);
     expect(f.nextChangeMs(12_000)).toBe(20_000);
   });
 

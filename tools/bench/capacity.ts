@@ -19,7 +19,10 @@ export const DEFAULT_GRID: LoadGrid = { fromX: 0.25, toX: 3, stepX: 0.25 };
 export const ATTAINMENTS = [0.99, 0.95] as const;
 
 export function gridLoads(g: LoadGrid): number[] {
-  if (!(g.fromX > 0) || !(g.stepX > 0) || !(g.toX >= g.fromX) || !Number.isFinite(g.toX)) throw new RangeError(`load grid: need 0 < from <= to and step > 0, got from ${g.fromX}, to ${g.toX}, step ${g.stepX}`);
+  if (!(g.fromX > 0) || !(g.stepX > 0) || !(g.toX >= g.fromX) || !Number.isFinite(g.toX))
+    throw new RangeError(
+      `load grid: need 0 < from <= to and step > 0, got from ${g.fromX}, to ${g.toX}, step ${g.stepX}`,
+    );
   const n = Math.floor((g.toX - g.fromX) / g.stepX + 1e-9) + 1;
   if (n > 1000) throw new RangeError(`load grid: ${n} points is too many (at most 1000)`);
   // Rounded to 1e-9 so that 0.1-steps print and compare as written.
@@ -29,7 +32,8 @@ export function gridLoads(g: LoadGrid): number[] {
 /** Parses `from:to:step` (e.g. `0.25:3:0.25`), naming the flag in errors. */
 export function parseGrid(text: string, flag: string): LoadGrid {
   const parts = text.split(':').map((s) => Number(s.trim()));
-  if (parts.length !== 3 || parts.some((x) => !Number.isFinite(x))) throw new RangeError(`${flag}: expected from:to:step (e.g. 0.25:3:0.25), got '${text}'`);
+  if (parts.length !== 3 || parts.some((x) => !Number.isFinite(x)))
+    throw new RangeError(`${flag}: expected from:to:step (e.g. 0.25:3:0.25), got '${text}'`);
   const g = { fromX: parts[0]!, toX: parts[1]!, stepX: parts[2]! };
   try {
     gridLoads(g);
@@ -73,7 +77,11 @@ export function capacityOf(curve: readonly CurvePoint[], attainment: number): nu
  * load below that attainment: past it no capacity at that attainment or any higher one can change
  * (the suite stops at the lowest reported attainment, 95%, to save time; the curve then ends there).
  */
-export function gridCurve(run: (loadScale: number) => CurvePoint, loads: readonly number[], stopAtAttainment?: number): CurvePoint[] {
+export function gridCurve(
+  run: (loadScale: number) => CurvePoint,
+  loads: readonly number[],
+  stopAtAttainment?: number,
+): CurvePoint[] {
   const sorted = [...loads].sort((a, b) => a - b);
   const out: CurvePoint[] = [];
   for (const x of sorted) {
@@ -94,13 +102,23 @@ export interface Spread {
 
 export function spread(values: readonly number[]): Spread {
   if (values.length === 0) return { mean: NaN, min: NaN, max: NaN, n: 0 };
-  return { mean: values.reduce((s, v) => s + v, 0) / values.length, min: Math.min(...values), max: Math.max(...values), n: values.length };
+  return {
+    mean: values.reduce((s, v) => s + v, 0) / values.length,
+    min: Math.min(...values),
+    max: Math.max(...values),
+    n: values.length,
+  };
 }
 
 /** Parses `--seeds 1,2,3`: distinct non-negative integers. */
 export function parseSeeds(text: string, flag = '--seeds'): number[] {
-  const seeds = text.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
-  if (seeds.length === 0 || seeds.some((s) => !Number.isInteger(s) || s < 0)) throw new RangeError(`${flag}: expected comma-separated non-negative integers, got '${text}'`);
+  const seeds = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(Number);
+  if (seeds.length === 0 || seeds.some((s) => !Number.isInteger(s) || s < 0))
+    throw new RangeError(`${flag}: expected comma-separated non-negative integers, got '${text}'`);
   if (new Set(seeds).size !== seeds.length) throw new RangeError(`${flag}: a seed is given twice in '${text}'`);
   return seeds;
 }

@@ -18,7 +18,16 @@
 // metric (capacity.ts). Pure (the simulator is).
 import { type CurvePoint, capacityOf, gridCurve, violationLimitPct } from './capacity.js';
 import { type BenchContext, runAt } from './run.js';
-import { balancedPartition, greedyPartition, hybrids, moves, planPooling, type PoolingOptions, scoreDeployment, timeshareDeployment } from '../../src/policy/pooling.js';
+import {
+  balancedPartition,
+  greedyPartition,
+  hybrids,
+  moves,
+  planPooling,
+  type PoolingOptions,
+  scoreDeployment,
+  timeshareDeployment,
+} from '../../src/policy/pooling.js';
 import { timeshareMaxBatch, TIMESHARE_MAX_QUEUE_DELAY_MS } from '../../src/policy/policies/timeshare.js';
 import { BDA_MAX_BATCH } from '../../src/policy/bda.js';
 import type { ClusterInfo, Deployment, GpuMode, Placement, Policy, PolicyFactory } from '../../src/policy/types.js';
@@ -37,14 +46,18 @@ export function fixedPlanFactory(plan: Deployment): PolicyFactory {
   };
 }
 
-const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] => cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
+const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] =>
+  cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
 
 /** A canonical text of a plan (placements sorted, modes, batches), for memoising its simulations. */
 export function planKey(cluster: ClusterInfo, d: Deployment): string {
   const modes = modesOf(cluster, d);
   return [...d.placements]
     .sort((a, b) => a.gpu - b.gpu || a.model - b.model)
-    .map((p) => `${p.model}@${p.gpu}${modes[p.gpu] === 'timeshare' ? 't' : `:${p.pct}`}b${p.batch}${p.timeoutMs !== undefined ? `w${p.timeoutMs}` : ''}`)
+    .map(
+      (p) =>
+        `${p.model}@${p.gpu}${modes[p.gpu] === 'timeshare' ? 't' : `:${p.pct}`}b${p.batch}${p.timeoutMs !== undefined ? `w${p.timeoutMs}` : ''}`,
+    )
     .join(',');
 }
 
@@ -57,12 +70,21 @@ function normalise(cluster: ClusterInfo, placements: readonly Placement[], modes
 const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
 
 /** The plans inss's pooling planner starts from at `ratePerS`, batched by its score (BDA on MPS GPUs, time sharing's caps on pooled ones). */
-export function plannerCandidates(cluster: ClusterInfo, ratePerS: readonly number[], options: PoolingOptions): Deployment[] {
-  const mps: Deployment[] = [{ placements: greedyPartition(cluster, ratePerS) }, { placements: balancedPartition(cluster, ratePerS) }];
+export function plannerCandidates(
+  cluster: ClusterInfo,
+  ratePerS: readonly number[],
+  options: PoolingOptions,
+): Deployment[] {
+  const mps: Deployment[] = [
+    { placements: greedyPartition(cluster, ratePerS) },
+    { placements: balancedPartition(cluster, ratePerS) },
+  ];
   const out: Deployment[] = [timeshareDeployment(cluster)];
   for (const m of mps) out.push(m, ...hybrids(cluster, m, ratePerS));
   out.push(planPooling(cluster, ratePerS, mps, options).best.deployment);
-  return out.map((d) => scoreDeployment(cluster, d, ratePerS, options).deployment).filter((d) => deploymentProblem(cluster, d) === null);
+  return out
+    .map((d) => scoreDeployment(cluster, d, ratePerS, options).deployment)
+    .filter((d) => deploymentProblem(cluster, d) === null);
 }
 
 /**
@@ -71,7 +93,12 @@ export function plannerCandidates(cluster: ClusterInfo, ratePerS: readonly numbe
  * moved or replicated (one unit from the largest share there) to another partitioned GPU, and each
  * batch cap one step and a third up or down. Only plans that pass deploymentProblem.
  */
-export function perturbations(cluster: ClusterInfo, d: Deployment, ratePerS: readonly number[], options: PoolingOptions): Deployment[] {
+export function perturbations(
+  cluster: ClusterInfo,
+  d: Deployment,
+  ratePerS: readonly number[],
+  options: PoolingOptions,
+): Deployment[] {
   const modes = modesOf(cluster, d);
   const ps = d.placements;
   const out: Deployment[] = [];
@@ -92,10 +119,20 @@ export function perturbations(cluster: ClusterInfo, d: Deployment, ratePerS: rea
     if (used + unit <= 100 + 1e-9) push(ps.map((q, k) => (k === i ? { ...q, pct: round6(q.pct + unit) } : q)));
     for (const [j, q] of ps.entries()) {
       if (j === i || q.gpu !== p.gpu || q.pct < 2 * unit - 1e-9) continue;
-      push(ps.map((r, k) => (k === i ? { ...r, pct: round6(r.pct + unit) } : k === j ? { ...r, pct: round6(r.pct - unit) } : r)));
+      push(
+        ps.map((r, k) =>
+          k === i ? { ...r, pct: round6(r.pct + unit) } : k === j ? { ...r, pct: round6(r.pct - unit) } : r,
+        ),
+      );
     }
     for (const other of cluster.gpus) {
-      if (other.index === p.gpu || modes[other.index] !== 'mps' || (other.profileIndex[p.model] ?? -1) < 0 || ps.some((q) => q.gpu === other.index && q.model === p.model)) continue;
+      if (
+        other.index === p.gpu ||
+        modes[other.index] !== 'mps' ||
+        (other.profileIndex[p.model] ?? -1) < 0 ||
+        ps.some((q) => q.gpu === other.index && q.model === p.model)
+      )
+        continue;
       const on = ps.filter((q) => q.gpu === other.index);
       const free = 100 - on.reduce((s, q) => s + q.pct, 0);
       const u = other.mpsUnitPct;
@@ -107,7 +144,10 @@ export function perturbations(cluster: ClusterInfo, d: Deployment, ratePerS: rea
       }
       const donor = [...on].sort((a, b) => b.pct - a.pct)[0];
       if (!donor || donor.pct < 2 * u - 1e-9) continue;
-      push([...ps.map((q) => (q === donor ? { ...q, pct: round6(q.pct - u) } : q)), { model: p.model, gpu: other.index, pct: round6(u), batch: p.batch }]);
+      push([
+        ...ps.map((q) => (q === donor ? { ...q, pct: round6(q.pct - u) } : q)),
+        { model: p.model, gpu: other.index, pct: round6(u), batch: p.batch },
+      ]);
     }
   }
   for (const [i, p] of ps.entries()) {
@@ -265,7 +305,12 @@ export function oracleSweep(ctx: BenchContext, cluster: ClusterInfo, options: Or
           if (seen.has(key)) continue;
           seen.add(key);
           const v = evaluate(plan, load, total(curV));
-          options.onStep?.({ simulations, load, bestViolationPct: total(curV) < total(bestV) ? curV : bestV, passed: false });
+          options.onStep?.({
+            simulations,
+            load,
+            bestViolationPct: total(curV) < total(bestV) ? curV : bestV,
+            passed: false,
+          });
           if (total(v) < total(curV) - 1e-9) {
             [cur, curV] = [plan, v];
             improved = true;
@@ -284,6 +329,23 @@ export function oracleSweep(ctx: BenchContext, cluster: ClusterInfo, options: Or
   }
   const plan = reachedPlan ?? best ?? timeshareDeployment(cluster);
   // The suite's capacity of the plan, per seed: every grid load up to the first that fails.
-  const capacityBySeed = options.seeds.map((s) => capacityOf(gridCurve((x): CurvePoint => ({ loadScale: x, sloViolationPct: simulate(plan, x, s), goodputPerS: 0 }), options.grid, options.attainment), options.attainment));
-  return { reachedLoad, plan, violationPct, capacityBySeed, capacity: capacityBySeed.reduce((a, b) => a + b, 0) / capacityBySeed.length, simulations, candidatesTried: tried };
+  const capacityBySeed = options.seeds.map((s) =>
+    capacityOf(
+      gridCurve(
+        (x): CurvePoint => ({ loadScale: x, sloViolationPct: simulate(plan, x, s), goodputPerS: 0 }),
+        options.grid,
+        options.attainment,
+      ),
+      options.attainment,
+    ),
+  );
+  return {
+    reachedLoad,
+    plan,
+    violationPct,
+    capacityBySeed,
+    capacity: capacityBySeed.reduce((a, b) => a + b, 0) / capacityBySeed.length,
+    simulations,
+    candidatesTried: tried,
+  };
 }

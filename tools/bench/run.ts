@@ -40,7 +40,12 @@ export function quantile(values: readonly number[], q: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
 }
 
-export function runPolicy(ctx: BenchContext, factory: PolicyFactory, loadScale = 1, cluster?: ClusterInfo): PolicyResult {
+export function runPolicy(
+  ctx: BenchContext,
+  factory: PolicyFactory,
+  loadScale = 1,
+  cluster?: ClusterInfo,
+): PolicyResult {
   const s = ctx.scenario;
   const c = cluster ?? scenarioCluster(s, ctx.profiles);
   const policy = factory.create(c, { seed: s.seed, ...(ctx.policyOptions?.(factory.name) ?? {}) });
@@ -75,7 +80,13 @@ export function withSeed(s: Scenario, seed: number): Scenario {
 }
 
 /** One point of a policy's violation-versus-load curve: one untimed run at `loadScale` and `seed`. */
-export function runAt(ctx: BenchContext, factory: PolicyFactory, loadScale: number, seed: number, cluster?: ClusterInfo): CurvePoint {
+export function runAt(
+  ctx: BenchContext,
+  factory: PolicyFactory,
+  loadScale: number,
+  seed: number,
+  cluster?: ClusterInfo,
+): CurvePoint {
   const { clock: _clock, ...untimed } = ctx;
   const r = runPolicy({ ...untimed, scenario: withSeed(ctx.scenario, seed) }, factory, loadScale, cluster);
   return { loadScale, sloViolationPct: r.sloViolationPct, goodputPerS: r.goodputPerS };
@@ -85,7 +96,13 @@ export function runAt(ctx: BenchContext, factory: PolicyFactory, loadScale: numb
  * A policy's violation-versus-load curve on `loads` at one seed (capacity.ts: gridCurve), stopping
  * after the first load below `stopAtAttainment` when given.
  */
-export function policyCurve(ctx: BenchContext, factory: PolicyFactory, loads: readonly number[], seed = ctx.scenario.seed, stopAtAttainment?: number): CurvePoint[] {
+export function policyCurve(
+  ctx: BenchContext,
+  factory: PolicyFactory,
+  loads: readonly number[],
+  seed = ctx.scenario.seed,
+  stopAtAttainment?: number,
+): CurvePoint[] {
   const cluster = scenarioCluster(ctx.scenario, ctx.profiles);
   return gridCurve((x) => runAt(ctx, factory, x, seed, cluster), loads, stopAtAttainment);
 }

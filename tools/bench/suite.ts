@@ -39,7 +39,12 @@ export interface ScenarioSummary {
 export const attainmentKey = (a: number): string => String(Math.round(a * 100));
 
 /** Summarises cells into one row per scenario, in the order scenarios and policies are given. */
-export function summarizeSuite(cells: readonly SuiteCell[], scenarios: readonly string[], policies: readonly string[], inssName = 'inss'): ScenarioSummary[] {
+export function summarizeSuite(
+  cells: readonly SuiteCell[],
+  scenarios: readonly string[],
+  policies: readonly string[],
+  inssName = 'inss',
+): ScenarioSummary[] {
   return scenarios.map((scenario) => {
     const rows: PolicySummary[] = policies.map((policy) => {
       const mine = cells.filter((c) => c.scenario === scenario && c.policy === policy);
@@ -47,7 +52,12 @@ export function summarizeSuite(cells: readonly SuiteCell[], scenarios: readonly 
       const capacity: Record<string, Spread> = {};
       for (const a of ATTAINMENTS) capacity[attainmentKey(a)] = spread(ran.map((c) => capacityOf(c.curve, a)));
       const notRun = mine.find((c) => !c.runnable);
-      return { policy, runnable: ran.length > 0, ...(ran.length === 0 && notRun?.reason !== undefined ? { reason: notRun.reason } : {}), capacity };
+      return {
+        policy,
+        runnable: ran.length > 0,
+        ...(ran.length === 0 && notRun?.reason !== undefined ? { reason: notRun.reason } : {}),
+        capacity,
+      };
     });
     const inssRatio: Record<string, { ratio: number; best: string } | null> = {};
     for (const a of ATTAINMENTS) {
@@ -60,7 +70,10 @@ export function summarizeSuite(cells: readonly SuiteCell[], scenarios: readonly 
       }
       const best = others.reduce((b, r) => (r.capacity[k]!.mean > b.capacity[k]!.mean ? r : b));
       const bestCap = best.capacity[k]!.mean;
-      inssRatio[k] = { ratio: bestCap > 0 ? inss.capacity[k]!.mean / bestCap : inss.capacity[k]!.mean > 0 ? Infinity : NaN, best: best.policy };
+      inssRatio[k] = {
+        ratio: bestCap > 0 ? inss.capacity[k]!.mean / bestCap : inss.capacity[k]!.mean > 0 ? Infinity : NaN,
+        best: best.policy,
+      };
     }
     return { scenario, policies: rows, inssRatio };
   });
@@ -70,7 +83,9 @@ export function summarizeSuite(cells: readonly SuiteCell[], scenarios: readonly 
 export function formatSpread(s: Spread | undefined): string {
   if (!s) return '-';
   if (s.n === 0) return '-';
-  return s.n === 1 || s.min === s.max ? s.mean.toFixed(2) : `${s.mean.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
+  return s.n === 1 || s.min === s.max
+    ? s.mean.toFixed(2)
+    : `${s.mean.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
 }
 
 /**
@@ -97,6 +112,9 @@ export function formatSuiteTable(summary: readonly ScenarioSummary[], attainment
 /** The mean violation at each load over the seeds that reached it (for the violation-versus-load plot). */
 export function meanCurve(cells: readonly SuiteCell[]): [number, number][] {
   const byLoad = new Map<number, number[]>();
-  for (const c of cells) for (const p of c.curve) byLoad.set(p.loadScale, [...(byLoad.get(p.loadScale) ?? []), p.sloViolationPct]);
-  return [...byLoad.entries()].sort((a, b) => a[0] - b[0]).map(([x, v]) => [x, v.reduce((s, y) => s + y, 0) / v.length]);
+  for (const c of cells)
+    for (const p of c.curve) byLoad.set(p.loadScale, [...(byLoad.get(p.loadScale) ?? []), p.sloViolationPct]);
+  return [...byLoad.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([x, v]) => [x, v.reduce((s, y) => s + y, 0) / v.length]);
 }

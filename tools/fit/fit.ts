@@ -4,7 +4,13 @@
 import { LatencyModel } from '../../src/model/predictor.js';
 import { feedbackMs, uploadMs } from '../../src/model/latency.js';
 import { lwrLeaveOneOutError, toLwrPoints } from '../../src/model/lwr.js';
-import { type LwrSettings, type Profile, type Provenance, ProfileSchema, type RunSample } from '../../src/profile/schema.js';
+import {
+  type LwrSettings,
+  type Profile,
+  type Provenance,
+  ProfileSchema,
+  type RunSample,
+} from '../../src/profile/schema.js';
 import { fitLine, fitProportional } from './leastSquares.js';
 import type { MeasuredRun, Measurements } from './measurements.js';
 
@@ -23,7 +29,12 @@ export interface FitReport {
   readonly lwrLeaveOneOut: Record<string, { meanRelErr: number; maxRelErr: number; samples: number }>;
   readonly lwrMeanRelErr: number;
   /** Co-located runs: mean relative error of t_inf, in sample and leaving each co-located run out of the fit. */
-  readonly colocated: { count: number; inSampleMeanRelErr: number; leaveOneOutMeanRelErr: number; ignoringInterferenceMeanRelErr: number } | null;
+  readonly colocated: {
+    count: number;
+    inSampleMeanRelErr: number;
+    leaveOneOutMeanRelErr: number;
+    ignoringInterferenceMeanRelErr: number;
+  } | null;
   readonly cacheSelfWeight: number;
   readonly warnings: readonly string[];
 }
@@ -56,13 +67,20 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
   const l2Points = new Map<string, { pct: number[]; l2: number[] }>();
   for (const p of meas.solo) {
     const m = meas.models[p.model]!;
-    const runMs = p.latencyMs - uploadMs(m.inputBytes, p.batch, gpu.pcieBytesPerMs) - feedbackMs(m.outputBytes, p.batch, gpu.pcieBytesPerMs) - m.schedSoloMs;
+    const runMs =
+      p.latencyMs -
+      uploadMs(m.inputBytes, p.batch, gpu.pcieBytesPerMs) -
+      feedbackMs(m.outputBytes, p.batch, gpu.pcieBytesPerMs) -
+      m.schedSoloMs;
     if (runMs <= 0) {
-      warnings.push(`solo ${p.model} batch ${p.batch} pct ${p.pct}: latency ${p.latencyMs} ms is not above transfer + scheduling time; sample left out`);
+      warnings.push(
+        `solo ${p.model} batch ${p.batch} pct ${p.pct}: latency ${p.latencyMs} ms is not above transfer + scheduling time; sample left out`,
+      );
       continue;
     }
     const list = runSamples.get(p.model) ?? [];
-    if (list.some((s) => s.batch === p.batch && s.pct === p.pct)) throw new RangeError(`solo: ${p.model} batch ${p.batch} pct ${p.pct} is measured twice`);
+    if (list.some((s) => s.batch === p.batch && s.pct === p.pct))
+      throw new RangeError(`solo: ${p.model} batch ${p.batch} pct ${p.pct} is measured twice`);
     list.push({ batch: p.batch, pct: p.pct, runMs });
     runSamples.set(p.model, list);
     if (p.l2Util !== undefined) {
@@ -88,7 +106,8 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
   const models: Record<string, Profile['models'][string]> = {};
   for (const [name, m] of Object.entries(meas.models)) {
     const samples = runSamples.get(name);
-    if (!samples || samples.length < 4) throw new RangeError(`models.${name}: needs at least 4 usable solo measurements, has ${samples?.length ?? 0}`);
+    if (!samples || samples.length < 4)
+      throw new RangeError(`models.${name}: needs at least 4 usable solo measurements, has ${samples?.length ?? 0}`);
     const l = l2Points.get(name);
     // Without L2 measurements (Nsight Compute cannot profile MPS clients, so it is often absent) the
     // share stands in for the L2 utilisation (l = share, docs/profiles.md): alpha_cache, fitted from
@@ -124,7 +143,10 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
 
   if (meas.colocated.length === 0) {
     warnings.push('no co-located runs: alpha_cache set to 0 for every model');
-    return { profile: base, report: { lwrLeaveOneOut, lwrMeanRelErr: lwrSum / lwrCount, colocated: null, cacheSelfWeight: 0, warnings } };
+    return {
+      profile: base,
+      report: { lwrLeaveOneOut, lwrMeanRelErr: lwrSum / lwrCount, colocated: null, cacheSelfWeight: 0, warnings },
+    };
   }
 
   // alpha^cache per model and the self weight: least squares per model for each candidate weight,
@@ -141,7 +163,9 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
   const profile: Profile = {
     ...base,
     gpu: { ...base.gpu, cacheSelfWeight: best.weight },
-    models: Object.fromEntries(Object.entries(base.models).map(([n, m]) => [n, { ...m, alphaCache: alphaCache.get(n) ?? 0 }])),
+    models: Object.fromEntries(
+      Object.entries(base.models).map(([n, m]) => [n, { ...m, alphaCache: alphaCache.get(n) ?? 0 }]),
+    ),
   };
   const fitted = LatencyModel.compile(profile);
   let inSample = 0;
@@ -161,7 +185,12 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
     report: {
       lwrLeaveOneOut,
       lwrMeanRelErr: lwrSum / lwrCount,
-      colocated: { count, inSampleMeanRelErr: inSample / count, leaveOneOutMeanRelErr: best.loo, ignoringInterferenceMeanRelErr: ignoring / count },
+      colocated: {
+        count,
+        inSampleMeanRelErr: inSample / count,
+        leaveOneOutMeanRelErr: best.loo,
+        ignoringInterferenceMeanRelErr: ignoring / count,
+      },
       cacheSelfWeight: best.weight,
       warnings,
     },

@@ -7,23 +7,39 @@ import { MODEL_FACTS, derivedMemory } from './catalog.js';
 import type { MeasurementsInput } from './measurements.js';
 
 const table = z.record(z.string(), z.record(z.string(), z.number().finite()));
-const SoloSchema = z.object({
-  gpu: z.string(),
-  models: z.record(z.string(), z.object({ latency: table, l2cache: table.optional() }).loose()),
-}).loose();
+const SoloSchema = z
+  .object({
+    gpu: z.string(),
+    models: z.record(z.string(), z.object({ latency: table, l2cache: table.optional() }).loose()),
+  })
+  .loose();
 const side = z.object({ model: z.string(), batch: z.number().int(), pct: z.number(), latency_ms: z.number() });
 const PairsSchema = z.object({ pairs: z.array(z.object({ a: side, b: side })) }).loose();
-const FactsSchema = z.object({
-  gpu: z.string(),
-  hardware: z.object({
-    sm_count: z.number().int(),
-    memory_mb: z.number(),
-    pcie_bandwidth_bytes_per_ms: z.number(),
-    mps_unit_pct: z.number(),
-    idle_time_ms_by_colocated_count_1_to_5: z.array(z.number()),
-  }).loose(),
-  models: z.record(z.string(), z.object({ kernels: z.number().int(), input_bytes: z.number(), output_bytes: z.number(), idle_time_ms_solo: z.number() }).loose()),
-}).loose();
+const FactsSchema = z
+  .object({
+    gpu: z.string(),
+    hardware: z
+      .object({
+        sm_count: z.number().int(),
+        memory_mb: z.number(),
+        pcie_bandwidth_bytes_per_ms: z.number(),
+        mps_unit_pct: z.number(),
+        idle_time_ms_by_colocated_count_1_to_5: z.array(z.number()),
+      })
+      .loose(),
+    models: z.record(
+      z.string(),
+      z
+        .object({
+          kernels: z.number().int(),
+          input_bytes: z.number(),
+          output_bytes: z.number(),
+          idle_time_ms_solo: z.number(),
+        })
+        .loose(),
+    ),
+  })
+  .loose();
 
 function parse<T>(schema: z.ZodType<T>, raw: unknown, where: string): T {
   const r = schema.safeParse(raw);
@@ -42,7 +58,10 @@ export function igniterToMeasurements(soloRaw: unknown, pairsRaw: unknown, facts
   const models: MeasurementsInput['models'] = {};
   for (const [name, f] of Object.entries(facts.models)) {
     const known = MODEL_FACTS[name];
-    if (!known) throw new InvalidInputError(`model-facts.json: model '${name}' has no entry in the catalog (tools/fit/catalog.ts)`);
+    if (!known)
+      throw new InvalidInputError(
+        `model-facts.json: model '${name}' has no entry in the catalog (tools/fit/catalog.ts)`,
+      );
     models[name] = {
       inputBytes: f.input_bytes,
       outputBytes: f.output_bytes,
@@ -59,7 +78,13 @@ export function igniterToMeasurements(soloRaw: unknown, pairsRaw: unknown, facts
     for (const [b, row] of Object.entries(m.latency)) {
       for (const [pct, latencyMs] of Object.entries(row)) {
         const l2 = m.l2cache?.[b]?.[pct];
-        soloPoints.push({ model: name, batch: Number(b), pct: Number(pct), latencyMs, ...(l2 !== undefined ? { l2Util: l2 / 100 } : {}) });
+        soloPoints.push({
+          model: name,
+          batch: Number(b),
+          pct: Number(pct),
+          latencyMs,
+          ...(l2 !== undefined ? { l2Util: l2 / 100 } : {}),
+        });
       }
     }
   }

@@ -5,7 +5,8 @@ import { Matrix, solve } from 'ml-matrix';
 
 /** Solves min ||A x - y||^2 (A given by rows). Needs at least as many rows as columns. */
 export function leastSquares(rows: readonly (readonly number[])[], y: readonly number[]): number[] {
-  if (rows.length === 0 || rows.length !== y.length) throw new RangeError('leastSquares: need matching, non-empty rows and targets');
+  if (rows.length === 0 || rows.length !== y.length)
+    throw new RangeError('leastSquares: need matching, non-empty rows and targets');
   const a = new Matrix(rows.map((r) => [...r]));
   const b = Matrix.columnVector([...y]);
   return solve(a, b, true).to1DArray();
@@ -13,7 +14,10 @@ export function leastSquares(rows: readonly (readonly number[])[], y: readonly n
 
 /** Fits `y = alpha * x + beta`. */
 export function fitLine(x: readonly number[], y: readonly number[]): { alpha: number; beta: number } {
-  const [alpha, beta] = leastSquares(x.map((v) => [v, 1]), y) as [number, number];
+  const [alpha, beta] = leastSquares(
+    x.map((v) => [v, 1]),
+    y,
+  ) as [number, number];
   return { alpha, beta };
 }
 
@@ -33,7 +37,11 @@ export function fitProportional(x: readonly number[], y: readonly number[]): num
 // ---------------------------------------------------------------------------------------------
 
 /** Minimises sum(residuals(theta)^2) from theta0. Returns the best theta found. */
-export function levenbergMarquardt(residuals: (theta: readonly number[]) => number[], theta0: readonly number[], maxIterations = 400): number[] {
+export function levenbergMarquardt(
+  residuals: (theta: readonly number[]) => number[],
+  theta0: readonly number[],
+  maxIterations = 400,
+): number[] {
   let theta = [...theta0];
   let r = residuals(theta);
   let cost = sumSq(r);

@@ -51,15 +51,30 @@ export const MeasurementsSchema = z
   .superRefine((m, ctx) => {
     const known = new Set(Object.keys(m.models));
     m.solo.forEach((p, i) => {
-      if (!known.has(p.model)) ctx.addIssue({ code: 'custom', path: ['solo', i, 'model'], message: `unknown model '${p.model}' (not in models)` });
+      if (!known.has(p.model))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['solo', i, 'model'],
+          message: `unknown model '${p.model}' (not in models)`,
+        });
     });
     m.colocated.forEach((c, i) => {
       let sum = 0;
       c.runs.forEach((r, j) => {
         sum += r.pct;
-        if (!known.has(r.model)) ctx.addIssue({ code: 'custom', path: ['colocated', i, 'runs', j, 'model'], message: `unknown model '${r.model}' (not in models)` });
+        if (!known.has(r.model))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['colocated', i, 'runs', j, 'model'],
+            message: `unknown model '${r.model}' (not in models)`,
+          });
       });
-      if (sum > 100 + 1e-9) ctx.addIssue({ code: 'custom', path: ['colocated', i, 'runs'], message: `shares sum to ${sum}%, more than 100%` });
+      if (sum > 100 + 1e-9)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['colocated', i, 'runs'],
+          message: `shares sum to ${sum}%, more than 100%`,
+        });
     });
   });
 

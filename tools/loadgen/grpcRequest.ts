@@ -5,7 +5,13 @@
 //
 // Metadata: ModelMetadataResponse carries no parameters, so the SLO (`slo_ms`) and the accepted input
 // forms (`input_forms`) are read from the model configuration's parameters, where inss puts them too.
-import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount, GRPC_CONTENTS_FIELD } from '../../src/protocol/tensor.js';
+import {
+  DATATYPE_BYTES,
+  type Datatype,
+  DatatypeSchema,
+  elementCount,
+  GRPC_CONTENTS_FIELD,
+} from '../../src/protocol/tensor.js';
 import { bytesElement, encodeJpeg, encodePng, type ImageForm, type Picture, uint8Chw } from './images.js';
 import type { Encoding, InputTensor, Judgement } from './request.js';
 import { tensorData } from './request.js';
@@ -13,7 +19,12 @@ import { tensorData } from './request.js';
 /** A ModelInferRequest as @grpc/proto-loader serializes it. */
 export interface GrpcInferRequest {
   readonly model_name: string;
-  readonly inputs: readonly { name: string; datatype: string; shape: readonly number[]; contents?: Record<string, readonly unknown[]> }[];
+  readonly inputs: readonly {
+    name: string;
+    datatype: string;
+    shape: readonly number[];
+    contents?: Record<string, readonly unknown[]>;
+  }[];
   readonly raw_input_contents: readonly Buffer[];
 }
 
@@ -30,27 +41,55 @@ const FLOATS: ReadonlySet<Datatype> = new Set(['FP16', 'FP32', 'FP64']);
  */
 export function grpcInferRequest(model: string, inputs: readonly InputTensor[], encoding: Encoding): GrpcInferRequest {
   const typed = encoding === 'json' && inputs.every((t) => CONTENTS_FIELD[t.datatype] !== undefined);
-  if (!typed) return { model_name: model, inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })), raw_input_contents: inputs.map(tensorData) };
+  if (!typed)
+    return {
+      model_name: model,
+      inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+      raw_input_contents: inputs.map(tensorData),
+    };
   return {
     model_name: model,
     inputs: inputs.map((t) => {
-      const values = Array.from(t.levels, (k) => (t.datatype === 'BOOL' ? (k & 1) === 1 : FLOATS.has(t.datatype) ? k / 256 : k));
-      return { name: t.name, datatype: t.datatype, shape: t.shape, contents: { [CONTENTS_FIELD[t.datatype]!]: values } };
+      const values = Array.from(t.levels, (k) =>
+        t.datatype === 'BOOL' ? (k & 1) === 1 : FLOATS.has(t.datatype) ? k / 256 : k,
+      );
+      return {
+        name: t.name,
+        datatype: t.datatype,
+        shape: t.shape,
+        contents: { [CONTENTS_FIELD[t.datatype]!]: values },
+      };
     }),
     raw_input_contents: [],
   };
 }
 
 /** An image model's request for --input uint8|jpeg|png (json encoding: UINT8 pixels as uint_contents). */
-export function grpcImageRequest(model: string, inputName: string, form: ImageForm, p: Picture, encoding: Encoding): GrpcInferRequest {
+export function grpcImageRequest(
+  model: string,
+  inputName: string,
+  form: ImageForm,
+  p: Picture,
+  encoding: Encoding,
+): GrpcInferRequest {
   if (form === 'uint8') {
     const pixels = uint8Chw(p);
     const input = { name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width] };
-    return encoding === 'json' ? { model_name: model, inputs: [{ ...input, contents: { uint_contents: Array.from(pixels) } }], raw_input_contents: [] } : { model_name: model, inputs: [input], raw_input_contents: [pixels] };
+    return encoding === 'json'
+      ? {
+          model_name: model,
+          inputs: [{ ...input, contents: { uint_contents: Array.from(pixels) } }],
+          raw_input_contents: [],
+        }
+      : { model_name: model, inputs: [input], raw_input_contents: [pixels] };
   }
   const image = form === 'jpeg' ? encodeJpeg(p) : encodePng(p);
   // Raw BYTES contents carry each element with its 4-byte length, as the HTTP binary extension does.
-  return { model_name: model, inputs: [{ name: inputName, datatype: 'BYTES', shape: [1, 1] }], raw_input_contents: [bytesElement(image)] };
+  return {
+    model_name: model,
+    inputs: [{ name: inputName, datatype: 'BYTES', shape: [1, 1] }],
+    raw_input_contents: [bytesElement(image)],
+  };
 }
 
 /** The bytes of a request message's tensors (for the run's opening line). */
@@ -77,26 +116,62 @@ interface ConfigMessage {
  * string parameters when it has them (a number, and JSON) — other servers' configurations have neither.
  */
 export function grpcModelMetadata(meta: MetadataMessage, config: ConfigMessage | undefined): unknown {
-  const tensor = (t: MetadataMessage['inputs'][number]) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number) });
+  const tensor = (t: MetadataMessage['inputs'][number]) => ({
+    name: t.name,
+    datatype: t.datatype,
+    shape: t.shape.map(Number),
+  });
   const params = config?.config?.parameters ?? {};
   const parameters: Record<string, unknown> = {};
   const slo = Number(params.slo_ms?.string_value);
   if (Number.isFinite(slo) && slo > 0) parameters.slo_ms = slo;
   try {
-    if (params.input_forms?.string_value) parameters.input_forms = JSON.parse(params.input_forms.string_value) as unknown;
+    if (params.input_forms?.string_value)
+      parameters.input_forms = JSON.parse(params.input_forms.string_value) as unknown;
   } catch {
     // not JSON: the forms are unknown (an image form is then refused by name)
   }
-  return { name: meta.name, versions: meta.versions ?? [], platform: meta.platform ?? '', inputs: meta.inputs.map(tensor), outputs: meta.outputs.map(tensor), parameters };
+  return {
+    name: meta.name,
+    versions: meta.versions ?? [],
+    platform: meta.platform ?? '',
+    inputs: meta.inputs.map(tensor),
+    outputs: meta.outputs.map(tensor),
+    parameters,
+  };
 }
 
 /** What became of one gRPC call: its response message, or its status (code and details). */
 export type GrpcAnswer =
-  | { readonly ok: true; readonly response: { readonly outputs?: readonly { name: string; datatype: string; shape: readonly (string | number)[] }[]; readonly raw_output_contents?: readonly Buffer[] } }
+  | {
+      readonly ok: true;
+      readonly response: {
+        readonly outputs?: readonly { name: string; datatype: string; shape: readonly (string | number)[] }[];
+        readonly raw_output_contents?: readonly Buffer[];
+      };
+    }
   | { readonly ok: false; readonly code: number; readonly details: string };
 
 /** gRPC status code names (grpc/doc/statuscodes.md). */
-const CODE_NAMES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
+const CODE_NAMES = [
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
+];
 
 /** The client's fault (the HTTP 4xx of the report); the rest but DEADLINE_EXCEEDED and CANCELLED are the server's (5xx). */
 const CLIENT_CODES = new Set([3, 5, 6, 7, 9, 11, 12, 16]);
@@ -118,11 +193,14 @@ const clip = (s: string): string => {
  * CANCELLED and UNAVAILABLE without a server's text (no connection), `http-5xx` for the rest
  * (UNAVAILABLE: a task dropped or refused); the text is `gRPC <CODE>: <details>`.
  */
-export function judgeGrpcAnswer(a: GrpcAnswer): Judgement | { readonly outcome: 'timeout' | 'network'; readonly error: string } {
+export function judgeGrpcAnswer(
+  a: GrpcAnswer,
+): Judgement | { readonly outcome: 'timeout' | 'network'; readonly error: string } {
   if (!a.ok) {
     const error = clip(`gRPC ${grpcCodeName(a.code)}: ${a.details || '(no details)'}`);
     if (a.code === 4) return { outcome: 'timeout', error };
-    if (a.code === 1 || (a.code === 14 && /^(No connection established|connect|Connection dropped)/i.test(a.details))) return { outcome: 'network', error };
+    if (a.code === 1 || (a.code === 14 && /^(No connection established|connect|Connection dropped)/i.test(a.details)))
+      return { outcome: 'network', error };
     return { outcome: CLIENT_CODES.has(a.code) ? 'http-4xx' : 'http-5xx', error };
   }
   const outputs = a.response.outputs ?? [];
@@ -134,7 +212,9 @@ export function judgeGrpcAnswer(a: GrpcAnswer): Judgement | { readonly outcome: 
     const dt = DatatypeSchema.safeParse(o.datatype);
     const shape = o.shape.map(Number);
     if (dt.success && raw[k]!.length !== elementCount(shape) * DATATYPE_BYTES[dt.data]) {
-      return bad(`outputs[${k}] '${o.name}': ${raw[k]!.length} bytes do not match shape [${shape.join(',')}] of ${o.datatype}`);
+      return bad(
+        `outputs[${k}] '${o.name}': ${raw[k]!.length} bytes do not match shape [${shape.join(',')}] of ${o.datatype}`,
+      );
     }
   }
   return { outcome: 'ok' };

@@ -25,7 +25,12 @@ export function syntheticPicture(width: number, height: number, seed: number): P
   const rng = new Rng(seed);
   const base = [rng.next() * 255, rng.next() * 255, rng.next() * 255];
   const slope = [rng.next() - 0.5, rng.next() - 0.5, rng.next() - 0.5];
-  const discs = Array.from({ length: 6 }, () => ({ x: rng.next() * width, y: rng.next() * height, r: (0.05 + rng.next() * 0.25) * Math.min(width, height), c: [rng.next() * 255, rng.next() * 255, rng.next() * 255] }));
+  const discs = Array.from({ length: 6 }, () => ({
+    x: rng.next() * width,
+    y: rng.next() * height,
+    r: (0.05 + rng.next() * 0.25) * Math.min(width, height),
+    c: [rng.next() * 255, rng.next() * 255, rng.next() * 255],
+  }));
   const rgba = Buffer.alloc(width * height * 4);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -78,14 +83,24 @@ export function formDatatype(form: ImageForm): 'UINT8' | 'BYTES' {
  * Whether a model's metadata says its input takes this form: inss lists the forms under
  * `parameters.input_forms[input]` (scheduler/kserve.ts); a server that lists none takes none.
  */
-export function metadataTakes(parameters: Record<string, unknown> | undefined, inputName: string, form: ImageForm): boolean {
+export function metadataTakes(
+  parameters: Record<string, unknown> | undefined,
+  inputName: string,
+  form: ImageForm,
+): boolean {
   const forms = (parameters?.input_forms as Record<string, unknown> | undefined)?.[inputName];
-  return Array.isArray(forms) && forms.some((f) => (f as { datatype?: unknown } | null)?.datatype === formDatatype(form));
+  return (
+    Array.isArray(forms) && forms.some((f) => (f as { datatype?: unknown } | null)?.datatype === formDatatype(form))
+  );
 }
 
 /** UINT8 pixels as a JSON request (`--encoding json --input uint8`); outputs come back as JSON. */
 export function uint8JsonRequest(inputName: string, p: Picture): { body: Buffer; headers: Record<string, string> } {
-  const body = Buffer.from(JSON.stringify({ inputs: [{ name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width], data: Array.from(uint8Chw(p)) }] }));
+  const body = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width], data: Array.from(uint8Chw(p)) }],
+    }),
+  );
   return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length) } };
 }
 
@@ -93,10 +108,29 @@ export function uint8JsonRequest(inputName: string, p: Picture): { body: Buffer;
  * A binary infer request for one input of an image model: the picture as UINT8 pixels (it must be the
  * model's size) or as a JPEG or PNG. Outputs are asked for as binary data, as Triton's client does.
  */
-export function imageRequest(inputName: string, form: ImageForm, p: Picture): { body: Buffer; headers: Record<string, string> } {
+export function imageRequest(
+  inputName: string,
+  form: ImageForm,
+  p: Picture,
+): { body: Buffer; headers: Record<string, string> } {
   const block = form === 'uint8' ? uint8Chw(p) : bytesElement(form === 'jpeg' ? encodeJpeg(p) : encodePng(p));
-  const input = form === 'uint8' ? { name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width] } : { name: inputName, datatype: 'BYTES', shape: [1, 1] };
-  const header = Buffer.from(JSON.stringify({ inputs: [{ ...input, parameters: { binary_data_size: block.length } }], parameters: { binary_data_output: true } }));
+  const input =
+    form === 'uint8'
+      ? { name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width] }
+      : { name: inputName, datatype: 'BYTES', shape: [1, 1] };
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ ...input, parameters: { binary_data_size: block.length } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
   const body = Buffer.concat([header, block]);
-  return { body, headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length), 'content-length': String(body.length) } };
+  return {
+    body,
+    headers: {
+      'content-type': 'application/octet-stream',
+      'inference-header-content-length': String(header.length),
+      'content-length': String(body.length),
+    },
+  };
 }

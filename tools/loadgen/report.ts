@@ -43,7 +43,9 @@ const count = z.number().int().nonnegative();
 const rate = z.number().nonnegative();
 const msOrNull = z.number().nonnegative().nullable();
 
-export const LatencySummarySchema = z.object({ p50Ms: msOrNull, p99Ms: msOrNull, meanMs: msOrNull, maxMs: msOrNull }).strict();
+export const LatencySummarySchema = z
+  .object({ p50Ms: msOrNull, p99Ms: msOrNull, meanMs: msOrNull, maxMs: msOrNull })
+  .strict();
 export type LatencySummary = z.infer<typeof LatencySummarySchema>;
 
 export const LoadStatsSchema = z
@@ -57,7 +59,9 @@ export const LoadStatsSchema = z
     sent: count,
     ok: count,
     okWithinSlo: count,
-    errors: z.object({ 'http-4xx': count, 'http-5xx': count, timeout: count, network: count, 'bad-response': count }).strict(),
+    errors: z
+      .object({ 'http-4xx': count, 'http-5xx': count, timeout: count, network: count, 'bad-response': count })
+      .strict(),
     /** ok / durationS. */
     throughputPerS: rate,
     /** okWithinSlo / durationS. */
@@ -86,7 +90,10 @@ export const LoadgenSettingsSchema = z
     /** http: KServe v2 over HTTP/REST; grpc: its gRPC service. */
     protocol: z.enum(['http', 'grpc']).default('http'),
     durationS: z.number().positive(),
-    arrival: z.discriminatedUnion('kind', [z.object({ kind: z.literal('poisson') }).strict(), z.object({ kind: z.literal('gamma'), cv: z.number().positive() }).strict()]),
+    arrival: z.discriminatedUnion('kind', [
+      z.object({ kind: z.literal('poisson') }).strict(),
+      z.object({ kind: z.literal('gamma'), cv: z.number().positive() }).strict(),
+    ]),
     seed: z.number().int().nonnegative(),
     encoding: z.enum(['binary', 'json']),
     /** What each request's input is: the model's own tensor (fp32), or an image as UINT8 pixels, a JPEG or a PNG. */
@@ -158,7 +165,13 @@ function topErrors(records: readonly RequestRecord[]): { error: string; count: n
     .map(([error, c]) => ({ error, count: c }));
 }
 
-function stats(records: readonly RequestRecord[], sloMsOf: (model: string) => number, targetRatePerS: number, sloMs: number | null, durationS: number): LoadStats {
+function stats(
+  records: readonly RequestRecord[],
+  sloMsOf: (model: string) => number,
+  targetRatePerS: number,
+  sloMs: number | null,
+  durationS: number,
+): LoadStats {
   const errors = { 'http-4xx': 0, 'http-5xx': 0, timeout: 0, network: 0, 'bad-response': 0 };
   const okLatencies: number[] = [];
   let okWithinSlo = 0;
@@ -206,7 +219,11 @@ export interface ReportModel {
  * Builds the report. Every record must name one of `models` (a record of another model is a bug:
  * RangeError). Models are reported in the order given, then the total over all records.
  */
-export function buildReport(settings: LoadgenSettings, models: readonly ReportModel[], records: readonly RequestRecord[]): LoadgenReport {
+export function buildReport(
+  settings: LoadgenSettings,
+  models: readonly ReportModel[],
+  records: readonly RequestRecord[],
+): LoadgenReport {
   const byName = new Map(models.map((m) => [m.name, m]));
   const groups = new Map<string, RequestRecord[]>(models.map((m) => [m.name, []]));
   for (const r of records) {
@@ -221,7 +238,10 @@ export function buildReport(settings: LoadgenSettings, models: readonly ReportMo
     schema: 'inss-loadgen/1',
     settings,
     percentile: 'nearest-rank',
-    models: models.map((m) => ({ model: m.name, ...stats(groups.get(m.name)!, sloMsOf, m.ratePerS, m.sloMs, settings.durationS) })),
+    models: models.map((m) => ({
+      model: m.name,
+      ...stats(groups.get(m.name)!, sloMsOf, m.ratePerS, m.sloMs, settings.durationS),
+    })),
     total: stats(
       records,
       sloMsOf,
@@ -229,12 +249,33 @@ export function buildReport(settings: LoadgenSettings, models: readonly ReportMo
       null,
       settings.durationS,
     ),
-    sendLagMs: sortedLags.length === 0 ? null : { p99Ms: percentile(sortedLags, 99)!, maxMs: sortedLags[sortedLags.length - 1]! },
+    sendLagMs:
+      sortedLags.length === 0
+        ? null
+        : { p99Ms: percentile(sortedLags, 99)!, maxMs: sortedLags[sortedLags.length - 1]! },
   };
 }
 
 /** The table's columns, in order; the first is left-aligned, the others right-aligned. */
-export const TABLE_COLUMNS = ['model', 'slo ms', 'rate/s', 'sent', 'ok', '4xx', '5xx', 'timeout', 'net', 'bad', 'thr/s', 'goodput/s', 'SLO att%', 'p50 ms', 'p99 ms', 'mean ms', 'max ms'] as const;
+export const TABLE_COLUMNS = [
+  'model',
+  'slo ms',
+  'rate/s',
+  'sent',
+  'ok',
+  '4xx',
+  '5xx',
+  'timeout',
+  'net',
+  'bad',
+  'thr/s',
+  'goodput/s',
+  'SLO att%',
+  'p50 ms',
+  'p99 ms',
+  'mean ms',
+  'max ms',
+] as const;
 
 const fixed = (x: number | null, digits: number): string => (x === null ? '-' : x.toFixed(digits));
 
@@ -270,14 +311,24 @@ export function formatReport(report: LoadgenReport): string {
   const head = [...TABLE_COLUMNS];
   const rows = [...report.models.map((m) => row(m.model, m)), row('total', report.total)];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
-    `${s.url}${s.protocol === 'grpc' ? ' (gRPC)' : ''}: ${s.durationS} s, ${arrival} arrivals${s.traces ? ` (replayed: ${Object.entries(s.traces).map(([m, f]) => `${m} from ${f}`).join(', ')})` : ''}, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
+    `${s.url}${s.protocol === 'grpc' ? ' (gRPC)' : ''}: ${s.durationS} s, ${arrival} arrivals${
+      s.traces
+        ? ` (replayed: ${Object.entries(s.traces)
+            .map(([m, f]) => `${m} from ${f}`)
+            .join(', ')})`
+        : ''
+    }, seed ${s.seed}, ${s.encoding} encoding${s.input !== 'fp32' ? ` of ${s.input} images` : ''}`,
     line(head),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map(line),
   ];
-  if (report.sendLagMs) out.push(`send lag behind the schedule: p99 ${report.sendLagMs.p99Ms.toFixed(1)} ms, max ${report.sendLagMs.maxMs.toFixed(1)} ms`);
+  if (report.sendLagMs)
+    out.push(
+      `send lag behind the schedule: p99 ${report.sendLagMs.p99Ms.toFixed(1)} ms, max ${report.sendLagMs.maxMs.toFixed(1)} ms`,
+    );
   const withErrors = report.models.filter((m) => m.topErrors.length > 0);
   if (withErrors.length > 0) {
     out.push('most common errors:');

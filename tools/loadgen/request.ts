@@ -53,7 +53,9 @@ export interface InputTensor extends InputSpec {
 }
 
 function issues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`).join('; ');
+  return error.issues
+    .map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`)
+    .join('; ');
 }
 
 /** Validates a metadata answer; the error names the field. */
@@ -78,12 +80,21 @@ export function requestInputs(meta: ModelMetadata): Result<InputSpec[]> {
   for (const inp of meta.inputs) {
     const where = `input '${inp.name}' of model '${meta.name}'`;
     const dt = DatatypeSchema.safeParse(inp.datatype);
-    if (!dt.success) return { ok: false, error: `${where}: datatype ${inp.datatype} is not supported (supported: ${Object.keys(DATATYPE_BYTES).join(', ')})` };
+    if (!dt.success)
+      return {
+        ok: false,
+        error: `${where}: datatype ${inp.datatype} is not supported (supported: ${Object.keys(DATATYPE_BYTES).join(', ')})`,
+      };
     const [batch, ...rest] = inp.shape;
     if (batch === undefined) return { ok: false, error: `${where}: shape [] has no batch dimension` };
-    if (batch !== -1 && batch !== 1) return { ok: false, error: `${where}: the first dimension is the batch and must be -1 or 1, got ${batch}` };
+    if (batch !== -1 && batch !== 1)
+      return { ok: false, error: `${where}: the first dimension is the batch and must be -1 or 1, got ${batch}` };
     const variable = rest.findIndex((d) => d < 0);
-    if (variable >= 0) return { ok: false, error: `${where}: dimension ${variable + 1} of shape [${inp.shape.join(',')}] is variable; loadgen needs fixed sizes` };
+    if (variable >= 0)
+      return {
+        ok: false,
+        error: `${where}: dimension ${variable + 1} of shape [${inp.shape.join(',')}] is variable; loadgen needs fixed sizes`,
+      };
     out.push({ name: inp.name, datatype: dt.data, shape: [1, ...rest] });
   }
   return { ok: true, value: out };
@@ -167,19 +178,38 @@ export interface EncodedRequest {
 export function encodeInferRequest(inputs: readonly InputTensor[], encoding: Encoding): EncodedRequest {
   if (encoding === 'json') {
     const body = Buffer.from(
-      JSON.stringify({ inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: Array.from(t.levels, (k) => levelValue(k, t.datatype)) })) }),
+      JSON.stringify({
+        inputs: inputs.map((t) => ({
+          name: t.name,
+          datatype: t.datatype,
+          shape: t.shape,
+          data: Array.from(t.levels, (k) => levelValue(k, t.datatype)),
+        })),
+      }),
     );
     return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length) } };
   }
   const blocks = inputs.map(tensorData);
   const header = Buffer.from(
     JSON.stringify({
-      inputs: inputs.map((t, i) => ({ name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: blocks[i]!.length } })),
+      inputs: inputs.map((t, i) => ({
+        name: t.name,
+        datatype: t.datatype,
+        shape: t.shape,
+        parameters: { binary_data_size: blocks[i]!.length },
+      })),
       parameters: { binary_data_output: true },
     }),
   );
   const body = Buffer.concat([header, ...blocks]);
-  return { body, headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length), 'content-length': String(body.length) } };
+  return {
+    body,
+    headers: {
+      'content-type': 'application/octet-stream',
+      'inference-header-content-length': String(header.length),
+      'content-length': String(body.length),
+    },
+  };
 }
 
 const ResponseOutputSchema = z.object({
@@ -227,7 +257,10 @@ export function serverTimingMs(header: string | undefined, name = SERVER_TIMING_
     for (const p of params) {
       const eq = p.indexOf('=');
       if (eq < 0 || p.slice(0, eq).trim().toLowerCase() !== 'dur') continue;
-      const v = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      const v = p
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, '$1');
       const ms = v === '' ? NaN : Number(v);
       return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
     }
@@ -236,7 +269,9 @@ export function serverTimingMs(header: string | undefined, name = SERVER_TIMING_
   return undefined;
 }
 
-export type Judgement = { readonly outcome: 'ok' } | { readonly outcome: Exclude<Outcome, 'ok' | 'timeout' | 'network'>; readonly error: string };
+export type Judgement =
+  | { readonly outcome: 'ok' }
+  | { readonly outcome: Exclude<Outcome, 'ok' | 'timeout' | 'network'>; readonly error: string };
 
 const bad = (error: string): Judgement => ({ outcome: 'bad-response', error: clip(`bad response: ${error}`) });
 
@@ -251,11 +286,15 @@ export function judgeInferAnswer(a: HttpAnswer): Judgement {
     let text = a.body.toString('utf8');
     try {
       const j = JSON.parse(text) as unknown;
-      if (j !== null && typeof j === 'object' && typeof (j as { error?: unknown }).error === 'string') text = (j as { error: string }).error;
+      if (j !== null && typeof j === 'object' && typeof (j as { error?: unknown }).error === 'string')
+        text = (j as { error: string }).error;
     } catch {
       // not JSON: keep the body as text
     }
-    return { outcome: a.status < 500 ? 'http-4xx' : 'http-5xx', error: clip(`HTTP ${a.status}: ${text || '(empty body)'}`) };
+    return {
+      outcome: a.status < 500 ? 'http-4xx' : 'http-5xx',
+      error: clip(`HTTP ${a.status}: ${text || '(empty body)'}`),
+    };
   }
   if (a.status !== 200) return bad(`unexpected HTTP status ${a.status}`);
   let jsonBytes: Buffer = a.body;
@@ -264,7 +303,8 @@ export function judgeInferAnswer(a: HttpAnswer): Judgement {
     const raw = a.inferenceHeaderLength.trim();
     if (!/^\d+$/.test(raw)) return bad(`Inference-Header-Content-Length '${a.inferenceHeaderLength}' is not a number`);
     const n = Number(raw);
-    if (n > a.body.length) return bad(`Inference-Header-Content-Length ${n} is larger than the body (${a.body.length} bytes)`);
+    if (n > a.body.length)
+      return bad(`Inference-Header-Content-Length ${n} is larger than the body (${a.body.length} bytes)`);
     jsonBytes = a.body.subarray(0, n);
     binary = a.body.subarray(n);
   }
@@ -283,9 +323,12 @@ export function judgeInferAnswer(a: HttpAnswer): Judgement {
     const dt = DatatypeSchema.safeParse(o.datatype);
     const size = o.parameters?.binary_data_size;
     if (size !== undefined) {
-      if (a.inferenceHeaderLength === undefined) return bad(`${where} has binary_data_size but the answer has no Inference-Header-Content-Length`);
-      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) return bad(`${where}: binary_data_size ${JSON.stringify(size)} is not a byte count`);
-      if (dt.success && size !== count * DATATYPE_BYTES[dt.data]) return bad(`${where}: binary_data_size ${size} does not match shape [${o.shape.join(',')}] of ${o.datatype}`);
+      if (a.inferenceHeaderLength === undefined)
+        return bad(`${where} has binary_data_size but the answer has no Inference-Header-Content-Length`);
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0)
+        return bad(`${where}: binary_data_size ${JSON.stringify(size)} is not a byte count`);
+      if (dt.success && size !== count * DATATYPE_BYTES[dt.data])
+        return bad(`${where}: binary_data_size ${size} does not match shape [${o.shape.join(',')}] of ${o.datatype}`);
       offset += size;
     } else {
       if (o.data === undefined) return bad(`${where} has neither data nor binary_data_size`);
@@ -293,6 +336,9 @@ export function judgeInferAnswer(a: HttpAnswer): Judgement {
       if (n !== count) return bad(`${where}: ${n} values for shape [${o.shape.join(',')}]`);
     }
   }
-  if (offset !== binary.length) return bad(`the binary data after the header is ${binary.length} bytes, the outputs' binary_data_size add up to ${offset}`);
+  if (offset !== binary.length)
+    return bad(
+      `the binary data after the header is ${binary.length} bytes, the outputs' binary_data_size add up to ${offset}`,
+    );
   return { outcome: 'ok' };
 }

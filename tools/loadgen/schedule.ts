@@ -82,18 +82,25 @@ export class SendSchedule {
 
   constructor(models: readonly ModelLoad[], settings: ScheduleSettings) {
     if (models.length === 0) throw new RangeError('the schedule needs at least one model');
-    if (!(settings.durationS > 0) || !Number.isFinite(settings.durationS)) throw new RangeError(`durationS must be a finite number > 0, got ${settings.durationS}`);
+    if (!(settings.durationS > 0) || !Number.isFinite(settings.durationS))
+      throw new RangeError(`durationS must be a finite number > 0, got ${settings.durationS}`);
     const cv = settings.arrival.kind === 'gamma' ? settings.arrival.cv : 1;
     if (!(cv > 0) || !Number.isFinite(cv)) throw new RangeError(`cv must be a finite number > 0, got ${cv}`);
     this.endMs = settings.durationS * 1000;
     this.streams = models.map((m) => {
-      if (!(m.ratePerS > 0) || !Number.isFinite(m.ratePerS)) throw new RangeError(`rate of model '${m.name}' must be a finite number > 0, got ${m.ratePerS}`);
+      if (!(m.ratePerS > 0) || !Number.isFinite(m.ratePerS))
+        throw new RangeError(`rate of model '${m.name}' must be a finite number > 0, got ${m.ratePerS}`);
       if (m.arrivalsMs) {
         const bad = m.arrivalsMs.find((t) => !(t >= 0) || !Number.isFinite(t));
-        if (bad !== undefined) throw new RangeError(`trace of model '${m.name}': arrival instants must be finite numbers >= 0, got ${bad}`);
+        if (bad !== undefined)
+          throw new RangeError(`trace of model '${m.name}': arrival instants must be finite numbers >= 0, got ${bad}`);
         return new TraceStream(m.arrivalsMs);
       }
-      return new RenewalStream(rateFunction({ kind: 'constant', ratePerS: m.ratePerS }), new Rng(modelStreamSeed(settings.seed, m.name, STREAM_ARRIVALS)), cv);
+      return new RenewalStream(
+        rateFunction({ kind: 'constant', ratePerS: m.ratePerS }),
+        new Rng(modelStreamSeed(settings.seed, m.name, STREAM_ARRIVALS)),
+        cv,
+      );
     });
     this.headsMs = this.streams.map((s) => s.next());
   }

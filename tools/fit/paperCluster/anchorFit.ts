@@ -1,7 +1,13 @@
 // The RTX 2060 Super fit: every model's surface bent, by Levenberg-Marquardt with prior residuals,
 // until the full latency model of section 4.1 reproduces the published points. Part of `inss profile
 // derive` (derive.ts).
-import { feedbackMs, l2Utilisation, runningMs, schedInterferencePerKernelMs, uploadMs } from '../../../src/model/latency.js';
+import {
+  feedbackMs,
+  l2Utilisation,
+  runningMs,
+  schedInterferencePerKernelMs,
+  uploadMs,
+} from '../../../src/model/latency.js';
 import { levenbergMarquardt } from '../leastSquares.js';
 import { type AnchorCell, type AnchorPlacement, type ThroughputAnchor } from './anchors.js';
 import { fromTheta, monotonicityPenalty, PARAM_NAMES, type Surface, surfaceRunMs, toTheta } from './surface.js';
@@ -60,7 +66,12 @@ export interface FitContext {
 }
 
 /** `t_inf` of the measured model of a cell (section 4.1), with the surface standing in for the LWR. */
-function predictCellMs(cell: { placements: readonly AnchorPlacement[] }, surface: Surface, coeffs: ReadonlyMap<string, Coefficients>, ctx: FitContext): number {
+function predictCellMs(
+  cell: { placements: readonly AnchorPlacement[] },
+  surface: Surface,
+  coeffs: ReadonlyMap<string, Coefficients>,
+  ctx: FitContext,
+): number {
   const n = cell.placements.length;
   const shared = n > 1;
   const l2 = cell.placements.map((p) => {
@@ -73,8 +84,16 @@ function predictCellMs(cell: { placements: readonly AnchorPlacement[] }, surface
   const solo = surfaceRunMs(surface, me.batch, (me.pct / 100) * ctx.smCount);
   const run = runningMs(solo, c.alphaCache, total - l2[0]!, l2[0]!, ctx.cacheSelfWeight, shared);
   const kernels = ctx.kernels.get(me.model)!;
-  const sched = (ctx.schedPerKernelMs.get(me.model)! + schedInterferencePerKernelMs(n, ctx.schedInterference.alphaSMs, ctx.schedInterference.betaSMs)) * kernels;
-  return uploadMs(INPUT_BYTES, me.batch, ctx.pcieBytesPerMs) + sched + run + feedbackMs(OUTPUT_BYTES, me.batch, ctx.pcieBytesPerMs);
+  const sched =
+    (ctx.schedPerKernelMs.get(me.model)! +
+      schedInterferencePerKernelMs(n, ctx.schedInterference.alphaSMs, ctx.schedInterference.betaSMs)) *
+    kernels;
+  return (
+    uploadMs(INPUT_BYTES, me.batch, ctx.pcieBytesPerMs) +
+    sched +
+    run +
+    feedbackMs(OUTPUT_BYTES, me.batch, ctx.pcieBytesPerMs)
+  );
 }
 
 /** A coefficient the anchors free: a neighbour's share varies along a row, so its L2 term and the measured model's alpha^cache are seen. */
@@ -92,7 +111,11 @@ function freedCoefficients(model: string, cells: readonly AnchorCell[]): FreeCoe
       const pcts = new Set(row.map((c) => c.placements[j]!.pct));
       if (pcts.size < 2) continue;
       const neighbour = row[0]!.placements[j]!.model;
-      for (const f of [{ model, field: 'alphaCache' as const }, { model: neighbour, field: 'alphaU' as const }, { model: neighbour, field: 'betaU' as const }]) {
+      for (const f of [
+        { model, field: 'alphaCache' as const },
+        { model: neighbour, field: 'alphaU' as const },
+        { model: neighbour, field: 'betaU' as const },
+      ]) {
         if (!out.some((o) => o.model === f.model && o.field === f.field)) out.push(f);
       }
     }
@@ -121,7 +144,9 @@ export function fitModel(
   const withCoeffs = (t: readonly number[]): Map<string, Coefficients> => {
     if (free.length === 0) return coeffs;
     const m = new Map([...coeffs].map(([k, v]) => [k, { ...v }]));
-    free.forEach((f, i) => { m.get(f.model)![f.field] = Math.exp(t[np + i]!); });
+    free.forEach((f, i) => {
+      m.get(f.model)![f.field] = Math.exp(t[np + i]!);
+    });
     return m;
   };
   const residuals = (t: readonly number[]): number[] => {
@@ -136,9 +161,13 @@ export function fitModel(
     return [...out, ...monotonicityPenalty(s, ctx.smCount, 30)];
   };
   const theta = levenbergMarquardt(residuals, theta0, 800);
-  const freed = free.map((f, i) => ({ model: f.model, field: f.field, start: coeffs.get(f.model)![f.field], fitted: Math.exp(theta[np + i]!) }));
+  const freed = free.map((f, i) => ({
+    model: f.model,
+    field: f.field,
+    start: coeffs.get(f.model)![f.field],
+    fitted: Math.exp(theta[np + i]!),
+  }));
   const final = withCoeffs(theta);
   for (const f of free) coeffs.get(f.model)![f.field] = final.get(f.model)![f.field];
   return { surface: fromTheta(theta), freed };
 }
-

@@ -52,8 +52,15 @@ export interface PaperAnchors {
 
 /** Model names as the paper writes them -> profile ids (MODEL_FACTS keys). */
 function modelId(published: string, where: string): string {
-  const id = published.replace(/\*/g, '').replace(/\(.*?\)/g, '').trim().toLowerCase();
-  if (!(id in MODEL_FACTS)) throw new InvalidInputError(`${where}: unknown model '${published}' (known: ${Object.keys(MODEL_FACTS).join(', ')})`);
+  const id = published
+    .replace(/\*/g, '')
+    .replace(/\(.*?\)/g, '')
+    .trim()
+    .toLowerCase();
+  if (!(id in MODEL_FACTS))
+    throw new InvalidInputError(
+      `${where}: unknown model '${published}' (known: ${Object.keys(MODEL_FACTS).join(', ')})`,
+    );
   return id;
 }
 
@@ -65,7 +72,10 @@ function tableAfter(lines: readonly string[], from: number, where: string): stri
   while (i < lines.length && !lines[i]!.trim().startsWith('|')) i++;
   const rows: string[][] = [];
   for (; i < lines.length && lines[i]!.trim().startsWith('|'); i++) {
-    const cells = lines[i]!.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+    const cells = lines[i]!.trim()
+      .replace(/^\||\|$/g, '')
+      .split('|')
+      .map((c) => c.trim());
     if (cells.every((c) => /^:?-+:?$/.test(c))) continue;
     rows.push(cells);
   }
@@ -83,7 +93,8 @@ function lineIndex(lines: readonly string[], re: RegExp, what: string): { index:
 
 function parseNumber(text: string, where: string): number {
   const v = Number(text.replace(/[^\d.]/g, ''));
-  if (!(text.trim().length > 0) || !Number.isFinite(v) || v <= 0) throw new InvalidInputError(`${where}: expected a positive number, got '${text}'`);
+  if (!(text.trim().length > 0) || !Number.isFinite(v) || v <= 0)
+    throw new InvalidInputError(`${where}: expected a positive number, got '${text}'`);
   return v;
 }
 
@@ -111,17 +122,29 @@ function parseCaseTable(
   const cells: AnchorCell[] = [];
   for (const row of body) {
     const label = row[0] ?? '';
-    const names = label.split(/\s+/).filter((w) => w.length > 0 && !['alone', 'with', 'and', 'beside'].includes(w.toLowerCase()));
+    const names = label
+      .split(/\s+/)
+      .filter((w) => w.length > 0 && !['alone', 'with', 'and', 'beside'].includes(w.toLowerCase()));
     if (names.length === 0) throw new InvalidInputError(`${where}: row '${label}' names no model`);
-    if (names.every((n) => n.endsWith('*'))) throw new InvalidInputError(`${where}: row '${label}' has no model that takes the column's value`);
-    if (row.length !== columns.length + 1) throw new InvalidInputError(`${where}: row '${label}' has ${row.length - 1} values for ${columns.length} columns`);
+    if (names.every((n) => n.endsWith('*')))
+      throw new InvalidInputError(`${where}: row '${label}' has no model that takes the column's value`);
+    if (row.length !== columns.length + 1)
+      throw new InvalidInputError(
+        `${where}: row '${label}' has ${row.length - 1} values for ${columns.length} columns`,
+      );
     columns.forEach((col, c) => {
       const placements = names.map((n): AnchorPlacement => {
         const model = modelId(n, `${where}, row '${label}'`);
         if (n.endsWith('*')) return { model, ...starred };
         return { model, ...base, ...column(col.value) };
       });
-      cells.push({ table, row: label, column: col.label, placements, observedMs: parseNumber(row[c + 1]!, `${where}, row '${label}', column '${col.label}'`) });
+      cells.push({
+        table,
+        row: label,
+        column: col.label,
+        placements,
+        observedMs: parseNumber(row[c + 1]!, `${where}, row '${label}', column '${col.label}'`),
+      });
     });
   }
   return cells;
@@ -136,27 +159,61 @@ export function parsePaperTables(markdown: string): PaperAnchors {
   const lines = markdown.split(/\r?\n/);
 
   // "Table 2, every model at 30% of the GPU; X* means X runs beside it with batch 4:"
-  const t2 = lineIndex(lines, new RegExp(String.raw`^Table 2\b.*?at ${NUMBER}% of the GPU.*?with batch (\d+)`), 'Table 2 (caption "Table 2, every model at P% of the GPU; ... with batch B")');
+  const t2 = lineIndex(
+    lines,
+    new RegExp(String.raw`^Table 2\b.*?at ${NUMBER}% of the GPU.*?with batch (\d+)`),
+    'Table 2 (caption "Table 2, every model at P% of the GPU; ... with batch B")',
+  );
   const t2Pct = Number(t2.match[1]);
   const t2StarBatch = Number(t2.match[2]);
-  const table2 = parseCaseTable(lines, t2.index, 'Table 2', /^b\s*=\s*(\d+)$/, (b) => ({ batch: b }), { batch: 1, pct: t2Pct }, { batch: t2StarBatch, pct: t2Pct });
+  const table2 = parseCaseTable(
+    lines,
+    t2.index,
+    'Table 2',
+    /^b\s*=\s*(\d+)$/,
+    (b) => ({ batch: b }),
+    { batch: 1, pct: t2Pct },
+    { batch: t2StarBatch, pct: t2Pct },
+  );
 
   // "Table 3, batch 4 at 6/24/42/60% of the GPU; X* means X runs beside it at 18%:"
-  const t3 = lineIndex(lines, new RegExp(String.raw`^Table 3\b.*?batch (\d+) at .*?beside it at ${NUMBER}%`), 'Table 3 (caption "Table 3, batch B at ...; ... beside it at P%")');
+  const t3 = lineIndex(
+    lines,
+    new RegExp(String.raw`^Table 3\b.*?batch (\d+) at .*?beside it at ${NUMBER}%`),
+    'Table 3 (caption "Table 3, batch B at ...; ... beside it at P%")',
+  );
   const t3Batch = Number(t3.match[1]);
   const t3StarPct = Number(t3.match[2]);
-  const table3 = parseCaseTable(lines, t3.index, 'Table 3', new RegExp(String.raw`^${NUMBER}\s*%$`), (p) => ({ pct: p }), { batch: t3Batch, pct: 100 }, { batch: t3Batch, pct: t3StarPct });
+  const table3 = parseCaseTable(
+    lines,
+    t3.index,
+    'Table 3',
+    new RegExp(String.raw`^${NUMBER}\s*%$`),
+    (p) => ({ pct: p }),
+    { batch: t3Batch, pct: 100 },
+    { batch: t3Batch, pct: t3StarPct },
+  );
 
   // "- Throughput at 100% of the GPU and batch 1, used by ... (req/s): AlexNet 788.6, ..., EfficientNet 217.3."
-  const tm = markdown.match(new RegExp(String.raw`Throughput at ${NUMBER}% of the GPU and batch (\d+)[^:]*:([\s\S]*?)(?:\n\s*-\s|\n\s*\n|$)`));
-  if (!tm) throw new InvalidInputError('paper-cluster README: the throughput list ("Throughput at P% of the GPU and batch B ...: Model rate, ...") not found');
+  const tm = markdown.match(
+    new RegExp(String.raw`Throughput at ${NUMBER}% of the GPU and batch (\d+)[^:]*:([\s\S]*?)(?:\n\s*-\s|\n\s*\n|$)`),
+  );
+  if (!tm)
+    throw new InvalidInputError(
+      'paper-cluster README: the throughput list ("Throughput at P% of the GPU and batch B ...: Model rate, ...") not found',
+    );
   const throughputs = tm[3]!
     .replace(/\.\s*$/, '')
     .split(',')
     .map((item): ThroughputAnchor => {
       const m = item.trim().match(new RegExp(String.raw`^([A-Za-z][\w]*(?:\([^)]*\))?)\s+${NUMBER}$`));
       if (!m) throw new InvalidInputError(`paper-cluster README: throughput entry '${item.trim()}' not understood`);
-      return { model: modelId(m[1]!, 'paper-cluster README: throughputs'), batch: Number(tm[2]), pct: Number(tm[1]), ratePerS: Number(m[2]) };
+      return {
+        model: modelId(m[1]!, 'paper-cluster README: throughputs'),
+        batch: Number(tm[2]),
+        pct: Number(tm[1]),
+        ratePerS: Number(m[2]),
+      };
     });
 
   return { cells: [...table2, ...table3], throughputs, gpus: parseHardware(lines) };
@@ -168,12 +225,14 @@ function parseHardware(lines: readonly string[]): PaperAnchors['gpus'] {
   const [header, ...rows] = tableAfter(lines, h.index + 1, 'paper-cluster README: hardware');
   const col = (re: RegExp): number => {
     const i = header!.findIndex((c) => re.test(c));
-    if (i < 0) throw new InvalidInputError(`paper-cluster README: hardware table lacks a column matching ${String(re)}`);
+    if (i < 0)
+      throw new InvalidInputError(`paper-cluster README: hardware table lacks a column matching ${String(re)}`);
     return i;
   };
   const [cSm, cMem, cL2, cBw] = [col(/^SMs?$/i), col(/^memory$/i), col(/^L2$/i), col(/bandwidth/i)];
   const units = lines.join(' ').match(new RegExp(String.raw`${NUMBER}% on the 2060 Super, ${NUMBER}% on the 2060\b`));
-  if (!units) throw new InvalidInputError('paper-cluster README: MPS units ("N% on the 2060 Super, M% on the 2060") not found');
+  if (!units)
+    throw new InvalidInputError('paper-cluster README: MPS units ("N% on the 2060 Super, M% on the 2060") not found');
   const spec = (name: string, mpsUnitPct: number): GpuSpec => {
     const row = rows.find((r) => r[0]?.trim().toLowerCase() === name.toLowerCase());
     if (!row) throw new InvalidInputError(`paper-cluster README: hardware table has no row '${name}'`);
@@ -189,4 +248,3 @@ function parseHardware(lines: readonly string[]): PaperAnchors['gpus'] {
   };
   return { rtx2060s: spec('RTX 2060 Super', Number(units[1])), rtx2060: spec('RTX 2060', Number(units[2])) };
 }
-

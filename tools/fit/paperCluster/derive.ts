@@ -12,9 +12,23 @@
 //     follows the surfaces, and scales the RTX 2060 Super profile to the RTX 2060.
 // Pure: the caller reads the files and writes the result. Deterministic: no randomness anywhere.
 import { LatencyModel, type Placement } from '../../../src/model/predictor.js';
-import { InvalidInputError, type LwrSettings, type ModelProfile, type Profile, ProfileSchema } from '../../../src/profile/schema.js';
+import {
+  InvalidInputError,
+  type LwrSettings,
+  type ModelProfile,
+  type Profile,
+  ProfileSchema,
+} from '../../../src/profile/schema.js';
 import { derivedMemory, MODEL_FACTS } from '../catalog.js';
-import { type Coefficients, DERIVATIONS, type FitContext, fitModel, INPUT_BYTES, OUTPUT_BYTES, PCIE3_X16_BYTES_PER_MS } from './anchorFit.js';
+import {
+  type Coefficients,
+  DERIVATIONS,
+  type FitContext,
+  fitModel,
+  INPUT_BYTES,
+  OUTPUT_BYTES,
+  PCIE3_X16_BYTES_PER_MS,
+} from './anchorFit.js';
 import { type AnchorCell, type GpuSpec, type PaperAnchors, type ThroughputAnchor } from './anchors.js';
 import { chooseLwr, gridPcts, roundSig, surfaceSamples } from './lwrGrid.js';
 import { fitSurfaceToSamples, type Hardware, scaleSurfaceToGpu, scaleSurfaceToModel, type Surface } from './surface.js';
@@ -48,11 +62,14 @@ export interface DeriveReport {
   /** Interference coefficients the anchors moved from their V100-derived start. */
   readonly freedCoefficients: readonly { model: string; field: string; start: number; fitted: number }[];
   /** LWR bandwidths chosen and how closely the compiled predictor follows the surfaces (every batch 1..32, every 1% share). */
-  readonly lwr: Readonly<Record<'rtx2060s' | 'rtx2060', { settings: LwrSettings; maxRelErr: number; meanRelErr: number }>>;
+  readonly lwr: Readonly<
+    Record<'rtx2060s' | 'rtx2060', { settings: LwrSettings; maxRelErr: number; meanRelErr: number }>
+  >;
 }
 
 function requireHardware(p: Profile): Hardware {
-  if (p.gpu.memBandwidthGBs === undefined) throw new InvalidInputError(`profile ${p.id}: gpu.memBandwidthGBs is needed to scale it to another GPU`);
+  if (p.gpu.memBandwidthGBs === undefined)
+    throw new InvalidInputError(`profile ${p.id}: gpu.memBandwidthGBs is needed to scale it to another GPU`);
   return { smCount: p.gpu.smCount, memBandwidthGBs: p.gpu.memBandwidthGBs, l2Mb: p.gpu.l2Mb };
 }
 
@@ -73,7 +90,12 @@ interface GpuBuild {
   readonly modelNotes: ReadonlyMap<string, string[]>;
 }
 
-function buildProfile(b: GpuBuild, v100: Profile, ctx: FitContext, command: string): { profile: Profile; lwr: { settings: LwrSettings; maxRelErr: number; meanRelErr: number } } {
+function buildProfile(
+  b: GpuBuild,
+  v100: Profile,
+  ctx: FitContext,
+  command: string,
+): { profile: Profile; lwr: { settings: LwrSettings; maxRelErr: number; meanRelErr: number } } {
   const pcts = gridPcts(b.spec.mpsUnitPct, b.extraPcts);
   const samples = new Map([...b.surfaces].map(([m, s]) => [m, surfaceSamples(s, b.spec.smCount, pcts)]));
   const lwr = chooseLwr(samples, b.surfaces, b.spec.smCount, b.spec.mpsUnitPct);
@@ -118,13 +140,21 @@ function buildProfile(b: GpuBuild, v100: Profile, ctx: FitContext, command: stri
  * points (docs/profiles-paper-cluster.md). `command` is recorded as the profiles' provenance.
  * Deterministic: the same inputs give byte-identical profiles.
  */
-export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command: string): { rtx2060s: Profile; rtx2060: Profile; report: DeriveReport } {
+export function derivePaperCluster(
+  v100: Profile,
+  anchors: PaperAnchors,
+  command: string,
+): { rtx2060s: Profile; rtx2060: Profile; report: DeriveReport } {
   const v100Hw = requireHardware(v100);
   const super_ = anchors.gpus.rtx2060s;
   const plain = anchors.gpus.rtx2060;
   const known = new Set(DERIVATIONS.map((d) => d.model));
   for (const c of anchors.cells) {
-    for (const p of c.placements) if (!known.has(p.model)) throw new InvalidInputError(`${c.table}, row '${c.row}': model '${p.model}' is not one of the paper's eight (${[...known].join(', ')})`);
+    for (const p of c.placements)
+      if (!known.has(p.model))
+        throw new InvalidInputError(
+          `${c.table}, row '${c.row}': model '${p.model}' is not one of the paper's eight (${[...known].join(', ')})`,
+        );
   }
 
   // The V100 analogues' surfaces.
@@ -189,7 +219,12 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
     ]);
   }
 
-  const anchorPcts = [...new Set([...anchors.cells.flatMap((c) => c.placements.map((p) => p.pct)), ...anchors.throughputs.map((t) => t.pct)])];
+  const anchorPcts = [
+    ...new Set([
+      ...anchors.cells.flatMap((c) => c.placements.map((p) => p.pct)),
+      ...anchors.throughputs.map((t) => t.pct),
+    ]),
+  ];
   const docs = 'docs/profiles-paper-cluster.md';
   const superBuild = buildProfile(
     {
@@ -221,8 +256,20 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
       coeffs: plainCoeffs,
       extraPcts: [],
       source: `derived: the rtx2060s profile scaled to the RTX 2060 by SM count (shares become fewer SMs), memory bandwidth and L2 size; no published points of this GPU; ${docs}`,
-      notes: [`PCIe 3.0 x16 taken as ${PCIE3_X16_BYTES_PER_MS} bytes/ms`, 'no published latency of this GPU: every number is scaled from rtx2060s'],
-      modelNotes: new Map(DERIVATIONS.map((d) => [d.model, [`runSamples: the rtx2060s surface on 30 SMs, its DRAM-bound part slowed by the bandwidth ratio`, 'l2: rtx2060s values scaled by the L2-size ratio; alphaCache and scheduling as rtx2060s', 'memory: derived from public model facts (tools/fit/catalog.ts)']])),
+      notes: [
+        `PCIe 3.0 x16 taken as ${PCIE3_X16_BYTES_PER_MS} bytes/ms`,
+        'no published latency of this GPU: every number is scaled from rtx2060s',
+      ],
+      modelNotes: new Map(
+        DERIVATIONS.map((d) => [
+          d.model,
+          [
+            `runSamples: the rtx2060s surface on 30 SMs, its DRAM-bound part slowed by the bandwidth ratio`,
+            'l2: rtx2060s values scaled by the L2-size ratio; alphaCache and scheduling as rtx2060s',
+            'memory: derived from public model facts (tools/fit/catalog.ts)',
+          ],
+        ]),
+      ),
     },
     v100,
     ctx,
@@ -238,7 +285,12 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
   const throughputs = anchors.throughputs.map((t): ThroughputResult => {
     const p: Placement[] = [{ model: t.model, batch: t.batch, pct: t.pct }];
     const predictedPerS = compiled.predict(p).throughputPerS[0]!;
-    return { ...t, predictedPerS, relErr: predictedPerS / t.ratePerS - 1, rtx2060PerS: compiledPlain.predict(p).throughputPerS[0]! };
+    return {
+      ...t,
+      predictedPerS,
+      relErr: predictedPerS / t.ratePerS - 1,
+      rtx2060PerS: compiledPlain.predict(p).throughputPerS[0]!,
+    };
   });
   return {
     rtx2060s: superBuild.profile,
@@ -254,4 +306,3 @@ export function derivePaperCluster(v100: Profile, anchors: PaperAnchors, command
     },
   };
 }
-

@@ -31,7 +31,8 @@ export function roundSig(x: number, digits = 6): number {
 
 export function surfaceSamples(s: Surface, smCount: number, pcts: readonly number[]): RunSample[] {
   const out: RunSample[] = [];
-  for (const batch of GRID_BATCHES) for (const pct of pcts) out.push({ batch, pct, runMs: roundSig(surfaceRunMs(s, batch, (pct / 100) * smCount)) });
+  for (const batch of GRID_BATCHES)
+    for (const pct of pcts) out.push({ batch, pct, runMs: roundSig(surfaceRunMs(s, batch, (pct / 100) * smCount)) });
   return out;
 }
 
@@ -45,7 +46,13 @@ function checkPoints(mpsUnitPct: number): { batch: number; pct: number }[] {
 }
 
 /** LWR fidelity: relative error of LWR over `samples` against the surface at the check points. */
-function lwrFidelity(samples: ReadonlyMap<string, RunSample[]>, surfaces: ReadonlyMap<string, Surface>, smCount: number, settings: LwrSettings, points: readonly { batch: number; pct: number }[]): { maxRelErr: number; meanRelErr: number } {
+function lwrFidelity(
+  samples: ReadonlyMap<string, RunSample[]>,
+  surfaces: ReadonlyMap<string, Surface>,
+  smCount: number,
+  settings: LwrSettings,
+  points: readonly { batch: number; pct: number }[],
+): { maxRelErr: number; meanRelErr: number } {
   let max = 0;
   let sum = 0;
   let n = 0;
@@ -53,7 +60,9 @@ function lwrFidelity(samples: ReadonlyMap<string, RunSample[]>, surfaces: Readon
     const pts = toLwrPoints(list);
     const s = surfaces.get(model)!;
     for (const q of points) {
-      const e = Math.abs(lwrRunMs(pts, settings, q.batch, q.pct) / surfaceRunMs(s, q.batch, (q.pct / 100) * smCount) - 1);
+      const e = Math.abs(
+        lwrRunMs(pts, settings, q.batch, q.pct) / surfaceRunMs(s, q.batch, (q.pct / 100) * smCount) - 1,
+      );
       max = Math.max(max, e);
       sum += e;
       n++;
@@ -63,7 +72,12 @@ function lwrFidelity(samples: ReadonlyMap<string, RunSample[]>, surfaces: Readon
 }
 
 /** The LWR bandwidths (from a small grid) whose compiled predictions follow the surfaces best (least max error). */
-export function chooseLwr(samples: ReadonlyMap<string, RunSample[]>, surfaces: ReadonlyMap<string, Surface>, smCount: number, mpsUnitPct: number): { settings: LwrSettings; maxRelErr: number; meanRelErr: number } {
+export function chooseLwr(
+  samples: ReadonlyMap<string, RunSample[]>,
+  surfaces: ReadonlyMap<string, Surface>,
+  smCount: number,
+  mpsUnitPct: number,
+): { settings: LwrSettings; maxRelErr: number; meanRelErr: number } {
   const points = checkPoints(mpsUnitPct).filter((_, i) => i % 3 === 0);
   let best: { settings: LwrSettings; maxRelErr: number; meanRelErr: number } | null = null;
   for (const bandwidthLogBatch of LWR_BATCH_BANDWIDTHS) {
@@ -75,4 +89,3 @@ export function chooseLwr(samples: ReadonlyMap<string, RunSample[]>, surfaces: R
   }
   return { ...best!, ...lwrFidelity(samples, surfaces, smCount, best!.settings, checkPoints(mpsUnitPct)) };
 }
-

@@ -33,13 +33,16 @@ export interface PairGain {
 }
 
 const num = (v: unknown, where: string): number => {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidInputError(`${where}: expected a positive number`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+    throw new InvalidInputError(`${where}: expected a positive number`);
   return v;
 };
 
 /** The V100's measured solo share curve for `model` (solo.json's `models.<m>.latency.<b>.<pct>`). */
 export function measuredSoloShape(solo: unknown, model: string, batch: number): SoloShape {
-  const row = (solo as { models?: Record<string, { latency?: Record<string, Record<string, unknown>> }> }).models?.[model]?.latency?.[String(batch)];
+  const row = (solo as { models?: Record<string, { latency?: Record<string, Record<string, unknown>> }> }).models?.[
+    model
+  ]?.latency?.[String(batch)];
   if (!row) throw new InvalidInputError(`solo.json: no latency row for ${model} at batch ${batch}`);
   const at = (pct: number): number => num(row[String(pct)], `solo.json ${model} b${batch} ${pct}%`);
   return { gpu: 'v100 (measured)', model, batch, t20: at(20) / at(80), t50: at(50) / at(80) };
@@ -53,7 +56,10 @@ export function profileSoloShape(gpu: string, lm: LatencyModel, model: string, b
 /** The gain of a pair at 50/50 by the profile's own prediction. */
 export function profilePairGain(gpu: string, lm: LatencyModel, a: string, b: string, batch: number): PairGain {
   const solo = (m: string): number => lm.predict([{ model: m, batch, pct: 100 }]).latencyMs[0]!;
-  const [ta, tb] = lm.predict([{ model: a, batch, pct: 50 }, { model: b, batch, pct: 50 }]).latencyMs;
+  const [ta, tb] = lm.predict([
+    { model: a, batch, pct: 50 },
+    { model: b, batch, pct: 50 },
+  ]).latencyMs;
   return { gpu, a, b, batch, gain: solo(a) / ta! + solo(b) / tb!, measured: false };
 }
 
@@ -70,13 +76,17 @@ export function measuredPairGains(calibration: unknown, v100: LatencyModel): Pai
   if (!Array.isArray(pairs)) throw new InvalidInputError('colocated-calibration.json: no pairs array');
   const solo = (m: string, batch: number): number => v100.predict([{ model: m, batch, pct: 100 }]).latencyMs[0]!;
   return pairs
-    .filter((p) => p.a.pct === 50 && p.b.pct === 50 && v100.modelIndex(p.a.model) >= 0 && v100.modelIndex(p.b.model) >= 0)
+    .filter(
+      (p) => p.a.pct === 50 && p.b.pct === 50 && v100.modelIndex(p.a.model) >= 0 && v100.modelIndex(p.b.model) >= 0,
+    )
     .map((p) => ({
       gpu: 'v100 (measured)',
       a: p.a.model,
       b: p.b.model,
       batch: p.a.batch,
-      gain: solo(p.a.model, p.a.batch) / num(p.a.latency_ms, 'pair latency') + solo(p.b.model, p.b.batch) / num(p.b.latency_ms, 'pair latency'),
+      gain:
+        solo(p.a.model, p.a.batch) / num(p.a.latency_ms, 'pair latency') +
+        solo(p.b.model, p.b.batch) / num(p.b.latency_ms, 'pair latency'),
       measured: true,
     }));
 }
@@ -85,6 +95,8 @@ export function measuredPairGains(calibration: unknown, v100: LatencyModel): Pai
 export function allPairGains(gpu: string, lm: LatencyModel, batches: readonly number[] = SHAPE_BATCHES): PairGain[] {
   const out: PairGain[] = [];
   const names = lm.modelNames;
-  for (const batch of batches) for (let i = 0; i < names.length; i++) for (let j = i + 1; j < names.length; j++) out.push(profilePairGain(gpu, lm, names[i]!, names[j]!, batch));
+  for (const batch of batches)
+    for (let i = 0; i < names.length; i++)
+      for (let j = i + 1; j < names.length; j++) out.push(profilePairGain(gpu, lm, names[i]!, names[j]!, batch));
   return out;
 }

@@ -5,7 +5,6 @@ import { type RunSample } from '../../../src/profile/schema.js';
 import { MODEL_FACTS } from '../catalog.js';
 import { levenbergMarquardt } from '../leastSquares.js';
 
-
 // ---------------------------------------------------------------------------------------------
 // 2. The parametric running-time surface
 // ---------------------------------------------------------------------------------------------
@@ -61,12 +60,36 @@ export const PARAM_NAMES = ['eMs', 'dMs', 'aMs', 'cMs', 'g', 'k', 'qSms', 'h', '
 
 export function toTheta(s: Surface): number[] {
   const rr = Math.min(Math.max(s.r / R_MAX, 1e-6), 1 - 1e-6);
-  return [Math.log(s.eMs), Math.log(s.dMs), Math.log(s.aMs), Math.log(s.cMs), Math.log(s.g), Math.log(s.k), Math.log(s.qSms), Math.log(s.h), Math.log(s.kneeBatch), Math.log(rr / (1 - rr)), Math.log(s.m)];
+  return [
+    Math.log(s.eMs),
+    Math.log(s.dMs),
+    Math.log(s.aMs),
+    Math.log(s.cMs),
+    Math.log(s.g),
+    Math.log(s.k),
+    Math.log(s.qSms),
+    Math.log(s.h),
+    Math.log(s.kneeBatch),
+    Math.log(rr / (1 - rr)),
+    Math.log(s.m),
+  ];
 }
 
 export function fromTheta(t: readonly number[]): Surface {
   const e = (i: number): number => Math.exp(t[i]!);
-  return { eMs: e(0), dMs: e(1), aMs: e(2), cMs: e(3), g: e(4), k: e(5), qSms: e(6), h: e(7), kneeBatch: e(8), r: R_MAX / (1 + Math.exp(-t[9]!)), m: e(10) };
+  return {
+    eMs: e(0),
+    dMs: e(1),
+    aMs: e(2),
+    cMs: e(3),
+    g: e(4),
+    k: e(5),
+    qSms: e(6),
+    h: e(7),
+    kneeBatch: e(8),
+    r: R_MAX / (1 + Math.exp(-t[9]!)),
+    m: e(10),
+  };
 }
 
 /** Residuals that stay 0 while the surface rises with batch and falls with SMs on a coarse grid (a soft constraint). */
@@ -96,7 +119,10 @@ export function monotonicityPenalty(s: Surface, smCount: number, weight: number)
 // ---------------------------------------------------------------------------------------------
 
 /** Fits the surface to measured solo running times (LWR samples of a measured profile). Log residuals. */
-export function fitSurfaceToSamples(samples: readonly RunSample[], smCount: number): { surface: Surface; meanRelErr: number; maxRelErr: number } {
+export function fitSurfaceToSamples(
+  samples: readonly RunSample[],
+  smCount: number,
+): { surface: Surface; meanRelErr: number; maxRelErr: number } {
   const b1 = samples.filter((s) => s.batch === 1).sort((x, y) => x.pct - y.pct);
   const bMax = Math.max(...samples.map((s) => s.batch));
   const ref = (batch: number): number => {
@@ -173,6 +199,12 @@ export function scaleSurfaceToModel(s: Surface, from: string, to: string): Surfa
   const f = MODEL_FACTS[from]!;
   const t = MODEL_FACTS[to]!;
   const work = t.gflops / f.gflops;
-  return { ...s, aMs: s.aMs * work, cMs: s.cMs * work, dMs: s.dMs * work, qSms: s.qSms * work, eMs: s.eMs * (t.kernels / f.kernels) };
+  return {
+    ...s,
+    aMs: s.aMs * work,
+    cMs: s.cMs * work,
+    dMs: s.dMs * work,
+    qSms: s.qSms * work,
+    eMs: s.eMs * (t.kernels / f.kernels),
+  };
 }
-
