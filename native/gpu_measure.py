@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any
 
 from inss_worker.models import MODELS
 
@@ -36,7 +36,7 @@ INPUT_SHAPE = (3, 224, 224)
 INPUT_BYTES = 4 * INPUT_SHAPE[0] * INPUT_SHAPE[1] * INPUT_SHAPE[2]
 OUTPUT_BYTES = 4 * 1000
 MB = 2**20
-Json = Dict[str, Any]
+Json = dict[str, Any]
 
 
 def log(*a: object) -> None:
@@ -53,7 +53,7 @@ def build(name: str) -> torch.nn.Module:
 
 def time_batch(
     model: torch.nn.Module, batch: int, min_seconds: float, min_iters: int, warmup: int
-) -> Tuple[float, int]:
+) -> tuple[float, int]:
     """(mean ms of the fastest 90% of timed batches, batches timed): at least min_iters and min_seconds."""
     import torch
 
@@ -62,7 +62,7 @@ def time_batch(
         for _ in range(warmup):
             model(x_host.to("cuda", non_blocking=True)).to("cpu")
         torch.cuda.synchronize()
-        times: List[float] = []
+        times: list[float] = []
         start = time.perf_counter()
         while len(times) < min_iters or time.perf_counter() - start < min_seconds:
             t0 = time.perf_counter()
@@ -74,7 +74,7 @@ def time_batch(
     return sum(trimmed) / len(trimmed), len(times)
 
 
-def kernel_stats(model: torch.nn.Module) -> Tuple[int, float]:
+def kernel_stats(model: torch.nn.Module) -> tuple[int, float]:
     """Kernels per batch-1 forward and their summed run time in ms (under the profiler, which slows the
     host side, so the idle gaps it shows are not used)."""
     import torch
@@ -135,7 +135,7 @@ def run_beside_peer(model: torch.nn.Module, batch: int, seconds: float, ready: s
         while not os.path.exists(go):
             time.sleep(0.005)
         stop = time.time() + seconds
-        times: List[float] = []
+        times: list[float] = []
         while time.time() < stop:
             t0 = time.perf_counter()
             model(x_host.to("cuda", non_blocking=True)).to("cpu")
@@ -145,7 +145,7 @@ def run_beside_peer(model: torch.nn.Module, batch: int, seconds: float, ready: s
     return {"batch": batch, "latencyMs": sum(kept) / len(kept), "iters": len(times)}
 
 
-def spawn(model: str, pct: int, extra: List[str]) -> subprocess.Popen[str]:
+def spawn(model: str, pct: int, extra: list[str]) -> subprocess.Popen[str]:
     """A worker process for (model, pct) under its MPS share."""
     env = dict(os.environ, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(pct))
     argv = [sys.executable, __file__, "worker", "--model", model, "--pct", str(pct), *extra]
@@ -222,7 +222,7 @@ def solo(args: argparse.Namespace) -> None:
     facts = gpu_facts()
     log("gpu", json.dumps(facts))
     models: Json = {}
-    points: List[Json] = []
+    points: list[Json] = []
     for name in args.models:
         for pct in args.pcts:
             extra = ["--mode", "solo", "--batches", ",".join(map(str, args.batches)), "--seconds", str(args.seconds)]
@@ -238,7 +238,7 @@ def solo(args: argparse.Namespace) -> None:
     log("wrote", args.out)
 
 
-def pair_run(a: str, b: str, split: int, batch: int, seconds: float) -> List[Json]:
+def pair_run(a: str, b: str, split: int, batch: int, seconds: float) -> list[Json]:
     """Models a and b together, at split% and (100 - split)%, started at once after both are ready."""
     d = tempfile.mkdtemp()
     procs = []
@@ -287,11 +287,11 @@ def probe(_args: argparse.Namespace) -> None:
     log("MPS env", os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
 
 
-def ints(s: str) -> List[int]:
+def ints(s: str) -> list[int]:
     return [int(x) for x in s.split(",")]
 
 
-def names(s: str) -> List[str]:
+def names(s: str) -> list[str]:
     return s.split(",")
 
 

@@ -5,7 +5,7 @@ Pure: no torch, no I/O."""
 from __future__ import annotations
 
 import json
-from typing import Sized
+from collections.abc import Sized
 
 from .protocol import IDENTITY_KEYS, IMAGE_SHAPE, IMAGE_VALUES, INPUT_NAME, PROTOCOL_VERSION, Message
 

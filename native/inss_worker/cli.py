@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import List, NoReturn
+from typing import NoReturn
 
 from .protocol import UsageError
 
@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parse_args(argv: List[str]) -> Options:
+def parse_args(argv: list[str]) -> Options:
     ap = _Parser(prog="torch_worker.py", description="inss PyTorch worker (docs/worker-protocol.md)")
     ap.add_argument(
         "--model", required=True, help="inss name (resnet50, mobilenet, ...) or a torchvision builder name"

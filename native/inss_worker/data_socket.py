@@ -11,15 +11,15 @@ import os
 import queue
 import socket
 import threading
-from typing import Tuple, Union
+from typing import Union
 
 from .framing import SocketSender, read_frame
 from .inbox import Item, Received
 from .protocol import IDENTITY_KEYS, PROTOCOL_VERSION, FrameStreamError, Message, UsageError, log, wall_ms
 from .shm import Region, map_region
 
-Address = Union[str, Tuple[str, int]]
-Listen = Tuple[socket.AddressFamily, Address]
+Address = Union[str, tuple[str, int]]
+Listen = tuple[socket.AddressFamily, Address]
 """Where to listen: a family and the address bind() takes for it."""
 
 
@@ -35,7 +35,7 @@ def parse_listen(s: str) -> Listen:
     raise UsageError(f"INSS_WORKER_LISTEN: '{s}': expected unix:PATH or tcp:HOST:PORT")
 
 
-def data_settings() -> Tuple[Listen | None, str | None, Message | None]:
+def data_settings() -> tuple[Listen | None, str | None, Message | None]:
     """(listen address, secret, identity) from the agent's environment; (None, None, identity) without
     a data socket. The identity is INSS_WORKER_IDENTITY: a batch naming another worker is refused."""
     listen = os.environ.get("INSS_WORKER_LISTEN")
@@ -54,7 +54,7 @@ def data_settings() -> Tuple[Listen | None, str | None, Message | None]:
     return (parse_listen(listen) if listen is not None else None), secret, identity
 
 
-def listen_data(where: Listen) -> Tuple[socket.socket, str]:
+def listen_data(where: Listen) -> tuple[socket.socket, str]:
     """Binds the data socket; returns (server socket, the address to report in `ready`)."""
     family, addr = where
     server = socket.socket(family, socket.SOCK_STREAM)

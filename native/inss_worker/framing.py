@@ -9,12 +9,12 @@ import json
 import os
 import socket
 import struct
-from typing import BinaryIO, Protocol, Tuple, Union
+from typing import BinaryIO, Protocol, Union
 
 from .protocol import MAX_HEADER_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION, FrameStreamError, Message, log
 
 Bytes = Union[bytes, bytearray, memoryview]
-Frame = Tuple[object, bytearray]
+Frame = tuple[object, bytearray]
 """A decoded frame: its header (any JSON value; checked by the reader of the message) and its payload."""
 
 

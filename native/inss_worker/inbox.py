@@ -9,7 +9,7 @@ from typing import BinaryIO, NamedTuple, Union
 
 from .framing import Sender, read_frame
 from .protocol import FrameStreamError, wall_ms
-from .shm import Payload
+from .shm import Payload, Region
 
 
 class Received(NamedTuple):
@@ -19,10 +19,12 @@ class Received(NamedTuple):
     payload: Payload
     out: Sender
     received_at_ms: float
-    region: memoryview | None  # the scheduler's region, mapped for the connection it came on
+    region: Region | None  # the scheduler's region, mapped for the connection it came on
 
 
 class Event(enum.Enum):
+    """What ends the main loop, once the batches received before it are answered."""
+
     EOF = "stdin closed"
     STOP = "a signal asked to stop"
 

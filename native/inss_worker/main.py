@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import List
 
 from .cli import parse_args
 from .data_socket import data_settings, listen_data, start_data_socket
@@ -23,7 +22,7 @@ from .protocol import PROTOCOL_VERSION, FrameStreamError, Message, UsageError, l
 CUDA_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PIPE_DIRECTORY")
 
 
-def run(argv: List[str], proto: FdSender) -> int:
+def run(argv: list[str], proto: FdSender) -> int:
     """The worker until it stops: 0 once the batches received are answered. Raises on a fatal error."""
     args = parse_args(argv)
     if sys.byteorder != "little":
@@ -36,7 +35,7 @@ def run(argv: List[str], proto: FdSender) -> int:
     # Installed before the slow start, so a worker stopped while warming up still exits 0.
     # The handler does nothing else: a print from it could re-enter stderr's writer mid-write.
     inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
-    stopped_by: List[str] = []
+    stopped_by: list[str] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         stopped_by.append(signal.Signals(signum).name)

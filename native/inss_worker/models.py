@@ -5,7 +5,7 @@ table can be read (native/gpu_measure.py) without loading torch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Tuple
+from typing import TYPE_CHECKING
 
 from .protocol import UsageError
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import torch
 
 # inss model names (the paper's eight) -> torchvision builders; any other builder name passes as is.
-MODELS: Dict[str, str] = {
+MODELS: dict[str, str] = {
     "alexnet": "alexnet",
     "resnet50": "resnet50",
     "vgg16": "vgg16",
@@ -25,7 +25,7 @@ MODELS: Dict[str, str] = {
 }
 
 
-def build_model(model: str, seed: int, weights: str | None) -> Tuple[str, torch.nn.Module]:
+def build_model(model: str, seed: int, weights: str | None) -> tuple[str, torch.nn.Module]:
     """(torchvision builder name, the model in eval mode on the CPU) for an inss or torchvision name.
     UsageError when torchvision has no such classification model."""
     import torch
@@ -48,7 +48,7 @@ def build_model(model: str, seed: int, weights: str | None) -> Tuple[str, torch.
     return builder, net.eval()
 
 
-def choose_device(want: str, visible_devices: str, cudnn_benchmark: bool) -> Tuple[torch.device, str]:
+def choose_device(want: str, visible_devices: str, cudnn_benchmark: bool) -> tuple[torch.device, str]:
     """(device, its name for `ready`) for --device auto|cpu|cuda. On CUDA, device 0 is the one GPU
     CUDA_VISIBLE_DEVICES (`visible_devices`, for the error message) leaves visible."""
     import torch

@@ -5,7 +5,7 @@ main loop imports this module only after the protocol descriptor is set up."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import torch
 import torchvision.io as tio
@@ -17,11 +17,11 @@ from .shm import Payload, Samples
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-Failed = Dict[str, Any]
+Failed = dict[str, Any]
 """A sample that did not decode: {index, message}, listed in the output's `failed`."""
 
 
-def resized_axis(length: int, other: int, side: int) -> Tuple[int, int]:
+def resized_axis(length: int, other: int, side: int) -> tuple[int, int]:
     """Step 2 of the rule for one axis: the resized length and where the crop starts."""
     resized = side if length <= other else (side * length) // other
     return resized, (resized - side) // 2
@@ -66,7 +66,7 @@ class Preprocess:
             return tio.decode_jpeg(raw, mode=tio.ImageReadMode.RGB)
         return tio.decode_png(raw, mode=tio.ImageReadMode.RGB)
 
-    def batch(self, t: Message, payload: Payload, size: int) -> Tuple[torch.Tensor, List[Failed]]:
+    def batch(self, t: Message, payload: Payload, size: int) -> tuple[torch.Tensor, list[Failed]]:
         """A checked batch input -> (float32 [size, 3, 224, 224], failed samples). FP32 samples are taken
         as they are, UINT8 ones scaled and normalised, JPEG/PNG ones decoded first; a sample that fails
         to decode is reported (its row stays zero)."""
@@ -80,7 +80,7 @@ class Preprocess:
                 x[k] = torch.frombuffer(v, dtype=torch.float32).view(*IMAGE_SHAPE)
             return x, []
         x = torch.zeros(size, *IMAGE_SHAPE, dtype=torch.float32, device=self.device)
-        failed: List[Failed] = []
+        failed: list[Failed] = []
         inline = memoryview(payload) if views is None else memoryview(b"")
         at = 0
         for k, smp in enumerate(t["samples"]):

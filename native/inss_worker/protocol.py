@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Dict
+from typing import Any
 
 PROTOCOL_VERSION = 1
 MAX_HEADER_BYTES = 1 << 20  # as src/protocol/frames.ts
@@ -18,7 +18,7 @@ IMAGE_VALUES = IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * IMAGE_SHAPE[2]
 NUM_CLASSES = 1000
 IDENTITY_KEYS = ("workerId", "model", "gpu", "pct", "generation")
 
-Message = Dict[str, Any]
+Message = dict[str, Any]
 """A decoded frame header: one JSON object of src/protocol/worker.ts."""
 
 

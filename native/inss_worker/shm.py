@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import List, Tuple, Union
+from typing import Union
 
 from .protocol import IMAGE_VALUES
 
@@ -17,7 +17,7 @@ class Samples:
     """A batch input whose samples are views (of the region, or of the payload); len() is their total
     bytes, as a payload's would be."""
 
-    def __init__(self, views: List[memoryview]) -> None:
+    def __init__(self, views: list[memoryview]) -> None:
         self.views = views
 
     def __len__(self) -> int:
@@ -28,7 +28,7 @@ Payload = Union[bytearray, Samples]
 """A batch's input bytes: the frame's payload, or its samples found in place."""
 
 
-def map_region(shm: dict[str, object]) -> Tuple[Region | None, str | None]:
+def map_region(shm: dict[str, object]) -> tuple[Region | None, str | None]:
     """(read-only mapping of the scheduler's region, None) or (None, why not), for an `attach`'s `shm`."""
     if os.environ.get("INSS_WORKER_SHM") == "off":
         return None, "INSS_WORKER_SHM=off"
@@ -55,7 +55,7 @@ def _is_slot(slot: object) -> bool:
     return all(isinstance(x, int) and not isinstance(x, bool) for x in slot)
 
 
-def slot_samples(msg: object, payload: bytearray, region: Region | None) -> Tuple[Payload | None, str | None]:
+def slot_samples(msg: object, payload: bytearray, region: Region | None) -> tuple[Payload | None, str | None]:
     """(Samples, None) for a batch with `slots`, (payload, None) for one without, or (None, why refused)."""
     if not isinstance(msg, dict) or msg.get("slots") is None:
         return payload, None
@@ -80,7 +80,7 @@ def slot_samples(msg: object, payload: bytearray, region: Region | None) -> Tupl
         lengths = [4 * IMAGE_VALUES] * size
     if len(lengths) != size:
         return None, f"input '{name}': samples: expected a list of {size}"
-    views: List[memoryview] = []
+    views: list[memoryview] = []
     at = 0
     data = memoryview(payload)
     for k, (slot, n) in enumerate(zip(slots, lengths)):

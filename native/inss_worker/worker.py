@@ -5,7 +5,6 @@ the main loop imports this module only after the protocol descriptor is set up."
 from __future__ import annotations
 
 import time
-from typing import Tuple
 
 import torch
 
@@ -31,7 +30,7 @@ class Worker:
         self.max_batch = max_batch
         self.cuda = device.type == "cuda"
 
-    def forward(self, x_host: torch.Tensor) -> Tuple[torch.Tensor, float]:
+    def forward(self, x_host: torch.Tensor) -> tuple[torch.Tensor, float]:
         """t_inf of one batch: upload, forward, download, synchronised. Returns (output on host, ms)."""
         if self.cuda:
             torch.cuda.synchronize()
