@@ -15,47 +15,54 @@ randomly initialised (nothing is downloaded): latency does not depend on the wei
   python3 native/gpu_measure.py pairs --out pairs.json [--pairs a:b,...] [--splits 30,50,70] [--batches 4,16]
   python3 native/gpu_measure.py merge --out measurements.json solo.json pairs.json
 """
+
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from typing import TYPE_CHECKING, Any
 
-MODELS = {
-    # inss name: torchvision constructor (the paper's eight models)
-    "alexnet": "alexnet",
-    "resnet50": "resnet50",
-    "vgg16": "vgg16",
-    "mnasnet": "mnasnet1_0",
-    "mobilenet": "mobilenet_v2",
-    "efficientnet": "efficientnet_b0",
-    "resnet18": "resnet18",
-    "vgg19": "vgg19",
-}
+from inss_worker.models import MODELS
+
+if TYPE_CHECKING:
+    import torch
+
 INPUT_SHAPE = (3, 224, 224)
+INPUT_BYTES = 4 * INPUT_SHAPE[0] * INPUT_SHAPE[1] * INPUT_SHAPE[2]
+OUTPUT_BYTES = 4 * 1000
+MB = 2**20
+Json = dict[str, Any]
 
 
-def log(*a):
+def log(*a: object) -> None:
     print(*a, file=sys.stderr, flush=True)
 
 
-def build(name):
+def build(name: str) -> torch.nn.Module:
     import torch
     import torchvision
 
     torch.backends.cudnn.benchmark = True
-    m = getattr(torchvision.models, MODELS[name])(weights=None).eval().cuda()
-    return m
+    return getattr(torchvision.models, MODELS[name])(weights=None).eval().cuda()
 
 
-def time_batch(torch, model, batch, min_seconds, min_iters, warmup):
+def time_batch(
+    model: torch.nn.Module, batch: int, min_seconds: float, min_iters: int, warmup: int
+) -> tuple[float, int]:
+    """(mean ms of the fastest 90% of timed batches, batches timed): at least min_iters and min_seconds."""
+    import torch
+
     x_host = torch.randn(batch, *INPUT_SHAPE).pin_memory()
     with torch.inference_mode():
         for _ in range(warmup):
             model(x_host.to("cuda", non_blocking=True)).to("cpu")
         torch.cuda.synchronize()
-        times = []
+        times: list[float] = []
         start = time.perf_counter()
         while len(times) < min_iters or time.perf_counter() - start < min_seconds:
             t0 = time.perf_counter()
@@ -67,9 +74,10 @@ def time_batch(torch, model, batch, min_seconds, min_iters, warmup):
     return sum(trimmed) / len(trimmed), len(times)
 
 
-def kernel_stats(torch, model):
-    """Kernels per batch-1 forward and their summed run time (under the profiler, which slows the
+def kernel_stats(model: torch.nn.Module) -> tuple[int, float]:
+    """Kernels per batch-1 forward and their summed run time in ms (under the profiler, which slows the
     host side, so the idle gaps it shows are not used)."""
+    import torch
     from torch.profiler import ProfilerActivity, profile
 
     x = torch.randn(1, *INPUT_SHAPE, device="cuda")
@@ -82,64 +90,79 @@ def kernel_stats(torch, model):
             torch.cuda.synchronize()
     kernels = []
     for e in prof.events():
-        if e.device_type.name == "CUDA" and "memcpy" not in e.name.lower() and "memset" not in e.name.lower():
+        copy = "memcpy" in e.name.lower() or "memset" in e.name.lower()
+        if e.device_type.name == "CUDA" and not copy:
             kernels.append((e.time_range.start, e.time_range.end))
     kernels.sort()
-    busy = sum(end - start for start, end in kernels)
-    return len(kernels), busy / 1000.0  # us -> ms: time the GPU spends running kernels at batch 1
+    busy_us = sum(end - start for start, end in kernels)
+    return len(kernels), busy_us / 1000.0
 
 
-def worker(args):
-    """One (model, share) process: measures every batch alone, or runs continuously beside a peer."""
+def worker(args: argparse.Namespace) -> None:
+    """One (model, share) process: measures every batch alone, or runs continuously beside a peer.
+    Prints its points as one JSON line on stdout."""
     import torch
 
     ctx_free, total = torch.cuda.mem_get_info()
     model = build(args.model)
-    out = {"model": args.model, "pct": args.pct, "points": []}
+    out: Json = {"model": args.model, "pct": args.pct, "points": []}
     if args.mode == "solo":
-        free_after_init, _ = torch.cuda.mem_get_info()
         for b in args.batches:
             torch.cuda.reset_peak_memory_stats()
-            ms, n = time_batch(torch, model, b, args.seconds, 5, 3)
-            out["points"].append({"batch": b, "latencyMs": ms, "iters": n, "reservedMb": torch.cuda.max_memory_reserved() / 2**20})
+            ms, n = time_batch(model, b, args.seconds, 5, 3)
+            reserved_mb = torch.cuda.max_memory_reserved() / MB
+            out["points"].append({"batch": b, "latencyMs": ms, "iters": n, "reservedMb": reserved_mb})
             log(f"  {args.model} pct {args.pct} batch {b}: {ms:.3f} ms ({n} iters)")
-        out["contextMb"] = (total - ctx_free) / 2**20
+        out["contextMb"] = (total - ctx_free) / MB
         if args.kernels:
-            out["kernels"], out["kernelMs"] = kernel_stats(torch, model)
+            out["kernels"], out["kernelMs"] = kernel_stats(model)
     else:
-        # pair mode: warm up, say ready, wait for go, then run until the stop time; report the mean.
-        b = args.batches[0]
-        x_host = torch.randn(b, *INPUT_SHAPE).pin_memory()
-        with torch.inference_mode():
-            for _ in range(5):
-                model(x_host.to("cuda", non_blocking=True)).to("cpu")
-            torch.cuda.synchronize()
-            open(args.ready, "w").close()
-            while not os.path.exists(args.go):
-                time.sleep(0.005)
-            stop = time.time() + args.seconds
-            times = []
-            while time.time() < stop:
-                t0 = time.perf_counter()
-                model(x_host.to("cuda", non_blocking=True)).to("cpu")
-                times.append((time.perf_counter() - t0) * 1000)
-        skip = max(1, len(times) // 10)  # the first tenth: the peer may still be starting
-        kept = sorted(times[skip:])[: max(1, int((len(times) - skip) * 0.9))]
-        out["points"].append({"batch": b, "latencyMs": sum(kept) / len(kept), "iters": len(times)})
+        out["points"].append(run_beside_peer(model, args.batches[0], args.seconds, args.ready, args.go))
     print(json.dumps(out), flush=True)
 
 
-def spawn(model, pct, extra):
+def run_beside_peer(model: torch.nn.Module, batch: int, seconds: float, ready: str, go: str) -> Json:
+    """Pair mode: warm up, say ready (the file `ready`), wait for `go`, then run batches until the stop
+    time; the point is the mean of the kept batches."""
+    import torch
+
+    x_host = torch.randn(batch, *INPUT_SHAPE).pin_memory()
+    with torch.inference_mode():
+        for _ in range(5):
+            model(x_host.to("cuda", non_blocking=True)).to("cpu")
+        torch.cuda.synchronize()
+        open(ready, "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.005)
+        stop = time.time() + seconds
+        times: list[float] = []
+        while time.time() < stop:
+            t0 = time.perf_counter()
+            model(x_host.to("cuda", non_blocking=True)).to("cpu")
+            times.append((time.perf_counter() - t0) * 1000)
+    skip = max(1, len(times) // 10)  # the first tenth: the peer may still be starting
+    kept = sorted(times[skip:])[: max(1, int((len(times) - skip) * 0.9))]
+    return {"batch": batch, "latencyMs": sum(kept) / len(kept), "iters": len(times)}
+
+
+def spawn(model: str, pct: int, extra: list[str]) -> subprocess.Popen[str]:
+    """A worker process for (model, pct) under its MPS share."""
     env = dict(os.environ, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(pct))
-    return subprocess.Popen([sys.executable, __file__, "worker", "--model", model, "--pct", str(pct)] + extra, env=env, stdout=subprocess.PIPE, text=True)
+    argv = [sys.executable, __file__, "worker", "--model", model, "--pct", str(pct), *extra]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
 
 
-def gpu_facts():
+def last_json_line(p: subprocess.Popen[str]) -> Json:
+    """The JSON line a worker printed last, once it has exited."""
+    return json.loads(p.communicate()[0].strip().splitlines()[-1])
+
+
+def gpu_facts() -> Json:
     import torch
 
     p = torch.cuda.get_device_properties(0)
     # Host-to-device bandwidth with pinned memory, 64 MiB copies.
-    x = torch.empty(64 * 2**20, dtype=torch.uint8).pin_memory()
+    x = torch.empty(64 * MB, dtype=torch.uint8).pin_memory()
     for _ in range(3):
         x.to("cuda")
     torch.cuda.synchronize()
@@ -148,11 +171,11 @@ def gpu_facts():
         x.to("cuda", non_blocking=True)
     torch.cuda.synchronize()
     bytes_per_ms = 20 * x.numel() / ((time.perf_counter() - t0) * 1000)
-    l2 = getattr(p, "L2_cache_size", 0) / 2**20
+    l2 = getattr(p, "L2_cache_size", 0) / MB
     return {
         "name": p.name,
         "smCount": p.multi_processor_count,
-        "memMb": round(p.total_memory / 2**20),
+        "memMb": round(p.total_memory / MB),
         "l2Mb": round(l2, 2) if l2 else 1,
         "pcieBytesPerMs": round(bytes_per_ms),
         # MPS accepts any integer percentage; the scheduler hands out steps of one SM's worth or 1%.
@@ -160,78 +183,102 @@ def gpu_facts():
     }
 
 
-def solo(args):
+def model_facts(name: str, r: Json, pcie_bytes_per_ms: float) -> Json:
+    """A model's entry of the measurement file from its full-GPU worker's output `r`."""
+    # Memory: context + reserved, linear in batch (least squares).
+    bs = [pt["batch"] for pt in r["points"]]
+    mem = [pt["reservedMb"] + r["contextMb"] for pt in r["points"]]
+    n = len(bs)
+    b1 = next(pt["latencyMs"] for pt in r["points"] if pt["batch"] == min(bs))
+    transfer_ms = (INPUT_BYTES + OUTPUT_BYTES) / pcie_bytes_per_ms
+    mb, mm = sum(bs) / n, sum(mem) / n
+    slope = sum((b - mb) * (m - mm) for b, m in zip(bs, mem)) / max(1e-9, sum((b - mb) ** 2 for b in bs))
+    return {
+        "inputBytes": INPUT_BYTES,
+        "outputBytes": OUTPUT_BYTES,
+        "kernels": max(1, r["kernels"]),
+        # o_sch * n: what batch 1 at the full GPU spends outside its kernels and copies
+        # (launches, scheduling, host overhead), from the timed run, not the profiler.
+        "schedSoloMs": round(max(0.0, b1 - r["kernelMs"] - transfer_ms), 5),
+        "memory": {"baseMb": round(max(0, mm - slope * mb), 1), "perBatchMb": round(max(0, slope), 3)},
+        "notes": [
+            f"torchvision.models.{MODELS[name]}(weights=None), fp32, eager PyTorch, cudnn.benchmark; "
+            "kernel count and kernel time from torch.profiler at batch 1"
+        ],
+    }
+
+
+def write_json(path: str, doc: Json) -> None:
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def read_json(path: str) -> Json:
+    with open(path) as f:
+        return json.load(f)
+
+
+def solo(args: argparse.Namespace) -> None:
     facts = gpu_facts()
     log("gpu", json.dumps(facts))
-    models, points = {}, []
+    models: Json = {}
+    points: list[Json] = []
     for name in args.models:
-        for i, pct in enumerate(args.pcts):
+        for pct in args.pcts:
             extra = ["--mode", "solo", "--batches", ",".join(map(str, args.batches)), "--seconds", str(args.seconds)]
             if pct == 100:
                 extra.append("--kernels")
-            p = spawn(name, pct, extra)
-            line = p.communicate()[0].strip().splitlines()[-1]
-            r = json.loads(line)
+            r = last_json_line(spawn(name, pct, extra))
             for pt in r["points"]:
                 points.append({"model": name, "batch": pt["batch"], "pct": pct, "latencyMs": round(pt["latencyMs"], 5)})
             if pct == 100:
-                # Memory: context + reserved, linear in batch (least squares).
-                bs = [pt["batch"] for pt in r["points"]]
-                mem = [pt["reservedMb"] + r["contextMb"] for pt in r["points"]]
-                n = len(bs)
-                b1 = next(pt["latencyMs"] for pt in r["points"] if pt["batch"] == min(bs))
-                transfer_ms = (4 * (INPUT_SHAPE[0] * INPUT_SHAPE[1] * INPUT_SHAPE[2] + 1000)) / facts["pcieBytesPerMs"]
-                mb, mm = sum(bs) / n, sum(mem) / n
-                slope = sum((b - mb) * (m - mm) for b, m in zip(bs, mem)) / max(1e-9, sum((b - mb) ** 2 for b in bs))
-                models[name] = {
-                    "inputBytes": 4 * INPUT_SHAPE[0] * INPUT_SHAPE[1] * INPUT_SHAPE[2],
-                    "outputBytes": 4 * 1000,
-                    "kernels": max(1, r["kernels"]),
-                    # o_sch * n: what batch 1 at the full GPU spends outside its kernels and copies
-                    # (launches, scheduling, host overhead), from the timed run, not the profiler.
-                    "schedSoloMs": round(max(0.0, b1 - r["kernelMs"] - transfer_ms), 5),
-                    "memory": {"baseMb": round(max(0, mm - slope * mb), 1), "perBatchMb": round(max(0, slope), 3)},
-                    "notes": [f"torchvision.models.{MODELS[name]}(weights=None), fp32, eager PyTorch, cudnn.benchmark; kernel count and kernel time from torch.profiler at batch 1"],
-                }
-    json.dump({"format": "inss-measurements/1", "gpu": facts, "models": models, "solo": points, "colocated": []}, open(args.out, "w"), indent=1)
+                models[name] = model_facts(name, r, facts["pcieBytesPerMs"])
+    doc = {"format": "inss-measurements/1", "gpu": facts, "models": models, "solo": points, "colocated": []}
+    write_json(args.out, doc)
     log("wrote", args.out)
 
 
-def pairs(args):
-    import tempfile
+def pair_run(a: str, b: str, split: int, batch: int, seconds: float) -> list[Json]:
+    """Models a and b together, at split% and (100 - split)%, started at once after both are ready."""
+    d = tempfile.mkdtemp()
+    procs = []
+    for name, pct, tag in ((a, split, "a"), (b, 100 - split, "b")):
+        extra = ["--mode", "pair", "--batches", str(batch), "--seconds", str(seconds)]
+        procs.append(spawn(name, pct, extra + ["--ready", f"{d}/{tag}.ready", "--go", f"{d}/go"]))
+    t0 = time.time()
+    while not (os.path.exists(f"{d}/a.ready") and os.path.exists(f"{d}/b.ready")):
+        if time.time() - t0 > 120:
+            raise SystemExit("pair workers never became ready")
+        time.sleep(0.01)
+    open(f"{d}/go", "w").close()
+    outs = [last_json_line(p) for p in procs]
+    return [
+        {"model": o["model"], "batch": batch, "pct": o["pct"], "latencyMs": round(o["points"][0]["latencyMs"], 5)}
+        for o in outs
+    ]
 
+
+def pairs(args: argparse.Namespace) -> None:
     runs = []
     for pair in args.pairs:
         a, b = pair.split(":")
         for split in args.splits:
             for batch in args.batches:
-                d = tempfile.mkdtemp()
-                procs = []
-                for name, pct, tag in ((a, split, "a"), (b, 100 - split, "b")):
-                    extra = ["--mode", "pair", "--batches", str(batch), "--seconds", str(args.seconds), "--ready", f"{d}/{tag}.ready", "--go", f"{d}/go"]
-                    procs.append(spawn(name, pct, extra))
-                t0 = time.time()
-                while not (os.path.exists(f"{d}/a.ready") and os.path.exists(f"{d}/b.ready")):
-                    if time.time() - t0 > 120:
-                        raise SystemExit("pair workers never became ready")
-                    time.sleep(0.01)
-                open(f"{d}/go", "w").close()
-                outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
-                run = [{"model": o["model"], "batch": batch, "pct": o["pct"], "latencyMs": round(o["points"][0]["latencyMs"], 5)} for o in outs]
+                run = pair_run(a, b, split, batch, args.seconds)
                 log("  pair", json.dumps(run))
                 runs.append({"runs": run})
-    json.dump({"colocated": runs}, open(args.out, "w"), indent=1)
+    write_json(args.out, {"colocated": runs})
     log("wrote", args.out)
 
 
-def merge(args):
-    base = json.load(open(args.files[0]))
+def merge(args: argparse.Namespace) -> None:
+    base = read_json(args.files[0])
     for f in args.files[1:]:
-        base["colocated"] += json.load(open(f))["colocated"]
-    json.dump(base, open(args.out, "w"), indent=1)
+        base["colocated"] += read_json(f)["colocated"]
+    write_json(args.out, base)
 
 
-def probe(_args):
+def probe(_args: argparse.Namespace) -> None:
     import torch
     import torchvision
 
@@ -240,10 +287,20 @@ def probe(_args):
     log("MPS env", os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
 
 
-def main():
+def ints(s: str) -> list[int]:
+    return [int(x) for x in s.split(",")]
+
+
+def names(s: str) -> list[str]:
+    return s.split(",")
+
+
+DEFAULT_PAIRS = ["resnet50:vgg16", "alexnet:resnet50", "mobilenet:efficientnet", "resnet18:vgg19"]
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    ints = lambda s: [int(x) for x in s.split(",")]
     w = sub.add_parser("worker")
     w.add_argument("--model", required=True, choices=sorted(MODELS))
     w.add_argument("--pct", type=int, required=True)
@@ -255,13 +312,13 @@ def main():
     w.add_argument("--go")
     s = sub.add_parser("solo")
     s.add_argument("--out", required=True)
-    s.add_argument("--models", type=lambda v: v.split(","), default=list(MODELS))
+    s.add_argument("--models", type=names, default=list(MODELS))
     s.add_argument("--pcts", type=ints, default=[10, 25, 50, 100])
     s.add_argument("--batches", type=ints, default=[1, 2, 4, 8, 16, 32])
     s.add_argument("--seconds", type=float, default=0.6)
     p = sub.add_parser("pairs")
     p.add_argument("--out", required=True)
-    p.add_argument("--pairs", type=lambda v: v.split(","), default=["resnet50:vgg16", "alexnet:resnet50", "mobilenet:efficientnet", "resnet18:vgg19"])
+    p.add_argument("--pairs", type=names, default=DEFAULT_PAIRS)
     p.add_argument("--splits", type=ints, default=[30, 50, 70])
     p.add_argument("--batches", type=ints, default=[4, 16])
     p.add_argument("--seconds", type=float, default=2.0)
@@ -269,7 +326,11 @@ def main():
     m.add_argument("--out", required=True)
     m.add_argument("files", nargs="+")
     sub.add_parser("probe")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     {"worker": worker, "solo": solo, "pairs": pairs, "merge": merge, "probe": probe}[args.cmd](args)
 
 

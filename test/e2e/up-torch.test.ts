@@ -60,7 +60,8 @@ describe.skipIf(!torchOk)(`inss up --worker torch (${python})`, () => {
       '--log-level',
       'warn',
     ]);
-    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000); // checking for torch imports it: slow on a busy machine
+    // Checking for torch imports it: slow on a busy machine.
+    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
     await waitHttp200(`${base}/v2/health/ready`, 90_000);
     const req = binaryInferRequest(x);
     const res = await fetch(`${base}/v2/models/resnet18/infer`, {

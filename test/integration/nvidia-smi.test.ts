@@ -43,7 +43,8 @@ describe('queryGpus', () => {
     expect(await run({ FAKE_SMI_FIXTURE: 'no-driver.txt', FAKE_SMI_EXIT: '9' })).toEqual({
       kind: 'no-driver',
       reason:
-        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. " +
+        'Make sure that the latest NVIDIA driver is installed and running.',
     });
   });
 
