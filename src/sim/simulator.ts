@@ -40,7 +40,7 @@ import {
   nextBatchAtMs,
   predictedMs,
   predictionTable,
-} from './dispatch.js';
+} from '../serving/dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import { LogHistogram } from './histogram.js';
 import {

@@ -1,7 +1,7 @@
 // Conformance: one scripted trace (arrivals, a burst, two deployments with shadow swaps, batch
 // completions, readies, a worker that dies with a batch in flight and is restarted) through the simulator and through the scheduler's control plane (manual clock,
 // the test as the agent), and the same batch starts, drops and activations come out of both: the
-// running system applies the simulator's rules (src/serving/, src/sim/dispatch.ts), not a copy of them.
+// running system applies the simulator's rules (src/serving/, src/serving/dispatch.ts), not a copy of them.
 // The control plane's batches complete after the time the simulator's ground truth gave the same
 // batch, so any difference is a difference of rules. A failure plays as the agent plays it: the
 // batch in flight is answered `worker-failed`, then the worker is reported failed, then ready again.

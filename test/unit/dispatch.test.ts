@@ -1,4 +1,4 @@
-// The task buffer's dispatch rule (src/sim/dispatch.ts), shared by the simulator and the scheduler:
+// The task buffer's dispatch rule (src/serving/dispatch.ts), shared by the simulator and the scheduler:
 // a short queue that built up is served in a smaller batch rather than dropped, a backlog drops the
 // heads a full batch cannot serve in time, and a task one worker cannot
 // serve in time is left to another free worker that can.
@@ -10,7 +10,7 @@ import {
   dispatchStep,
   latestStartMs,
   MAX_PRED_BATCH,
-} from '../../src/sim/dispatch.js';
+} from '../../src/serving/dispatch.js';
 
 /** t_inf = 4 + 3 b ms. */
 const table = Float64Array.from({ length: MAX_PRED_BATCH }, (_, b) => (b === 0 ? 0 : 4 + 3 * b));
