@@ -1,5 +1,5 @@
-// The simulation of one run: the task buffer, the dispatch rule's view of the workers, the policy
-// loop and the event loop, over the simulated GPUs (gpus.ts). simulator.ts states the model it follows;
+// The simulation of one run: the dispatch rule's view of the workers, the policy loop and the event
+// loop, over the task buffer (taskBuffer.ts) and the simulated GPUs (gpus.ts). simulator.ts states the model;
 // `simulate` (simulator.ts) is the entry point. Event order and seeded draws are part of the contract:
 // the conformance suite and recorded decision digests depend on them.
 import type { ClusterInfo, Deployment, Observation, Placement, Policy } from '../policy/types.js';

@@ -18,22 +18,25 @@ describe('queue policy', () => {
     expect(admit(onTime, delayed, max)).toBe(admission);
   });
 
-  it('resolves a configuration: delay and the default bound unless given; the timeout only shortens the deadline', () => {
-    expect(resolveQueuePolicy(undefined)).toEqual({
-      delay: true,
-      timeoutMs: Number.NaN,
-      maxQueueSize: DEFAULT_MAX_QUEUE_SIZE,
-    });
-    expect(resolveQueuePolicy({ timeoutAction: 'reject' })).toEqual({
-      delay: false,
-      timeoutMs: Number.NaN,
-      maxQueueSize: DEFAULT_MAX_QUEUE_SIZE,
-    });
-    const p = resolveQueuePolicy({ timeoutMs: 30, maxQueueSize: 10 });
-    expect(onTimeBudgetMs(78, p)).toBe(30);
-    expect(onTimeBudgetMs(25, p)).toBe(25);
-    expect(onTimeBudgetMs(78, resolveQueuePolicy({}))).toBe(78);
-  });
+  it(
+    'resolves a configuration: delay and the default bound unless given; the timeout only shortens ' + 'the deadline',
+    () => {
+      expect(resolveQueuePolicy(undefined)).toEqual({
+        delay: true,
+        timeoutMs: Number.NaN,
+        maxQueueSize: DEFAULT_MAX_QUEUE_SIZE,
+      });
+      expect(resolveQueuePolicy({ timeoutAction: 'reject' })).toEqual({
+        delay: false,
+        timeoutMs: Number.NaN,
+        maxQueueSize: DEFAULT_MAX_QUEUE_SIZE,
+      });
+      const p = resolveQueuePolicy({ timeoutMs: 30, maxQueueSize: 10 });
+      expect(onTimeBudgetMs(78, p)).toBe(30);
+      expect(onTimeBudgetMs(25, p)).toBe(25);
+      expect(onTimeBudgetMs(78, resolveQueuePolicy({}))).toBe(78);
+    },
+  );
 });
 
 describe('timer lateness', () => {
