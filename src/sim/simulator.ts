@@ -2,14 +2,11 @@
 // Pure: time is simulated; the only outside input is an optional `clock` used to time the policy's
 // decisions (for the decision-time figure), which never influences the simulation itself.
 //
-// Task buffer (paper section 3.1): per model an on-time FIFO and a delayed one; a task's deadline is
-// arrival + SLO (or its queue policy's timeout). The dispatch rule (src/serving/dispatch.ts, shared with
-// the scheduler) starts batches of the on-time FIFO; a task that can no longer meet its deadline times
-// out and is dropped or, by its model's queue policy (src/serving/queuePolicy.ts), moved to the
-// delayed FIFO, whose batches a worker takes when the on-time one has nothing to start; at every epoch
-// on-time tasks already past their deadline time out too. A model's tasks held never exceed its
-// policy's `maxQueueSize` (the oldest delayed task makes room, else the arrival is dropped), so no
-// queue grows without bound.
+// Task buffer (paper section 3.1, taskBuffer.ts): per model an on-time FIFO and a delayed one, under the
+// model's queue policy (src/serving/queuePolicy.ts). When a worker takes a batch, and which tasks time
+// out, is the dispatch rule, stated in the head of src/serving/dispatch.ts and shared with the
+// scheduler; at every epoch on-time tasks already past their deadline time out too. A model's tasks
+// held never exceed its policy's `maxQueueSize`, so no queue grows without bound.
 //
 // Execution: each batch takes the ground truth's time (groundTruth.ts) for the models running on
 // its GPU when it starts. On a `timeshare` (pooled) GPU, the GPU's own mode (GpuInfo.pooled) says
@@ -25,7 +22,7 @@
 // the scheduler answers them `worker-failed`), and it serves nothing until its agent has restarted it
 // `downMs` later. It keeps its place in the deployment meanwhile, as the scheduler keeps a failed worker.
 //
-// The parts: types.ts (inputs and results), engine.ts (the event loop, task buffer and policy loop),
+// The parts: types.ts (inputs and results), engine.ts (the event loop, dispatch and the policy loop),
 // taskBuffer.ts, gpus.ts (workers on GPUs, batch times), requests.ts (arrivals and transport), worker.ts,
 // stats.ts; the per-epoch figures a policy observes are src/serving/epochStats.ts, the scheduler's too.
 import { throughputPerS } from '../model/latency.js';
@@ -67,11 +64,10 @@ export function predictedCapacityPerS(cluster: ClusterInfo, d: Deployment): numb
       out,
     );
     if (ts) {
-      for (const [i, p] of on.entries()) {
+      for (const p of on) {
         const o = [0];
         gpu.model.predictGpu([gpu.profileIndex[p.model]!], [p.batch], [100], 1, o);
         cap[p.model]! += throughputPerS(p.batch, o[0]!) / on.length;
-        void i;
       }
     } else {
       on.forEach((p, i) => (cap[p.model]! += throughputPerS(p.batch, out[i]!)));
