@@ -3,6 +3,8 @@
 // pure too, on src/ only, and nothing in src/ imports it;
 // rl/ builds on src/; scheduler/ on src/ and rl/; agent/ on src/; native/ on src/ and agent/;
 // cli/ is the one composition root that may import everything. `npm test` runs this check.
+// Within src/, the serving rules (src/serving/) are what the twin and the running system share; the
+// simulator (src/sim/) is the twin's own event loop and physics, which the running system never runs.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -45,6 +47,33 @@ module.exports = {
       to: { path: '^(rl|scheduler|native|cli)/' },
     },
     { name: 'native-direction', severity: 'error', from: { path: '^native/' }, to: { path: '^(rl|scheduler|cli)/' } },
+    {
+      name: 'scheduler-not-on-simulator',
+      comment:
+        'the scheduler follows the serving rules (src/serving/) that the simulator follows too; it never ' +
+        "imports the simulator's event loop or ground truth (src/sim/), so the twin cannot leak into the system",
+      severity: 'error',
+      from: { path: '^scheduler/' },
+      to: { path: '^src/sim/' },
+    },
+    {
+      name: 'rl-not-on-simulator',
+      comment:
+        'the planner trains on the latency model (rl/env.ts); the twin that judges its checkpoints is ' +
+        'handed in by the CLI, so rl/ never imports src/sim/',
+      severity: 'error',
+      from: { path: '^rl/' },
+      to: { path: '^src/sim/' },
+    },
+    {
+      name: 'agent-on-ground-truth-only',
+      comment:
+        "the simulated GPU worker (agent/simWorker.ts) times batches by the twin's ground truth, so both " +
+        'draw the same times; that is the one part of src/sim/ the agent may import',
+      severity: 'error',
+      from: { path: '^agent/' },
+      to: { path: '^src/sim/', pathNot: '^src/sim/groundTruth\\.ts$' },
+    },
     { name: 'tests-not-imported', severity: 'error', from: { pathNot: '^test/' }, to: { path: '^test/' } },
   ],
   options: {

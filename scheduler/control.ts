@@ -62,7 +62,7 @@ import {
   nextBatchAtMs,
   predictedMs,
   predictionTable,
-} from '../src/sim/dispatch.js';
+} from '../src/serving/dispatch.js';
 import { pooledConcurrency } from '../src/model/pooledGpu.js';
 import { carryModes, clusterView, gpuIndex, type GpuRef } from './clusterView.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';

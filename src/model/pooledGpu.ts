@@ -1,6 +1,9 @@
 // What a pooled GPU does with several models' batches at once: the one rule the planner
-// (src/policy/pooling.ts), the simulator (src/sim/simulator.ts), the scheduler's dispatch
-// (scheduler/control.ts) and the simulated worker (agent/simWorker.ts) all follow. Pure.
+// (src/policy/pooling.ts), the simulator (src/sim/gpus.ts), the scheduler's dispatch
+// (scheduler/control.ts) and the simulated worker (agent/simWorker.ts) all follow. Pure. It lives with
+// the latency model, not with the serving rules (src/serving/): it says how long a batch takes on a
+// pooled GPU (`pooledMs`, `pooledBatchMs`), which the planner predicts with and the ground truth
+// times by; the dispatch side reads only `pooledConcurrency`.
 //
 // A pooled GPU (GpuMode `timeshare`) runs one worker per model, each at the whole GPU, and the
 // scheduler sends them batches. What happens when two of them have a batch at once is a property of
@@ -18,7 +21,7 @@
 //   know which case it is in): never slower than n times its solo time, what fair time-slicing
 //   between the n busy contexts would give it if the others stayed busy throughout; and never slower
 //   than in series, its solo time plus the others' solo times, if they end while it runs. On the
-//   measured V100 pairs the even split is right (the latency model is within 0.6% of them) and the
+//   measured V100 pairs the even split is right (docs/pooled-gpu.md) and the
 //   bounds only act where a profile predicts a split slower than taking turns; the series bound
 //   credits a long batch overlapped by a stream of short ones with more than it gets
 //   (docs/pooled-gpu.md gives both figures). The scheduler dispatches to a pooled overlap GPU as to
@@ -35,7 +38,10 @@ export type PooledGpuMode = (typeof POOLED_GPU_MODES)[number];
 
 export const DEFAULT_POOLED_GPU_MODE: PooledGpuMode = 'overlap';
 
-/** How many batches may run at once on a pooled GPU: one when serial; when overlapping, one per worker (no further limit). */
+/**
+ * How many batches may run at once on a pooled GPU: one when serial; when overlapping, one per worker (no further
+ * limit).
+ */
 export function pooledConcurrency(mode: PooledGpuMode): number {
   return mode === 'serial' ? 1 : Infinity;
 }

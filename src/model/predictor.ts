@@ -219,7 +219,10 @@ export class LatencyModel {
     return this.colocatedMs(models[self]!, batch, pcts[self]!, l2Sum, selfL2, shared, interPerKernel);
   }
 
-  /** Checks a GPU's placements against the profile: known models, integer batches >= 1, shares in (0, 100] summing to at most 100. */
+  /**
+   * Checks a GPU's placements against the profile: known models, integer batches >= 1, shares in (0, 100] summing to
+   * at most 100.
+   */
   checkPlacement(placements: readonly Placement[]): PlacementCheck {
     if (placements.length === 0) return { ok: false, reason: 'no models given' };
     let sum = 0;
@@ -228,7 +231,9 @@ export class LatencyModel {
       if (this.modelIndex(p.model) < 0) {
         return {
           ok: false,
-          reason: `models[${i}].model: unknown model '${p.model}' in profile '${this.profile.id}' (known: ${this.modelNames.join(', ')})`,
+          reason:
+            `models[${i}].model: unknown model '${p.model}' in profile '${this.profile.id}' ` +
+            `(known: ${this.modelNames.join(', ')})`,
         };
       }
       if (seen.has(p.model))
@@ -244,7 +249,10 @@ export class LatencyModel {
     return { ok: true };
   }
 
-  /** Convenience form of `predictGpu` for callers that hold names (CLI, tests). Checks first; throws on a bad placement. */
+  /**
+   * Convenience form of `predictGpu` for callers that hold names (CLI, tests). Checks first; throws on a bad
+   * placement.
+   */
   predict(
     placements: readonly Placement[],
     options: PredictOptions = {},

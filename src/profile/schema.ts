@@ -10,7 +10,9 @@ const nonNegative = z.number().finite().nonnegative();
 export const ProvenanceSchema = z
   .object({
     kind: z.enum(['measured', 'fitted', 'derived']),
-    /** What the numbers rest on: a GPU and tool for `measured`, the publication for `fitted`, the recipe for `derived`. */
+    /**
+     * What the numbers rest on: a GPU and tool for `measured`, the publication for `fitted`, the recipe for `derived`.
+     */
     source: z.string().min(1),
     /** The command that produced this file, so it can be produced again. */
     command: z.string().min(1),

@@ -1,6 +1,7 @@
 // Scheduler <-> agent messages (protocol version 1): the headers of frames.ts frames, one frame per
 // WebSocket binary message. The agent authenticates the WebSocket upgrade with
-// `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange (worker identity: docs/worker-protocol.md).
+// `Authorization: Bearer <token>`. docs/serving.md and docs/worker-protocol.md describe the exchange (worker identity:
+// docs/worker-protocol.md).
 import { z } from 'zod';
 import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
 import { TensorRefSchema } from './tensor.js';
@@ -166,7 +167,10 @@ export const ToAgentSchema = z.discriminatedUnion('type', [
       workers: z.array(DesiredWorkerSchema),
     })
     .strict(),
-  /** A batch for one worker, named by its whole identity: an agent whose worker is not that one refuses it (`wrong-worker`). */
+  /**
+   * A batch for one worker, named by its whole identity: an agent whose worker is not that one refuses it
+   * (`wrong-worker`).
+   */
   WorkerIdentitySchema.extend({
     v,
     type: z.literal('batch'),

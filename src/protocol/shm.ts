@@ -1,5 +1,5 @@
-// The shared-memory data path between the scheduler and a worker on its host (issue 14,
-// docs/worker-protocol.md "Shared memory"): the scheduler reads large request bodies straight into
+// The shared-memory data path between the scheduler and a worker on its host
+// (docs/worker-protocol.md, "Shared memory"): the scheduler reads large request bodies straight into
 // slots of one /dev/shm region per scheduler process, and a batch to a worker that mapped the region
 // carries, per sample, a descriptor (offset, byte length) instead of the bytes. Pure: the slot
 // allocator the scheduler's region (scheduler/shmRegion.ts) runs, and the rule by which a worker

@@ -54,7 +54,7 @@ export const ToWorkerSchema = z.discriminatedUnion('type', [
       /**
        * The scheduler's shared-memory region (a Unix data address only): a worker that can map it
        * (read-only) answers `attached` with `shm: true`, and batches on this connection may carry
-       * `slots`; one that cannot answers `shm: false` with why, or nothing (both: bytes as before).
+       * `slots`; one that cannot answers `shm: false` with why, or nothing (both: batches carry their bytes).
        */
       shm: z
         .object({ path: z.string().min(1), bytes: z.number().int().positive() })
@@ -75,7 +75,10 @@ export const FromWorkerSchema = z.discriminatedUnion('type', [
       pid: z.number().int(),
       warmupMs: z.number().nonnegative(),
       device: z.string(),
-      /** Where its data socket listens (`unix:PATH` or `tcp:HOST:PORT`), when it was asked for one (INSS_WORKER_LISTEN). */
+      /**
+       * Where its data socket listens (`unix:PATH` or `tcp:HOST:PORT`), when it was asked for one
+       * (INSS_WORKER_LISTEN).
+       */
       listen: z.string().min(1).optional(),
     })
     .strict(),
@@ -87,7 +90,10 @@ export const FromWorkerSchema = z.discriminatedUnion('type', [
       id: z.string(),
       latencyMs: z.number().nonnegative(),
       outputs: z.array(TensorRefSchema),
-      /** Wall-clock ms (Unix epoch, fractional) when the batch's last byte was read and when the answer was written: per-hop tracing. */
+      /**
+       * Wall-clock ms (Unix epoch, fractional) when the batch's last byte was read and when the answer was written:
+       * per-hop tracing.
+       */
       receivedAtMs: z.number().optional(),
       answeredAtMs: z.number().optional(),
     })

@@ -32,7 +32,8 @@ export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profi
     const what = m.profileModel ?? m.name;
     if (!gpuProfiles.some((p) => p.models[what]))
       throw new ScenarioError(
-        `models[${i}].${m.profileModel === undefined ? 'name' : 'profileModel'}: no GPU profile of this scenario has model '${what}'`,
+        `models[${i}].${m.profileModel === undefined ? 'name' : 'profileModel'}: ` +
+          `no GPU profile of this scenario has model '${what}'`,
       );
   });
   return buildCluster(gpuProfiles, s.models, pooled);

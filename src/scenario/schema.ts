@@ -88,7 +88,10 @@ export const ScenarioSchema = z
             sloMs: positive,
             arrival: ArrivalSchema.default({ process: 'poisson' }),
             rate: RateSchema,
-            /** What becomes of its tasks that time out, and how many it holds (src/serving/queuePolicy.ts); default: delay. */
+            /**
+             * What becomes of its tasks that time out, and how many it holds (src/serving/queuePolicy.ts); default:
+             * delay.
+             */
             queuePolicy: QueuePolicySchema.optional(),
             /**
              * Samples each request carries (the KServe batch dimension k): every arrival is k tasks at once,
@@ -104,7 +107,10 @@ export const ScenarioSchema = z
     swapS: nonNegative.default(3),
     monitorWindowS: positive.default(3),
     seed: z.number().int().min(0).default(1),
-    /** What a pooled (time-shared) GPU does with different models' batches ready at once (src/model/pooledGpu.ts), for every GPU entry that does not say. */
+    /**
+     * What a pooled (time-shared) GPU does with different models' batches ready at once (src/model/pooledGpu.ts), for
+     * every GPU entry that does not say.
+     */
     timeshareGpu: z.enum(POOLED_GPU_MODES).default(DEFAULT_POOLED_GPU_MODE),
     groundTruth: z
       .object({
@@ -127,7 +133,9 @@ export const ScenarioSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['models', i, 'queuePolicy', 'timeoutMs'],
-          message: `must not exceed the model's sloMs (${m.sloMs}): a task served after its SLO is late whatever its timeout`,
+          message:
+            `must not exceed the model's sloMs (${m.sloMs}): ` +
+            'a task served after its SLO is late whatever its timeout',
         });
     });
     if (s.epochS > s.durationS)

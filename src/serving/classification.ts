@@ -168,7 +168,9 @@ export function classify(
   if (t.data.length !== samples * perSample * size) {
     return {
       ok: false,
-      error: `the output is ${t.data.length} bytes, but shape [${t.shape.join(',')}] of ${t.datatype} is ${samples * perSample * size}`,
+      error:
+        `the output is ${t.data.length} bytes, ` +
+        `but shape [${t.shape.join(',')}] of ${t.datatype} is ${samples * perSample * size}`,
     };
   }
   if (count > perSample)

@@ -1,4 +1,4 @@
-// Images as clients send them (issue 14): the cheap header check the scheduler runs on an encoded
+// Images as clients send them: the cheap header check the scheduler runs on an encoded
 // image before it becomes a task, and the one preprocessing rule both workers apply to turn a decoded
 // image into the model's FP32 input. Pure: bytes in, numbers out. The PyTorch worker implements the
 // same rule in native/torch_worker.py (preprocess_*); docs/serving.md ("Images") states it, and the
@@ -29,7 +29,9 @@ export function preprocessingSummary(side: number): Record<string, unknown> {
   return {
     applies_to: 'UINT8 pixels and encoded (JPEG, PNG) images; an FP32 input is taken as sent',
     decode: '8-bit RGB: grey replicated to three channels, a palette looked up, an alpha channel dropped',
-    resize: `when not ${side}x${side}: shorter side to ${side}, bilinear with half-pixel centres and no antialiasing, then a ${side}x${side} centre crop (UINT8 pixels are ${side}x${side} already)`,
+    resize:
+      `when not ${side}x${side}: shorter side to ${side}, bilinear with half-pixel centres and no antialiasing, ` +
+      `then a ${side}x${side} centre crop (UINT8 pixels are ${side}x${side} already)`,
     scale: 'x / 255',
     mean: [...IMAGENET_MEAN],
     std: [...IMAGENET_STD],
@@ -66,7 +68,9 @@ function sized(format: ImageFormat, width: number, height: number): ImageHeader 
   if (width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE || width * height > MAX_IMAGE_PIXELS) {
     return {
       ok: false,
-      reason: `the ${format} header says ${width} x ${height} pixels, over the limit (sides up to ${MAX_IMAGE_SIDE}, at most ${MAX_IMAGE_PIXELS} pixels)`,
+      reason:
+        `the ${format} header says ${width} x ${height} pixels, ` +
+        `over the limit (sides up to ${MAX_IMAGE_SIDE}, at most ${MAX_IMAGE_PIXELS} pixels)`,
     };
   }
   return { ok: true, format, width, height };
@@ -91,7 +95,9 @@ function pngHeader(b: Uint8Array): ImageHeader {
   return sized('PNG', view.getUint32(16), view.getUint32(20));
 }
 
-/** Start-of-frame markers inss decodes: baseline, extended and progressive Huffman (both workers' decoders read these). */
+/**
+ * Start-of-frame markers inss decodes: baseline, extended and progressive Huffman (both workers' decoders read these).
+ */
 const SOF_DECODED = new Set([0xc0, 0xc1, 0xc2]);
 /** Every other start-of-frame marker (lossless, arithmetic coding, hierarchical). */
 const SOF_OTHER = new Set([0xc3, 0xc5, 0xc6, 0xc7, 0xc9, 0xca, 0xcb, 0xcd, 0xce, 0xcf]);
@@ -113,7 +119,9 @@ function jpegHeader(b: Uint8Array): ImageHeader {
     if (SOF_OTHER.has(marker))
       return {
         ok: false,
-        reason: `the JPEG is coded with SOF marker 0x${marker.toString(16)} (inss decodes baseline and progressive JPEG: 0xc0-0xc2)`,
+        reason:
+          `the JPEG is coded with SOF marker 0x${marker.toString(16)} ` +
+          '(inss decodes baseline and progressive JPEG: 0xc0-0xc2)',
       };
     if (SOF_DECODED.has(marker)) {
       if (i + 8 > b.length) break;
@@ -154,7 +162,10 @@ export function resizedAxis(length: number, other: number, side: number): { resi
   return { resized, start: Math.floor((resized - side) / 2) };
 }
 
-/** For each output index along one axis: the two source indices and the weight of the second (PyTorch's bilinear, align_corners=False). */
+/**
+ * For each output index along one axis: the two source indices and the weight of the second (PyTorch's bilinear,
+ * align_corners=False).
+ */
 function axisTaps(
   inLength: number,
   resized: number,

@@ -1,6 +1,6 @@
 // The dispatch rule's margin for a running system's jitter: how late its timers fire (an event loop
 // busy parsing a large request, a garbage collection) as the p99 of the latest samples. The scheduler
-// records each dispatch timer's lateness and takes the margin once per epoch (src/sim/dispatch.ts
+// records each dispatch timer's lateness and takes the margin once per epoch (src/serving/dispatch.ts
 // starts a waiting batch that much earlier); the simulator's timers are exact and its margin is its
 // setting (0 by default). Pure: the caller measures.
 

@@ -17,7 +17,10 @@ import { z } from 'zod';
 
 export const QueuePolicySchema = z
   .object({
-    /** What becomes of a task that can no longer meet its deadline: served late when a worker is free (delay), or dropped (reject). */
+    /**
+     * What becomes of a task that can no longer meet its deadline: served late when a worker is free (delay), or
+     * dropped (reject).
+     */
     timeoutAction: z.enum(['delay', 'reject']).default('delay'),
     /** The deadline a task times out at, ms after its arrival (default and at most: the model's SLO). */
     timeoutMs: z.number().finite().positive().optional(),

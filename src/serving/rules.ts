@@ -1,6 +1,6 @@
 // Serving rules the discrete-event simulator (src/sim/simulator.ts) and the scheduler's control plane
 // (scheduler/control.ts) both follow, each written once here so the running system does what the
-// digital twin predicts (issue 13). Pure.
+// digital twin predicts. Pure.
 
 /**
  * A queued task is dropped by expiry when it is strictly past its deadline (arrival + SLO): a task

@@ -1,8 +1,9 @@
 // The serving settings the simulator and the scheduler's control plane both run by, read from the
 // scenario by both (src/scenario/build.ts for the simulator, cli/serve.ts for `inss scheduler` and
-// `inss up`); operator flags may override them, validated here. Pure.
+// `inss up`); operator flags may override them, validated here. Pure. The scenario builds on these
+// settings, not the other way round: `servingSettings` takes the two scenario fields it reads as plain
+// numbers, so nothing here imports src/scenario/.
 import { z } from 'zod';
-import type { Scenario } from '../scenario/schema.js';
 
 export const ServingSettingsSchema = z
   .object({
@@ -18,8 +19,14 @@ export type ServingSettings = z.infer<typeof ServingSettingsSchema>;
 
 export const DEFAULT_SERVING_SETTINGS: ServingSettings = { epochMs: 1000, monitorWindowMs: 3000, dispatchSlack: 0.1 };
 
+/** The fields of a scenario (src/scenario/schema.ts) that the serving settings read, in seconds. */
+export interface ScenarioTiming {
+  readonly epochS: number;
+  readonly monitorWindowS: number;
+}
+
 /** The scenario's settings (its epochS and monitorWindowS), with the defaults for the rest. */
-export function servingSettings(s: Pick<Scenario, 'epochS' | 'monitorWindowS'>): ServingSettings {
+export function servingSettings(s: ScenarioTiming): ServingSettings {
   return ServingSettingsSchema.parse({
     ...DEFAULT_SERVING_SETTINGS,
     epochMs: Math.round(s.epochS * 1000),

@@ -1,4 +1,4 @@
-// The path of a task in the twin (issue 14), modelled per host and learnt by the running scheduler:
+// The path of a task in the twin, modelled per host and learnt by the running scheduler:
 // - a batch's transport: the time a batch spends outside its worker's GPU time (scheduler -> worker ->
 //   scheduler: its inputs' bytes crossing the data socket, the hand-offs between processes), a fixed
 //   cost plus a cost per megabyte of input (`TransportFit`, one per agent);

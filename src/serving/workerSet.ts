@@ -40,7 +40,10 @@ export interface ApplyPlan<W> {
   readonly invalid: Placement[];
   /** Kept workers and their new placement (batch size and timeout). */
   readonly retune: { readonly worker: W; readonly placement: Placement }[];
-  /** Kept workers that were retiring: active again (the shadow that was to replace them is released or kept beside them). */
+  /**
+   * Kept workers that were retiring: active again (the shadow that was to replace them is released or kept beside
+   * them).
+   */
   readonly reinstate: W[];
   /** New workers: the placement, the share to start with (100 on a time-shared GPU), the worker it replaces. */
   readonly start: { readonly placement: Placement; readonly pct: number; readonly replaces: W | null }[];

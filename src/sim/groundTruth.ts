@@ -34,7 +34,10 @@ export function gpuTypeIndex(profileId: string): number {
 }
 
 export interface GroundTruthSettings {
-  /** Standard deviation of the per-configuration error, percent (default 3: the predictor's error on real V100 measurements). */
+  /**
+   * Standard deviation of the per-configuration error, percent (default 3: the predictor's error on real V100
+   * measurements).
+   */
   readonly systematicErrorPct: number;
   /** Standard deviation of the per-batch noise, percent. */
   readonly noisePct: number;

@@ -1,7 +1,10 @@
+// Over 400 lines because every case runs one shared scripted trace through both sides with one pair of
+// fixtures (the simulator run and the hand-driven control plane); split, each file would repeat them.
 // Conformance: one scripted trace (arrivals, a burst, two deployments with shadow swaps, batch
-// completions, readies, a worker that dies with a batch in flight and is restarted) through the simulator and through the scheduler's control plane (manual clock,
-// the test as the agent), and the same batch starts, drops and activations come out of both: the
-// running system applies the simulator's rules (src/serving/, src/sim/dispatch.ts), not a copy of them.
+// completions, readies, a worker that dies with a batch in flight and is restarted) through the
+// simulator and through the scheduler's control plane (manual clock, the test as the agent), and the
+// same batch starts, drops and activations come out of both: the running system applies the
+// simulator's rules (src/serving/, the dispatch rule in src/serving/dispatch.ts), not a copy of them.
 // The control plane's batches complete after the time the simulator's ground truth gave the same
 // batch, so any difference is a difference of rules. A failure plays as the agent plays it: the
 // batch in flight is answered `worker-failed`, then the worker is reported failed, then ready again.
@@ -316,34 +319,38 @@ function runControl(
 }
 
 describe('conformance: the simulator and the control plane on one scripted trace', () => {
-  it('start the same batches, drop the same tasks, lose the same batches to failed workers and activate the same shadows at the same times', () => {
-    // resnet50's worker dies during the first deployment; mobilenet's during the swap (it is retiring
-    // then) and its burst, with tasks queued; each is back (restarted by its agent) 700 ms later.
-    const plain = runSimulator(SCRIPT);
-    const failures = [failMidBatch(plain, 0, 1200, 700), failMidBatch(plain, 1, 2500.5, 700)];
-    const sim = runSimulator(SCRIPT, 'overlap', failures);
-    // The trace exercises what it is meant to: swaps, drops, many batches, two workers dying with a batch each.
-    expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([
-      [3000, 0, 70],
-      [3000, 1, 30],
-    ]);
-    expect(sim.drops.length).toBeGreaterThan(5);
-    expect(sim.batches.length).toBeGreaterThan(400);
-    expect(sim.failures).toEqual([
-      [failures[0]!.tMs, 0, 1],
-      [failures[1]!.tMs, 1, 1],
-    ]);
-    const live = runControl(
-      SCRIPT,
-      sim.durations.map((d) => [...d]),
-      failures,
-    );
-    expect(live.failures).toEqual(sim.failures);
-    expect(live.failedAnswers).toBe(2); // the lost tasks are answered worker-failed, and no other
-    expect(live.activations).toEqual(sim.activations);
-    expect(live.drops).toEqual(sim.drops);
-    expect(live.batches).toEqual(sim.batches);
-  });
+  it(
+    'start the same batches, drop the same tasks, lose the same batches to failed workers and ' +
+      'activate the same shadows at the same times',
+    () => {
+      // resnet50's worker dies during the first deployment; mobilenet's during the swap (it is retiring
+      // then) and its burst, with tasks queued; each is back (restarted by its agent) 700 ms later.
+      const plain = runSimulator(SCRIPT);
+      const failures = [failMidBatch(plain, 0, 1200, 700), failMidBatch(plain, 1, 2500.5, 700)];
+      const sim = runSimulator(SCRIPT, 'overlap', failures);
+      // The trace exercises what it is meant to: swaps, drops, many batches, two workers dying with a batch each.
+      expect(sim.activations.map(([t, m, p]) => [t, m, p])).toEqual([
+        [3000, 0, 70],
+        [3000, 1, 30],
+      ]);
+      expect(sim.drops.length).toBeGreaterThan(5);
+      expect(sim.batches.length).toBeGreaterThan(400);
+      expect(sim.failures).toEqual([
+        [failures[0]!.tMs, 0, 1],
+        [failures[1]!.tMs, 1, 1],
+      ]);
+      const live = runControl(
+        SCRIPT,
+        sim.durations.map((d) => [...d]),
+        failures,
+      );
+      expect(live.failures).toEqual(sim.failures);
+      expect(live.failedAnswers).toBe(2); // the lost tasks are answered worker-failed, and no other
+      expect(live.activations).toEqual(sim.activations);
+      expect(live.drops).toEqual(sim.drops);
+      expect(live.batches).toEqual(sim.batches);
+    },
+  );
 
   it('on a time-shared GPU, serve the same model next when it frees up, also when a worker dies', () => {
     const failures = [failMidBatch(runSimulator([TS], 'serial'), 0, 1500, 400)];
@@ -363,56 +370,65 @@ describe('conformance: the simulator and the control plane on one scripted trace
     expect(live.drops).toEqual(sim.drops);
     expect(live.batches).toEqual(sim.batches);
   });
-  it('under a delay policy, serve the same late batches when a worker has nothing on time, and refuse the same tasks at a full queue', () => {
-    // The burst of 40 mobilenet tasks at 2.5 s cannot all make their 40 ms: under delay they are served
-    // late between on-time batches; with room for 16 tasks, the burst also meets a full queue.
-    for (const queuePolicy of [DELAY, { ...DELAY, maxQueueSize: 16 }]) {
-      const load: Load = { ...STEADY_REJECT, queuePolicy };
-      const sim = runSimulator(SCRIPT, 'overlap', [], load);
+  it(
+    'under a delay policy, serve the same late batches when a worker has nothing on time, and refuse ' +
+      'the same tasks at a full queue',
+    () => {
+      // The burst of 40 mobilenet tasks at 2.5 s cannot all make their 40 ms: under delay they are served
+      // late between on-time batches; with room for 16 tasks, the burst also meets a full queue.
+      for (const queuePolicy of [DELAY, { ...DELAY, maxQueueSize: 16 }]) {
+        const load: Load = { ...STEADY_REJECT, queuePolicy };
+        const sim = runSimulator(SCRIPT, 'overlap', [], load);
+        expect(sim.delays).toBeGreaterThan(5);
+        const live = runControl(
+          SCRIPT,
+          sim.durations.map((d) => [...d]),
+          [],
+          load,
+        );
+        expect(live.activations).toEqual(sim.activations);
+        expect(live.drops).toEqual(sim.drops);
+        expect(live.batches).toEqual(sim.batches);
+        if (queuePolicy.maxQueueSize === undefined) expect(sim.drops).toEqual([]);
+        else expect(live.queueFull).toBeGreaterThan(0);
+      }
+      // The same under delay on a time-shared GPU (a late batch holds the GPU only before the other model's latest
+      // start).
+      const ts: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
+      const sim = runSimulator([TS], 'serial', [], ts);
       expect(sim.delays).toBeGreaterThan(5);
-      const live = runControl(
-        SCRIPT,
-        sim.durations.map((d) => [...d]),
-        [],
-        load,
-      );
-      expect(live.activations).toEqual(sim.activations);
-      expect(live.drops).toEqual(sim.drops);
-      expect(live.batches).toEqual(sim.batches);
-      if (queuePolicy.maxQueueSize === undefined) expect(sim.drops).toEqual([]);
-      else expect(live.queueFull).toBeGreaterThan(0);
-    }
-    // The same under delay on a time-shared GPU (a late batch holds the GPU only before the other model's latest start).
-    const ts: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
-    const sim = runSimulator([TS], 'serial', [], ts);
-    expect(sim.delays).toBeGreaterThan(5);
-    expect(
-      runControl(
-        [TS],
-        sim.durations.map((d) => [...d]),
-        [],
-        ts,
-        'serial',
-      ).batches,
-    ).toEqual(sim.batches);
-  });
+      expect(
+        runControl(
+          [TS],
+          sim.durations.map((d) => [...d]),
+          [],
+          ts,
+          'serial',
+        ).batches,
+      ).toEqual(sim.batches);
+    },
+  );
 
-  it('on a pooled GPU, start and end the same batches under either mode, the live batches timed by the simulated worker from what runs beside them', () => {
-    for (const pooled of ['overlap', 'serial'] as const) {
-      const sim = runSimulator([TS], pooled);
-      expect(sim.batches.length).toBeGreaterThan(300);
-      const live = runControl([TS], 'worker', [], STEADY_REJECT, pooled);
-      expect(live.drops).toEqual(sim.drops);
-      expect(live.batches).toEqual(sim.batches);
-      expect(live.ends).toEqual(sim.ends.map(([t, m, e]) => [r6(t), m, r6(e)]));
-      // Overlapping, batches of the two models run at once; serial, never.
-      const overlapping = sim.ends.filter(([t], i) =>
-        sim.ends.some(([t2, , e2], j) => j < i && t < e2 && t2 <= t),
-      ).length;
-      if (pooled === 'overlap') expect(overlapping).toBeGreaterThan(20);
-      else expect(overlapping).toBe(0);
-    }
-  });
+  it(
+    'on a pooled GPU, start and end the same batches under either mode, the live batches timed by ' +
+      'the simulated worker from what runs beside them',
+    () => {
+      for (const pooled of ['overlap', 'serial'] as const) {
+        const sim = runSimulator([TS], pooled);
+        expect(sim.batches.length).toBeGreaterThan(300);
+        const live = runControl([TS], 'worker', [], STEADY_REJECT, pooled);
+        expect(live.drops).toEqual(sim.drops);
+        expect(live.batches).toEqual(sim.batches);
+        expect(live.ends).toEqual(sim.ends.map(([t, m, e]) => [r6(t), m, r6(e)]));
+        // Overlapping, batches of the two models run at once; serial, never.
+        const overlapping = sim.ends.filter(([t], i) =>
+          sim.ends.some(([t2, , e2], j) => j < i && t < e2 && t2 <= t),
+        ).length;
+        if (pooled === 'overlap') expect(overlapping).toBeGreaterThan(20);
+        else expect(overlapping).toBe(0);
+      }
+    },
+  );
 
   it('at a low rate, start each lone task at once on both sides, not at its latest start', () => {
     // Batches of 4 and about 3 tasks/s per model: no batch fills, and no task waits for one.

@@ -8,7 +8,7 @@ import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 import type { TaskAnswer } from '../../scheduler/control.js';
-import { nextBatchAtMs, PIPELINE_DEPTH } from '../../src/sim/dispatch.js';
+import { nextBatchAtMs, PIPELINE_DEPTH } from '../../src/serving/dispatch.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
 import { FakeDirectLink, FixedPolicy, ScriptedPolicy } from '../support/fakes.js';

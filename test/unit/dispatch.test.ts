@@ -1,7 +1,9 @@
-// The task buffer's dispatch rule (src/sim/dispatch.ts), shared by the simulator and the scheduler:
-// a short queue that built up is served in a smaller batch rather than dropped, a backlog drops the
-// heads a full batch cannot serve in time, and a task one worker cannot
-// serve in time is left to another free worker that can.
+// Over 400 lines because the rule's cases (one step, the delayed lane, the loop over workers) share one
+// prediction table and one scripted view, and read best as one table of the rule stated in the file head.
+// The dispatch rule (stated in the head of src/serving/dispatch.ts), shared by the simulator and the
+// scheduler: a short queue that built up is served in a smaller batch rather than dropped, a backlog
+// drops the heads a full batch cannot serve in time, and a task one worker cannot serve in time is left
+// to another free worker that can.
 import { describe, expect, it } from 'vitest';
 import {
   delayedBatchSize,
@@ -10,7 +12,7 @@ import {
   dispatchStep,
   latestStartMs,
   MAX_PRED_BATCH,
-} from '../../src/sim/dispatch.js';
+} from '../../src/serving/dispatch.js';
 
 /** t_inf = 4 + 3 b ms. */
 const table = Float64Array.from({ length: MAX_PRED_BATCH }, (_, b) => (b === 0 ? 0 : 4 + 3 * b));
@@ -39,26 +41,37 @@ describe('dispatchStep', () => {
     expect(dispatchStep({ ...base, queued: 1, overheadMs: 77 })).toEqual({ kind: 'drop' });
   });
 
-  it('under a backlog (more queued than a batch) drops a head that a full batch cannot serve in time, rather than shrinking the batch', () => {
-    // 40 queued, batch 16 (t = 52 ms): the head arrived 30 ms ago, 30 + 52 > 80, so it is dropped
-    // (the old rule served a batch of 15, 30 + 49 = 79, and the backlog grew).
-    expect(dispatchStep({ ...base, batch: 16, queued: 40, nowMs: 1030 })).toEqual({ kind: 'drop' });
-    // A head that a full batch still serves in time: a full batch.
-    expect(dispatchStep({ ...base, batch: 16, queued: 40, nowMs: 1028 })).toEqual({ kind: 'start', size: 16 }); // 28 + 52 = 80
-    // Not a backlog (16 queued, batch 16): the head is saved by a smaller batch, as before.
-    expect(dispatchStep({ ...base, batch: 16, queued: 16, nowMs: 1030 })).toEqual({ kind: 'start', size: 15 });
-  });
+  it(
+    'under a backlog (more queued than a batch) drops a head that a full batch cannot serve in time, ' +
+      'rather than shrinking the batch',
+    () => {
+      // 40 queued, batch 16 (t = 52 ms): the head arrived 30 ms ago, 30 + 52 > 80, so it is dropped
+      // (the old rule served a batch of 15, 30 + 49 = 79, and the backlog grew).
+      expect(dispatchStep({ ...base, batch: 16, queued: 40, nowMs: 1030 })).toEqual({ kind: 'drop' });
+      // A head that a full batch still serves in time: a full batch.
+      // 28 + 52 = 80
+      expect(dispatchStep({ ...base, batch: 16, queued: 40, nowMs: 1028 })).toEqual({ kind: 'start', size: 16 });
+      // Not a backlog (16 queued, batch 16): the head is saved by a smaller batch, as before.
+      expect(dispatchStep({ ...base, batch: 16, queued: 16, nowMs: 1030 })).toEqual({ kind: 'start', size: 15 });
+    },
+  );
 
-  it('where batches pay transport, an idle worker takes what is queued at once; without transport, or with a batch in flight, it waits to fill', () => {
-    expect(dispatchStep({ ...base, queued: 3, overheadMs: 2, idle: true })).toEqual({ kind: 'start', size: 3 });
-    expect(dispatchStep({ ...base, queued: 3, overheadMs: 2, idle: false })).toEqual({ kind: 'wait', untilMs: 1065 }); // 1080 - (13 + 2)
-    expect(dispatchStep({ ...base, queued: 3, overheadMs: 0, idle: true })).toEqual({ kind: 'wait', untilMs: 1067 });
-  });
+  it(
+    'where batches pay transport, an idle worker takes what is queued at once; without transport, or ' +
+      'with a batch in flight, it waits to fill',
+    () => {
+      expect(dispatchStep({ ...base, queued: 3, overheadMs: 2, idle: true })).toEqual({ kind: 'start', size: 3 });
+      // 1080 - (13 + 2)
+      expect(dispatchStep({ ...base, queued: 3, overheadMs: 2, idle: false })).toEqual({ kind: 'wait', untilMs: 1065 });
+      expect(dispatchStep({ ...base, queued: 3, overheadMs: 0, idle: true })).toEqual({ kind: 'wait', untilMs: 1067 });
+    },
+  );
 
   it('waits to fill a batch while the head has time, as before', () => {
     // 3 queued of 32: the head can wait until 1080 - t(3) = 1067.
     expect(dispatchStep({ ...base, queued: 3 })).toEqual({ kind: 'wait', untilMs: 1067 });
-    expect(dispatchStep({ ...base, queued: 8, batch: 8 })).toEqual({ kind: 'start', size: 8 }); // a full batch that fits
+    // a full batch that fits
+    expect(dispatchStep({ ...base, queued: 8, batch: 8 })).toEqual({ kind: 'start', size: 8 });
   });
 });
 
@@ -133,7 +146,8 @@ describe('dispatchStep: waiting for a fuller batch only while the arrival rate c
       kind: 'start',
       size: 2,
     });
-    expect(dispatchStep({ ...base, queued: 2, nowMs: 1070, ratePerS: 1e6 })).toEqual({ kind: 'start', size: 2 }); // latest start 1070
+    // latest start 1070
+    expect(dispatchStep({ ...base, queued: 2, nowMs: 1070, ratePerS: 1e6 })).toEqual({ kind: 'start', size: 2 });
   });
 });
 
@@ -352,19 +366,23 @@ function lanes(opts: {
 
 describe('dispatchModel: the queue policy', () => {
   const w0 = () => ({ id: 'w0', model: 0, gpu: 0, free: true });
-  it('a head that timed out is dropped under reject and delayed under delay; a free worker with nothing on time then serves the delayed lane', () => {
-    // At 1000: tasks of 900 and 910 can no longer make their 80 ms; 995 can (t(1) = 7).
-    const reject = lanes({ delays: false, onTime: [[900, 910, 995], []], delayed: [] });
-    dispatchModel(0, 1000, RULES, [w0()], reject.v);
-    expect(reject.log).toEqual(['drop 900', 'drop 910', 'w0 starts 1 on time']);
-    const delay = lanes({ delays: true, onTime: [[900, 910, 995], []], delayed: [] });
-    dispatchModel(0, 1000, RULES, [w0()], delay.v);
-    expect(delay.log).toEqual(['delay 900', 'delay 910', 'w0 starts 1 on time']);
-    // The on-time lane empty, the worker free: the delayed tasks go, late, in one batch.
-    const later = lanes({ delays: true, onTime: [[], []], delayed: [900, 910] });
-    dispatchModel(0, 1000, RULES, [w0()], later.v);
-    expect(later.log).toEqual(['w0 starts 2 delayed']);
-  });
+  it(
+    'a head that timed out is dropped under reject and delayed under delay; a free worker with ' +
+      'nothing on time then serves the delayed lane',
+    () => {
+      // At 1000: tasks of 900 and 910 can no longer make their 80 ms; 995 can (t(1) = 7).
+      const reject = lanes({ delays: false, onTime: [[900, 910, 995], []], delayed: [] });
+      dispatchModel(0, 1000, RULES, [w0()], reject.v);
+      expect(reject.log).toEqual(['drop 900', 'drop 910', 'w0 starts 1 on time']);
+      const delay = lanes({ delays: true, onTime: [[900, 910, 995], []], delayed: [] });
+      dispatchModel(0, 1000, RULES, [w0()], delay.v);
+      expect(delay.log).toEqual(['delay 900', 'delay 910', 'w0 starts 1 on time']);
+      // The on-time lane empty, the worker free: the delayed tasks go, late, in one batch.
+      const later = lanes({ delays: true, onTime: [[], []], delayed: [900, 910] });
+      dispatchModel(0, 1000, RULES, [w0()], later.v);
+      expect(later.log).toEqual(['w0 starts 2 delayed']);
+    },
+  );
 
   it('a delayed batch goes only while the on-time lane waits, and only one that ends before its latest start', () => {
     // On time: one task of 990 waiting to fill (100 tasks/s: another is expected before its latest start).

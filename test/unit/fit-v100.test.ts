@@ -1,5 +1,5 @@
 // The V100 profile fitted from iGniter's real measurements (data/v100): the fit is
-// reproducible from the data, and the accuracy targets of issue 2 hold.
+// reproducible from the data, and the latency model meets its accuracy targets.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,6 @@
-// Images as clients send them (issue 14): the scheduler's header check (src/serving/image.ts), the
+// Over 400 lines because it follows one image through each stage that reads it (header check,
+// preprocessing, the simulated worker's decode, the KServe codec) with one set of encoded fixtures.
+// Images as clients send them: the scheduler's header check (src/serving/image.ts), the
 // preprocessing rule both workers apply, the simulated worker's decode step (agent/decode.ts), and
 // the KServe codec's UINT8 and BYTES (JPEG/PNG) inputs (scheduler/kserve.ts).
 import { describe, expect, it } from 'vitest';
@@ -180,23 +182,27 @@ describe('the simulated worker decode step', () => {
     };
   };
 
-  it('turns FP32, UINT8, PNG and JPEG samples of one picture into the same tensor (JPEG within its loss), and resizes others', () => {
-    const { t, payload } = ref(samples);
-    expect(checkBatchInput(t, payload, 5, SPEC)).toBeNull();
-    const { x, failed } = decodeBatchInput(t, payload, 5, SPEC);
-    expect(failed).toEqual([]);
-    const row = (k: number) => x.subarray(k * N, (k + 1) * N);
-    const want = new Float32Array(fp32.buffer, fp32.byteOffset, N);
-    expect(maxDiff(row(0), want)).toBe(0);
-    expect(maxDiff(row(1), want)).toBe(0);
-    expect(maxDiff(row(2), want)).toBe(0);
-    const jpegErr = maxDiff(row(3), want);
-    expect(jpegErr).toBeGreaterThan(0);
-    expect(jpegErr).toBeLessThan(1); // a few levels of 255, over std ~0.22
-    const resized = new Float32Array(N);
-    preprocessPixels(wide.rgba, 320, 240, 4, resized, 0, 224);
-    expect(maxDiff(row(4), resized)).toBe(0);
-  });
+  it(
+    'turns FP32, UINT8, PNG and JPEG samples of one picture into the same tensor (JPEG within its ' +
+      'loss), and resizes others',
+    () => {
+      const { t, payload } = ref(samples);
+      expect(checkBatchInput(t, payload, 5, SPEC)).toBeNull();
+      const { x, failed } = decodeBatchInput(t, payload, 5, SPEC);
+      expect(failed).toEqual([]);
+      const row = (k: number) => x.subarray(k * N, (k + 1) * N);
+      const want = new Float32Array(fp32.buffer, fp32.byteOffset, N);
+      expect(maxDiff(row(0), want)).toBe(0);
+      expect(maxDiff(row(1), want)).toBe(0);
+      expect(maxDiff(row(2), want)).toBe(0);
+      const jpegErr = maxDiff(row(3), want);
+      expect(jpegErr).toBeGreaterThan(0);
+      expect(jpegErr).toBeLessThan(1); // a few levels of 255, over std ~0.22
+      const resized = new Float32Array(N);
+      preprocessPixels(wide.rgba, 320, 240, 4, resized, 0, 224);
+      expect(maxDiff(row(4), resized)).toBe(0);
+    },
+  );
 
   it('reports a sample that fails to decode (that sample only) and decodes the others', () => {
     const broken = Buffer.from(encodePng(pic));
@@ -279,45 +285,49 @@ describe('the KServe codec: UINT8 and BYTES image inputs', () => {
     }
   });
 
-  it('accepts a batch of k images: UINT8 pixels [k,3,224,224], and k JPEG/PNG elements as BYTES [k,1] or [k], each sample its own', () => {
-    const other = syntheticPicture(224, 224, 5);
-    const px = Buffer.concat([uint8Chw(pic), uint8Chw(other)]);
-    const u8 = binaryBody(
-      { name: 'input', datatype: 'UINT8', shape: [2, 3, 224, 224], parameters: { binary_data_size: px.length } },
-      px,
-    );
-    expect(u8).toMatchObject({ ok: true, request: { inputs: [{ shape: [2, 3, 224, 224], encoding: 'UINT8' }] } });
-    if (u8.ok)
-      expect(inputSamples(u8.request.inputs[0]!).map((x) => x.data.equals(uint8Chw(pic)))).toEqual([true, false]);
-    const elements = Buffer.concat([
-      bytesElement(encodeJpeg(pic)),
-      bytesElement(encodePng(other)),
-      bytesElement(encodeJpeg(other)),
-    ]);
-    for (const shape of [[3, 1], [3]]) {
-      const r = binaryBody(
-        { name: 'input', datatype: 'BYTES', shape, parameters: { binary_data_size: elements.length } },
+  it(
+    'accepts a batch of k images: UINT8 pixels [k,3,224,224], and k JPEG/PNG elements as BYTES [k,1] ' +
+      'or [k], each sample its own',
+    () => {
+      const other = syntheticPicture(224, 224, 5);
+      const px = Buffer.concat([uint8Chw(pic), uint8Chw(other)]);
+      const u8 = binaryBody(
+        { name: 'input', datatype: 'UINT8', shape: [2, 3, 224, 224], parameters: { binary_data_size: px.length } },
+        px,
+      );
+      expect(u8).toMatchObject({ ok: true, request: { inputs: [{ shape: [2, 3, 224, 224], encoding: 'UINT8' }] } });
+      if (u8.ok)
+        expect(inputSamples(u8.request.inputs[0]!).map((x) => x.data.equals(uint8Chw(pic)))).toEqual([true, false]);
+      const elements = Buffer.concat([
+        bytesElement(encodeJpeg(pic)),
+        bytesElement(encodePng(other)),
+        bytesElement(encodeJpeg(other)),
+      ]);
+      for (const shape of [[3, 1], [3]]) {
+        const r = binaryBody(
+          { name: 'input', datatype: 'BYTES', shape, parameters: { binary_data_size: elements.length } },
+          elements,
+        );
+        expect(r).toMatchObject({ ok: true, request: { inputs: [{ shape: [3, 3, 224, 224] }] } });
+        if (!r.ok) continue;
+        const got = inputSamples(r.request.inputs[0]!);
+        expect(got.map((x) => x.encoding)).toEqual(['JPEG', 'PNG', 'JPEG']);
+        expect(got[1]!.data.equals(encodePng(other))).toBe(true);
+        expect(got[2]!.data.equals(encodeJpeg(other))).toBe(true);
+      }
+      // Fewer elements than the batch dimension says: the missing one is named.
+      const short = binaryBody(
+        { name: 'input', datatype: 'BYTES', shape: [4, 1], parameters: { binary_data_size: elements.length } },
         elements,
       );
-      expect(r).toMatchObject({ ok: true, request: { inputs: [{ shape: [3, 3, 224, 224] }] } });
-      if (!r.ok) continue;
-      const got = inputSamples(r.request.inputs[0]!);
-      expect(got.map((x) => x.encoding)).toEqual(['JPEG', 'PNG', 'JPEG']);
-      expect(got[1]!.data.equals(encodePng(other))).toBe(true);
-      expect(got[2]!.data.equals(encodeJpeg(other))).toBe(true);
-    }
-    // Fewer elements than the batch dimension says: the missing one is named.
-    const short = binaryBody(
-      { name: 'input', datatype: 'BYTES', shape: [4, 1], parameters: { binary_data_size: elements.length } },
-      elements,
-    );
-    expect(short).toMatchObject({
-      ok: false,
-      error: expect.stringMatching(
-        /inputs\[0\] element 3 \('input'\): a BYTES element starts with its 4-byte length; 0 bytes are left/,
-      ) as unknown,
-    });
-  });
+      expect(short).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(
+          /inputs\[0\] element 3 \('input'\): a BYTES element starts with its 4-byte length; 0 bytes are left/,
+        ) as unknown,
+      });
+    },
+  );
 
   it.each([
     [
@@ -370,36 +380,42 @@ describe('the KServe codec: UINT8 and BYTES image inputs', () => {
     }
   });
 
-  it('refuses a BYTES image sent as JSON (strings cannot carry it), and a datatype no form has, listing the forms', () => {
-    const j = parseInferRequest(
-      Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'BYTES', shape: [1, 1], data: ['abc'] }] })),
-      {},
-      MODEL,
-    );
-    expect(j).toMatchObject({
-      ok: false,
-      error: expect.stringMatching(/inputs\[0\]: a BYTES image must be sent as binary data/) as unknown,
-    });
-    const d = parseInferRequest(
-      Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'INT8', shape: [1, 3, 224, 224], data: [] }] })),
-      {},
-      MODEL,
-    );
-    expect(d).toMatchObject({
-      ok: false,
-      error:
-        'inputs[0].datatype: expected FP32, got INT8 (this image input takes FP32 [1,3,224,224], UINT8 [1,3,224,224] or BYTES [1,1] (a JPEG or PNG))',
-    });
-    // A model without an image input takes its own datatype only.
-    const vector = { name: 'v', signature: modelSignature(400, 40) };
-    expect(
-      parseInferRequest(
-        Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'UINT8', shape: [1, 100], data: [] }] })),
+  it(
+    'refuses a BYTES image sent as JSON (strings cannot carry it), and a datatype no form has, ' + 'listing the forms',
+    () => {
+      const j = parseInferRequest(
+        Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'BYTES', shape: [1, 1], data: ['abc'] }] })),
         {},
-        vector,
-      ),
-    ).toMatchObject({ ok: false, error: 'inputs[0].datatype: expected FP32, got UINT8' });
-  });
+        MODEL,
+      );
+      expect(j).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/inputs\[0\]: a BYTES image must be sent as binary data/) as unknown,
+      });
+      const d = parseInferRequest(
+        Buffer.from(
+          JSON.stringify({ inputs: [{ name: 'input', datatype: 'INT8', shape: [1, 3, 224, 224], data: [] }] }),
+        ),
+        {},
+        MODEL,
+      );
+      expect(d).toMatchObject({
+        ok: false,
+        error:
+          'inputs[0].datatype: expected FP32, got INT8 (this image input takes FP32 [1,3,224,224], UINT8 ' +
+          '[1,3,224,224] or BYTES [1,1] (a JPEG or PNG))',
+      });
+      // A model without an image input takes its own datatype only.
+      const vector = { name: 'v', signature: modelSignature(400, 40) };
+      expect(
+        parseInferRequest(
+          Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'UINT8', shape: [1, 100], data: [] }] })),
+          {},
+          vector,
+        ),
+      ).toMatchObject({ ok: false, error: 'inputs[0].datatype: expected FP32, got UINT8' });
+    },
+  );
 
   it("lists the forms in the model metadata and in Triton's model config", () => {
     const forms = [

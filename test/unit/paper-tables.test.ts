@@ -28,7 +28,9 @@ const rtx2060 = load('rtx2060');
 const rows = anchors.cells.map((c) => {
   const predictedMs = rtx2060s.predict(c.placements).latencyMs[0]!;
   return {
-    name: `${c.table} | ${c.row} | ${c.column}: observed ${c.observedMs.toFixed(3)} ms, predicted ${predictedMs.toFixed(3)} ms`,
+    name:
+      `${c.table} | ${c.row} | ${c.column}: ` +
+      `observed ${c.observedMs.toFixed(3)} ms, predicted ${predictedMs.toFixed(3)} ms`,
     observedMs: c.observedMs,
     predictedMs,
   };

@@ -66,7 +66,8 @@ describe('pooled GPU model', () => {
     expect(pooledSharePct(1)).toBe(100);
     expect(pooledSharePct(4)).toBe(25);
     expect(() => pooledSharePct(0)).toThrow(RangeError);
-    // Overlapping is never slower than fair turns (n x solo) nor than in series; serial waits for the rest of the others (half their time in the mean).
+    // Overlapping is never slower than fair turns (n x solo) nor than in series; serial waits for the rest of the
+    // others (half their time in the mean).
     expect(pooledMs('overlap', 9, 4, 2, 7)).toBe(7);
     expect(pooledMs('overlap', 9, 4, 2, 12)).toBe(8);
     expect(pooledMs('overlap', 5, 4, 2, 7)).toBe(5);
@@ -83,7 +84,8 @@ describe('pooled GPU model', () => {
     const out: number[] = [];
     expect(pooledBatchMs(lm, 'overlap', [c], [4], 1, pcts, out)).toBeCloseTo(soloBatchMs(lm, c, 4), 9);
     expect(pcts[0]).toBe(100);
-    // c's run time scales with 1/share: at an even split it takes nearly twice its solo time, never more than fair turns give it.
+    // c's run time scales with 1/share: at an even split it takes nearly twice its solo time, never more than fair
+    // turns give it.
     const series = soloBatchMs(lm, c, 4) + soloBatchMs(lm, a, 2);
     const even = [0, 0];
     lm.predictGpu([c, a], [4, 2], [50, 50], 2, even);

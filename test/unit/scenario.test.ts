@@ -38,21 +38,25 @@ describe('scenario files', () => {
     expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
   });
 
-  it('the issue-11 workloads each change one thing: bursty Gamma arrivals, a diurnal rate, one model surging, fewer GPUs, tight SLOs', () => {
-    const p = (n: string) => ScenarioSchema.parse(builtIn(n));
-    expect(p('bursty-6').models.every((m) => m.arrival.process === 'gamma' && m.arrival.cv === 3)).toBe(true);
-    expect(p('diurnal-6').models.every((m) => m.rate.kind === 'diurnal')).toBe(true);
-    expect(
-      p('surge-6')
-        .models.filter((m) => m.rate.kind === 'steps')
-        .map((m) => m.name),
-    ).toEqual(['resnet50']);
-    expect(p('paper-8x3').gpus.reduce((a, g) => a + g.count, 0)).toBe(3);
-    const tight = p('v100-2-tight');
-    const v100x4 = p('v100-4');
-    for (const m of tight.models) expect(m.sloMs).toBeLessThan(v100x4.models.find((x) => x.name === m.name)!.sloMs);
-    expect(p('paper-6').timeshareGpu).toBe('overlap'); // the default
-  });
+  it(
+    'the issue-11 workloads each change one thing: bursty Gamma arrivals, a diurnal rate, one model ' +
+      'surging, fewer GPUs, tight SLOs',
+    () => {
+      const p = (n: string) => ScenarioSchema.parse(builtIn(n));
+      expect(p('bursty-6').models.every((m) => m.arrival.process === 'gamma' && m.arrival.cv === 3)).toBe(true);
+      expect(p('diurnal-6').models.every((m) => m.rate.kind === 'diurnal')).toBe(true);
+      expect(
+        p('surge-6')
+          .models.filter((m) => m.rate.kind === 'steps')
+          .map((m) => m.name),
+      ).toEqual(['resnet50']);
+      expect(p('paper-8x3').gpus.reduce((a, g) => a + g.count, 0)).toBe(3);
+      const tight = p('v100-2-tight');
+      const v100x4 = p('v100-4');
+      for (const m of tight.models) expect(m.sloMs).toBeLessThan(v100x4.models.find((x) => x.name === m.name)!.sloMs);
+      expect(p('paper-6').timeshareGpu).toBe('overlap'); // the default
+    },
+  );
 
   it('paper-6 is the paper evaluation: 4 GPUs, six models with the paper SLOs', () => {
     const s = ScenarioSchema.parse(builtIn('paper-6'));
@@ -147,40 +151,44 @@ describe('scenario files', () => {
     ]);
   });
 
-  it('samplesPerRequest: each arrival is k tasks at once in the simulator (the rate counts requests), as a k-sample request is live', () => {
-    const base = ScenarioSchema.parse({
-      ...(builtIn('v100-4') as object),
-      durationS: 5,
-      models: [{ name: 'resnet50', sloMs: 200, rate: { kind: 'constant', ratePerS: 20 } }],
-    });
-    const batched = ScenarioSchema.parse({
-      ...(builtIn('v100-4') as object),
-      durationS: 5,
-      models: [{ name: 'resnet50', sloMs: 200, rate: { kind: 'constant', ratePerS: 20 }, samplesPerRequest: 4 }],
-    });
-    expect(base.models[0]!.samplesPerRequest).toBe(1);
-    const run = (s: typeof base) => {
-      const cluster = scenarioCluster(s, new Map([['v100', v100]]));
-      return simulate({
-        cluster,
-        streams: scenarioStreams(s, new Map()),
-        initialRatePerS: initialRates(s, new Map()),
-        policy: new PolicyRegistry().get('static-even').create(cluster, {}),
-        settings: scenarioSettings(s),
-      });
-    };
-    const one = run(base);
-    const four = run(batched);
-    // The same request instants (one seeded stream of requests), four tasks each.
-    expect(four.arrivals).toBe(4 * one.arrivals);
-    expect(four.served + four.dropped + four.unfinished).toBe(four.arrivals);
-    expect(
-      ScenarioSchema.safeParse({
+  it(
+    'samplesPerRequest: each arrival is k tasks at once in the simulator (the rate counts requests), ' +
+      'as a k-sample request is live',
+    () => {
+      const base = ScenarioSchema.parse({
         ...(builtIn('v100-4') as object),
-        models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, samplesPerRequest: 0 }],
-      }).success,
-    ).toBe(false);
-  });
+        durationS: 5,
+        models: [{ name: 'resnet50', sloMs: 200, rate: { kind: 'constant', ratePerS: 20 } }],
+      });
+      const batched = ScenarioSchema.parse({
+        ...(builtIn('v100-4') as object),
+        durationS: 5,
+        models: [{ name: 'resnet50', sloMs: 200, rate: { kind: 'constant', ratePerS: 20 }, samplesPerRequest: 4 }],
+      });
+      expect(base.models[0]!.samplesPerRequest).toBe(1);
+      const run = (s: typeof base) => {
+        const cluster = scenarioCluster(s, new Map([['v100', v100]]));
+        return simulate({
+          cluster,
+          streams: scenarioStreams(s, new Map()),
+          initialRatePerS: initialRates(s, new Map()),
+          policy: new PolicyRegistry().get('static-even').create(cluster, {}),
+          settings: scenarioSettings(s),
+        });
+      };
+      const one = run(base);
+      const four = run(batched);
+      // The same request instants (one seeded stream of requests), four tasks each.
+      expect(four.arrivals).toBe(4 * one.arrivals);
+      expect(four.served + four.dropped + four.unfinished).toBe(four.arrivals);
+      expect(
+        ScenarioSchema.safeParse({
+          ...(builtIn('v100-4') as object),
+          models: [{ name: 'a', sloMs: 10, rate: { kind: 'constant', ratePerS: 1 }, samplesPerRequest: 0 }],
+        }).success,
+      ).toBe(false);
+    },
+  );
 
   it('rejects a model no GPU profile has, before anything runs', () => {
     const s = ScenarioSchema.parse({
@@ -191,42 +199,48 @@ describe('scenario files', () => {
     expect(() => scenarioCluster(s, new Map<string, Profile>([['v100', v100]]))).toThrow(/models\[0\]\.name: .*'bert'/);
   });
 
-  it('profileModel: one profile model served under several names, each with its own SLO; an unknown one is named', () => {
-    const rate = { kind: 'constant', ratePerS: 10 };
-    const s = ScenarioSchema.parse({
-      ...(builtIn('v100-4') as object),
-      models: [
-        { name: 'resnet50', sloMs: 60, rate },
-        { name: 'resnet50-relaxed', profileModel: 'resnet50', sloMs: 120, rate },
-        { name: 'vgg', profileModel: 'vgg19', sloMs: 200, rate },
-      ],
-    });
-    const c = scenarioCluster(s, new Map([['v100', v100]]));
-    const g = c.gpus[0]!;
-    expect(g.profileIndex[0]).toBe(g.model.modelIndex('resnet50'));
-    expect(g.profileIndex[1]).toBe(g.model.modelIndex('resnet50'));
-    expect(g.profileIndex[2]).toBe(g.model.modelIndex('vgg19'));
-    expect(c.models.map((m) => [m.name, m.sloMs, m.profileModel])).toEqual([
-      ['resnet50', 60, undefined],
-      ['resnet50-relaxed', 120, 'resnet50'],
-      ['vgg', 200, 'vgg19'],
-    ]);
-    const bad = ScenarioSchema.parse({
-      ...(builtIn('v100-4') as object),
-      models: [{ name: 'x', profileModel: 'bert', sloMs: 10, rate }],
-    });
-    expect(() => scenarioCluster(bad, new Map([['v100', v100]]))).toThrow(/models\[0\]\.profileModel: .*'bert'/);
-  });
+  it(
+    'profileModel: one profile model served under several names, each with its own SLO; an unknown ' + 'one is named',
+    () => {
+      const rate = { kind: 'constant', ratePerS: 10 };
+      const s = ScenarioSchema.parse({
+        ...(builtIn('v100-4') as object),
+        models: [
+          { name: 'resnet50', sloMs: 60, rate },
+          { name: 'resnet50-relaxed', profileModel: 'resnet50', sloMs: 120, rate },
+          { name: 'vgg', profileModel: 'vgg19', sloMs: 200, rate },
+        ],
+      });
+      const c = scenarioCluster(s, new Map([['v100', v100]]));
+      const g = c.gpus[0]!;
+      expect(g.profileIndex[0]).toBe(g.model.modelIndex('resnet50'));
+      expect(g.profileIndex[1]).toBe(g.model.modelIndex('resnet50'));
+      expect(g.profileIndex[2]).toBe(g.model.modelIndex('vgg19'));
+      expect(c.models.map((m) => [m.name, m.sloMs, m.profileModel])).toEqual([
+        ['resnet50', 60, undefined],
+        ['resnet50-relaxed', 120, 'resnet50'],
+        ['vgg', 200, 'vgg19'],
+      ]);
+      const bad = ScenarioSchema.parse({
+        ...(builtIn('v100-4') as object),
+        models: [{ name: 'x', profileModel: 'bert', sloMs: 10, rate }],
+      });
+      expect(() => scenarioCluster(bad, new Map([['v100', v100]]))).toThrow(/models\[0\]\.profileModel: .*'bert'/);
+    },
+  );
 
-  it('mixed-32x24 is the scale scenario: 32 GPUs of two types, 24 served models over the eight profiled networks', () => {
-    const s = ScenarioSchema.parse(builtIn('mixed-32x24'));
-    expect(s.gpus.map((g) => [g.profile, g.count])).toEqual([
-      ['rtx2060s', 16],
-      ['rtx2060', 16],
-    ]);
-    expect(s.models).toHaveLength(24);
-    expect(new Set(s.models.map((m) => m.profileModel)).size).toBe(8);
-  });
+  it(
+    'mixed-32x24 is the scale scenario: 32 GPUs of two types, 24 served models over the eight ' + 'profiled networks',
+    () => {
+      const s = ScenarioSchema.parse(builtIn('mixed-32x24'));
+      expect(s.gpus.map((g) => [g.profile, g.count])).toEqual([
+        ['rtx2060s', 16],
+        ['rtx2060', 16],
+      ]);
+      expect(s.models).toHaveLength(24);
+      expect(new Set(s.models.map((m) => m.profileModel)).size).toBe(8);
+    },
+  );
 
   it('builds one GPU per count and streams that start at the rate at time 0', () => {
     const s = ScenarioSchema.parse(builtIn('v100-4'));

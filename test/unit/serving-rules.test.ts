@@ -1,6 +1,6 @@
-// The serving rules the simulator and the scheduler's control plane share (src/serving/, issue 13's
-// drifts). Each drift has a test that fails on the code before they shared the rule: the control plane
-// driven by hand (test/support/control.ts) and the simulator on small clusters.
+// The serving rules the simulator and the scheduler's control plane share (src/serving/). Each rule has
+// a test that fails if the two sides follow it differently: the control plane driven by hand
+// (test/support/control.ts) and the simulator on small clusters.
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
 import type { Deployment, Observation, Policy } from '../../src/policy/types.js';
@@ -67,30 +67,34 @@ describe('drop strictly past the deadline (src/serving/rules.ts pastDeadline)', 
     expect(pastDeadline(0, 100, 100.001)).toBe(true);
   });
 
-  it('the control plane keeps a task exactly at its deadline and, once past, drops it (reject) or keeps it to serve late (delay)', () => {
-    for (const timeoutAction of ['reject', 'delay'] as const) {
-      const h = harness([{ name: 'resnet50', sloMs: 100, queuePolicy: { timeoutAction } }], {
-        placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }],
-      });
-      // The worker is starting: the task waits.
-      const t = h.submit(0);
-      h.now = 100;
-      h.control.epoch();
-      expect(t.answer).toBeNull();
-      h.now = 100.5;
-      h.control.epoch();
-      if (timeoutAction === 'reject') {
-        expect(t.answer).toMatchObject({ ok: false, reason: 'slo' });
-        continue;
+  it(
+    'the control plane keeps a task exactly at its deadline and, once past, drops it (reject) or ' +
+      'keeps it to serve late (delay)',
+    () => {
+      for (const timeoutAction of ['reject', 'delay'] as const) {
+        const h = harness([{ name: 'resnet50', sloMs: 100, queuePolicy: { timeoutAction } }], {
+          placements: [{ model: 0, gpu: 0, pct: 50, batch: 4 }],
+        });
+        // The worker is starting: the task waits.
+        const t = h.submit(0);
+        h.now = 100;
+        h.control.epoch();
+        expect(t.answer).toBeNull();
+        h.now = 100.5;
+        h.control.epoch();
+        if (timeoutAction === 'reject') {
+          expect(t.answer).toMatchObject({ ok: false, reason: 'slo' });
+          continue;
+        }
+        expect(t.answer).toBeNull();
+        h.report('ready'); // the worker is ready: nothing on time to start, so the late task goes
+        expect(h.batches().map((b) => b.size)).toEqual([1]);
+        h.now = 130;
+        h.result(h.batches()[0]!.batchId);
+        expect(t.answer).toMatchObject({ ok: true, latencyMs: 130 });
       }
-      expect(t.answer).toBeNull();
-      h.report('ready'); // the worker is ready: nothing on time to start, so the late task goes
-      expect(h.batches().map((b) => b.size)).toEqual([1]);
-      h.now = 130;
-      h.result(h.batches()[0]!.batchId);
-      expect(t.answer).toMatchObject({ ok: true, latencyMs: 130 });
-    }
-  });
+    },
+  );
 });
 
 describe('a serial pooled GPU that frees up serves the model with the oldest waiting task next', () => {
@@ -159,29 +163,33 @@ describe('a serial pooled GPU that frees up serves the model with the oldest wai
 });
 
 describe('the monitor measures how bursty arrivals are (src/serving/monitor.ts)', () => {
-  it('squared CV of the gaps over the window: 0 evenly spaced, about 1 Poisson, more in bursts, 1 until enough are seen', () => {
-    const mon = new RateMonitor(3, 1000, 3000);
-    const rng = new Rng(3);
-    let poisson = 0;
-    for (let i = 0; i < 2000; i++) {
-      mon.arrival(0, i * 1.5); // evenly spaced
-      poisson += -Math.log(1 - rng.next()) * 1.5;
-      mon.arrival(1, poisson);
-    }
-    // Model 2: bursts of 10 at once, 15 ms apart.
-    for (let i = 0; i < 200; i++) for (let k = 0; k < 10; k++) mon.arrival(2, i * 15);
-    expect(mon.arrivalCv2()).toEqual([1, 1, 1]); // nothing closed yet
-    mon.endEpoch();
-    const [even, exp, bursts] = mon.arrivalCv2();
-    expect(even).toBeCloseTo(0, 9);
-    expect(exp).toBeGreaterThan(0.85);
-    expect(exp).toBeLessThan(1.15);
-    expect(bursts).toBeGreaterThan(8); // nine gaps of 0 and one of 15 ms: CV^2 = 9
-    const few = new RateMonitor(1, 1000, 3000);
-    for (let i = 0; i < 10; i++) few.arrival(0, i * i);
-    few.endEpoch();
-    expect(few.arrivalCv2()).toEqual([1]);
-  });
+  it(
+    'squared CV of the gaps over the window: 0 evenly spaced, about 1 Poisson, more in bursts, 1 ' +
+      'until enough are seen',
+    () => {
+      const mon = new RateMonitor(3, 1000, 3000);
+      const rng = new Rng(3);
+      let poisson = 0;
+      for (let i = 0; i < 2000; i++) {
+        mon.arrival(0, i * 1.5); // evenly spaced
+        poisson += -Math.log(1 - rng.next()) * 1.5;
+        mon.arrival(1, poisson);
+      }
+      // Model 2: bursts of 10 at once, 15 ms apart.
+      for (let i = 0; i < 200; i++) for (let k = 0; k < 10; k++) mon.arrival(2, i * 15);
+      expect(mon.arrivalCv2()).toEqual([1, 1, 1]); // nothing closed yet
+      mon.endEpoch();
+      const [even, exp, bursts] = mon.arrivalCv2();
+      expect(even).toBeCloseTo(0, 9);
+      expect(exp).toBeGreaterThan(0.85);
+      expect(exp).toBeLessThan(1.15);
+      expect(bursts).toBeGreaterThan(8); // nine gaps of 0 and one of 15 ms: CV^2 = 9
+      const few = new RateMonitor(1, 1000, 3000);
+      for (let i = 0; i < 10; i++) few.arrival(0, i * i);
+      few.endEpoch();
+      expect(few.arrivalCv2()).toEqual([1]);
+    },
+  );
 });
 
 describe('one warm-up rate rule (src/serving/monitor.ts)', () => {

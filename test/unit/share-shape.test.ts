@@ -30,28 +30,35 @@ describe('share curves against the V100', () => {
     );
   });
 
-  it("the heavy models of the 2060 Super follow the V100 analogue's measured curve within 15% at batch 4 and 16", () => {
-    const analogue: Record<string, string> = {
-      alexnet: 'alexnet',
-      resnet50: 'resnet50',
-      vgg16: 'vgg19',
-      vgg19: 'vgg19',
-    };
-    for (const [model, ref] of Object.entries(analogue)) {
-      for (const b of [4, 16]) {
-        const d = profileSoloShape('rtx2060s', rtx2060s, model, b);
-        const m = measuredSoloShape(solo, ref, b);
-        expect(Math.abs(d.t20 / m.t20 - 1), `${model} b${b} t20`).toBeLessThan(0.15);
-        expect(Math.abs(d.t50 / m.t50 - 1), `${model} b${b} t50`).toBeLessThan(0.15);
+  it(
+    "the heavy models of the 2060 Super follow the V100 analogue's measured curve within 15% at " + 'batch 4 and 16',
+    () => {
+      const analogue: Record<string, string> = {
+        alexnet: 'alexnet',
+        resnet50: 'resnet50',
+        vgg16: 'vgg19',
+        vgg19: 'vgg19',
+      };
+      for (const [model, ref] of Object.entries(analogue)) {
+        for (const b of [4, 16]) {
+          const d = profileSoloShape('rtx2060s', rtx2060s, model, b);
+          const m = measuredSoloShape(solo, ref, b);
+          expect(Math.abs(d.t20 / m.t20 - 1), `${model} b${b} t20`).toBeLessThan(0.15);
+          expect(Math.abs(d.t50 / m.t50 - 1), `${model} b${b} t50`).toBeLessThan(0.15);
+        }
       }
-    }
-  });
+    },
+  );
 
-  it('MnasNet stays as flat as the paper measured it on the 2060 Super (Table 3: 4.24 ms at 24%, 3.41 at 60%, batch 4)', () => {
-    const t = (pct: number) => rtx2060s.predict([{ model: 'mnasnet', batch: 4, pct }]).latencyMs[0]!;
-    expect(t(24) / t(60)).toBeGreaterThan(1.1);
-    expect(t(24) / t(60)).toBeLessThan(1.4);
-  });
+  it(
+    'MnasNet stays as flat as the paper measured it on the 2060 Super (Table 3: 4.24 ms at 24%, 3.41 ' +
+      'at 60%, batch 4)',
+    () => {
+      const t = (pct: number) => rtx2060s.predict([{ model: 'mnasnet', batch: 4, pct }]).latencyMs[0]!;
+      expect(t(24) / t(60)).toBeGreaterThan(1.1);
+      expect(t(24) / t(60)).toBeLessThan(1.4);
+    },
+  );
 
   it('pairs: the measured V100 pairs at 50/50 and every profile pair are summed relative throughputs', () => {
     const measured = measuredPairGains(json('data/v100/colocated-calibration.json'), v100);

@@ -106,19 +106,27 @@ describe('pipelining (a worker takes its next batch while one runs, where there 
     return { r, overlapping, batches: starts.length };
   };
 
-  it('under overload, a transport shorter than a batch overlaps the batch running: the GPU stays busy, throughput is the service rate', () => {
-    const { r, overlapping, batches } = run(serviceMs / 2);
-    // Without pipelining it would be 1000 / (service + transport), two thirds of it.
-    expect(r.throughputPerS / (1000 / serviceMs)).toBeGreaterThan(0.98);
-    expect(overlapping / batches).toBeGreaterThan(0.95);
-    expect(r.arrivals).toBe(r.served + r.dropped + r.unfinished);
-  });
+  it(
+    'under overload, a transport shorter than a batch overlaps the batch running: the GPU stays ' +
+      'busy, throughput is the service rate',
+    () => {
+      const { r, overlapping, batches } = run(serviceMs / 2);
+      // Without pipelining it would be 1000 / (service + transport), two thirds of it.
+      expect(r.throughputPerS / (1000 / serviceMs)).toBeGreaterThan(0.98);
+      expect(overlapping / batches).toBeGreaterThan(0.95);
+      expect(r.arrivals).toBe(r.served + r.dropped + r.unfinished);
+    },
+  );
 
-  it('a transport longer than a batch is hidden only in part: two batches in flight per round trip of transport + service', () => {
-    const { r } = run(3 * serviceMs);
-    // PIPELINE_DEPTH (2) batches per (transport + service): 2 / 4 of the service rate (without pipelining 1 / 4).
-    expect(r.throughputPerS / (1000 / serviceMs)).toBeCloseTo(0.5, 2);
-  });
+  it(
+    'a transport longer than a batch is hidden only in part: two batches in flight per round trip of ' +
+      'transport + service',
+    () => {
+      const { r } = run(3 * serviceMs);
+      // PIPELINE_DEPTH (2) batches per (transport + service): 2 / 4 of the service rate (without pipelining 1 / 4).
+      expect(r.throughputPerS / (1000 / serviceMs)).toBeCloseTo(0.5, 2);
+    },
+  );
 
   it('with zero transport a worker runs one batch at a time (the results before pipelining)', () => {
     const { r, overlapping } = run(0);
@@ -166,39 +174,46 @@ describe('task buffer', () => {
     }
   });
 
-  it('a burst on an idle cluster is served whole under delay (late where it must be); reject drops what cannot make it', () => {
-    const cluster = buildCluster([profile], [{ name: 'net', sloMs: 20 }]);
-    const burst = Array.from({ length: 200 }, (_, i) => 1000 + i * 0.01);
-    const run = (p: QueuePolicy | undefined) =>
-      simulate({
-        cluster,
-        streams: [new TraceStream(burst, 1)],
-        initialRatePerS: [0],
-        policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 4 }] }),
-        settings: settings({ durationMs: 5_000, queuePolicies: [p] }),
-      });
-    const delayed = run(undefined);
-    expect(delayed.served).toBe(200);
-    expect(delayed.dropped).toBe(0);
-    expect(delayed.late).toBeGreaterThan(100);
-    const rejected = run(REJECT);
-    expect(rejected.dropped).toBe(delayed.late);
-    expect(rejected.good).toBe(delayed.good);
-  });
+  it(
+    'a burst on an idle cluster is served whole under delay (late where it must be); reject drops ' +
+      'what cannot make it',
+    () => {
+      const cluster = buildCluster([profile], [{ name: 'net', sloMs: 20 }]);
+      const burst = Array.from({ length: 200 }, (_, i) => 1000 + i * 0.01);
+      const run = (p: QueuePolicy | undefined) =>
+        simulate({
+          cluster,
+          streams: [new TraceStream(burst, 1)],
+          initialRatePerS: [0],
+          policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 4 }] }),
+          settings: settings({ durationMs: 5_000, queuePolicies: [p] }),
+        });
+      const delayed = run(undefined);
+      expect(delayed.served).toBe(200);
+      expect(delayed.dropped).toBe(0);
+      expect(delayed.late).toBeGreaterThan(100);
+      const rejected = run(REJECT);
+      expect(rejected.dropped).toBe(delayed.late);
+      expect(rejected.good).toBe(delayed.good);
+    },
+  );
 
-  it('at a low rate a lone task starts at once, instead of waiting most of its SLO for a batch that will not fill', () => {
-    const cluster = buildCluster([profile], [{ name: 'net', sloMs: 100 }]);
-    const r = simulate({
-      cluster,
-      streams: [poisson(1, 3)],
-      initialRatePerS: [1],
-      policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 8 }] }),
-      settings: settings({ durationMs: 60_000 }),
-    });
-    // A batch of one takes 2 ms; waiting for a fuller one would have started it at 100 - 1.1 * 2 ms.
-    expect(r.models[0]!.latencyMs.p99).toBeLessThan(4);
-    expect(r.good).toBe(r.arrivals);
-  });
+  it(
+    'at a low rate a lone task starts at once, instead of waiting most of its SLO for a batch that ' + 'will not fill',
+    () => {
+      const cluster = buildCluster([profile], [{ name: 'net', sloMs: 100 }]);
+      const r = simulate({
+        cluster,
+        streams: [poisson(1, 3)],
+        initialRatePerS: [1],
+        policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 8 }] }),
+        settings: settings({ durationMs: 60_000 }),
+      });
+      // A batch of one takes 2 ms; waiting for a fuller one would have started it at 100 - 1.1 * 2 ms.
+      expect(r.models[0]!.latencyMs.p99).toBeLessThan(4);
+      expect(r.good).toBe(r.arrivals);
+    },
+  );
 
   it('fills batches to the decided size when the rate allows, and honours a timeout', () => {
     const cluster = buildCluster([profile], [{ name: 'net', sloMs: 200 }]);

@@ -102,13 +102,16 @@ describe('TransportFit', () => {
     expect(TransportModelSchema.safeParse({ fixedMs: 1, perMbMs: 0, spread: [2, 1] }).success).toBe(false);
   });
 
-  it('way in per megabyte (none without the term); the dispatch budget is the SLO less the way out, never below 0', () => {
-    expect(wayInMsFor({ fixedMs: 9, perMbMs: 9, wayIn: { fixedMs: 1, perMbMs: 2 } }, 5e5)).toBe(2);
-    expect(wayInMsFor({ fixedMs: 9, perMbMs: 9 }, 5e5)).toBe(0);
-    expect(dispatchBudgetMs(25, 1.5)).toBe(23.5);
-    expect(dispatchBudgetMs(25, 0)).toBe(25);
-    expect(dispatchBudgetMs(1, 3)).toBe(0);
-  });
+  it(
+    'way in per megabyte (none without the term); the dispatch budget is the SLO less the way out, ' + 'never below 0',
+    () => {
+      expect(wayInMsFor({ fixedMs: 9, perMbMs: 9, wayIn: { fixedMs: 1, perMbMs: 2 } }, 5e5)).toBe(2);
+      expect(wayInMsFor({ fixedMs: 9, perMbMs: 9 }, 5e5)).toBe(0);
+      expect(dispatchBudgetMs(25, 1.5)).toBe(23.5);
+      expect(dispatchBudgetMs(25, 0)).toBe(25);
+      expect(dispatchBudgetMs(1, 3)).toBe(0);
+    },
+  );
 
   it("a host's entry at GET /v2/inss/cluster reads as a transport model; a bad one is named", () => {
     const entry = {
@@ -151,38 +154,49 @@ describe('the simulator with a host transport model', () => {
       },
     });
 
-  it('a batch pays fixed + per-MB of its inputs: with batch 1 of a 602 KB image, the same as that fixed transport', () => {
-    const perMb = run({ fixedMs: 1, perMbMs: 5 });
-    const fixed = run(undefined, 1 + 5 * 0.602112);
-    expect(perMb.latencyMs.mean).toBeCloseTo(fixed.latencyMs.mean, 6);
-    expect(perMb.latencyMs.mean - run(undefined).latencyMs.mean).toBeGreaterThan(1 + 5 * 0.602112 - 1e-6);
-  });
+  it(
+    'a batch pays fixed + per-MB of its inputs: with batch 1 of a 602 KB image, the same as that ' + 'fixed transport',
+    () => {
+      const perMb = run({ fixedMs: 1, perMbMs: 5 });
+      const fixed = run(undefined, 1 + 5 * 0.602112);
+      expect(perMb.latencyMs.mean).toBeCloseTo(fixed.latencyMs.mean, 6);
+      expect(perMb.latencyMs.mean - run(undefined).latencyMs.mean).toBeGreaterThan(1 + 5 * 0.602112 - 1e-6);
+    },
+  );
 
   it('a zero model is no transport: the results without one', () => {
     expect(run({ fixedMs: 0, perMbMs: 0 })).toEqual(run(undefined));
     expect(run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 0, perMbMs: 0 }, wayOutMs: 0 })).toEqual(run(undefined));
   });
 
-  it("a task is queued its request's way in after it arrives and answered the way out after its batch: its latency grows by both", () => {
-    const base = run({ fixedMs: 0, perMbMs: 0 });
-    const ways = run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 1, perMbMs: 2 }, wayOutMs: 1.5 });
-    expect(ways.served).toBe(base.served);
-    expect(ways.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(1 + 2 * 0.602112 + 1.5, 3);
-  });
+  it(
+    "a task is queued its request's way in after it arrives and answered the way out after its " +
+      'batch: its latency grows by both',
+    () => {
+      const base = run({ fixedMs: 0, perMbMs: 0 });
+      const ways = run({ fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 1, perMbMs: 2 }, wayOutMs: 1.5 });
+      expect(ways.served).toBe(base.served);
+      expect(ways.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(1 + 2 * 0.602112 + 1.5, 3);
+    },
+  );
 
-  it("with a spread, batches' transport varies around the fit: the mean holds, and a tight SLO is missed as often as the spread says", () => {
-    const gpuMs = run(undefined).latencyMs.mean;
-    const T = 10;
-    const slo = gpuMs + 1.25 * T; // a batch whose transport is over 1.25 x the fit is late
-    const missedOf = (r: ReturnType<typeof run>) => (r.late + r.dropped) / r.arrivals;
-    const exact = run({ fixedMs: T, perMbMs: 0 }, 0, slo);
-    expect(missedOf(exact)).toBeLessThan(0.05); // a task that queued behind another
-    const spread = run({ fixedMs: T, perMbMs: 0, spread: [0.5, 1, 1.5] }, 0, slo);
-    expect(Math.abs(spread.latencyMs.mean - exact.latencyMs.mean)).toBeLessThan(0.1 * exact.latencyMs.mean);
-    // Uniform 0.5-1.5 x the fit: about a quarter of the batches over 1.25 x.
-    expect(missedOf(spread) - missedOf(exact)).toBeGreaterThan(0.12);
-    expect(missedOf(spread)).toBeLessThan(0.4);
-  });
+  it(
+    "with a spread, batches' transport varies around the fit: the mean holds, and a tight SLO is " +
+      'missed as often as the spread says',
+    () => {
+      const gpuMs = run(undefined).latencyMs.mean;
+      const T = 10;
+      const slo = gpuMs + 1.25 * T; // a batch whose transport is over 1.25 x the fit is late
+      const missedOf = (r: ReturnType<typeof run>) => (r.late + r.dropped) / r.arrivals;
+      const exact = run({ fixedMs: T, perMbMs: 0 }, 0, slo);
+      expect(missedOf(exact)).toBeLessThan(0.05); // a task that queued behind another
+      const spread = run({ fixedMs: T, perMbMs: 0, spread: [0.5, 1, 1.5] }, 0, slo);
+      expect(Math.abs(spread.latencyMs.mean - exact.latencyMs.mean)).toBeLessThan(0.1 * exact.latencyMs.mean);
+      // Uniform 0.5-1.5 x the fit: about a quarter of the batches over 1.25 x.
+      expect(missedOf(spread) - missedOf(exact)).toBeGreaterThan(0.12);
+      expect(missedOf(spread)).toBeLessThan(0.4);
+    },
+  );
 
   it("with a way-in spread, each request's way in varies around its fit, and the queue stays in arrival order", () => {
     const gpuMs = run(undefined).latencyMs.mean;
@@ -196,32 +210,42 @@ describe('the simulator with a host transport model', () => {
     expect(missedOf(spread) - missedOf(exact)).toBeGreaterThan(0.25);
   });
 
-  it('the dispatch rule budgets each task its SLO less the way out: a batch that fits the SLO but not the budget is not started', () => {
-    const gpuMs = run(undefined).latencyMs.mean; // batch 1 alone, no queueing: the batch time
-    const slo = gpuMs * 3;
-    expect(run({ fixedMs: 0, perMbMs: 0 }, 0, slo).good).toBeGreaterThan(0.95 * run(undefined).arrivals);
-    const tight = run({ fixedMs: 0, perMbMs: 0, wayOutMs: gpuMs * 2.5 }, 0, slo);
-    // No task can be answered within the budget: each times out on arrival and, under the default
-    // delay policy, is served late from the delayed lane.
-    expect(tight.good).toBe(0);
-    expect(tight.models[0]!.delayed).toBeGreaterThan(0.99 * tight.arrivals);
-  });
+  it(
+    'the dispatch rule budgets each task its SLO less the way out: a batch that fits the SLO but not ' +
+      'the budget is not started',
+    () => {
+      const gpuMs = run(undefined).latencyMs.mean; // batch 1 alone, no queueing: the batch time
+      const slo = gpuMs * 3;
+      expect(run({ fixedMs: 0, perMbMs: 0 }, 0, slo).good).toBeGreaterThan(0.95 * run(undefined).arrivals);
+      const tight = run({ fixedMs: 0, perMbMs: 0, wayOutMs: gpuMs * 2.5 }, 0, slo);
+      // No task can be answered within the budget: each times out on arrival and, under the default
+      // delay policy, is served late from the delayed lane.
+      expect(tight.good).toBe(0);
+      expect(tight.models[0]!.delayed).toBeGreaterThan(0.99 * tight.arrivals);
+    },
+  );
 
-  it("the client's own leg adds to each task's latency and can make it late, but moves no dispatch decision (the scheduler cannot see it)", () => {
-    const gpuMs = run(undefined).latencyMs.mean;
-    const slo = gpuMs * 3;
-    const base = run({ fixedMs: 0, perMbMs: 0, wayOutMs: 0.5 }, 0, slo);
-    const client = run({ fixedMs: 0, perMbMs: 0, wayOutMs: 0.5, clientMs: gpuMs * 2.5 }, 0, slo);
-    expect(client.served).toBe(base.served);
-    expect(client.dropped).toBe(base.dropped);
-    expect(client.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(gpuMs * 2.5, 3);
-    // Within the SLO without the leg; with it, most tasks reach their client late.
-    expect(base.good).toBeGreaterThan(0.95 * base.arrivals);
-    expect(client.good).toBeLessThan(0.5 * client.arrivals);
-    expect(TransportModelSchema.parse(transportFields({ fixedMs: 1, perMbMs: 0, clientMs: 1.1, batches: 3 }))).toEqual({
-      fixedMs: 1,
-      perMbMs: 0,
-      clientMs: 1.1,
-    });
-  });
+  it(
+    "the client's own leg adds to each task's latency and can make it late, but moves no dispatch " +
+      'decision (the scheduler cannot see it)',
+    () => {
+      const gpuMs = run(undefined).latencyMs.mean;
+      const slo = gpuMs * 3;
+      const base = run({ fixedMs: 0, perMbMs: 0, wayOutMs: 0.5 }, 0, slo);
+      const client = run({ fixedMs: 0, perMbMs: 0, wayOutMs: 0.5, clientMs: gpuMs * 2.5 }, 0, slo);
+      expect(client.served).toBe(base.served);
+      expect(client.dropped).toBe(base.dropped);
+      expect(client.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(gpuMs * 2.5, 3);
+      // Within the SLO without the leg; with it, most tasks reach their client late.
+      expect(base.good).toBeGreaterThan(0.95 * base.arrivals);
+      expect(client.good).toBeLessThan(0.5 * client.arrivals);
+      expect(
+        TransportModelSchema.parse(transportFields({ fixedMs: 1, perMbMs: 0, clientMs: 1.1, batches: 3 })),
+      ).toEqual({
+        fixedMs: 1,
+        perMbMs: 0,
+        clientMs: 1.1,
+      });
+    },
+  );
 });

@@ -1,27 +1,41 @@
-// The task buffer's dispatch rule and the predictions it rests on, shared by the discrete-event
-// simulator (simulator.ts) and the scheduler service (scheduler/control.ts), so the running system
-// batches exactly as the simulator does. Pure. The rule (docs/simulator.md, "Task buffer"):
-// a free worker takes a batch of its model's on-time lane when
+// The dispatch rule: when a worker takes a batch of its model's tasks, and how many. The discrete-event
+// simulator (src/sim/engine.ts) and the scheduler's control plane (scheduler/control.ts) both drive it
+// through a `DispatchView` of their own workers and queues, so the running system batches exactly as
+// the twin does. Pure. This comment is the rule's one authoritative statement; other code comments and
+// the docs point here.
+//
+// Each model has an on-time lane and a delayed lane (src/serving/queuePolicy.ts). A task's deadline is
+// its arrival plus its model's budget: the SLO less the answer's way out, or the queue policy's shorter
+// timeout. t_pred(q) is a worker's predicted GPU time for a batch of q given the other workers on its
+// GPU (prediction.ts); `transport` is the time a batch spends outside the GPU (0 in the simulator unless
+// it is given one, learnt by the scheduler). A free serving worker takes a batch of the on-time lane when
 //   (a) `batch` tasks are queued, or
 //   (b) the oldest task has waited the placement's `timeoutMs`, or
 //   (c) waiting longer is not expected to bring another task before the oldest task's latest start:
-//       now >= latestStart - 1000 / ratePerS, with latestStart = deadline - (1 + slack) * t_pred(q) - margin
-//       (the monitor's arrival rate; the margin covers a running system's timer and parse jitter), or
-//   (d) where batches pay transport, the worker has no batch in flight;
-// it takes the largest batch (up to `batch` of the oldest tasks) with which the oldest still finishes
-// within its deadline; a head task that cannot finish within its deadline even alone and started now
-// has timed out: it is dropped, or moved to the model's delayed lane (src/serving/queuePolicy.ts).
-// A worker with nothing to start from the on-time lane takes a batch of the delayed lane that neither
-// makes an on-time task late nor leaves the worker behind its on-time arrivals (`delayedBatchSize`).
-import type { GpuInfo } from '../policy/types.js';
+//       now >= latestStart - 1000 / ratePerS, where
+//       latestStart = deadline - (1 + slack) * (t_pred(q) + transport) - margin
+//       (ratePerS: the monitor's estimate; margin: the running system's timer jitter), or
+//   (d) where batches pay transport, the worker has no batch in flight.
+// The batch is the largest, up to `batch` of the oldest tasks, with which the oldest still finishes by
+// its deadline. With a backlog (more than `batch` queued), a head that cannot finish in a full batch
+// times out instead (Nexus's early drop): shrinking batches to save heads near their deadlines lowers
+// the worker's throughput while the queue is long and brings the next heads nearer theirs, a spiral.
+// A head that no free worker of its model can finish in time, even alone and started now, times out:
+// it is dropped, or moved to the delayed lane, by its queue policy.
+// A worker with nothing to start from the on-time lane and no batch in flight takes the largest batch
+// of the delayed lane that ends by the on-time lane's latest start, leaves the worker able to keep up
+// with the on-time arrivals, and on a time-shared GPU fits in a gap of the whole GPU
+// (`delayedBatchSize`, `sharedBusyMs`).
+// Pipelining (`nextBatchAtMs`): where batches pay transport, on a GPU that is not time-shared, a worker
+// with a batch in flight takes the next once the first's predicted GPU time since it was sent is over.
+import { predictedMs } from './prediction.js';
 
-/** Predicted batch times are tabulated for batches 1..MAX_PRED_BATCH-1; beyond, scaled linearly. */
-export const MAX_PRED_BATCH = 64;
+export { MAX_PRED_BATCH, type PeerPlacement, predictedMs, predictionTable } from './prediction.js';
 
 /** What the worker should do next about its model's queue. */
 export type DispatchStep =
   | { readonly kind: 'empty' }
-  /** The head task has timed out (it cannot meet its deadline): drop or delay it (its queue policy), then ask again. */
+  /** The head task has timed out: drop or delay it (its queue policy), then ask again. */
   | { readonly kind: 'drop' }
   | { readonly kind: 'start'; readonly size: number }
   /** Nothing to start yet; ask again at `untilMs` (or when a task arrives). */
@@ -39,26 +53,16 @@ export interface DispatchInput {
   readonly slack: number;
   /** The worker's predicted t_inf table (index = batch size), from `predictionTable`. */
   readonly predicted: Float64Array;
-  /**
-   * Time a batch spends outside the GPU on its way to the worker and back (the running system's
-   * measured transport; 0 in the simulator, whose batches start where they are decided).
-   */
+  /** A batch's transport: time outside the GPU on its way to the worker and back (ms; default 0). */
   readonly overheadMs?: number;
   /**
-   * The worker has no batch in flight. Where batches pay transport (`overheadMs > 0`), an idle worker
-   * takes what is queued at once instead of waiting for a full batch: a batch that fills first then
-   * crosses the wire whole (19.3 MB for 32 images), while batches sent as the worker frees overlap
-   * their transfer with the next arrivals. Without transport (the simulator's default) the
-   * rule waits to fill as InSS's does.
+   * No batch in flight on the worker: rule (d). A batch that fills first then crosses the wire whole,
+   * while batches sent as the worker frees overlap their transfer with the next arrivals.
    */
   readonly idle?: boolean;
-  /**
-   * The model's arrival rate, tasks/s (the monitor's estimate, src/serving/monitor.ts): the rule waits
-   * to fill a batch only while another task is expected before the head's latest start. Absent: wait
-   * until the latest start whatever the rate.
-   */
+  /** The monitor's arrival rate (tasks/s) for rule (c); absent: wait until the latest start whatever the rate. */
   readonly ratePerS?: number;
-  /** How much earlier than its latest start a waiting batch starts: the running system's timer jitter (ms; default 0). */
+  /** How much earlier than its latest start a waiting batch starts: the running system's timer jitter (ms). */
   readonly marginMs?: number;
 }
 
@@ -75,7 +79,7 @@ export interface LaneInput {
   readonly predicted: Float64Array;
   readonly overheadMs?: number;
   readonly marginMs?: number;
-  /** The model's arrival rate (tasks/s): the head's batch counts the tasks expected by its deadline. Absent: those queued now. */
+  /** Arrival rate (tasks/s): the head's batch counts the tasks expected by its deadline (absent: those queued). */
   readonly ratePerS?: number;
 }
 
@@ -116,8 +120,8 @@ export interface DelayedInput {
  * The delayed batch a worker may take now: the largest, up to `batch` tasks of the delayed lane, that
  * (1) ends by `endByMs`, (2) leaves the on-time tasks queued by its end (those queued now and those the
  * rate brings meanwhile) to one on-time batch, so that the worker does not fall behind the on-time
- * arrivals, and (3) takes at most `sharedBusyMs`; its time counts the rule's slack. 0: none. At most the placed batch, so that its neighbours on an MPS GPU see no more interference than
- * their predictions already count.
+ * arrivals, and (3) takes at most `sharedBusyMs`; its time counts the rule's slack. 0: none. At most the placed
+ * batch, so that its neighbours on an MPS GPU see no more interference than their predictions count.
  */
 export function delayedBatchSize(x: DelayedInput): number {
   let size = Math.min(x.delayed, x.batch);
@@ -133,19 +137,13 @@ export function delayedBatchSize(x: DelayedInput): number {
   return size;
 }
 
-export function predictedMs(table: Float64Array, size: number): number {
-  return size < MAX_PRED_BATCH ? table[size]! : table[MAX_PRED_BATCH - 1]! * (size / (MAX_PRED_BATCH - 1));
-}
-
 export function dispatchStep(x: DispatchInput): DispatchStep {
   if (x.queued === 0) return EMPTY;
   const full = Math.min(x.queued, x.batch);
   const deadline = x.headArrivalMs + x.sloMs;
   const over = x.overheadMs ?? 0;
-  // A backlog (more queued than one batch): a head that cannot finish within its SLO in a full batch
-  // is dropped (Nexus's early drop) rather than served in a smaller batch. Shrinking batches to save
-  // heads close to their deadlines lowers the worker's throughput while the queue is long, so the
-  // next heads are closer still: a spiral (mixed-32x24 at 1.75x: mean batch 7.3 of 24, 16% dropped).
+  // A backlog: a head that cannot finish within its SLO in a full batch times out (the early drop in
+  // the file head) rather than being served in a smaller batch.
   if (x.queued > x.batch && x.nowMs + predictedMs(x.predicted, full) + over > deadline) return DROP;
   // Otherwise the largest batch of the oldest tasks that still lets the head finish within its SLO:
   // a short queue that built up (a burst, a swap, requests parsed together) is served in a smaller
@@ -169,45 +167,6 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
 const EMPTY: DispatchStep = { kind: 'empty' };
 const DROP: DispatchStep = { kind: 'drop' };
 
-/** A worker on a GPU as the task buffer sees it: its model (ServedModel index), batch and share. */
-export interface PeerPlacement {
-  readonly model: number;
-  readonly batch: number;
-  readonly pct: number;
-}
-
-const scratch = { models: [] as number[], batches: [] as number[], pcts: [] as number[], out: [] as number[] };
-
-/**
- * Fills `out[b]` (b = 1..MAX_PRED_BATCH-1) with the predicted t_inf of `peers[self]` at batch b, with
- * the other serving workers of its GPU at their batch sizes (a replica of the same model does not
- * count as interference). On a timeshare GPU each model runs alone on the whole GPU.
- */
-export function predictionTable(
-  gpu: GpuInfo,
-  peers: readonly PeerPlacement[],
-  self: number,
-  timeshare: boolean,
-  out: Float64Array,
-): void {
-  const me = peers[self]!;
-  const on = timeshare ? [me] : peers.filter((x, k) => k === self || x.model !== me.model);
-  const n = on.length;
-  const s = scratch;
-  s.models.length = s.batches.length = s.pcts.length = s.out.length = n;
-  const at = on.indexOf(me);
-  on.forEach((x, k) => {
-    s.models[k] = gpu.profileIndex[x.model]!;
-    s.batches[k] = x.batch;
-    s.pcts[k] = timeshare ? 100 : x.pct;
-  });
-  for (let b = 1; b < MAX_PRED_BATCH; b++) {
-    s.batches[at] = b;
-    gpu.model.predictGpu(s.models, s.batches, s.pcts, n, s.out);
-    out[b] = s.out[at]!;
-  }
-}
-
 /** How the dispatch loop reads one side's workers and queues and acts on them (created once per side). */
 export interface DispatchView<W> {
   model(w: W): number;
@@ -219,7 +178,7 @@ export interface DispatchView<W> {
   predicted(w: W): Float64Array;
   /** Transport a batch pays beyond its GPU time (the scheduler's learned estimate; the simulator's setting). */
   overheadMs(w: W): number;
-  /** The worker's GPU (cluster index), whether that GPU is time-shared, and whether a batch runs on it now. */
+  /** The worker's GPU (cluster index), whether it is time-shared, and whether a batch runs on it now. */
   gpu(w: W): number;
   timeshared(w: W): boolean;
   gpuBusy(w: W): boolean;
@@ -234,7 +193,7 @@ export interface DispatchView<W> {
   headArrivalMs(m: number): number;
   /** Tasks in model m's delayed lane. */
   delayed(m: number): number;
-  /** Drops model m's head task (it timed out and its policy rejects); `w` is the worker that could not take it in time. */
+  /** Drops model m's head task (it timed out and its policy rejects); `w`: the worker that could not take it. */
   drop(m: number, w: W): void;
   /** Moves model m's head task (it timed out) to the tail of its delayed lane. */
   delay(m: number): void;
@@ -243,9 +202,8 @@ export interface DispatchView<W> {
   /** Starts a batch of `size` of the model's oldest delayed tasks on `w`. */
   startDelayed(w: W, size: number): void;
   /**
-   * Pipelining: when `w`, serving with a batch in flight, may take the model's next batch before that
-   * one is answered (`nextBatchAtMs` below); Infinity for a worker that is not serving, has nothing in
-   * flight, or may not pipeline.
+   * Pipelining: when `w`, serving with a batch in flight, may take the next before that one is answered
+   * (`nextBatchAtMs`); Infinity for a worker that is not serving, has nothing in flight or may not pipeline.
    */
   pipelinedAtMs(w: W): number;
   /** No batch in flight on `w` (sent and not yet answered). */
@@ -256,7 +214,7 @@ export interface DispatchView<W> {
 export interface DispatchRules {
   /** Safety margin of rule (c), a fraction of the predicted batch time. */
   readonly slack: number;
-  /** Timer jitter the rule starts waiting batches ahead of (ms): the scheduler's measured p99, the simulator's setting. */
+  /** Timer jitter the rule starts waiting batches ahead of (ms): the scheduler's measured p99, the twin's setting. */
   readonly marginMs: number;
 }
 
@@ -332,7 +290,7 @@ function sharedBusyMs<W>(
 }
 
 /**
- * The task buffer's dispatch loop for model m, shared by the simulator and the scheduler: each free
+ * The dispatch loop for model m (the rule in the file head): each free
  * worker of the model, in order, takes batches by `dispatchStep` until the queue is empty or the rule
  * says wait; a head task one worker cannot serve in time is left to another free worker that can; a
  * head that no free worker can serve in time is dropped or delayed by the model's queue policy. A
@@ -416,14 +374,12 @@ export function dispatchModel<W>(
 }
 
 /**
- * Pipelining, shared by the simulator and the scheduler: a worker holds at most
- * PIPELINE_DEPTH batches, one on its GPU and one on its way to it or waiting at it, so that a batch's
- * transfer overlaps the batch running. A worker with a batch in flight takes the next one once that
- * batch's predicted GPU time, counted from when it was sent, is over: sent then, the next batch reaches
- * the worker as the GPU frees (the transport of a batch being mostly its inputs' way in). Only where
- * there is transport to hide (`transportMs > 0`) and on a GPU that is not time-shared (where one batch
- * at a time holds the whole GPU); with zero transport this is the one-batch-at-a-time rule, so the
- * simulator's results without transport are what they were before pipelining.
+ * Pipelining: a worker holds at most PIPELINE_DEPTH batches, one on its GPU and one on its way to it or
+ * waiting at it, so that a batch's transfer overlaps the batch running. Sent when the batch in flight's
+ * predicted GPU time is over, the next batch reaches the worker as the GPU frees (a batch's transport
+ * being mostly its inputs' way in). Only where there is transport to hide (`transportMs > 0`) and on a
+ * GPU that is not time-shared (where one batch at a time holds the whole GPU); with zero transport this
+ * is the one-batch-at-a-time rule.
  */
 export const PIPELINE_DEPTH = 2;
 

@@ -1,0 +1,391 @@
+// The simulation of one run: the dispatch rule's view of the workers, the policy loop and the event
+// loop, over the task buffer (taskBuffer.ts) and the simulated GPUs (gpus.ts). simulator.ts states the model;
+// `simulate` (simulator.ts) is the entry point. Event order and seeded draws are part of the contract:
+// the conformance suite and recorded decision digests depend on them.
+import type { ClusterInfo, Deployment, Observation, Placement, Policy } from '../policy/types.js';
+import {
+  type DispatchRules,
+  type DispatchView,
+  dispatchModel,
+  nextBatchAtMs,
+  predictedMs,
+} from '../serving/dispatch.js';
+import { EpochStats } from '../serving/epochStats.js';
+import { RateMonitor } from '../serving/monitor.js';
+import { nextModelsOnFreedGpu } from '../serving/rules.js';
+import type { TaskQueue } from '../serving/taskQueue.js';
+import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs } from '../serving/transport.js';
+import { onReady, planApply } from '../serving/workerSet.js';
+import { SimGpus } from './gpus.js';
+import { Requests } from './requests.js';
+import { simResult, SimStats } from './stats.js';
+import { TaskBuffer } from './taskBuffer.js';
+import type { SimInput, SimResult, SimSettings, WorkerFailure } from './types.js';
+import { newWorker, serves, SIM_VIEW, type SimWorker, State } from './worker.js';
+
+export class Simulation {
+  private readonly cluster: ClusterInfo;
+  private readonly settings: SimSettings;
+  private readonly policy: Policy;
+  private readonly nModels: number;
+  /** The batch transport when no transport model is given (ms). */
+  private readonly fixedTransportMs: number;
+  private readonly learnsTransport: boolean;
+  private readonly requests: Requests;
+  private readonly gpus: SimGpus;
+  private readonly stats: SimStats;
+  private readonly epoch: EpochStats;
+  private readonly monitor: RateMonitor;
+  /** The dispatch rule's arrival rates: the monitor's estimate, taken at each decision as the policy's. */
+  private ratesPerS: readonly number[];
+  private readonly buffer: TaskBuffer;
+  private readonly sloMs: number[];
+  /** Added to a task's latency after its batch ends: the answer's way out and the client's own leg. */
+  private readonly answeredAfterMs: number;
+  private readonly rules: DispatchRules;
+  /** Per model, when the dispatch rule asked to be called again (Infinity: on the next arrival). */
+  private readonly timer: Float64Array;
+  private current: Deployment = { placements: [] };
+  private nextWorkerId = 0;
+  private dispatchNowMs = 0;
+
+  constructor(private readonly input: SimInput) {
+    const { cluster, settings } = input;
+    this.cluster = cluster;
+    this.settings = settings;
+    this.policy = input.policy;
+    const n = cluster.models.length;
+    this.nModels = n;
+    const transport = settings.transport;
+    this.fixedTransportMs = settings.transportMs ?? 0;
+    this.learnsTransport = transport !== undefined;
+    this.stats = new SimStats(n);
+    this.gpus = new SimGpus(cluster, settings.groundTruth, this.stats, input.trace);
+    this.sloMs = cluster.models.map((m) => m.sloMs);
+    // The answer's way out (the transport model's): the dispatch rule and expiry budget each task its
+    // SLO less it (`dispatchBudgetMs`, the scheduler's rule). The client's own leg counts in each
+    // task's latency as its client sees it, not in the budget: the scheduler cannot see it.
+    const wayOutMs = transport?.wayOutMs ?? 0;
+    this.answeredAfterMs = wayOutMs + (transport?.clientMs ?? 0);
+    const budgetMs = this.sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
+    this.rules = { slack: settings.dispatchSlack, marginMs: settings.dispatchMarginMs ?? 0 };
+    this.requests = new Requests(cluster, input.streams, transport, this.fixedTransportMs, settings.groundTruth.seed);
+    this.timer = new Float64Array(n).fill(Infinity);
+    this.monitor = new RateMonitor(n, settings.epochMs, settings.monitorWindowMs);
+    this.ratesPerS = this.monitor.ratesPerS(input.initialRatePerS);
+    this.epoch = new EpochStats(n);
+    this.buffer = new TaskBuffer(budgetMs, settings.queuePolicies, this.stats, this.epoch, input.trace);
+  }
+
+  /** The dispatch loop's view of this simulation (src/serving/dispatch.ts, shared with the scheduler). */
+  private readonly dispatchView: DispatchView<SimWorker> = {
+    model: (w) => w.model,
+    canRun: (w) => this.canRun(w),
+    batch: (w) => w.batch,
+    timeoutMs: (w) => w.timeoutMs,
+    predicted: (w) => w.predicted,
+    // Without a transport model, the fixed transport; with one, learned from the worker's batches the
+    // way the scheduler learns it (src/serving/transport.ts).
+    overheadMs: (w) => (this.learnsTransport ? w.overheadMs : this.fixedTransportMs),
+    gpu: (w) => w.gpu,
+    timeshared: (w) => this.gpus.timeshared(w.gpu),
+    gpuBusy: (w) => this.gpus.busy[w.gpu]! > 0,
+    budgetMs: (m) => this.buffer.onTimeMs[m]!,
+    ratePerS: (m) => this.ratesPerS[m]!,
+    delays: (m) => this.buffer.policies[m]!.delay,
+    queued: (m) => this.buffer.onTime[m]!.length,
+    headArrivalMs: (m) => this.buffer.onTime[m]!.peek(),
+    delayed: (m) => this.buffer.delayed[m]!.length,
+    drop: (m) => {
+      // The head task cannot meet its deadline even if its batch starts now.
+      this.buffer.onTime[m]!.shift();
+      this.buffer.dropped(m, this.dispatchNowMs);
+    },
+    delay: (m) => this.buffer.delay(m, this.dispatchNowMs),
+    start: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, this.buffer.onTime[w.model]!),
+    startDelayed: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, this.buffer.delayed[w.model]!),
+    idle: (w) => !w.busy && !w.held,
+    pipelinedAtMs: (w) =>
+      w.busy && !w.held && serves(w)
+        ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, this.gpus.timeshared(w.gpu))
+        : Infinity,
+  };
+
+  private canRun(w: SimWorker): boolean {
+    const timeshared = this.gpus.timeshared(w.gpu);
+    const inFlight = (w.busy ? 1 : 0) + (w.held ? 1 : 0);
+    return (
+      w.downUntilMs === Infinity &&
+      this.dispatchNowMs >= nextBatchAtMs(inFlight, w.lastSentMs, w.lastPredMs, w.overheadMs, timeshared) &&
+      serves(w) &&
+      !this.gpus.full(w.gpu)
+    );
+  }
+
+  /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
+  private tryDispatch(m: number, nowMs: number): void {
+    this.dispatchNowMs = nowMs;
+    this.timer[m] = dispatchModel(m, nowMs, this.rules, this.gpus.workers, this.dispatchView);
+  }
+
+  /** Model m's request queued at `nowMs`: its tasks are admitted (or make room, or are dropped). */
+  private arrive(m: number, nowMs: number): void {
+    this.requests.taken(m, nowMs);
+    for (let k = this.settings.samplesPerRequest?.[m] ?? 1; k > 0; k--) {
+      this.stats.arrivals[m]! += 1;
+      this.monitor.arrival(m, nowMs);
+      this.buffer.admit(m, this.requests.arrivalMs[m]!, nowMs);
+    }
+    this.requests.next(m);
+    this.tryDispatch(m, nowMs);
+  }
+
+  /** Sends a batch of the `size` oldest tasks of `q` to `w`: it runs now, or after the one running (pipelining). */
+  private sendBatch(w: SimWorker, nowMs: number, size: number, q: TaskQueue<number>): void {
+    w.lastSentMs = nowMs;
+    w.lastPredMs = predictedMs(w.predicted, size);
+    if (w.busy) {
+      const h = (w.held ??= {
+        size: 0,
+        sentMs: 0,
+        transportMs: 0,
+        arrivals: new Float64Array(Math.max(size, w.batch)),
+      });
+      if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
+      for (let i = 0; i < size; i++) h.arrivals[i] = q.shift();
+      h.size = size;
+      h.sentMs = nowMs;
+      h.transportMs = this.requests.batchTransportMs(w.model, size);
+      return;
+    }
+    if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
+    for (let i = 0; i < size; i++) w.arrivals[i] = q.shift();
+    w.transportMs = this.requests.batchTransportMs(w.model, size);
+    this.gpus.startBatch(w, nowMs, size, nowMs, w.transportMs);
+  }
+
+  /** The batch held by a worker whose GPU just freed starts; what is left of its transport comes first. */
+  private startHeld(w: SimWorker, nowMs: number): void {
+    const h = w.held!;
+    w.held = null;
+    w.arrivals = h.arrivals;
+    // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures
+    // it).
+    w.transportMs = Math.max(0, h.transportMs - (nowMs - h.sentMs));
+    this.gpus.startBatch(w, nowMs, h.size, h.sentMs, w.transportMs);
+  }
+
+  /** A batch leaves its worker (done or lost): the worker is free, and so is a time-shared GPU. */
+  private batchEnded(w: SimWorker, nowMs: number): void {
+    const gpus = this.gpus;
+    gpus.accountShares(nowMs);
+    w.busy = false;
+    w.doneAtMs = Infinity;
+    w.size = 0;
+    if (w.timeshared) gpus.busy[w.gpu]! -= 1;
+    // Pipelining: the batch sent ahead starts now that the GPU is free.
+    if (w.held) this.startHeld(w, nowMs);
+    if (w.state === State.Draining && !w.busy) w.state = State.Stopped;
+    if (gpus.timeshared(w.gpu)) {
+      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      const onGpu = gpus.workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
+      for (const x of nextModelsOnFreedGpu(onGpu, (m) => this.buffer.headArrivalMs(m))) this.tryDispatch(x, nowMs);
+    } else {
+      this.tryDispatch(w.model, nowMs);
+    }
+  }
+
+  private finishBatch(w: SimWorker, nowMs: number): void {
+    const m = w.model;
+    const slo = this.sloMs[m]!;
+    const exec = w.execMs;
+    for (let i = 0; i < w.size; i++) {
+      const a = w.arrivals[i]!;
+      const lat = nowMs - a + this.answeredAfterMs;
+      const good = lat <= slo;
+      this.stats.answered(m, lat, w.startMs - a, exec, good);
+      this.epoch.answered(m, lat, !good);
+    }
+    this.stats.served[m]! += w.size;
+    this.epoch.batchTimed(m, exec);
+    w.overheadMs = this.learnsTransport ? learnedOverheadMs(w.overheadMs, w.transportMs) : this.fixedTransportMs;
+    w.batchesThisEpoch++;
+    this.batchEnded(w, nowMs);
+  }
+
+  /** A worker dies (simulator.ts, "Worker failures"): the batches it runs and holds are lost. */
+  private fail(f: WorkerFailure, nowMs: number): void {
+    const w = this.gpus.workers.find(
+      (x) => x.model === f.model && x.gpu === f.gpu && serves(x) && x.downUntilMs === Infinity,
+    );
+    if (!w) return;
+    const lost = w.busy ? w.size + (w.held?.size ?? 0) : 0;
+    this.input.trace?.fail?.(nowMs, w.model, w.gpu, lost);
+    w.downUntilMs = nowMs + f.downMs;
+    if (!w.busy) return;
+    w.held = null;
+    this.stats.dropped[w.model]! += lost;
+    this.epoch.dropped(w.model, lost);
+    this.batchEnded(w, nowMs);
+  }
+
+  private recover(w: SimWorker, nowMs: number): void {
+    w.downUntilMs = Infinity;
+    this.tryDispatch(w.model, nowMs);
+  }
+
+  private newWorker(p: Placement, nowMs: number, ready: boolean): SimWorker {
+    const overheadMs = this.learnsTransport ? 0 : this.fixedTransportMs;
+    return newWorker(this.nextWorkerId++, p, nowMs, ready, this.settings.swapMs, overheadMs);
+  }
+
+  /** Moves the cluster toward a new deployment (simulator.ts, "Reconfiguration": what is free, what swaps). */
+  private apply(d: Deployment, nowMs: number, first: boolean): void {
+    const gpus = this.gpus;
+    gpus.accountShares(nowMs);
+    // The plan is the control plane's too (src/serving/workerSet.ts); here it runs in simulated time.
+    const nGpus = this.cluster.gpus.length;
+    const plan = planApply(gpus.workers, SIM_VIEW, d, gpus.modes, this.nModels, nGpus, first);
+    for (const { worker, placement } of plan.retune) {
+      worker.batch = placement.batch;
+      worker.timeoutMs = placement.timeoutMs ?? NaN;
+    }
+    for (const w of plan.reinstate) w.state = State.Active;
+    for (const w of plan.abandon) w.state = State.Stopped;
+    for (const w of plan.retire) w.state = State.Retiring;
+    for (const st of plan.start) {
+      const w = this.newWorker({ ...st.placement, pct: st.pct }, nowMs, first);
+      w.replaces = st.replaces;
+      if (!first) this.stats.swaps++;
+      gpus.workers.push(w);
+    }
+    for (const w of plan.release) w.state = w.busy ? State.Draining : State.Stopped;
+    gpus.modes = plan.modes;
+    gpus.workers = gpus.workers.filter((w) => w.state !== State.Stopped || w.busy);
+    for (let g = 0; g < nGpus; g++) {
+      gpus.refreshPredictions(g);
+      if (gpus.overcommitted(g)) this.stats.memoryOvercommits++;
+    }
+    this.current = d;
+  }
+
+  private activate(w: SimWorker, nowMs: number): void {
+    this.gpus.accountShares(nowMs);
+    w.state = State.Active;
+    w.readyAtMs = Infinity;
+    this.input.trace?.activate?.(nowMs, w.model, w.gpu, w.pct);
+    const old = onReady(w, SIM_VIEW);
+    if (old) old.state = old.busy ? State.Draining : State.Stopped;
+    w.replaces = null;
+    this.gpus.refreshPredictions(w.gpu);
+    this.tryDispatch(w.model, nowMs);
+  }
+
+  private observation(nowMs: number): Observation {
+    const queued = this.buffer.onTime.map((q) => q.length);
+    return this.epoch.observe(nowMs, this.monitor, this.input.initialRatePerS, queued, this.current);
+  }
+
+  private decide(nowMs: number, first: boolean): void {
+    const obs = this.observation(nowMs);
+    this.ratesPerS = obs.ratePerS;
+    const clock = this.input.clock;
+    const t0 = clock?.();
+    const d = this.policy.decide(obs);
+    if (t0 !== undefined) this.stats.decisionMs.push(clock!() - t0);
+    this.apply(d, nowMs, first);
+    for (let m = 0; m < this.nModels; m++) this.tryDispatch(m, nowMs);
+  }
+
+  private endEpoch(nowMs: number): void {
+    this.monitor.endEpoch();
+    for (const w of this.gpus.workers) {
+      if (this.learnsTransport && w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
+      w.batchesThisEpoch = 0;
+    }
+    for (let m = 0; m < this.nModels; m++) this.buffer.expire(m, nowMs);
+    const sec = this.settings.epochMs / 1000;
+    const t = this.epoch.totals();
+    this.stats.timeline.push({
+      tMs: nowMs,
+      servedPerS: t.served / sec,
+      goodPerS: t.good / sec,
+      missedPerS: t.missed / sec,
+    });
+  }
+
+  /**
+   * Runs to `settings.durationMs`. Event sources are few (one next arrival and one timer per model,
+   * one event per worker, the epoch), so the next event is found by scanning rather than with a heap;
+   * at equal times the epoch goes first, then arrivals and timers by model, workers, failures.
+   */
+  run(): SimResult {
+    const { settings, requests, timer, gpus } = this;
+    this.decide(0, true);
+    const failures = [...(this.input.failures ?? [])].sort((a, b) => a.tMs - b.tMs);
+    let nextFailure = 0;
+    let nextEpochMs = settings.epochMs;
+    const end = settings.durationMs;
+    for (;;) {
+      let tMin = nextEpochMs;
+      let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker, 4 failure
+      let which = -1;
+      for (let m = 0; m < this.nModels; m++) {
+        if (requests.queuedMs[m]! < tMin) {
+          tMin = requests.queuedMs[m]!;
+          kind = 1;
+          which = m;
+        }
+        if (timer[m]! < tMin) {
+          tMin = timer[m]!;
+          kind = 2;
+          which = m;
+        }
+      }
+      let worker: SimWorker | null = null;
+      for (const w of gpus.workers) {
+        const t = w.busy ? w.doneAtMs : w.state === State.Starting ? w.readyAtMs : w.downUntilMs;
+        if (t < tMin) {
+          tMin = t;
+          kind = 3;
+          worker = w;
+        }
+      }
+      if (nextFailure < failures.length && failures[nextFailure]!.tMs < tMin) {
+        tMin = failures[nextFailure]!.tMs;
+        kind = 4;
+      }
+      if (tMin > end) break;
+      this.stats.events++;
+      if (kind === 1) this.arrive(which, tMin);
+      else if (kind === 2) this.tryDispatch(which, tMin);
+      else if (kind === 3) {
+        const w = worker!;
+        if (w.busy) this.finishBatch(w, tMin);
+        else if (w.state === State.Starting) this.activate(w, tMin);
+        else this.recover(w, tMin);
+        if (w.state === State.Stopped) gpus.workers = gpus.workers.filter((x) => x !== w);
+      } else if (kind === 4) {
+        this.fail(failures[nextFailure++]!, tMin);
+      } else {
+        this.endEpoch(tMin);
+        this.decide(tMin, false);
+        this.epoch.reset();
+        nextEpochMs += settings.epochMs;
+      }
+    }
+    gpus.accountShares(end);
+    return this.result(end);
+  }
+
+  private result(end: number): SimResult {
+    const leftover = this.cluster.models.map((_, i) => ({
+      queued: this.buffer.onTime[i]!.length,
+      delayed: this.buffer.delayed[i]!.length,
+      running: this.gpus.workers
+        .filter((w) => w.model === i && w.busy)
+        .reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0),
+    }));
+    return simResult(this.cluster, this.stats, leftover, this.gpus.shareTime, end);
+  }
+}

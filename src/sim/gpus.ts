@@ -1,0 +1,136 @@
+// The simulated GPUs: the workers placed on them, each GPU's mode, the batches running, and the MPS
+// share held over time. A batch takes the ground truth's time (groundTruth.ts) for the models running
+// on its GPU when it starts; on a pooled (`timeshare`) GPU, the GPU's own mode says whether batches of
+// different models overlap or run one at a time (src/model/pooledGpu.ts).
+import type { ClusterInfo, GpuMode } from '../policy/types.js';
+import { pooledConcurrency } from '../model/pooledGpu.js';
+import { predictionTable } from '../serving/dispatch.js';
+import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
+import type { SimTrace } from './types.js';
+import type { SimStats } from './stats.js';
+import { serves, type SimWorker, State } from './worker.js';
+
+export class SimGpus {
+  workers: SimWorker[] = [];
+  modes: GpuMode[];
+  /** Timeshare GPUs: batches running now. */
+  readonly busy: Uint8Array;
+  /** Per GPU, the MPS share held integrated over time (% x ms; timeshare GPUs count 100 while busy). */
+  readonly shareTime: Float64Array;
+  /** How many batches may run at once on each GPU when pooled (its mode's rule). */
+  private readonly pooledLimit: number[];
+  private readonly truth: GroundTruth;
+  private readonly gpuType: number[];
+  private lastShareMs = 0;
+  private readonly scratchModels: ProfileModelIndex[] = [];
+  private readonly scratchBatches: number[] = [];
+  private readonly scratchPcts: number[] = [];
+  private readonly scratchOut: number[] = [];
+
+  constructor(
+    private readonly cluster: ClusterInfo,
+    truth: GroundTruthSettings,
+    private readonly stats: SimStats,
+    private readonly trace: SimTrace | undefined,
+  ) {
+    const n = cluster.gpus.length;
+    this.modes = new Array<GpuMode>(n).fill('mps');
+    this.busy = new Uint8Array(n);
+    this.shareTime = new Float64Array(n);
+    this.pooledLimit = cluster.gpus.map((g) => pooledConcurrency(g.pooled));
+    this.truth = new GroundTruth(truth);
+    this.gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
+  }
+
+  timeshared(g: number): boolean {
+    return this.modes[g] === 'timeshare';
+  }
+
+  /** A pooled GPU that runs as many batches as its mode allows. */
+  full(g: number): boolean {
+    return this.timeshared(g) && this.busy[g]! >= this.pooledLimit[g]!;
+  }
+
+  liveOn(g: number): SimWorker[] {
+    return this.workers.filter((w) => w.gpu === g && w.state !== State.Stopped);
+  }
+
+  /** Recomputes every worker's predicted t_inf table on a GPU (its placements as the scheduler sees them). */
+  refreshPredictions(g: number): void {
+    // Workers that serve: a shadow still warming up runs no task batches and is not counted.
+    const onGpu = this.liveOn(g).filter(serves);
+    const gpu = this.cluster.gpus[g]!;
+    onGpu.forEach((w, k) => predictionTable(gpu, onGpu, k, this.timeshared(g), w.predicted));
+  }
+
+  /** The memory its live workers (shadows included) need is more than GPU g has. */
+  overcommitted(g: number): boolean {
+    const gpu = this.cluster.gpus[g]!;
+    const mem = this.liveOn(g).reduce((s, w) => s + gpu.model.memoryMb(gpu.profileIndex[w.model]!, w.batch), 0);
+    return mem > gpu.memMb + 1e-6;
+  }
+
+  /** Adds the shares held since the last call; call before any change to workers, states or modes. */
+  accountShares(nowMs: number): void {
+    const dt = nowMs - this.lastShareMs;
+    if (dt <= 0) return;
+    for (const w of this.workers) {
+      if (w.state === State.Stopped || w.state === State.Starting) continue;
+      if (!this.timeshared(w.gpu)) this.shareTime[w.gpu]! += w.pct * dt;
+    }
+    // A timeshare GPU counts 100 while any batch runs on it, however many overlap.
+    for (let g = 0; g < this.busy.length; g++)
+      if (this.timeshared(g) && this.busy[g]! > 0) this.shareTime[g]! += 100 * dt;
+    this.lastShareMs = nowMs;
+  }
+
+  /**
+   * Batch of `size` (its arrival times in w.arrivals) starts on `w` at `nowMs`: its GPU time from the
+   * neighbours running now, answered after `transportLeftMs` + that time. `sentMs`: when it was sent
+   * (its tasks' queueing ends there).
+   */
+  startBatch(w: SimWorker, nowMs: number, size: number, sentMs: number, transportLeftMs: number): void {
+    const g = w.gpu;
+    const gpu = this.cluster.gpus[g]!;
+    this.accountShares(nowMs);
+    // The models running on this GPU now, and this batch: MPS partitions at their shares; on a pooled
+    // GPU, its mode's rule (src/model/pooledGpu.ts, the simulated worker's too).
+    const timeshared = this.timeshared(g);
+    const models = this.scratchModels;
+    const batches = this.scratchBatches;
+    const pcts = this.scratchPcts;
+    models.length = batches.length = pcts.length = this.scratchOut.length = 0;
+    models.push(gpu.profileIndex[w.model]! as ProfileModelIndex);
+    batches.push(size);
+    pcts.push(w.pct);
+    for (const x of this.workers) {
+      if (x !== w && x.gpu === g && x.busy) {
+        models.push(gpu.profileIndex[x.model]! as ProfileModelIndex);
+        batches.push(x.size);
+        pcts.push(x.pct);
+      }
+    }
+    this.scratchOut.length = models.length;
+    const pooled = timeshared ? gpu.pooled : null;
+    const t = this.truth.batchMs(
+      gpu.model,
+      this.gpuType[g]!,
+      pooled,
+      models,
+      batches,
+      pcts,
+      models.length,
+      this.scratchOut,
+    );
+    if (timeshared) this.busy[g]! += 1;
+    w.timeshared = timeshared;
+    w.busy = true;
+    w.size = size;
+    w.startMs = sentMs;
+    w.execMs = t;
+    w.doneAtMs = nowMs + t + transportLeftMs;
+    // Told at its start on the GPU; a batch held by pipelining was sent earlier (tMs = when it was sent).
+    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs);
+    this.stats.batchStarted(w.model, size);
+  }
+}

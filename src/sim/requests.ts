@@ -1,0 +1,72 @@
+// The simulator's requests and the wire they cross: per model, when its next request arrives and when
+// it is queued (after its way in), and each batch's transport. Each spread is drawn from its own
+// seeded stream, so the ground truth's draws stay the same with or without a transport model.
+import type { ClusterInfo } from '../policy/types.js';
+import { spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
+import type { ArrivalStream } from '../workload/arrivals.js';
+import { mixSeed, Rng } from '../workload/random.js';
+
+export class Requests {
+  /** Per model, the next request's arrival time: its deadline and latency count from it. */
+  readonly arrivalMs: Float64Array;
+  /** Per model, when the next request is queued (its arrival plus its way in); the arrival event's time. */
+  readonly queuedMs: Float64Array;
+  private readonly lastQueuedMs: Float64Array;
+  /** Per served model, the bytes of one task's input (the profile's), for the per-megabyte transport. */
+  private readonly inputBytes: number[];
+  private readonly wayInMs: number[];
+  private readonly spreadRng: Rng | null;
+  private readonly wayInRng: Rng | null;
+
+  constructor(
+    cluster: ClusterInfo,
+    private readonly streams: readonly ArrivalStream[],
+    private readonly transport: TransportModel | undefined,
+    private readonly fixedTransportMs: number,
+    seed: number,
+  ) {
+    const n = cluster.models.length;
+    this.inputBytes = cluster.models.map((m) => {
+      const g = cluster.gpus.find((x) => x.model.profile.models[m.name]);
+      return g ? g.model.profile.models[m.name]!.inputBytes : 0;
+    });
+    // A batch's transport spreads around the fit as the scheduler measured it (`spread`).
+    this.spreadRng = transport?.spread ? new Rng(mixSeed(seed, 0x7370)) : null;
+    // The request's way in (the transport model's, as the scheduler measured it): a task arriving at t
+    // is queued at t + its way in and keeps t for its deadline and latency. With `wayInSpread`, each
+    // request's way in is its model's fitted one times a draw from its own stream.
+    this.wayInMs = this.inputBytes.map((b) => (transport ? wayInMsFor(transport, b) : 0));
+    this.wayInRng = transport?.wayInSpread ? new Rng(mixSeed(seed, 0x7769)) : null;
+    this.arrivalMs = new Float64Array(n);
+    this.queuedMs = new Float64Array(n);
+    this.lastQueuedMs = new Float64Array(n).fill(-Infinity);
+    for (let m = 0; m < n; m++) this.next(m);
+  }
+
+  /**
+   * Model m's request queued at `nowMs` is taken; draws its next one. A request is queued no earlier
+   * than the one before it of its model (requests are read and parsed in turn on the scheduler's one
+   * thread), so each queue stays in arrival order.
+   */
+  taken(m: number, nowMs: number): void {
+    this.lastQueuedMs[m] = nowMs;
+  }
+
+  /** Draws model m's next request: when it arrives and when it is queued. */
+  next(m: number): void {
+    const t = this.streams[m]!.next();
+    this.arrivalMs[m] = t;
+    const wayIn = this.wayInRng
+      ? this.wayInMs[m]! * spreadFactor(this.transport!.wayInSpread, this.wayInRng.next())
+      : this.wayInMs[m]!;
+    this.queuedMs[m] = Math.max(t + wayIn, this.lastQueuedMs[m]!);
+  }
+
+  /** The transport of a batch of `size` tasks of model m (ms). */
+  batchTransportMs(m: number, size: number): number {
+    const t = this.transport;
+    if (!t) return this.fixedTransportMs;
+    const factor = this.spreadRng ? spreadFactor(t.spread, this.spreadRng.next()) : 1;
+    return transportMsFor(t, size * this.inputBytes[m]!) * factor;
+  }
+}

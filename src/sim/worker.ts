@@ -1,0 +1,119 @@
+// A simulated worker: one model's process on one GPU at one MPS share, through its life (started,
+// serving, retiring behind its replacement, draining, stopped), with the batch it runs and the one
+// sent ahead of it (pipelining).
+import type { Placement } from '../policy/types.js';
+import { MAX_PRED_BATCH } from '../serving/dispatch.js';
+import type { Phase, WorkerView } from '../serving/workerSet.js';
+
+export enum State {
+  Starting,
+  Active,
+  /** Serving until its replacement is ready. */
+  Retiring,
+  /** Finishes the batch it runs, then stops. */
+  Draining,
+  Stopped,
+}
+
+/** A batch sent to a worker while it runs another (pipelining; only with transport). */
+export interface HeldBatch {
+  size: number;
+  sentMs: number;
+  transportMs: number;
+  arrivals: Float64Array;
+}
+
+export interface SimWorker {
+  readonly id: number;
+  readonly model: number;
+  readonly gpu: number;
+  readonly pct: number;
+  batch: number;
+  /** NaN: no timeout. */
+  timeoutMs: number;
+  state: State;
+  readyAtMs: number;
+  busy: boolean;
+  doneAtMs: number;
+  startMs: number;
+  /** GPU time of the batch running now (its duration less the transport). */
+  execMs: number;
+  /** The running batch counts in its GPU's timeshare `gpuBusy` (it started while the GPU was timeshare). */
+  timeshared: boolean;
+  size: number;
+  /** Arrival times of the running batch's tasks. */
+  arrivals: Float64Array;
+  /** When the latest batch sent to it was sent, and that batch's predicted GPU time (pipelining). */
+  lastSentMs: number;
+  lastPredMs: number;
+  /** A batch sent ahead while one runs: it runs when the GPU frees. */
+  held: HeldBatch | null;
+  /** The transport of the batch running (ms). */
+  transportMs: number;
+  /** The dispatch rule's transport estimate, learned from its batches as the scheduler learns it. */
+  overheadMs: number;
+  batchesThisEpoch: number;
+  /** Predicted t_inf at batch 1..MAX_PRED_BATCH-1 (index b) given the GPU's placements: the task buffer's view. */
+  predicted: Float64Array;
+  replaces: SimWorker | null;
+  /** Dead until its agent restarts it at this time (Infinity: up); it takes no batch meanwhile. */
+  downUntilMs: number;
+}
+
+/** Takes task batches: serving, and not a shadow still warming up. */
+export function serves(w: SimWorker): boolean {
+  return w.state === State.Active || w.state === State.Retiring;
+}
+
+/** A worker for `p`, ready at once (the first deployment) or after its warm-up `swapMs`. */
+export function newWorker(
+  id: number,
+  p: Placement,
+  nowMs: number,
+  ready: boolean,
+  swapMs: number,
+  overheadMs: number,
+): SimWorker {
+  return {
+    id,
+    model: p.model,
+    gpu: p.gpu,
+    pct: p.pct,
+    batch: p.batch,
+    timeoutMs: p.timeoutMs ?? NaN,
+    state: ready ? State.Active : State.Starting,
+    readyAtMs: ready ? nowMs : nowMs + swapMs,
+    busy: false,
+    doneAtMs: Infinity,
+    startMs: 0,
+    execMs: 0,
+    timeshared: false,
+    size: 0,
+    arrivals: new Float64Array(Math.max(1, p.batch)),
+    lastSentMs: -Infinity,
+    lastPredMs: 0,
+    held: null,
+    transportMs: 0,
+    overheadMs,
+    batchesThisEpoch: 0,
+    predicted: new Float64Array(MAX_PRED_BATCH),
+    replaces: null,
+    downUntilMs: Infinity,
+  };
+}
+
+/** The simulator's workers as the shared worker-set plan (src/serving/workerSet.ts) reads them. */
+const SIM_PHASE: Record<State, Phase> = {
+  [State.Starting]: 'starting',
+  [State.Active]: 'active',
+  [State.Retiring]: 'retiring',
+  [State.Draining]: 'draining',
+  [State.Stopped]: 'draining',
+};
+export const SIM_VIEW: WorkerView<SimWorker> = {
+  model: (w) => w.model,
+  gpu: (w) => w.gpu,
+  pct: (w) => w.pct,
+  phase: (w) => SIM_PHASE[w.state],
+  replaces: (w) => w.replaces,
+};
