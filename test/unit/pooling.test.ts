@@ -20,7 +20,7 @@ import {
   planPooling,
   pooledAssignment,
   scoreDeployment,
-} from '../../src/policy/pooling.js';
+} from '../../src/policy/pooling/index.js';
 import { initialRates } from '../../src/scenario/build.js';
 import { timesharePlan } from '../../src/policy/policies/timeshare.js';
 import type { ClusterInfo, Deployment } from '../../src/policy/types.js';
