@@ -22,12 +22,12 @@ import type {
   ClusterInfo,
   Deployment,
   Observation,
-  Placement,
   Policy,
   PolicyFactory,
   PolicyOptions,
 } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
+import { sameLayout, switchRate } from './switching.js';
 import {
   type ActionSpace,
   actionSpace,
@@ -168,7 +168,10 @@ export class InssPolicy implements Policy {
     this.sources.set(source, (this.sources.get(source) ?? 0) + 1);
   }
 
-  /** The paper's TS (with the refinement additions when set): BDA on the placement in force, the actor when BDA fails. */
+  /**
+   * The paper's TS (with the refinement additions when set): BDA on the placement in force, the actor
+   * when BDA fails.
+   */
   private decidePaper(obs: Observation, rates: number[], current: Deployment): Deployment {
     const opts = this.bdaOptions;
     if (current.placements.length === 0) return this.reallocate(obs, rates, current).deployment;
@@ -250,8 +253,8 @@ export class InssPolicy implements Policy {
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
     // SWITCH_SAVES_FRACTION of the tasks, whatever the utilisation term says: measured rates move
     // every epoch (most of all under bursty arrivals), each re-plan can land on another plan of
-    // about the same score, and every switch starts shadow workers (mixed-32x24, paper-8, bursty-6
-    // flapped, 10-35 plan changes in a run). Otherwise the best must beat it by SWITCH_MARGIN.
+    // about the same score, and every switch starts shadow workers (without this rule the plan
+    // flaps between near-equal plans). Otherwise the best must beat it by SWITCH_MARGIN.
     const total = rates.reduce((a, b) => a + b, 0);
     const meets = kept !== null && kept.missedPerS <= MEETS_MISSED_FRACTION * total;
     // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
@@ -296,37 +299,6 @@ export class InssPolicy implements Policy {
   }
 }
 
-/** Tasks/s of the models whose workers a switch from `a` to `b` changes (a worker started or stopped). */
-export function switchRate(cluster: ClusterInfo, a: Deployment, b: Deployment, rates: readonly number[]): number {
-  const key = (d: Deployment, p: Placement) => `${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`;
-  let sum = 0;
-  for (const m of cluster.models) {
-    const ka = a.placements
-      .filter((p) => p.model === m.index)
-      .map((p) => key(a, p))
-      .sort()
-      .join(',');
-    const kb = b.placements
-      .filter((p) => p.model === m.index)
-      .map((p) => key(b, p))
-      .sort()
-      .join(',');
-    if (ka !== kb) sum += rates[m.index]!;
-  }
-  return sum;
-}
-
-/** The same workers: the same models on the same GPUs at the same shares, in the same GPU modes (batches aside). */
-export function sameLayout(a: Deployment, b: Deployment): boolean {
-  if (a.placements.length !== b.placements.length) return false;
-  const key = (d: Deployment) =>
-    d.placements
-      .map((p) => `${p.model}@${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`)
-      .sort()
-      .join(',');
-  return key(a) === key(b);
-}
-
 /** Raised when a policy needs a trained file it was not given or that does not fit. */
 export class PolicyFileError extends RangeError {
   override readonly name = 'PolicyFileError';
@@ -340,7 +312,10 @@ export interface InssVariant {
   readonly description: string;
 }
 
-/** `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or does not fit. */
+/**
+ * `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or
+ * does not fit.
+ */
 type LoadedActor =
   | { readonly space: ActionSpace; readonly actor: ActorForward }
   | { readonly reason: string; readonly malformed?: true };
@@ -403,7 +378,9 @@ export const inssFactory = inssVariantFactory({
   interference: true,
   additions: ALL_ADDITIONS,
   description:
-    'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) refined on the latency model, against time-shared pooling and hybrids under a queueing model; BDA batch sizes (docs/inss.md)',
+    'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) ' +
+    'refined on the latency model, against time-shared pooling and hybrids under a queueing model; ' +
+    'BDA batch sizes (docs/inss.md)',
 });
 export const inssNiFactory = inssVariantFactory({
   name: 'inss-ni',

@@ -15,8 +15,8 @@ export const RATE_HEADROOM = 1.1;
 /** Fraction of each SLO BDA plans the worst task against: room for the latency model's error. */
 export const SLO_FRACTION = 0.85;
 /**
- * Reward evaluations one refinement may spend (about 10-20 us each on paper-8). Case 2 runs two (the
- * actor's allocation and the deployment in force), which keeps a decision under 5 ms at p99.
+ * Reward evaluations one refinement may spend. Case 2 runs two (the actor's allocation and the
+ * deployment in force); the budget keeps a decision within a few milliseconds (docs/benchmarks.md).
  */
 export const REFINE_BUDGET = 60;
 /** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
@@ -25,17 +25,21 @@ export const SWITCH_MARGIN = 0.05;
 export const MEETS_MISSED_FRACTION = 0.01;
 /** ...and is left only for one predicted to miss this fraction of all tasks fewer. */
 export const SWITCH_SAVES_FRACTION = 0.005;
-/** When no model's rate rose, the pooling planner keeps a deployment in force predicted to miss at most this fraction of the tasks. */
+/**
+ * When no model's rate rose, the pooling planner keeps a deployment in force predicted to miss at most
+ * this fraction of the tasks.
+ */
 export const KEEP_MISSED_FRACTION = 0.001;
 /**
  * Feedback from measured misses (pooling variants with `missFeedback`: the `inss-fb` ablation). Each
- * model's late and dropped tasks are counted over windows of FEEDBACK_EPOCHS epochs holding at least FEEDBACK_MIN_TASKS finished tasks, from
- * Observation.lastEpoch (which the simulator and the live scheduler both fill). A model that missed
- * more than MISS_TARGET in a window is planned for MISS_BOOST x more rate from then on (up to
- * MAX_MISS_BOOST): the planner gives it the capacity its model-based estimate thought it did not need.
- * A window with at most a quarter of MISS_TARGET lets the boost decay by MISS_BOOST_DECAY. Misses
- * during swaps count: they are the policy's doing too. The window is several epochs because a 1 s
- * epoch of a model that misses 0.3% overall often shows 1-3%.
+ * model's late and dropped tasks are counted over windows of FEEDBACK_EPOCHS epochs holding at least
+ * FEEDBACK_MIN_TASKS finished tasks, from Observation.lastEpoch (which the simulator and the live
+ * scheduler both fill). A model that missed more than MISS_TARGET in a window is planned for
+ * MISS_BOOST x more rate from then on (up to MAX_MISS_BOOST): the planner gives it the capacity its
+ * model-based estimate thought it did not need. A window with at most a quarter of MISS_TARGET lets
+ * the boost decay by MISS_BOOST_DECAY. Misses during swaps count: they are the policy's doing too.
+ * The window is several epochs because one short epoch of a model that misses little overall often
+ * shows several times as much.
  */
 export const MISS_TARGET = 0.02;
 export const MISS_BOOST = 1.15;
@@ -60,14 +64,14 @@ export interface InssAdditions {
   /** Cap each model's capacity credit in the refinement's reward at CAPACITY_CREDIT_X x its rate. */
   readonly capacityCredit: boolean;
   /**
-   * Pooling (issue 12): the MPS plan competes with time sharing's deployment and hybrids, scored by
-   * the queueing model (src/policy/pooling.ts); and with no trained policy that fits, the MPS plan
+   * Pooling: the MPS plan competes with time sharing's deployment and hybrids, scored by
+   * the queueing model (src/policy/pooling/); and with no trained policy that fits, the MPS plan
    * comes from a greedy partition refined on the latency model instead of the actor.
    */
   readonly pooling: boolean;
   /**
-   * Feedback from measured misses (MISS_TARGET and below): off in `inss`, on in the `inss-fb` ablation;
-   * it helped paper-8 and hurt paper-8x5 and surge-6 (docs/inss.md, "Feedback from measured misses").
+   * Feedback from measured misses (MISS_TARGET and below): off in `inss`, on in the `inss-fb` ablation:
+   * it helps some workloads and hurts others (docs/inss.md, "Feedback from measured misses").
    */
   readonly missFeedback: boolean;
 }
@@ -95,8 +99,7 @@ export const ALL_ADDITIONS: InssAdditions = {
 export const DWELL_MS = 3000;
 /**
  * What a switch costs: about this many seconds of the tasks of the models whose workers it moves are
- * missed while the new workers start (measured in the simulator: 0.1-0.13 s on average over
- * every switch of paper-8x5, diurnal-6 and n12-rtx2060s-3-seven, 0.2-0.4 s for those that change a
+ * missed while the new workers start (measured in the simulator, more for a switch that changes a
  * GPU's mode; docs/inss.md, "Switch cost"). The planner charges it, spread over the dwell, against
  * the misses a switch saves.
  */

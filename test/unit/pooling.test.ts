@@ -8,9 +8,8 @@ import {
   inssVariantFactory,
   MAX_MISS_BOOST,
   MISS_BOOST,
-  sameLayout,
-  switchRate,
 } from '../../rl/inss.js';
+import { sameLayout, switchRate } from '../../rl/switching.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import {
   balancedPartition,
