@@ -1,6 +1,6 @@
-// The same planning headroom inss uses, for any model-based baseline (issue 11: "so the table shows
-// how much of any gap is margin"). inss plans every model for its measured rate x RATE_HEADROOM and
-// its worst task against SLO x SLO_FRACTION (rl/inss.ts; docs/inss.md). `withHeadroom` gives a
+// The same planning headroom inss uses, for any model-based baseline (so a table shows how much of
+// any gap is margin). inss plans every model for its measured rate x RATE_HEADROOM and
+// its worst task against SLO x SLO_FRACTION (rl/inssTuning.ts; docs/inss.md). `withHeadroom` gives a
 // baseline exactly that: the inner policy sees every observed rate multiplied by `rateX` and a
 // cluster whose SLOs are multiplied by `sloFraction`, so everything it derives from them (batch
 // bounds, SLO/2 timeouts, shares, self-tuning residuals) is planned with the same margin. The
