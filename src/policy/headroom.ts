@@ -15,7 +15,7 @@ export interface Headroom {
 }
 
 /**
- * inss's headroom: rl/inss.ts RATE_HEADROOM and SLO_FRACTION (src/ may not import rl/, so the values
+ * inss's headroom: rl/inssTuning.ts RATE_HEADROOM and SLO_FRACTION (src/ may not import rl/, so the values
  * are restated here; test/unit/policy-headroom.test.ts fails if they drift apart).
  */
 export const INSS_HEADROOM: Headroom = { rateX: 1.1, sloFraction: 0.85 };
