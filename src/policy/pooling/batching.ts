@@ -80,8 +80,7 @@ const BATCH_WEIGHTS = (() => {
  * variance (slow c)^2 lambda t_n.
  * Counting every task of a batch with 2 t(B) > budget as missed would overstate the misses on a
  * lightly loaded time-shared GPU many times over; the queue model alone (mean batch, mean slowdown)
- * would miss them where a model's batches grow beside a slow neighbour (docs/results.md, "Pooled
- * GPUs").
+ * would miss them where a model's batches grow beside a slow neighbour (docs/results.md).
  * Only for a model with one server: with several, a task goes to whichever worker frees first and
  * is not tied to one server's batch cycle (applied to each of several servers it predicts misses the
  * simulator does not show).

@@ -2,7 +2,7 @@
 // `PoolingContext` for its cluster and passes it to every score, so the latency model's answers that the
 // fixed point asks for again and again (solo times, overlap times, time sharing's batches) are computed
 // once. Every memoised value is a pure function of the cluster, so a fresh context gives the same
-// results, only slower. Not shared between threads; a score runs to its end without re-entering.
+// results, only slower. A score runs to its end without yielding, so no two ever share the scratch.
 import { pooledMs, pooledSharePct } from '../../model/pooledGpu.js';
 import { BDA_MAX_BATCH } from '../bda.js';
 import { timeshareMaxBatch, timesharePlan } from '../policies/timeshare.js';
