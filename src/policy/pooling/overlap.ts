@@ -37,7 +37,7 @@ export function settlePooled(ctx: PoolingContext, s: Servers, ratePerS: readonly
       if (modes[g.index] !== 'timeshare') continue;
       if (pooledGpuPass(ctx, s, g, pass, scratch)) moved = true;
     }
-    const next = splitRates(s, ratePerS, s.effMu);
+    const next = splitRates(s.ps, s.byModel.length, ratePerS, s.effMu);
     const settled = next.every((x, i) => Math.abs(x - s.lam[i]!) <= SETTLED * Math.max(1, x));
     s.lam = next;
     if (settled && !moved) break;

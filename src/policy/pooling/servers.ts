@@ -37,37 +37,30 @@ export interface Servers {
 export const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] =>
   cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
 
-/** The servers of `ps` before any rate is split: null when a placement names a GPU or model that is not there. */
-function indexServers(cluster: ClusterInfo, ps: readonly Placement[], modes: readonly GpuMode[]): Servers | null {
-  const n = ps.length;
+/** The placements of `ps` per GPU and per model: null when a placement names a GPU or model that is not there. */
+function indexPlacements(
+  cluster: ClusterInfo,
+  ps: readonly Placement[],
+): { byGpu: number[][]; byModel: number[][] } | null {
   const byGpu: number[][] = cluster.gpus.map(() => []);
   const byModel: number[][] = cluster.models.map(() => []);
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < ps.length; i++) {
     const q = ps[i]!;
     if (!byGpu[q.gpu] || !byModel[q.model]) return null;
     byGpu[q.gpu]!.push(i);
     byModel[q.model]!.push(i);
   }
-  return {
-    ps,
-    modes,
-    byGpu,
-    byModel,
-    batch: new Array<number>(n).fill(1),
-    tMs: new Array<number>(n).fill(NaN),
-    mu: new Array<number>(n).fill(0),
-    lam: [],
-    effMu: [],
-    effMs: [],
-    fill: [],
-    slow: [],
-  };
+  return { byGpu, byModel };
 }
 
-/** Each model's rate split over its servers in proportion to `rates` (one per placement). */
-export function splitRates(s: Servers, ratePerS: readonly number[], rates: readonly number[]): number[] {
-  const { ps } = s;
-  const total = new Array<number>(s.byModel.length).fill(0);
+/** Each model's rate split over the servers of `ps` in proportion to `rates` (one per placement). */
+export function splitRates(
+  ps: readonly Placement[],
+  nModels: number,
+  ratePerS: readonly number[],
+  rates: readonly number[],
+): number[] {
+  const total = new Array<number>(nModels).fill(0);
   for (let i = 0; i < ps.length; i++) total[ps[i]!.model]! += rates[i]!;
   return ps.map((p, i) => (total[p.model]! > 0 ? (ratePerS[p.model]! * rates[i]!) / total[p.model]! : 0));
 }
@@ -87,9 +80,14 @@ export function buildServers(
   sloFraction: number,
 ): Servers | null {
   const cluster = ctx.cluster;
-  const s = indexServers(cluster, ps, modes);
-  if (!s) return null;
-  const { batch, tMs, mu, byGpu } = s;
+  const index = indexPlacements(cluster, ps);
+  if (!index) return null;
+  const { byGpu, byModel } = index;
+  const n = ps.length;
+  const nModels = cluster.models.length;
+  const batch = new Array<number>(n).fill(1);
+  const tMs = new Array<number>(n).fill(NaN);
+  const mu = new Array<number>(n).fill(0);
   for (let i = 0; i < ps.length; i++) {
     const p = ps[i]!;
     const gpu = cluster.gpus[p.gpu];
@@ -109,7 +107,7 @@ export function buildServers(
     mpsGpus.push(g.index);
     for (let k = 0; k < on.length; k++) mu[on[k]!] = 1000 / ctx.batchOneMs(g, ps, on, k, interference);
   }
-  let lam = splitRates(s, ratePerS, mu);
+  let lam = splitRates(ps, nModels, ratePerS, mu);
   if (mpsGpus.length > 0) {
     for (const gi of mpsGpus) {
       const on = byGpu[gi]!;
@@ -127,14 +125,22 @@ export function buildServers(
         mu[i] = (1000 * batch[i]) / tMs[i];
       });
     }
-    lam = splitRates(s, ratePerS, mu);
+    lam = splitRates(ps, nModels, ratePerS, mu);
   }
-  s.lam = lam;
-  s.effMu.push(...mu);
-  s.effMs.push(...tMs);
-  s.fill.push(...batch);
-  s.slow.push(...new Array<number>(ps.length).fill(1));
-  return s;
+  return {
+    ps,
+    modes,
+    byGpu,
+    byModel,
+    batch,
+    tMs,
+    mu,
+    lam,
+    effMu: [...mu],
+    effMs: [...tMs],
+    fill: [...batch],
+    slow: new Array<number>(n).fill(1),
+  };
 }
 
 /**
