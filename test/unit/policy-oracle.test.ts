@@ -205,7 +205,7 @@ describe('oracle search', () => {
     }
   });
 
-  it('supports() names the size of an instance over its limit; a search or create on one anyway is a RangeError', () => {
+  it('supports() names the size of an instance over its limit; a search or create on one is a RangeError', () => {
     const six = synthetic(2.5, ['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
     const models = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((name) => ({ name, sloMs: 100 }));
     const big = buildCluster([six, six], models);
