@@ -191,7 +191,8 @@ export class ActorForward {
       const layer = { inDim: sizes[k]!, outDim: sizes[k + 1]!, w: decodeF32(l.w), b: decodeF32(l.b) };
       if (layer.w.length !== layer.inDim * layer.outDim || layer.b.length !== layer.outDim)
         throw new InvalidSerializedAgentError(
-          `invalid actor snapshot: actor.${k}: expected ${layer.inDim}x${layer.outDim} weights and ${layer.outDim} biases`,
+          `invalid actor snapshot: actor.${k}: ` +
+            `expected ${layer.inDim}x${layer.outDim} weights and ${layer.outDim} biases`,
         );
       return layer;
     });

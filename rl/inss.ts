@@ -14,19 +14,20 @@ import {
   balancedPartition,
   greedyPartition,
   planPooling,
+  PoolingContext,
   type PoolingOptions,
   scoreDeployment,
-} from '../src/policy/pooling.js';
+} from '../src/policy/pooling/index.js';
 import type {
   ClusterInfo,
   Deployment,
   Observation,
-  Placement,
   Policy,
   PolicyFactory,
   PolicyOptions,
 } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
+import { sameLayout, switchRate } from './switching.js';
 import {
   type ActionSpace,
   actionSpace,
@@ -41,108 +42,33 @@ import {
 import { policyMismatch, PolicyFileSchema } from './policyFile.js';
 import { refine, type RefineOptions } from './refine.js';
 import { formatIssues } from '../src/profile/schema.js';
-import { type ReplanGate, ratesMoved } from '../src/policy/replan.js';
+import { ratesMoved } from '../src/policy/replan.js';
+import {
+  ALL_ADDITIONS,
+  CAPACITY_CREDIT_X,
+  DWELL_MS,
+  FEEDBACK_EPOCHS,
+  FEEDBACK_MIN_TASKS,
+  INSS_REPLAN,
+  type InssAdditions,
+  KEEP_MISSED_FRACTION,
+  MAX_MISS_BOOST,
+  MEETS_MISSED_FRACTION,
+  MISS_BOOST,
+  MISS_BOOST_DECAY,
+  MISS_TARGET,
+  PAPER_ONLY,
+  POOLING_BUDGET,
+  RATE_CHANGE,
+  RATE_HEADROOM,
+  REFINE_BUDGET,
+  SLO_FRACTION,
+  SWITCH_LOSS_S,
+  SWITCH_MARGIN,
+  SWITCH_SAVES_FRACTION,
+} from './inssTuning.js';
 
-/** Relative change of any model's rate that makes BDA run again (case 1). */
-const RATE_CHANGE = 0.02;
-/** BDA runs again (case 1) when a rate moved by RATE_CHANGE, rates under 1 task/s counting as 1. */
-const INSS_REPLAN: ReplanGate = { fraction: RATE_CHANGE, floorPerS: 1 };
-/**
- * Capacity kept above the measured rate: BDA's (4c) and the reward use rate x this, so a Poisson
- * burst or a rising rate between two epochs does not push a model to utilisation 1 (docs/inss.md).
- */
-export const RATE_HEADROOM = 1.1;
-/** Fraction of each SLO BDA plans the worst task against: room for the latency model's error. */
-export const SLO_FRACTION = 0.85;
-/**
- * Reward evaluations one refinement may spend (about 10-20 us each on paper-8). Case 2 runs two (the
- * actor's allocation and the deployment in force), which keeps a decision under 5 ms at p99.
- */
-export const REFINE_BUDGET = 60;
-/** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
-const SWITCH_MARGIN = 0.05;
-/** A deployment in force predicted to miss at most this fraction of the tasks meets the 99% target... */
-export const MEETS_MISSED_FRACTION = 0.01;
-/** ...and is left only for one predicted to miss this fraction of all tasks fewer. */
-export const SWITCH_SAVES_FRACTION = 0.005;
-/** When no model's rate rose, the pooling planner keeps a deployment in force predicted to miss at most this fraction of the tasks. */
-const KEEP_MISSED_FRACTION = 0.001;
-/**
- * Feedback from measured misses (pooling variants with `missFeedback`: the `inss-fb` ablation). Each
- * model's late and dropped tasks are counted over windows of FEEDBACK_EPOCHS epochs holding at least FEEDBACK_MIN_TASKS finished tasks, from
- * Observation.lastEpoch (which the simulator and the live scheduler both fill). A model that missed
- * more than MISS_TARGET in a window is planned for MISS_BOOST x more rate from then on (up to
- * MAX_MISS_BOOST): the planner gives it the capacity its model-based estimate thought it did not need.
- * A window with at most a quarter of MISS_TARGET lets the boost decay by MISS_BOOST_DECAY. Misses
- * during swaps count: they are the policy's doing too. The window is several epochs because a 1 s
- * epoch of a model that misses 0.3% overall often shows 1-3%.
- */
-export const MISS_TARGET = 0.02;
-export const MISS_BOOST = 1.15;
-export const MAX_MISS_BOOST = 1.6;
-export const MISS_BOOST_DECAY = 0.98;
-const FEEDBACK_EPOCHS = 5;
-const FEEDBACK_MIN_TASKS = 200;
-/**
- * The refinement credits a model's capacity up to this multiple of its (planned) rate: past it,
- * more capacity for one model is worth nothing, so units go where a model is near its limit.
- */
-export const CAPACITY_CREDIT_X = 3;
-
-/** What `inss` adds to the paper's TS (docs/inss.md); `inss-paper` has none of it. */
-export interface InssAdditions {
-  /** Model-based refinement of the actor's allocation, the rate headroom and the SLO margin. */
-  readonly refine: boolean;
-  /** The refinement may give a model replicas on other GPUs (one queue, several workers). */
-  readonly replicas: boolean;
-  /** When BDA fails, also repair the deployment in force, not only the actor's reallocation. */
-  readonly repairCurrent: boolean;
-  /** Cap each model's capacity credit in the refinement's reward at CAPACITY_CREDIT_X x its rate. */
-  readonly capacityCredit: boolean;
-  /**
-   * Pooling (issue 12): the MPS plan competes with time sharing's deployment and hybrids, scored by
-   * the queueing model (src/policy/pooling.ts); and with no trained policy that fits, the MPS plan
-   * comes from a greedy partition refined on the latency model instead of the actor.
-   */
-  readonly pooling: boolean;
-  /**
-   * Feedback from measured misses (MISS_TARGET and below): off in `inss`, on in the `inss-fb` ablation;
-   * it helped paper-8 and hurt paper-8x5 and surge-6 (docs/inss.md, "Feedback from measured misses").
-   */
-  readonly missFeedback: boolean;
-}
-
-export const PAPER_ONLY: InssAdditions = {
-  refine: false,
-  replicas: false,
-  repairCurrent: false,
-  capacityCredit: false,
-  pooling: false,
-  missFeedback: false,
-};
-export const ALL_ADDITIONS: InssAdditions = {
-  refine: true,
-  replicas: true,
-  repairCurrent: true,
-  capacityCredit: true,
-  pooling: true,
-  missFeedback: false,
-};
-/**
- * After the pooling planner replaces a deployment, it keeps the new one (re-batched) this long (ms):
- * the scenarios' swap time (swapS 3 s), in which the new workers start beside the old.
- */
-export const DWELL_MS = 3000;
-/**
- * What a switch costs: about this many seconds of the tasks of the models whose workers it moves are
- * missed while the new workers start (measured in the simulator: 0.1-0.13 s on average over
- * every switch of paper-8x5, diurnal-6 and n12-rtx2060s-3-seven, 0.2-0.4 s for those that change a
- * GPU's mode; docs/inss.md, "Switch cost"). The planner charges it, spread over the dwell, against
- * the misses a switch saves.
- */
-export const SWITCH_LOSS_S = 0.3;
-/** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
-export const POOLING_BUDGET = 40;
+export * from './inssTuning.js';
 
 export class InssPolicy implements Policy {
   private lastRates: number[] | null = null;
@@ -164,6 +90,8 @@ export class InssPolicy implements Policy {
   private readonly bdaOptions: ScoreOptions;
   private readonly refineOptions: RefineOptions;
   private readonly poolingOptions: PoolingOptions;
+  /** The pooling planner's memo for this cluster (solo and overlap times, time sharing's batches). */
+  private readonly pooling: PoolingContext;
   private readonly headroom: number;
   /** How many decisions took each kind of plan (pooling: 'timeshare', 'mps', 'hybrid', '+search'; 'kept'). */
   readonly sources = new Map<string, number>();
@@ -191,6 +119,7 @@ export class InssPolicy implements Policy {
     this.headroom = add.refine ? RATE_HEADROOM : 1;
     this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
     this.poolingOptions = { sloFraction: SLO_FRACTION, interference, budget: POOLING_BUDGET };
+    this.pooling = new PoolingContext(cluster);
     this.missBoost = cluster.models.map(() => 1);
     this.missCount = cluster.models.map(() => 0);
     this.finishedCount = cluster.models.map(() => 0);
@@ -239,7 +168,10 @@ export class InssPolicy implements Policy {
     this.sources.set(source, (this.sources.get(source) ?? 0) + 1);
   }
 
-  /** The paper's TS (with the refinement additions when set): BDA on the placement in force, the actor when BDA fails. */
+  /**
+   * The paper's TS (with the refinement additions when set): BDA on the placement in force, the actor
+   * when BDA fails.
+   */
   private decidePaper(obs: Observation, rates: number[], current: Deployment): Deployment {
     const opts = this.bdaOptions;
     if (current.placements.length === 0) return this.reallocate(obs, rates, current).deployment;
@@ -278,7 +210,7 @@ export class InssPolicy implements Policy {
     // kept (when the load falls a swap buys only a better utilisation score and costs worker
     // starts under load), and then nothing else needs planning; otherwise the best must beat it by
     // SWITCH_MARGIN.
-    const kept = current.placements.length > 0 ? scoreDeployment(this.cluster, current, rates, options) : null;
+    const kept = current.placements.length > 0 ? scoreDeployment(this.pooling, current, rates, options) : null;
     // A deployment this planner just switched to is kept (re-batched) while its workers start: what
     // the last epochs measured and the rates it was chosen for still describe the one before it, and
     // a switch during a switch stacks shadow workers (docs/inss.md, "Dwell").
@@ -304,7 +236,7 @@ export class InssPolicy implements Policy {
     if (this.actor) mpsPlans.push(this.reallocate(obs, rates, current).deployment);
     else
       mpsPlans.push(
-        refine(this.cluster, this.refPerS, greedyPartition(this.cluster, rates), rates, this.refineOptions).outcome
+        refine(this.cluster, this.refPerS, greedyPartition(this.pooling, rates), rates, this.refineOptions).outcome
           .deployment,
       );
     const currentIsMps = current.placements.length > 0 && !(current.gpuModes ?? []).some((m) => m === 'timeshare');
@@ -315,14 +247,14 @@ export class InssPolicy implements Policy {
     // Where the MPS plan leaves a GPU idle (more GPUs than it gives models partitions), also every
     // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
     if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index)))
-      mpsPlans.push({ placements: balancedPartition(this.cluster, rates) });
-    const plan = planPooling(this.cluster, rates, mpsPlans, options);
+      mpsPlans.push({ placements: balancedPartition(this.pooling, rates) });
+    const plan = planPooling(this.pooling, rates, mpsPlans, options);
     // Stability: a deployment in force predicted to meet the attainment target (at most
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
     // SWITCH_SAVES_FRACTION of the tasks, whatever the utilisation term says: measured rates move
     // every epoch (most of all under bursty arrivals), each re-plan can land on another plan of
-    // about the same score, and every switch starts shadow workers (mixed-32x24, paper-8, bursty-6
-    // flapped, 10-35 plan changes in a run). Otherwise the best must beat it by SWITCH_MARGIN.
+    // about the same score, and every switch starts shadow workers (without this rule the plan
+    // flaps between near-equal plans). Otherwise the best must beat it by SWITCH_MARGIN.
     const total = rates.reduce((a, b) => a + b, 0);
     const meets = kept !== null && kept.missedPerS <= MEETS_MISSED_FRACTION * total;
     // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
@@ -367,37 +299,6 @@ export class InssPolicy implements Policy {
   }
 }
 
-/** Tasks/s of the models whose workers a switch from `a` to `b` changes (a worker started or stopped). */
-export function switchRate(cluster: ClusterInfo, a: Deployment, b: Deployment, rates: readonly number[]): number {
-  const key = (d: Deployment, p: Placement) => `${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`;
-  let sum = 0;
-  for (const m of cluster.models) {
-    const ka = a.placements
-      .filter((p) => p.model === m.index)
-      .map((p) => key(a, p))
-      .sort()
-      .join(',');
-    const kb = b.placements
-      .filter((p) => p.model === m.index)
-      .map((p) => key(b, p))
-      .sort()
-      .join(',');
-    if (ka !== kb) sum += rates[m.index]!;
-  }
-  return sum;
-}
-
-/** The same workers: the same models on the same GPUs at the same shares, in the same GPU modes (batches aside). */
-export function sameLayout(a: Deployment, b: Deployment): boolean {
-  if (a.placements.length !== b.placements.length) return false;
-  const key = (d: Deployment) =>
-    d.placements
-      .map((p) => `${p.model}@${p.gpu}:${p.pct}:${d.gpuModes?.[p.gpu] ?? 'mps'}`)
-      .sort()
-      .join(',');
-  return key(a) === key(b);
-}
-
 /** Raised when a policy needs a trained file it was not given or that does not fit. */
 export class PolicyFileError extends RangeError {
   override readonly name = 'PolicyFileError';
@@ -411,7 +312,10 @@ export interface InssVariant {
   readonly description: string;
 }
 
-/** `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or does not fit. */
+/**
+ * `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or
+ * does not fit.
+ */
 type LoadedActor =
   | { readonly space: ActionSpace; readonly actor: ActorForward }
   | { readonly reason: string; readonly malformed?: true };
@@ -474,7 +378,9 @@ export const inssFactory = inssVariantFactory({
   interference: true,
   additions: ALL_ADDITIONS,
   description:
-    'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) refined on the latency model, against time-shared pooling and hybrids under a queueing model; BDA batch sizes (docs/inss.md)',
+    'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) ' +
+    'refined on the latency model, against time-shared pooling and hybrids under a queueing model; ' +
+    'BDA batch sizes (docs/inss.md)',
 });
 export const inssNiFactory = inssVariantFactory({
   name: 'inss-ni',

@@ -238,7 +238,10 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
   );
 }
 
-/** Per cluster, whether a (model, GPU, share) meets its SLO at batch 1 alone at rate 0: a pure function of them, asked often. */
+/**
+ * Per cluster, whether a (model, GPU, share) meets its SLO at batch 1 alone at rate 0: a pure function of
+ * them, asked often.
+ */
 const sloAloneMemo = new WeakMap<ClusterInfo, Map<string, Map<number, boolean>>>();
 
 function meetsSloAlone(cluster: ClusterInfo, p: Placement, options: BdaOptions): boolean {

@@ -2,8 +2,8 @@
 // that starts from the actor's allocation (or the deployment in force) and moves MPS units between
 // models on a GPU, adds free units, moves a model to another GPU, or (with `replicas`) gives a model
 // a replica on another GPU or drops one, keeping a move when it raises the predicted reward of
-// eq. (3) (with the capacity credit of ScoreOptions, when set). The actor proposes, the latency model polishes: the actor's output is kept where it is
-// already best. Pure; the evaluation budget bounds the decision time.
+// eq. (3) (with the capacity credit of ScoreOptions, when set). The actor proposes, the latency model
+// polishes: the actor's output is kept where it is already best. Pure; the evaluation budget bounds the decision time.
 import type { ClusterInfo, Placement } from '../src/policy/types.js';
 import { memoryOnGpu } from '../src/policy/util.js';
 import { type ScoreOptions, scorePlacements, type StepOutcome } from './mdp.js';

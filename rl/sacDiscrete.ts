@@ -1,4 +1,7 @@
 // SAC-Discrete with a factorised discrete action: the scheduler TS of section 5.4 (Alg. 2).
+// Over 400 lines because the algorithm reads best as one file, as CleanRL's single-file SAC does: the
+// networks, the update of eqs. (7)-(9) and the temperature sit side by side in the paper's names, and
+// splitting the one class would scatter one training step over modules.
 //
 // The action is H independent choices ("heads"; head i has headSizes[i] options, e.g. one head
 // per DNN model choosing a GPU x share level). Components, as the paper lists them:
@@ -278,7 +281,8 @@ export class SacDiscrete {
       // Eq. (7), per branch, combined by the mean over heads (BDQ): y [B, 1].
       const nextLogPi = headLogSoftmax(this.actor.apply(s2T), this.headSizes, nextBiasT);
       const minQNext = tf.minimum(this.qf1Target.apply(s2T), this.qf2Target.apply(s2T));
-      const softV = tf.matMul(tf.mul(tf.exp(nextLogPi), tf.sub(minQNext, tf.mul(alpha, nextLogPi))), this.headSum); // [B, H]
+      const piSoftQ = tf.mul(tf.exp(nextLogPi), tf.sub(minQNext, tf.mul(alpha, nextLogPi))); // [B, T]
+      const softV = tf.matMul(piSoftQ, this.headSum); // [B, H]
       const notDone = tf.sub(1, tf.tensor2d(batch.dones, [B, 1]));
       const y = tf.add(tf.tensor2d(rewards, [B, 1]), tf.mul(tf.mul(notDone, s.gamma), tf.mean(softV, 1, true)));
 

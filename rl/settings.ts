@@ -50,7 +50,10 @@ export const SacSettingsSchema = z
     updatesPerStep: z.number().int().min(0).default(1),
     /** `step()` starts updating once the replay holds this many transitions (>= batchSize). */
     learningStarts: positiveInt.default(100),
-    /** Optional: clip each optimiser's gradients to this global L2 norm (critics together, actor, alpha). Off by default, as in the paper. */
+    /**
+     * Optional: clip each optimiser's gradients to this global L2 norm (critics together, actor, alpha).
+     * Off by default, as in the paper.
+     */
     gradClipNorm: positive.optional(),
     /** Adam's epsilon (PyTorch's default; the paper's implementation is PyTorch). */
     adamEpsilon: positive.default(1e-8),
@@ -191,7 +194,8 @@ export const SerializedAgentSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['networks', name],
-          message: `expected ${sz.length - 1} layers for hidden ${JSON.stringify(a.settings.hidden)}, got ${net.length}`,
+          message:
+            `expected ${sz.length - 1} layers for hidden ${JSON.stringify(a.settings.hidden)}, ` + `got ${net.length}`,
         });
         continue;
       }
@@ -202,7 +206,9 @@ export const SerializedAgentSchema = z
           ctx.addIssue({
             code: 'custom',
             path: ['networks', name, l, 'w'],
-            message: `expected ${fanIn}x${fanOut} = ${fanIn * fanOut} float32 (${4 * fanIn * fanOut} bytes), got ${bytes(layer.w)} bytes`,
+            message:
+              `expected ${fanIn}x${fanOut} = ${fanIn * fanOut} float32 (${4 * fanIn * fanOut} bytes), ` +
+              `got ${bytes(layer.w)} bytes`,
           });
         if (bytes(layer.b) !== 4 * fanOut)
           ctx.addIssue({
@@ -226,7 +232,9 @@ export const SerializedAgentSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['stateNormalizer'],
-        message: `must be ${a.settings.normalizeState ? 'present' : 'null'} when settings.normalizeState is ${a.settings.normalizeState}`,
+        message:
+          `must be ${a.settings.normalizeState ? 'present' : 'null'} ` +
+          `when settings.normalizeState is ${a.settings.normalizeState}`,
       });
     }
   });

@@ -1,6 +1,6 @@
-// The same planning headroom inss uses, for any model-based baseline (issue 11: "so the table shows
-// how much of any gap is margin"). inss plans every model for its measured rate x RATE_HEADROOM and
-// its worst task against SLO x SLO_FRACTION (rl/inss.ts; docs/inss.md). `withHeadroom` gives a
+// The same planning headroom inss uses, for any model-based baseline (so a table shows how much of
+// any gap is margin). inss plans every model for its measured rate x RATE_HEADROOM and
+// its worst task against SLO x SLO_FRACTION (rl/inssTuning.ts; docs/inss.md). `withHeadroom` gives a
 // baseline exactly that: the inner policy sees every observed rate multiplied by `rateX` and a
 // cluster whose SLOs are multiplied by `sloFraction`, so everything it derives from them (batch
 // bounds, SLO/2 timeouts, shares, self-tuning residuals) is planned with the same margin. The
@@ -15,7 +15,7 @@ export interface Headroom {
 }
 
 /**
- * inss's headroom: rl/inss.ts RATE_HEADROOM and SLO_FRACTION (src/ may not import rl/, so the values
+ * inss's headroom: rl/inssTuning.ts RATE_HEADROOM and SLO_FRACTION (src/ may not import rl/, so the values
  * are restated here; test/unit/policy-headroom.test.ts fails if they drift apart).
  */
 export const INSS_HEADROOM: Headroom = { rateX: 1.1, sloFraction: 0.85 };

@@ -13,7 +13,9 @@ export interface ReplanGate {
   readonly onStartStop?: boolean;
 }
 
-/** Whether `now` moved past the gate from `prev` (rates per model, tasks/s, same order). A length change always counts. */
+/**
+ * Whether `now` moved past the gate from `prev` (rates per model, tasks/s, same order). A length change always counts.
+ */
 export function ratesMoved(prev: readonly number[], now: readonly number[], gate: ReplanGate): boolean {
   if (prev.length !== now.length) return true;
   return now.some((r, i) => {

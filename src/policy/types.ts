@@ -12,13 +12,18 @@ export interface GpuInfo {
   readonly profileId: string;
   /** The compiled latency model of this GPU's profile (shared by GPUs of one type). */
   readonly model: LatencyModel;
-  /** Per served model (ServedModel.index): its index in `model`, the GPU's latency model; -1 if the profile lacks it. */
+  /**
+   * Per served model (ServedModel.index): its index in `model`, the GPU's latency model; -1 if the profile lacks it.
+   */
   readonly profileIndex: readonly number[];
   readonly memMb: number;
   /** MPS allocation unit (%): every share a policy emits is a multiple of it. */
   readonly mpsUnitPct: number;
   readonly smCount: number;
-  /** What this GPU does with different models' batches at once when pooled (src/model/pooledGpu.ts): its agent's report, or the scenario's. */
+  /**
+   * What this GPU does with different models' batches at once when pooled (src/model/pooledGpu.ts): its agent's report,
+   * or the scenario's.
+   */
   readonly pooled: PooledGpuMode;
 }
 
@@ -68,7 +73,10 @@ export interface Observation {
   readonly nowMs: number;
   /** Estimated arrival rate per model (tasks/s), in `ClusterInfo.models` order. */
   readonly ratePerS: readonly number[];
-  /** Per model, the squared coefficient of variation of its inter-arrival gaps over the monitor window (1: Poisson; absent: unknown). */
+  /**
+   * Per model, the squared coefficient of variation of its inter-arrival gaps over the monitor window (1: Poisson;
+   * absent: unknown).
+   */
   readonly arrivalCv2?: readonly number[];
   /** Tasks waiting in each model's queue. */
   readonly queued: readonly number[];

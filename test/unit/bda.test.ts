@@ -67,7 +67,8 @@ describe('BDA', () => {
         .build(),
     );
     const c = buildCluster([flat], [{ name: 'flat', sloMs: 100 }]);
-    // rate 3000/s, SLO 30 ms: mid 16: t = 5 + 16*0.0606 = 5.97 ms, fill 5 ms -> T = 11.9 <= 30; throughput 2680/s < 3000.
+    // rate 3000/s, SLO 30 ms: mid 16: t = 5 + 16*0.0606 = 5.97 ms, fill 5 ms -> T = 11.9 <= 30;
+    // throughput 2680/s < 3000.
     const literal = bda(c.gpus, [{ placement: { model: 0, gpu: 0, pct: 100 }, sloMs: 30, ratePerS: 3000 }], {
       onThroughputShort: 'break',
     });

@@ -98,7 +98,10 @@ const CASES: readonly Case[] = [
   },
 ];
 
-/** Rates (tasks/s per model) of successive epochs: start, steady, a rise, (overload,) a model going idle, nothing, back. */
+/**
+ * Rates (tasks/s per model) of successive epochs: start, steady, a rise, (overload,) a model going idle,
+ * nothing, back.
+ */
 function rateSchedule(n: number, overload: boolean): number[][] {
   const base = Array.from({ length: n }, (_, i) => 20 + 15 * i);
   return [
@@ -198,7 +201,7 @@ describe('policy contract: every registered policy', () => {
           it.skip(`${f.name}: left out, ${c.skip.why}`, () => {});
           continue;
         }
-        it(`${f.name}: supports() answers; when supported, valid deployments, the same for the same seed, no clock read`, () => {
+        it(`${f.name}: supports() answers; if supported, valid deployments, same for a seed, no clock read`, () => {
           const options: PolicyOptions = {
             seed: 7,
             ...(c.policyData !== undefined && f.name.startsWith('inss') ? { policyData: c.policyData } : {}),

@@ -90,7 +90,8 @@ describe('gpulet: hand-worked decisions', () => {
     expect(d.placements).toHaveLength(1);
     const p = d.placements[0]!;
     expect(p).toMatchObject({ model: 0, gpu: 0, pct: 20, timeoutMs: 20 });
-    // Residual batch: the largest b with b / rate + L(b) <= SLO: b = 1 (20 ms + 5.6 ms); b = 2 needs 40 ms of collection.
+    // Residual batch: the largest b with b / rate + L(b) <= SLO: b = 1 (20 ms + 5.6 ms); b = 2 needs 40 ms
+    // of collection.
     expect(p.batch).toBe(1);
   });
 
@@ -147,7 +148,7 @@ describe('gpulet: invariants over random rates', () => {
   );
   const rng = new Rng(12345);
 
-  it('valid deployments, at most two gpu-lets per GPU, 2 * L(b) <= SLO, timeout SLO/2, every model with traffic placed', () => {
+  it('valid deployments: at most two gpu-lets a GPU, 2 * L(b) <= SLO, timeout SLO/2, every busy model placed', () => {
     let unplacedSeen = 0;
     for (let trial = 0; trial < 60; trial++) {
       const rates = paperModels.map(() => (rng.next() < 0.15 ? 0 : rng.next() * 1500));

@@ -28,7 +28,7 @@ function obs(ratePerS: number[]): Observation {
 }
 
 describe('withHeadroom: a baseline planning with inss headroom', () => {
-  it('is the headroom inss plans with (rl/inss.ts)', () => {
+  it('is the headroom inss plans with (rl/inssTuning.ts)', () => {
     expect(INSS_HEADROOM.rateX).toBe(RATE_HEADROOM);
     expect(INSS_HEADROOM.sloFraction).toBe(SLO_FRACTION);
   });

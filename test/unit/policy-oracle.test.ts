@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { bda } from '../../src/policy/bda.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import { igniterPlan } from '../../src/policy/policies/igniter.js';
-import { evaluateDeployment, oracleFactory, oracleSearch, oracleSize } from '../../src/policy/policies/oracle.js';
+import { oracleFactory } from '../../src/policy/policies/oracle.js';
+import { evaluateDeployment, oracleSearch } from '../../src/policy/policies/oracleSearch.js';
+import { oracleSize } from '../../src/policy/policies/oracleSize.js';
 import { staticEvenPlan } from '../../src/policy/policies/static-even.js';
 import type { ClusterInfo, Deployment, Observation, Placement } from '../../src/policy/types.js';
 import { deploymentProblem, shareLevels } from '../../src/policy/util.js';
@@ -203,7 +205,7 @@ describe('oracle search', () => {
     }
   });
 
-  it('supports() names the size of an instance over its limit; a search or create on one anyway is a RangeError', () => {
+  it('supports() names the size of an instance over its limit; a search or create on one is a RangeError', () => {
     const six = synthetic(2.5, ['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
     const models = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((name) => ({ name, sloMs: 100 }));
     const big = buildCluster([six, six], models);

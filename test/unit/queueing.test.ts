@@ -40,7 +40,7 @@ describe('poolQueue', () => {
     },
   );
 
-  it('M/D/c waits less than M/M/c (Cosmetatos factor in (0.5, 1) for c > 1), and more servers at the same utilisation wait less', () => {
+  it('M/D/c waits less than M/M/c (Cosmetatos factor in (0.5, 1), c > 1); more servers at one load wait less', () => {
     for (const c of [2, 4, 8]) {
       const f = cosmetatosFactor(c, 0.8);
       expect(f).toBeGreaterThan(0.5);
@@ -56,7 +56,8 @@ describe('poolQueue', () => {
     expect(waitExceeds(pooled, 0.02)).toBeLessThan(waitExceeds(split, 0.02));
   });
 
-  it("interference: servers slower when more are busy (SERF's mu_i) wait longer than at the 1-busy rate, and match the chain solved directly", () => {
+  it("interference: servers slower when more are busy (SERF's mu_i) wait longer than at the 1-busy rate", () => {
+    // And the wait is the one of the chain solved directly.
     const lambda = 150;
     const mu = [100, 90];
     const q = poolQueue(lambda, mu, 'exponential');

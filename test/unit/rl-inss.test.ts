@@ -41,7 +41,8 @@ describe('inss policy', () => {
     const rates = [100, 100, 50, 100, 100, 100];
     const first = p.decide(observation(rates, { placements: [] }));
     expect(deploymentProblem(cluster, first)).toBeNull();
-    expect(new Set(first.placements.map((x) => x.model)).size).toBe(6); // every model served (pooled ones on several GPUs)
+    // Every model served (pooled ones on several GPUs).
+    expect(new Set(first.placements.map((x) => x.model)).size).toBe(6);
     const second = p.decide(
       observation(
         rates.map((r) => r * 1.1),
@@ -71,7 +72,8 @@ describe('inss policy', () => {
     expect(new Set(d.placements.map((x) => x.gpu)).size).toBeGreaterThan(1);
   });
 
-  it('inss-paper refuses a missing or mismatched policy file with a clear reason; inss falls back to the model-based planner and says why; both refuse a malformed one', async () => {
+  it('inss-paper refuses a missing or mismatched policy file, saying why; both refuse a malformed one', async () => {
+    // inss falls back to the model-based planner and says why.
     expect(() => inssPaperFactory.create(cluster, {})).toThrow(/needs a trained policy/);
     expect(inssPaperFactory.supports(cluster, {})).toMatch(/needs a trained policy/);
     expect(() => inssFactory.create(cluster, { policyData: { format: 'nope' } })).toThrow(/policy file: format/);

@@ -27,7 +27,7 @@ import {
   type PoolingOptions,
   scoreDeployment,
   timeshareDeployment,
-} from '../../src/policy/pooling.js';
+} from '../../src/policy/pooling/index.js';
 import { timeshareMaxBatch, TIMESHARE_MAX_QUEUE_DELAY_MS } from '../../src/policy/policies/timeshare.js';
 import { BDA_MAX_BATCH } from '../../src/policy/bda.js';
 import type { ClusterInfo, Deployment, GpuMode, Placement, Policy, PolicyFactory } from '../../src/policy/types.js';

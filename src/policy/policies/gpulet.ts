@@ -27,12 +27,24 @@
 import { BDA_MAX_BATCH } from '../bda.js';
 import { type ReplanGate, ratesMoved } from '../replan.js';
 import { alignToCurrent, deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu } from '../util.js';
-import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import type {
+  ClusterInfo,
+  Deployment,
+  GpuInfo,
+  Observation,
+  Placement,
+  Policy,
+  PolicyFactory,
+  PolicyOptions,
+} from '../types.js';
 import { runsAnywhere } from '../contract.js';
 
 /** Gpulet's partition sizes (% of a GPU), ascending. */
 export const GPULET_PARTITIONS_PCT: readonly number[] = [20, 40, 50, 60, 80, 100];
-/** The prototype's "Latency Ratio" (resource/SchedConfigs/config-gpulet-int.json): profiled latencies are inflated by 10%. */
+/**
+ * The prototype's "Latency Ratio" (resource/SchedConfigs/config-gpulet-int.json): profiled latencies are inflated by
+ * 10%.
+ */
 export const GPULET_LATENCY_RATIO = 1.1;
 /** getMaxReturnPart ignores a ladder step whose throughput gain is below 5%. */
 export const GPULET_MIN_STEP_GAIN = 1.05;
@@ -199,20 +211,30 @@ export class GpuletPlanner {
    * One iteration of Algorithm 1's inner loop for model `m`: p_req, FindBestFit, split, assign.
    * Returns the rate the new gpu-let serves, or -1 when no gpu-let qualifies.
    */
-  allocateOne(gpulets: Gpulet[][], m: number, remainingPerS: number, interferenceCheck: boolean, lastResort = false): number {
+  allocateOne(
+    gpulets: Gpulet[][],
+    m: number,
+    remainingPerS: number,
+    interferenceCheck: boolean,
+    lastResort = false,
+  ): number {
     const sloMs = this.cluster.models[m]!.sloMs;
-    // Candidates: empty gpu-lets of at least p_req (per GPU profile) on GPUs that have the model and do not hold it already.
+    // Candidates: empty gpu-lets of at least p_req (per GPU profile) on GPUs that have the model and do not hold it
+    // already.
     const candidates: { g: Gpulet; reqNominal: number }[] = [];
     for (const gpu of this.cluster.gpus) {
       if ((gpu.profileIndex[m] ?? -1) < 0) continue;
       const list = gpulets[gpu.index]!;
       if (list.some((x) => x.model === m)) continue;
       const reqNominal = this.requiredPartition(gpu, m, remainingPerS);
-      for (const g of list) if (g.model < 0 && (lastResort || g.nominalPct >= reqNominal)) candidates.push({ g, reqNominal });
+      for (const g of list)
+        if (g.model < 0 && (lastResort || g.nominalPct >= reqNominal)) candidates.push({ g, reqNominal });
     }
     // Best fit: the smallest gpu-let (nominal size), lowest GPU index on ties. As a last resort
     // (overload repair) any empty gpu-let will do, the largest first.
-    candidates.sort((a, b) => (lastResort ? b.g.nominalPct - a.g.nominalPct : a.g.nominalPct - b.g.nominalPct) || a.g.gpu - b.g.gpu);
+    candidates.sort(
+      (a, b) => (lastResort ? b.g.nominalPct - a.g.nominalPct : a.g.nominalPct - b.g.nominalPct) || a.g.gpu - b.g.gpu,
+    );
     for (const { g, reqNominal } of candidates) {
       const gpu = this.cluster.gpus[g.gpu]!;
       const list = gpulets[g.gpu]!;
@@ -275,7 +297,8 @@ export class GpuletPlanner {
    */
   plan(ratePerS: readonly number[]): Deployment {
     const hasTraffic = (i: number) => (ratePerS[i] ?? 0) > 0;
-    const unplaced = (gl: Gpulet[][]) => this.cluster.models.filter((m) => hasTraffic(m.index) && !gl.some((l) => l.some((g) => g.model === m.index)));
+    const unplaced = (gl: Gpulet[][]) =>
+      this.cluster.models.filter((m) => hasTraffic(m.index) && !gl.some((l) => l.some((g) => g.model === m.index)));
     let gpulets = this.elasticPartitioning(ratePerS, false);
     if (unplaced(gpulets).length > 0) {
       gpulets = this.elasticPartitioning(ratePerS, true);
@@ -285,7 +308,13 @@ export class GpuletPlanner {
     for (const list of gpulets) {
       for (const g of list) {
         if (g.model < 0) continue;
-        placements.push({ model: g.model, gpu: g.gpu, pct: g.pct, batch: g.batch, timeoutMs: this.cluster.models[g.model]!.sloMs / 2 });
+        placements.push({
+          model: g.model,
+          gpu: g.gpu,
+          pct: g.pct,
+          batch: g.batch,
+          timeoutMs: this.cluster.models[g.model]!.sloMs / 2,
+        });
       }
     }
     placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
@@ -297,9 +326,12 @@ function emptyGpulet(gpu: number, nominalPct: number, pct: number): Gpulet {
   return { gpu, nominalPct, pct, model: -1, batch: 0, dutyMs: 0, servedPerS: 0 };
 }
 
-
 /** Gpulet re-plans when a rate moved by the fraction, or when a model's traffic started or stopped. */
-const GPULET_REPLAN: ReplanGate = { fraction: GPULET_RATE_CHANGE_FRACTION, floorPerS: GPULET_RATE_FLOOR_PER_S, onStartStop: true };
+const GPULET_REPLAN: ReplanGate = {
+  fraction: GPULET_RATE_CHANGE_FRACTION,
+  floorPerS: GPULET_RATE_FLOOR_PER_S,
+  onStartStop: true,
+};
 
 class GpuletPolicy implements Policy {
   readonly name = 'gpulet';
@@ -328,7 +360,8 @@ class GpuletPolicy implements Policy {
 export const gpuletFactory: PolicyFactory = {
   name: 'gpulet',
   description:
-    'Gpulet (ATC 2022): at most two gpu-lets per GPU from 20/40/50/60/80/100%, elastic partitioning by rate with the most efficient partition, best fit with an interference check, batch 2*L(b) <= SLO, timeout SLO/2',
+    'Gpulet (ATC 2022): at most two gpu-lets per GPU from 20/40/50/60/80/100%, elastic partitioning by rate with ' +
+    'the most efficient partition, best fit with an interference check, batch 2*L(b) <= SLO, timeout SLO/2',
   supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new GpuletPolicy(cluster);

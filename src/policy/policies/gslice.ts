@@ -24,14 +24,26 @@
 // State: per model, its target GPU% and the time of its last change. Pure given the observations.
 import { BDA_MAX_BATCH } from '../bda.js';
 import { ceilToUnit, deploymentProblem, floorToUnit, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
-import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import type {
+  ClusterInfo,
+  Deployment,
+  GpuInfo,
+  Observation,
+  Placement,
+  Policy,
+  PolicyFactory,
+  PolicyOptions,
+} from '../types.js';
 import { runsAnywhere } from '../contract.js';
 
 /** GSLICE's tuning threshold (%): residuals within it leave the GPU% alone (glet self_tuning.h _THRESHOLD). */
 export const GSLICE_THRESHOLD_PCT = 5;
 /** The knee: the smallest share whose latency is within this fraction of the full-GPU latency. */
 export const GSLICE_KNEE_SLACK = 0.1;
-/** No re-tuning of a model until this long after its share changed (the shadow swap, ~3 s, plus one epoch of measurement). */
+/**
+ * No re-tuning of a model until this long after its share changed (the shadow swap, ~3 s, plus one epoch of
+ * measurement).
+ */
 export const GSLICE_SETTLE_MS = 4000;
 /** Fraction of all GPUs' share the max-min fair cut aims at, leaving room for MPS-unit rounding and fragmentation. */
 export const GSLICE_PACK_FILL = 0.97;
@@ -90,7 +102,8 @@ export interface GsliceFeedback {
  */
 export function gsliceTune(currentPct: number, f: GsliceFeedback): number {
   let resLatFrac = Number.isFinite(f.meanLatencyMs) ? (f.sloMs - f.meanLatencyMs) / f.sloMs : Number.NaN;
-  if (f.violationFraction * 100 > GSLICE_THRESHOLD_PCT) resLatFrac = Math.min(Number.isNaN(resLatFrac) ? 0 : resLatFrac, -f.violationFraction);
+  if (f.violationFraction * 100 > GSLICE_THRESHOLD_PCT)
+    resLatFrac = Math.min(Number.isNaN(resLatFrac) ? 0 : resLatFrac, -f.violationFraction);
   if (Number.isNaN(resLatFrac)) resLatFrac = 0; // nothing completed and nothing violated: no latency signal
   const resTrpFrac = f.ratePerS > 0 ? (f.capacityPerS - f.ratePerS) / f.ratePerS : 1;
   const t = GSLICE_THRESHOLD_PCT / 100;
@@ -111,8 +124,8 @@ export function gsliceTune(currentPct: number, f: GsliceFeedback): number {
  * number of percent, truncated (`int(change_factor * curr_gpu_part)`), and the result is rounded UP to
  * the next available partition (AllocateMinMaxFair's getNextLargestPart), here the next MPS unit. So
  * any increase of at least 1% takes at least one unit, while a decrease smaller than one unit rounds
- * back up to where it was. (Before issue 11 a change smaller than one unit was dropped either way, so
- * a small model whose multiplicative step was under a unit could never grow.)
+ * back up to where it was. (Dropping a change smaller than one unit either way would leave a small model
+ * whose multiplicative step is under a unit unable to ever grow.)
  */
 export function gsliceStep(currentPct: number, nextPct: number, unitPct: number): number {
   const wholeCurrent = Math.round(currentPct);
@@ -160,7 +173,11 @@ class GslicePolicy implements Policy {
       if (!ref || rates[m.index]! <= 0) continue;
       let st = this.state.get(m.index);
       if (!st) {
-        st = { targetPct: gsliceKneePct(ref, m.index, m.sloMs), batchCap: BDA_MAX_BATCH, lastChangeMs: Number.NEGATIVE_INFINITY };
+        st = {
+          targetPct: gsliceKneePct(ref, m.index, m.sloMs),
+          batchCap: BDA_MAX_BATCH,
+          lastChangeMs: Number.NEGATIVE_INFINITY,
+        };
         this.state.set(m.index, st);
         continue;
       }
@@ -179,7 +196,9 @@ class GslicePolicy implements Policy {
         st.batchCap = Math.min(BDA_MAX_BATCH, st.batchCap + 1);
       }
       const capacityPerS = mine.reduce((s, x) => {
-        const execMs = Number.isFinite(meanExecMs) ? meanExecMs : soloMs(this.cluster.gpus[x.gpu]!, m.index, x.batch, x.pct);
+        const execMs = Number.isFinite(meanExecMs)
+          ? meanExecMs
+          : soloMs(this.cluster.gpus[x.gpu]!, m.index, x.batch, x.pct);
         return s + (x.batch * 1000) / execMs;
       }, 0);
       const currentPct = mine.reduce((s, x) => s + x.pct, 0);
@@ -254,7 +273,9 @@ class GslicePolicy implements Policy {
     const byFree = () => [...gpus].sort((a, b) => usedPct[a.index]! - usedPct[b.index]! || a.index - b.index);
     for (const w of wanted) {
       const prev = prevGpus.get(w.model) ?? [];
-      const candidates = [...prev.map((g) => gpus[g]!), ...byFree().filter((g) => !prev.includes(g.index))].filter((g) => serves(g, w.model));
+      const candidates = [...prev.map((g) => gpus[g]!), ...byFree().filter((g) => !prev.includes(g.index))].filter(
+        (g) => serves(g, w.model),
+      );
       let placed = false;
       for (const gpu of candidates) {
         const pct = ceilToUnit(gpu, w.pct);
@@ -303,7 +324,10 @@ class GslicePolicy implements Policy {
     return onGpu.flat();
   }
 
-  /** The batch of an instance: GSLICE's SLO/2 bound at its share, under the model's measured cap, shrunk until memory allows. */
+  /**
+   * The batch of an instance: GSLICE's SLO/2 bound at its share, under the model's measured cap, shrunk until memory
+   * allows.
+   */
   private batchFor(gpu: GpuInfo, model: number, pct: number): number {
     const cap = this.state.get(model)?.batchCap ?? BDA_MAX_BATCH;
     return Math.max(1, Math.min(cap, gsliceBatch(gpu, model, pct, this.cluster.models[model]!.sloMs)));
@@ -313,7 +337,8 @@ class GslicePolicy implements Policy {
 export const gsliceFactory: PolicyFactory = {
   name: 'gslice',
   description:
-    'GSLICE (SoCC 2020): per-model GPU% from the latency knee, self-tuned from measured residual latency and throughput, adaptive batch within SLO/2, timeout SLO/2, shadow-swap reallocation; no interference model',
+    'GSLICE (SoCC 2020): per-model GPU% from the latency knee, self-tuned from measured residual latency and ' +
+    'throughput, adaptive batch within SLO/2, timeout SLO/2, shadow-swap reallocation; no interference model',
   supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new GslicePolicy(cluster);

@@ -19,7 +19,16 @@
 import { BDA_MAX_BATCH } from '../bda.js';
 import { type ReplanGate, ratesMoved } from '../replan.js';
 import { alignToCurrent, deploymentProblem, memoryOnGpu, predictOnGpu, shareLevels } from '../util.js';
-import type { ClusterInfo, Deployment, GpuInfo, Observation, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import type {
+  ClusterInfo,
+  Deployment,
+  GpuInfo,
+  Observation,
+  Placement,
+  Policy,
+  PolicyFactory,
+  PolicyOptions,
+} from '../types.js';
 import { runsAnywhere } from '../contract.js';
 
 /** Re-provision when some model's rate moved by more than this fraction of the rate last provisioned for. */
@@ -33,7 +42,10 @@ export interface IgniterDemand {
   readonly model: number;
   /** Per GPU (cluster index): the batch size, or 0 where the GPU's profile lacks the model. */
   readonly batchByGpu: readonly number[];
-  /** Per GPU: r_lower in %, a share level of that GPU; 100 where even the whole GPU misses SLO/2. NaN where the profile lacks the model. */
+  /**
+   * Per GPU: r_lower in %, a share level of that GPU; 100 where even the whole GPU misses SLO/2. NaN where the profile
+   * lacks the model.
+   */
   readonly lowerPctByGpu: readonly number[];
   /** Per GPU: true when even 100% misses SLO/2 (the source aborts with "workload is too large!"). */
   readonly tooLargeByGpu: readonly boolean[];
@@ -130,7 +142,6 @@ function tryAllocate(cluster: ClusterInfo, gpu: GpuInfo, slots: readonly Slot[],
   return sumPct(next) <= 100 + 1e-9 ? next : null;
 }
 
-
 /**
  * The whole provisioning plan for one rate vector (steps 1-4), within the cluster's GPUs.
  *
@@ -161,7 +172,11 @@ export function igniterPlan(cluster: ClusterInfo, ratePerS: readonly number[]): 
     for (const gpu of gpus) {
       const j = gpu.index;
       if (slots[j]!.length === 0 || Number.isNaN(d.lowerPctByGpu[j]!)) continue;
-      const after = tryAllocate(cluster, gpu, slots[j]!, { model: i, pct: d.lowerPctByGpu[j]!, batch: d.batchByGpu[j]! });
+      const after = tryAllocate(cluster, gpu, slots[j]!, {
+        model: i,
+        pct: d.lowerPctByGpu[j]!,
+        batch: d.batchByGpu[j]!,
+      });
       if (!after) continue;
       const extraPct = sumPct(after) - sumPct(slots[j]!); // r_lower plus the interference it causes
       if (extraPct < bestExtraPct - 1e-9) {
@@ -200,7 +215,8 @@ export function igniterPlan(cluster: ClusterInfo, ratePerS: readonly number[]): 
       if (memoryOnGpu(gpu, after) > gpu.memMb + 1e-6) continue;
       const tInfMs = predictOnGpu(gpu, after);
       const protects = slots[j]!.every((s, k) => tInfMs[k]! <= cluster.models[s.model]!.sloMs / 2);
-      const better = !best || (protects && !best.protects) || (protects === best.protects && freePct > best.freePct + 1e-9);
+      const better =
+        !best || (protects && !best.protects) || (protects === best.protects && freePct > best.freePct + 1e-9);
       if (better) best = { j, slot, protects, freePct };
     }
     if (best) slots[best.j]!.push(best.slot);
@@ -209,7 +225,13 @@ export function igniterPlan(cluster: ClusterInfo, ratePerS: readonly number[]): 
   slots.forEach((list, j) => {
     for (const s of [...list].sort((a, b) => a.model - b.model)) {
       // timeoutMs: the queueing half of iGniter's SLO split (see docs/policies/igniter.md).
-      placements.push({ model: s.model, gpu: j, pct: s.pct, batch: s.batch, timeoutMs: cluster.models[s.model]!.sloMs / 2 });
+      placements.push({
+        model: s.model,
+        gpu: j,
+        pct: s.pct,
+        batch: s.batch,
+        timeoutMs: cluster.models[s.model]!.sloMs / 2,
+      });
     }
   });
   return { placements };
@@ -239,7 +261,8 @@ class IgniterPolicy implements Policy {
 export const igniterFactory: PolicyFactory = {
   name: 'igniter',
   description:
-    'iGniter (TPDS 2023): closed-form batch (fills within SLO/2) and minimum MPS share (t_inf <= SLO/2) per model, interference-aware greedy placement; re-provisions when a rate moves >10%',
+    'iGniter (TPDS 2023): closed-form batch (fills within SLO/2) and minimum MPS share (t_inf <= SLO/2) per model, ' +
+    'interference-aware greedy placement; re-provisions when a rate moves >10%',
   supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new IgniterPolicy(cluster);

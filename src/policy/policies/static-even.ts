@@ -39,7 +39,15 @@ export function staticEvenPlan(cluster: ClusterInfo): Deployment {
     let kept = [...models];
     // A GPU whose models cannot all fit in memory even at batch 1 drops its last-placed models
     // (the plugin's pods would fail to start); never the case with the shipped profiles.
-    while (kept.length > 0 && memoryOnGpu(gpu, kept.map((model) => ({ model, batch: 1 }))) > gpu.memMb + 1e-6) kept = kept.slice(0, -1);
+    while (
+      kept.length > 0 &&
+      memoryOnGpu(
+        gpu,
+        kept.map((model) => ({ model, batch: 1 })),
+      ) >
+        gpu.memMb + 1e-6
+    )
+      kept = kept.slice(0, -1);
     if (kept.length === 0) return;
     const pct = floorToUnit(gpu, 100 / kept.length);
     const clientMemMb = gpu.memMb / kept.length;
@@ -58,7 +66,13 @@ export function staticEvenPlan(cluster: ClusterInfo): Deployment {
       }
     });
     // Per-client limits keep the sum within memMb; if batch-1 fallbacks exceed their limit, shrink the largest batches.
-    while (memoryOnGpu(gpu, kept.map((model, k) => ({ model, batch: batches[k]! }))) > gpu.memMb + 1e-6) {
+    while (
+      memoryOnGpu(
+        gpu,
+        kept.map((model, k) => ({ model, batch: batches[k]! })),
+      ) >
+      gpu.memMb + 1e-6
+    ) {
       const k = batches.indexOf(Math.max(...batches));
       if (batches[k]! <= 1) break;
       batches[k] = batches[k]! - 1;
@@ -90,7 +104,8 @@ class StaticEvenPolicy implements Policy {
 export const staticEvenFactory: PolicyFactory = {
   name: 'static-even',
   description:
-    'Kubernetes NVIDIA device plugin MPS sharing: models balanced by count over GPUs, each GPU split evenly, largest batch with 2*t_inf <= SLO, timeout SLO/2; never re-placed',
+    'Kubernetes NVIDIA device plugin MPS sharing: models balanced by count over GPUs, each GPU split evenly, ' +
+    'largest batch with 2*t_inf <= SLO, timeout SLO/2; never re-placed',
   supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new StaticEvenPolicy(cluster);

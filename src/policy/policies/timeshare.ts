@@ -16,7 +16,16 @@
 //    the same deployment every epoch.
 import { BDA_MAX_BATCH } from '../bda.js';
 import { deploymentProblem, predictOnGpu } from '../util.js';
-import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement, Policy, PolicyFactory, PolicyOptions } from '../types.js';
+import type {
+  ClusterInfo,
+  Deployment,
+  GpuInfo,
+  GpuMode,
+  Placement,
+  Policy,
+  PolicyFactory,
+  PolicyOptions,
+} from '../types.js';
 import { runsAnywhere } from '../contract.js';
 
 /** Triton's default max_queue_delay (ms). */
@@ -24,7 +33,8 @@ export const TIMESHARE_MAX_QUEUE_DELAY_MS = 0;
 
 /** `max_batch_size` of a model on a GPU: the largest b with 2 * t_inf(b, whole GPU) <= SLO (1 when none). */
 export function timeshareMaxBatch(gpu: GpuInfo, model: number, sloMs: number): number {
-  for (let b = BDA_MAX_BATCH; b >= 1; b--) if (2 * predictOnGpu(gpu, [{ model, batch: b, pct: 100 }])[0]! <= sloMs) return b;
+  for (let b = BDA_MAX_BATCH; b >= 1; b--)
+    if (2 * predictOnGpu(gpu, [{ model, batch: b, pct: 100 }])[0]! <= sloMs) return b;
   return 1;
 }
 
@@ -39,7 +49,8 @@ export function timesharePlan(cluster: ClusterInfo, maxQueueDelayMs = TIMESHARE_
     onGpu[g.index]!.push(m);
     usedMb[g.index]! += memOf(g, m);
   };
-  const fits = (g: GpuInfo, m: number) => (g.profileIndex[m] ?? -1) >= 0 && !onGpu[g.index]!.includes(m) && usedMb[g.index]! + memOf(g, m) <= g.memMb + 1e-6;
+  const fits = (g: GpuInfo, m: number) =>
+    (g.profileIndex[m] ?? -1) >= 0 && !onGpu[g.index]!.includes(m) && usedMb[g.index]! + memOf(g, m) <= g.memMb + 1e-6;
   // Pass 1: every model once, largest memory first, on the GPU with the most memory left.
   const byMem = cluster.models
     .map((m) => m.index)
@@ -49,14 +60,18 @@ export function timesharePlan(cluster: ClusterInfo, maxQueueDelayMs = TIMESHARE_
       return mb - ma || a - b;
     });
   for (const m of byMem) {
-    const best = gpus.filter((g) => fits(g, m)).sort((a, b) => a.memMb - usedMb[a.index]! - (b.memMb - usedMb[b.index]!) || b.index - a.index).pop();
+    const best = gpus
+      .filter((g) => fits(g, m))
+      .sort((a, b) => a.memMb - usedMb[a.index]! - (b.memMb - usedMb[b.index]!) || b.index - a.index)
+      .pop();
     if (best) load(best, m);
   }
   // Pass 2: Triton's default instance group, one instance on every GPU, where memory allows.
   for (const m of cluster.models) for (const g of gpus) if (fits(g, m.index)) load(g, m.index);
   const placements: Placement[] = [];
   for (const g of gpus) {
-    for (const m of onGpu[g.index]!) placements.push({ model: m, gpu: g.index, pct: 100, batch: batch(g, m), timeoutMs: maxQueueDelayMs });
+    for (const m of onGpu[g.index]!)
+      placements.push({ model: m, gpu: g.index, pct: 100, batch: batch(g, m), timeoutMs: maxQueueDelayMs });
   }
   placements.sort((a, b) => a.gpu - b.gpu || a.model - b.model);
   const gpuModes: GpuMode[] = gpus.map(() => 'timeshare');
@@ -83,7 +98,8 @@ class TimesharePolicy implements Policy {
 export const timeshareFactory: PolicyFactory = {
   name: 'timeshare',
   description:
-    'Triton-style time sharing: no MPS, every model on every GPU (memory permitting), one batch at a time per GPU, dynamic batching with max batch 2*t_inf <= SLO and no queue delay; static',
+    'Triton-style time sharing: no MPS, every model on every GPU (memory permitting), one batch at a time per GPU, ' +
+    'dynamic batching with max batch 2*t_inf <= SLO and no queue delay; static',
   supports: runsAnywhere,
   create(cluster: ClusterInfo, _options: PolicyOptions): Policy {
     return new TimesharePolicy(cluster);

@@ -1,0 +1,183 @@
+// A deployment's servers as the pooling score sees them, one per placement (the deployment's order):
+// each pooled server at time sharing's batch cap alone at the whole GPU, each MPS partition at BDA's
+// batch beside its co-located partitions, and each model's rate split over its servers in proportion to
+// their rates (what one shared queue with free workers pulling from it does).
+import { bda, BDA_MAX_BATCH } from '../bda.js';
+import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from '../types.js';
+import { memoryOnGpu, predictOnGpu } from '../util.js';
+import type { PoolingContext } from './context.js';
+
+/** Per placement of one deployment (its order), the state the score's steps fill in. */
+export interface Servers {
+  readonly ps: readonly Placement[];
+  readonly modes: readonly GpuMode[];
+  /** Per GPU: the indices of its placements. */
+  readonly byGpu: readonly number[][];
+  /** Per model: the indices of its placements (its pool of servers). */
+  readonly byModel: readonly number[][];
+  /** Batch cap: BDA's on MPS GPUs, time sharing's on pooled ones. */
+  readonly batch: number[];
+  /** t_inf (ms) at `batch`: an MPS partition's beside its co-located partitions, a pooled server's alone. */
+  readonly tMs: number[];
+  /** Tasks/s of the server at its batch cap (mps: with its co-located partitions). */
+  readonly mu: number[];
+  /** Its share of its model's rate (tasks/s). */
+  lam: number[];
+  /** Tasks/s with the overlap slowdown (pooled servers; an MPS partition's is `mu`). */
+  readonly effMu: number[];
+  /** Expected batch time (ms) at the mean batch, with the overlap slowdown. */
+  readonly effMs: number[];
+  /** Mean batch at the planned rates (pooled servers: gatedMeanBatch; MPS partitions: the cap). */
+  readonly fill: number[];
+  /** Overlap slowdown of each pooled server (1 on MPS GPUs). */
+  readonly slow: number[];
+}
+
+/** Each GPU's mode in `d` (absent: mps). */
+export const modesOf = (cluster: ClusterInfo, d: Deployment): GpuMode[] =>
+  cluster.gpus.map((g) => d.gpuModes?.[g.index] ?? 'mps');
+
+/** The placements of `ps` per GPU and per model: null when a placement names a GPU or model that is not there. */
+function indexPlacements(
+  cluster: ClusterInfo,
+  ps: readonly Placement[],
+): { byGpu: number[][]; byModel: number[][] } | null {
+  const byGpu: number[][] = cluster.gpus.map(() => []);
+  const byModel: number[][] = cluster.models.map(() => []);
+  for (let i = 0; i < ps.length; i++) {
+    const q = ps[i]!;
+    if (!byGpu[q.gpu] || !byModel[q.model]) return null;
+    byGpu[q.gpu]!.push(i);
+    byModel[q.model]!.push(i);
+  }
+  return { byGpu, byModel };
+}
+
+/** Each model's rate split over the servers of `ps` in proportion to `rates` (one per placement). */
+export function splitRates(
+  ps: readonly Placement[],
+  nModels: number,
+  ratePerS: readonly number[],
+  rates: readonly number[],
+): number[] {
+  const total = new Array<number>(nModels).fill(0);
+  for (let i = 0; i < ps.length; i++) total[ps[i]!.model]! += rates[i]!;
+  return ps.map((p, i) => (total[p.model]! > 0 ? (ratePerS[p.model]! * rates[i]!) / total[p.model]! : 0));
+}
+
+/**
+ * The servers of `ps` at the planned rates, before any overlap: pooled ones at time sharing's batch
+ * cap; MPS partitions' batch-1 rates (with interference) decide a first split, then BDA sets their
+ * batches GPU by GPU (mpsGpu) and the split is made again. Null when a placement names a GPU or model
+ * that is not there or that the GPU's profile lacks.
+ */
+export function buildServers(
+  ctx: PoolingContext,
+  ps: readonly Placement[],
+  modes: readonly GpuMode[],
+  ratePerS: readonly number[],
+  interference: boolean,
+  sloFraction: number,
+): Servers | null {
+  const cluster = ctx.cluster;
+  const index = indexPlacements(cluster, ps);
+  if (!index) return null;
+  const { byGpu, byModel } = index;
+  const n = ps.length;
+  const nModels = cluster.models.length;
+  const batch = new Array<number>(n).fill(1);
+  const tMs = new Array<number>(n).fill(NaN);
+  const mu = new Array<number>(n).fill(0);
+  for (let i = 0; i < ps.length; i++) {
+    const p = ps[i]!;
+    const gpu = cluster.gpus[p.gpu];
+    if (!gpu || (gpu.profileIndex[p.model] ?? -1) < 0) return null;
+    if (modes[p.gpu] === 'timeshare') {
+      const server = ctx.pooledServer(gpu, p.model);
+      batch[i] = server.batch;
+      tMs[i] = server.ms;
+      mu[i] = (1000 * server.batch) / server.ms;
+    }
+  }
+  const mpsGpus: number[] = [];
+  for (const g of cluster.gpus) {
+    if (modes[g.index] === 'timeshare') continue;
+    const on = byGpu[g.index]!;
+    if (on.length === 0) continue;
+    mpsGpus.push(g.index);
+    for (let k = 0; k < on.length; k++) mu[on[k]!] = 1000 / ctx.batchOneMs(g, ps, on, k, interference);
+  }
+  let lam = splitRates(ps, nModels, ratePerS, mu);
+  if (mpsGpus.length > 0) {
+    for (const gi of mpsGpus) {
+      const on = byGpu[gi]!;
+      const r = mpsGpu(
+        cluster,
+        cluster.gpus[gi]!,
+        on.map((i) => ps[i]!),
+        on.map((i) => lam[i]!),
+        interference,
+        sloFraction,
+      );
+      on.forEach((i, k) => {
+        batch[i] = r.batches[k]!;
+        tMs[i] = r.tInfMs[k]!;
+        mu[i] = (1000 * batch[i]) / tMs[i];
+      });
+    }
+    lam = splitRates(ps, nModels, ratePerS, mu);
+  }
+  return {
+    ps,
+    modes,
+    byGpu,
+    byModel,
+    batch,
+    tMs,
+    mu,
+    lam,
+    effMu: [...mu],
+    effMs: [...tMs],
+    fill: [...batch],
+    slow: new Array<number>(n).fill(1),
+  };
+}
+
+/**
+ * One MPS GPU's batches and t_inf (ms) for its partitions (in the order given) carrying `rates`:
+ * BDA's, or where BDA finds none, the largest batch whose worst task (one batch waiting, then its
+ * own) still meets the SLO; the queue then says what it misses. BDA and that fallback look only at
+ * the GPU's own partitions.
+ */
+function mpsGpu(
+  cluster: ClusterInfo,
+  g: GpuInfo,
+  on: readonly Placement[],
+  rates: readonly number[],
+  interference: boolean,
+  sloFraction: number,
+): { batches: number[]; tInfMs: number[] } {
+  const r = bda(
+    cluster.gpus,
+    on.map((p, k) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[k]! })),
+    { interference, sloFraction },
+  );
+  const batches = [...r.batches];
+  const tInfMs = [...r.tInfMs];
+  on.forEach((p, k) => {
+    if (r.feasible[k]) return;
+    // Partitions after this one count at batch 1 here, as BDA's memory check (4a) counts them.
+    const peers = on.map((q, j) => ({ ...q, batch: j <= k ? batches[j]! : 1 }));
+    const budget = cluster.models[p.model]!.sloMs * sloFraction;
+    for (let b = BDA_MAX_BATCH; b > batches[k]!; b--) {
+      peers[k] = { ...peers[k]!, batch: b };
+      const t = predictOnGpu(g, peers, interference)[k]!;
+      if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
+        batches[k] = b;
+        tInfMs[k] = t;
+        break;
+      }
+    }
+  });
+  return { batches, tInfMs };
+}
