@@ -1,7 +1,7 @@
 // The cluster as the policy sees it, from the agents' GPUs and the known profiles (pure): every GPU
 // of every agent (agents in id order, GPUs in their order) whose profile is known gets the next
-// cluster index, with the mode it reports for pooling; GPU references map between a cluster index and (agent, local GPU). The control
-// plane (scheduler/control.ts) rebuilds it whenever an agent's GPUs change.
+// cluster index, with the mode it reports for pooling; GPU references map between a cluster index and
+// (agent, local GPU). The control plane (scheduler/control.ts) rebuilds it whenever an agent's GPUs change.
 import { buildCluster } from '../src/policy/cluster.js';
 import type { ClusterInfo, GpuMode } from '../src/policy/types.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';

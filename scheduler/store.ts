@@ -110,8 +110,8 @@ export class Store implements Partial<ControlObserver> {
     this.db.pragma('journal_mode = WAL');
     // The scheduler writes here on its event loop (a decision a second, agents, placements): in WAL
     // mode NORMAL syncs at checkpoints, not at every commit, and a power loss can lose only the last
-    // commits, never corrupt the file (SQLite's documented pairing). On this VM an fsync costs ~0.02 ms,
-    // on a real disk a commit's fsync can hold every request for milliseconds.
+    // commits, never corrupt the file (SQLite's documented pairing). On a real disk a commit's fsync
+    // could hold every request for milliseconds.
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('foreign_keys = ON');
     this.migrate();
@@ -131,7 +131,8 @@ export class Store implements Partial<ControlObserver> {
   startTrainingRun(r: { scenario: string; seed: number; settings: unknown; outDir: string; nowIso: string }): number {
     const info = this.db
       .prepare(
-        `INSERT INTO training_runs (scenario, seed, settings_json, started_at, status, out_dir) VALUES (?, ?, ?, ?, 'running', ?)`,
+        `INSERT INTO training_runs (scenario, seed, settings_json, started_at, status, out_dir)
+         VALUES (?, ?, ?, ?, 'running', ?)`,
       )
       .run(r.scenario, r.seed, JSON.stringify(r.settings), r.nowIso, r.outDir);
     return Number(info.lastInsertRowid);
@@ -219,7 +220,8 @@ export class Store implements Partial<ControlObserver> {
     this.db.transaction(() => {
       this.db.prepare(`DELETE FROM placements`).run();
       const ins = this.db.prepare(
-        `INSERT INTO placements (worker_id, agent_id, gpu, model, pct, batch, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO placements (worker_id, agent_id, gpu, model, pct, batch, role, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       for (const r of rows) ins.run(r.workerId, r.agentId, r.gpu, r.model, r.pct, r.batch, r.role, nowIso);
     })();

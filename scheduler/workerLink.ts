@@ -6,10 +6,9 @@
 // control plane (scheduler/control.ts) says which connections to keep and what to send.
 //
 // The sockets live on a thread of their own (workerLinkThread.ts) when the compiled thread is there:
-// a 19 MB batch crosses a Unix socket a socket buffer (~200 KB) at a time, one event-loop turn each,
-// and on the scheduler's loop, busy reading HTTP bodies, each turn waited behind them (a batch took
-// 42-83 ms to reach the worker at p50 in bench:system's closed loop, 6 ms alone; docs/serving.md "The
-// link thread"). Request bodies are read into shared memory (bodyReader.ts), so a batch's inputs reach
+// a large batch crosses a Unix socket one socket buffer at a time, one event-loop turn each, and on
+// the scheduler's loop, busy reading HTTP bodies, each turn would wait behind them (docs/serving.md,
+// "The link thread"). Request bodies are read into shared memory (bodyReader.ts), so a batch's inputs reach
 // the thread without a copy. From sources (no compiled thread) the sockets run on the event loop.
 // Contract: `open` is idempotent per key; `send` returns false unless the connection is established
 // (the caller then sends through the agent), and writes the frame as pieces (head, then each task's

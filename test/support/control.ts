@@ -1,7 +1,7 @@
 // The scheduler's control plane (scheduler/control.ts) driven by hand: a manual clock, a fake agent
-// link that records every message, a silent logger and real Prometheus metrics (or the observers given). Tests play the agent:
-// they connect it (hello), report its workers, answer batches. Nothing runs by itself: the epoch
-// runs when the test calls `control.epoch()` (start() is never called).
+// link that records every message, a silent logger and real Prometheus metrics (or the observers
+// given). Tests play the agent: they connect it (hello), report its workers, answer batches. Nothing
+// runs by itself: the epoch runs when the test calls `control.epoch()` (start() is never called).
 import type { QueuePolicyConfig } from '../../src/serving/queuePolicy.js';
 import { pino } from 'pino';
 import type { PooledGpuMode } from '../../src/model/pooledGpu.js';

@@ -66,7 +66,7 @@ describe('worker identity in the control plane', () => {
     expect(t.answer).toBeNull(); // it waits for a worker of its own model
   });
 
-  it('a batch the agent refuses as wrong-worker goes back to its queue, and the worker takes none until reported again', () => {
+  it('a batch refused as wrong-worker goes back to its queue; the worker takes none until reported again', () => {
     const h = harness({});
     h.report('ready');
     const t = h.submit(0);
@@ -86,7 +86,7 @@ describe('worker identity in the control plane', () => {
     expect(h.batches()[1]).toMatchObject({ workerId: 'w1', model: 'resnet50' });
   });
 
-  it('a worker whose batch fails (worker-failed) loses that batch only: queued tasks wait for it to be reported ready again', () => {
+  it('a worker whose batch fails loses that batch only: queued tasks wait for it to be reported ready again', () => {
     const h = harness({});
     h.report('ready');
     const lost = h.submit(0);
@@ -113,7 +113,7 @@ describe('worker identity in the control plane', () => {
 });
 
 describe('applying deployments', () => {
-  it('a plan that returns to a retiring worker before its shadow is ready makes it active again and lets the shadow go', () => {
+  it('a plan back to a retiring worker before its shadow is ready makes it active and lets the shadow go', () => {
     const at = (pct: number): Deployment => ({
       placements: [
         { model: 0, gpu: 0, pct, batch: 1 },
@@ -135,8 +135,8 @@ describe('applying deployments', () => {
   });
 });
 
-describe('abandoning a shadow (a drift of issue 13: the simulator stopped it at once, the scheduler kept it retiring)', () => {
-  it('a deployment that changes again before a shadow is ready lets the shadow go at once; the old worker serves until the new shadow is ready', () => {
+describe('abandoning a shadow (stopped at once, as the simulator does)', () => {
+  it('a deployment changed again before a shadow is ready lets it go at once; the old worker serves meanwhile', () => {
     const at = (pct: number): Deployment => ({
       placements: [
         { model: 0, gpu: 0, pct, batch: 1 },
@@ -204,7 +204,7 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
     expect(h.batches()).toMatchObject([{ workerId: 'w2', model: 'resnet50', gpu: 0 }]);
   });
 
-  it('with the static-even policy (one model a GPU at 96%): shadows at the new share, the adopted serve meanwhile', () => {
+  it('with static-even (one model a GPU at 96%): shadows at the new share, the adopted serve meanwhile', () => {
     const h = harness({ running, policy: (c) => new PolicyRegistry().get('static-even').create(c, {}) });
     const byGen = h.desired().map((w) => [w.model, w.gpu, w.pct, w.generation > 101 ? 'new' : w.generation]);
     expect(byGen.sort()).toEqual([
@@ -216,7 +216,7 @@ describe('a restarted scheduler adopts running workers by what they are', () => 
   });
 });
 
-describe('tasks in other encodings (issue 14)', () => {
+describe('tasks in other encodings', () => {
   it("a batch lists each sample's encoding; a sample the worker could not decode fails its task alone", () => {
     const h = harness({
       d: {

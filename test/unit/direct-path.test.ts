@@ -1,8 +1,8 @@
-// The control plane's data path (scheduler/control.ts) driven by hand: batches go on a worker's data
+// The control plane's data path (scheduler/control/directPath.ts) driven by hand: batches go on a worker's data
 // socket once its agent reports one and the connection is up, else through the agent; answers and
 // refusals on that socket; a connection that closes; and pipelining (a second batch in flight once
 // the first one's predicted GPU time is over, where there is transport to hide), with the shared rule
-// of src/sim/dispatch.ts.
+// of src/serving/dispatch.ts.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
@@ -48,7 +48,7 @@ function readyWithData(h: Harness): string {
 }
 
 describe('the direct path in the control plane', () => {
-  it('opens a connection to a ready worker with a data socket and sends its batches there, naming its identity, once connected', () => {
+  it('opens a connection to a ready worker with a data socket; once connected, its batches go there, named', () => {
     const direct = new FakeDirectLink();
     const h = setup(direct);
     const key = readyWithData(h);
@@ -84,7 +84,7 @@ describe('the direct path in the control plane', () => {
     expect(t.answer).toMatchObject({ ok: true });
   });
 
-  it('a wrong-worker refusal on the socket puts the tasks back; a closed connection fails the batches of a wanted worker', () => {
+  it("a wrong-worker refusal on the socket puts tasks back; a closed one fails a wanted worker's batches", () => {
     const direct = new FakeDirectLink();
     const h = setup(direct);
     const key = readyWithData(h);
@@ -143,7 +143,7 @@ describe('late answers on the direct path', () => {
 });
 
 describe('a worker let go on the direct path', () => {
-  it('its batch in flight, unanswered when its connection closes (stopped after a shadow swap), goes back to the queue and then to its successor', () => {
+  it('its batch unanswered when its connection closes (stopped after a swap) goes back, then to its successor', () => {
     const direct = new FakeDirectLink();
     const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 1 }] };
     const h = controlHarness({
@@ -179,15 +179,17 @@ describe('a worker let go on the direct path', () => {
 });
 
 describe('pipelining', () => {
-  it("the shared rule: free at once when idle; with transport, the next batch once the last one's predicted GPU time is over; never more than the depth", () => {
+  it("the shared rule: free when idle; with transport, next once the last one's GPU time is over; depth bound", () => {
     expect(nextBatchAtMs(0, 100, 10, 5, false)).toBe(-Infinity);
     expect(nextBatchAtMs(1, 100, 10, 5, false)).toBe(110);
-    expect(nextBatchAtMs(1, 100, 10, 0, false)).toBe(Infinity); // no transport to hide: one at a time (the simulator's results unchanged)
-    expect(nextBatchAtMs(1, 100, 10, 5, true)).toBe(Infinity); // a time-shared GPU runs one batch at a time
+    // No transport to hide: one at a time (as the simulator runs).
+    expect(nextBatchAtMs(1, 100, 10, 0, false)).toBe(Infinity);
+    // A time-shared GPU runs one batch at a time.
+    expect(nextBatchAtMs(1, 100, 10, 5, true)).toBe(Infinity);
     expect(nextBatchAtMs(PIPELINE_DEPTH, 100, 10, 5, false)).toBe(Infinity);
   });
 
-  it('the control plane sends a worker its next batch while one is in flight once it has measured transport, two at most', () => {
+  it('a worker gets its next batch while one is in flight once its transport is measured, two at most', () => {
     const h = setup();
     h.report('ready');
     h.submit(0);

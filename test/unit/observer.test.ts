@@ -27,7 +27,8 @@ describe('fanOut', () => {
     ]);
     o.swapCompleted();
     o.agentCount(2);
-    o.decided({ policy: 'p', ratePerS: [], deployment: null, decideMs: 0, nowIso: '', changed: true }); // nobody listens: nothing happens
+    // Nobody listens: nothing happens.
+    o.decided({ policy: 'p', ratePerS: [], deployment: null, decideMs: 0, nowIso: '', changed: true });
     expect(seen).toEqual(['a swap', 'c swap', 'b 2', 'c 2']);
   });
 });

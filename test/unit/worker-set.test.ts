@@ -49,7 +49,8 @@ describe('planApply', () => {
   });
 
   it('reinstates a retiring worker a plan returns to: active again, its shadow released', () => {
-    // D1 put the model on GPU 0 at 50%; D2 moved it to 70% (a shadow starting, the old one retiring); D3 goes back to 50%.
+    // D1 put the model on GPU 0 at 50%; D2 moved it to 70% (a shadow starting, the old one retiring);
+    // D3 goes back to 50%.
     const old = w('old', 0, 0, 50, 'retiring');
     const shadow = w('shadow', 0, 0, 70, 'starting', old);
     const plan = planApply(
@@ -91,7 +92,7 @@ describe('planApply', () => {
     expect(plan.retire).toEqual([]);
   });
 
-  it('keeps a time-shared GPU staying time-shared whatever the share, and starts new time-shared workers at 100%', () => {
+  it('keeps a time-shared GPU time-shared whatever the share, and starts new time-shared workers at 100%', () => {
     const a = w('a', 0, 0, 100);
     const plan = planApply(
       [a],

@@ -1,0 +1,144 @@
+// The policy loop: the decision epoch's clock, the monitor (arrivals per epoch; a window of them gives
+// the rates, src/serving/monitor.ts), the epoch's outcomes, and the policy made for the cluster. Each
+// epoch observes, asks the policy, and hands its deployment to the worker set.
+import type { Logger } from 'pino';
+import type { ClusterInfo, Deployment, GpuMode, Observation, Policy } from '../../src/policy/types.js';
+import { RateMonitor } from '../../src/serving/monitor.js';
+import type { ControlObserver } from '../observer.js';
+import { EpochStats } from './epochStats.js';
+import type { ServedModelConfig } from './types.js';
+
+export interface PolicyLoopDeps {
+  readonly models: readonly ServedModelConfig[];
+  readonly policyName: string;
+  readonly createPolicy: (cluster: ClusterInfo) => Policy;
+  readonly epochMs: number;
+  readonly monitorWindowMs: number;
+  /** Per model, the rate to plan for until the monitor has seen a full window. */
+  readonly initialRatesPerS: readonly number[];
+  readonly clock: () => number;
+  readonly nowIso: () => string;
+  readonly observe: ControlObserver;
+  readonly log: Logger;
+}
+
+/** A deployment with model and GPU names, as logs and observers show it. */
+export interface NamedDeployment {
+  readonly placements: unknown[];
+  readonly gpuModes?: readonly GpuMode[];
+}
+
+export class PolicyLoop {
+  readonly stats: EpochStats;
+  private readonly monitor: RateMonitor;
+  private policy: Policy | null = null;
+  private policyError: string | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly deps: PolicyLoopDeps) {
+    this.stats = new EpochStats(deps.models.length);
+    this.monitor = new RateMonitor(deps.models.length, deps.epochMs, deps.monitorWindowMs);
+  }
+
+  /** Why the policy cannot run on this cluster; null when it can (or there is no cluster yet). */
+  get error(): string | null {
+    return this.policyError;
+  }
+
+  /** Runs `epoch` every `epochMs` until `stop`. */
+  start(epoch: () => void): void {
+    this.timer = setInterval(epoch, this.deps.epochMs);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** A task of model m arrived at `atMs`. */
+  arrival(m: number, atMs: number): void {
+    this.monitor.arrival(m, atMs);
+  }
+
+  /** The monitor's rule: the scenario's rates until a full window is seen. */
+  ratesPerS(): number[] {
+    return this.monitor.ratesPerS(this.deps.initialRatesPerS);
+  }
+
+  /** Closes the monitor's epoch (its arrivals count in the rate window from now on). */
+  endMonitorEpoch(): void {
+    this.monitor.endEpoch();
+  }
+
+  /** Makes the policy for a new cluster (none without one); an error is logged and kept for readiness. */
+  clusterChanged(cluster: ClusterInfo | null): void {
+    const { log, policyName } = this.deps;
+    if (cluster === null) {
+      this.policy = null;
+      return;
+    }
+    try {
+      this.policy = this.deps.createPolicy(cluster);
+      this.policyError = null;
+      log.info(
+        { policy: policyName, gpus: cluster.gpus.length, models: this.deps.models.length },
+        'policy ready for the cluster',
+      );
+    } catch (e) {
+      this.policy = null;
+      this.policyError = (e as Error).message;
+      log.error({ policy: policyName, err: this.policyError }, 'the policy cannot run on this cluster');
+    }
+  }
+
+  /** The policy's view now: the monitor's rates and burstiness, the queues, the epoch's outcomes. */
+  observation(queued: readonly number[], current: Deployment): Observation {
+    return this.stats.observation({
+      nowMs: this.deps.clock(),
+      ratePerS: this.ratesPerS(),
+      arrivalCv2: this.monitor.arrivalCv2(),
+      queued,
+      current,
+    });
+  }
+
+  /** Publishes the epoch's rate and on-time ratio per model, and starts the next epoch's counts. */
+  endEpoch(obs: Observation): void {
+    this.deps.models.forEach((m, i) => {
+      const done = obs.lastEpoch.served[i]! + obs.lastEpoch.dropped[i]!;
+      this.deps.observe.epochObserved(
+        m.name,
+        obs.ratePerS[i]!,
+        done > 0 ? (obs.lastEpoch.served[i]! - obs.lastEpoch.violated[i]!) / done : null,
+      );
+    });
+    this.stats.reset();
+  }
+
+  /**
+   * Asks the policy and hands its deployment to `apply` (which says whether anything changed). A
+   * policy that throws keeps the current deployment. No-op without a policy.
+   */
+  decide(obs: Observation, apply: (d: Deployment) => boolean, named: (d: Deployment) => NamedDeployment): void {
+    if (!this.policy) return;
+    const { clock, log } = this.deps;
+    const t0 = clock();
+    let d: Deployment;
+    try {
+      d = this.policy.decide(obs);
+    } catch (e) {
+      log.error({ err: (e as Error).message }, 'the policy failed to decide; keeping the current deployment');
+      return;
+    }
+    const decideMs = clock() - t0;
+    const changed = apply(d);
+    this.deps.observe.decided({
+      policy: this.deps.policyName,
+      ratePerS: obs.ratePerS,
+      deployment: named(d),
+      decideMs,
+      nowIso: this.deps.nowIso(),
+      changed,
+    });
+    if (changed) log.info({ placements: named(d).placements, decideMs: Number(decideMs.toFixed(3)) }, 'new deployment');
+  }
+}
