@@ -15,7 +15,7 @@ import {
   resolveModel,
   responseCoding,
 } from '../../scheduler/triton.js';
-import { cudaSharedMemoryAnswer } from '../../scheduler/sharedMemory.js';
+import { cudaSharedMemoryAnswer } from '../../scheduler/sharedMemoryRoutes.js';
 import { modelMetadata } from '../../scheduler/kserve.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
