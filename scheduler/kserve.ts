@@ -1,7 +1,7 @@
 // The KServe v2 / Open Inference Protocol codec over HTTP/REST: infer request bodies in (JSON tensors,
 // and Triton's binary tensor data extension), infer responses, errors and metadata out.
 //
-// Pure: buffers and header values in, values out. The scheduler service (scheduler/service.ts) calls
+// Pure: buffers and header values in, values out. The infer route (scheduler/kserveRoutes.ts) calls
 // parseInferRequest once per POST /v2/models/{name}/infer with the raw body, whatever its content
 // type, and encodeInferResponse once per answer. Nothing here throws on client input: every bad
 // request is an `{ ok: false, status: 400, error }` whose text names the field that is wrong. Body

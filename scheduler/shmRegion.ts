@@ -1,4 +1,4 @@
-// The scheduler's shared-memory region (issue 14, docs/serving.md "Shared memory between the scheduler
+// The scheduler's shared-memory region (docs/serving.md "Shared memory between the scheduler
 // and its workers"): one file per scheduler service in /dev/shm, `inss-PID-N.shm`, created exclusively
 // with mode 0600 (only this user's processes map it), mapped read-write through the addon
 // (src/protocol/shmMap.ts) and unlinked when the service closes or the process exits. Request bodies of
