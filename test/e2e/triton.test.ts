@@ -313,7 +313,7 @@ it('server metadata lists exactly the extensions served; /metrics has Triton-nam
   expect(plain.headers['content-encoding']).toBeUndefined();
 });
 
-// ---- images as clients send them (issue 14) ------------------------------------------------------
+// ---- images as clients send them -------------------------------------------------------------------
 
 /** The tensor the workers make of an image (the rule of src/serving/image.ts, with the simulated worker's decoders). */
 function preprocessed(encoding: 'UINT8' | 'JPEG' | 'PNG', bytes: Buffer): Float32Array {
@@ -481,7 +481,7 @@ it('BYTES that are not an image get a 400 before they become a task; an image th
   );
 });
 
-// ---- Triton's system shared-memory extension (issue 14) -----------------------------------------
+// ---- Triton's system shared-memory extension --------------------------------------------------------
 
 it('a client on this host: creates a /dev/shm region, registers it, infers with the input and output in it, reads the answer there, unregisters', async () => {
   // What tritonclient.utils.shared_memory.create_shared_memory_region does: shm_open("/<key>") = /dev/shm/<key>.

@@ -1,4 +1,4 @@
-// Hostile input against `inss up` as a real process (issue 15, item 1): while huge, deep, slow or many
+// Hostile input against `inss up` as a real process: while huge, deep, slow or many
 // requests arrive from one client address (127.0.0.2), the health route keeps answering another
 // (127.0.0.1), and every refusal is the protocol's `{"error": ...}` JSON. The bound on the health
 // route's slowest answer is generous (the VM is shared and loaded); docs/reliability.md has the figures.

@@ -49,7 +49,7 @@ describe('requestBudget', () => {
   });
 });
 
-describe('requestBudget of an image input (issue 14)', () => {
+describe('requestBudget of an image input', () => {
   it('admits the largest encoded image as binary data, and UINT8 pixels as JSON', () => {
     const one = requestBudget(IMAGE, 1);
     const header = Buffer.from(
