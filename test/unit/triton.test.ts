@@ -208,7 +208,9 @@ describe('model configuration', () => {
     expect(p.resize).toContain('224x224 centre crop');
   });
 
-  /** image_client.py's parse_model (triton-inference-server/client src/python/examples), on inss's metadata and config. */
+  /**
+   * image_client.py's parse_model (triton-inference-server/client src/python/examples), on inss's metadata and config.
+   */
   it("passes image_client.py's parse_model", () => {
     const config = modelConfigJson(RESNET, []);
     const metadata = modelMetadata(RESNET);
