@@ -232,8 +232,8 @@ describe.skipIf(!HAS_OPENSSL)(
         expect(run.status, run.stderr).toBe(0);
         const report = LoadgenReportSchema.parse(JSON.parse(run.stdout));
         expect(report.total.sent).toBeGreaterThan(0);
-        // Every request answered, none refused (a 503 SLO drop of the scheduler's own 1 s SLO is the machine's speed, not
-        // access).
+        // Every request answered, none refused (a 503 SLO drop of the scheduler's own 1 s SLO is the
+        // machine's speed, not access).
         expect(report.total.ok, JSON.stringify(report.total)).toBeGreaterThan(0);
         expect(report.total.errors, JSON.stringify(report.total)).toMatchObject({
           'http-4xx': 0,

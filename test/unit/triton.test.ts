@@ -356,7 +356,10 @@ describe('CUDA shared memory, as a Triton built without GPU support answers it',
     const reg = cudaSharedMemoryAnswer('register', 'input_data');
     expect(reg.status).toBe(400);
     expect((reg.body as { error: string }).error).toMatch(
-      /^failed to register CUDA shared memory region: 'input_data', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory/,
+      new RegExp(
+        "^failed to register CUDA shared memory region: 'input_data', GPUs not supported: " +
+          'CUDA shared memory is not supported by this server; use system shared memory',
+      ),
     );
     expect(cudaSharedMemoryAnswer('status', 'input_data').status).toBe(404);
   });
