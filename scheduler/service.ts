@@ -114,7 +114,7 @@ export class SchedulerService {
     requireTokens(app, access);
     const parser = new ParsePool(limits.parseThreads, limits.maxParseQueueBytes, opts.logger.child({ part: 'parse' }));
     // Large binary request bodies go into slots of a shared-memory region, whose descriptors reach
-    // workers on this host that map it (shmRegion.ts; docs/serving.md); none: the old way.
+    // workers on this host that map it (shmRegion.ts; docs/serving.md); without one, batches carry their bytes.
     const opened = ShmRegion.open(opts.shmMb ?? 0);
     const region = opened instanceof ShmRegion ? opened : null;
     // Said once the port is bound (a start that fails says only why it failed).
