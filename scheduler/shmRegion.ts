@@ -8,7 +8,7 @@
 // it returns why (the service logs it once and reads bodies into pooled buffers). `take` returns null
 // when no slot is free (that body takes a pooled buffer). `release` frees the slot a view came from
 // (others are ignored); its caller frees a slot once nothing will read it for an answer anyone takes
-// (bodyReader.ts).
+// (bodyReader.ts; grpcHandlers.ts for gRPC tensors).
 import { closeSync, ftruncateSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SLOT_ALIGN, SlotAllocator } from '../src/protocol/shm.js';
