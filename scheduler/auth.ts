@@ -1,4 +1,4 @@
-// Access control of the scheduler's HTTP routes and its agents' hub (issue 15, item 3).
+// Access control of the scheduler's HTTP routes and its agents' hub.
 //
 // Pure: header values and token lists in, decisions out; the composition root (cli/serve.ts) reads
 // the token files and the environment. Routes fall in three classes:

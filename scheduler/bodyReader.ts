@@ -1,22 +1,21 @@
-// Reading request bodies (issue 14, the data plane): a body with a Content-Length of at least
-// POOLED_BODY_BYTES is read straight into a recycled buffer of its size (frames.ts BufferPool, of
-// shared memory: the link thread, scheduler/workerLink.ts, writes the task's input to its worker from
-// these bytes without a copy), each chunk copied in as it arrives, instead of Fastify's list of chunks concatenated into a new
-// buffer at the end. Why: Node counts every new Buffer's bytes toward the heap's limit, so 602 KB
-// image bodies at hundreds a second ran the scheduler's full garbage collection several times a
-// second (each one marking the whole heap: 20-40% of the scheduler's busy time, docs/serving.md
-// "Where the time goes"). The route gives a body back (`giveBack`) once its task was answered with a
-// result: the worker answered its batch, so every byte of it was written (a task that failed keeps
-// its body to the garbage collector: its batch may still sit in a socket's queue).
-// With a shared-memory region (shmRegion.ts, `inss up --shm-mb`), a binary body (the KServe binary
-// tensor extension: an Inference-Header-Content-Length, so its tensor is a view of the body) is read
-// into a slot of it instead, its tensor placed at a cache-line boundary, so a worker on this host that
-// mapped the region reads it in place; JSON bodies (their tensors are new arrays), bodies that find
-// the region full, and all bodies while no worker has mapped it (`regionRead`) take the pool. A slot is freed for any answer, once both its exchange ended (the
-// response closed: answered, refused or aborted) and its task, if one was submitted, was answered
-// (`watch`, `taskStarted`, `taskEnded`, called by service.ts). Until then no new body is written over
-// it; after, a worker still reading it (a batch already failed, a worker let go) computes an answer
-// that nobody takes (control.ts takes one answer per batch, from the batch's own worker).
+// Reading request bodies (the data plane): a body with a Content-Length of at least POOLED_BODY_BYTES is read
+// straight into a recycled buffer of its size (frames.ts BufferPool, of shared memory: the link thread,
+// scheduler/workerLink.ts, writes the task's input to its worker from these bytes without a copy), each chunk
+// copied in as it arrives, instead of Fastify's list of chunks concatenated into a new buffer at the end. Why: Node
+// counts every new Buffer's bytes toward the heap's limit, so image bodies at hundreds a second would run the
+// scheduler's full garbage collection several times a second, each one marking the whole heap (docs/serving.md
+// "Where the time goes"). The route gives a body back (`giveBack`) once its task was answered with a result: the
+// worker answered its batch, so every byte of it was written (a task that failed keeps its body to the garbage
+// collector: its batch may still sit in a socket's queue).
+// With a shared-memory region (shmRegion.ts, `inss up --shm-mb`), a binary body (the KServe binary tensor
+// extension: an Inference-Header-Content-Length, so its tensor is a view of the body) is read into a slot of it
+// instead, its tensor placed at a cache-line boundary, so a worker on this host that mapped the region reads it in
+// place; JSON bodies (their tensors are new arrays), bodies that find the region full, and all bodies while no
+// worker has mapped it (`regionRead`) take the pool. A slot is freed for any answer, once both its exchange ended
+// (the response closed: answered, refused or aborted) and its task, if one was submitted, was answered (`watch`,
+// `taskStarted`, `taskEnded`, called by the infer route, kserveRoutes.ts). Until then no new body is written over
+// it; after, a worker still reading it (a batch already failed, a worker let go) computes an answer that nobody
+// takes (control.ts takes one answer per batch, from the batch's own worker).
 // Contract: the same answers as Fastify's own reader: 413 when the Content-Length or the bytes
 // received pass the route's limit, 400 when the bytes received do not match the Content-Length, the
 // stream's error as a 400; anything else (a chunked body, a small one) is read as Fastify would.

@@ -20,124 +20,35 @@
 //   when they are exact, else as their decimal text, which the HTTP codec then refuses by name);
 //   `binary_data`, `binary_data_output` and `binary_data_size` are the HTTP binary extension's and are
 //   dropped (gRPC answers always carry raw_output_contents, as Triton's do).
+//
+// The messages' shapes and the status codes: scheduler/grpcMessages.ts (re-exported here).
 import type { InferResponse, ModelMetadata, ServerMetadata } from './kserve.js';
 import { DATATYPE_BYTES, type Datatype, elementCount, GRPC_CONTENTS_FIELD } from '../src/protocol/tensor.js';
 import type { IndexEntry, TritonModelConfig, TritonModelStat } from './triton.js';
 import type { RegionStatus } from './sharedMemory.js';
+import type {
+  Int64,
+  InferParameterMessage,
+  ParameterMap,
+  TensorContentsMessage,
+  ModelInferRequestMessage,
+  InferOutputMessage,
+  ModelInferResponseMessage,
+} from './grpcMessages.js';
 
-// ---------------------------------------------------------------------------------------------------
-// Messages as @grpc/proto-loader decodes them (keepCase, longs: String, bytes: Buffer, defaults, oneofs)
-
-/** A 64-bit integer field: a decimal string as decoded, a number or string when written. */
-export type Int64 = string | number;
-
-export interface InferParameterMessage {
-  /** Which member of the oneof is set (proto-loader's `oneofs: true`). */
-  readonly parameter_choice?: 'bool_param' | 'int64_param' | 'string_param' | 'double_param' | 'uint64_param';
-  readonly bool_param?: boolean;
-  readonly int64_param?: Int64;
-  readonly string_param?: string;
-  readonly double_param?: number;
-  readonly uint64_param?: Int64;
-}
-
-export type ParameterMap = Readonly<Record<string, InferParameterMessage>>;
-
-export interface TensorContentsMessage {
-  readonly bool_contents?: readonly boolean[];
-  readonly int_contents?: readonly number[];
-  readonly int64_contents?: readonly Int64[];
-  readonly uint_contents?: readonly number[];
-  readonly uint64_contents?: readonly Int64[];
-  readonly fp32_contents?: readonly number[];
-  readonly fp64_contents?: readonly number[];
-  readonly bytes_contents?: readonly Buffer[];
-}
-
-export interface InferInputMessage {
-  readonly name: string;
-  readonly datatype: string;
-  readonly shape: readonly Int64[];
-  readonly parameters?: ParameterMap;
-  readonly contents?: TensorContentsMessage | null;
-}
-
-export interface ModelInferRequestMessage {
-  readonly model_name: string;
-  readonly model_version?: string;
-  readonly id?: string;
-  readonly parameters?: ParameterMap;
-  readonly inputs: readonly InferInputMessage[];
-  readonly outputs?: readonly { readonly name: string; readonly parameters?: ParameterMap }[];
-  readonly raw_input_contents?: readonly Buffer[];
-}
-
-export interface InferOutputMessage {
-  readonly name: string;
-  readonly datatype: string;
-  readonly shape: readonly number[];
-  readonly parameters: ParameterMap;
-}
-
-export interface ModelInferResponseMessage {
-  readonly model_name: string;
-  readonly model_version: string;
-  readonly id: string;
-  readonly outputs: readonly InferOutputMessage[];
-  readonly raw_output_contents: readonly Buffer[];
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Status codes
-
-/** The gRPC status codes inss answers with (grpc/doc/statuscodes.md; the numbers are the protocol's). */
-export const GrpcCode = {
-  OK: 0,
-  INVALID_ARGUMENT: 3,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  UNAUTHENTICATED: 16,
-} as const;
-export type GrpcCodeValue = (typeof GrpcCode)[keyof typeof GrpcCode];
-
-/**
- * The gRPC code of an HTTP status the shared code answers with, as Triton maps its errors: a bad
- * request is INVALID_ARGUMENT, an unknown model or version NOT_FOUND, a task dropped, refused for a
- * full queue or not ready UNAVAILABLE (a client may retry), a request over the size limit
- * RESOURCE_EXHAUSTED (what gRPC itself answers to a message over max_receive_message_length).
- */
-export function grpcCodeOf(httpStatus: number): GrpcCodeValue {
-  switch (httpStatus) {
-    case 400:
-    case 415:
-      return GrpcCode.INVALID_ARGUMENT;
-    case 401:
-      return GrpcCode.UNAUTHENTICATED;
-    case 403:
-      return GrpcCode.PERMISSION_DENIED;
-    case 404:
-      return GrpcCode.NOT_FOUND;
-    case 409:
-      return GrpcCode.ALREADY_EXISTS;
-    case 413:
-    case 429:
-      return GrpcCode.RESOURCE_EXHAUSTED;
-    case 501:
-      return GrpcCode.UNIMPLEMENTED;
-    case 502:
-    case 503:
-    case 504:
-      return GrpcCode.UNAVAILABLE;
-    default:
-      return httpStatus >= 400 && httpStatus < 500 ? GrpcCode.FAILED_PRECONDITION : GrpcCode.INTERNAL;
-  }
-}
+export {
+  GrpcCode,
+  grpcCodeOf,
+  type Int64,
+  type InferParameterMessage,
+  type ParameterMap,
+  type TensorContentsMessage,
+  type InferInputMessage,
+  type ModelInferRequestMessage,
+  type InferOutputMessage,
+  type ModelInferResponseMessage,
+  type GrpcCodeValue,
+} from './grpcMessages.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Requests
@@ -153,7 +64,10 @@ export interface InferFields {
   };
   /** The bytes the inputs with `parameters.binary_data_size` take, in input order; undefined when none does. */
   readonly binary: Buffer | undefined;
-  /** What each such input's data came from (`raw_input_contents[0]`, `inputs[1].contents.fp32_contents`), by input index. */
+  /**
+   * What each such input's data came from (`raw_input_contents[0]`, `inputs[1].contents.fp32_contents`), by input
+   * index.
+   */
   readonly sources: ReadonlyMap<number, string>;
 }
 
@@ -322,7 +236,9 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
     if (typed !== undefined && raw.length > 0) {
       return {
         ok: false,
-        error: `${where}.contents: given with raw_input_contents (send every input's data one way: raw_input_contents, or contents)`,
+        error:
+          `${where}.contents: given with raw_input_contents (send every input's data one way: ` +
+          `raw_input_contents, or contents)`,
       };
     }
     if (inRegion) {
@@ -359,7 +275,9 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
       ) {
         return {
           ok: false,
-          error: `${rw}: ${data.length} bytes, but input '${clip(inp.name)}' of shape ${shapeText(shape)} and ${inp.datatype} is ${size * elementCount(shape)} bytes`,
+          error:
+            `${rw}: ${data.length} bytes, but input '${clip(inp.name)}' of shape ${shapeText(shape)} and ` +
+            `${inp.datatype} is ${size * elementCount(shape)} bytes`,
         };
       }
       parts.push(data);
@@ -368,7 +286,8 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
     } else {
       const also =
         raw.length > 0
-          ? `: raw_input_contents has ${raw.length} entries for ${req.inputs.length} inputs (one per input, in input order)`
+          ? `: raw_input_contents has ${raw.length} entries for ${req.inputs.length} inputs (one per input, in ` +
+            `input order)`
           : ' (send raw_input_contents, one entry per input in input order, or contents)';
       return { ok: false, error: `${where} ('${clip(inp.name)}'): no tensor data${also}` };
     }
@@ -378,7 +297,9 @@ export function inferFieldsOf(req: ModelInferRequestMessage): InferFieldsResult 
   if (nextRaw < raw.length)
     return {
       ok: false,
-      error: `raw_input_contents: ${raw.length} entries, but ${nextRaw} of the ${req.inputs.length} inputs take one (one per input, in input order)`,
+      error:
+        `raw_input_contents: ${raw.length} entries, but ${nextRaw} of the ${req.inputs.length} inputs take one ` +
+        `(one per input, in input order)`,
     };
   const json: InferFields['json'] = { inputs };
   if (req.id) json.id = req.id;

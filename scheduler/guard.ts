@@ -1,4 +1,4 @@
-// The HTTP layer's defences against hostile or broken clients (issue 15, item 1), for the scheduler
+// The HTTP layer's defences against hostile or broken clients, for the scheduler
 // service's Fastify app:
 // - connections: at most maxConnections open, and maxConnectionsPerClient from one address; beyond,
 //   a 503 (plain HTTP) or a closed connection (TLS, before its handshake);
@@ -20,7 +20,10 @@ import { bodyTimeoutMs, type InputLimits, shownPath } from './limits.js';
 /** A raw HTTP/1.1 answer with a JSON error body, for sockets Fastify has not (or no longer) got a reply for. */
 function rawAnswer(status: number, statusText: string, message: string): string {
   const body = errorBody(message).toString();
-  return `HTTP/1.1 ${status} ${statusText}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  return (
+    `HTTP/1.1 ${status} ${statusText}\r\nContent-Type: application/json\r\nContent-Length: ` +
+    `${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
 /** Node's parse errors (clientError) as the protocol's errors: 400, 408, 413, 414, 431. */
@@ -84,7 +87,8 @@ function capConnections(app: FastifyInstance, o: GuardOptions): void {
       total >= o.limits.maxConnections
         ? `too many connections (${o.limits.maxConnections} open); retry later`
         : mine >= o.limits.maxConnectionsPerClient
-          ? `too many connections from ${who} (${o.limits.maxConnectionsPerClient} open); reuse connections (keep-alive) or retry later`
+          ? `too many connections from ${who} (${o.limits.maxConnectionsPerClient} open); reuse connections ` +
+            `(keep-alive) or retry later`
           : undefined;
     if (why) {
       o.log.warn({ remote: who, total, fromClient: mine }, 'connection refused: over the connection cap');

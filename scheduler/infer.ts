@@ -1,4 +1,4 @@
-// The inference front: what every protocol (HTTP/REST in service.ts, gRPC) does with a validated infer
+// The inference front: what every protocol (HTTP/REST in kserveRoutes.ts, gRPC) does with a validated infer
 // request, written once. It resolves the request's system shared-memory regions (the registry is the
 // server's, shared by both protocols, as Triton's is), hands each of the request's k samples to the
 // control plane as a task of its own (the dispatcher batches them with other requests' samples), waits

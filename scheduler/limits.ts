@@ -1,4 +1,4 @@
-// Limits on client input, derived from what a model can legitimately be sent (issue 15, item 1).
+// Limits on client input, derived from what a model can legitimately be sent.
 //
 // Pure: numbers and bytes in, numbers and error texts out. The HTTP layer (scheduler/guard.ts) applies
 // the body limit and the timeouts; the codec (scheduler/kserve.ts) runs scanJson before JSON.parse, so
@@ -19,7 +19,10 @@ export interface InputLimits {
   /** A request's body must arrive within bodyTimeoutBaseMs + its size / minBodyBytesPerS (408 beyond). */
   readonly bodyTimeoutBaseMs: number;
   readonly minBodyBytesPerS: number;
-  /** Bytes of request bodies (by Content-Length) being read at once; a body that would go beyond is answered 503 before it is read. */
+  /**
+   * Bytes of request bodies (by Content-Length) being read at once; a body that would go beyond is answered 503 before
+   * it is read.
+   */
   readonly maxBodyBytesInFlight: number;
   /** Threads that parse large JSON bodies off the event loop (0: parse on it). */
   readonly parseThreads: number;
@@ -166,7 +169,10 @@ export function scanJson(text: Uint8Array, budget: JsonBudget): string | undefin
       if (++depth > budget.maxDepth)
         return `request JSON is nested deeper than ${budget.maxDepth} levels, deeper than this model's inputs can be`;
       if (++containers > budget.maxContainers)
-        return `request JSON has more than ${budget.maxContainers} arrays and objects, more than this model's inputs can hold`;
+        return (
+          `request JSON has more than ${budget.maxContainers} arrays and objects, more than this model's inputs ` +
+          `can hold`
+        );
     } else if (b === CLOSE_ARRAY || b === CLOSE_OBJECT) depth--;
   }
   return undefined;

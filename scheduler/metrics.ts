@@ -12,64 +12,16 @@
 // time and GPU readings are derived at scrape time from the inss_* series they mirror.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ControlObserver, TaskOutcome } from './observer.js';
+import { histogramSeries, registerDerivedSeries } from './metricsDerived.js';
+import { type Duration, MODEL_VERSION, type ModelStats, type WorkerView } from './metricsTypes.js';
 
 export type { TaskOutcome } from './observer.js';
+export { type BatchSizeStats, type Duration, MODEL_VERSION, type ModelStats, type WorkerView } from './metricsTypes.js';
 
 /** The outcomes that are answers (a result, possibly after the SLO); the others are failures. */
 const SUCCESS: ReadonlySet<TaskOutcome> = new Set<TaskOutcome>(['ok', 'late']);
 
-/** The one model version inss serves (KServe/Triton's `version` label and field). */
-export const MODEL_VERSION = '1';
-
 const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5];
-const MIB = 1024 * 1024;
-
-/** A cumulative duration in Triton's statistics format: how many, and their total in nanoseconds. */
-export interface Duration {
-  count: number;
-  ns: number;
-}
-
-/** One batch size's executions (Triton's batch_stats entry). */
-export interface BatchSizeStats {
-  readonly batchSize: number;
-  readonly count: number;
-  /** Total compute time of these executions, ns (as the worker reports it). */
-  readonly computeNs: number;
-}
-
-/** Everything Triton's statistics extension reports for one model, since the service started. */
-export interface ModelStats {
-  /** Wall-clock ms since the epoch of the last finished request; 0 when none. */
-  readonly lastInferenceMs: number;
-  readonly inferenceCount: number;
-  readonly executionCount: number;
-  /** End-to-end durations of answered requests. */
-  readonly success: Duration;
-  /** End-to-end durations of requests that ended in an error (dropped, not deployed, worker failed, shutdown). */
-  readonly fail: Duration;
-  /** Time in the task buffer, per dispatched request. */
-  readonly queue: Duration;
-  /** The worker-reported batch time, counted once per request in the batch. */
-  readonly computeInfer: Duration;
-  readonly batches: readonly BatchSizeStats[];
-}
-
-/** A worker as the metrics and the Triton surface see it (Control.workerViews()). */
-export interface WorkerView {
-  readonly workerId: string;
-  readonly model: string;
-  /** Cluster GPU index. */
-  readonly gpu: number;
-  /** MPS share in force, percent (100 on a timeshare GPU: the whole GPU, in turns). */
-  readonly pct: number;
-  readonly batch: number;
-  readonly timeoutMs: number;
-  readonly role: 'active' | 'shadow' | 'retiring';
-  readonly state: string;
-  /** Takes batches now. */
-  readonly serving: boolean;
-}
 
 interface Counters {
   lastInferenceMs: number;
@@ -81,15 +33,6 @@ interface Counters {
   readonly bySize: Map<number, [number, number]>;
 }
 
-/** prom-client's `get()` values of a histogram's `_sum` or `_count` series, by model label. */
-async function histogramSeries(h: Histogram<'model'>, suffix: '_sum' | '_count'): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const v of (await h.get()).values) {
-    if (v.metricName?.endsWith(suffix) && typeof v.labels.model === 'string') out.set(v.labels.model, v.value);
-  }
-  return out;
-}
-
 export class Metrics implements Partial<ControlObserver> {
   readonly registry = new Registry();
   readonly requests = new Counter({
@@ -98,10 +41,15 @@ export class Metrics implements Partial<ControlObserver> {
     labelNames: ['model', 'outcome'] as const,
     registers: [this.registry],
   });
-  /** Batch samples sent on the direct path, by how: `shm` (a descriptor of a slot of the shared-memory region) or `socket` (the bytes). */
+  /**
+   * Batch samples sent on the direct path, by how: `shm` (a descriptor of a slot of the shared-memory region) or
+   * `socket` (the bytes).
+   */
   readonly directSamplesTotal = new Counter({
     name: 'inss_direct_samples_total',
-    help: 'Batch samples sent straight to workers, by path: shm (a descriptor of shared memory) or socket (the bytes in the frame)',
+    help:
+      'Batch samples sent straight to workers, by path: shm (a descriptor of shared memory) or socket (the bytes ' +
+      'in the frame)',
     labelNames: ['path'] as const,
     registers: [this.registry],
   });
@@ -134,7 +82,9 @@ export class Metrics implements Partial<ControlObserver> {
   });
   readonly transportTime = new Histogram({
     name: 'inss_batch_transport_seconds',
-    help: 'Time a batch spent outside its worker: scheduler to agent to worker and back, less the time the worker reports',
+    help:
+      'Time a batch spent outside its worker: scheduler to agent to worker and back, less the time the worker ' +
+      'reports',
     labelNames: ['model'] as const,
     buckets: LATENCY_BUCKETS_S,
     registers: [this.registry],
@@ -172,7 +122,9 @@ export class Metrics implements Partial<ControlObserver> {
   });
   readonly gpuMemory = new Gauge({
     name: 'inss_gpu_memory_mb',
-    help: 'GPU memory: predicted by the latency model for the placements (source=predicted) or read by the agent (source=measured)',
+    help:
+      'GPU memory: predicted by the latency model for the placements (source=predicted) or read by the agent ' +
+      '(source=measured)',
     labelNames: ['gpu', 'source'] as const,
     registers: [this.registry],
   });
@@ -184,7 +136,9 @@ export class Metrics implements Partial<ControlObserver> {
   });
   readonly workerLatency = new Gauge({
     name: 'inss_worker_batch_latency_seconds',
-    help: "Mean batch latency a worker reported over the agent's last telemetry interval (batches sent on the direct path: over the scheduler's last epoch)",
+    help:
+      "Mean batch latency a worker reported over the agent's last telemetry interval (batches sent on the direct " +
+      "path: over the scheduler's last epoch)",
     labelNames: ['worker', 'model', 'gpu'] as const,
     registers: [this.registry],
   });
@@ -219,7 +173,9 @@ export class Metrics implements Partial<ControlObserver> {
   });
   private readonly nvFailure = new Counter({
     name: 'nv_inference_request_failure',
-    help: 'Failed inference requests, by reason (dropped_slo, dropped_queue_full, not_deployed, worker_failed, shutdown, bad_input)',
+    help:
+      'Failed inference requests, by reason (dropped_slo, dropped_queue_full, not_deployed, worker_failed, ' +
+      'shutdown, bad_input)',
     labelNames: ['model', 'version', 'reason'] as const,
     registers: [this.registry],
   });
@@ -252,100 +208,22 @@ export class Metrics implements Partial<ControlObserver> {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'inss_process_' });
-    const queueTime = this.queueTime;
-    const queueLength = this.queueLength;
-    const gpuUtil = this.gpuUtil;
-    const gpuMemory = this.gpuMemory;
-    const workersOf = () => this.workerSource();
-    const registry = this.registry;
-    // Derived at scrape time from the series they mirror (one count, two names): Triton's per-model
-    // series, each reset and refilled from its inss_* source at every scrape.
-    const perModel = (
-      name: string,
-      help: string,
-      type: typeof Counter | typeof Gauge,
-      read: () => Promise<Map<string, number>>,
-    ) =>
-      new (type as typeof Gauge)({
-        name,
-        help,
-        labelNames: ['model', 'version'] as const,
-        registers: [registry],
-        async collect() {
-          this.reset();
-          for (const [model, value] of await read()) this.inc({ model, version: MODEL_VERSION }, value);
-        },
-      });
-    perModel(
-      'nv_inference_queue_duration_us',
-      'Cumulative time requests waited in the task buffer, microseconds',
-      Counter,
-      async () => new Map([...(await histogramSeries(queueTime, '_sum'))].map(([m, s]) => [m, s * 1e6])),
-    );
-    perModel(
-      'nv_inference_pending_request_count',
-      'Requests waiting in the task buffer (not yet sent to a worker)',
-      Gauge,
-      async () =>
-        new Map(
-          (await queueLength.get()).values.flatMap((v) =>
-            typeof v.labels.model === 'string' ? [[v.labels.model, v.value] as const] : [],
-          ),
-        ),
-    );
-    const perGpu = (name: string, help: string, from: Gauge<'gpu'> | Gauge<'gpu' | 'source'>, scale: number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['gpu'] as const,
-        registers: [registry],
-        async collect() {
-          this.reset();
-          for (const v of (await from.get()).values)
-            if (
-              v.labels.gpu !== undefined &&
-              ((v.labels as Partial<Record<string, string | number>>).source ?? 'measured') === 'measured'
-            )
-              this.set({ gpu: String(v.labels.gpu) }, v.value * scale);
-        },
-      });
-    perGpu(
-      'nv_gpu_utilization',
-      'GPU utilisation read by the agent, 0.0 to 1.0 (gpu: the cluster GPU index)',
-      gpuUtil,
-      1 / 100,
-    );
-    perGpu(
-      'nv_gpu_memory_used_bytes',
-      'GPU memory used, read by the agent, bytes (gpu: the cluster GPU index)',
-      gpuMemory,
-      MIB,
-    );
-    const perWorker = (name: string, help: string, value: (w: WorkerView) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['model', 'gpu', 'worker', 'role'] as const,
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const w of workersOf())
-            this.set({ model: w.model, gpu: String(w.gpu), worker: w.workerId, role: w.role }, value(w));
-        },
-      });
-    perWorker(
-      'inss_model_share_percent',
-      'MPS share in force of each worker of a model (role: active, shadow or retiring; 100 on a timeshare GPU)',
-      (w) => w.pct,
-    );
-    perWorker('inss_model_batch_size', 'Batch size in force of each worker of a model', (w) => w.batch);
+    registerDerivedSeries(this.registry, {
+      queueTime: this.queueTime,
+      queueLength: this.queueLength,
+      gpuUtil: this.gpuUtil,
+      gpuMemory: this.gpuMemory,
+      workers: () => this.workerSource(),
+    });
   }
 
   /** The shared-memory region's slots in use (request bodies held), read at each scrape; absent: no region. */
   setShmSource(source: () => { slots: number; bytes: number }): void {
     new Gauge({
       name: 'inss_shm_slots_in_use',
-      help: "Request bodies held in the shared-memory region's slots (freed once each task is answered and its exchange ended)",
+      help:
+        "Request bodies held in the shared-memory region's slots (freed once each task is answered and its " +
+        'exchange ended)',
       registers: [this.registry],
       collect() {
         this.set(source().slots);

@@ -1,6 +1,6 @@
-// Parses infer request bodies off the event loop (issue 15): a JSON body of a legitimate 3x224x224
-// image is ~3 MB and takes ~100 ms to parse and validate on the loaded 2-core VM, so two hundred of
-// them parsed inline would hold every other client, health probes included, for seconds. Bodies whose
+// Parses infer request bodies off the event loop: a JSON body of a legitimate 3x224x224 image is
+// ~3 MB and takes tens of milliseconds to parse and validate, so a few hundred of them parsed inline
+// would hold every other client, health probes included, for seconds. Bodies whose
 // JSON part is small (binary tensor data, small models) are parsed inline; larger ones go to a few
 // worker threads (parseWorker.ts), one job per thread at a time, in arrival order. The bytes waiting
 // are capped: beyond the cap a body is answered 503 at once instead of queueing behind the others.
@@ -83,7 +83,10 @@ export class ParsePool {
    */
   reserve(bytes: number): string | undefined {
     if (this.queuedBytes + bytes > this.maxQueueBytes) {
-      return `server busy: ${this.queuedBytes} bytes of request JSON are being read or parsed (limit ${this.maxQueueBytes}); retry, or send tensors as binary data`;
+      return (
+        `server busy: ${this.queuedBytes} bytes of request JSON are being read or parsed (limit ` +
+        `${this.maxQueueBytes}); retry, or send tensors as binary data`
+      );
     }
     this.queuedBytes += bytes;
     return undefined;

@@ -1,4 +1,4 @@
-// Triton's system shared-memory extension (issue 14, item 3): a client on the scheduler's host puts
+// Triton's system shared-memory extension: a client on the scheduler's host puts
 // its input tensors in a POSIX shared-memory object, registers it under a name, and sends infer
 // requests that name the region, offset and size instead of carrying the bytes; outputs may be
 // written into a region too, and the answer then carries no data. The formats are Triton's
@@ -8,7 +8,7 @@
 //
 // The one effect here is file I/O on the region's descriptor (pread/pwrite: Node has no mmap, so each
 // tensor is copied once between the page cache and the process, never over a socket). The service
-// (scheduler/service.ts) calls register/status/unregister from its routes, read() once per input in a
+// calls register/status/unregister from its routes (scheduler/sharedMemoryRoutes.ts), read() once per input in a
 // region before the task is submitted, and write() once per output in a region before answering.
 //
 // What is checked, and why:
@@ -25,7 +25,6 @@
 //   for that request.
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { type InferInput, type InferRequest, REGION_NAME, type RegionRef, resolveRegionInput } from './kserve.js';
 
@@ -79,19 +78,20 @@ export function parseRegisterBody(body: Buffer): ShmResult<z.infer<typeof Regist
     return { ok: false, status: 400, error: `register request: malformed JSON: ${(e as Error).message}` };
   }
   const r = RegisterBody.safeParse(json);
-  if (!r.success)
-    return {
-      ok: false,
-      status: 400,
-      error: `register request: ${r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
-    };
+  if (!r.success) {
+    const issues = r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+    return { ok: false, status: 400, error: `register request: ${issues.join('; ')}` };
+  }
   return { ok: true, value: r.data };
 }
 
 /** What a key must be; undefined when it is one. Pure. */
 export function keyProblem(key: string): string | undefined {
   if (!KEY.test(key) || key === '/.' || key === '/..') {
-    return `key ${JSON.stringify(key.slice(0, 64))}: expected a POSIX shared-memory name, "/" then letters, digits, '_', '.' or '-' (at most 255, no other "/")`;
+    return (
+      `key ${JSON.stringify(key.slice(0, 64))}: expected a POSIX shared-memory name, "/" then letters, digits, ` +
+      `'_', '.' or '-' (at most 255, no other "/")`
+    );
   }
   return undefined;
 }
@@ -110,7 +110,9 @@ export class SharedMemoryRegistry {
       return {
         ok: false,
         status: 400,
-        error: `region name ${JSON.stringify(name.slice(0, 64))}: expected letters, digits, '_', '.' or '-' (at most 128)`,
+        error:
+          `region name ${JSON.stringify(name.slice(0, 64))}: ` +
+          `expected letters, digits, '_', '.' or '-' (at most 128)`,
       };
     const bad = keyProblem(key);
     if (bad) return { ok: false, status: 400, error: bad };
@@ -131,7 +133,8 @@ export class SharedMemoryRegistry {
       const code = (e as NodeJS.ErrnoException).code;
       const why =
         code === 'ENOENT'
-          ? 'no such shared-memory object (create it first: shm_open, or tritonclient.utils.shared_memory.create_shared_memory_region)'
+          ? 'no such shared-memory object (create it first: shm_open, or ' +
+            'tritonclient.utils.shared_memory.create_shared_memory_region)'
           : code === 'ELOOP'
             ? 'it is a symbolic link'
             : code === 'EACCES'
@@ -184,7 +187,9 @@ export class SharedMemoryRegistry {
       return {
         ok: false,
         status: 400,
-        error: `${what}: shared_memory_offset ${ref.offset} + shared_memory_byte_size ${ref.byteSize} runs past region '${ref.name}' (${region.byte_size} bytes)`,
+        error:
+          `${what}: shared_memory_offset ${ref.offset} + shared_memory_byte_size ${ref.byteSize} runs past ` +
+          `region '${ref.name}' (${region.byte_size} bytes)`,
       };
     }
     return { ok: true, value: { region, position: region.offset + ref.offset } };
@@ -202,14 +207,19 @@ export class SharedMemoryRegistry {
         return {
           ok: false,
           status: 400,
-          error: `${what}: region '${ref.name}' ends before offset ${ref.offset} + ${ref.byteSize} (its file was shrunk)`,
+          error:
+            `${what}: region '${ref.name}' ends before offset ${ref.offset} + ${ref.byteSize} ` +
+            `(its file was shrunk)`,
         };
       got += n;
     }
     return { ok: true, value: out };
   }
 
-  /** Writes an output's bytes where `ref` says (data.length <= ref.byteSize: checked by the codec against the output's size). */
+  /**
+   * Writes an output's bytes where `ref` says (data.length <= ref.byteSize: checked by the codec against the output's
+   * size).
+   */
   write(ref: RegionRef, data: Uint8Array, what: string): ShmResult<void> {
     const at = this.locate({ ...ref, byteSize: data.length }, what);
     if (!at.ok) return at;
@@ -239,7 +249,7 @@ export function isLocalPeer(address: string | undefined): boolean {
   return a === '::1' || /^127\.\d+\.\d+\.\d+$/.test(a);
 }
 
-const NOT_LOCAL =
+export const NOT_LOCAL =
   "the shared memory extension is only for clients on the scheduler's host (this request came from another address)";
 
 /**
@@ -282,105 +292,11 @@ export function resolveRegions(
       return {
         ok: false,
         status: 400,
-        error: `output '${o.name}': ${outputBytes(o.name)} bytes do not fit at offset ${o.region.offset} of region '${o.region.name}' (${found.value[0]!.byte_size} bytes)`,
+        error:
+          `output '${o.name}': ${outputBytes(o.name)} bytes do not fit at offset ${o.region.offset} of region ` +
+          `'${o.region.name}' (${found.value[0]!.byte_size} bytes)`,
       };
     }
   }
   return { ok: true, value: { ...request, inputs } };
-}
-
-/**
- * Triton's CUDA shared-memory routes as a Triton built without GPU support answers them
- * (src/http_server.cc HandleCudaSharedMemory, shared_memory_manager.cc, TRITON_ENABLE_GPU off): the
- * status of all regions is an empty list; unregistering one region or all succeeds (there is nothing
- * to unregister); registering fails with Triton's text, plus what to use instead. So a client that
- * clears both kinds of regions first, as Triton's shared-memory examples do, goes on to its system
- * shared-memory path. One difference: the status of a named region is 404 (inss's system
- * shared-memory route answers an unknown region so), where Triton answers 400. Pure.
- */
-export function cudaSharedMemoryAnswer(
-  action: 'status' | 'register' | 'unregister',
-  name?: string,
-): { status: 200 | 400 | 404; body: unknown } {
-  const shown = name === undefined ? '' : name.slice(0, 128);
-  switch (action) {
-    case 'status':
-      if (name === undefined) return { status: 200, body: [] };
-      return {
-        status: 404,
-        body: {
-          error: `no CUDA shared memory region '${shown}' is registered (this server does not support CUDA shared memory)`,
-        },
-      };
-    case 'register':
-      return {
-        status: 400,
-        body: {
-          error: `failed to register CUDA shared memory region: '${shown}', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory (POST /v2/systemsharedmemory/region/${shown}/register with a POSIX shared-memory key)`,
-        },
-      };
-    case 'unregister':
-      return { status: 200, body: undefined };
-  }
-}
-
-/**
- * Registers the extension's routes: POST /v2/systemsharedmemory/region/{name}/register,
- * GET /v2/systemsharedmemory[/region/{name}]/status, POST /v2/systemsharedmemory[/region/{name}]/unregister.
- * Every route answers 403 to a client that is not on this host. Also Triton's /v2/cudasharedmemory
- * routes, answered as cudaSharedMemoryAnswer says (from any address: they touch nothing).
- */
-export function registerSharedMemoryRoutes(app: FastifyInstance, registry: SharedMemoryRegistry): void {
-  const send = (reply: FastifyReply, status: number, body: unknown) =>
-    reply
-      .code(status)
-      .header('content-type', 'application/json')
-      .send(body === undefined ? '' : JSON.stringify(body));
-  const answer = <T>(reply: FastifyReply, r: ShmResult<T>, ok: (v: T) => unknown) =>
-    r.ok ? send(reply, 200, ok(r.value)) : send(reply, r.status, { error: r.error });
-  const local = (req: FastifyRequest, reply: FastifyReply): boolean => {
-    if (isLocalPeer(req.socket.remoteAddress)) return true;
-    void send(reply, 403, { error: NOT_LOCAL });
-    return false;
-  };
-  type Named = { Params: { name: string } };
-  app.post<Named>('/v2/systemsharedmemory/region/:name/register', (req, reply) => {
-    if (!local(req, reply)) return reply;
-    const body = parseRegisterBody(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
-    if (!body.ok) return answer(reply, body, () => undefined);
-    return answer(
-      reply,
-      registry.register(req.params.name, body.value.key, body.value.offset, body.value.byte_size),
-      () => undefined,
-    );
-  });
-  app.get('/v2/systemsharedmemory/status', (req, reply) =>
-    local(req, reply) ? answer(reply, registry.status(), (v) => v) : reply,
-  );
-  app.get<Named>('/v2/systemsharedmemory/region/:name/status', (req, reply) =>
-    local(req, reply) ? answer(reply, registry.status(req.params.name), (v) => v) : reply,
-  );
-  app.post('/v2/systemsharedmemory/unregister', (req, reply) => {
-    if (!local(req, reply)) return reply;
-    registry.unregister();
-    return send(reply, 200, undefined);
-  });
-  app.post<Named>('/v2/systemsharedmemory/region/:name/unregister', (req, reply) => {
-    if (!local(req, reply)) return reply;
-    registry.unregister(req.params.name);
-    return send(reply, 200, undefined);
-  });
-
-  const cuda = (reply: FastifyReply, a: ReturnType<typeof cudaSharedMemoryAnswer>) => send(reply, a.status, a.body);
-  app.get('/v2/cudasharedmemory/status', (_req, reply) => cuda(reply, cudaSharedMemoryAnswer('status')));
-  app.get<Named>('/v2/cudasharedmemory/region/:name/status', (req, reply) =>
-    cuda(reply, cudaSharedMemoryAnswer('status', req.params.name)),
-  );
-  app.post<Named>('/v2/cudasharedmemory/region/:name/register', (req, reply) =>
-    cuda(reply, cudaSharedMemoryAnswer('register', req.params.name)),
-  );
-  app.post('/v2/cudasharedmemory/unregister', (_req, reply) => cuda(reply, cudaSharedMemoryAnswer('unregister')));
-  app.post<Named>('/v2/cudasharedmemory/region/:name/unregister', (req, reply) =>
-    cuda(reply, cudaSharedMemoryAnswer('unregister', req.params.name)),
-  );
 }

@@ -1,13 +1,14 @@
-// The scheduler's shared-memory region (issue 14, docs/serving.md "Shared memory between the scheduler
+// The scheduler's shared-memory region (docs/serving.md "Shared memory between the scheduler
 // and its workers"): one file per scheduler service in /dev/shm, `inss-PID-N.shm`, created exclusively
 // with mode 0600 (only this user's processes map it), mapped read-write through the addon
 // (src/protocol/shmMap.ts) and unlinked when the service closes or the process exits. Request bodies of
 // 64 KB or more are read into its slots (bodyReader.ts); a worker on this host that mapped it gets
 // their descriptors instead of their bytes (workerLink.ts). Wraps one external effect: the file.
 // Contract: `open` never throws: without the addon, with --shm-mb 0, or when the file cannot be made,
-// it returns why (the service logs it once and reads bodies the old way). `take` returns null when no
-// slot is free (that body goes the old way). `release` frees the slot a view came from (others are
-// ignored); its caller frees a slot once nothing will read it for an answer anyone takes (service.ts).
+// it returns why (the service logs it once and reads bodies into pooled buffers). `take` returns null
+// when no slot is free (that body takes a pooled buffer). `release` frees the slot a view came from
+// (others are ignored); its caller frees a slot once nothing will read it for an answer anyone takes
+// (bodyReader.ts; grpcHandlers.ts for gRPC tensors).
 import { closeSync, ftruncateSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SLOT_ALIGN, SlotAllocator } from '../src/protocol/shm.js';

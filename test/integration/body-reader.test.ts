@@ -98,14 +98,17 @@ describe('BodyReader', () => {
     });
   });
 
-  it('answers 413 for a body over the route limit, by its Content-Length or by the bytes of a chunked one', async () => {
-    const big = body((1 << 20) + 1, 3);
-    expect((await post([big], big.length)).status).toBe(413);
-    expect((await post([big.subarray(0, 600_000), big.subarray(600_000)])).status).toBe(413);
-    // The server still reads bodies whole afterwards.
-    const a = body(700_000, 9);
-    expect(await post([a], a.length)).toEqual({ status: 200, json: { length: a.length, sum: digest(a) } });
-  });
+  it(
+    'answers 413 for a body over the route limit, by its ' + 'Content-Length or by the bytes of a chunked one',
+    async () => {
+      const big = body((1 << 20) + 1, 3);
+      expect((await post([big], big.length)).status).toBe(413);
+      expect((await post([big.subarray(0, 600_000), big.subarray(600_000)])).status).toBe(413);
+      // The server still reads bodies whole afterwards.
+      const a = body(700_000, 9);
+      expect(await post([a], a.length)).toEqual({ status: 200, json: { length: a.length, sum: digest(a) } });
+    },
+  );
 });
 
 // With a shared-memory region (scheduler/shmRegion.ts): binary bodies go into its slots, freed once
@@ -174,17 +177,20 @@ describe.runIf(addon.ok)(
       return region.inUse.slots;
     };
 
-    it('a binary body takes a slot, freed once its exchange ended and its task was answered, in either order', async () => {
-      expect(await send('?task=1', body(200_000, 3), 100)).toEqual({ status: 200, inSlot: true });
-      expect(await slotsFreed(1)).toBe(1); // answered, but its task runs on
-      tasks.shift()!.end();
-      expect(await slotsFreed(0)).toBe(0);
-      // The task ends before the exchange does (the answer is sent after): freed when the response closed.
-      const answered = send('?task=1', body(200_000, 4), 100);
-      await answered;
-      tasks.shift()!.end();
-      expect(await slotsFreed(0)).toBe(0);
-    });
+    it(
+      'a binary body takes a slot, freed once its exchange ended ' + 'and its task was answered, in either order',
+      async () => {
+        expect(await send('?task=1', body(200_000, 3), 100)).toEqual({ status: 200, inSlot: true });
+        expect(await slotsFreed(1)).toBe(1); // answered, but its task runs on
+        tasks.shift()!.end();
+        expect(await slotsFreed(0)).toBe(0);
+        // The task ends before the exchange does (the answer is sent after): freed when the response closed.
+        const answered = send('?task=1', body(200_000, 4), 100);
+        await answered;
+        tasks.shift()!.end();
+        expect(await slotsFreed(0)).toBe(0);
+      },
+    );
 
     it('a JSON body takes no slot; a binary one refused before any task is freed with its exchange', async () => {
       expect(await send('', body(200_000, 5), null)).toEqual({ status: 200, inSlot: false });

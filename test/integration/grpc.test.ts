@@ -5,6 +5,10 @@
 // memory shared with the HTTP routes, refusals with their codes; a token-protected scheduler; `inss
 // loadgen --protocol grpc`; and, where Debian's python3-grpcio and python3-grpc-tools are installed,
 // a Python client whose stubs protoc generates from the same .proto.
+//
+// Over 400 lines because every case runs against one `inss up` started once in beforeAll (a system
+// test: starting the system per file costs more than the cases), and the system test list in
+// vitest.config.ts names this one file.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -176,27 +180,31 @@ describe('inss up over gRPC', () => {
     expect(r.ok && String(r.trailer.get('server-timing')[0])).toMatch(/^inss;dur=\d+\.\d{3}$/);
   });
 
-  it("raw contents reach a worker that maps the scheduler's shared-memory region in a slot of it, as a binary HTTP body does", async () => {
-    const samples = async () => {
-      const text = await (await fetch(`${base}/metrics`)).text();
-      const count = (path: string) =>
-        Number(new RegExp(`^inss_direct_samples_total\\{path="${path}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-      return { shm: count('shm'), socket: count('socket'), region: /^inss_shm_slots_in_use /m.test(text) };
-    };
-    const before = await samples();
-    if (!before.region) return; // no region (the shm addon is not built): every batch carries its bytes
-    const x = image(7);
-    ok(
-      await call(client, 'ModelInfer', {
-        model_name: 'efficientnet',
-        inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
-        raw_input_contents: [bytesOf(x)],
-      }),
-    );
-    const after = await samples();
-    expect(after.shm - before.shm).toBe(1);
-    expect(after.socket).toBe(before.socket);
-  });
+  it(
+    "raw contents reach a worker that maps the scheduler's shared-memory region in a slot of it, as a binary " +
+      'HTTP body does',
+    async () => {
+      const samples = async () => {
+        const text = await (await fetch(`${base}/metrics`)).text();
+        const count = (path: string) =>
+          Number(new RegExp(`^inss_direct_samples_total\\{path="${path}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+        return { shm: count('shm'), socket: count('socket'), region: /^inss_shm_slots_in_use /m.test(text) };
+      };
+      const before = await samples();
+      if (!before.region) return; // no region (the shm addon is not built): every batch carries its bytes
+      const x = image(7);
+      ok(
+        await call(client, 'ModelInfer', {
+          model_name: 'efficientnet',
+          inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
+          raw_input_contents: [bytesOf(x)],
+        }),
+      );
+      const after = await samples();
+      expect(after.shm - before.shm).toBe(1);
+      expect(after.socket).toBe(before.socket);
+    },
+  );
 
   it('ModelInfer with a batch of 4 samples: one output row per sample, each its own forward pass', async () => {
     const xs = [0, 1, 2, 3].map((k) => image(10 + k));
@@ -214,226 +222,244 @@ describe('inss up over gRPC', () => {
       expect(y.slice(k * 1000, (k + 1) * 1000)).toEqual(Array.from(simForward(x, 'mobilenet')));
   });
 
-  it('ModelInfer with typed contents (fp32_contents), and UINT8 pixels (uint_contents) for an image model', async () => {
-    const x = image(2);
-    const res = ok(
-      await call(client, 'ModelInfer', {
-        model_name: 'vgg16',
-        inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE, contents: { fp32_contents: Array.from(x) } }],
-      }),
-    ) as { raw_output_contents: Buffer[] };
-    expect(floatsOf(res.raw_output_contents[0]!)).toEqual(Array.from(simForward(x, 'vgg16')));
-    const pixels = Array.from({ length: 3 * 224 * 224 }, (_, i) => i % 256);
-    const u8 = ok(
-      await call(client, 'ModelInfer', {
-        model_name: 'vgg16',
-        inputs: [{ name: 'input', datatype: 'UINT8', shape: IMAGE, contents: { uint_contents: pixels } }],
-      }),
-    ) as { outputs: { shape: string[] }[] };
-    expect(u8.outputs[0]!.shape).toEqual(['1', '1000']);
-  });
+  it(
+    'ModelInfer with typed contents (fp32_contents), and UINT8 ' + 'pixels (uint_contents) for an image model',
+    async () => {
+      const x = image(2);
+      const res = ok(
+        await call(client, 'ModelInfer', {
+          model_name: 'vgg16',
+          inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE, contents: { fp32_contents: Array.from(x) } }],
+        }),
+      ) as { raw_output_contents: Buffer[] };
+      expect(floatsOf(res.raw_output_contents[0]!)).toEqual(Array.from(simForward(x, 'vgg16')));
+      const pixels = Array.from({ length: 3 * 224 * 224 }, (_, i) => i % 256);
+      const u8 = ok(
+        await call(client, 'ModelInfer', {
+          model_name: 'vgg16',
+          inputs: [{ name: 'input', datatype: 'UINT8', shape: IMAGE, contents: { uint_contents: pixels } }],
+        }),
+      ) as { outputs: { shape: string[] }[] };
+      expect(u8.outputs[0]!.shape).toEqual(['1', '1000']);
+    },
+  );
 
-  it('classification (class_count=3): a BYTES output of 3 "score:index:label" strings in raw_output_contents', async () => {
-    const x = image(8);
-    const res = ok(
-      await call(client, 'ModelInfer', {
+  it(
+    'classification (class_count=3): a BYTES output of 3 ' + '"score:index:label" strings in raw_output_contents',
+    async () => {
+      const x = image(8);
+      const res = ok(
+        await call(client, 'ModelInfer', {
+          model_name: 'resnet50',
+          inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
+          outputs: [{ name: 'output', parameters: { classification: { int64_param: 3 } } }],
+          raw_input_contents: [bytesOf(x)],
+        }),
+      ) as { outputs: { datatype: string; shape: string[] }[]; raw_output_contents: Buffer[] };
+      expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: ['1', '3'] });
+      // tritonclient's deserialize_bytes_tensor: 4-byte little-endian lengths, each followed by its bytes.
+      const b = res.raw_output_contents[0]!;
+      const strings: string[] = [];
+      for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o))
+        strings.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
+      expect(strings).toHaveLength(3);
+      const scores = simForward(x, 'resnet50');
+      const top = Array.from(scores.keys()).sort((a, c) => scores[c]! - scores[a]! || a - c)[0]!;
+      expect(strings[0]).toMatch(new RegExp(`^-?\\d+\\.\\d{6}:${top}:[^:]+$`));
+    },
+  );
+
+  it(
+    'image_client.py -i grpc -s INCEPTION -c 3 -b 2: metadata and config pass parse_model; a batch of 2 JPEGs ' +
+      'gives 2 x 3 classes',
+    async () => {
+      // tritonclient.grpc's get_model_metadata / get_model_config (int64 shapes and dims arrive as strings here).
+      const meta = ok(await call(client, 'ModelMetadata', { name: 'resnet50' })) as {
+        inputs: { name: string; datatype: string; shape: string[] }[];
+        outputs: { name: string; datatype: string; shape: string[] }[];
+      };
+      const { config } = ok(await call(client, 'ModelConfig', { name: 'resnet50' })) as {
+        config: { max_batch_size: number; input: { format: string }[] };
+      };
+      const asNumbers = (t: { name: string; datatype: string; shape: string[] }) => ({
+        ...t,
+        shape: t.shape.map(Number),
+      });
+      const { inputName, outputName, c, h, w, format } = parseModel({
+        inputs: meta.inputs.map(asNumbers),
+        outputs: meta.outputs.map(asNumbers),
+        maxBatchSize: config.max_batch_size,
+        inputFormats: config.input.map((i) => i.format),
+      });
+      expect(format).toBe('FORMAT_NCHW');
+      expect(2).toBeLessThanOrEqual(config.max_batch_size);
+      const { samples, batch } = inceptionBatch(
+        [syntheticPicture(320, 240, 51), syntheticPicture(200, 260, 52)].map(jpegFile),
+        c,
+        h,
+        w,
+      );
+      // grpcclient.InferInput(input_name, [2, 3, 224, 224], 'FP32').set_data_from_numpy(batch) (raw contents);
+      // grpcclient.InferRequestedOutput(output_name, class_count=3).
+      const res = ok(
+        await call(client, 'ModelInfer', {
+          model_name: 'resnet50',
+          inputs: [{ name: inputName, datatype: 'FP32', shape: [2, c, h, w] }],
+          outputs: [{ name: outputName, parameters: { classification: { int64_param: 3 } } }],
+          raw_input_contents: [bytesOf(batch)],
+        }),
+      ) as { outputs: { datatype: string; shape: string[] }[]; raw_output_contents: Buffer[] };
+      expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: ['2', '3'] });
+      const strings = bytesTensor(res.raw_output_contents[0]!);
+      for (const s of strings) expect(IMAGENET[Number(s.split(':')[1])]).toBe(s.split(':')[2]);
+      expect(strings).toEqual(samples.flatMap((x) => topClasses(simForward(x, 'resnet50'), 3)));
+    },
+  );
+
+  it(
+    'ModelStreamInfer: each request on the stream answered on it, ' + 'with its id; a bad one with error_message',
+    async () => {
+      const stream = (
+        client as unknown as {
+          ModelStreamInfer: () => grpc.ClientDuplexStream<
+            object,
+            { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } }
+          >;
+        }
+      ).ModelStreamInfer();
+      const answers: { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } }[] = [];
+      const done = new Promise<void>((resolve, reject) => {
+        stream.on('data', (m: (typeof answers)[number]) => answers.push(m));
+        stream.on('end', resolve);
+        stream.on('error', reject);
+      });
+      const x = image(3);
+      stream.write({
+        model_name: 'resnet50',
+        id: 's1',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
+        raw_input_contents: [bytesOf(x)],
+      });
+      stream.write({
+        model_name: 'resnet50',
+        id: 's2',
+        inputs: [{ name: 'input', datatype: 'INT32', shape: IMAGE }],
+        raw_input_contents: [bytesOf(x)],
+      });
+      stream.write({
+        model_name: 'alexnet',
+        id: 's3',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
+        raw_input_contents: [bytesOf(x)],
+      });
+      stream.end();
+      await done;
+      const byId = new Map(answers.map((a) => [a.infer_response.id, a]));
+      expect([...byId.keys()].sort()).toEqual(['s1', 's2', 's3']);
+      expect(byId.get('s1')!.error_message).toBe('');
+      expect(floatsOf(byId.get('s1')!.infer_response.raw_output_contents[0]!)).toEqual(
+        Array.from(simForward(x, 'resnet50')),
+      );
+      expect(byId.get('s2')!.error_message).toMatch(/^inputs\[0\]\.datatype: expected FP32, got INT32/);
+      expect(byId.get('s3')!.error_message).toBe('');
+    },
+  );
+
+  it(
+    'refusals: a bad request is INVALID_ARGUMENT naming the field, an unknown model NOT_FOUND, load/unload ' +
+      'UNIMPLEMENTED, CUDA shared memory as a Triton without GPUs',
+    async () => {
+      const x = bytesOf(image(4));
+      expect(
+        await call(client, 'ModelInfer', {
+          model_name: 'resnet50',
+          inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 225] }],
+          raw_input_contents: [x],
+        }),
+      ).toEqual({
+        ok: false,
+        code: grpc.status.INVALID_ARGUMENT,
+        details:
+          "raw_input_contents[0]: 602112 bytes, but input 'input' of shape [1,3,224,225] and FP32 is 604800 bytes",
+      });
+      const shape = await call(client, 'ModelInfer', {
+        model_name: 'resnet50',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 224, 224, 3] }],
+        raw_input_contents: [x],
+      });
+      expect(shape).toEqual({
+        ok: false,
+        code: grpc.status.INVALID_ARGUMENT,
+        details: 'inputs[0].shape: expected [k,3,224,224] with 1 <= k <= 8, got [1,224,224,3]',
+      });
+      const dt = await call(client, 'ModelInfer', {
+        model_name: 'resnet50',
+        inputs: [{ name: 'input', datatype: 'INT32', shape: IMAGE }],
+        raw_input_contents: [x],
+      });
+      expect(dt).toMatchObject({
+        ok: false,
+        code: grpc.status.INVALID_ARGUMENT,
+        details: expect.stringMatching(/^inputs\[0\]\.datatype: expected FP32, got INT32/) as unknown,
+      });
+      const nodata = await call(client, 'ModelInfer', {
         model_name: 'resnet50',
         inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
-        outputs: [{ name: 'output', parameters: { classification: { int64_param: 3 } } }],
-        raw_input_contents: [bytesOf(x)],
-      }),
-    ) as { outputs: { datatype: string; shape: string[] }[]; raw_output_contents: Buffer[] };
-    expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: ['1', '3'] });
-    // tritonclient's deserialize_bytes_tensor: 4-byte little-endian lengths, each followed by its bytes.
-    const b = res.raw_output_contents[0]!;
-    const strings: string[] = [];
-    for (let o = 0; o < b.length; o += 4 + b.readUInt32LE(o))
-      strings.push(b.subarray(o + 4, o + 4 + b.readUInt32LE(o)).toString('utf8'));
-    expect(strings).toHaveLength(3);
-    const scores = simForward(x, 'resnet50');
-    const top = Array.from(scores.keys()).sort((a, c) => scores[c]! - scores[a]! || a - c)[0]!;
-    expect(strings[0]).toMatch(new RegExp(`^-?\\d+\\.\\d{6}:${top}:[^:]+$`));
-  });
+      });
+      expect(nodata).toMatchObject({
+        ok: false,
+        code: grpc.status.INVALID_ARGUMENT,
+        details: expect.stringMatching(/^inputs\[0\] \('input'\): no tensor data/) as unknown,
+      });
 
-  it('image_client.py -i grpc -s INCEPTION -c 3 -b 2: metadata and config pass parse_model; a batch of 2 JPEGs gives 2 x 3 classes', async () => {
-    // tritonclient.grpc's get_model_metadata / get_model_config (int64 shapes and dims arrive as strings here).
-    const meta = ok(await call(client, 'ModelMetadata', { name: 'resnet50' })) as {
-      inputs: { name: string; datatype: string; shape: string[] }[];
-      outputs: { name: string; datatype: string; shape: string[] }[];
-    };
-    const { config } = ok(await call(client, 'ModelConfig', { name: 'resnet50' })) as {
-      config: { max_batch_size: number; input: { format: string }[] };
-    };
-    const asNumbers = (t: { name: string; datatype: string; shape: string[] }) => ({
-      ...t,
-      shape: t.shape.map(Number),
-    });
-    const { inputName, outputName, c, h, w, format } = parseModel({
-      inputs: meta.inputs.map(asNumbers),
-      outputs: meta.outputs.map(asNumbers),
-      maxBatchSize: config.max_batch_size,
-      inputFormats: config.input.map((i) => i.format),
-    });
-    expect(format).toBe('FORMAT_NCHW');
-    expect(2).toBeLessThanOrEqual(config.max_batch_size);
-    const { samples, batch } = inceptionBatch(
-      [syntheticPicture(320, 240, 51), syntheticPicture(200, 260, 52)].map(jpegFile),
-      c,
-      h,
-      w,
-    );
-    // grpcclient.InferInput(input_name, [2, 3, 224, 224], 'FP32').set_data_from_numpy(batch) (raw contents);
-    // grpcclient.InferRequestedOutput(output_name, class_count=3).
-    const res = ok(
-      await call(client, 'ModelInfer', {
-        model_name: 'resnet50',
-        inputs: [{ name: inputName, datatype: 'FP32', shape: [2, c, h, w] }],
-        outputs: [{ name: outputName, parameters: { classification: { int64_param: 3 } } }],
-        raw_input_contents: [bytesOf(batch)],
-      }),
-    ) as { outputs: { datatype: string; shape: string[] }[]; raw_output_contents: Buffer[] };
-    expect(res.outputs[0]).toMatchObject({ datatype: 'BYTES', shape: ['2', '3'] });
-    const strings = bytesTensor(res.raw_output_contents[0]!);
-    for (const s of strings) expect(IMAGENET[Number(s.split(':')[1])]).toBe(s.split(':')[2]);
-    expect(strings).toEqual(samples.flatMap((x) => topClasses(simForward(x, 'resnet50'), 3)));
-  });
-
-  it('ModelStreamInfer: each request on the stream answered on it, with its id; a bad one with error_message', async () => {
-    const stream = (
-      client as unknown as {
-        ModelStreamInfer: () => grpc.ClientDuplexStream<
-          object,
-          { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } }
-        >;
-      }
-    ).ModelStreamInfer();
-    const answers: { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } }[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      stream.on('data', (m: (typeof answers)[number]) => answers.push(m));
-      stream.on('end', resolve);
-      stream.on('error', reject);
-    });
-    const x = image(3);
-    stream.write({
-      model_name: 'resnet50',
-      id: 's1',
-      inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
-      raw_input_contents: [bytesOf(x)],
-    });
-    stream.write({
-      model_name: 'resnet50',
-      id: 's2',
-      inputs: [{ name: 'input', datatype: 'INT32', shape: IMAGE }],
-      raw_input_contents: [bytesOf(x)],
-    });
-    stream.write({
-      model_name: 'alexnet',
-      id: 's3',
-      inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
-      raw_input_contents: [bytesOf(x)],
-    });
-    stream.end();
-    await done;
-    const byId = new Map(answers.map((a) => [a.infer_response.id, a]));
-    expect([...byId.keys()].sort()).toEqual(['s1', 's2', 's3']);
-    expect(byId.get('s1')!.error_message).toBe('');
-    expect(floatsOf(byId.get('s1')!.infer_response.raw_output_contents[0]!)).toEqual(
-      Array.from(simForward(x, 'resnet50')),
-    );
-    expect(byId.get('s2')!.error_message).toMatch(/^inputs\[0\]\.datatype: expected FP32, got INT32/);
-    expect(byId.get('s3')!.error_message).toBe('');
-  });
-
-  it('refusals: a bad request is INVALID_ARGUMENT naming the field, an unknown model NOT_FOUND, load/unload UNIMPLEMENTED, CUDA shared memory as a Triton without GPUs', async () => {
-    const x = bytesOf(image(4));
-    expect(
-      await call(client, 'ModelInfer', {
-        model_name: 'resnet50',
-        inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 225] }],
+      const unknown = await call(client, 'ModelInfer', {
+        model_name: 'nope',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
         raw_input_contents: [x],
-      }),
-    ).toEqual({
-      ok: false,
-      code: grpc.status.INVALID_ARGUMENT,
-      details: "raw_input_contents[0]: 602112 bytes, but input 'input' of shape [1,3,224,225] and FP32 is 604800 bytes",
-    });
-    const shape = await call(client, 'ModelInfer', {
-      model_name: 'resnet50',
-      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 224, 224, 3] }],
-      raw_input_contents: [x],
-    });
-    expect(shape).toEqual({
-      ok: false,
-      code: grpc.status.INVALID_ARGUMENT,
-      details: 'inputs[0].shape: expected [k,3,224,224] with 1 <= k <= 8, got [1,224,224,3]',
-    });
-    const dt = await call(client, 'ModelInfer', {
-      model_name: 'resnet50',
-      inputs: [{ name: 'input', datatype: 'INT32', shape: IMAGE }],
-      raw_input_contents: [x],
-    });
-    expect(dt).toMatchObject({
-      ok: false,
-      code: grpc.status.INVALID_ARGUMENT,
-      details: expect.stringMatching(/^inputs\[0\]\.datatype: expected FP32, got INT32/) as unknown,
-    });
-    const nodata = await call(client, 'ModelInfer', {
-      model_name: 'resnet50',
-      inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
-    });
-    expect(nodata).toMatchObject({
-      ok: false,
-      code: grpc.status.INVALID_ARGUMENT,
-      details: expect.stringMatching(/^inputs\[0\] \('input'\): no tensor data/) as unknown,
-    });
-
-    const unknown = await call(client, 'ModelInfer', {
-      model_name: 'nope',
-      inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE }],
-      raw_input_contents: [x],
-    });
-    expect(unknown).toMatchObject({
-      ok: false,
-      code: grpc.status.NOT_FOUND,
-      details: expect.stringMatching(/^unknown model 'nope' \(served: .*resnet50/) as unknown,
-    });
-    expect(await call(client, 'ModelMetadata', { name: 'nope' })).toMatchObject({
-      ok: false,
-      code: grpc.status.NOT_FOUND,
-    });
-    expect(await call(client, 'ModelConfig', { name: 'resnet50', version: '2' })).toEqual({
-      ok: false,
-      code: grpc.status.NOT_FOUND,
-      details: "model 'resnet50' has no version '2' (versions: 1)",
-    });
-    expect(await call(client, 'RepositoryModelLoad', { model_name: 'resnet50' })).toMatchObject({
-      ok: false,
-      code: grpc.status.UNIMPLEMENTED,
-      details: expect.stringMatching(/^cannot load model 'resnet50': inss does not load or unload models/) as unknown,
-    });
-    // As a Triton built without GPU support (the HTTP routes' texts).
-    expect(
-      await call(client, 'CudaSharedMemoryRegister', {
-        name: 'c',
-        raw_handle: Buffer.alloc(8),
-        device_id: 0,
-        byte_size: 8,
-      }),
-    ).toMatchObject({
-      ok: false,
-      code: grpc.status.INVALID_ARGUMENT,
-      details: expect.stringMatching(
-        /^failed to register CUDA shared memory region: 'c', GPUs not supported/,
-      ) as unknown,
-    });
-    expect(await call(client, 'CudaSharedMemoryStatus', { name: 'c' })).toMatchObject({
-      ok: false,
-      code: grpc.status.NOT_FOUND,
-    });
-    expect(ok(await call(client, 'CudaSharedMemoryStatus', {}))).toEqual({ regions: {} });
-    expect(ok(await call(client, 'CudaSharedMemoryUnregister', {}))).toEqual({});
-    expect(await call(client, 'TraceSetting', {})).toMatchObject({ ok: false, code: grpc.status.UNIMPLEMENTED });
-  });
+      });
+      expect(unknown).toMatchObject({
+        ok: false,
+        code: grpc.status.NOT_FOUND,
+        details: expect.stringMatching(/^unknown model 'nope' \(served: .*resnet50/) as unknown,
+      });
+      expect(await call(client, 'ModelMetadata', { name: 'nope' })).toMatchObject({
+        ok: false,
+        code: grpc.status.NOT_FOUND,
+      });
+      expect(await call(client, 'ModelConfig', { name: 'resnet50', version: '2' })).toEqual({
+        ok: false,
+        code: grpc.status.NOT_FOUND,
+        details: "model 'resnet50' has no version '2' (versions: 1)",
+      });
+      expect(await call(client, 'RepositoryModelLoad', { model_name: 'resnet50' })).toMatchObject({
+        ok: false,
+        code: grpc.status.UNIMPLEMENTED,
+        details: expect.stringMatching(/^cannot load model 'resnet50': inss does not load or unload models/) as unknown,
+      });
+      // As a Triton built without GPU support (the HTTP routes' texts).
+      expect(
+        await call(client, 'CudaSharedMemoryRegister', {
+          name: 'c',
+          raw_handle: Buffer.alloc(8),
+          device_id: 0,
+          byte_size: 8,
+        }),
+      ).toMatchObject({
+        ok: false,
+        code: grpc.status.INVALID_ARGUMENT,
+        details: expect.stringMatching(
+          /^failed to register CUDA shared memory region: 'c', GPUs not supported/,
+        ) as unknown,
+      });
+      expect(await call(client, 'CudaSharedMemoryStatus', { name: 'c' })).toMatchObject({
+        ok: false,
+        code: grpc.status.NOT_FOUND,
+      });
+      expect(ok(await call(client, 'CudaSharedMemoryStatus', {}))).toEqual({ regions: {} });
+      expect(ok(await call(client, 'CudaSharedMemoryUnregister', {}))).toEqual({});
+      expect(await call(client, 'TraceSetting', {})).toMatchObject({ ok: false, code: grpc.status.UNIMPLEMENTED });
+    },
+  );
 
   it('ModelStatistics and RepositoryIndex', async () => {
     const one = ok(await call(client, 'ModelStatistics', { name: 'resnet50' })) as {
@@ -471,59 +497,62 @@ describe('inss up over gRPC', () => {
     );
   });
 
-  it('system shared memory: one registry for both protocols; a gRPC infer with its input and output in a region', async () => {
-    expect(ok(await call(client, 'SystemSharedMemoryStatus', {}))).toEqual({ regions: {} });
-    const key = `inss_grpc_${process.pid}`;
-    const path = `/dev/shm/${key}`;
-    const x = image(5);
-    const inBytes = x.byteLength;
-    writeFileSync(path, Buffer.concat([bytesOf(x), Buffer.alloc(64 + 4000)]));
-    try {
-      expect(
-        ok(
-          await call(client, 'SystemSharedMemoryRegister', {
-            name: 'io',
-            key: `/${key}`,
-            offset: 0,
-            byte_size: inBytes + 64 + 4000,
+  it(
+    'system shared memory: one registry for both protocols; a gRPC ' + 'infer with its input and output in a region',
+    async () => {
+      expect(ok(await call(client, 'SystemSharedMemoryStatus', {}))).toEqual({ regions: {} });
+      const key = `inss_grpc_${process.pid}`;
+      const path = `/dev/shm/${key}`;
+      const x = image(5);
+      const inBytes = x.byteLength;
+      writeFileSync(path, Buffer.concat([bytesOf(x), Buffer.alloc(64 + 4000)]));
+      try {
+        expect(
+          ok(
+            await call(client, 'SystemSharedMemoryRegister', {
+              name: 'io',
+              key: `/${key}`,
+              offset: 0,
+              byte_size: inBytes + 64 + 4000,
+            }),
+          ),
+        ).toEqual({});
+        // Registered over gRPC, listed by the HTTP route.
+        const http = (await (await fetch(`${base}/v2/systemsharedmemory/status`)).json()) as { name: string }[];
+        expect(http.map((r) => r.name)).toEqual(['io']);
+        expect(ok(await call(client, 'SystemSharedMemoryStatus', { name: 'io' }))).toEqual({
+          regions: { io: { name: 'io', key: `/${key}`, offset: String(0), byte_size: String(inBytes + 64 + 4000) } },
+        });
+        const region = (name: string, size: number, offset = 0) => ({
+          shared_memory_region: { string_param: name },
+          shared_memory_byte_size: { int64_param: size },
+          ...(offset ? { shared_memory_offset: { int64_param: offset } } : {}),
+        });
+        const res = ok(
+          await call(client, 'ModelInfer', {
+            model_name: 'resnet50',
+            inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE, parameters: region('io', inBytes) }],
+            outputs: [{ name: 'output', parameters: region('io', 4000, inBytes + 64) }],
           }),
-        ),
-      ).toEqual({});
-      // Registered over gRPC, listed by the HTTP route.
-      const http = (await (await fetch(`${base}/v2/systemsharedmemory/status`)).json()) as { name: string }[];
-      expect(http.map((r) => r.name)).toEqual(['io']);
-      expect(ok(await call(client, 'SystemSharedMemoryStatus', { name: 'io' }))).toEqual({
-        regions: { io: { name: 'io', key: `/${key}`, offset: String(0), byte_size: String(inBytes + 64 + 4000) } },
-      });
-      const region = (name: string, size: number, offset = 0) => ({
-        shared_memory_region: { string_param: name },
-        shared_memory_byte_size: { int64_param: size },
-        ...(offset ? { shared_memory_offset: { int64_param: offset } } : {}),
-      });
-      const res = ok(
-        await call(client, 'ModelInfer', {
-          model_name: 'resnet50',
-          inputs: [{ name: 'input', datatype: 'FP32', shape: IMAGE, parameters: region('io', inBytes) }],
-          outputs: [{ name: 'output', parameters: region('io', 4000, inBytes + 64) }],
-        }),
-      ) as { outputs: { parameters: Record<string, { string_param?: string }> }[]; raw_output_contents: Buffer[] };
-      expect(res.outputs[0]!.parameters.shared_memory_region!.string_param).toBe('io');
-      expect(res.raw_output_contents).toEqual([Buffer.alloc(0)]);
-      const y = readFileSync(path).subarray(inBytes + 64, inBytes + 64 + 4000);
-      expect(floatsOf(Buffer.from(y))).toEqual(Array.from(simForward(x, 'resnet50')));
-      expect(
-        await call(client, 'SystemSharedMemoryRegister', { name: 'io', key: `/${key}`, offset: 0, byte_size: 8 }),
-      ).toMatchObject({ ok: false, code: grpc.status.ALREADY_EXISTS });
-      expect(await call(client, 'SystemSharedMemoryStatus', { name: 'nope' })).toMatchObject({
-        ok: false,
-        code: grpc.status.NOT_FOUND,
-      });
-    } finally {
-      await call(client, 'SystemSharedMemoryUnregister', {});
-      rmSync(path, { force: true });
-    }
-    expect(ok(await call(client, 'SystemSharedMemoryStatus', {}))).toEqual({ regions: {} });
-  });
+        ) as { outputs: { parameters: Record<string, { string_param?: string }> }[]; raw_output_contents: Buffer[] };
+        expect(res.outputs[0]!.parameters.shared_memory_region!.string_param).toBe('io');
+        expect(res.raw_output_contents).toEqual([Buffer.alloc(0)]);
+        const y = readFileSync(path).subarray(inBytes + 64, inBytes + 64 + 4000);
+        expect(floatsOf(Buffer.from(y))).toEqual(Array.from(simForward(x, 'resnet50')));
+        expect(
+          await call(client, 'SystemSharedMemoryRegister', { name: 'io', key: `/${key}`, offset: 0, byte_size: 8 }),
+        ).toMatchObject({ ok: false, code: grpc.status.ALREADY_EXISTS });
+        expect(await call(client, 'SystemSharedMemoryStatus', { name: 'nope' })).toMatchObject({
+          ok: false,
+          code: grpc.status.NOT_FOUND,
+        });
+      } finally {
+        await call(client, 'SystemSharedMemoryUnregister', {});
+        rmSync(path, { force: true });
+      }
+      expect(ok(await call(client, 'SystemSharedMemoryStatus', {}))).toEqual({ regions: {} });
+    },
+  );
 
   it('inss loadgen --protocol grpc: the same load over gRPC, every answer ok', async () => {
     const r = await runCli([
@@ -720,7 +749,10 @@ describe.skipIf(!opensslWorks())(
   },
 );
 
-/** Debian's python3-grpcio and python3-grpc-tools for /usr/bin/python3 (or INSS_PYTHON): why not, or undefined when there. */
+/**
+ * Debian's python3-grpcio and python3-grpc-tools for /usr/bin/python3 (or INSS_PYTHON): why not, or undefined when
+ * there.
+ */
 function pythonGrpcMissing(python: string): string | undefined {
   const r = spawnSync(python, ['-c', 'import grpc, grpc_tools.protoc'], { encoding: 'utf8' });
   if (r.error) return `${python}: ${r.error.message}`;

@@ -65,71 +65,82 @@ const jsonBody = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') +
 describe('the HTTP guard on a real socket', () => {
   it('a body that stops arriving gets 408 JSON after its size-scaled deadline, and the connection closes', async () => {
     const { answer } = exchange(
-      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":',
+      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ' +
+        '100000\r\n\r\n{"inputs":',
     );
     const raw = await answer;
     expect(raw).toMatch(/^HTTP\/1\.1 408 /);
     expect(jsonBody(raw).error).toMatch(/request body did not arrive within \d+ ms/);
   });
 
-  it('a body that would take the bytes being received past the cap gets 503 JSON before it is read; the bytes are released when a request ends', async () => {
-    // Its own service, with the default (10 s) deadlines: nothing here depends on how fast the machine is.
-    const capped = await startService({ maxBodyBytesInFlight: 150_000 });
-    const p = Number(new URL(capped.url).port);
-    const head =
-      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
-    const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
-    try {
-      const first = exchange(`${head}{`, p);
-      await new Promise((r) => first.socket.once('connect', r));
-      await new Promise((r) => setTimeout(r, 50));
-      expect(await live()).toBe(200); // the server has read what arrived before this
-      const raw = await exchange(`${head}{`, p).answer;
-      expect(raw).toMatch(/^HTTP\/1\.1 503 /);
-      expect(jsonBody(raw).error).toMatch(/bytes of request bodies are being received \(limit 150000\)/);
-      first.socket.destroy();
-      await first.answer;
-      expect(await live()).toBe(200);
-      // Released: a whole body of the same size is read and parsed (a 400: it is not JSON).
-      const third = await exchange(`${head}${'x'.repeat(100_000)}`, p).answer;
-      expect(third).toMatch(/^HTTP\/1\.1 400 /);
-    } finally {
-      await capped.close();
-    }
-  });
+  it(
+    'a body that would take the bytes being received past the cap gets 503 JSON before it is read; the bytes are ' +
+      'released when a request ends',
+    async () => {
+      // Its own service, with the default (10 s) deadlines: nothing here depends on how fast the machine is.
+      const capped = await startService({ maxBodyBytesInFlight: 150_000 });
+      const p = Number(new URL(capped.url).port);
+      const head =
+        'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: ' +
+        'application/json\r\nContent-Length: 100000\r\n\r\n';
+      const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
+      try {
+        const first = exchange(`${head}{`, p);
+        await new Promise((r) => first.socket.once('connect', r));
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await live()).toBe(200); // the server has read what arrived before this
+        const raw = await exchange(`${head}{`, p).answer;
+        expect(raw).toMatch(/^HTTP\/1\.1 503 /);
+        expect(jsonBody(raw).error).toMatch(/bytes of request bodies are being received \(limit 150000\)/);
+        first.socket.destroy();
+        await first.answer;
+        expect(await live()).toBe(200);
+        // Released: a whole body of the same size is read and parsed (a 400: it is not JSON).
+        const third = await exchange(`${head}${'x'.repeat(100_000)}`, p).answer;
+        expect(third).toMatch(/^HTTP\/1\.1 400 /);
+      } finally {
+        await capped.close();
+      }
+    },
+  );
 
-  it('a chunked body counts its bytes as they arrive: the chunk that takes them past the cap gets 503 JSON; released when it ends', async () => {
-    const capped = await startService({ maxBodyBytesInFlight: 150_000 });
-    const p = Number(new URL(capped.url).port);
-    const head =
-      'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
-    const chunk = (data: string) => `${data.length.toString(16)}\r\n${data}\r\n`;
-    const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
-    try {
-      // 100 kB arrive on one connection and stay (its body is not finished).
-      const first = exchange(`${head}${chunk('x'.repeat(100_000))}`, p);
-      await new Promise((r) => first.socket.once('connect', r));
-      await new Promise((r) => setTimeout(r, 50));
-      expect(await live()).toBe(200); // the server has read what arrived before this
-      // A second chunked body is admitted (no length to refuse it by) until its bytes pass the cap.
-      const second = await exchange(`${head}${chunk('y'.repeat(60_000))}`, p).answer;
-      expect(second).toMatch(/^HTTP\/1\.1 503 /);
-      expect(jsonBody(second).error).toMatch(
-        /server busy: 100000 bytes of request bodies are being received \(limit 150000\)/,
-      );
-      // Under the cap, a chunked body is read whole (a 400: it is not JSON).
-      const small = await exchange(`${head}${chunk('z'.repeat(40_000))}0\r\n\r\n`, p).answer;
-      expect(small).toMatch(/^HTTP\/1\.1 400 /);
-      first.socket.destroy();
-      await first.answer;
-      expect(await live()).toBe(200);
-      // Released: the same 60 kB chunked body is now read whole.
-      const again = await exchange(`${head}${chunk('y'.repeat(60_000))}0\r\n\r\n`, p).answer;
-      expect(again).toMatch(/^HTTP\/1\.1 400 /);
-    } finally {
-      await capped.close();
-    }
-  });
+  it(
+    'a chunked body counts its bytes as they arrive: the chunk that takes them past the cap gets 503 JSON; ' +
+      'released when it ends',
+    async () => {
+      const capped = await startService({ maxBodyBytesInFlight: 150_000 });
+      const p = Number(new URL(capped.url).port);
+      const head =
+        'POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: ' +
+        'application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+      const chunk = (data: string) => `${data.length.toString(16)}\r\n${data}\r\n`;
+      const live = async () => (await fetch(`${capped.url}/v2/health/live`)).status;
+      try {
+        // 100 kB arrive on one connection and stay (its body is not finished).
+        const first = exchange(`${head}${chunk('x'.repeat(100_000))}`, p);
+        await new Promise((r) => first.socket.once('connect', r));
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await live()).toBe(200); // the server has read what arrived before this
+        // A second chunked body is admitted (no length to refuse it by) until its bytes pass the cap.
+        const second = await exchange(`${head}${chunk('y'.repeat(60_000))}`, p).answer;
+        expect(second).toMatch(/^HTTP\/1\.1 503 /);
+        expect(jsonBody(second).error).toMatch(
+          /server busy: 100000 bytes of request bodies are being received \(limit 150000\)/,
+        );
+        // Under the cap, a chunked body is read whole (a 400: it is not JSON).
+        const small = await exchange(`${head}${chunk('z'.repeat(40_000))}0\r\n\r\n`, p).answer;
+        expect(small).toMatch(/^HTTP\/1\.1 400 /);
+        first.socket.destroy();
+        await first.answer;
+        expect(await live()).toBe(200);
+        // Released: the same 60 kB chunked body is now read whole.
+        const again = await exchange(`${head}${chunk('y'.repeat(60_000))}0\r\n\r\n`, p).answer;
+        expect(again).toMatch(/^HTTP\/1\.1 400 /);
+      } finally {
+        await capped.close();
+      }
+    },
+  );
 
   it('headers that never end get 408 JSON', async () => {
     const { answer } = exchange('GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Slow: ');

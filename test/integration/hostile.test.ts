@@ -1,4 +1,4 @@
-// Hostile input against `inss up` as a real process (issue 15, item 1): while huge, deep, slow or many
+// Hostile input against `inss up` as a real process: while huge, deep, slow or many
 // requests arrive from one client address (127.0.0.2), the health route keeps answering another
 // (127.0.0.1), and every refusal is the protocol's `{"error": ...}` JSON. The bound on the health
 // route's slowest answer is generous (the VM is shared and loaded); docs/reliability.md has the figures.
@@ -58,43 +58,59 @@ const refusedBeforeRead = (outcomes: Record<string, number>) =>
   Object.keys(outcomes).every((k) => ['413', 'EPIPE', 'ECONNRESET'].includes(k));
 
 describe('hostile input against inss up', () => {
-  it('huge bodies (60 MiB of brackets, with and without Content-Length) are refused before they are read and the health route answers meanwhile', async () => {
-    for (const name of ['nested-60MiB', 'nested-60MiB-chunked']) {
-      const r = await underAttack(name);
-      expect(refusedBeforeRead(r.outcomes), `${name}: ${JSON.stringify(r.outcomes)}`).toBe(true);
-      expect(r.healthMaxMs, name).toBeLessThan(HEALTH_BOUND_MS);
-    }
-  });
+  it(
+    'huge bodies (60 MiB of brackets, with and without Content-Length) are refused before they are read and the ' +
+      'health route answers meanwhile',
+    async () => {
+      for (const name of ['nested-60MiB', 'nested-60MiB-chunked']) {
+        const r = await underAttack(name);
+        expect(refusedBeforeRead(r.outcomes), `${name}: ${JSON.stringify(r.outcomes)}`).toBe(true);
+        expect(r.healthMaxMs, name).toBeLessThan(HEALTH_BOUND_MS);
+      }
+    },
+  );
 
-  it('deep nesting (5M deep; 7 MB of brackets) and millions of values under the body limit get a 400 from the byte scan', async () => {
-    for (const name of ['deep-5M', 'deep-in-limit', 'zeros-in-limit']) {
-      const r = await underAttack(name);
-      expect(r.outcomes, name).toEqual({ 400: 1 });
-      expect(r.healthMaxMs, name).toBeLessThan(HEALTH_BOUND_MS);
-    }
-  });
+  it(
+    'deep nesting (5M deep; 7 MB of brackets) and millions of values under the body limit get a 400 from the ' +
+      'byte scan',
+    async () => {
+      for (const name of ['deep-5M', 'deep-in-limit', 'zeros-in-limit']) {
+        const r = await underAttack(name);
+        expect(r.outcomes, name).toEqual({ 400: 1 });
+        expect(r.healthMaxMs, name).toBeLessThan(HEALTH_BOUND_MS);
+      }
+    },
+  );
 
-  it('slow headers from many connections: those over the per-client cap get 503 at once, the rest 408; health answers meanwhile', async () => {
-    const r = await underAttack('slow-headers');
-    const codes = Object.keys(r.outcomes);
-    expect(
-      codes.every((k) => k === '408' || k.startsWith('503')),
-      JSON.stringify(r.outcomes),
-    ).toBe(true);
-    expect(r.outcomes['408']).toBe(64);
-    expect(r.healthMaxMs).toBeLessThan(HEALTH_BOUND_MS);
-  });
+  it(
+    'slow headers from many connections: those over the per-client cap get 503 at once, the rest 408; health ' +
+      'answers meanwhile',
+    async () => {
+      const r = await underAttack('slow-headers');
+      const codes = Object.keys(r.outcomes);
+      expect(
+        codes.every((k) => k === '408' || k.startsWith('503')),
+        JSON.stringify(r.outcomes),
+      ).toBe(true);
+      expect(r.outcomes['408']).toBe(64);
+      expect(r.healthMaxMs).toBeLessThan(HEALTH_BOUND_MS);
+    },
+  );
 
-  it('200 parallel 3 MB JSON requests: each answered (200, or 503 when the parse queue or the connection cap is full); health answers meanwhile', async () => {
-    const r = await underAttack('parallel-200');
-    const total = Object.values(r.outcomes).reduce((a, b) => a + b, 0);
-    expect(total).toBe(200);
-    expect(
-      Object.keys(r.outcomes).every((k) => k === '200' || k.startsWith('503')),
-      JSON.stringify(r.outcomes),
-    ).toBe(true);
-    expect(r.healthMaxMs).toBeLessThan(HEALTH_BOUND_MS);
-  });
+  it(
+    '200 parallel 3 MB JSON requests: each answered (200, or 503 when the parse queue or the connection cap is ' +
+      'full); health answers meanwhile',
+    async () => {
+      const r = await underAttack('parallel-200');
+      const total = Object.values(r.outcomes).reduce((a, b) => a + b, 0);
+      expect(total).toBe(200);
+      expect(
+        Object.keys(r.outcomes).every((k) => k === '200' || k.startsWith('503')),
+        JSON.stringify(r.outcomes),
+      ).toBe(true);
+      expect(r.healthMaxMs).toBeLessThan(HEALTH_BOUND_MS);
+    },
+  );
 
   it('protocol errors are JSON: 405 with Allow, 414 and 431 without the URL, 404 with the path clipped', async () => {
     const del = await fetch(`${base}/v2/models/resnet50/infer`, { method: 'DELETE' });

@@ -67,32 +67,38 @@ describe('SharedMemoryRegistry', () => {
     });
   });
 
-  it('refuses a symbolic link, a folder, another owner, a range past the end, and reports a region shrunk since', () => {
-    const reg = new SharedMemoryRegistry(dir);
-    const target = file('target', 16);
-    symlinkSync(join(dir, 'target'), join(dir, 'link'));
-    expect(reg.register('l', '/link', 0, 4)).toMatchObject({ ok: false, error: "key '/link': it is a symbolic link" });
-    mkdirSync(join(dir, 'folder'));
-    expect(reg.register('f', '/folder', 0, 4)).toMatchObject({
-      ok: false,
-      error: expect.stringMatching(/is not a regular file|EISDIR/) as unknown,
-    });
-    expect(new SharedMemoryRegistry(dir, 12345).register('o', target, 0, 4)).toMatchObject({
-      ok: false,
-      error: expect.stringMatching(/belongs to another user/) as unknown,
-    });
-    expect(reg.register('p', target, 8, 16)).toMatchObject({
-      ok: false,
-      error: `key '${target}' is 16 bytes: offset 8 + byte_size 16 runs past its end`,
-    });
-    expect(reg.register('t', target, 0, 16).ok).toBe(true);
-    truncateSync(join(dir, 'target'), 4);
-    expect(reg.read({ name: 't', offset: 0, byteSize: 8 }, 'inputs[0]')).toMatchObject({
-      ok: false,
-      error: expect.stringMatching(/was shrunk/) as unknown,
-    });
-    reg.close();
-  });
+  it(
+    'refuses a symbolic link, a folder, another owner, a range ' + 'past the end, and reports a region shrunk since',
+    () => {
+      const reg = new SharedMemoryRegistry(dir);
+      const target = file('target', 16);
+      symlinkSync(join(dir, 'target'), join(dir, 'link'));
+      expect(reg.register('l', '/link', 0, 4)).toMatchObject({
+        ok: false,
+        error: "key '/link': it is a symbolic link",
+      });
+      mkdirSync(join(dir, 'folder'));
+      expect(reg.register('f', '/folder', 0, 4)).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/is not a regular file|EISDIR/) as unknown,
+      });
+      expect(new SharedMemoryRegistry(dir, 12345).register('o', target, 0, 4)).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/belongs to another user/) as unknown,
+      });
+      expect(reg.register('p', target, 8, 16)).toMatchObject({
+        ok: false,
+        error: `key '${target}' is 16 bytes: offset 8 + byte_size 16 runs past its end`,
+      });
+      expect(reg.register('t', target, 0, 16).ok).toBe(true);
+      truncateSync(join(dir, 'target'), 4);
+      expect(reg.read({ name: 't', offset: 0, byteSize: 8 }, 'inputs[0]')).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/was shrunk/) as unknown,
+      });
+      reg.close();
+    },
+  );
 
   it('works on a real POSIX shared-memory object in /dev/shm', () => {
     const name = `inss_test_${process.pid}`;

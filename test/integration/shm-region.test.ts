@@ -37,31 +37,38 @@ describe.runIf(addon.ok)(
       expect(existsSync(r.path)).toBe(false);
     });
 
-    it("removes regions of processes that no longer run, and of this pid that it did not make; keeps a live process's", () => {
-      const dead = spawnSync(process.execPath, ['-e', '0']).pid;
-      const deadFile = join(dir, `inss-${dead}-0.shm`);
-      const liveFile = join(dir, `inss-${process.ppid}-0.shm`);
-      const mineFile = join(dir, `inss-${process.pid}-9999.shm`);
-      for (const f of [deadFile, liveFile, mineFile]) writeFileSync(f, 'x');
-      const r = open(1);
-      expect([existsSync(deadFile), existsSync(liveFile), existsSync(mineFile)]).toEqual([false, true, false]);
-      r.close();
-    });
+    it(
+      'removes regions of processes that no longer run, and of this pid that it did not make; keeps a live ' +
+        "process's",
+      () => {
+        const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+        const deadFile = join(dir, `inss-${dead}-0.shm`);
+        const liveFile = join(dir, `inss-${process.ppid}-0.shm`);
+        const mineFile = join(dir, `inss-${process.pid}-9999.shm`);
+        for (const f of [deadFile, liveFile, mineFile]) writeFileSync(f, 'x');
+        const r = open(1);
+        expect([existsSync(deadFile), existsSync(liveFile), existsSync(mineFile)]).toEqual([false, true, false]);
+        r.close();
+      },
+    );
 
-    it('places a body so the byte at alignAt is on a cache line, frees it by its view, and says when it is full', () => {
-      const r = open(1);
-      const a = r.take(602_112, 171)!;
-      expect((a.byteOffset + 171) % SLOT_ALIGN).toBe(0);
-      expect(r.holds(a)).toBe(true);
-      expect(r.holds(Buffer.alloc(10))).toBe(false);
-      expect(r.take(600_000)).toBeNull(); // 1 MB: no room for a second
-      r.release(a.subarray(1)); // not the body's own view: ignored
-      expect(r.inUse.slots).toBe(1);
-      r.release(a);
-      expect(r.inUse).toEqual({ slots: 0, bytes: 0 });
-      expect(r.take(600_000)).not.toBeNull();
-      r.close();
-    });
+    it(
+      'places a body so the byte at alignAt is on a cache line, ' + 'frees it by its view, and says when it is full',
+      () => {
+        const r = open(1);
+        const a = r.take(602_112, 171)!;
+        expect((a.byteOffset + 171) % SLOT_ALIGN).toBe(0);
+        expect(r.holds(a)).toBe(true);
+        expect(r.holds(Buffer.alloc(10))).toBe(false);
+        expect(r.take(600_000)).toBeNull(); // 1 MB: no room for a second
+        r.release(a.subarray(1)); // not the body's own view: ignored
+        expect(r.inUse.slots).toBe(1);
+        r.release(a);
+        expect(r.inUse).toEqual({ slots: 0, bytes: 0 });
+        expect(r.take(600_000)).not.toBeNull();
+        r.close();
+      },
+    );
 
     it("a read-only mapping of the file (a worker's) sees the bytes written into a slot", () => {
       const r = open(1);

@@ -7,6 +7,9 @@
 //   and the shared-memory slots its batches held freed with their tasks;
 // - restarting the agent brings the cluster back to the desired state;
 // - bad input gets a 4xx with a JSON error and changes nothing.
+//
+// Over 400 lines because each suite shares one running system (scheduler, agent and workers as
+// processes) across its cases, and the system test list in vitest.config.ts names this one file.
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -224,8 +227,10 @@ describe('inss scheduler + inss agent as processes', () => {
       Number(new RegExp(`^${name}\\{model="${model}"\\} ([0-9.e+-]+)$`, 'm').exec(metrics)?.[1]);
     // The digital twin with the transport this run measured (scheduler -> agent -> worker and back,
     // per batch): it then predicts the task latencies the scheduler itself sees (arrival to answer).
-    // The host's transport as the scheduler fitted it (fixed + per MB of a batch's inputs, the twin's model of the path).
-    // With the request's way in and the answer's way out the scheduler measured (docs/serving.md, "The path in the twin").
+    // The host's transport as the scheduler fitted it (fixed + per MB of a batch's inputs, the twin's model of the
+    // path).
+    // With the request's way in and the answer's way out the scheduler measured (docs/serving.md, "The path in the
+    // twin").
     const transport = TransportModelSchema.parse(
       transportFields(
         ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { transport: Record<string, unknown> }).transport
@@ -251,7 +256,10 @@ describe('inss scheduler + inss agent as processes', () => {
         (metric('inss_task_latency_seconds_sum', name) / metric('inss_task_latency_seconds_count', name)) * 1000;
       // The scheduler's latency ends at its answer, before the way out the twin adds.
       const twinMs = twin.models[m]!.latencyMs.mean - transport.wayOutMs!;
-      const msg = `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport (${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image, ${meanTransportMs.toFixed(1)} ms a batch on average) ${twinMs.toFixed(1)} ms`;
+      const msg =
+        `${name}: scheduler-side mean ${served.toFixed(1)} ms, simulator with the measured transport ` +
+        `(${transport.fixedMs} ms + ${transport.perMbMs} ms/MB; ${transportMs.toFixed(1)} ms for one image, ` +
+        `${meanTransportMs.toFixed(1)} ms a batch on average) ${twinMs.toFixed(1)} ms`;
       // Within 15% + 5 ms, plus the mean transport the run measured per batch: the path's cost is what
       // varies with the machine's load (measured at load 7: 0.3% and 7.8% apart, 3-5 ms of transport;
       // at load 15-19: 22-27% apart, 25-30 ms). The bound before the direct path: 30% + 5 ms.

@@ -82,56 +82,59 @@ describe.each([
   ],
   ['on the event loop', (log: typeof quiet) => new DirectLinks(log, { threadFile: null }), false],
 ] as const)('direct links %s', (_name, make, threaded) => {
-  it('attaches with the secret, carries a batch byte-exact from shared and ordinary memory, and hands back answers', async () => {
-    const path = join(dir, `w-${threaded}.sock`);
-    const w = await fakeWorker(path);
-    const links = make(quiet);
-    expect(links.threaded).toBe(threaded);
-    const ev = recorder();
-    expect(links.send('k', { type: 'batch' }, [])).toBe(false); // nothing open
-    links.open('k', { address: `unix:${path}`, secret: 's3cret' }, ev);
-    expect(links.has('k')).toBe(true);
-    await w.got(1);
-    expect(w.frames[0]!.header).toMatchObject({ type: 'attach', secret: 's3cret' });
-    await until(() => links.send('k', { type: 'probe' }, []), 'the connection to be up');
-    // A body read into shared memory (as bodyReader.ts reads large ones), and a view into the middle of
-    // a larger ordinary buffer.
-    const shared = Buffer.from(new SharedArrayBuffer(300_000));
-    for (let i = 0; i < shared.length; i++) shared[i] = (i * 7) & 255;
-    const big = Buffer.alloc(1_000_000);
-    for (let i = 0; i < big.length; i++) big[i] = (i * 13) & 255;
-    const middle = big.subarray(400_000, 470_000);
-    expect(links.send('k', { type: 'batch', id: 'b1' }, [shared, middle])).toBe(true);
-    await w.got(3);
-    expect(w.frames[2]!.header).toEqual({ type: 'batch', id: 'b1' });
-    expect(w.frames[2]!.payload.equals(Buffer.concat([shared, middle]))).toBe(true);
-    // Answers, one spanning many socket reads and one small, in order.
-    const answer = Buffer.alloc(2_000_000, 5);
-    w.sockets[0]!.write(
-      Buffer.concat([
-        encodeFrame({ type: 'result', id: 'b1' }, answer),
-        encodeFrame({ type: 'result', id: 'b2' }, Buffer.from([1, 2, 3])),
-      ]),
-    );
-    await until(() => ev.frames.length === 2, 'two answers');
-    expect(ev.frames.map((f) => f.header.id)).toEqual(['b1', 'b2']);
-    expect(ev.frames[0]!.payload.equals(answer)).toBe(true);
-    expect([...ev.frames[1]!.payload]).toEqual([1, 2, 3]);
-    // The worker goes: the end is reported once, the key is free, a new open connects again.
-    for (const s of w.sockets) s.destroy();
-    await until(() => ev.closes.length === 1, 'the close');
-    expect(links.has('k')).toBe(false);
-    expect(links.send('k', { type: 'batch' }, [])).toBe(false);
-    const again = recorder();
-    links.open('k', { address: `unix:${path}`, secret: 's3cret' }, again);
-    await w.got(4);
-    expect(w.frames[3]!.header).toMatchObject({ type: 'attach' });
-    links.close('k');
-    await until(() => again.closes.length === 1, 'the second close');
-    expect(ev.closes).toHaveLength(1);
-    await links.stop();
-    await new Promise<void>((r) => w.server.close(() => r()));
-  });
+  it(
+    'attaches with the secret, carries a batch byte-exact from ' + 'shared and ordinary memory, and hands back answers',
+    async () => {
+      const path = join(dir, `w-${threaded}.sock`);
+      const w = await fakeWorker(path);
+      const links = make(quiet);
+      expect(links.threaded).toBe(threaded);
+      const ev = recorder();
+      expect(links.send('k', { type: 'batch' }, [])).toBe(false); // nothing open
+      links.open('k', { address: `unix:${path}`, secret: 's3cret' }, ev);
+      expect(links.has('k')).toBe(true);
+      await w.got(1);
+      expect(w.frames[0]!.header).toMatchObject({ type: 'attach', secret: 's3cret' });
+      await until(() => links.send('k', { type: 'probe' }, []), 'the connection to be up');
+      // A body read into shared memory (as bodyReader.ts reads large ones), and a view into the middle of
+      // a larger ordinary buffer.
+      const shared = Buffer.from(new SharedArrayBuffer(300_000));
+      for (let i = 0; i < shared.length; i++) shared[i] = (i * 7) & 255;
+      const big = Buffer.alloc(1_000_000);
+      for (let i = 0; i < big.length; i++) big[i] = (i * 13) & 255;
+      const middle = big.subarray(400_000, 470_000);
+      expect(links.send('k', { type: 'batch', id: 'b1' }, [shared, middle])).toBe(true);
+      await w.got(3);
+      expect(w.frames[2]!.header).toEqual({ type: 'batch', id: 'b1' });
+      expect(w.frames[2]!.payload.equals(Buffer.concat([shared, middle]))).toBe(true);
+      // Answers, one spanning many socket reads and one small, in order.
+      const answer = Buffer.alloc(2_000_000, 5);
+      w.sockets[0]!.write(
+        Buffer.concat([
+          encodeFrame({ type: 'result', id: 'b1' }, answer),
+          encodeFrame({ type: 'result', id: 'b2' }, Buffer.from([1, 2, 3])),
+        ]),
+      );
+      await until(() => ev.frames.length === 2, 'two answers');
+      expect(ev.frames.map((f) => f.header.id)).toEqual(['b1', 'b2']);
+      expect(ev.frames[0]!.payload.equals(answer)).toBe(true);
+      expect([...ev.frames[1]!.payload]).toEqual([1, 2, 3]);
+      // The worker goes: the end is reported once, the key is free, a new open connects again.
+      for (const s of w.sockets) s.destroy();
+      await until(() => ev.closes.length === 1, 'the close');
+      expect(links.has('k')).toBe(false);
+      expect(links.send('k', { type: 'batch' }, [])).toBe(false);
+      const again = recorder();
+      links.open('k', { address: `unix:${path}`, secret: 's3cret' }, again);
+      await w.got(4);
+      expect(w.frames[3]!.header).toMatchObject({ type: 'attach' });
+      links.close('k');
+      await until(() => again.closes.length === 1, 'the second close');
+      expect(ev.closes).toHaveLength(1);
+      await links.stop();
+      await new Promise<void>((r) => w.server.close(() => r()));
+    },
+  );
 
   it('an address that cannot be reached is reported once, warned about, and not tried again', async () => {
     const log = { ...quiet, warns: [] as string[] };

@@ -24,7 +24,10 @@ const KEYWORDS = new Set([
   'nan',
 ]);
 
-/** The metric names a PromQL expression reads (functions, keywords, labels, strings, ranges and Grafana variables left out). */
+/**
+ * The metric names a PromQL expression reads (functions, keywords, labels, strings, ranges and Grafana variables left
+ * out).
+ */
 function metricNamesIn(expr: string): string[] {
   const e = expr
     .replace(/"(?:[^"\\]|\\.)*"/g, '""')
@@ -69,7 +72,8 @@ describe('metricNamesIn', () => {
   it('finds metric names, not functions, labels or variables', () => {
     expect(
       metricNamesIn(
-        'sum by (model) (rate(nv_inference_count{model=~"$model"}[$__rate_interval])) / sum by (model) (rate(nope_total[5m]))',
+        'sum by (model) (rate(nv_inference_count{model=~"$model"}[$__rate_interval])) / sum by (model) ' +
+          '(rate(nope_total[5m]))',
       ),
     ).toEqual(['nv_inference_count', 'nope_total']);
     expect(metricNamesIn('histogram_quantile(0.99, sum by (le, model) (rate(x_bucket[1m])))')).toEqual(['x_bucket']);

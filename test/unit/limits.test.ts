@@ -27,14 +27,18 @@ function nestedImage(value: number): unknown {
 }
 
 describe('requestBudget', () => {
-  it('admits the largest legitimate JSON request (Python-style separators, long float64 text, nested) under factor 1', () => {
-    const body = pythonStyle(nestedImage(-1.2345678901234567e-30));
-    const one = requestBudget(IMAGE, 1);
-    expect(body.length).toBeLessThanOrEqual(one.largestBytes);
-    expect(scanJson(body, one.json)).toBeUndefined();
-    const r = parseInferRequest(body, {}, { name: 'm', signature: IMAGE, budget: one.json });
-    expect(r.ok).toBe(true);
-  });
+  it(
+    'admits the largest legitimate JSON request (Python-style separators, long float64 text, nested) under ' +
+      'factor 1',
+    () => {
+      const body = pythonStyle(nestedImage(-1.2345678901234567e-30));
+      const one = requestBudget(IMAGE, 1);
+      expect(body.length).toBeLessThanOrEqual(one.largestBytes);
+      expect(scanJson(body, one.json)).toBeUndefined();
+      const r = parseInferRequest(body, {}, { name: 'm', signature: IMAGE, budget: one.json });
+      expect(r.ok).toBe(true);
+    },
+  );
 
   it('scales with the factor and with the signature', () => {
     const VECTOR = modelSignature(4 * 50_000, 4000); // not an image: JSON is its largest form
@@ -49,7 +53,7 @@ describe('requestBudget', () => {
   });
 });
 
-describe('requestBudget of an image input (issue 14)', () => {
+describe('requestBudget of an image input', () => {
   it('admits the largest encoded image as binary data, and UINT8 pixels as JSON', () => {
     const one = requestBudget(IMAGE, 1);
     const header = Buffer.from(

@@ -23,26 +23,30 @@ describe('progress lines', () => {
     expect(progressLine(0, 10, 'x', 0, null)).toBe('[0/10] x (0 s elapsed)');
   });
 
-  it('writes one line per step off a terminal, the time left from the pace of this run (a resumed job counts from where it resumed)', async () => {
-    const out = capture();
-    let t = 1000;
-    const p = startProgress({ total: 6, start: 2, stream: out.stream, now: () => t });
-    t += 10_000;
-    p.update(3, 'episode 3');
-    t += 10_000;
-    p.increment('episode 4');
-    p.increment('episode 5');
-    p.update(6, 'episode 6');
-    p.stop();
-    await new Promise((r) => setImmediate(r));
-    expect(out.text().split('\n')).toEqual([
-      '[3/6] episode 3 (10 s elapsed, about 30 s left)',
-      '[4/6] episode 4 (20 s elapsed, about 20 s left)',
-      '[5/6] episode 5 (20 s elapsed, about 7 s left)',
-      '[6/6] episode 6 (20 s elapsed, done)',
-      '',
-    ]);
-  });
+  it(
+    'writes one line per step off a terminal, the time left from the pace of this run (a resumed job counts from ' +
+      'where it resumed)',
+    async () => {
+      const out = capture();
+      let t = 1000;
+      const p = startProgress({ total: 6, start: 2, stream: out.stream, now: () => t });
+      t += 10_000;
+      p.update(3, 'episode 3');
+      t += 10_000;
+      p.increment('episode 4');
+      p.increment('episode 5');
+      p.update(6, 'episode 6');
+      p.stop();
+      await new Promise((r) => setImmediate(r));
+      expect(out.text().split('\n')).toEqual([
+        '[3/6] episode 3 (10 s elapsed, about 30 s left)',
+        '[4/6] episode 4 (20 s elapsed, about 20 s left)',
+        '[5/6] episode 5 (20 s elapsed, about 7 s left)',
+        '[6/6] episode 6 (20 s elapsed, done)',
+        '',
+      ]);
+    },
+  );
 
   it('writes nothing when quiet', async () => {
     const out = capture();

@@ -15,7 +15,7 @@ import {
   resolveModel,
   responseCoding,
 } from '../../scheduler/triton.js';
-import { cudaSharedMemoryAnswer } from '../../scheduler/sharedMemory.js';
+import { cudaSharedMemoryAnswer } from '../../scheduler/sharedMemoryRoutes.js';
 import { modelMetadata } from '../../scheduler/kserve.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
@@ -208,7 +208,9 @@ describe('model configuration', () => {
     expect(p.resize).toContain('224x224 centre crop');
   });
 
-  /** image_client.py's parse_model (triton-inference-server/client src/python/examples), on inss's metadata and config. */
+  /**
+   * image_client.py's parse_model (triton-inference-server/client src/python/examples), on inss's metadata and config.
+   */
   it("passes image_client.py's parse_model", () => {
     const config = modelConfigJson(RESNET, []);
     const metadata = modelMetadata(RESNET);
@@ -354,7 +356,10 @@ describe('CUDA shared memory, as a Triton built without GPU support answers it',
     const reg = cudaSharedMemoryAnswer('register', 'input_data');
     expect(reg.status).toBe(400);
     expect((reg.body as { error: string }).error).toMatch(
-      /^failed to register CUDA shared memory region: 'input_data', GPUs not supported: CUDA shared memory is not supported by this server; use system shared memory/,
+      new RegExp(
+        "^failed to register CUDA shared memory region: 'input_data', GPUs not supported: " +
+          'CUDA shared memory is not supported by this server; use system shared memory',
+      ),
     );
     expect(cudaSharedMemoryAnswer('status', 'input_data').status).toBe(404);
   });

@@ -1,0 +1,58 @@
+// GET /v2 and GET /v2/models/{name}: what the server and each model say of themselves.
+import { inputForms, type ModelSignature, type TensorSpec } from '../../src/protocol/tensor.js';
+import type { MetadataForm, MetadataTensor, ModelMetadata, ServerMetadata } from './types.js';
+
+/**
+ * GET /v2. Lists only the extensions inss implements: binary tensor data and classification here
+ * (src/serving/classification.ts computes the classes); statistics, model
+ * configuration and the model repository (index only; load and unload are refused) in
+ * scheduler/triton.ts; system shared memory in scheduler/sharedMemory.ts.
+ */
+export function serverMetadata(version: string): ServerMetadata {
+  return {
+    name: 'inss',
+    version,
+    extensions: [
+      'binary_tensor_data',
+      'classification',
+      'statistics',
+      'model_configuration',
+      'model_repository',
+      'system_shared_memory',
+    ],
+  };
+}
+
+/**
+ * Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's model config).
+ */
+export function inputFormsByName(signature: ModelSignature): Record<string, MetadataForm[]> {
+  return Object.fromEntries(
+    signature.inputs.map((s) => [
+      s.name,
+      inputForms(s).map((f) => ({ datatype: f.datatype, shape: [-1, ...f.shape], content: f.content })),
+    ]),
+  );
+}
+
+/**
+ * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1). `inputs` lists
+ * each input in the model's own datatype; `parameters` are inss's additions: `slo_ms` (the model's
+ * latency SLO) and `input_forms` (each input's accepted datatypes and shapes).
+ */
+export function modelMetadata(model: {
+  name: string;
+  signature: ModelSignature;
+  sloMs: number;
+  versions?: string[];
+}): ModelMetadata {
+  const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
+  return {
+    name: model.name,
+    ...(model.versions !== undefined ? { versions: model.versions } : {}),
+    platform: 'inss',
+    inputs: model.signature.inputs.map(tensor),
+    outputs: model.signature.outputs.map(tensor),
+    parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature) },
+  };
+}
