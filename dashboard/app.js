@@ -144,7 +144,9 @@ function renderGpus(view) {
       el(
         'small',
         {},
-        `${g.agentId}:${g.local} ${g.profile ?? ''} ${g.mode.toUpperCase()} - ${used}% to serving workers, ${ws.length} worker${ws.length === 1 ? '' : 's'}${g.utilPct !== null ? `, util ${fmt(g.utilPct, 0)}%` : ''}`,
+        `${g.agentId}:${g.local} ${g.profile ?? ''} ${g.mode.toUpperCase()} - ${used}% to serving workers, ` +
+          `${ws.length} worker${ws.length === 1 ? '' : 's'}` +
+          (g.utilPct !== null ? `, util ${fmt(g.utilPct, 0)}%` : ''),
       ),
     );
     return el('div', { class: 'gpu', 'data-gpu': g.index }, title, bar, mem, list);
@@ -325,7 +327,9 @@ async function poll() {
       renderCharts();
       const connected = view.agents.filter((a) => a.connected).length;
       document.getElementById('summary').textContent =
-        `policy ${view.policy ?? '-'}${view.policyError ? ` (cannot run: ${view.policyError})` : ''} - ${view.gpus.length} GPUs, ${view.models.length} models, ${view.workers.length} workers, ${connected}/${view.agents.length} agents - ${view.totals.swaps} shadow swaps`;
+        `policy ${view.policy ?? '-'}${view.policyError ? ` (cannot run: ${view.policyError})` : ''} - ` +
+        `${view.gpus.length} GPUs, ${view.models.length} models, ${view.workers.length} workers, ` +
+        `${connected}/${view.agents.length} agents - ${view.totals.swaps} shadow swaps`;
       state.updates++;
       document.body.dataset.updates = String(state.updates);
       setStatus(`updated ${clock(view.now)}`, false);

@@ -22,7 +22,7 @@ const NARRATION = [
   { re: /\b(issue|ticket|tracker)s? ?#?\d+/i, why: 'a tracker number' },
   { re: /\bsessions?\b/i, why: 'a work session' },
   {
-    re: /\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|previous|next) (session|round of work|round)\b/i,
+    re: /\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|previous|next) (session|round)\b/i,
     why: 'a round of work',
   },
   { re: /\b(kept for the record|earlier runs)\b/i, why: 'a record of earlier work' },
