@@ -25,7 +25,9 @@
 // A worker with nothing to start from the on-time lane and no batch in flight takes the largest batch
 // of the delayed lane that ends by the on-time lane's latest start, leaves the worker able to keep up
 // with the on-time arrivals, and on a time-shared GPU fits in a gap of the whole GPU
-// (`delayedBatchSize`, `sharedBusyMs`).
+// (`delayedBatchSize`, `sharedBusyMs`). With nothing on time queued it takes at least one delayed task
+// (where the gap and the arrivals allow): an idle worker never holds late tasks for an arrival that
+// may not come.
 // Pipelining (`nextBatchAtMs`): where batches pay transport, on a GPU that is not time-shared, a worker
 // with a batch in flight takes the next once the first's predicted GPU time since it was sent is over.
 import { predictedMs } from './prediction.js';
@@ -120,21 +122,19 @@ export interface DelayedInput {
  * The delayed batch a worker may take now: the largest, up to `batch` tasks of the delayed lane, that
  * (1) ends by `endByMs`, (2) leaves the on-time tasks queued by its end (those queued now and those the
  * rate brings meanwhile) to one on-time batch, so that the worker does not fall behind the on-time
- * arrivals, and (3) takes at most `sharedBusyMs`; its time counts the rule's slack. 0: none. At most the placed
+ * arrivals, and (3) takes at most `sharedBusyMs`; its time counts the rule's slack. With nothing on time
+ * queued and no such batch, one task if (2) and (3) allow it. 0: none. At most the placed
  * batch, so that its neighbours on an MPS GPU see no more interference than their predictions count.
  */
 export function delayedBatchSize(x: DelayedInput): number {
-  let size = Math.min(x.delayed, x.batch);
-  for (; size > 0; size--) {
-    const busyMs = (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
-    if (
-      x.nowMs + busyMs <= x.endByMs &&
-      busyMs <= x.sharedBusyMs &&
-      x.onTimeQueued + (x.ratePerS * busyMs) / 1000 <= x.batch
-    )
-      break;
+  const busyMs = (size: number) => (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
+  const keepsUp = (ms: number) => ms <= x.sharedBusyMs && x.onTimeQueued + (x.ratePerS * ms) / 1000 <= x.batch;
+  for (let size = Math.min(x.delayed, x.batch); size > 0; size--) {
+    if (x.nowMs + busyMs(size) <= x.endByMs && keepsUp(busyMs(size))) return size;
   }
-  return size;
+  // Nothing on time is queued: the end-by bound only guards a task that may arrive, and where even one
+  // delayed task cannot end by it (a tight SLO, a large margin) it would hold the lane forever.
+  return x.delayed > 0 && x.onTimeQueued === 0 && keepsUp(busyMs(1)) ? 1 : 0;
 }
 
 export function dispatchStep(x: DispatchInput): DispatchStep {

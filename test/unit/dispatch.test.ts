@@ -215,7 +215,9 @@ describe('latestStartMs and delayedBatchSize: a delayed batch ends before the on
     { what: 'the whole placed batch fits', delayed: 30, endByMs: 1100, size: 8 },
     { what: 'fewer delayed than a batch', delayed: 3, endByMs: 1100, size: 3 },
     { what: 'the largest that ends in time: 1000 + 4 + 3b <= 1020', delayed: 30, endByMs: 1020, size: 5 },
-    { what: 'not even one', delayed: 30, endByMs: 1006, size: 0 },
+    { what: 'not even one while on-time tasks wait', delayed: 30, endByMs: 1006, onTimeQueued: 1, size: 0 },
+    { what: 'nothing on time: one, though it cannot end by a new arrival start', delayed: 30, endByMs: 1006, size: 1 },
+    { what: 'nothing on time, but no gap on a time-shared GPU', delayed: 30, endByMs: 1006, sharedBusyMs: 0, size: 0 },
     { what: 'with the slack: 1000 + 1.5 (4 + 3b) <= 1020', delayed: 30, endByMs: 1020, slack: 0.5, size: 3 },
     {
       what: 'the on-time tasks by its end fit one batch: 5 queued + 200/s x (4 + 3b) ms <= 8',
