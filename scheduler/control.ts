@@ -7,7 +7,7 @@
 // - the batches in flight (batches.ts): one `resolve` for every way a batch ends, relayed or direct;
 // - the direct path (directPath.ts): batches straight to a worker's data socket when it is connected;
 // - the worker set (workerSet.ts) and the agents (agents.ts): desired against reported workers;
-// - the policy loop (policyLoop.ts) and the epoch's statistics (epochStats.ts);
+// - the policy loop (policyLoop.ts), with the epoch's statistics (src/serving/epochStats.ts);
 // - the path meter (pathMeter.ts): the way in, each batch's transport, the way out.
 //
 // Workers follow the serving rules in src/serving/ that the simulator follows too, so the running
@@ -115,7 +115,7 @@ export class Control {
       requeue: (m, tasks) => this.buffer.onTime(m).unshiftAll(tasks),
       executed: (b, latencyMs, nowMs) => {
         observe.batchExecuted(models[b.worker.model]!.name, b.tasks.length, latencyMs / 1000);
-        this.loop.stats.executed(b.worker.model, latencyMs);
+        this.loop.stats.batchTimed(b.worker.model, latencyMs);
         this.meter.batchAnswered(b, latencyMs, nowMs);
       },
       done: (b) => {
@@ -272,7 +272,7 @@ export class Control {
         },
         'task',
       );
-    this.loop.stats.answered(t.model, a, outcome, lat);
+    this.loop.answered(t.model, a, outcome, lat);
     t.answer(a);
   }
 

@@ -25,7 +25,8 @@ import type { InFlightBatches } from './batches.js';
 import type { DirectPath } from './directPath.js';
 import type { PathMeter } from './pathMeter.js';
 import { type Batch, type Finish, identity, type Task, type Worker } from './records.js';
-import type { TaskBuffer, TaskQueue } from './taskBuffer.js';
+import type { TaskQueue } from '../../src/serving/taskQueue.js';
+import type { TaskBuffer } from './taskBuffer.js';
 import type { AgentLink, ServedModelConfig } from './types.js';
 import type { WorkerSet } from './workerSet.js';
 

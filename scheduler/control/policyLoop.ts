@@ -5,8 +5,9 @@ import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Policy } from '../../src/policy/types.js';
 import { RateMonitor } from '../../src/serving/monitor.js';
 import type { ControlObserver } from '../observer.js';
-import { EpochStats } from './epochStats.js';
-import type { ServedModelConfig } from './types.js';
+import { EpochStats } from '../../src/serving/epochStats.js';
+import type { TaskOutcome } from '../metrics.js';
+import type { ServedModelConfig, TaskAnswer } from './types.js';
 
 export interface PolicyLoopDeps {
   readonly models: readonly ServedModelConfig[];
@@ -92,13 +93,17 @@ export class PolicyLoop {
 
   /** The policy's view now: the monitor's rates and burstiness, the queues, the epoch's outcomes. */
   observation(queued: readonly number[], current: Deployment): Observation {
-    return this.stats.observation({
-      nowMs: this.deps.clock(),
-      ratePerS: this.ratesPerS(),
-      arrivalCv2: this.monitor.arrivalCv2(),
-      queued,
-      current,
-    });
+    return this.stats.observe(this.deps.clock(), this.monitor, this.deps.initialRatesPerS, queued, current);
+  }
+
+  /**
+   * Counts an answered task of model m in the epoch: a result as served (violated when late); an error
+   * as dropped when it is the service's (SLO, queue full, worker failed), not the client's or the
+   * deployment's.
+   */
+  answered(m: number, a: TaskAnswer, outcome: TaskOutcome, latencyMs: number): void {
+    if (a.ok) this.stats.answered(m, latencyMs, outcome === 'late');
+    else if (a.reason === 'slo' || a.reason === 'queue-full' || a.reason === 'worker-failed') this.stats.dropped(m);
   }
 
   /** Publishes the epoch's rate and on-time ratio per model, and starts the next epoch's counts. */

@@ -3,69 +3,9 @@
 // no rule: the dispatcher decides what leaves and when, and arms the timer through `arm`.
 import { admit, type QueuePolicy, resolveQueuePolicy } from '../../src/serving/queuePolicy.js';
 import { pastDeadline } from '../../src/serving/rules.js';
+import { TaskQueue } from '../../src/serving/taskQueue.js';
 import type { Task } from './records.js';
 import type { ServedModelConfig } from './types.js';
-
-/** One model's tasks in order of arrival, oldest at the head. */
-export interface TaskQueue<T> {
-  readonly length: number;
-  /** Adds a task in order of arrival (usually at the tail). */
-  push(t: T): void;
-  /** The oldest task; the queue must not be empty. */
-  peek(): T;
-  /** Removes and returns the oldest task; the queue must not be empty. */
-  shift(): T;
-  /** Puts tasks back at the head, keeping their order (a batch that did not run). */
-  unshiftAll(ts: readonly T[]): void;
-  /** Removes and returns every task. */
-  drain(): T[];
-}
-
-/** A FIFO ordered by arrival, with amortised O(1) shift and the ability to put tasks back at the head. */
-export class ArrivalFifo<T extends { readonly arrivalMs: number }> implements TaskQueue<T> {
-  private items: T[] = [];
-  private head = 0;
-  get length(): number {
-    return this.items.length - this.head;
-  }
-  /**
-   * A request that arrived before others but whose body took longer to read and parse goes ahead of
-   * them (the deadline order the dispatch rule and expiry read at the head). Usually the tail, so O(1).
-   */
-  push(t: T): void {
-    let i = this.items.length;
-    this.items.push(t);
-    while (i > this.head && this.items[i - 1]!.arrivalMs > t.arrivalMs) {
-      this.items[i] = this.items[i - 1]!;
-      i--;
-    }
-    this.items[i] = t;
-  }
-  peek(): T {
-    return this.items[this.head]!;
-  }
-  shift(): T {
-    const t = this.items[this.head]!;
-    // Let go of the task at once: a slot kept until the next compaction would hold its input (an
-    // image of hundreds of KB) alive, up to 1024 per model.
-    this.items[this.head++] = undefined as unknown as T;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return t;
-  }
-  unshiftAll(ts: readonly T[]): void {
-    this.items = [...ts, ...this.items.slice(this.head)];
-    this.head = 0;
-  }
-  drain(): T[] {
-    const all = this.items.slice(this.head);
-    this.items = [];
-    this.head = 0;
-    return all;
-  }
-}
 
 export class TaskBuffer {
   private readonly queues: TaskQueue<Task>[];
@@ -79,7 +19,7 @@ export class TaskBuffer {
   constructor(
     models: readonly ServedModelConfig[],
     private readonly clock: () => number,
-    newQueue: () => TaskQueue<Task> = () => new ArrivalFifo<Task>(),
+    newQueue: () => TaskQueue<Task> = () => TaskQueue.ofTasks<Task>((t) => t.arrivalMs),
   ) {
     this.queues = models.map(() => newQueue());
     this.delayedQueues = models.map(() => newQueue());

@@ -1,13 +1,16 @@
 // The control plane's managers on their own (scheduler/control/): the per-model queue, the task
-// buffer's expiry, the epoch's statistics, a batch's outputs cut into its tasks' answers, and the one
-// guard every answer passes before it resolves a batch.
+// buffer's expiry, the epoch's statistics (the shared builder, as the control plane fills it), a
+// batch's outputs cut into its tasks' answers, and the one guard every answer passes before it
+// resolves a batch.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { type BatchPorts, InFlightBatches } from '../../scheduler/control/batches.js';
-import { EpochStats } from '../../scheduler/control/epochStats.js';
 import { splitOutputs } from '../../scheduler/control/outputs.js';
+import { PolicyLoop } from '../../scheduler/control/policyLoop.js';
 import { type Batch, newWorker, type Task } from '../../scheduler/control/records.js';
-import { ArrivalFifo, TaskBuffer } from '../../scheduler/control/taskBuffer.js';
+import { TaskBuffer } from '../../scheduler/control/taskBuffer.js';
+import { fanOut } from '../../scheduler/observer.js';
+import { TaskQueue } from '../../src/serving/taskQueue.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 
 const task = (arrivalMs: number, model = 0): Task => ({
@@ -36,7 +39,7 @@ const worker = (workerId: string, agentId = 'a1') =>
 
 describe('the per-model queue', () => {
   it('keeps arrival order when a task submitted later arrived earlier, and puts a batch back at the head', () => {
-    const q = new ArrivalFifo<Task>();
+    const q = TaskQueue.ofTasks<Task>((t) => t.arrivalMs);
     for (const at of [10, 30, 20]) q.push(task(at));
     expect(q.peek().arrivalMs).toBe(10);
     const a = q.shift();
@@ -73,24 +76,33 @@ describe('the task buffer', () => {
 });
 
 describe("the epoch's statistics", () => {
-  it('count served, late and dropped tasks and mean times, and start again at reset', () => {
-    const s = new EpochStats(1);
-    s.answered(0, { ok: true, outputs: [], latencyMs: 10 }, 'ok', 10);
-    s.answered(0, { ok: true, outputs: [], latencyMs: 30 }, 'late', 30);
-    s.answered(0, { ok: false, reason: 'slo', error: '' }, 'dropped_slo', 5);
-    s.answered(0, { ok: false, reason: 'not-deployed', error: '' }, 'not_deployed', 0);
-    s.executed(0, 8);
-    const inputs = { nowMs: 1, ratePerS: [2], arrivalCv2: [1], queued: [3], current: { placements: [] } };
-    expect(s.observation(inputs).lastEpoch).toEqual({
-      served: [2],
-      violated: [1],
-      dropped: [1],
-      meanExecMs: [8],
-      meanLatencyMs: [20],
+  it("count served, late and the service's drops, not the client's errors, and start again at reset", () => {
+    const loop = new PolicyLoop({
+      models: [{ name: 'm', sloMs: 100, signature: modelSignature(4, 4) }],
+      policyName: 'none',
+      createPolicy: () => {
+        throw new Error('not asked');
+      },
+      epochMs: 1000,
+      monitorWindowMs: 1000,
+      initialRatesPerS: [2],
+      clock: () => 1,
+      nowIso: () => '',
+      observe: fanOut([]),
+      log: pino({ level: 'silent' }),
     });
-    s.reset();
-    expect(s.observation(inputs).lastEpoch.served).toEqual([0]);
-    expect(s.observation(inputs).lastEpoch.meanExecMs).toEqual([NaN]);
+    loop.answered(0, { ok: true, outputs: [], latencyMs: 10 }, 'ok', 10);
+    loop.answered(0, { ok: true, outputs: [], latencyMs: 30 }, 'late', 30);
+    loop.answered(0, { ok: false, reason: 'slo', error: '' }, 'dropped_slo', 5);
+    loop.answered(0, { ok: false, reason: 'not-deployed', error: '' }, 'not_deployed', 0);
+    loop.stats.batchTimed(0, 8);
+    const current = { placements: [] };
+    const obs = loop.observation([3], current);
+    expect(obs.lastEpoch).toEqual({ served: [2], violated: [1], dropped: [1], meanExecMs: [8], meanLatencyMs: [20] });
+    expect([obs.nowMs, obs.ratePerS, obs.queued, obs.current]).toEqual([1, [2], [3], current]);
+    loop.endEpoch(obs);
+    expect(loop.observation([0], current).lastEpoch.served).toEqual([0]);
+    expect(loop.observation([0], current).lastEpoch.meanExecMs).toEqual([NaN]);
   });
 });
 
