@@ -29,7 +29,7 @@ import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
-import type { PolicyRegistry } from '../scheduler/registry.js';
+import type { PolicyRegistry } from './registry.js';
 import {
   type CellJob,
   cellScenario,

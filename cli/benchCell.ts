@@ -12,7 +12,7 @@ import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
-import { PolicyRegistry } from '../scheduler/registry.js';
+import { PolicyRegistry } from './registry.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from './profiles.js';
 import { type LoadedScenario, loadScenario } from './scenarios.js';
 

@@ -8,7 +8,7 @@ import { igniterToMeasurements } from '../tools/fit/igniter.js';
 import { MeasurementsSchema } from '../tools/fit/measurements.js';
 import { LatencyModel } from '../src/model/predictor.js';
 import { formatIssues, InvalidInputError, type Profile } from '../src/profile/schema.js';
-import { PolicyRegistry, UnknownPolicyError } from '../scheduler/registry.js';
+import { PolicyRegistry, UnknownPolicyError } from './registry.js';
 import { ScenarioError } from '../src/scenario/build.js';
 import { InvalidSacSettingsError, InvalidSerializedAgentError } from '../rl/settings.js';
 import { runBench, runSuite } from './bench.js';

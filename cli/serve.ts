@@ -15,7 +15,7 @@ import { MpsDaemon, MpsSupervisor } from '../agent/mps.js';
 import { matchProfile, queryGpus } from '../agent/nvidiaSmi.js';
 import { resolvePython, torchAvailable, torchWorkerCommand } from '../agent/torchWorker.js';
 import type { WorkerLaunch } from '../agent/workerProcess.js';
-import { PolicyRegistry } from '../scheduler/registry.js';
+import { PolicyRegistry } from './registry.js';
 import { SchedulerService } from '../scheduler/service.js';
 import { DEFAULT_SHM_MB, MAX_SHM_MB } from '../scheduler/shmRegion.js';
 import { Store } from '../scheduler/store.js';
