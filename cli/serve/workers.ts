@@ -10,12 +10,9 @@ import type { AgentFlags } from './options.js';
 
 /**
  * V8's heap sizing for the simulated worker. A worker reads every batch from its data socket, where
- * Node allocates a new 64 KB buffer per read (about 300 for a 19 MB batch), and with V8's default
- * sizing, taken from the worker's small live heap (about 10 MB), that started a full collection
- * every second batch: 55-80 full collections in 5 s of bench:system's closed loop, 0.69-0.75 ms of
- * the worker's CPU per 602 KB task. Starting the heap at 256 MB: 3-7 full collections and 0.24-0.30
- * ms a task (docs/serving.md, "The worker's heap"). The live heap stays about 10 MB either way: the
- * flag moves the collector's limit, not what is kept.
+ * Node allocates a new 64 KB buffer per read, and V8's default sizing, taken from the worker's small
+ * live heap, then runs a full collection every few batches. Starting the heap large moves the
+ * collector's limit, not what is kept (docs/serving.md, "The worker's heap", has the figures).
  */
 export const SIM_WORKER_V8_FLAGS: readonly string[] = ['--initial-heap-size=256'];
 
