@@ -2,7 +2,7 @@
 // restarts the daemon with a backoff (agent/mps.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MpsDaemon } from './mpsDaemon.js';
-import { restartBackoffMs } from './mpsParse.js';
+import { type MpsFailed, restartBackoffMs } from './mpsParse.js';
 
 /** The supervisor's clock, injectable so tests control time. */
 export interface SupervisorClock {
