@@ -126,18 +126,22 @@ describe('send schedule', () => {
     );
   });
 
-  it('a trace is replayed at exactly its instants, in order, merged with drawn models; instants past the window are not sent', () => {
-    const trace = traceLoad('replayed', [0.5, 0.0125, 1.75, 0.0125, 3.2], 2);
-    expect(trace.ratePerS).toBe(2); // 4 arrivals in the 2 s window
-    const sends = sendSchedule([models[0]!, trace], poisson(4, 2));
-    expect(sends.filter((s) => s.model === 1).map((s) => s.atMs)).toEqual([12.5, 12.5, 500, 1750]);
-    // The drawn model is the same with or without the trace beside it.
-    expect(sends.filter((s) => s.model === 0).map((s) => s.atMs)).toEqual(
-      sendSchedule([models[0]!], poisson(4, 2)).map((s) => s.atMs),
-    );
-    expect(sends.map((s) => s.atMs)).toEqual([...sends.map((s) => s.atMs)].sort((a, b) => a - b));
-    expect(traceLoad('late', [2, 3], 2).ratePerS).toBe(0);
-  });
+  it(
+    'a trace is replayed at exactly its instants, in order, merged with drawn models; instants past the window ' +
+      'are not sent',
+    () => {
+      const trace = traceLoad('replayed', [0.5, 0.0125, 1.75, 0.0125, 3.2], 2);
+      expect(trace.ratePerS).toBe(2); // 4 arrivals in the 2 s window
+      const sends = sendSchedule([models[0]!, trace], poisson(4, 2));
+      expect(sends.filter((s) => s.model === 1).map((s) => s.atMs)).toEqual([12.5, 12.5, 500, 1750]);
+      // The drawn model is the same with or without the trace beside it.
+      expect(sends.filter((s) => s.model === 0).map((s) => s.atMs)).toEqual(
+        sendSchedule([models[0]!], poisson(4, 2)).map((s) => s.atMs),
+      );
+      expect(sends.map((s) => s.atMs)).toEqual([...sends.map((s) => s.atMs)].sort((a, b) => a - b));
+      expect(traceLoad('late', [2, 3], 2).ratePerS).toBe(0);
+    },
+  );
 });
 
 const resnetMeta: ModelMetadata = {
@@ -617,29 +621,32 @@ describe('flags', () => {
     });
   });
 
-  it('reads the bearer token from --token-file or INSS_CLIENT_TOKEN (never needed on argv), and the CA from --ca', async () => {
-    const d = mkdtempSync(join(tmpdir(), 'inss-loadgen-flags-'));
-    try {
-      writeFileSync(join(d, 't'), 'tok-0123456789abcdef\n');
-      writeFileSync(join(d, 'bad'), 'two words\n');
-      writeFileSync(join(d, 'ca.pem'), 'PEM');
-      const https = ['--url', 'https://h:1', '--model', 'a=1'];
-      expect(
-        (await parseFlags([...https, '--token-file', join(d, 't'), '--ca', join(d, 'ca.pem')])).opts,
-      ).toMatchObject({ token: 'tok-0123456789abcdef', ca: Buffer.from('PEM') });
-      expect((await parseFlags([...https, '--token-file', join(d, 'bad')])).stderr).toMatch(
-        /--token-file .*bad: expected one token/,
-      );
-      vi.stubEnv('INSS_CLIENT_TOKEN', 'env-tok-0123456789');
-      expect((await parseFlags(https)).opts?.token).toBe('env-tok-0123456789');
-      const both = await parseFlags([...https, '--token-file', join(d, 't')]);
-      expect(both.code).toBe(2);
-      expect(both.stderr).toMatch(/--token-file and INSS_CLIENT_TOKEN: give one/);
-    } finally {
-      vi.unstubAllEnvs();
-      rmSync(d, { recursive: true, force: true });
-    }
-  });
+  it(
+    'reads the bearer token from --token-file or INSS_CLIENT_TOKEN ' + '(never needed on argv), and the CA from --ca',
+    async () => {
+      const d = mkdtempSync(join(tmpdir(), 'inss-loadgen-flags-'));
+      try {
+        writeFileSync(join(d, 't'), 'tok-0123456789abcdef\n');
+        writeFileSync(join(d, 'bad'), 'two words\n');
+        writeFileSync(join(d, 'ca.pem'), 'PEM');
+        const https = ['--url', 'https://h:1', '--model', 'a=1'];
+        expect(
+          (await parseFlags([...https, '--token-file', join(d, 't'), '--ca', join(d, 'ca.pem')])).opts,
+        ).toMatchObject({ token: 'tok-0123456789abcdef', ca: Buffer.from('PEM') });
+        expect((await parseFlags([...https, '--token-file', join(d, 'bad')])).stderr).toMatch(
+          /--token-file .*bad: expected one token/,
+        );
+        vi.stubEnv('INSS_CLIENT_TOKEN', 'env-tok-0123456789');
+        expect((await parseFlags(https)).opts?.token).toBe('env-tok-0123456789');
+        const both = await parseFlags([...https, '--token-file', join(d, 't')]);
+        expect(both.code).toBe(2);
+        expect(both.stderr).toMatch(/--token-file and INSS_CLIENT_TOKEN: give one/);
+      } finally {
+        vi.unstubAllEnvs();
+        rmSync(d, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('--trace: a model replayed from a trace file (the scenario trace format), beside drawn models', async () => {
     const d = mkdtempSync(join(tmpdir(), 'inss-loadgen-trace-'));
@@ -675,7 +682,10 @@ describe('flags', () => {
         ],
         [
           ['--trace', `vgg16=${join(d, 'late.txt')}`],
-          /--trace vgg16=.*late\.txt: no arrival before the end of the send window \(--duration 10 s; the trace has 1 arrival\)/,
+          new RegExp(
+            String.raw`--trace vgg16=.*late\.txt: no arrival before the end of the send window ` +
+              String.raw`\(--duration 10 s; the trace has 1 arrival\)`,
+          ),
         ],
         [['--trace', 'vgg16=/nonexistent/t.txt'], /--trace vgg16=\/nonexistent\/t\.txt: cannot read: ENOENT/],
         [
