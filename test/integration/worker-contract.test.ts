@@ -2,6 +2,8 @@
 // passes the same tests, so the simulated worker and the PyTorch worker cannot drift apart. Each
 // starts real worker processes and talks frames to them over pipes, and over their data sockets
 // (the direct path: a Unix socket and TCP, as the scheduler connects to them).
+// Over 400 lines because it is one contract suite run against every worker implementation: its cases
+// share each implementation's running worker and data-socket fixtures, and one file keeps them in step.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
