@@ -18,8 +18,8 @@
 // The client's own leg (what the client sees beyond the scheduler's span of a task) is measured in a
 // second live run of `--calibrate-seconds` (by default as long as the run it calibrates) with other
 // arrivals at the same rates (the next seed), from inss's Server-Timing answers, and added to the
-// twin's latencies (TransportModel.clientMs). A 20 s calibration measured legs of 0.79-1.37 ms in
-// three runs and left the twin 3.4-13.1% off; 60 s gave 5.0% and 6.7% (docs/serving.md).
+// twin's latencies (TransportModel.clientMs). A longer calibration leaves the twin closer to the live
+// run (docs/serving.md has the figures).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
