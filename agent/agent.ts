@@ -2,9 +2,9 @@
 // its worker processes toward the scheduler's desired set (STYLE.md: reconcile toward a goal state).
 //
 // - Workers are reconciled by their whole identity (id, model, GPU, share, generation;
-//   src/protocol/agent.ts): a running worker whose identity differs from every desired one is drained
-//   and stopped, never reused for another model, GPU or share. Desired workers that do not run are started; a worker that dies while still desired is restarted
-//   with backoff (its in-flight batches are answered with `worker-failed` errors first).
+//   src/protocol/agent.ts): a running worker whose identity differs from every desired one is drained and
+//   stopped, never reused for another model, GPU or share. Desired workers that do not run are started;
+//   one that dies while still desired is restarted with backoff (its batches in flight get `worker-failed`).
 // - Workers that are no longer desired stop taking batches, finish the ones they hold and get SIGTERM.
 //   The scheduler orders a shadow swap by desiring the new worker beside the old one and dropping the
 //   old one only once the new one is ready (scheduler/control.ts, src/serving/workerSet.ts).
@@ -29,69 +29,25 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { type AgentTls, upgradeRefusal } from './connect.js';
+import { upgradeRefusal } from './connect.js';
 import {
-  type AgentGpu,
   AGENT_PROTOCOL_VERSION,
   type DataEndpoint,
   type DesiredWorker,
-  describeWorker,
   describeZodError,
   type FromAgent,
   ToAgentSchema,
   type WorkerIdentity,
   workerKey,
-  type WorkerState,
   type WorkerStatus,
 } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
-import { formatDataAddress, parseDataAddress, type RunningBatch, WORKER_ENV } from '../src/protocol/worker.js';
+import type { AgentOptions } from './agentOptions.js';
+import { routeBatch, runningBeside } from './batchRoute.js';
+import { type Managed, managedWorker, restartDelayMs } from './managedWorker.js';
+import { reportedEndpoint, workerDataEnv } from './dataSocket.js';
 import { type WorkerLaunch, WorkerProcess } from './workerProcess.js';
-
-export interface AgentOptions {
-  /** ws://host:port/agents of the scheduler. */
-  readonly schedulerUrl: string;
-  readonly token: string;
-  /** For wss://: the CA (PEM) to trust for the scheduler's certificate, and optionally a host-name check (agent/connect.ts). */
-  readonly tls?: AgentTls;
-  /** Stable across restarts (default: the host name), so the scheduler gives back the same workers. */
-  readonly agentId?: string;
-  readonly gpus: readonly AgentGpu[];
-  readonly workerKind: string;
-  /** How to start the worker for a desired (model, GPU, share): the composition root decides. */
-  readonly launch: (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch;
-  readonly logger: Logger;
-  readonly telemetryMs?: number;
-  readonly reconnectMinMs?: number;
-  readonly reconnectMaxMs?: number;
-  /**
-   * Where workers listen for the scheduler's batches (the direct path): `unix` (the default) a socket
-   * per worker in a private temporary directory, for a scheduler on this host; `tcp` a port per worker
-   * on `host` (e.g. 0.0.0.0), reported to the scheduler as `advertise` (this host's address as the
-   * scheduler reaches it); `off`: no data socket, every batch is relayed by the agent.
-   */
-  readonly dataPath?: 'unix' | 'off' | { readonly tcpHost: string; readonly advertise: string };
-  /** Reads GPU utilisation and memory (nvidia-smi) for telemetry; absent: computed from the workers. */
-  readonly readGpus?: () => Promise<readonly { index: number; utilPct: number | null; memUsedMb: number | null }[]>;
-}
-
-interface Managed {
-  spec: DesiredWorker;
-  proc: WorkerProcess;
-  state: WorkerState;
-  message?: string;
-  restarts: number;
-  restartAtMs: number;
-  /** Batches this worker is running now (for `running` on simulated GPUs). */
-  busy: Map<string, number>;
-  batches: number;
-  latencySumMs: number;
-  /** The secret its data connections must attach with (given at spawn). */
-  secret: string;
-  /** Its data socket, once it is ready and listens on one. */
-  data?: DataEndpoint;
-}
 
 export class Agent extends EventEmitter<{ connected: []; disconnected: []; workers: [WorkerStatus[]] }> {
   readonly agentId: string;
@@ -115,46 +71,24 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
 
   /** The environment that gives a worker its data socket, secret and identity (none for dataPath 'off'). */
   private dataEnv(spec: DesiredWorker, secret: string): Record<string, string> {
-    const path = this.opts.dataPath ?? 'unix';
-    if (path === 'off') return {};
-    let listen: string;
-    if (path === 'unix') {
-      this.socketDir ??= mkdtempSync(join(tmpdir(), 'inss-data-')); // mode 0700: only this user reaches the sockets
-      // One path per process (a restarted worker gets a new one): the scheduler never mistakes a stale one for it.
-      listen = formatDataAddress({
-        kind: 'unix',
-        path: join(this.socketDir, `${spec.workerId}-${spec.generation}-${secret.slice(0, 8)}.sock`),
-      });
-    } else {
-      listen = formatDataAddress({ kind: 'tcp', host: path.tcpHost, port: 0 });
-    }
-    return {
-      [WORKER_ENV.listen]: listen,
-      [WORKER_ENV.secret]: secret,
-      [WORKER_ENV.identity]: JSON.stringify({
-        workerId: spec.workerId,
-        model: spec.model,
-        gpu: spec.gpu,
-        pct: spec.pct,
-        generation: spec.generation,
-      }),
-    };
+    return workerDataEnv(
+      this.opts.dataPath ?? 'unix',
+      // mode 0700: only this user reaches the sockets
+      () => (this.socketDir ??= mkdtempSync(join(tmpdir(), 'inss-data-'))),
+      spec,
+      secret,
+    );
   }
 
-  /** The data endpoint to report for a worker's `ready` address (a TCP wildcard host becomes the advertised one). */
+  /** The data endpoint to report for a worker's `ready` address (undefined: batches go through the agent). */
   private endpoint(listen: string, secret: string): DataEndpoint | undefined {
-    const a = parseDataAddress(listen);
-    if (typeof a === 'string') {
-      this.log.warn(
-        { listen, err: a },
-        'a worker reported a data socket address that is not one; batches go through the agent',
-      );
-      return undefined;
-    }
-    const path = this.opts.dataPath ?? 'unix';
-    if (a.kind === 'tcp' && typeof path === 'object')
-      return { address: formatDataAddress({ ...a, host: path.advertise }), secret };
-    return { address: listen, secret };
+    const e = reportedEndpoint(this.opts.dataPath ?? 'unix', listen, secret);
+    if (typeof e !== 'string') return e;
+    this.log.warn(
+      { listen, err: e },
+      'a worker reported a data socket address that is not one; batches go through the agent',
+    );
+    return undefined;
   }
 
   start(): void {
@@ -291,45 +225,17 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     payload: Buffer,
   ): Promise<void> {
     const workerId = id.workerId;
-    const key = workerKey(id);
-    const w = this.workers.get(key);
-    if (!w) {
-      // Not this worker: another one under the same id (another model, GPU, share or generation) must never take it.
-      const other = [...this.workers.values()].find((x) => x.spec.workerId === workerId);
-      const [reason, message] = other
-        ? ([
-            'wrong-worker',
-            `batch for worker ${describeWorker(id)} refused: worker ${workerId} here is ${describeWorker(other.spec)}`,
-          ] as const)
-        : ([
-            this.desired.has(key) ? 'worker-failed' : 'unknown-worker',
-            `worker ${describeWorker(id)} is not running on this agent`,
-          ] as const);
-      if (other) this.log.warn({ batchId, err: message }, 'batch for another worker refused');
+    const route = routeBatch(this.workers, this.desired, id);
+    if (route.kind === 'refuse') {
+      if (route.reason === 'wrong-worker')
+        this.log.warn({ batchId, err: route.message }, 'batch for another worker refused');
+      const { reason, message } = route;
       this.send({ v: AGENT_PROTOCOL_VERSION, type: 'batchError', batchId, workerId, reason, message });
       return;
     }
-    if (w.state !== 'ready') {
-      const reason = w.state === 'draining' ? 'worker-retired' : 'worker-failed';
-      this.send({
-        v: AGENT_PROTOCOL_VERSION,
-        type: 'batchError',
-        batchId,
-        workerId,
-        reason,
-        message: `worker ${workerId} is ${w.state}`,
-      });
-      return;
-    }
+    const w = route.worker;
     const gpu = this.opts.gpus.find((g) => g.index === w.spec.gpu);
-    let running: RunningBatch[] | undefined;
-    if (gpu?.simulated) {
-      running = [];
-      for (const x of this.workers.values()) {
-        if (x === w || x.spec.gpu !== w.spec.gpu) continue;
-        for (const b of x.busy.values()) running.push({ model: x.spec.model, batch: b, pct: x.spec.pct });
-      }
-    }
+    const running = gpu?.simulated ? runningBeside(this.workers.values(), w) : undefined;
     w.busy.set(batchId, size);
     const receivedAt = Date.now();
     const o = await w.proc.run(batchId, w.spec.model, size, inputs, payload, running);
@@ -363,7 +269,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
         message: o.message,
       });
     }
-    if ((w.state as WorkerState) === 'draining' && w.busy.size === 0) void this.retire(w);
+    if (w.state === 'draining' && w.busy.size === 0) void this.retire(w);
   }
 
   /** One pass of the reconcile loop; cheap, called every 250 ms and on every desired-state message. */
@@ -371,11 +277,8 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     const now = Date.now();
     for (const [key, spec] of this.desired) {
       const w = this.workers.get(key);
-      if (!w) {
-        this.spawn(spec, 0);
-      } else if (w.state === 'failed' && now >= w.restartAtMs) {
-        this.spawn(spec, w.restarts + 1);
-      }
+      if (!w) this.spawn(spec, 0);
+      else if (w.state === 'failed' && now >= w.restartAtMs) this.spawn(spec, w.restarts + 1);
     }
     for (const w of this.workers.values()) {
       const key = workerKey(w.spec);
@@ -395,7 +298,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     const key = workerKey(spec);
     const gpu = this.opts.gpus.find((g) => g.index === spec.gpu);
     if (!gpu) {
-      this.workers.set(key, this.managed(spec, null, restarts, `GPU ${spec.gpu} does not exist on this agent`));
+      this.workers.set(key, managedWorker(spec, null, restarts, `GPU ${spec.gpu} does not exist on this agent`));
       this.reportWorkers();
       return;
     }
@@ -405,12 +308,12 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       const base = this.opts.launch(spec, gpu);
       launch = { ...base, env: { ...base.env, ...this.dataEnv(spec, secret) } };
     } catch (e) {
-      this.workers.set(key, this.managed(spec, null, restarts, (e as Error).message));
+      this.workers.set(key, managedWorker(spec, null, restarts, (e as Error).message));
       this.reportWorkers();
       return;
     }
     const proc = new WorkerProcess(launch);
-    const w = this.managed(spec, proc, restarts);
+    const w = managedWorker(spec, proc, restarts);
     w.secret = secret;
     this.workers.set(key, w);
     proc.on('stderr', (line) => this.log.debug({ worker: spec.workerId, line }, 'worker stderr'));
@@ -422,7 +325,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
         this.log.warn({ worker: spec.workerId, message, restarts: w.restarts }, 'worker exited');
         w.state = 'failed';
         w.message = message;
-        w.restartAtMs = Date.now() + Math.min(10_000, 500 * 2 ** w.restarts);
+        w.restartAtMs = Date.now() + restartDelayMs(w.restarts);
       }
       this.reportWorkers();
     });
@@ -460,22 +363,6 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     );
   }
 
-  private managed(spec: DesiredWorker, proc: WorkerProcess | null, restarts: number, failure?: string): Managed {
-    const w: Managed = {
-      spec,
-      proc: proc ?? new WorkerProcess({ command: '', args: [], env: {} }),
-      state: failure ? 'failed' : 'starting',
-      restarts,
-      restartAtMs: failure ? Date.now() + Math.min(10_000, 500 * 2 ** restarts) : 0,
-      busy: new Map(),
-      batches: 0,
-      latencySumMs: 0,
-      secret: '',
-    };
-    if (failure) w.message = failure;
-    return w;
-  }
-
   private async retire(w: Managed): Promise<void> {
     await w.proc.stop();
     if (this.workers.get(workerKey(w.spec)) === w) this.workers.delete(workerKey(w.spec));
@@ -499,14 +386,13 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       w.latencySumMs = 0;
       return r;
     });
+    const unread = () => this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
     let gpus: { index: number; utilPct: number | null; memUsedMb: number | null }[];
     try {
-      gpus = this.opts.readGpus
-        ? [...(await this.opts.readGpus())]
-        : this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
+      gpus = this.opts.readGpus ? [...(await this.opts.readGpus())] : unread();
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'reading GPU telemetry failed');
-      gpus = this.opts.gpus.map((g) => ({ index: g.index, utilPct: null, memUsedMb: null }));
+      gpus = unread();
     }
     this.send({ v: AGENT_PROTOCOL_VERSION, type: 'telemetry', gpus, workers });
   }

@@ -1,4 +1,4 @@
-// How an agent connects to the scheduler (issue 15): why a connection failed, in words an operator can
+// How an agent connects to the scheduler: why a connection failed, in words an operator can
 // act on, and the TLS settings of a wss:// connection.
 // Contract: every failed connection or upgrade is retried by the agent with backoff; this module only
 // names the reason and how loudly to say it. A refusal of the token is an error (the operator must fix a
@@ -15,7 +15,9 @@ export function upgradeRefusal(statusCode: number | undefined): UpgradeRefusal {
   if (statusCode === 401 || statusCode === 403) {
     return {
       level: 'error',
-      reason: `the scheduler refused the token (HTTP ${statusCode}): check the agent's token against the scheduler's; retrying`,
+      reason:
+        `the scheduler refused the token (HTTP ${statusCode}): check the agent's token against the ` +
+        `scheduler's; retrying`,
     };
   }
   if (statusCode === 404)
@@ -26,7 +28,7 @@ export function upgradeRefusal(statusCode: number | undefined): UpgradeRefusal {
 }
 
 /**
- * TLS settings of the agent's wss:// connection (issue 15): `ca`, the PEM certificate(s) to trust
+ * TLS settings of the agent's wss:// connection: `ca`, the PEM certificate(s) to trust
  * besides the system's (`inss agent --ca`, for a self-signed or private-CA scheduler certificate).
  * `checkServerIdentity` replaces the host-name check; only `inss up`'s own agent uses it, to trust
  * exactly the certificate its scheduler serves on 127.0.0.1 whatever names that certificate carries.

@@ -1,4 +1,4 @@
-// The simulated worker's decode step (issue 14): a batch input whose samples arrive in their own
+// The simulated worker's decode step: a batch input whose samples arrive in their own
 // encodings (FP32 tensors, UINT8 images, JPEG, PNG: TensorRef.samples) becomes the FP32 batch the
 // model takes, with real decoders (jpeg-js, pngjs) so their cost is real, and the preprocessing rule of
 // src/serving/image.ts. Called once per batch by agent/simWorker.ts, on its only thread; a 224 x 224
@@ -60,7 +60,9 @@ export function checkBatchInput(
     : `input '${t.name}': its samples add up to ${total} bytes, byteLength says ${t.byteLength}`;
 }
 
-/** An encoded image's pixels: RGBA, 8 bits a channel. Throws (the caller reports that sample) when it does not decode. */
+/**
+ * An encoded image's pixels: RGBA, 8 bits a channel. Throws (the caller reports that sample) when it does not decode.
+ */
 function decodeImage(encoding: 'JPEG' | 'PNG', bytes: Buffer): { pixels: Uint8Array; width: number; height: number } {
   const head = imageHeader(bytes);
   if (!head.ok) throw new Error(head.reason);

@@ -72,7 +72,8 @@ export function parseGpuQuery(stdout: string): GpuQueryResult {
     const f = line.split(',').map((x) => x.trim());
     if (f.length !== GPU_QUERY_FIELDS.length)
       return bad(
-        `${f.length} fields, expected ${GPU_QUERY_FIELDS.length} (${GPU_QUERY_FIELDS.join(', ')}): '${line.slice(0, 120)}'`,
+        `${f.length} fields, expected ${GPU_QUERY_FIELDS.length} (${GPU_QUERY_FIELDS.join(', ')}): ` +
+          `'${line.slice(0, 120)}'`,
       );
     const [idx, uuid, name, total, used, util] = f as [string, string, string, string, string, string];
     if (!/^\d+$/.test(idx)) return bad(`index '${idx}' is not a non-negative integer`);
@@ -164,7 +165,9 @@ export async function queryGpus(opts: QueryGpusOptions = {}): Promise<GpuDiscove
     if (NO_DRIVER.some((re) => re.test(said))) return { kind: 'no-driver', reason: firstLine(said) };
     return {
       kind: 'failed',
-      reason: `${command} exited with ${String(r.exitCode ?? r.signal)}: ${firstLine(stderr) || firstLine(stdout) || '(no output)'}`,
+      reason:
+        `${command} exited with ${String(r.exitCode ?? r.signal)}: ` +
+        `${firstLine(stderr) || firstLine(stdout) || '(no output)'}`,
     };
   }
   const parsed = parseGpuQuery(stdout);

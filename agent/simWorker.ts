@@ -3,13 +3,14 @@
 // simulator's ground truth gives for its GPU, its share and the batches running beside it, so the
 // whole system runs end to end without a GPU. The agent launches it as
 //
-//   node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--pooled overlap|serial] [--zero-time] [--seed N]
+// node dist/agent/simWorker.js --model NAME --profile FILE --pct PCT [--pooled overlap|serial] [--zero-time] [--seed N]
 //
 // Timing: t = t_inf(predicted for this batch and the `running` neighbours the agent reports)
 //   x GroundTruth.batchFactor (systematic error per configuration, per-batch noise, DRAM contention),
 // the same formula the discrete-event simulator uses (src/sim/simulator.ts). On a pooled GPU (this
 // worker and the batches beside it all at 100%: a pool's workers run at the whole GPU), the batch is
-// timed by the GPU's pooled mode (--pooled, its agent's; src/model/pooledGpu.ts, the simulator's rule). With --zero-time it
+// timed by the GPU's pooled mode (--pooled, its agent's; src/model/pooledGpu.ts, the simulator's rule). With
+// --zero-time it
 // answers at once (the system-overhead benchmark).
 // Output: a deterministic function of the input and of the model (src/serving/standIn.ts), so tests can
 // check that every answer belongs to its request and comes from its own model:

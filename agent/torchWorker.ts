@@ -54,7 +54,9 @@ export function torchWorkerScript(): string {
   );
 }
 
-/** The command line that starts a PyTorch worker. The environment (CUDA_VISIBLE_DEVICES, the MPS share) is the caller's. */
+/**
+ * The command line that starts a PyTorch worker. The environment (CUDA_VISIBLE_DEVICES, the MPS share) is the caller's.
+ */
 export function torchWorkerCommand(opts: TorchWorkerOptions): { command: string; args: string[] } {
   const args = [torchWorkerScript(), '--model', opts.model];
   if (opts.device !== undefined) args.push('--device', opts.device);

@@ -1,7 +1,8 @@
 // One worker child process (simulated or PyTorch) and the worker protocol over its stdin/stdout.
 // Used only by the agent. Contract:
 // - `start()` spawns it; `ready` resolves when it says `ready` (or rejects when it exits first);
-// - `run(batch)` sends a batch (naming the model it is for: a worker of another model refuses it) and resolves with the worker's answer; every call resolves exactly once:
+// - `run(batch)` sends a batch (naming the model it is for: a worker of another model refuses it) and resolves with the
+// worker's answer; every call resolves exactly once:
 //   a result, a batch error from the worker, or a failure because the process died (SIGKILL, a crash);
 // - `stop()` sends SIGTERM (the worker answers what it holds, then exits) and SIGKILL after a grace time.
 import { EventEmitter } from 'node:events';
@@ -108,7 +109,8 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
         .filter((l) => l.trim() && !l.trimStart().startsWith('at '));
       const tail = lines.slice(-3).join(' | ');
       this.onExit(
-        `worker ${how}${this.exitMessage ? `: ${this.exitMessage}` : ''}${tail && !this.exitMessage ? ` (stderr: ${tail})` : ''}`,
+        `worker ${how}${this.exitMessage ? `: ${this.exitMessage}` : ''}` +
+          (tail && !this.exitMessage ? ` (stderr: ${tail})` : ''),
       );
     });
   }
@@ -170,7 +172,9 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
     for (const f of frames) {
       const parsed = FromWorkerSchema.safeParse(f.header);
       if (!parsed.success) {
-        this.exitMessage = `bad message on stdout: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
+        this.exitMessage =
+          `bad message on stdout: ` +
+          `${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
         this.kill();
         return;
       }

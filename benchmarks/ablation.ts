@@ -67,5 +67,6 @@ for (const name of values.scenarios.split(',')) {
   }
 }
 console.log(
-  `\n| scenario | variant | ${seeds.map((s) => `seed ${s}: viol% (swaps)`).join(' | ')} |\n| --- | --- | ${seeds.map(() => '---').join(' | ')} |\n${rows.join('\n')}`,
+  `\n| scenario | variant | ${seeds.map((s) => `seed ${s}: viol% (swaps)`).join(' | ')} |\n| --- | --- | ` +
+    `${seeds.map(() => '---').join(' | ')} |\n${rows.join('\n')}`,
 );

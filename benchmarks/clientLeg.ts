@@ -32,7 +32,12 @@ http.createServer((req, res) => {
   const arrived = wall();
   req.on('data', () => undefined);
   req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': answer.length, 'x-arrived': String(arrived), 'x-body-read': String(wall()) });
+    res.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': answer.length,
+      'x-arrived': String(arrived),
+      'x-body-read': String(wall()),
+    });
     res.end(answer);
   });
 }).listen(0, '127.0.0.1', function () { console.log('port ' + this.address().port); });`;
@@ -121,7 +126,10 @@ const stat = (k: keyof Row): string => {
   return `${(v.reduce((a, b) => a + b, 0) / v.length).toFixed(3)} (p50 ${v[v.length >> 1]!.toFixed(3)})`;
 };
 console.log(
-  `${kept.length} requests; mean (p50) ms: latency ${stat('latencyMs')}; the client's request() and end() return ${stat('syncMs')}, its body handed to the kernel ${stat('finishMs')}; send -> the server's request event ${stat('toServerMs')}; the body read ${stat('bodyMs')}; the server's answer -> the client's end ${stat('backMs')}`,
+  `${kept.length} requests; mean (p50) ms: latency ${stat('latencyMs')}; the client's request() and end() ` +
+    `return ${stat('syncMs')}, its body handed to the kernel ${stat('finishMs')}; send -> the server's request ` +
+    `event ${stat('toServerMs')}; the body read ${stat('bodyMs')}; the server's answer -> the client's end ` +
+    `${stat('backMs')}`,
 );
 console.log(
   `load average after: ${loadavg()

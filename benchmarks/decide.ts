@@ -58,7 +58,8 @@ const n = Number(values.n);
 if (!Number.isInteger(n) || n < 1) throw new RangeError(`--n: expected a positive integer, got '${values.n}'`);
 const warm = Math.min(200, n);
 const times: number[] = [];
-const cpuTimes: number[] = []; // CPU time of the decision (user + system), ms: the machine is shared, wall time includes waiting for a core
+// CPU time of the decision (user + system), ms: the machine is shared, wall time includes waiting for a core
+const cpuTimes: number[] = [];
 const randomRates = () => baseRates.map((p) => p * 1.5 * rng.next());
 // Decisions 10 s apart: past inss's dwell after a switch (DWELL_MS), so every decision plans.
 const observe = (ratePerS: number[], current: Observation['current'], nowMs: number): Observation => ({

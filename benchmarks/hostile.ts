@@ -1,4 +1,4 @@
-// The hostile-input corpus against a running system (issue 15, item 1).
+// The hostile-input corpus against a running system.
 //
 //   npm run bench:hostile [-- --only nested-60MiB,deep-5M] [--rate 20] [--scenario FILE]
 //
@@ -139,7 +139,9 @@ for (;;) {
 }
 
 console.log(
-  `hostile-input corpus: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)}; scenario ${values.scenario}; well-behaved client ${RATE}/s binary resnet50 requests, health probe every 100 ms\n`,
+  `hostile-input corpus: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), Node ${process.version}, load ` +
+    `average ${loadavg()[0]!.toFixed(2)}; scenario ${values.scenario}; well-behaved client ${RATE}/s binary ` +
+    `resnet50 requests, health probe every 100 ms\n`,
 );
 console.log(
   '| case | attack | answers | until answered | client p50 | client p99 | p99 rise | client non-200 | health max |',
@@ -186,7 +188,9 @@ for (const c of cases) {
   const rise =
     c === cases[0] ? '-' : `${w.p99Ms - baselineP99 >= 0 ? '+' : ''}${(w.p99Ms - baselineP99).toFixed(0)} ms`;
   console.log(
-    `| ${c.name} | ${c.what} | ${answers} | ${(attack.ms / 1000).toFixed(2)} s | ${w.p50Ms.toFixed(0)} ms | ${w.p99Ms.toFixed(0)} ms (n=${w.n}) | ${rise} | ${non200} | ${h.maxMs.toFixed(0)} ms${h.failed ? ` (${h.failed} failed)` : ''} |`,
+    `| ${c.name} | ${c.what} | ${answers} | ${(attack.ms / 1000).toFixed(2)} s | ${w.p50Ms.toFixed(0)} ms | ` +
+      `${w.p99Ms.toFixed(0)} ms (n=${w.n}) | ${rise} | ${non200} | ${h.maxMs.toFixed(0)} ` +
+      `ms${h.failed ? ` (${h.failed} failed)` : ''} |`,
   );
 }
 console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end`);

@@ -1,4 +1,4 @@
-// The hostile-input corpus of issue 15 (benchmarks/hostile.ts measures it; the integration test
+// The hostile-input corpus (benchmarks/hostile.ts measures it; the integration test
 // test/integration/hostile.test.ts runs it with generous bounds). Each case is a real client on a raw
 // TCP socket from its own loopback address (127.0.0.2 by default), so that the connection caps per
 // client apply to it and not to the well-behaved client and the health probe beside it (127.0.0.1).

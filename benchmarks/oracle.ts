@@ -98,7 +98,9 @@ const result = oracleSweep(ctx, cluster, {
     if (s.simulations - lastPrint >= 10 || s.passed) {
       lastPrint = s.simulations;
       process.stderr.write(
-        `${scenario.name} ${s.load}x sims ${s.simulations} best ${s.bestViolationPct.map((v) => v.toFixed(2)).join('/')}%${s.passed ? ' PASS' : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)\n`,
+        `${scenario.name} ${s.load}x sims ${s.simulations} best ` +
+          `${s.bestViolationPct.map((v) => v.toFixed(2)).join('/')}%${s.passed ? ' PASS' : ''} ` +
+          `(${((performance.now() - started) / 1000).toFixed(0)} s)\n`,
       );
     }
   },

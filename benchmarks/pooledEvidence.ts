@@ -18,7 +18,10 @@ import { igniterToMeasurements } from '../tools/fit/igniter.js';
 const HEAVY = new Set(['resnet50', 'vgg16', 'vgg19', 'ssd']);
 const PREDICT_BATCHES = [1, 4, 8, 16] as const;
 const PROFILES = ['v100', 'rtx2060s', 'rtx2060'] as const;
-/** How far (summed relative throughput) a profile's heavy-pair gain may sit from the V100's measured one and still reproduce it. */
+/**
+ * How far (summed relative throughput) a profile's heavy-pair gain may sit from the V100's measured one and still
+ * reproduce it.
+ */
 const VERDICT_TOLERANCE = 0.05;
 
 type PairClass = 'heavy' | 'mixed' | 'light';
@@ -59,7 +62,8 @@ const predictSoloMs = (lm: LatencyModel, model: string, batch: number): number =
 console.log('## V100 solo latency at 100% of the GPU (the series denominator)\n');
 console.log('Measured 100% exists at batch 1 only; elsewhere the nearest measured share is 80%.\n');
 console.log(
-  '| model | batch | measured 80% (ms) | measured 100% (ms) | v100 profile 100% (ms) | profile vs measured 100% | measured 80% / profile 100% |',
+  '| model | batch | measured 80% (ms) | measured 100% (ms) | v100 profile 100% (ms) | profile vs measured ' +
+    '100% | measured 80% / profile 100% |',
 );
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const model of v100.modelNames) {
@@ -69,7 +73,8 @@ for (const model of v100.modelNames) {
     const fit = predictSoloMs(v100, model, batch);
     const err = t100 === undefined ? '-' : `${((fit / t100 - 1) * 100).toFixed(1)}%`;
     console.log(
-      `| ${model} | ${batch} | ${t80.toFixed(3)} | ${t100?.toFixed(3) ?? '-'} | ${fit.toFixed(3)} | ${err} | ${f2(t80 / fit)} |`,
+      `| ${model} | ${batch} | ${t80.toFixed(3)} | ${t100?.toFixed(3) ?? '-'} | ${fit.toFixed(3)} | ${err} | ` +
+        `${f2(t80 / fit)} |`,
     );
   }
 }
@@ -117,7 +122,8 @@ console.log('Gain = s_a / t_a + s_b / t_b: t measured side by side, s solo on th
 console.log('bound), s at 100% by the fitted v100 profile (central), s = 0.8 x the 80% time (lower bound); and what');
 console.log('the latency model predicts at the same point (its own t over the same s).\n');
 console.log(
-  '| pair | class | batch | shares | t_a / t_b (ms) | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted |',
+  '| pair | class | batch | shares | t_a / t_b (ms) | gain, s at 80% | gain, s at 100% fitted | gain, lower ' +
+    'bound | predicted |',
 );
 console.log('| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |');
 for (const g of gains) {
@@ -127,13 +133,15 @@ for (const g of gains) {
   )!;
   const ms = `${c.runs[0]!.latencyMs.toFixed(2)} / ${c.runs[1]!.latencyMs.toFixed(2)}`;
   console.log(
-    `| ${g.a}+${g.b} | ${g.cls} | ${g.batch} | ${g.pctA}/${g.pctB} | ${ms} | ${f2(g.upper)} | ${f2(g.fitted)} | ${f2(g.lower)} | ${f2(g.predicted)} |`,
+    `| ${g.a}+${g.b} | ${g.cls} | ${g.batch} | ${g.pctA}/${g.pctB} | ${ms} | ${f2(g.upper)} | ` +
+      `${f2(g.fitted)} | ${f2(g.lower)} | ${f2(g.predicted)} |`,
   );
 }
 
 console.log('\nSummary by class and shares (min-max over pairs and batches 4 and 16):\n');
 console.log(
-  '| class | shares | pairs | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted | mean predicted - measured (fitted s) |',
+  '| class | shares | pairs | gain, s at 80% | gain, s at 100% fitted | gain, lower bound | predicted | mean ' +
+    'predicted - measured (fitted s) |',
 );
 console.log('| --- | --- | ---: | --- | --- | --- | --- | ---: |');
 const splits = [...new Set(gains.map((g) => `${Math.min(g.pctA, g.pctB)}/${Math.max(g.pctA, g.pctB)}`))];
@@ -147,7 +155,8 @@ for (const cls of ['mixed', 'heavy'] as const) {
     const bias = mean(xs.map((g) => g.predicted - g.fitted));
     const fmt = (k: 'upper' | 'fitted' | 'lower' | 'predicted'): string => span(xs.map((g) => g[k]));
     console.log(
-      `| ${cls} | ${split} | ${pairs} | ${fmt('upper')} | ${fmt('fitted')} | ${fmt('lower')} | ${fmt('predicted')} | ${bias >= 0 ? '+' : ''}${f2(bias)} |`,
+      `| ${cls} | ${split} | ${pairs} | ${fmt('upper')} | ${fmt('fitted')} | ${fmt('lower')} | ` +
+        `${fmt('predicted')} | ${bias >= 0 ? '+' : ''}${f2(bias)} |`,
     );
   }
 }
@@ -255,7 +264,8 @@ const referenceMean = mean(reference.map((g) => g.fitted));
 const measuredBatches = [...new Set(reference.map((g) => g.batch))];
 console.log('\n## (c) Verdict: the heavy-pair overlap gain at 50/50\n');
 console.log(
-  `V100 measured heavy pairs (${[...new Set(reference.map((g) => `${g.a}+${g.b}`))].join(', ')}), batches ${measuredBatches.join(', ')}:`,
+  `V100 measured heavy pairs (${[...new Set(reference.map((g) => `${g.a}+${g.b}`))].join(', ')}), batches ` +
+    `${measuredBatches.join(', ')}:`,
 );
 const lowerMean = mean(reference.map((g) => g.lower));
 const upperMean = mean(reference.map((g) => g.upper));
@@ -267,12 +277,19 @@ for (const id of PROFILES) {
   const xs = predicted.filter((g) => g.profile === id && g.cls === 'heavy' && measuredBatches.includes(g.batch));
   const m = mean(xs.map((g) => g.even));
   const ok = Math.abs(m - referenceMean) <= VERDICT_TOLERANCE;
+  const where =
+    m < lowerMean
+      ? 'below the measured lower bound'
+      : m > upperMean
+        ? 'above the measured upper bound'
+        : 'within the measured bounds';
   const rule = mean(xs.map((g) => g.rule));
   const pairs = [...new Set(xs.map((g) => `${g.a}+${g.b}`))].join(', ');
   console.log(
     `- ${id}: heavy pairs (${pairs}) predict ${f2(m)} (${span(xs.map((g) => g.even))}) at an even split, ` +
-      `${f2(rule)} under the overlap rule: ${ok ? 'reproduces' : 'does NOT reproduce'} the measured ${f2(referenceMean)} ` +
+      `${f2(rule)} under the overlap rule: ${ok ? 'reproduces' : 'does NOT reproduce'} ` +
+      `the measured ${f2(referenceMean)} ` +
       `(${m - referenceMean >= 0 ? '+' : ''}${f2(m - referenceMean)}, tolerance ${VERDICT_TOLERANCE}); ` +
-      `${m < lowerMean ? 'below the measured lower bound' : m > upperMean ? 'above the measured upper bound' : 'within the measured bounds'}.`,
+      `${where}.`,
   );
 }

@@ -27,7 +27,8 @@ for (const m of ['alexnet', 'resnet50', 'vgg19'])
 for (const [g, lm] of derived)
   for (const m of lm.modelNames) for (const b of SHAPE_BATCHES) shapes.push(profileSoloShape(g, lm, m, b));
 console.log(
-  '| gpu | model | t20/t80 b1 | b4 | b16 | t50/t80 b1 | b4 | b16 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  '| gpu | model | t20/t80 b1 | b4 | b16 | t50/t80 b1 | b4 | b16 |\n| --- | --- | ---: | ---: | ---: | ---: ' +
+    '| ---: | ---: |',
 );
 const keys = [...new Set(shapes.map((s) => `${s.gpu}|${s.model}`))];
 for (const k of keys) {
@@ -54,7 +55,8 @@ for (const [g, lm] of derived) {
     `| ${g} | heavy (alexnet, resnet50, vgg16, vgg19) | ${SHAPE_BATCHES.map((b) => span(h, b)).join(' | ')} |`,
   );
   console.log(
-    `| ${g} | light (mnasnet, mobilenet, efficientnet, resnet18) | ${SHAPE_BATCHES.map((b) => span(light, b)).join(' | ')} |`,
+    `| ${g} | light (mnasnet, mobilenet, efficientnet, resnet18) | ` +
+      `${SHAPE_BATCHES.map((b) => span(light, b)).join(' | ')} |`,
   );
   console.log(`| ${g} | all 28 | ${SHAPE_BATCHES.map((b) => span(all, b)).join(' | ')} |`);
 }

@@ -1,5 +1,5 @@
-// Would shared memory between the scheduler and a worker on one host save CPU per task? (issue 14;
-// docs/serving.md "Shared memory between the scheduler and a worker: measured"). A feasibility
+// Would shared memory between the scheduler and a worker on one host save CPU per task?
+// (docs/serving.md "Shared memory between the scheduler and a worker: measured"). A feasibility
 // measurement of the data path alone, no scheduler: process A stands for the scheduler, process B
 // (a child) for the worker, and 64 tasks of 602 KB (one 224x224x3 FP32 image) stay outstanding,
 // each answered with 4 KB. Every task's body is copied once in A (as bodyReader.ts copies a request
@@ -336,7 +336,9 @@ async function runA(): Promise<void> {
 
     const f3 = (x: number) => x.toFixed(3);
     const line = (f: Figures) =>
-      `${f.mode.padEnd(8)} ${f.perS.toFixed(0).padStart(6)} tasks/s  CPU ms/task: A ${f3(f.aMs)} (main ${f3(f.mainMs)}, link thread ${f3(f.threadMs)}, rest ${f3(f.restMs)})  B ${f3(f.bMs)}  total ${f3(f.totalMs)}`;
+      `${f.mode.padEnd(8)} ${f.perS.toFixed(0).padStart(6)} tasks/s  CPU ms/task: A ${f3(f.aMs)} (main ` +
+      `${f3(f.mainMs)}, link thread ${f3(f.threadMs)}, rest ${f3(f.restMs)})  B ${f3(f.bMs)}  total ` +
+      `${f3(f.totalMs)}`;
     const all: Figures[] = [];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? modes : [...modes].reverse();
@@ -351,7 +353,8 @@ async function runA(): Promise<void> {
       return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
     };
     console.log(
-      `\nmedians of ${rounds} rounds (${TASKS} outstanding, ${BODY_BYTES} B bodies, batches of <= ${MAX_BATCH}, ${ANSWER_BYTES} B answers per task):`,
+      `\nmedians of ${rounds} rounds (${TASKS} outstanding, ${BODY_BYTES} B bodies, batches of <= ` +
+        `${MAX_BATCH}, ${ANSWER_BYTES} B answers per task):`,
     );
     for (const m of modes) {
       const fs = all.filter((f) => f.mode === m);

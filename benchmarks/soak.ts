@@ -1,4 +1,4 @@
-// The soak (issue 15, item 5): a long run under load with swaps and worker kills, watching the
+// The soak: a long run under load with swaps and worker kills, watching the
 // scheduler's and the agent's memory and file descriptors for growth, and every task for an answer.
 //
 //   npm run build && npm run bench:soak [-- --minutes 30 --rate R --kill-every-s 180 --step-every-s 60]
@@ -22,21 +22,29 @@
 // 5 minutes after --warmup-s). Prints the tables of docs/reliability.md, writes the samples as CSV
 // (--csv), and exits 1 when any check fails.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { standInForward } from '../src/serving/standIn.js';
 import { Rng } from '../src/workload/random.js';
+import {
+  capacity,
+  clientAgent,
+  MODELS,
+  pending,
+  send,
+  swapsDone,
+  tally,
+  tasksAnswered,
+  workers,
+} from './soakClient.js';
+import { fdCount, median, probed, rssMb, type Sample, samplesCsv } from './soakSamples.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
 const PROBE = pathToFileURL(join(import.meta.dirname, 'soakProbe.js')).href;
 const SCENARIO = join(ROOT, 'benchmarks', 'scenarios', 'soak-two.json');
-const MODELS = ['resnet50', 'mobilenet'] as const;
-type Model = (typeof MODELS)[number];
 
 const { values } = parseArgs({
   options: {
@@ -74,7 +82,8 @@ const WARMUP_S =
 const WINDOW_S = Math.min(300, DURATION_S / 5);
 if (WARMUP_S + WINDOW_S > DURATION_S - WINDOW_S) {
   console.error(
-    `bench:soak: --warmup-s ${WARMUP_S} leaves no room for the after-warm-up and end windows (${WINDOW_S} s each) in ${DURATION_S} s`,
+    `bench:soak: --warmup-s ${WARMUP_S} leaves no room for the after-warm-up and end windows (${WINDOW_S} s ` +
+      `each) in ${DURATION_S} s`,
   );
   process.exit(2);
 }
@@ -127,142 +136,6 @@ async function until<T>(what: string, f: () => Promise<T | null | undefined | fa
     await new Promise((r) => setTimeout(r, 200));
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// The client
-
-const INPUTS = Array.from({ length: 4 }, (_, i) =>
-  new Float32Array(3 * 224 * 224).map((_, k) => ((k * 7 + i * 13) % 101) / 101),
-);
-const REQUESTS = INPUTS.map((x) => {
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: [
-        { name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } },
-      ],
-      outputs: [{ name: 'output', parameters: { binary_data: true } }],
-    }),
-  );
-  return {
-    body: Buffer.concat([header, Buffer.from(x.buffer)]),
-    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
-  };
-});
-/** What a simulated worker of each model answers for each input (src/serving/standIn.ts). */
-const EXPECTED = new Map(MODELS.map((m) => [m, INPUTS.map((x) => standInForward(m, x, 1, x.length, 1000))]));
-
-const tally = { sent: 0, ok: 0, wrong: 0, neverAnswered: 0, byReason: {} as Record<string, number> };
-const pending = new Set<Promise<void>>();
-const clientAgent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-/** One request; its outcome goes into `tally` (the promise is also in `pending` until it ends). */
-function send(base: string, model: Model, i: number): Promise<boolean> {
-  const { body, headers } = REQUESTS[i % REQUESTS.length]!;
-  tally.sent++;
-  const p = new Promise<boolean>((res) => {
-    const req = http.request(
-      `${base}/v2/models/${model}/infer`,
-      {
-        method: 'POST',
-        agent: clientAgent,
-        timeout: 60_000,
-        headers: { ...headers, 'content-length': String(body.length) },
-      },
-      (r) => {
-        const parts: Buffer[] = [];
-        r.on('data', (d: Buffer) => parts.push(d));
-        r.on('end', () => {
-          const b = Buffer.concat(parts);
-          if (r.statusCode !== 200) {
-            const why = `${r.statusCode} ${/"reason":"([^"]+)"/.exec(b.toString())?.[1] ?? 'no reason'}`;
-            tally.byReason[why] = (tally.byReason[why] ?? 0) + 1;
-            res(false);
-            return;
-          }
-          const n = Number(r.headers['inference-header-content-length']);
-          const named = (JSON.parse(b.subarray(0, n).toString()) as { model_name?: string }).model_name;
-          const bin = b.subarray(n);
-          const out = new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length));
-          const want = EXPECTED.get(model)![i % INPUTS.length]!;
-          if (named === model && out.length === want.length && out.every((x, k) => Math.abs(x - want[k]!) < 1e-5))
-            tally.ok++;
-          else tally.wrong++;
-          res(true);
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('no answer within 60 s')));
-    req.on('error', () => {
-      tally.neverAnswered++;
-      res(false);
-    });
-    req.end(body);
-  });
-  const settled = p.then(() => undefined);
-  pending.add(settled);
-  void settled.then(() => pending.delete(settled));
-  return p;
-}
-
-/** Tasks the scheduler answered, over every outcome. */
-async function tasksAnswered(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  return [...text.matchAll(/^inss_requests_total\{[^}]*\} (\d+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
-}
-
-async function swapsDone(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  return Number(/^inss_shadow_swaps_total (\d+)$/m.exec(text)?.[1] ?? 0);
-}
-
-type Worker = { workerId: string; model: string; pct: number; state: string; role: string; pid: number | null };
-async function workers(base: string): Promise<Worker[]> {
-  return ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: Worker[] }).workers;
-}
-
-/** Closed loop, 64 outstanding over both models, for `seconds`: 200 answers per second. */
-async function capacity(base: string, seconds: number): Promise<number> {
-  const end = performance.now() + seconds * 1000;
-  let ok = 0;
-  let i = 0;
-  await Promise.all(
-    Array.from({ length: 64 }, async () => {
-      while (performance.now() < end) if (await send(base, MODELS[i % MODELS.length]!, i++)) ok++;
-    }),
-  );
-  return ok / seconds;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Samples
-
-interface Sample {
-  readonly atS: number;
-  readonly rssMb: Record<string, number>;
-  readonly fds: Record<string, number>;
-  readonly heapMb: Record<string, number>;
-  /** Memory of ArrayBuffers and Buffers (outside the heap: request and batch bodies). */
-  readonly buffersMb: Record<string, number>;
-  readonly shares: string;
-  readonly answered: number;
-}
-
-function rssMb(pid: number): number {
-  const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-  return kb / 1024;
-}
-const fdCount = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
-/** The heap and the ArrayBuffers after GC (MiB), the probe's last line. */
-function probed(p: Proc): { heapMb: number; buffersMb: number } {
-  const last = readFileSync(p.probeFile, 'utf8').trimEnd().split('\n').at(-1);
-  if (!last) return { heapMb: NaN, buffersMb: NaN };
-  const m = JSON.parse(last) as { heapUsed: number; arrayBuffers: number };
-  return { heapMb: m.heapUsed / 2 ** 20, buffersMb: m.arrayBuffers / 2 ** 20 };
-}
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The run
@@ -322,7 +195,9 @@ const rate = values.rate !== undefined ? positive('rate', values.rate) : (await 
 await Promise.all(pending);
 const how = values.rate !== undefined ? 'as given' : 'half the capacity measured first';
 console.log(
-  `soak: ${DURATION_S / 60} min at ${rate.toFixed(1)} tasks/s (${how}); steps every ${STEP_EVERY_S} s, a worker SIGKILL every ${KILL_EVERY_S} s, samples every ${SAMPLE_EVERY_S} s; ${cpus().length} CPUs, Node ${process.version}, load average ${load0.toFixed(2)} at the start`,
+  `soak: ${DURATION_S / 60} min at ${rate.toFixed(1)} tasks/s (${how}); steps every ${STEP_EVERY_S} s, a ` +
+    `worker SIGKILL every ${KILL_EVERY_S} s, samples every ${SAMPLE_EVERY_S} s; ${cpus().length} CPUs, Node ` +
+    `${process.version}, load average ${load0.toFixed(2)} at the start`,
 );
 
 const swapsBefore = await swapsDone(base);
@@ -347,8 +222,8 @@ const sampler = setInterval(() => {
         atS: nowS(),
         rssMb: Object.fromEntries(procs.map((p) => [p.name, rssMb(p.child.pid!)])),
         fds: Object.fromEntries(procs.map((p) => [p.name, fdCount(p.child.pid!)])),
-        heapMb: Object.fromEntries(procs.map((p) => [p.name, probed(p).heapMb])),
-        buffersMb: Object.fromEntries(procs.map((p) => [p.name, probed(p).buffersMb])),
+        heapMb: Object.fromEntries(procs.map((p) => [p.name, probed(p.probeFile).heapMb])),
+        buffersMb: Object.fromEntries(procs.map((p) => [p.name, probed(p.probeFile).buffersMb])),
         shares,
         answered: tally.ok,
       });
@@ -446,7 +321,8 @@ for (const p of procs) {
     const growth = e / w - 1;
     if (gated && !(growth < 0.1)) failures.push(`${p.name} ${figure} grew ${(growth * 100).toFixed(1)}%`);
     console.log(
-      `| ${p.name} | ${figure} | ${first ? get(first).toFixed(digits) : '-'} | ${w.toFixed(digits)} | ${e.toFixed(digits)} | ${(growth * 100).toFixed(1)}% |`,
+      `| ${p.name} | ${figure} | ${first ? get(first).toFixed(digits) : '-'} | ${w.toFixed(digits)} | ` +
+        `${e.toFixed(digits)} | ${(growth * 100).toFixed(1)}% |`,
     );
   }
 }
@@ -457,37 +333,29 @@ const errors =
 const rec = recoveries.filter(Number.isFinite);
 const sharesSeen = [...new Set(samples.map((s) => s.shares))];
 console.log(
-  `\nsent ${tally.sent}, answered 200 ${tally.ok} (right model and output), errors: ${errors}; never answered ${tally.neverAnswered}; wrong ${tally.wrong}`,
+  `\nsent ${tally.sent}, answered 200 ${tally.ok} (right model and output), errors: ${errors}; never ` +
+    `answered ${tally.neverAnswered}; wrong ${tally.wrong}`,
 );
 console.log(`exactly once: the scheduler answered ${answered} tasks, the client got ${clientAnswers} answers`);
 console.log(
-  `worker kills ${kills} (${retired} of them retired by the policy before a replacement served), recovery median ${median(rec).toFixed(1)} s, max ${rec.length ? Math.max(...rec).toFixed(1) : '-'} s; shadow swaps ${swaps}; ${sharesSeen.length} share sets seen (${sharesSeen.slice(0, 6).join(' | ')}${sharesSeen.length > 6 ? ' | ...' : ''})`,
+  `worker kills ${kills} (${retired} of them retired by the policy before a replacement served), recovery ` +
+    `median ${median(rec).toFixed(1)} s, max ${rec.length ? Math.max(...rec).toFixed(1) : '-'} s; shadow swaps ` +
+    `${swaps}; ${sharesSeen.length} share sets seen ` +
+    `(${sharesSeen.slice(0, 6).join(' | ')}${sharesSeen.length > 6 ? ' | ...' : ''})`,
 );
 console.log(
-  `windows: after warm-up ${WARMUP_S}-${WARMUP_S + WINDOW_S} s (${afterWarmup.length} samples), end ${DURATION_S - WINDOW_S}-${DURATION_S} s (${end.length} samples); load average ${load0.toFixed(2)} at the start, ${load1.toFixed(2)} at the end`,
+  `windows: after warm-up ${WARMUP_S}-${WARMUP_S + WINDOW_S} s (${afterWarmup.length} samples), end ` +
+    `${DURATION_S - WINDOW_S}-${DURATION_S} s (${end.length} samples); load average ${load0.toFixed(2)} at the ` +
+    `start, ${load1.toFixed(2)} at the end`,
 );
 if (values.csv !== undefined) {
-  const names = procs.map((p) => p.name);
-  const head = [
-    'at_s',
-    ...names.flatMap((n) => [`${n}_rss_mb`, `${n}_heap_mb`, `${n}_buffers_mb`, `${n}_fds`]),
-    'answered_200',
-    'shares',
-  ];
-  const rows = samples.map((s) =>
-    [
-      s.atS.toFixed(1),
-      ...names.flatMap((n) => [
-        s.rssMb[n]!.toFixed(1),
-        s.heapMb[n]!.toFixed(2),
-        s.buffersMb[n]!.toFixed(2),
-        String(s.fds[n]),
-      ]),
-      String(s.answered),
-      s.shares,
-    ].join(','),
+  writeFileSync(
+    values.csv,
+    samplesCsv(
+      procs.map((p) => p.name),
+      samples,
+    ),
   );
-  writeFileSync(values.csv, `${head.join(',')}\n${rows.join('\n')}\n`);
   console.log(`samples: ${values.csv}`);
 }
 rmSync(dir, { recursive: true, force: true });

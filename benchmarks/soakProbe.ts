@@ -14,7 +14,13 @@ if (isMainThread && file !== undefined && Number.isFinite(everyMs) && everyMs > 
     const m = process.memoryUsage();
     appendFileSync(
       file,
-      `${JSON.stringify({ t: Date.now(), heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers })}\n`,
+      `${JSON.stringify({
+        t: Date.now(),
+        heapUsed: m.heapUsed,
+        heapTotal: m.heapTotal,
+        external: m.external,
+        arrayBuffers: m.arrayBuffers,
+      })}\n`,
     );
   }, everyMs).unref();
 }

@@ -1,4 +1,4 @@
-// The full path's capacity and added latency (issue 5), beside a bare node:http server as the ceiling.
+// The full path's capacity and added latency, beside a bare node:http server as the ceiling.
 //
 //   npm run bench:system [-- --seconds 10 --concurrency 64 --paths direct,relay --rounds 3 --no-encodings]
 //   npm run bench:system -- --paths direct --no-encodings --shm-mb 0   (the shared-memory path off)
@@ -12,10 +12,10 @@
 // 2. Full path: `inss up --zero-time --policy static-even --scenario benchmarks/scenarios/system-one.json`
 //    (client -> scheduler -> one simulated worker answering at once -> back; resnet50 with a 500 ms SLO
 //    so the figure is what the path carries, not what a tight SLO lets through), at its default log
-//    level (info), driven closed-loop: tasks per second answered. Twice: the direct path (`--data-path unix`, the default: batches go
-//    from the scheduler straight to the worker's Unix socket) and the agent relay (`--data-path off`:
-//    scheduler -> agent's WebSocket -> worker's stdin pipe), the figure before issue 14.
-//    Then, on the direct path, what clients really send (issue 14): the image as UINT8 pixels (150 KB),
+//    level (info), driven closed-loop: tasks per second answered. Twice: the direct path (`--data-path
+//    unix`, the default: batches go from the scheduler straight to the worker's Unix socket) and the
+//    agent relay (`--data-path off`: scheduler -> agent's WebSocket -> worker's stdin pipe).
+//    Then, on the direct path, what clients really send: the image as UINT8 pixels (150 KB),
 //    as a JPEG (quality 90, ~15 KB) and as a PNG (~80 KB), decoded in the simulated worker with jpeg-js
 //    and pngjs; and through Triton's system shared memory (input and output in a /dev/shm region
 //    registered once: the HTTP body carries ~300 bytes of JSON each way; every request's answer is
@@ -26,15 +26,14 @@
 //    (inss_task_queue_seconds, by design of the dispatch rule) rather than transport; on the direct
 //    path, the per-hop times the scheduler logs at debug level for each batch (`batch back`).
 // Both servers run on this machine with the client, so every figure includes the client's own CPU.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { imageRequest as encodedImageRequest, syntheticPicture } from '../tools/loadgen/images.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
+import { closedLoop, imageRequest, quantile, start, waitReady } from './systemClient.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -64,118 +63,23 @@ for (const p of PATHS)
 const SHM_ARGS = values['shm-mb'] !== undefined ? ['--shm-mb', values['shm-mb']] : [];
 const NODE_ARGS = (process.env.INSS_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
-function imageRequest(): { body: Buffer; headers: Record<string, string> } {
-  const x = new Float32Array(3 * 224 * 224);
-  for (let i = 0; i < x.length; i++) x[i] = ((i * 2654435761) % 1000) / 1000;
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: [
-        { name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } },
-      ],
-      outputs: [{ name: 'output', parameters: { binary_data: true } }],
-    }),
-  );
-  return {
-    body: Buffer.concat([header, Buffer.from(x.buffer)]),
-    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
-  };
-}
-
-/** Closed loop: `concurrency` requests always outstanding for `seconds`; returns ok answers per second. */
-async function closedLoop(
-  urls: readonly string[],
-  body: Buffer,
-  headers: Record<string, string>,
-  seconds: number,
-  concurrency: number,
-): Promise<{ perS: number; errors: number; p50Ms: number; answerBytes: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const end = performance.now() + seconds * 1000;
-  let ok = 0;
-  let errors = 0;
-  const lat: number[] = [];
-  let next = 0;
-  let answerBytes = 0;
-  const one = (url: string) =>
-    new Promise<void>((res) => {
-      const t0 = performance.now();
-      const req = http.request(
-        url,
-        { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } },
-        (r) => {
-          r.on('data', (d: Buffer) => (answerBytes += d.length));
-          r.on('end', () => {
-            if (r.statusCode === 200) {
-              ok++;
-              lat.push(performance.now() - t0);
-            } else errors++;
-            res();
-          });
-        },
-      );
-      req.on('error', () => {
-        errors++;
-        res();
-      });
-      req.end(body);
-    });
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) await one(urls[next++ % urls.length]!);
-    }),
-  );
-  agent.destroy();
-  lat.sort((a, b) => a - b);
-  return {
-    perS: ok / ((performance.now() - t0) / 1000),
-    errors,
-    p50Ms: lat[Math.floor(lat.length / 2)] ?? NaN,
-    answerBytes: answerBytes / Math.max(1, ok + errors),
-  };
-}
-
-function start(args: string[], onLine?: (line: string) => void): { child: ChildProcess; out: () => string } {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let partial = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  // The log (pino, on stderr) goes line by line to onLine (a run at debug level writes one per batch).
-  child.stderr.on('data', (d: Buffer) => {
-    if (!onLine) return;
-    const lines = (partial + d.toString()).split('\n');
-    partial = lines.pop()!;
-    for (const l of lines) if (l.startsWith('{')) onLine(l);
-  });
-  return { child, out: () => out };
-}
-
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-}
-
-async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} never became ready`);
-}
-
 const BARE = `
 const http = require('node:http');
 const answer = Buffer.alloc(4000 + 200, 1);
-http.createServer((req, res) => { const parts = []; req.on('data', (d) => parts.push(d)); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': answer.length }); res.end(answer); }); })
+http.createServer((req, res) => {
+  const parts = [];
+  req.on('data', (d) => parts.push(d));
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': answer.length });
+    res.end(answer);
+  });
+})
   .listen(0, '127.0.0.1', function () { console.log('port ' + this.address().port); });`;
 
 const img = imageRequest();
 console.log(
-  `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${SECONDS} s per run, ${CONCURRENCY} requests outstanding`,
+  `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}; ${SECONDS} s per run, ` +
+    `${CONCURRENCY} requests outstanding`,
 );
 
 const bare = start(['-e', BARE]);
@@ -199,7 +103,10 @@ type Loop = Awaited<ReturnType<typeof closedLoop>>;
 async function encodings(base: string, urls: readonly string[], full: Loop): Promise<void> {
   const line = (what: string, r: Loop, requestBytes: number) =>
     console.log(
-      `  ${what}: ${r.perS.toFixed(0)} tasks/s (${((r.perS / full.perS) * 100).toFixed(0)}% of FP32, ${((r.perS / bareImage.perS) * 100).toFixed(0)}% of bare; p50 ${r.p50Ms.toFixed(2)} ms, ${r.errors} errors), ${(requestBytes + r.answerBytes).toFixed(0)} bytes a request (${requestBytes} up, ${r.answerBytes.toFixed(0)} down)`,
+      `  ${what}: ${r.perS.toFixed(0)} tasks/s (${((r.perS / full.perS) * 100).toFixed(0)}% of FP32, ` +
+        `${((r.perS / bareImage.perS) * 100).toFixed(0)}% of bare; p50 ${r.p50Ms.toFixed(2)} ms, ${r.errors} ` +
+        `errors), ${(requestBytes + r.answerBytes).toFixed(0)} bytes a request (${requestBytes} up, ` +
+        `${r.answerBytes.toFixed(0)} down)`,
     );
   line('FP32 binary', full, img.body.length);
   const picture = syntheticPicture(224, 224, 1);
@@ -343,19 +250,25 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   const path = (base: string) => models.map((m) => `${base}/v2/models/${m}/infer`);
   const capacity = await startUp(dataPath, 'info');
   const urls = path(capacity.base);
-  await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY); // warm-up: rates reach the monitor, the policy re-plans
+  // warm-up: rates reach the monitor, the policy re-plans
+  await closedLoop(urls, img.body, img.headers, 2, CONCURRENCY);
   await loopDelay(capacity.base); // resets the scheduler's event-loop delay histogram
   const full = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
   const lag = await loopDelay(capacity.base);
   console.log(
-    `inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`,
+    `inss ${label}, zero compute, 602 KB tasks: ${full.perS.toFixed(0)} tasks/s (p50 ` +
+      `${full.p50Ms.toFixed(2)} ms, ${full.errors} errors) = ` +
+      `${((100 * full.perS) / bareImage.perS).toFixed(0)}% of bare`,
   );
   const samples = await directSamples(capacity.base);
   console.log(
-    `  samples sent straight to the worker so far: ${samples.shm} by shared-memory descriptor, ${samples.socket} as bytes (inss up ${SHM_ARGS.join(' ') || 'default --shm-mb'})`,
+    `  samples sent straight to the worker so far: ${samples.shm} by shared-memory descriptor, ` +
+      `${samples.socket} as bytes (inss up ${SHM_ARGS.join(' ') || 'default --shm-mb'})`,
   );
   console.log(
-    `  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ${lag.max.toFixed(1)} ms`,
+    `  scheduler event-loop delay over the closed loop (perf_hooks.monitorEventLoopDelay, beyond its 10 ms ` +
+      `sampling interval): p50 ${lag.p50.toFixed(1)} ms, p99 ${lag.p99.toFixed(1)} ms, max ` +
+      `${lag.max.toFixed(1)} ms`,
   );
   // The bare server's figure moved by half between runs minutes apart: more rounds, bare and inss
   // alternating (each server idle while the other runs), and the median of the ratios.
@@ -365,12 +278,14 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
     const f = await closedLoop(urls, img.body, img.headers, SECONDS, CONCURRENCY);
     ratios.push(f.perS / b.perS);
     console.log(
-      `  round ${r + 1}: bare ${b.perS.toFixed(0)} req/s, inss ${f.perS.toFixed(0)} tasks/s (p50 ${f.p50Ms.toFixed(2)} ms, ${f.errors} errors) = ${(100 * ratios[r]!).toFixed(0)}% of bare`,
+      `  round ${r + 1}: bare ${b.perS.toFixed(0)} req/s, inss ${f.perS.toFixed(0)} tasks/s (p50 ` +
+        `${f.p50Ms.toFixed(2)} ms, ${f.errors} errors) = ${(100 * ratios[r]!).toFixed(0)}% of bare`,
     );
   }
   if (ROUNDS > 1)
     console.log(
-      `  median over ${ROUNDS} rounds: ${(100 * quantile(ratios, 0.5)).toFixed(0)}% of bare (${ratios.map((x) => (100 * x).toFixed(0)).join(', ')})`,
+      `  median over ${ROUNDS} rounds: ${(100 * quantile(ratios, 0.5)).toFixed(0)}% of bare ` +
+        `(${ratios.map((x) => (100 * x).toFixed(0)).join(', ')})`,
     );
   if (dataPath === 'unix' && !values['no-encodings']) await encodings(capacity.base, urls, full);
   await capacity.stop();
@@ -421,10 +336,14 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
   const computeMs = meanMs('inss_batch_compute_seconds');
   const clientMean = t.latency.meanMs ?? NaN;
   console.log(
-    `  open loop (Poisson) at ${half.toFixed(0)} tasks/s (50%), loadgen exit ${code}: ${t.ok}/${t.sent} answered ok; client latency p50 ${t.latency.p50Ms?.toFixed(1)} ms, p99 ${t.latency.p99Ms?.toFixed(1)} ms, mean ${clientMean.toFixed(1)} ms`,
+    `  open loop (Poisson) at ${half.toFixed(0)} tasks/s (50%), loadgen exit ${code}: ${t.ok}/${t.sent} ` +
+      `answered ok; client latency p50 ${t.latency.p50Ms?.toFixed(1)} ms, p99 ${t.latency.p99Ms?.toFixed(1)} ` +
+      `ms, mean ${clientMean.toFixed(1)} ms`,
   );
   console.log(
-    `  of the mean: ${queueMs.toFixed(1)} ms waiting in the task buffer for the batch to fill (the dispatch rule, by design), ${computeMs.toFixed(1)} ms in the worker per batch, leaving ${(clientMean - queueMs - computeMs).toFixed(1)} ms added by the path`,
+    `  of the mean: ${queueMs.toFixed(1)} ms waiting in the task buffer for the batch to fill (the dispatch ` +
+      `rule, by design), ${computeMs.toFixed(1)} ms in the worker per batch, leaving ` +
+      `${(clientMean - queueMs - computeMs).toFixed(1)} ms added by the path`,
   );
   if (hops.length > 0) {
     const q = (k: 'toWorkerMs' | 'inWorkerMs' | 'fromWorkerMs' | 'bytes' | 'size', p: number) =>
@@ -433,7 +352,11 @@ async function measurePath(dataPath: 'unix' | 'off'): Promise<{ perS: number }> 
         p,
       );
     console.log(
-      `  per hop, ${hops.length} batches (p50 / p90): scheduler -> worker ${q('toWorkerMs', 0.5).toFixed(2)} / ${q('toWorkerMs', 0.9).toFixed(2)} ms, in the worker ${q('inWorkerMs', 0.5).toFixed(2)} / ${q('inWorkerMs', 0.9).toFixed(2)} ms, worker -> scheduler ${q('fromWorkerMs', 0.5).toFixed(2)} / ${q('fromWorkerMs', 0.9).toFixed(2)} ms; batch ${q('size', 0.5)} images, ${(q('bytes', 0.5) / 1e6).toFixed(1)} MB at p50`,
+      `  per hop, ${hops.length} batches (p50 / p90): scheduler -> worker ${q('toWorkerMs', 0.5).toFixed(2)} ` +
+        `/ ${q('toWorkerMs', 0.9).toFixed(2)} ms, in the worker ${q('inWorkerMs', 0.5).toFixed(2)} / ` +
+        `${q('inWorkerMs', 0.9).toFixed(2)} ms, worker -> scheduler ${q('fromWorkerMs', 0.5).toFixed(2)} / ` +
+        `${q('fromWorkerMs', 0.9).toFixed(2)} ms; batch ${q('size', 0.5)} images, ` +
+        `${(q('bytes', 0.5) / 1e6).toFixed(1)} MB at p50`,
     );
   }
   await traced.stop();

@@ -1,10 +1,11 @@
-// The live system against its twin (issue 14): `inss up` on a scenario (default: its default,
+// The live system against its twin: `inss up` on a scenario (default: its default,
 // paper-6, with its default policy), `inss loadgen` at a fraction of the scenario's rates, then the
 // simulator on the same scenario, policy and arrivals, given the transport the scheduler fitted during
 // the run (fixed + per MB, GET /v2/inss/cluster `transport`; docs/serving.md "The path in the twin").
 // Prints, per model, SLO attainment and mean latency at the client and in the twin.
 //
-//   npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario --calibrate-seconds S (default: --seconds)]
+// npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario
+// --calibrate-seconds S (default: --seconds)]
 //
 // Same arrivals: each model's arrivals are drawn once, seeded by the scenario, by the scenario's
 // arrival process (Poisson or Gamma) at `--scale` x its rate at time 0 (`--shape constant`, the
@@ -17,8 +18,8 @@
 // The client's own leg (what the client sees beyond the scheduler's span of a task) is measured in a
 // second live run of `--calibrate-seconds` (by default as long as the run it calibrates) with other
 // arrivals at the same rates (the next seed), from inss's Server-Timing answers, and added to the
-// twin's latencies (TransportModel.clientMs). A 20 s calibration measured legs of 0.79-1.37 ms in
-// three runs and left the twin 3.4-13.1% off; 60 s gave 5.0% and 6.7% (docs/serving.md).
+// twin's latencies (TransportModel.clientMs). A longer calibration leaves the twin closer to the live
+// run (docs/serving.md has the figures).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -86,7 +87,8 @@ function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs:
     const file = join(state, `${m.name}-${tag}-arrivals.txt`);
     writeFileSync(
       file,
-      `# ${s.name} x ${SCALE}, seed ${seed}: ${m.name}'s arrivals in seconds (bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`,
+      `# ${s.name} x ${SCALE}, seed ${seed}: ${m.name}'s arrivals in seconds ` +
+        `(bench:twin)\n${arrivalsMs[i]!.map((t) => (t / 1000).toFixed(6)).join('\n')}\n`,
     );
     return file;
   });
@@ -106,7 +108,12 @@ console.log(
     .join(' ')}`,
 );
 console.log(
-  `scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates (${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same arrivals live and in the twin (${s.models.map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`).join(', ')})`,
+  `scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates ` +
+    `(${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same ` +
+    `arrivals live and in the twin ` +
+    `(${s.models
+      .map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`)
+      .join(', ')})`,
 );
 
 interface LiveRun {
@@ -116,7 +123,9 @@ interface LiveRun {
   readonly metricsText: string;
 }
 
-/** `inss up` on the scenario (a state directory of its own), driven by `inss loadgen` replaying `files` for `seconds`. */
+/**
+ * `inss up` on the scenario (a state directory of its own), driven by `inss loadgen` replaying `files` for `seconds`.
+ */
 async function liveRun(files: readonly string[], seconds: number, tag: string): Promise<LiveRun> {
   const dir = join(state, tag);
   const up = start([
@@ -178,12 +187,18 @@ const { report, transport, metricsText } = run;
 const metric = (name: string, labels: string) =>
   Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
 const elDelay = run.eventLoopDelayMs;
+const quantiles = (spread: Parameters<typeof spreadFactor>[0] | undefined) =>
+  spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(spread, p).toFixed(2)).join('/') : '-';
+const wayIn = transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-';
 console.log(
   `load average after: ${loadavg()
     .map((x) => x.toFixed(1))
-    .join(
-      ' ',
-    )}; transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; way in ${transport.wayIn ? `${transport.wayIn.fixedMs} ms + ${transport.wayIn.perMbMs} ms/MB` : '-'} (spread 0/50/90/99/100% ${transport.wayInSpread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.wayInSpread, p).toFixed(2)).join('/') : '-'}); way out ${transport.wayOutMs ?? '-'} ms; batches' spread around the fit (quantiles 0/50/90/99/100%) ${transport.spread ? [0, 0.5, 0.9, 0.99, 1].map((p) => spreadFactor(transport.spread, p).toFixed(2)).join('/') : '-'}; the scheduler's event-loop delay p50/p99/max ${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`,
+    .join(' ')}; ` +
+    `transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; ` +
+    `way in ${wayIn} (spread 0/50/90/99/100% ${quantiles(transport.wayInSpread)}); ` +
+    `way out ${transport.wayOutMs ?? '-'} ms; ` +
+    `batches' spread around the fit (quantiles 0/50/90/99/100%) ${quantiles(transport.spread)}; ` +
+    `the scheduler's event-loop delay p50/p99/max ${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`,
 );
 
 // The client's own leg (docs/serving.md "The client's leg"), measured on this host against inss in a
@@ -196,12 +211,20 @@ const cal = await liveRun(drawArrivals(s.seed + 1, CALIBRATE_S, 'calibration').f
 const timed = cal.report.models.reduce((a, m) => a + m.serverTimed, 0);
 if (timed === 0 || cal.report.models.some((m) => m.serverTimed !== m.ok))
   throw new Error(
-    `calibration: every ok answer must carry inss's Server-Timing; ${cal.report.models.map((m) => `${m.model} ${m.serverTimed} of ${m.ok}`).join(', ')}`,
+    `calibration: every ok answer must carry inss's Server-Timing; ` +
+      `${cal.report.models.map((m) => `${m.model} ${m.serverTimed} of ${m.ok}`).join(', ')}`,
   );
 const outsideMs = cal.report.models.reduce((a, m) => a + m.serverTimed * m.outsideServerMeanMs!, 0) / timed;
 const clientMs = Number(Math.max(0, outsideMs - (cal.transport.wayOutMs ?? 0)).toFixed(4));
 console.log(
-  `the client's own leg (against inss, ${CALIBRATE_S} s of other arrivals at the same rates, seed ${s.seed + 1}): ${clientMs} ms a task (${cal.report.models.map((m) => `${m.model} ${(m.outsideServerMeanMs! - (cal.transport.wayOutMs ?? 0)).toFixed(2)}`).join(', ')}); outside the scheduler's span ${outsideMs.toFixed(3)} ms, of it the way out ${cal.transport.wayOutMs ?? '-'} ms; within SLO in that run ${cal.report.total.sloAttainmentPct?.toFixed(2) ?? '-'}%; send lag p99 ${cal.report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms`,
+  `the client's own leg (against inss, ${CALIBRATE_S} s of other arrivals at the same rates, seed ` +
+    `${s.seed + 1}): ${clientMs} ms a task ` +
+    `(${cal.report.models
+      .map((m) => `${m.model} ${(m.outsideServerMeanMs! - (cal.transport.wayOutMs ?? 0)).toFixed(2)}`)
+      .join(', ')}); ` +
+    `outside the scheduler's span ${outsideMs.toFixed(3)} ms, of it the way out ${cal.transport.wayOutMs ?? '-'} ms; ` +
+    `within SLO in that run ${cal.report.total.sloAttainmentPct?.toFixed(2) ?? '-'}%; ` +
+    `send lag p99 ${cal.report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms`,
 );
 
 const cluster = scenarioCluster(s, loaded.profiles);
@@ -221,7 +244,8 @@ const twin = simulate({
 });
 
 console.log(
-  'model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  sched/twin gap %',
+  'model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  ' +
+    'sched/twin gap %',
 );
 let worst = 0;
 for (const [i, m] of s.models.entries()) {
@@ -244,7 +268,13 @@ for (const [i, m] of s.models.entries()) {
       metric('inss_task_latency_seconds_count', `model="${m.name}"`) +
     (transport.wayOutMs ?? 0);
   console.log(
-    `${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}  ${(100 * meanGap).toFixed(1).padStart(5)}  ${((100 * Math.abs(schedMean - (t.latencyMs.mean - clientMs))) / (t.latencyMs.mean - clientMs)).toFixed(1).padStart(16)}`,
+    `${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ` +
+      `${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ` +
+      `${schedMean.toFixed(1).padStart(13)}  ${t.latencyMs.mean.toFixed(1).padStart(12)}  ` +
+      `${(100 * meanGap).toFixed(1).padStart(5)}  ` +
+      `${((100 * Math.abs(schedMean - (t.latencyMs.mean - clientMs))) / (t.latencyMs.mean - clientMs))
+        .toFixed(1)
+        .padStart(16)}`,
   );
 }
 // Where the time goes, per model (means): the task's wait for its batch (live: request arrival at the
@@ -257,15 +287,22 @@ console.log('model          queue ms live / twin   GPU ms live / twin   transpor
 for (const [i, m] of s.models.entries()) {
   const t = twin.models[i]!;
   const cells = (live: number, x: number) => `${live.toFixed(2)} / ${x.toFixed(2)}`;
+  const twinTransportMs = t.latencyMs.mean - (transport.wayOutMs ?? 0) - clientMs - t.queueMs.mean - t.execMs.mean;
   console.log(
-    `${m.name.padEnd(14)} ${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)}   ${cells(1000 * histMean('inss_batch_compute_seconds', m.name), t.execMs.mean).padStart(18)}   ${cells(1000 * histMean('inss_batch_transport_seconds', m.name), t.latencyMs.mean - (transport.wayOutMs ?? 0) - clientMs - t.queueMs.mean - t.execMs.mean).padStart(24)}   ${cells(histMean('inss_batch_size', m.name), t.meanBatch).padStart(17)}`,
+    `${m.name.padEnd(14)} ` +
+      `${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)}   ` +
+      `${cells(1000 * histMean('inss_batch_compute_seconds', m.name), t.execMs.mean).padStart(18)}   ` +
+      `${cells(1000 * histMean('inss_batch_transport_seconds', m.name), twinTransportMs).padStart(24)}   ` +
+      `${cells(histMean('inss_batch_size', m.name), t.meanBatch).padStart(17)}`,
   );
 }
 const liveTotal = report.total.sloAttainmentPct ?? NaN;
 console.log(
-  `loadgen's send lag behind the arrivals: p99 ${report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms, max ${report.sendLagMs?.maxMs.toFixed(2) ?? '-'} ms`,
+  `loadgen's send lag behind the arrivals: p99 ${report.sendLagMs?.p99Ms.toFixed(2) ?? '-'} ms, max ` +
+    `${report.sendLagMs?.maxMs.toFixed(2) ?? '-'} ms`,
 );
 console.log(
-  `total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean latency, relative): ${(100 * worst).toFixed(1)}%`,
+  `total within SLO at the client: ${liveTotal.toFixed(2)}%; largest live/twin gap (attainment or mean ` +
+    `latency, relative): ${(100 * worst).toFixed(1)}%`,
 );
 rmSync(state, { recursive: true, force: true });

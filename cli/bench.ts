@@ -1,10 +1,9 @@
 // `inss bench`: every chosen policy on the same seeded workload, side by side; with --sweep, each
-// policy's capacity on the load grid; with --suite, scenarios x seeds x policies in one table.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+// policy's capacity on the load grid. With --suite, scenarios x seeds x policies in one table
+// (cli/benchSuite.ts).
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import {
   ATTAINMENTS,
   capacityOf,
@@ -16,32 +15,22 @@ import {
   spread,
 } from '../tools/bench/capacity.js';
 import { type BenchContext, type PolicyResult, policyCurve } from '../tools/bench/run.js';
-import {
-  attainmentKey,
-  formatSpread,
-  formatSuiteTable,
-  meanCurve,
-  type SuiteCell,
-  summarizeSuite,
-} from '../tools/bench/suite.js';
+import { attainmentKey, formatSpread, meanCurve, type SuiteCell } from '../tools/bench/suite.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
-import type { PolicyRegistry } from '../scheduler/registry.js';
+import type { PolicyRegistry } from './registry.js';
 import {
-  type CellJob,
   cellScenario,
   HEADROOM_VARIANTS,
   inssPolicyData,
   type PolicyJob,
   policyOptionsFor,
-  runCell,
   runPolicyJob,
 } from './benchCell.js';
-import { startProgress } from './progress.js';
-import { listScenarioNames } from './scenarios.js';
+import { runInThreads } from './threads.js';
 
 export interface BenchOptions {
   readonly scenario: string;
@@ -146,7 +135,8 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     policyOptions,
     ...(opts.transport ? { transport: opts.transport } : {}),
   };
-  const cluster = scenarioCluster(loaded.scenario, loaded.profiles); // validates models against profiles before anything runs
+  // validates models against profiles before anything runs
+  const cluster = scenarioCluster(loaded.scenario, loaded.profiles);
   const results: PolicyResult[] = [];
   const skipped: { policy: string; reason: string }[] = [];
   const runnable = factories.filter((f) => {
@@ -154,7 +144,8 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     if (reason === null) return true;
     // Named policies must run; of the default set (every registered one), those that cannot are skipped and reported.
     if (!opts.skipUnsupported && opts.policies) throw unsupportedError(f.name, loaded.scenario.name, reason);
-    skipped.push({ policy: f.name, reason }); // asked for: e.g. inss-paper without a trained policy, the oracle on an instance too large
+    // asked for: e.g. inss-paper without a trained policy, the oracle on an instance too large
+    skipped.push({ policy: f.name, reason });
     return false;
   });
   const policyJob = (f: (typeof runnable)[number]): PolicyJob => ({
@@ -244,11 +235,13 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     for (const s of skipped) console.log(`${s.policy}: skipped: ${s.reason}`);
     if (opts.sweep)
       console.log(
-        `capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`,
+        `capacity: the highest load x of the grid ${loads[0]}..${loads[loads.length - 1]} at which it and ` +
+          `every lower load keep >= 99% (95%) within SLO; seeds ${seeds.join(',')}: mean (min-max)`,
       );
     if (opts.out)
       console.log(
-        `wrote ${join(opts.out, 'results.json')}, throughput.svg, slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`,
+        `wrote ${join(opts.out, 'results.json')}, throughput.svg, ` +
+          `slo-violations.svg${opts.sweep ? ', violation-vs-load.svg' : ''}`,
       );
   }
   return 0;
@@ -268,200 +261,4 @@ export function violationChart(
       points: meanCurve(s.cells.map((c) => ({ ...c, scenario, policy: s.name, seed: 0, runnable: true, wallMs: 0 }))),
     })),
   );
-}
-
-/** The built-in scenarios the suite runs by default: the V100 ones first (docs/results.md says why). */
-export function defaultSuiteScenarios(): string[] {
-  const all = listScenarioNames();
-  return [...all.filter((n) => n.startsWith('v100')), ...all.filter((n) => !n.startsWith('v100'))];
-}
-
-/** The policies the suite runs by default (the oracle and the inss ablations are left to --policies: time). */
-export const DEFAULT_SUITE_POLICIES = [
-  'inss',
-  'timeshare',
-  'gpulet',
-  'gpulet-h',
-  'gslice',
-  'gslice-h',
-  'igniter',
-  'igniter-h',
-  'static-even',
-  'static-even-h',
-];
-
-export interface SuiteOptions {
-  /** Scenario names or files; default every built-in scenario. */
-  readonly scenarios?: readonly string[];
-  readonly policies?: readonly string[];
-  readonly seeds: readonly number[];
-  readonly grid?: LoadGrid;
-  /** Worker threads running cells (1: in this process). */
-  readonly jobs: number;
-  readonly timeshareGpu?: PooledGpuMode;
-  readonly out?: string;
-  readonly json?: boolean;
-  /** Run the rest when a policy cannot run on a scenario (the cell shows n/r and why) instead of failing before anything runs. */
-  readonly skipUnsupported?: boolean;
-  /** Where progress goes (cli/progress.ts): a TTY gets a bar, anything else one line per cell. */
-  readonly progress?: NodeJS.WriteStream;
-}
-
-/**
- * Runs `jobs` on `threads` worker threads (suiteWorker.ts), or in this process with `here` when
- * `threads` is 1 or the compiled worker is absent (running from sources); results in job order.
- */
-async function runInThreads<J, R>(
-  jobs: readonly J[],
-  threads: number,
-  here: (job: J) => R,
-  onDone: (result: R) => void = () => {},
-): Promise<R[]> {
-  const workerFile = fileURLToPath(new URL('./suiteWorker.js', import.meta.url));
-  if (threads <= 1 || !existsSync(workerFile)) {
-    return jobs.map((j) => {
-      const r = here(j);
-      onDone(r);
-      return r;
-    });
-  }
-  const out: R[] = new Array<R>(jobs.length);
-  let next = 0;
-  const one = (): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const w = new Worker(workerFile);
-      let k = -1;
-      const feed = () => {
-        if (next >= jobs.length) {
-          void w.terminate().then(() => resolve());
-          return;
-        }
-        k = next++;
-        w.postMessage(jobs[k]);
-      };
-      w.on('message', (m: { ok: true; result: R } | { ok: false; error: string }) => {
-        if (!m.ok) {
-          void w.terminate();
-          reject(new Error(`bench job ${JSON.stringify(jobs[k])}: ${m.error}`));
-          return;
-        }
-        out[k] = m.result;
-        onDone(m.result);
-        feed();
-      });
-      w.on('error', reject);
-      feed();
-    });
-  await Promise.all(Array.from({ length: Math.min(threads, jobs.length) }, one));
-  return out;
-}
-
-export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Promise<number> {
-  const scenarioArgs = opts.scenarios && opts.scenarios.length > 0 ? opts.scenarios : defaultSuiteScenarios();
-  const loadedAll = scenarioArgs.map((s) =>
-    cellScenario({ scenario: s, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) }),
-  ); // validates every scenario first
-  for (const l of loadedAll) scenarioCluster(l.scenario, l.profiles);
-  const names = loadedAll.map((l) => l.scenario.name);
-  if (new Set(names).size !== names.length)
-    throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
-  const policies =
-    opts.policies && opts.policies.length > 0
-      ? [...opts.policies]
-      : DEFAULT_SUITE_POLICIES.filter((p) => registry.names().includes(p));
-  for (const p of policies) registry.get(p); // unknown names fail before anything runs
-  if (!opts.skipUnsupported) {
-    for (const l of loadedAll) {
-      const reason = (p: string) =>
-        registry.get(p).supports(scenarioCluster(l.scenario, l.profiles), {
-          seed: l.scenario.seed,
-          ...policyOptionsFor(inssPolicyData(l.scenario.name))(p),
-        });
-      for (const p of policies) {
-        const why = reason(p);
-        if (why !== null) throw unsupportedError(p, l.scenario.name, why);
-      }
-    }
-  }
-  const grid = opts.grid ?? DEFAULT_GRID;
-  const loads = gridLoads(grid);
-  const stopAt = Math.min(...ATTAINMENTS);
-  // inss first: its cells cost most (its decisions), so they should not be the tail of the run.
-  const order = [...policies].sort((a, b) => Number(b.startsWith('inss')) - Number(a.startsWith('inss')));
-  const jobs: CellJob[] = [];
-  for (const p of order)
-    for (const s of scenarioArgs)
-      for (const seed of opts.seeds)
-        jobs.push({
-          scenario: s,
-          policy: p,
-          seed,
-          loads,
-          stopAtAttainment: stopAt,
-          ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
-        });
-  const t0 = performance.now();
-  const progress = startProgress({
-    total: jobs.length,
-    ...(opts.progress ? { stream: opts.progress } : { quiet: true }),
-  });
-  const cells = await runInThreads(jobs, opts.jobs, runCell, (c) => {
-    const what = c.runnable
-      ? `capacity ${ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`).join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s`
-      : `not runnable: ${c.reason ?? ''}`;
-    progress.increment(`${c.scenario} ${c.policy} seed ${c.seed}: ${what}`);
-  });
-  progress.stop();
-  const wallS = (performance.now() - t0) / 1000;
-  const summary = summarizeSuite(cells, names, policies);
-  const result = {
-    suite: {
-      scenarios: names,
-      policies,
-      seeds: opts.seeds,
-      grid,
-      attainments: ATTAINMENTS,
-      jobs: opts.jobs,
-      wallS,
-      timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)',
-      node: process.version,
-    },
-    summary,
-    cells,
-  };
-  const tables = ATTAINMENTS.map(
-    (a) =>
-      `Capacity at >= ${Math.round(a * 100)}% within SLO (load x; mean (min-max) over seeds ${opts.seeds.join(',')}; n/r: not runnable)\n\n${formatSuiteTable(summary, a)}`,
-  ).join('\n\n');
-  if (opts.out) {
-    mkdirSync(opts.out, { recursive: true });
-    writeFileSync(join(opts.out, 'suite.json'), `${JSON.stringify(result, null, 1)}\n`);
-    writeFileSync(
-      join(opts.out, 'summary.md'),
-      `${tables}\n\nSuite wall time: ${wallS.toFixed(0)} s on ${opts.jobs} thread(s).\n`,
-    );
-    for (const name of names) {
-      const series = policies
-        .map((p) => ({ name: p, cells: cells.filter((c) => c.scenario === name && c.policy === p && c.runnable) }))
-        .filter((s) => s.cells.length > 0);
-      writeFileSync(join(opts.out, `${name}-violation-vs-load.svg`), violationChart(name, series));
-    }
-    const k = attainmentKey(ATTAINMENTS[0]);
-    const ratios = summary
-      .filter((s) => s.inssRatio[k])
-      .map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }));
-    if (ratios.length > 0)
-      writeFileSync(
-        join(opts.out, 'inss-ratio.svg'),
-        barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', ratios),
-      );
-  }
-  if (opts.json) console.log(JSON.stringify({ suite: result.suite, summary }));
-  else {
-    console.log(tables);
-    console.log(
-      `\nsuite: ${jobs.length} cells in ${wallS.toFixed(0)} s on ${opts.jobs} thread(s)${opts.out ? `; wrote ${join(opts.out, 'suite.json')}, summary.md and plots` : ''}`,
-    );
-  }
-  return 0;
 }

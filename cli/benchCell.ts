@@ -12,7 +12,7 @@ import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
 import type { TransportModel } from '../src/serving/transport.js';
-import { PolicyRegistry } from '../scheduler/registry.js';
+import { PolicyRegistry } from './registry.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from './profiles.js';
 import { type LoadedScenario, loadScenario } from './scenarios.js';
 
@@ -21,7 +21,7 @@ export const HEADROOM_BASELINES = ['gpulet', 'gslice', 'igniter', 'static-even',
 
 /**
  * inss with one addition left out, for the ablation (docs/inss.md), run by name: `inss-nopool` is
- * inss before issue 12 (the actor's allocation refined, no pooling; needs a trained policy that fits).
+ * inss without pooling (the actor's allocation refined, no pooled GPUs; needs a trained policy that fits).
  */
 export const INSS_ABLATIONS: readonly PolicyFactory[] = [
   inssVariantFactory({
@@ -39,7 +39,10 @@ export const INSS_ABLATIONS: readonly PolicyFactory[] = [
   }),
 ];
 
-/** Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom baselines, then inss ablations. */
+/**
+ * Names of the variants benchRegistry adds (run by name, not by default in a single-scenario bench): headroom
+ * baselines, then inss ablations.
+ */
 export const HEADROOM_VARIANTS: readonly string[] = [
   ...HEADROOM_BASELINES.map((n) => `${n}${HEADROOM_SUFFIX}`),
   ...INSS_ABLATIONS.map((f) => f.name),

@@ -41,21 +41,24 @@ export function formatDeriveReport(report: DeriveReport): string {
   const lines = ['published cells, rtx2060s (observed -> predicted ms, error):'];
   for (const c of report.cells) {
     lines.push(
-      `  ${c.table} | ${c.row.padEnd(36)} | ${c.column.padStart(4)} | ${c.observedMs.toFixed(3).padStart(8)} -> ${c.predictedMs.toFixed(3).padStart(8)} | ${pct(c.relErr).padStart(7)}`,
+      `  ${c.table} | ${c.row.padEnd(36)} | ${c.column.padStart(4)} | ${c.observedMs.toFixed(3).padStart(8)} ` +
+        `-> ${c.predictedMs.toFixed(3).padStart(8)} | ${pct(c.relErr).padStart(7)}`,
     );
   }
   lines.push(`  largest error ${pct(report.maxCellRelErr)}`);
   lines.push('throughput at batch 1, 100% (req/s: published -> rtx2060s, error; rtx2060):');
   for (const t of report.throughputs) {
     lines.push(
-      `  ${t.model.padEnd(13)} ${t.ratePerS.toFixed(1).padStart(7)} -> ${t.predictedPerS.toFixed(1).padStart(7)} ${pct(t.relErr).padStart(7)}; ${t.rtx2060PerS.toFixed(1)}`,
+      `  ${t.model.padEnd(13)} ${t.ratePerS.toFixed(1).padStart(7)} -> ` +
+        `${t.predictedPerS.toFixed(1).padStart(7)} ${pct(t.relErr).padStart(7)}; ${t.rtx2060PerS.toFixed(1)}`,
     );
   }
   for (const f of report.freedCoefficients)
     lines.push(`coefficient ${f.model}.${f.field}: ${f.start.toPrecision(4)} -> ${f.fitted.toPrecision(4)} (anchors)`);
   for (const [gpu, l] of Object.entries(report.lwr)) {
     lines.push(
-      `LWR ${gpu}: bandwidths ${l.settings.bandwidthLogBatch}/${l.settings.bandwidthLogPct}; compiled vs surface, every batch 1..32 and 1% share: mean ${pct(l.meanRelErr)}, max ${pct(l.maxRelErr)}`,
+      `LWR ${gpu}: bandwidths ${l.settings.bandwidthLogBatch}/${l.settings.bandwidthLogPct}; compiled vs ` +
+        `surface, every batch 1..32 and 1% share: mean ${pct(l.meanRelErr)}, max ${pct(l.maxRelErr)}`,
     );
   }
   return lines.join('\n');
@@ -66,7 +69,8 @@ export function registerDerive(profileCommand: Command, argv: readonly string[])
   profileCommand
     .command('derive')
     .description(
-      "Derive the paper cluster's rtx2060s and rtx2060 profiles from the V100 profile and the published points (docs/profiles-paper-cluster.md)",
+      "Derive the paper cluster's rtx2060s and rtx2060 profiles from the V100 profile and the published points " +
+        '(docs/profiles-paper-cluster.md)',
     )
     .requiredOption('--v100 <path>', 'the measured V100 profile (profiles/v100.json)')
     .requiredOption('--paper-data <dir>', 'directory holding the paper-cluster README.md (data/paper-cluster)')

@@ -53,7 +53,8 @@ export class GrpcTarget {
     const u = new URL(opts.url);
     if (u.pathname !== '' && u.pathname !== '/')
       throw new LoadgenSetupError(`--url ${opts.url}: a gRPC server is a host and port (no path)`, EXIT_BAD_FLAGS);
-    const address = `${u.hostname.includes(':') && !u.hostname.startsWith('[') ? `[${u.hostname}]` : u.hostname}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`;
+    const host = u.hostname.includes(':') && !u.hostname.startsWith('[') ? `[${u.hostname}]` : u.hostname;
+    const address = `${host}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`;
     const creds =
       u.protocol === 'https:' ? grpc.credentials.createSsl(opts.ca ?? null) : grpc.credentials.createInsecure();
     const Service = inferenceService();
@@ -93,7 +94,8 @@ export class GrpcTarget {
         );
       if (meta.code === (grpc.status.UNAVAILABLE as number) || meta.code === (grpc.status.DEADLINE_EXCEEDED as number))
         throw new LoadgenSetupError(
-          `cannot reach the gRPC server at --url ${opts.url} (ModelMetadata): ${grpcCodeName(meta.code)}: ${meta.details}`,
+          `cannot reach the gRPC server at --url ${opts.url} (ModelMetadata): ${grpcCodeName(meta.code)}: ` +
+            `${meta.details}`,
           EXIT_SETUP,
         );
       throw new LoadgenSetupError(
@@ -138,7 +140,10 @@ export class GrpcTarget {
     };
   }
 
-  /** One ModelInfer call on the next channel; `done` once its status arrived (with the server's span from its trailer). */
+  /**
+   * One ModelInfer call on the next channel; `done` once its status arrived (with the server's span from its
+   * trailer).
+   */
   private infer(request: GrpcInferRequest, timeoutMs: number, done: (s: Sent) => void): void {
     const client = this.clients[this.next++ % this.clients.length]!;
     let answer: Parameters<typeof judgeGrpcAnswer>[0] | undefined;

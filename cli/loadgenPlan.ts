@@ -21,7 +21,10 @@ export interface LoadgenOptions {
   readonly arrival: ArrivalSpec;
   readonly seed: number;
   readonly encoding: Encoding;
-  /** --input: the model's own tensor (fp32), or one image as UINT8 pixels, a JPEG or a PNG (tools/loadgen/images.ts). */
+  /**
+   * --input: the model's own tensor (fp32), or one image as UINT8 pixels, a JPEG or a PNG
+   * (tools/loadgen/images.ts).
+   */
   readonly input: 'fp32' | ImageForm;
   /** SLOs from --slo; other models take their metadata's parameters.slo_ms. */
   readonly sloMs: ReadonlyMap<string, number>;
@@ -38,7 +41,10 @@ export interface LoadgenOptions {
 
 export type Protocol = 'http' | 'grpc';
 
-/** --connections when not given: sockets for HTTP/1.1 (one per request in flight), HTTP/2 channels for gRPC (each multiplexes). */
+/**
+ * --connections when not given: sockets for HTTP/1.1 (one per request in flight), HTTP/2 channels for gRPC
+ * (each multiplexes).
+ */
 export const DEFAULT_CONNECTIONS: Readonly<Record<Protocol, number>> = { http: 256, grpc: 4 };
 
 /** Exit statuses of `inss loadgen`. */
@@ -81,7 +87,8 @@ export function imagePicture(
   const input = meta.inputs[0]!;
   if (meta.inputs.length !== 1 || !metadataTakes(meta.parameters, input.name, form)) {
     throw new LoadgenSetupError(
-      `--input ${form}: model '${name}' does not take its input as ${formDatatype(form)} (its metadata lists no such form in parameters.input_forms; --input fp32 sends its own tensor)`,
+      `--input ${form}: model '${name}' does not take its input as ${formDatatype(form)} (its metadata lists ` +
+        `no such form in parameters.input_forms; --input fp32 sends its own tensor)`,
       EXIT_SETUP,
     );
   }

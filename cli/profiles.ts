@@ -44,7 +44,8 @@ export function loadProfile(idOrPath: string): Profile {
   const path = isPath ? idOrPath : join(BUILTIN_PROFILE_DIR, `${idOrPath}.json`);
   if (!isPath && !existsSync(path)) {
     throw new InvalidInputError(
-      `unknown profile '${idOrPath}' (built in: ${listProfileIds().join(', ') || 'none'}; or give a path to a profile file)`,
+      `unknown profile '${idOrPath}' (built in: ${listProfileIds().join(', ') || 'none'}; or give a path to a ` +
+        `profile file)`,
     );
   }
   return parseProfile(readJsonFile(path), path);

@@ -83,9 +83,8 @@ export function startProgress(o: ProgressOptions): Progress {
       current = value;
       const elapsedS = (now() - t0) / 1000;
       const doneHere = value - start;
-      stream.write(
-        `${progressLine(value, o.total, detail, elapsedS, doneHere > 0 ? (elapsedS / doneHere) * (o.total - value) : null)}\n`,
-      );
+      const etaS = doneHere > 0 ? (elapsedS / doneHere) * (o.total - value) : null;
+      stream.write(`${progressLine(value, o.total, detail, elapsedS, etaS)}\n`);
     },
     increment(detail) {
       this.update(current + 1, detail);

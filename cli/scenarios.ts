@@ -30,7 +30,8 @@ export function loadScenario(nameOrPath: string): LoadedScenario {
   const path = isPath ? resolve(nameOrPath) : join(BUILTIN_SCENARIO_DIR, `${nameOrPath}.json`);
   if (!isPath && !existsSync(path))
     throw new InvalidInputError(
-      `unknown scenario '${nameOrPath}' (built in: ${listScenarioNames().join(', ')}; or give a path to a scenario file)`,
+      `unknown scenario '${nameOrPath}' (built in: ${listScenarioNames().join(', ')}; or give a path to a ` +
+        `scenario file)`,
     );
   const parsed = ScenarioSchema.safeParse(readJsonFile(path));
   if (!parsed.success) throw new InvalidInputError(`${path}: invalid scenario: ${formatIssues(parsed.error)}`);

@@ -155,7 +155,9 @@ export async function runTrain(opts: TrainCliOptions, argv: readonly string[]): 
       rec.seconds = (performance.now() - t0) / 1000;
       progress.update(
         trainer.episodesDone,
-        `episode ${trainer.episodesDone}: reward ${rec.reward.toFixed(0)} | thr ${rec.throughputPerS.toFixed(0)}/s | SLO viol ${rec.sloViolationPct.toFixed(2)}% | ${rec.seconds.toFixed(1)} s`,
+        `episode ${trainer.episodesDone}: reward ${rec.reward.toFixed(0)} | thr ` +
+          `${rec.throughputPerS.toFixed(0)}/s | SLO viol ${rec.sloViolationPct.toFixed(2)}% | ` +
+          `${rec.seconds.toFixed(1)} s`,
       );
       if (trainer.episodesDone % opts.checkpointEvery === 0) saveAll(false);
     }

@@ -34,7 +34,8 @@ it('inss train prints one line per episode when stderr is a pipe', async () => {
       const n = i + 1;
       expect(l).toMatch(
         new RegExp(
-          `^\\[${n}/3\\] episode ${n}: reward -?\\d+ \\| thr \\d+/s \\| SLO viol [\\d.]+% \\| [\\d.]+ s \\(\\d+ (s|min \\d+ s) elapsed, (about .+ left|done)\\)$`,
+          `^\\[${n}/3\\] episode ${n}: reward -?\\d+ \\| thr \\d+/s \\| SLO viol [\\d.]+% \\| [\\d.]+ s ` +
+            `\\(\\d+ (s|min \\d+ s) elapsed, (about .+ left|done)\\)$`,
         ),
       );
     });

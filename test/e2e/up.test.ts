@@ -72,53 +72,57 @@ it('inss up serves the README request, loadgen gets every answer, and SIGINT sto
   expect(up.stderr).toContain('SIGINT: shutting down');
 });
 
-it("inss up --data-path tcp sends batches to its workers over loopback TCP; --pooled-gpu reaches the scheduler as each GPU's mode", async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'inss-up-tcp-'));
-  const scenario = join(import.meta.dirname, '..', '..', 'benchmarks', 'scenarios', 'system-one.json');
-  const up = startInss([
-    'up',
-    '--port',
-    '0',
-    '--state-dir',
-    dir,
-    '--scenario',
-    scenario,
-    '--policy',
-    'static-even',
-    '--zero-time',
-    '--data-path',
-    'tcp',
-    '--pooled-gpu',
-    'serial',
-    '--log-level',
-    'warn',
-  ]);
-  const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
-  await waitHttp200(`${base}/v2/health/ready`);
-  // The local agent reported its simulated GPUs as serial, and the policy's cluster carries it.
-  const view = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as {
-    agents: { gpus: { pooled: string }[] }[];
-    gpus: { pooled: string }[];
-  };
-  expect(view.agents.flatMap((a) => a.gpus.map((g) => g.pooled))).toEqual(view.gpus.map(() => 'serial'));
-  expect(view.gpus.length).toBeGreaterThan(0);
-  // The worker's data socket is on loopback, and the scheduler connected to it.
-  let data: string | null = null;
-  for (let i = 0; i < 600 && data === null; i++) {
-    const ws = ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: { data: string | null }[] })
-      .workers;
-    data = ws.find((w) => w.data !== null)?.data ?? null;
-    if (data === null) await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(data).toMatch(/^tcp:127\.0\.0\.1:\d+$/);
-  const lg = await runCli(['loadgen', '--url', base, '--model', 'resnet50=20', '--duration', '2', '--json']);
-  const report = JSON.parse(lg.stdout) as { total: { sent: number; ok: number; errors: Record<string, number> } };
-  expect(report.total.errors.network).toBe(0);
-  expect(report.total.ok).toBeGreaterThan(0.8 * report.total.sent);
-  up.child.kill('SIGINT');
-  expect((await up.exited).code, up.stderr.slice(-3000)).toBe(0);
-  rmSync(dir, { recursive: true, force: true });
-});
+it(
+  'inss up --data-path tcp sends batches to its workers over loopback TCP; --pooled-gpu reaches the scheduler as ' +
+    "each GPU's mode",
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-up-tcp-'));
+    const scenario = join(import.meta.dirname, '..', '..', 'benchmarks', 'scenarios', 'system-one.json');
+    const up = startInss([
+      'up',
+      '--port',
+      '0',
+      '--state-dir',
+      dir,
+      '--scenario',
+      scenario,
+      '--policy',
+      'static-even',
+      '--zero-time',
+      '--data-path',
+      'tcp',
+      '--pooled-gpu',
+      'serial',
+      '--log-level',
+      'warn',
+    ]);
+    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
+    await waitHttp200(`${base}/v2/health/ready`);
+    // The local agent reported its simulated GPUs as serial, and the policy's cluster carries it.
+    const view = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as {
+      agents: { gpus: { pooled: string }[] }[];
+      gpus: { pooled: string }[];
+    };
+    expect(view.agents.flatMap((a) => a.gpus.map((g) => g.pooled))).toEqual(view.gpus.map(() => 'serial'));
+    expect(view.gpus.length).toBeGreaterThan(0);
+    // The worker's data socket is on loopback, and the scheduler connected to it.
+    let data: string | null = null;
+    for (let i = 0; i < 600 && data === null; i++) {
+      const ws = ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: { data: string | null }[] })
+        .workers;
+      data = ws.find((w) => w.data !== null)?.data ?? null;
+      if (data === null) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(data).toMatch(/^tcp:127\.0\.0\.1:\d+$/);
+    const lg = await runCli(['loadgen', '--url', base, '--model', 'resnet50=20', '--duration', '2', '--json']);
+    const report = JSON.parse(lg.stdout) as { total: { sent: number; ok: number; errors: Record<string, number> } };
+    expect(report.total.errors.network).toBe(0);
+    expect(report.total.ok).toBeGreaterThan(0.8 * report.total.sent);
+    up.child.kill('SIGINT');
+    expect((await up.exited).code, up.stderr.slice(-3000)).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
+  },
+);
 
 /** A metric's value from /metrics (0 when absent). */
 async function metric(base: string, series: string): Promise<number> {

@@ -1,6 +1,6 @@
 // An agent whose first connections are refused (a 404 from something else on the port, a 401 from a
 // scheduler restarted without the agent's token, a 503 from a proxy) keeps retrying with backoff, says
-// why each time, and joins once the real scheduler comes up on that address (issue 15, item 2).
+// why each time, and joins once the real scheduler comes up on that address.
 // Real processes: `inss agent` and `inss scheduler`; the stand-in before the scheduler is a real HTTP server.
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';

@@ -1,4 +1,4 @@
-// Faults under load (issue 15, item 4), with `inss scheduler` and `inss agent` as real processes and
+// Faults under load, with `inss scheduler` and `inss agent` as real processes and
 // workers as their children: a worker SIGKILLed, and an agent SIGKILLed and started again (simulated
 // workers); and an MPS server failure on a (stand-in) GPU server, with PyTorch workers as MPS clients
 // (skipped where the interpreter has no torch). A scheduler SIGKILL and restart under load is
@@ -8,22 +8,23 @@
 // got), that every result came from the model asked for, and that errors carry a reason; and it
 // measures the recovery time (printed; docs/reliability.md has the figures).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { torchAvailable } from '../../agent/torchWorker.js';
-import { Rng } from '../../src/workload/random.js';
 import { REPO_ROOT } from '../support/paths.js';
+import { type Running, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 import {
-  binaryInferRequest,
-  type Running,
-  simForward,
-  startInss,
-  stopAll,
-  waitFor,
-  waitHttp200,
-} from '../support/system.js';
+  checkAnswers,
+  type Load,
+  load,
+  readAnswer,
+  REQUEST,
+  servesEveryModel,
+  tasksAnswered,
+  until,
+  workers,
+} from '../support/chaosLoad.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-chaos15-'));
 const scenarioFile = join(dir, 'duo.json');
@@ -44,169 +45,6 @@ writeFileSync(
     seed: 1,
   }),
 );
-const RATES = { resnet50: 30, mobilenet: 15 };
-const INPUT = new Float32Array(3 * 224 * 224).map((_, k) => (k % 101) / 101);
-const REQUEST = binaryInferRequest(INPUT);
-/** What a simulated worker of each model answers for INPUT (the output depends on the model). */
-const EXPECTED = new Map(Object.keys(RATES).map((m) => [m, simForward(INPUT, m)]));
-
-/** The load of a cluster: tasks/s per model, and what each model answers for INPUT (within `tolerance`). */
-interface Load {
-  readonly rates: Readonly<Record<string, number>>;
-  readonly expected: ReadonlyMap<string, Float32Array>;
-  readonly tolerance: number;
-}
-const SIM_LOAD: Load = { rates: RATES, expected: EXPECTED, tolerance: 1e-5 };
-
-/** The output of a 200 answer, and the model it names. */
-function readAnswer(body: Buffer, headerLength: number): { model: string; output: Float32Array } {
-  const head = JSON.parse(body.subarray(0, headerLength).toString()) as { model_name: string };
-  const bin = body.subarray(headerLength);
-  return {
-    model: head.model_name,
-    output: new Float32Array(bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length)),
-  };
-}
-
-interface Outcome {
-  readonly model: string;
-  /** HTTP status, or 0 when the request failed without an answer. */
-  readonly status: number;
-  readonly reason?: string;
-  readonly answeredModel?: string;
-  readonly rightOutput?: boolean;
-  readonly doneAtMs: number;
-}
-
-/** Open-loop Poisson requests for `seconds`; resolves when every one has ended. */
-async function load(base: string, seconds: number, spec: Load = SIM_LOAD, seed = 11): Promise<Outcome[]> {
-  const rng = new Rng(seed);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const plan: { atMs: number; model: string }[] = [];
-  for (const [model, r] of Object.entries(spec.rates))
-    for (let t = (rng.exponential() / r) * 1000; t < seconds * 1000; t += (rng.exponential() / r) * 1000)
-      plan.push({ atMs: t, model });
-  plan.sort((a, b) => a.atMs - b.atMs);
-  const t0 = performance.now();
-  const pending: Promise<Outcome>[] = [];
-  for (const p of plan) {
-    const wait = p.atMs - (performance.now() - t0);
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    pending.push(
-      new Promise<Outcome>((resolve) => {
-        const req = http.request(
-          `${base}/v2/models/${p.model}/infer`,
-          {
-            method: 'POST',
-            agent,
-            timeout: 60_000,
-            headers: { ...REQUEST.headers, 'content-length': String(REQUEST.body.length) },
-          },
-          (res) => {
-            const parts: Buffer[] = [];
-            res.on('data', (d: Buffer) => parts.push(d));
-            res.on('end', () => {
-              const body = Buffer.concat(parts);
-              const doneAtMs = performance.now();
-              if (res.statusCode !== 200) {
-                resolve({
-                  model: p.model,
-                  status: res.statusCode ?? 0,
-                  reason: (JSON.parse(body.toString()) as { reason?: string }).reason ?? 'none',
-                  doneAtMs,
-                });
-                return;
-              }
-              const a = readAnswer(body, Number(res.headers['inference-header-content-length']));
-              const want = spec.expected.get(p.model)!;
-              resolve({
-                model: p.model,
-                status: 200,
-                answeredModel: a.model,
-                rightOutput:
-                  a.output.length === want.length && a.output.every((x, k) => Math.abs(x - want[k]!) <= spec.tolerance),
-                doneAtMs,
-              });
-            });
-          },
-        );
-        req.on('error', () => resolve({ model: p.model, status: 0, doneAtMs: performance.now() }));
-        req.on('timeout', () => req.destroy());
-        req.end(REQUEST.body);
-      }),
-    );
-  }
-  const out = await Promise.all(pending);
-  agent.destroy();
-  return out;
-}
-
-/** Tasks the scheduler answered, over every outcome (inss_requests_total). */
-async function tasksAnswered(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  return [...text.matchAll(/^inss_requests_total\{[^}]*\} (\d+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
-}
-
-type Worker = { workerId: string; model: string; pid: number | null; state: string };
-async function workers(base: string): Promise<Worker[]> {
-  return ((await (await fetch(`${base}/v2/inss/cluster`)).json()) as { workers: Worker[] }).workers;
-}
-
-async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** One request per model until each is answered 200 (a loaded machine may drop a few on their SLO). */
-async function servesEveryModel(base: string, spec: Load = SIM_LOAD, timeoutMs = 15_000): Promise<void> {
-  await Promise.all(
-    Object.keys(spec.rates).map((model) =>
-      until(
-        `a 200 from ${model}`,
-        async () => {
-          const res = await fetch(`${base}/v2/models/${model}/infer`, {
-            method: 'POST',
-            headers: REQUEST.headers,
-            body: REQUEST.body,
-          });
-          await res.arrayBuffer();
-          return res.status === 200;
-        },
-        timeoutMs,
-      ),
-    ),
-  );
-}
-
-/** The checks every fault shares (`answeredBefore`: the scheduler's count before the load); returns the errors by reason. */
-async function checkAnswers(
-  base: string,
-  out: readonly Outcome[],
-  allowed: readonly string[],
-  answeredBefore: number,
-): Promise<Record<string, number>> {
-  expect(out.filter((o) => o.status === 0)).toHaveLength(0); // every request got an answer
-  const byReason: Record<string, number> = {};
-  for (const o of out.filter((x) => x.status !== 200)) {
-    expect(o.status, JSON.stringify(o)).toBe(503);
-    byReason[o.reason!] = (byReason[o.reason!] ?? 0) + 1;
-  }
-  for (const r of Object.keys(byReason)) expect(allowed, `reason ${r}`).toContain(r);
-  const ok = out.filter((o) => o.status === 200);
-  for (const o of ok) {
-    expect(o.answeredModel).toBe(o.model);
-    expect(o.rightOutput).toBe(true);
-  }
-  // Exactly once: the scheduler answered as many tasks as the client got task answers.
-  expect((await tasksAnswered(base)) - answeredBefore).toBe(out.length);
-  expect(ok.length).toBeGreaterThan(0);
-  return byReason;
-}
 
 afterAll(stopAll);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -267,29 +105,37 @@ describe('faults under load, every task answered exactly once', () => {
     const byReason = await checkAnswers(base, out, ['worker-failed', 'slo'], before);
     await servesEveryModel(base);
     console.log(
-      `chaos worker-SIGKILL: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, worker ready again after ${readyMs.toFixed(0)} ms; test ${(performance.now() - t0).toFixed(0)} ms`,
+      `chaos worker-SIGKILL: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, ` +
+        `errors ${JSON.stringify(byReason)}, worker ready again after ${readyMs.toFixed(0)} ms; test ` +
+        `${(performance.now() - t0).toFixed(0)} ms`,
     );
   });
 
-  it('agent SIGKILL and restart 0.5 s later: every task answered (errors with reasons), serving again after the restart', async () => {
-    const before = await tasksAnswered(base);
-    const t0 = performance.now();
-    const sent = load(base, 3);
-    await new Promise((r) => setTimeout(r, 1000));
-    agent.child.kill('SIGKILL');
-    await agent.exited;
-    await new Promise((r) => setTimeout(r, 500));
-    const restartedAt = performance.now();
-    agent = startInss(agentArgs);
-    await until('ready again', async () => (await fetch(`${base}/v2/health/ready`)).status === 200);
-    const readyMs = performance.now() - restartedAt;
-    const out = await sent;
-    const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
-    await servesEveryModel(base);
-    console.log(
-      `chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ${readyMs.toFixed(0)} ms after the restart; test ${(performance.now() - t0).toFixed(0)} ms`,
-    );
-  });
+  it(
+    'agent SIGKILL and restart 0.5 s later: every task answered (errors with reasons), serving again after the ' +
+      'restart',
+    async () => {
+      const before = await tasksAnswered(base);
+      const t0 = performance.now();
+      const sent = load(base, 3);
+      await new Promise((r) => setTimeout(r, 1000));
+      agent.child.kill('SIGKILL');
+      await agent.exited;
+      await new Promise((r) => setTimeout(r, 500));
+      const restartedAt = performance.now();
+      agent = startInss(agentArgs);
+      await until('ready again', async () => (await fetch(`${base}/v2/health/ready`)).status === 200);
+      const readyMs = performance.now() - restartedAt;
+      const out = await sent;
+      const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
+      await servesEveryModel(base);
+      console.log(
+        `chaos agent-SIGKILL+restart: sent ${out.length}, answered 200 ` +
+          `${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, ready ` +
+          `${readyMs.toFixed(0)} ms after the restart; test ${(performance.now() - t0).toFixed(0)} ms`,
+      );
+    },
+  );
 });
 
 // An MPS server failure under load, on the real-GPU path of `inss agent --worker torch`: stand-ins that
@@ -300,117 +146,123 @@ describe('faults under load, every task answered exactly once', () => {
 // and the workers. Each model's output is its seeded random-init network's, taken before the fault.
 const torchOk = await torchAvailable();
 describe.skipIf(!torchOk)('an MPS server failure under load (stand-in daemon, PyTorch workers)', () => {
-  it('every task answered exactly once, from its own model; the GPU serves again after the daemon restarts', async () => {
-    writeFileSync(
-      join(dir, 'mps-duo.json'),
-      JSON.stringify({
-        name: 'mps-duo',
-        description: 'two models on one RTX 2060 Super (stand-in GPU, PyTorch on the CPU)',
-        gpus: [{ profile: 'rtx2060s', count: 1 }],
-        // A 2 s SLO: PyTorch on the CPU takes tens of ms a batch here, and the SLO bounds how long a batch
-        // waits to fill (static-even: half the SLO), so a longer one only makes the test wait.
-        models: ['resnet18', 'mobilenet'].map((name) => ({
-          name,
-          sloMs: 2000,
-          arrival: { process: 'poisson' },
-          rate: { kind: 'constant', ratePerS: 2 },
-        })),
-        durationS: 10,
-        epochS: 1,
-        swapS: 3,
-        monitorWindowS: 3,
-        seed: 1,
-      }),
-    );
-    const bin = join(REPO_ROOT, 'test', 'support', 'bin');
-    const env = {
-      INSS_TOKEN: 'chaos-mps-token-0123456789',
-      INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
-      FAKE_SMI_FIXTURE: 'rtx2060s.csv',
-      INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
-    };
-    const sched = startInss(
-      [
-        'scheduler',
-        '--port',
-        '0',
-        '--scenario',
+  it(
+    'every task answered exactly once, from its own model; the GPU ' + 'serves again after the daemon restarts',
+    async () => {
+      writeFileSync(
         join(dir, 'mps-duo.json'),
-        '--policy',
-        'static-even',
-        '--state-dir',
-        join(dir, 'mps-sched'),
-        '--log-level',
-        'warn',
-      ],
-      env,
-    );
-    const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
-    const state = join(dir, 'mps-agent');
-    const agent = startInss(
-      [
-        'agent',
-        '--scheduler',
-        base.replace(/^http/, 'ws'),
-        '--worker',
-        'torch',
-        '--state-dir',
-        state,
-        '--agent-id',
-        'gpu1',
-        '--log-level',
-        'warn',
-      ],
-      env,
-    );
-    await waitHttp200(`${base}/v2/health/ready`, 150_000);
-    // Each model's answer for INPUT, before the fault; the two differ, so an answer names its network.
-    const expected = new Map<string, Float32Array>();
-    await Promise.all(
-      ['resnet18', 'mobilenet'].map(async (model) => {
-        const res = await fetch(`${base}/v2/models/${model}/infer`, {
-          method: 'POST',
-          headers: REQUEST.headers,
-          body: REQUEST.body,
-        });
-        expect(res.status, await res.clone().text()).toBe(200);
-        expected.set(
-          model,
-          readAnswer(Buffer.from(await res.arrayBuffer()), Number(res.headers.get('inference-header-content-length')))
-            .output,
-        );
-      }),
-    );
-    expect(Array.from(expected.get('resnet18')!)).not.toEqual(Array.from(expected.get('mobilenet')!));
-    // CPU kernels may sum in another order for another batch size: within 1e-3 of outputs of order 1.
-    const spec: Load = { rates: { resnet18: 2, mobilenet: 2 }, expected, tolerance: 1e-3 };
+        JSON.stringify({
+          name: 'mps-duo',
+          description: 'two models on one RTX 2060 Super (stand-in GPU, PyTorch on the CPU)',
+          gpus: [{ profile: 'rtx2060s', count: 1 }],
+          // A 2 s SLO: PyTorch on the CPU takes tens of ms a batch here, and the SLO bounds how long a batch
+          // waits to fill (static-even: half the SLO), so a longer one only makes the test wait.
+          models: ['resnet18', 'mobilenet'].map((name) => ({
+            name,
+            sloMs: 2000,
+            arrival: { process: 'poisson' },
+            rate: { kind: 'constant', ratePerS: 2 },
+          })),
+          durationS: 10,
+          epochS: 1,
+          swapS: 3,
+          monitorWindowS: 3,
+          seed: 1,
+        }),
+      );
+      const bin = join(REPO_ROOT, 'test', 'support', 'bin');
+      const env = {
+        INSS_TOKEN: 'chaos-mps-token-0123456789',
+        INSS_NVIDIA_SMI: join(bin, 'fake-nvidia-smi'),
+        FAKE_SMI_FIXTURE: 'rtx2060s.csv',
+        INSS_MPS_CONTROL: join(bin, 'fake-nvidia-cuda-mps-control'),
+      };
+      const sched = startInss(
+        [
+          'scheduler',
+          '--port',
+          '0',
+          '--scenario',
+          join(dir, 'mps-duo.json'),
+          '--policy',
+          'static-even',
+          '--state-dir',
+          join(dir, 'mps-sched'),
+          '--log-level',
+          'warn',
+        ],
+        env,
+      );
+      const base = await waitFor(sched, /endpoint (http:\/\/[^ ]+)\/v2/);
+      const state = join(dir, 'mps-agent');
+      const agent = startInss(
+        [
+          'agent',
+          '--scheduler',
+          base.replace(/^http/, 'ws'),
+          '--worker',
+          'torch',
+          '--state-dir',
+          state,
+          '--agent-id',
+          'gpu1',
+          '--log-level',
+          'warn',
+        ],
+        env,
+      );
+      await waitHttp200(`${base}/v2/health/ready`, 150_000);
+      // Each model's answer for INPUT, before the fault; the two differ, so an answer names its network.
+      const expected = new Map<string, Float32Array>();
+      await Promise.all(
+        ['resnet18', 'mobilenet'].map(async (model) => {
+          const res = await fetch(`${base}/v2/models/${model}/infer`, {
+            method: 'POST',
+            headers: REQUEST.headers,
+            body: REQUEST.body,
+          });
+          expect(res.status, await res.clone().text()).toBe(200);
+          expected.set(
+            model,
+            readAnswer(Buffer.from(await res.arrayBuffer()), Number(res.headers.get('inference-header-content-length')))
+              .output,
+          );
+        }),
+      );
+      expect(Array.from(expected.get('resnet18')!)).not.toEqual(Array.from(expected.get('mobilenet')!));
+      // CPU kernels may sum in another order for another batch size: within 1e-3 of outputs of order 1.
+      const spec: Load = { rates: { resnet18: 2, mobilenet: 2 }, expected, tolerance: 1e-3 };
 
-    const before = await tasksAnswered(base);
-    const t0 = performance.now();
-    const sent = load(base, 6, spec);
-    await new Promise((r) => setTimeout(r, 1500));
-    const old = (await workers(base)).filter((w) => w.pid !== null);
-    const faultAt = performance.now();
-    writeFileSync(join(state, 'mps', 'gpu0', 'pipe', 'fault'), ''); // a client fault: the server fails
-    await until(
-      'every worker of the GPU restarted',
-      async () => {
-        const now = await workers(base);
-        return old.every((o) =>
-          now.some((w) => w.workerId === o.workerId && w.state === 'ready' && w.pid !== null && w.pid !== o.pid),
-        );
-      },
-      150_000,
-    );
-    const readyMs = performance.now() - faultAt;
-    const out = await sent;
-    expect(agent.stderr).toMatch(/MPS failed on this GPU/);
-    const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
-    await servesEveryModel(base, spec, 60_000);
-    console.log(
-      `chaos MPS-server-failure: sent ${out.length}, answered 200 ${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, workers ready again ${readyMs.toFixed(0)} ms after the fault; test ${(performance.now() - t0).toFixed(0)} ms`,
-    );
-    // Its own limit: PyTorch workers start twice on the CPU, which on a loaded machine takes minutes;
-    // its waits (150 s + 150 s + 60 s) fit inside this one.
-  }, 600_000);
+      const before = await tasksAnswered(base);
+      const t0 = performance.now();
+      const sent = load(base, 6, spec);
+      await new Promise((r) => setTimeout(r, 1500));
+      const old = (await workers(base)).filter((w) => w.pid !== null);
+      const faultAt = performance.now();
+      writeFileSync(join(state, 'mps', 'gpu0', 'pipe', 'fault'), ''); // a client fault: the server fails
+      await until(
+        'every worker of the GPU restarted',
+        async () => {
+          const now = await workers(base);
+          return old.every((o) =>
+            now.some((w) => w.workerId === o.workerId && w.state === 'ready' && w.pid !== null && w.pid !== o.pid),
+          );
+        },
+        150_000,
+      );
+      const readyMs = performance.now() - faultAt;
+      const out = await sent;
+      expect(agent.stderr).toMatch(/MPS failed on this GPU/);
+      const byReason = await checkAnswers(base, out, ['worker-failed', 'slo', 'not-deployed'], before);
+      await servesEveryModel(base, spec, 60_000);
+      console.log(
+        `chaos MPS-server-failure: sent ${out.length}, answered 200 ` +
+          `${out.filter((o) => o.status === 200).length}, errors ${JSON.stringify(byReason)}, workers ready ` +
+          `again ${readyMs.toFixed(0)} ms after the fault; test ${(performance.now() - t0).toFixed(0)} ms`,
+      );
+      // Its own limit: PyTorch workers start twice on the CPU, which on a loaded machine takes minutes;
+      // its waits (150 s + 150 s + 60 s) fit inside this one.
+    },
+    600_000,
+  );
 });

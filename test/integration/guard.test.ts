@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadScenario } from '../../cli/scenarios.js';
 import type { InputLimits } from '../../scheduler/limits.js';
-import { PolicyRegistry } from '../../scheduler/registry.js';
+import { PolicyRegistry } from '../../cli/registry.js';
 import { SchedulerService } from '../../scheduler/service.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { REPO_ROOT } from '../support/paths.js';

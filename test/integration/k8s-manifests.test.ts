@@ -137,66 +137,74 @@ describe('deploy/k8s', () => {
       for (const c of w.spec.template.spec.containers) expect(k.images.map((i) => i.name)).toContain(c.image);
   });
 
-  it('the scheduler: a Deployment behind the Service, its state on the PVC, the scenario from the ConfigMap, the token from the Secret', async () => {
-    const [d] = byKind('Deployment') as Workload[];
-    const [svc] = byKind('Service') as (Manifest & {
-      spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] };
-    })[];
-    const pod = d!.spec.template.spec;
-    expect(svc!.spec.selector).toEqual(d!.spec.template.metadata.labels);
-    const c = pod.containers[0]!;
-    const inv = inssInvocation(c);
-    expect(inv.sub).toBe('scheduler');
-    const known = await cliFlags('scheduler');
-    for (const f of inv.flags) expect(known, `inss scheduler has no flag ${f}`).toContain(f);
-    // The port it listens on is the one the Service targets.
-    const port = Number(argValue(inv.args, '--port'));
-    expect(c.ports!.find((p) => p.name === svc!.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
-    expect(argValue(inv.args, '--host')).toBe('0.0.0.0');
-    // Each path it is given is a mounted volume of the right kind.
-    const mountOf = (path: string) => {
-      const mount = c.volumeMounts!.find((v) => path.startsWith(v.mountPath));
-      return pod.volumes!.find((v) => v.name === mount?.name);
-    };
-    expect(mountOf(argValue(inv.args, '--state-dir')!)?.persistentVolumeClaim?.claimName).toBe(
-      byKind('PersistentVolumeClaim')[0]!.metadata.name,
-    );
-    const scenarioPath = argValue(inv.args, '--scenario')!;
-    const cm = byKind('ConfigMap').find((m) => m.metadata.name === mountOf(scenarioPath)?.configMap?.name);
-    expect(cm, 'the --scenario file comes from a ConfigMap of deploy/k8s').toBeDefined();
-    // The scenario in the ConfigMap is one inss accepts.
-    const file = join(tmp, 'scenario.json');
-    writeFileSync(file, cm!.data![scenarioPath.split('/').pop()!]!);
-    expect(loadScenario(file).scenario.models.length).toBeGreaterThan(0);
-    const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
-    expect(mountOf(tokenFile)?.secret?.secretName).toBe('inss-token');
-  });
+  it(
+    'the scheduler: a Deployment behind the Service, its state on the PVC, the scenario from the ConfigMap, the ' +
+      'token from the Secret',
+    async () => {
+      const [d] = byKind('Deployment') as Workload[];
+      const [svc] = byKind('Service') as (Manifest & {
+        spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] };
+      })[];
+      const pod = d!.spec.template.spec;
+      expect(svc!.spec.selector).toEqual(d!.spec.template.metadata.labels);
+      const c = pod.containers[0]!;
+      const inv = inssInvocation(c);
+      expect(inv.sub).toBe('scheduler');
+      const known = await cliFlags('scheduler');
+      for (const f of inv.flags) expect(known, `inss scheduler has no flag ${f}`).toContain(f);
+      // The port it listens on is the one the Service targets.
+      const port = Number(argValue(inv.args, '--port'));
+      expect(c.ports!.find((p) => p.name === svc!.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
+      expect(argValue(inv.args, '--host')).toBe('0.0.0.0');
+      // Each path it is given is a mounted volume of the right kind.
+      const mountOf = (path: string) => {
+        const mount = c.volumeMounts!.find((v) => path.startsWith(v.mountPath));
+        return pod.volumes!.find((v) => v.name === mount?.name);
+      };
+      expect(mountOf(argValue(inv.args, '--state-dir')!)?.persistentVolumeClaim?.claimName).toBe(
+        byKind('PersistentVolumeClaim')[0]!.metadata.name,
+      );
+      const scenarioPath = argValue(inv.args, '--scenario')!;
+      const cm = byKind('ConfigMap').find((m) => m.metadata.name === mountOf(scenarioPath)?.configMap?.name);
+      expect(cm, 'the --scenario file comes from a ConfigMap of deploy/k8s').toBeDefined();
+      // The scenario in the ConfigMap is one inss accepts.
+      const file = join(tmp, 'scenario.json');
+      writeFileSync(file, cm!.data![scenarioPath.split('/').pop()!]!);
+      expect(loadScenario(file).scenario.models.length).toBeGreaterThan(0);
+      const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
+      expect(mountOf(tokenFile)?.secret?.secretName).toBe('inss-token');
+    },
+  );
 
-  it('the agent: a DaemonSet on GPU nodes with the NVIDIA runtime, host IPC, host directories for MPS, the token from the Secret', async () => {
-    const [ds] = byKind('DaemonSet') as Workload[];
-    const pod = ds!.spec.template.spec;
-    expect(pod.runtimeClassName).toBe('nvidia');
-    expect(pod.hostIPC).toBe(true);
-    expect(Object.keys(pod.nodeSelector ?? {})).toContain('nvidia.com/gpu.present');
-    expect(pod.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
-    const c = pod.containers[0]!;
-    const inv = inssInvocation(c);
-    expect(inv.sub).toBe('agent');
-    const known = await cliFlags('agent');
-    for (const f of inv.flags) expect(known, `inss agent has no flag ${f}`).toContain(f);
-    expect(argValue(inv.args, '--worker')).toBe('torch');
-    // It reaches the scheduler through the Service, on the Service's port.
-    const [svc] = byKind('Service') as (Manifest & { spec: { ports: { port: number }[] } })[];
-    const url = new URL(argValue(inv.args, '--scheduler')!);
-    expect(url.protocol).toBe('ws:');
-    expect(url.hostname).toBe(svc!.metadata.name);
-    expect(Number(url.port)).toBe(svc!.spec.ports[0]!.port);
-    // The state dir (MPS pipe and log directories under it) is a host directory.
-    const stateDir = argValue(inv.args, '--state-dir')!;
-    const mount = c.volumeMounts!.find((v) => stateDir.startsWith(v.mountPath))!;
-    expect(pod.volumes!.find((v) => v.name === mount.name)?.hostPath?.path).toBe('/var/lib/inss');
-    const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
-    const tokenMount = c.volumeMounts!.find((v) => tokenFile.startsWith(v.mountPath))!;
-    expect(pod.volumes!.find((v) => v.name === tokenMount.name)?.secret?.secretName).toBe('inss-token');
-  });
+  it(
+    'the agent: a DaemonSet on GPU nodes with the NVIDIA runtime, host IPC, host directories for MPS, the token ' +
+      'from the Secret',
+    async () => {
+      const [ds] = byKind('DaemonSet') as Workload[];
+      const pod = ds!.spec.template.spec;
+      expect(pod.runtimeClassName).toBe('nvidia');
+      expect(pod.hostIPC).toBe(true);
+      expect(Object.keys(pod.nodeSelector ?? {})).toContain('nvidia.com/gpu.present');
+      expect(pod.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
+      const c = pod.containers[0]!;
+      const inv = inssInvocation(c);
+      expect(inv.sub).toBe('agent');
+      const known = await cliFlags('agent');
+      for (const f of inv.flags) expect(known, `inss agent has no flag ${f}`).toContain(f);
+      expect(argValue(inv.args, '--worker')).toBe('torch');
+      // It reaches the scheduler through the Service, on the Service's port.
+      const [svc] = byKind('Service') as (Manifest & { spec: { ports: { port: number }[] } })[];
+      const url = new URL(argValue(inv.args, '--scheduler')!);
+      expect(url.protocol).toBe('ws:');
+      expect(url.hostname).toBe(svc!.metadata.name);
+      expect(Number(url.port)).toBe(svc!.spec.ports[0]!.port);
+      // The state dir (MPS pipe and log directories under it) is a host directory.
+      const stateDir = argValue(inv.args, '--state-dir')!;
+      const mount = c.volumeMounts!.find((v) => stateDir.startsWith(v.mountPath))!;
+      expect(pod.volumes!.find((v) => v.name === mount.name)?.hostPath?.path).toBe('/var/lib/inss');
+      const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
+      const tokenMount = c.volumeMounts!.find((v) => tokenFile.startsWith(v.mountPath))!;
+      expect(pod.volumes!.find((v) => v.name === tokenMount.name)?.secret?.secretName).toBe('inss-token');
+    },
+  );
 });

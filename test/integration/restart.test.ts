@@ -1,4 +1,4 @@
-// Worker identity across a scheduler restart (issue 13, item 3; issue 15's chaos list): `inss scheduler`
+// Worker identity across a scheduler restart: `inss scheduler`
 // is SIGKILLed under load while `inss agent` keeps its workers running, and restarted with the same
 // state directory and port and ANOTHER policy. The restarted scheduler adopts the running workers by
 // what they are (model, GPU, share, generation), never by id alone, and every answer afterwards names
@@ -161,7 +161,8 @@ const SIM: Variant = {
     ),
 };
 
-// What torch_worker.py computes: torchvision's model for the inss name, randomly initialised after torch.manual_seed(0).
+// What torch_worker.py computes: torchvision's model for the inss name, randomly initialised after
+// torch.manual_seed(0).
 const REFERENCE = `
 import json, sys, torch, torchvision
 builders = {"resnet18": "resnet18", "mobilenet": "mobilenet_v2"}
@@ -294,7 +295,10 @@ async function killAndRestart(v: Variant, ready: Promise<unknown> = Promise.reso
   for (const a of answers.filter((x) => x.status !== 200))
     byReason[a.reason ?? `status ${a.status}`] = (byReason[a.reason ?? `status ${a.status}`] ?? 0) + 1;
   console.log(
-    `chaos scheduler-SIGKILL+restart (${v.name}): sent ${answers.length}, answered 200 ${answers.filter((a) => a.status === 200).length}, errors ${JSON.stringify(byReason)} (status 0: refused or reset while it was down), settled ${(settledAtMs - restartedAtMs).toFixed(0)} ms after it printed its endpoint`,
+    `chaos scheduler-SIGKILL+restart (${v.name}): sent ${answers.length}, answered 200 ` +
+      `${answers.filter((a) => a.status === 200).length}, errors ${JSON.stringify(byReason)} (status 0: ` +
+      `refused or reset while it was down), settled ${(settledAtMs - restartedAtMs).toFixed(0)} ms after it ` +
+      `printed its endpoint`,
   );
   const ok = answers.filter((a) => a.sentMs >= settledAtMs && a.status === 200);
   // The new scheduler serves: every model got answers once it settled.

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadScenario } from '../../cli/scenarios.js';
-import { PolicyRegistry } from '../../scheduler/registry.js';
+import { PolicyRegistry } from '../../cli/registry.js';
 import { SchedulerService } from '../../scheduler/service.js';
 import { Store } from '../../scheduler/store.js';
 import { modelSignature } from '../../src/protocol/tensor.js';

@@ -2,6 +2,8 @@
 // passes the same tests, so the simulated worker and the PyTorch worker cannot drift apart. Each
 // starts real worker processes and talks frames to them over pipes, and over their data sockets
 // (the direct path: a Unix socket and TCP, as the scheduler connects to them).
+// Over 400 lines because it is one contract suite run against every worker implementation: its cases
+// share each implementation's running worker and data-socket fixtures, and one file keeps them in step.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -82,7 +84,8 @@ const implementations: Implementation[] = [
     name: 'torch',
     skip: torchOk
       ? null
-      : `${resolvePython()} cannot import torch and torchvision (apt-get install python3-torch python3-torchvision, or set INSS_PYTHON)`,
+      : `${resolvePython()} cannot import torch and torchvision (apt-get install python3-torch ` +
+        `python3-torchvision, or set INSS_PYTHON)`,
     model: 'resnet18',
     launch: () => torchWorkerCommand({ model: 'resnet18', device: 'cpu', warmupBatches: 1 }),
     longBatch: 4,
@@ -164,62 +167,69 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         expect(ok.msg.outputs[0]?.shape).toEqual([1, 1000]);
       });
 
-      it('decodes UINT8, PNG and JPEG samples beside FP32 ones: each answer is that of its image preprocessed by the one rule', async () => {
-        const pic = syntheticPicture(224, 224, 21);
-        const wide = syntheticPicture(320, 240, 22); // resized and cropped
-        const { ref, payload } = encodedBatch([
-          { encoding: 'FP32', bytes: imageBatch(1, 7) },
-          { encoding: 'UINT8', bytes: uint8Chw(pic) },
-          { encoding: 'PNG', bytes: encodePng(wide) },
-          { encoding: 'JPEG', bytes: encodeJpeg(pic, 95) },
-        ]);
-        worker.send(
-          { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'encoded', model: impl.model, size: 4, inputs: [ref] },
-          payload,
-        );
-        // The same four images as the FP32 tensors the rule makes of them (agent/decode.ts: jpeg-js, pngjs).
-        const tensors = decodeBatchInput(ref, payload, 4, IMAGE_SPEC).x;
-        worker.send(
-          batchMessage('reference', impl.model, 4),
-          Buffer.from(tensors.buffer, tensors.byteOffset, tensors.byteLength),
-        );
-        const got = await worker.expect('result');
-        const want = await worker.expect('result');
-        expect(got.msg.id).toBe('encoded');
-        expect(got.msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [4, 1000], byteLength: 16000 }]);
-        const row = (p: Buffer, k: number) => floats(p).subarray(k * 1000, (k + 1) * 1000);
-        for (const k of [0, 1, 2])
-          expect(relDiff(row(got.payload, k), row(want.payload, k)), `sample ${k}`).toBeLessThan(1e-3);
-        // JPEG decoders differ by a level or two of 255 (libjpeg-turbo in torchvision, jpeg-js here).
-        expect(relDiff(row(got.payload, 3), row(want.payload, 3))).toBeLessThan(0.1);
-      });
+      it(
+        'decodes UINT8, PNG and JPEG samples beside FP32 ones: each answer is that of its image preprocessed by ' +
+          'the one rule',
+        async () => {
+          const pic = syntheticPicture(224, 224, 21);
+          const wide = syntheticPicture(320, 240, 22); // resized and cropped
+          const { ref, payload } = encodedBatch([
+            { encoding: 'FP32', bytes: imageBatch(1, 7) },
+            { encoding: 'UINT8', bytes: uint8Chw(pic) },
+            { encoding: 'PNG', bytes: encodePng(wide) },
+            { encoding: 'JPEG', bytes: encodeJpeg(pic, 95) },
+          ]);
+          worker.send(
+            { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'encoded', model: impl.model, size: 4, inputs: [ref] },
+            payload,
+          );
+          // The same four images as the FP32 tensors the rule makes of them (agent/decode.ts: jpeg-js, pngjs).
+          const tensors = decodeBatchInput(ref, payload, 4, IMAGE_SPEC).x;
+          worker.send(
+            batchMessage('reference', impl.model, 4),
+            Buffer.from(tensors.buffer, tensors.byteOffset, tensors.byteLength),
+          );
+          const got = await worker.expect('result');
+          const want = await worker.expect('result');
+          expect(got.msg.id).toBe('encoded');
+          expect(got.msg.outputs).toEqual([{ name: 'output', datatype: 'FP32', shape: [4, 1000], byteLength: 16000 }]);
+          const row = (p: Buffer, k: number) => floats(p).subarray(k * 1000, (k + 1) * 1000);
+          for (const k of [0, 1, 2])
+            expect(relDiff(row(got.payload, k), row(want.payload, k)), `sample ${k}`).toBeLessThan(1e-3);
+          // JPEG decoders differ by a level or two of 255 (libjpeg-turbo in torchvision, jpeg-js here).
+          expect(relDiff(row(got.payload, 3), row(want.payload, 3))).toBeLessThan(0.1);
+        },
+      );
 
-      it('answers a batch with an image that does not decode: that sample is listed as failed, the others answered', async () => {
-        const pic = syntheticPicture(224, 224, 23);
-        const broken = Buffer.from(encodePng(pic));
-        broken.fill(0x55, 40, 400); // the header reads; the image data does not
-        const { ref, payload } = encodedBatch([
-          { encoding: 'UINT8', bytes: uint8Chw(pic) },
-          { encoding: 'PNG', bytes: broken },
-        ]);
-        worker.send(
-          { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'one-broken', model: impl.model, size: 2, inputs: [ref] },
-          payload,
-        );
-        const { msg, payload: out } = await worker.expect('result');
-        expect(msg.id).toBe('one-broken');
-        expect(msg.outputs[0]).toMatchObject({
-          shape: [2, 1000],
-          byteLength: 8000,
-          failed: [
-            {
-              index: 1,
-              message: expect.stringMatching(/^input 'input': the PNG image could not be decoded: \S/) as unknown,
-            },
-          ],
-        });
-        expect(floats(out).subarray(0, 1000).every(Number.isFinite)).toBe(true);
-      });
+      it(
+        'answers a batch with an image that does not decode: that sample is ' + 'listed as failed, the others answered',
+        async () => {
+          const pic = syntheticPicture(224, 224, 23);
+          const broken = Buffer.from(encodePng(pic));
+          broken.fill(0x55, 40, 400); // the header reads; the image data does not
+          const { ref, payload } = encodedBatch([
+            { encoding: 'UINT8', bytes: uint8Chw(pic) },
+            { encoding: 'PNG', bytes: broken },
+          ]);
+          worker.send(
+            { v: WORKER_PROTOCOL_VERSION, type: 'batch', id: 'one-broken', model: impl.model, size: 2, inputs: [ref] },
+            payload,
+          );
+          const { msg, payload: out } = await worker.expect('result');
+          expect(msg.id).toBe('one-broken');
+          expect(msg.outputs[0]).toMatchObject({
+            shape: [2, 1000],
+            byteLength: 8000,
+            failed: [
+              {
+                index: 1,
+                message: expect.stringMatching(/^input 'input': the PNG image could not be decoded: \S/) as unknown,
+              },
+            ],
+          });
+          expect(floats(out).subarray(0, 1000).every(Number.isFinite)).toBe(true);
+        },
+      );
 
       it('refuses a batch for another model with an error for its id, and keeps serving its own', async () => {
         worker.send(batchMessage('other-model', 'not-' + impl.model, 1), imageBatch(1));
@@ -293,26 +303,29 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         expect(address).toMatch(kind === 'unix' ? /^unix:\// : /^tcp:127\.0\.0\.1:[1-9]\d*$/);
       });
 
-      it('answers batches on the connection they came on, in order, with per-hop timestamps, and nothing on stdout', async () => {
-        const c = client(secret);
-        const inputs = [imageBatch(2, 5), imageBatch(1, 6)];
-        // Sent back to back: the second is received while the first runs (pipelining).
-        c.send(directBatch('d1', 2), inputs[0]);
-        c.send(directBatch('d2', 1), inputs[1]);
-        for (const [i, size] of [2, 1].entries()) {
-          const { msg, payload } = await c.next();
-          expect(msg).toMatchObject({ type: 'result', id: `d${i + 1}` });
-          if (msg.type !== 'result') return;
-          expect(msg.outputs).toEqual([
-            { name: 'output', datatype: 'FP32', shape: [size, 1000], byteLength: size * 4000 },
-          ]);
-          expect(payload.length).toBe(size * 4000);
-          expect(msg.answeredAtMs! - msg.receivedAtMs!).toBeGreaterThanOrEqual(0);
-        }
-        // stdin still works beside it, and its answer comes on stdout (the first message there since ready).
-        worker.sendBatch('stdin-after', 1);
-        expect((await worker.expect('result')).msg.id).toBe('stdin-after');
-      });
+      it(
+        'answers batches on the connection they came on, in order, with ' + 'per-hop timestamps, and nothing on stdout',
+        async () => {
+          const c = client(secret);
+          const inputs = [imageBatch(2, 5), imageBatch(1, 6)];
+          // Sent back to back: the second is received while the first runs (pipelining).
+          c.send(directBatch('d1', 2), inputs[0]);
+          c.send(directBatch('d2', 1), inputs[1]);
+          for (const [i, size] of [2, 1].entries()) {
+            const { msg, payload } = await c.next();
+            expect(msg).toMatchObject({ type: 'result', id: `d${i + 1}` });
+            if (msg.type !== 'result') return;
+            expect(msg.outputs).toEqual([
+              { name: 'output', datatype: 'FP32', shape: [size, 1000], byteLength: size * 4000 },
+            ]);
+            expect(payload.length).toBe(size * 4000);
+            expect(msg.answeredAtMs! - msg.receivedAtMs!).toBeGreaterThanOrEqual(0);
+          }
+          // stdin still works beside it, and its answer comes on stdout (the first message there since ready).
+          worker.sendBatch('stdin-after', 1);
+          expect((await worker.expect('result')).msg.id).toBe('stdin-after');
+        },
+      );
 
       it('refuses a batch naming another worker identity (wrong-worker), then serves its own', async () => {
         const c = client(secret);
@@ -327,19 +340,22 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'mine' });
       });
 
-      it('closes a connection whose first frame is not an attach with its secret, and answers nothing on it', async () => {
-        const wrong = client('not-the-secret');
-        wrong.send(directBatch('sneaky', 1), imageBatch(1));
-        await wrong.closed;
-        await expect(wrong.next(100)).rejects.toThrow(/closed/);
-        const none = client(null);
-        none.send(directBatch('sneaky2', 1), imageBatch(1));
-        await none.closed;
-        // Still serving the right one.
-        const c = client(secret);
-        c.send(directBatch('still', 1), imageBatch(1));
-        expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'still' });
-      });
+      it(
+        'closes a connection whose first frame is not an attach with ' + 'its secret, and answers nothing on it',
+        async () => {
+          const wrong = client('not-the-secret');
+          wrong.send(directBatch('sneaky', 1), imageBatch(1));
+          await wrong.closed;
+          await expect(wrong.next(100)).rejects.toThrow(/closed/);
+          const none = client(null);
+          none.send(directBatch('sneaky2', 1), imageBatch(1));
+          await none.closed;
+          // Still serving the right one.
+          const c = client(secret);
+          c.send(directBatch('still', 1), imageBatch(1));
+          expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'still' });
+        },
+      );
 
       // Shared memory (docs/worker-protocol.md): only for a worker on the scheduler's host, over a Unix socket.
       describe.runIf(kind === 'unix')('shared memory named in attach', () => {
@@ -360,98 +376,113 @@ describe.each(implementations)('worker contract: $name', (impl) => {
         describe.skipIf(impl.cannotMap !== null)(
           impl.cannotMap === null ? 'reading slots' : `reading slots: skipped, ${impl.cannotMap}`,
           () => {
-            it("maps the region, answers attached, and reads samples given as slots in place, beside inline ones: the answers are the bytes' answers", async () => {
-              const c = client(secret, { path: regionPath, bytes: regionBytes });
-              expect((await c.next()).msg).toEqual({ v: 1, type: 'attached', shm: true });
-              // Samples 0 and 2 in the region, sample 1 inline; then the same three images as bytes.
-              c.send(
-                { ...directBatch('by-slot', 3), slots: [[offsets[0], IMAGE], null, [offsets[1], IMAGE]] },
-                images[2],
-              );
-              c.send(directBatch('by-bytes', 3), Buffer.concat([images[0]!, images[2]!, images[1]!]));
-              const got = await c.next();
-              const want = await c.next();
-              expect(got.msg).toMatchObject({
-                type: 'result',
-                id: 'by-slot',
-                outputs: [{ shape: [3, 1000], byteLength: 12000 }],
-              });
-              expect(want.msg).toMatchObject({ type: 'result', id: 'by-bytes' });
-              expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
-            });
+            it(
+              'maps the region, answers attached, and reads samples given as slots in place, beside inline ones: ' +
+                "the answers are the bytes' answers",
+              async () => {
+                const c = client(secret, { path: regionPath, bytes: regionBytes });
+                expect((await c.next()).msg).toEqual({ v: 1, type: 'attached', shm: true });
+                // Samples 0 and 2 in the region, sample 1 inline; then the same three images as bytes.
+                c.send(
+                  { ...directBatch('by-slot', 3), slots: [[offsets[0], IMAGE], null, [offsets[1], IMAGE]] },
+                  images[2],
+                );
+                c.send(directBatch('by-bytes', 3), Buffer.concat([images[0]!, images[2]!, images[1]!]));
+                const got = await c.next();
+                const want = await c.next();
+                expect(got.msg).toMatchObject({
+                  type: 'result',
+                  id: 'by-slot',
+                  outputs: [{ shape: [3, 1000], byteLength: 12000 }],
+                });
+                expect(want.msg).toMatchObject({ type: 'result', id: 'by-bytes' });
+                expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+              },
+            );
 
-            it("reads encoded samples (UINT8) from slots beside inline ones (PNG): the answers are the bytes' answers", async () => {
-              const pic = syntheticPicture(224, 224, 41);
-              const u8 = uint8Chw(pic);
-              const png = encodePng(syntheticPicture(200, 180, 42));
-              const at = 4 * IMAGE + 64; // a cache line past the third image
-              const withU8 = join(dir, 'region-u8.shm');
-              const bytes = at + u8.length + 4096;
-              const region = Buffer.alloc(bytes);
-              u8.copy(region, at);
-              writeFileSync(withU8, region, { mode: 0o600 });
-              const c = client(secret, { path: withU8, bytes });
-              expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
-              const { ref, payload } = encodedBatch([
-                { encoding: 'UINT8', bytes: u8 },
-                { encoding: 'PNG', bytes: png },
-              ]);
-              c.send(
-                {
-                  v: WORKER_PROTOCOL_VERSION,
-                  type: 'batch',
-                  id: 'enc-slot',
-                  model: impl.model,
-                  size: 2,
-                  inputs: [ref],
-                  worker: identity,
-                  slots: [[at, u8.length], null],
-                },
-                png,
-              );
-              c.send(
-                {
-                  v: WORKER_PROTOCOL_VERSION,
-                  type: 'batch',
-                  id: 'enc-bytes',
-                  model: impl.model,
-                  size: 2,
-                  inputs: [ref],
-                  worker: identity,
-                },
-                payload,
-              );
-              const got = await c.next();
-              const want = await c.next();
-              expect(got.msg).toMatchObject({ type: 'result', id: 'enc-slot', outputs: [{ shape: [2, 1000] }] });
-              expect(want.msg).toMatchObject({ type: 'result', id: 'enc-bytes' });
-              expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
-            });
+            it(
+              "reads encoded samples (UINT8) from slots beside inline ones (PNG): the answers are the bytes' " +
+                'answers',
+              async () => {
+                const pic = syntheticPicture(224, 224, 41);
+                const u8 = uint8Chw(pic);
+                const png = encodePng(syntheticPicture(200, 180, 42));
+                const at = 4 * IMAGE + 64; // a cache line past the third image
+                const withU8 = join(dir, 'region-u8.shm');
+                const bytes = at + u8.length + 4096;
+                const region = Buffer.alloc(bytes);
+                u8.copy(region, at);
+                writeFileSync(withU8, region, { mode: 0o600 });
+                const c = client(secret, { path: withU8, bytes });
+                expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+                const { ref, payload } = encodedBatch([
+                  { encoding: 'UINT8', bytes: u8 },
+                  { encoding: 'PNG', bytes: png },
+                ]);
+                c.send(
+                  {
+                    v: WORKER_PROTOCOL_VERSION,
+                    type: 'batch',
+                    id: 'enc-slot',
+                    model: impl.model,
+                    size: 2,
+                    inputs: [ref],
+                    worker: identity,
+                    slots: [[at, u8.length], null],
+                  },
+                  png,
+                );
+                c.send(
+                  {
+                    v: WORKER_PROTOCOL_VERSION,
+                    type: 'batch',
+                    id: 'enc-bytes',
+                    model: impl.model,
+                    size: 2,
+                    inputs: [ref],
+                    worker: identity,
+                  },
+                  payload,
+                );
+                const got = await c.next();
+                const want = await c.next();
+                expect(got.msg).toMatchObject({ type: 'result', id: 'enc-slot', outputs: [{ shape: [2, 1000] }] });
+                expect(want.msg).toMatchObject({ type: 'result', id: 'enc-bytes' });
+                expect(relDiff(floats(got.payload), floats(want.payload))).toBeLessThan(1e-6);
+              },
+            );
 
-            it('refuses a batch whose slot lies outside the region, or does not match its sample, and keeps serving', async () => {
-              const c = client(secret, { path: regionPath, bytes: regionBytes });
-              expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
-              c.send({ ...directBatch('outside', 1), slots: [[regionBytes - 100, IMAGE]] });
-              c.send({ ...directBatch('short', 1), slots: [[offsets[0], IMAGE - 4]] });
-              c.send({ ...directBatch('fine', 1), slots: [[offsets[2], IMAGE]] });
-              expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'outside' });
-              expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'short' });
-              expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'fine' });
-            });
+            it(
+              'refuses a batch whose slot lies outside the region, or does not match its sample, and keeps ' +
+                'serving',
+              async () => {
+                const c = client(secret, { path: regionPath, bytes: regionBytes });
+                expect((await c.next()).msg).toMatchObject({ type: 'attached', shm: true });
+                c.send({ ...directBatch('outside', 1), slots: [[regionBytes - 100, IMAGE]] });
+                c.send({ ...directBatch('short', 1), slots: [[offsets[0], IMAGE - 4]] });
+                c.send({ ...directBatch('fine', 1), slots: [[offsets[2], IMAGE]] });
+                expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'outside' });
+                expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'short' });
+                expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'fine' });
+              },
+            );
           },
         );
 
-        it('says it cannot map a region that is not there, and takes its batches as bytes; slots there are refused', async () => {
-          const c = client(secret, { path: join(dir, 'no-such-region.shm'), bytes: regionBytes });
-          const m = (await c.next()).msg;
-          expect(m).toMatchObject({ type: 'attached', shm: false });
-          if (m.type === 'attached')
-            expect(m.message).toMatch(impl.cannotMap === null ? /no-such-region|No such file/ : impl.cannotMap);
-          c.send({ ...directBatch('slot-unmapped', 1), slots: [[offsets[0], IMAGE]] });
-          c.send(directBatch('bytes', 1), images[0]);
-          expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'slot-unmapped' });
-          expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'bytes' });
-        });
+        it(
+          'says it cannot map a region that is not there, and takes its ' + 'batches as bytes; slots there are refused',
+          async () => {
+            const c = client(secret, { path: join(dir, 'no-such-region.shm'), bytes: regionBytes });
+            const m = (await c.next()).msg;
+            expect(m).toMatchObject({ type: 'attached', shm: false });
+            if (m.type === 'attached')
+              expect(m.message).toMatch(impl.cannotMap === null ? /no-such-region|No such file/ : impl.cannotMap);
+            c.send({ ...directBatch('slot-unmapped', 1), slots: [[offsets[0], IMAGE]] });
+            c.send(directBatch('bytes', 1), images[0]);
+            expect((await c.next()).msg).toMatchObject({ type: 'error', id: 'slot-unmapped' });
+            expect((await c.next()).msg).toMatchObject({ type: 'result', id: 'bytes' });
+          },
+        );
 
         it(`with ${WORKER_ENV.shm}=off, does not map it, and serves bytes`, async () => {
           const off = start({

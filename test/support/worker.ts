@@ -188,7 +188,8 @@ export class WorkerUnderTest {
       if (!parsed.success) {
         this.fail(
           new Error(
-            `invalid worker message ${JSON.stringify(f.header)}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+            `invalid worker message ${JSON.stringify(f.header)}: ` +
+              `${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
           ),
         );
         return;

@@ -2,7 +2,7 @@
 // worker identity in desired sets and batches, adoption after a restart, a refused batch, a failed
 // worker, a plan returning to a retiring worker.
 import { afterEach, describe, expect, it } from 'vitest';
-import { PolicyRegistry } from '../../scheduler/registry.js';
+import { PolicyRegistry } from '../../cli/registry.js';
 import type { Deployment } from '../../src/policy/types.js';
 import { AGENT_PROTOCOL_VERSION, type WorkerStatus } from '../../src/protocol/agent.js';
 import type { TaskAnswer } from '../../scheduler/control.js';

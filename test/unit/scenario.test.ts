@@ -11,7 +11,7 @@ import {
 } from '../../src/scenario/build.js';
 import { DEFAULT_MAX_QUEUE_SIZE } from '../../src/serving/queuePolicy.js';
 import { simulate } from '../../src/sim/simulator.js';
-import { PolicyRegistry } from '../../scheduler/registry.js';
+import { PolicyRegistry } from '../../cli/registry.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { parseProfile, type Profile } from '../../src/profile/schema.js';
 import { REPO_ROOT } from '../support/paths.js';

@@ -1,4 +1,4 @@
-// The capacity metric of `inss bench` (issue 11): a policy's violation-versus-load curve on a grid of
+// The capacity metric of `inss bench`: a policy's violation-versus-load curve on a grid of
 // load multipliers, and its capacity at an attainment = the highest grid load at which that load AND
 // EVERY LOWER ONE keep at least that fraction of tasks within SLO. Unlike a bisection, it assumes
 // nothing about the curve's shape: SLO violation is not monotone in load for every policy (a policy

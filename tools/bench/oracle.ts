@@ -1,4 +1,4 @@
-// Oracle sweep of fixed plans (issue 12; docs/results.md, "Physics or design: the oracle sweep"): the
+// Oracle sweep of fixed plans (docs/results.md, "Physics or design: the oracle sweep"): the
 // highest capacity any fixed deployment reaches on a scenario, measured by the simulator itself, to
 // tell a shortfall of inss's planner (design: a plan exists that carries more) from one of the GPUs
 // (physics, in the space searched: none does).
@@ -56,7 +56,8 @@ export function planKey(cluster: ClusterInfo, d: Deployment): string {
     .sort((a, b) => a.gpu - b.gpu || a.model - b.model)
     .map(
       (p) =>
-        `${p.model}@${p.gpu}${modes[p.gpu] === 'timeshare' ? 't' : `:${p.pct}`}b${p.batch}${p.timeoutMs !== undefined ? `w${p.timeoutMs}` : ''}`,
+        `${p.model}@${p.gpu}${modes[p.gpu] === 'timeshare' ? 't' : `:${p.pct}`}b${p.batch}` +
+        (p.timeoutMs !== undefined ? `w${p.timeoutMs}` : ''),
     )
     .join(',');
 }
@@ -69,7 +70,10 @@ function normalise(cluster: ClusterInfo, placements: readonly Placement[], modes
 
 const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
 
-/** The plans inss's pooling planner starts from at `ratePerS`, batched by its score (BDA on MPS GPUs, time sharing's caps on pooled ones). */
+/**
+ * The plans inss's pooling planner starts from at `ratePerS`, batched by its score (BDA on MPS GPUs, time sharing's
+ * caps on pooled ones).
+ */
 export function plannerCandidates(
   cluster: ClusterInfo,
   ratePerS: readonly number[],

@@ -74,7 +74,8 @@ export function fitProfile(meas: Measurements, options: FitOptions): { profile: 
       m.schedSoloMs;
     if (runMs <= 0) {
       warnings.push(
-        `solo ${p.model} batch ${p.batch} pct ${p.pct}: latency ${p.latencyMs} ms is not above transfer + scheduling time; sample left out`,
+        `solo ${p.model} batch ${p.batch} pct ${p.pct}: latency ${p.latencyMs} ms is not above transfer + ` +
+          `scheduling time; sample left out`,
       );
       continue;
     }

@@ -173,7 +173,9 @@ const CODE_NAMES = [
   'UNAUTHENTICATED',
 ];
 
-/** The client's fault (the HTTP 4xx of the report); the rest but DEADLINE_EXCEEDED and CANCELLED are the server's (5xx). */
+/**
+ * The client's fault (the HTTP 4xx of the report); the rest but DEADLINE_EXCEEDED and CANCELLED are the server's (5xx).
+ */
 const CLIENT_CODES = new Set([3, 5, 6, 7, 9, 11, 12, 16]);
 
 export function grpcCodeName(code: number): string {

@@ -1,4 +1,4 @@
-// Images for `inss loadgen --input uint8|jpeg|png` and the tests (issue 14): a seeded synthetic picture
+// Images for `inss loadgen --input uint8|jpeg|png` and the tests: a seeded synthetic picture
 // (smooth colour gradients, discs and a little noise, so that JPEG and PNG compress it roughly as they
 // do a photo rather than a flat fill) made in memory and encoded with the same libraries the simulated
 // worker decodes with (jpeg-js, pngjs). Nothing is downloaded or read from disk. Pure.

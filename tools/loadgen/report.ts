@@ -29,7 +29,9 @@ export interface RequestRecord {
   readonly sentAtMs: number;
   /** From the send to the end of the answer (or to the error). */
   readonly latencyMs: number;
-  /** The server's own span of the request, from its Server-Timing header (inss: arrival -> answered), when it sent one. */
+  /**
+   * The server's own span of the request, from its Server-Timing header (inss: arrival -> answered), when it sent one.
+   */
   readonly serverMs?: number;
   readonly outcome: Outcome;
   readonly status?: number;
@@ -327,7 +329,8 @@ export function formatReport(report: LoadgenReport): string {
   ];
   if (report.sendLagMs)
     out.push(
-      `send lag behind the schedule: p99 ${report.sendLagMs.p99Ms.toFixed(1)} ms, max ${report.sendLagMs.maxMs.toFixed(1)} ms`,
+      `send lag behind the schedule: p99 ${report.sendLagMs.p99Ms.toFixed(1)} ms, max ` +
+        `${report.sendLagMs.maxMs.toFixed(1)} ms`,
     );
   const withErrors = report.models.filter((m) => m.topErrors.length > 0);
   if (withErrors.length > 0) {

@@ -83,7 +83,9 @@ export function requestInputs(meta: ModelMetadata): Result<InputSpec[]> {
     if (!dt.success)
       return {
         ok: false,
-        error: `${where}: datatype ${inp.datatype} is not supported (supported: ${Object.keys(DATATYPE_BYTES).join(', ')})`,
+        error:
+          `${where}: datatype ${inp.datatype} is not supported (supported: ` +
+          `${Object.keys(DATATYPE_BYTES).join(', ')})`,
       };
     const [batch, ...rest] = inp.shape;
     if (batch === undefined) return { ok: false, error: `${where}: shape [] has no batch dimension` };
@@ -93,7 +95,9 @@ export function requestInputs(meta: ModelMetadata): Result<InputSpec[]> {
     if (variable >= 0)
       return {
         ok: false,
-        error: `${where}: dimension ${variable + 1} of shape [${inp.shape.join(',')}] is variable; loadgen needs fixed sizes`,
+        error:
+          `${where}: dimension ${variable + 1} of shape [${inp.shape.join(',')}] is variable; loadgen ` +
+          `needs fixed sizes`,
       };
     out.push({ name: inp.name, datatype: dt.data, shape: [1, ...rest] });
   }

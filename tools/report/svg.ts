@@ -102,7 +102,8 @@ export function barChart(title: string, yLabel: string, bars: readonly { name: s
   bars.forEach((b, i) => {
     const x = M.left + i * bw + bw * 0.15;
     parts.push(
-      `<rect x="${x}" y="${sy(b.value)}" width="${bw * 0.7}" height="${M.top + ph - sy(b.value)}" fill="${COLORS[i % COLORS.length]}"/>`,
+      `<rect x="${x}" y="${sy(b.value)}" width="${bw * 0.7}" height="${M.top + ph - sy(b.value)}" ` +
+        `fill="${COLORS[i % COLORS.length]}"/>`,
     );
     parts.push(`<text x="${x + bw * 0.35}" y="${sy(b.value) - 4}" text-anchor="middle">${fmt(b.value)}</text>`);
     parts.push(`<text x="${x + bw * 0.35}" y="${M.top + ph + 18}" text-anchor="middle">${esc(b.name)}</text>`);

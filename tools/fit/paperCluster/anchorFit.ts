@@ -96,7 +96,10 @@ function predictCellMs(
   );
 }
 
-/** A coefficient the anchors free: a neighbour's share varies along a row, so its L2 term and the measured model's alpha^cache are seen. */
+/**
+ * A coefficient the anchors free: a neighbour's share varies along a row, so its L2 term and the measured model's
+ * alpha^cache are seen.
+ */
 interface FreeCoefficient {
   readonly model: string;
   readonly field: keyof Coefficients;

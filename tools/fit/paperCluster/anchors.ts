@@ -200,7 +200,8 @@ export function parsePaperTables(markdown: string): PaperAnchors {
   );
   if (!tm)
     throw new InvalidInputError(
-      'paper-cluster README: the throughput list ("Throughput at P% of the GPU and batch B ...: Model rate, ...") not found',
+      'paper-cluster README: the throughput list ("Throughput at P% of the GPU and batch B ...: Model rate, ' +
+        '...") not found',
     );
   const throughputs = tm[3]!
     .replace(/\.\s*$/, '')

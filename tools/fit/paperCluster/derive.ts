@@ -61,7 +61,10 @@ export interface DeriveReport {
   readonly surfaces: Readonly<Record<string, { fitted: Surface; prior: Surface }>>;
   /** Interference coefficients the anchors moved from their V100-derived start. */
   readonly freedCoefficients: readonly { model: string; field: string; start: number; fitted: number }[];
-  /** LWR bandwidths chosen and how closely the compiled predictor follows the surfaces (every batch 1..32, every 1% share). */
+  /**
+   * LWR bandwidths chosen and how closely the compiled predictor follows the surfaces (every batch 1..32, every 1%
+   * share).
+   */
   readonly lwr: Readonly<
     Record<'rtx2060s' | 'rtx2060', { settings: LwrSettings; maxRelErr: number; meanRelErr: number }>
   >;
@@ -201,7 +204,9 @@ export function derivePaperCluster(
     if ('v100' in d.prior) {
       prior = scaleSurfaceToGpu(v100Surfaces.get(d.prior.v100)!, v100Hw, super_);
       if (d.prior.v100 !== d.model) prior = scaleSurfaceToModel(prior, d.prior.v100, d.model);
-      priorNote = `the measured V100 ${d.prior.v100} surface carried to this GPU by SM count and memory bandwidth${d.prior.v100 !== d.model ? ` and to ${d.model} by GFLOPs and kernels` : ''}`;
+      priorNote =
+        `the measured V100 ${d.prior.v100} surface carried to this GPU by SM count and memory ` +
+        `bandwidth${d.prior.v100 !== d.model ? ` and to ${d.model} by GFLOPs and kernels` : ''}`;
     } else {
       prior = scaleSurfaceToModel(fitted.get(d.prior.fitted)!, d.prior.fitted, d.model);
       priorNote = `this GPU's ${d.prior.fitted} surface scaled by GFLOPs and kernels`;
@@ -212,9 +217,13 @@ export function derivePaperCluster(
     freedCoefficients.push(...r.freed);
     const nCells = anchors.cells.filter((c) => c.placements[0]!.model === d.model).length;
     const nTput = anchors.throughputs.filter((t) => t.model === d.model).length;
+    const freedNote =
+      r.freed.length > 0 ? `; ${r.freed.map((f) => `${f.model}.${f.field}`).join(', ')} adjusted to the anchors` : '';
     modelNotes.set(d.model, [
-      `runSamples: a smooth surface (docs/profiles-paper-cluster.md) started from ${priorNote}, anchored on ${nCells} published cells and ${nTput} published throughputs`,
-      `l2, alphaCache, schedPerKernelMs: from the V100 ${d.coefficientsFrom}, L2 utilisation scaled by the L2-size ratio${r.freed.length > 0 ? `; ${r.freed.map((f) => `${f.model}.${f.field}`).join(', ')} adjusted to the anchors` : ''}`,
+      `runSamples: a smooth surface (docs/profiles-paper-cluster.md) started from ${priorNote}, anchored on ` +
+        `${nCells} published cells and ${nTput} published throughputs`,
+      `l2, alphaCache, schedPerKernelMs: from the V100 ${d.coefficientsFrom}, ` +
+        `L2 utilisation scaled by the L2-size ratio${freedNote}`,
       'memory: derived from public model facts (tools/fit/catalog.ts)',
     ]);
   }
@@ -233,10 +242,14 @@ export function derivePaperCluster(
       surfaces: fitted,
       coeffs,
       extraPcts: anchorPcts,
-      source: `derived: shapes from the V100 profile ${v100.id} (measured), scaled by SM count, memory bandwidth and L2 size, anchored on InSS Tables 2 and 3 and the batch-1 throughputs (data/paper-cluster/README.md); ${docs}`,
+      source:
+        `derived: shapes from the V100 profile ${v100.id} (measured), scaled by SM count, memory ` +
+        `bandwidth and L2 size, anchored on InSS Tables 2 and 3 and the batch-1 throughputs ` +
+        `(data/paper-cluster/README.md); ${docs}`,
       notes: [
         `PCIe 3.0 x16 taken as ${PCIE3_X16_BYTES_PER_MS} bytes/ms, the figure measured on the V100's PCIe 3.0 x16 host`,
-        'the published cells are what this profile was anchored on: reproducing them shows the model form can express them, not that it predicts unseen points',
+        'the published cells are what this profile was anchored on: reproducing them shows the model form ' +
+          'can express them, not that it predicts unseen points',
       ],
       modelNotes,
     },
@@ -255,7 +268,9 @@ export function derivePaperCluster(
       surfaces: plainSurfaces,
       coeffs: plainCoeffs,
       extraPcts: [],
-      source: `derived: the rtx2060s profile scaled to the RTX 2060 by SM count (shares become fewer SMs), memory bandwidth and L2 size; no published points of this GPU; ${docs}`,
+      source:
+        `derived: the rtx2060s profile scaled to the RTX 2060 by SM count (shares become fewer SMs), ` +
+        `memory bandwidth and L2 size; no published points of this GPU; ${docs}`,
       notes: [
         `PCIe 3.0 x16 taken as ${PCIE3_X16_BYTES_PER_MS} bytes/ms`,
         'no published latency of this GPU: every number is scaled from rtx2060s',

@@ -15,7 +15,10 @@ const DENSE_BELOW_PCT = 36;
 const LWR_BATCH_BANDWIDTHS = [0.06, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3];
 const LWR_PCT_BANDWIDTHS = [0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.125, 0.15, 0.2];
 
-/** Shares sampled: every multiple of the MPS unit (half units below DENSE_BELOW_PCT), 100%, and the extra shares asked for (anchor shares). */
+/**
+ * Shares sampled: every multiple of the MPS unit (half units below DENSE_BELOW_PCT), 100%, and the extra shares asked
+ * for (anchor shares).
+ */
 export function gridPcts(mpsUnitPct: number, extra: readonly number[]): number[] {
   const set = new Set<number>([100, ...extra]);
   for (let i = 2; (i / 2) * mpsUnitPct <= 100 + 1e-9; i++) {
@@ -36,7 +39,10 @@ export function surfaceSamples(s: Surface, smCount: number, pcts: readonly numbe
   return out;
 }
 
-/** Where the compiled predictor is checked against the surface: every batch 1..32, shares from the MPS unit to 100% in steps of 1%. */
+/**
+ * Where the compiled predictor is checked against the surface: every batch 1..32, shares from the MPS unit to 100% in
+ * steps of 1%.
+ */
 function checkPoints(mpsUnitPct: number): { batch: number; pct: number }[] {
   const out: { batch: number; pct: number }[] = [];
   for (let batch = 1; batch <= 32; batch++) {

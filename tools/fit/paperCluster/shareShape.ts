@@ -1,5 +1,5 @@
-// How the derived profiles' share curves compare with the V100's measured shape (issue 11,
-// docs/profiles-paper-cluster.md "Share curves against the V100's measured shape"). Two figures:
+// How the derived profiles' share curves compare with the V100's measured shape
+// (docs/profiles-paper-cluster.md "Share curves against the V100's measured shape"). Two figures:
 //  - the solo share curve: running time at 20% and 50% of the GPU over that at 80%, per model and
 //    batch (on the V100 straight from iGniter's solo table, data/v100/solo.json);
 //  - the spatial-sharing gain of a pair at 50/50: the two models' throughputs relative to each alone

@@ -181,7 +181,7 @@ export interface Hardware {
 
 /**
  * A surface (in SM units) moved from one GPU to another. SM-bound work per SM is kept (Volta and
- * Turing SMs both issue 64 FP32 lanes per clock); its DRAM-bound fraction and the share-independent
+ * Turing SMs both run 64 FP32 lanes per clock); its DRAM-bound fraction and the share-independent
  * memory term d scale with the inverse bandwidth ratio; the fixed cost e (launches, host work)
  * and the saturation in SMs are kept.
  */

@@ -1,0 +1,170 @@
+// `inss bench --suite`: scenarios x seeds x policies, each cell a capacity curve on the load grid, one
+// capacity table (with summary.md, suite.json and plots in --out).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ATTAINMENTS, capacityOf, DEFAULT_GRID, gridLoads, type LoadGrid } from '../tools/bench/capacity.js';
+import { attainmentKey, formatSuiteTable, summarizeSuite } from '../tools/bench/suite.js';
+import { scenarioCluster } from '../src/scenario/build.js';
+import { barChart } from '../tools/report/svg.js';
+import { InvalidInputError } from '../src/profile/schema.js';
+import type { PooledGpuMode } from '../src/model/pooledGpu.js';
+import type { PolicyRegistry } from './registry.js';
+import { type CellJob, cellScenario, inssPolicyData, policyOptionsFor, runCell } from './benchCell.js';
+import { startProgress } from './progress.js';
+import { listScenarioNames } from './scenarios.js';
+import { runInThreads } from './threads.js';
+import { unsupportedError, violationChart } from './bench.js';
+
+/** The built-in scenarios the suite runs by default: the V100 ones first (docs/results.md says why). */
+export function defaultSuiteScenarios(): string[] {
+  const all = listScenarioNames();
+  return [...all.filter((n) => n.startsWith('v100')), ...all.filter((n) => !n.startsWith('v100'))];
+}
+
+/** The policies the suite runs by default (the oracle and the inss ablations are left to --policies: time). */
+export const DEFAULT_SUITE_POLICIES = [
+  'inss',
+  'timeshare',
+  'gpulet',
+  'gpulet-h',
+  'gslice',
+  'gslice-h',
+  'igniter',
+  'igniter-h',
+  'static-even',
+  'static-even-h',
+];
+
+export interface SuiteOptions {
+  /** Scenario names or files; default every built-in scenario. */
+  readonly scenarios?: readonly string[];
+  readonly policies?: readonly string[];
+  readonly seeds: readonly number[];
+  readonly grid?: LoadGrid;
+  /** Worker threads running cells (1: in this process). */
+  readonly jobs: number;
+  readonly timeshareGpu?: PooledGpuMode;
+  readonly out?: string;
+  readonly json?: boolean;
+  /**
+   * Run the rest when a policy cannot run on a scenario (the cell shows n/r and why) instead of failing before anything
+   * runs.
+   */
+  readonly skipUnsupported?: boolean;
+  /** Where progress goes (cli/progress.ts): a TTY gets a bar, anything else one line per cell. */
+  readonly progress?: NodeJS.WriteStream;
+}
+
+export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Promise<number> {
+  const scenarioArgs = opts.scenarios && opts.scenarios.length > 0 ? opts.scenarios : defaultSuiteScenarios();
+  const loadedAll = scenarioArgs.map((s) =>
+    cellScenario({ scenario: s, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) }),
+  ); // validates every scenario first
+  for (const l of loadedAll) scenarioCluster(l.scenario, l.profiles);
+  const names = loadedAll.map((l) => l.scenario.name);
+  if (new Set(names).size !== names.length)
+    throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
+  const policies =
+    opts.policies && opts.policies.length > 0
+      ? [...opts.policies]
+      : DEFAULT_SUITE_POLICIES.filter((p) => registry.names().includes(p));
+  for (const p of policies) registry.get(p); // unknown names fail before anything runs
+  if (!opts.skipUnsupported) {
+    for (const l of loadedAll) {
+      const reason = (p: string) =>
+        registry.get(p).supports(scenarioCluster(l.scenario, l.profiles), {
+          seed: l.scenario.seed,
+          ...policyOptionsFor(inssPolicyData(l.scenario.name))(p),
+        });
+      for (const p of policies) {
+        const why = reason(p);
+        if (why !== null) throw unsupportedError(p, l.scenario.name, why);
+      }
+    }
+  }
+  const grid = opts.grid ?? DEFAULT_GRID;
+  const loads = gridLoads(grid);
+  const stopAt = Math.min(...ATTAINMENTS);
+  // inss first: its cells cost most (its decisions), so they should not be the tail of the run.
+  const order = [...policies].sort((a, b) => Number(b.startsWith('inss')) - Number(a.startsWith('inss')));
+  const jobs: CellJob[] = [];
+  for (const p of order)
+    for (const s of scenarioArgs)
+      for (const seed of opts.seeds)
+        jobs.push({
+          scenario: s,
+          policy: p,
+          seed,
+          loads,
+          stopAtAttainment: stopAt,
+          ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+        });
+  const t0 = performance.now();
+  const progress = startProgress({
+    total: jobs.length,
+    ...(opts.progress ? { stream: opts.progress } : { quiet: true }),
+  });
+  const cells = await runInThreads(jobs, opts.jobs, runCell, (c) => {
+    const capacities = ATTAINMENTS.map((a) => `${Math.round(a * 100)}%: ${capacityOf(c.curve, a).toFixed(2)}x`);
+    const what = c.runnable
+      ? `capacity ${capacities.join(', ')}, ${c.curve.length} loads, ${(c.wallMs / 1000).toFixed(1)} s`
+      : `not runnable: ${c.reason ?? ''}`;
+    progress.increment(`${c.scenario} ${c.policy} seed ${c.seed}: ${what}`);
+  });
+  progress.stop();
+  const wallS = (performance.now() - t0) / 1000;
+  const summary = summarizeSuite(cells, names, policies);
+  const result = {
+    suite: {
+      scenarios: names,
+      policies,
+      seeds: opts.seeds,
+      grid,
+      attainments: ATTAINMENTS,
+      jobs: opts.jobs,
+      wallS,
+      timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)',
+      node: process.version,
+    },
+    summary,
+    cells,
+  };
+  const tables = ATTAINMENTS.map(
+    (a) =>
+      `Capacity at >= ${Math.round(a * 100)}% within SLO (load x; mean (min-max) over seeds ` +
+      `${opts.seeds.join(',')}; n/r: not runnable)\n\n${formatSuiteTable(summary, a)}`,
+  ).join('\n\n');
+  if (opts.out) {
+    mkdirSync(opts.out, { recursive: true });
+    writeFileSync(join(opts.out, 'suite.json'), `${JSON.stringify(result, null, 1)}\n`);
+    writeFileSync(
+      join(opts.out, 'summary.md'),
+      `${tables}\n\nSuite wall time: ${wallS.toFixed(0)} s on ${opts.jobs} thread(s).\n`,
+    );
+    for (const name of names) {
+      const series = policies
+        .map((p) => ({ name: p, cells: cells.filter((c) => c.scenario === name && c.policy === p && c.runnable) }))
+        .filter((s) => s.cells.length > 0);
+      writeFileSync(join(opts.out, `${name}-violation-vs-load.svg`), violationChart(name, series));
+    }
+    const k = attainmentKey(ATTAINMENTS[0]);
+    const ratios = summary
+      .filter((s) => s.inssRatio[k])
+      .map((s) => ({ name: s.scenario, value: Number.isFinite(s.inssRatio[k]!.ratio) ? s.inssRatio[k]!.ratio : 0 }));
+    if (ratios.length > 0)
+      writeFileSync(
+        join(opts.out, 'inss-ratio.svg'),
+        barChart(`inss capacity / best other policy's, at >= ${k}% within SLO`, 'ratio', ratios),
+      );
+  }
+  if (opts.json) console.log(JSON.stringify({ suite: result.suite, summary }));
+  else {
+    console.log(tables);
+    console.log(
+      `\nsuite: ${jobs.length} cells in ${wallS.toFixed(0)} s on ${opts.jobs} thread(s)` +
+        (opts.out ? `; wrote ${join(opts.out, 'suite.json')}, summary.md and plots` : ''),
+    );
+  }
+  return 0;
+}

@@ -1,0 +1,220 @@
+// `inss scheduler`, and the scheduler half of `inss up`: the models, SLOs, rates and policy of a scenario
+// (the one place that reads scenarios and policy files), the SQLite state, and the service that serves
+// them, with a failed listen turned into a line an operator can act on.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Command, Option } from 'commander';
+import type { Logger } from 'pino';
+import { parseAgentTokens } from '../../scheduler/auth.js';
+import type { ServedModelConfig } from '../../scheduler/control.js';
+import { SchedulerService } from '../../scheduler/service.js';
+import { Store } from '../../scheduler/store.js';
+import type { ClusterInfo } from '../../src/policy/types.js';
+import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
+import { modelSignature } from '../../src/protocol/tensor.js';
+import { initialRates } from '../../src/scenario/build.js';
+import { servingSettings, withOverrides } from '../../src/serving/settings.js';
+import { BUILTIN_POLICY_DIR, listProfileIds, loadProfile, readJsonFile } from '../profiles.js';
+import { PolicyRegistry } from '../registry.js';
+import { loadScenario } from '../scenarios.js';
+import { accessFrom, sharedToken, tlsFiles, tokensFrom, warnIfExposed } from './access.js';
+import { addSchedulerOptions, grpcPortOf, type ServeOptions } from './options.js';
+import { grpcShown, makeLogger, untilSignal } from './process.js';
+
+const VERSION = '0.1.0';
+
+/** Every built-in profile, plus the ones a scenario names by path. */
+function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<string, Profile> {
+  const m = new Map<string, Profile>();
+  for (const id of listProfileIds()) m.set(id, loadProfile(id));
+  for (const [id, p] of extra) m.set(id, p);
+  return m;
+}
+
+/** Models, SLOs, initial rates and the policy from a scenario (and flags). */
+function schedulerConfig(opts: ServeOptions) {
+  const loaded = loadScenario(opts.scenario);
+  const profiles = allProfiles(loaded.profiles);
+  const models: ServedModelConfig[] = loaded.scenario.models.map((m, i) => {
+    if (m.profileModel !== undefined && m.profileModel !== m.name)
+      throw new InvalidInputError(
+        `scenario ${opts.scenario}: models[${i}].profileModel is for the simulator only (live workers load a ` +
+          `model by its name, '${m.name}')`,
+      );
+    const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
+    if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
+    const mp = p.models[m.name]!;
+    return {
+      name: m.name,
+      sloMs: m.sloMs,
+      signature: modelSignature(mp.inputBytes, mp.outputBytes),
+      ...(m.queuePolicy ? { queuePolicy: m.queuePolicy } : {}),
+    };
+  });
+  const rates = initialRates(loaded.scenario, loaded.traces);
+  const initialRatePerS = Object.fromEntries(models.map((m, i) => [m.name, rates[i]!]));
+  const registry = new PolicyRegistry();
+  const factory = registry.get(opts.policy);
+  const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
+  const policyFile = opts.policyFile ?? (opts.policy.startsWith('inss') && existsSync(shipped) ? shipped : undefined);
+  const policyData = policyFile ? readJsonFile(policyFile) : undefined;
+  let settings;
+  try {
+    settings = withOverrides(servingSettings(loaded.scenario), {
+      epochMs: opts.epochMs,
+      monitorWindowMs: opts.monitorWindowMs,
+    });
+  } catch (e) {
+    throw new InvalidInputError(`--epoch-ms / --monitor-window-ms: ${(e as Error).message}`);
+  }
+  return {
+    scenario: loaded,
+    settings,
+    profiles,
+    models,
+    initialRatePerS,
+    policyFile,
+    // A cluster the policy does not support (e.g. too large for the oracle) is refused with its reason,
+    // which the control plane reports; an error from `create` on a supported cluster is a real failure.
+    createPolicy: (cluster: ClusterInfo) => {
+      const options = { seed: loaded.scenario.seed, ...(policyData !== undefined ? { policyData } : {}) };
+      const why = factory.supports(cluster, options);
+      if (why !== null) throw new Error(`${opts.policy} cannot run on this cluster: ${why}`);
+      return factory.create(cluster, options);
+    },
+  };
+}
+
+/** A failed listen as one line an operator can act on (a busy port is common; its stack trace says nothing). */
+function listenError(e: unknown, host: string, port: number): unknown {
+  // grpc-js reports a failed bind in its message ("No address added out of total 1 resolved errors: [listen EADDRINUSE
+  // ...]").
+  const grpcBind = /grpc port ([0-9]+): .*?(EADDRINUSE|EACCES)/s.exec((e as Error).message ?? '');
+  if (grpcBind) {
+    const p = grpcBind[1]!;
+    return new InvalidInputError(
+      grpcBind[2] === 'EADDRINUSE'
+        ? `--grpc-port ${p}: ${host}:${p} is already in use (another inss, or another program); ` +
+            'pick another port or --no-grpc'
+        : `--grpc-port ${p}: not allowed to bind ${host}:${p}; pick another port`,
+    );
+  }
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE')
+    return new InvalidInputError(
+      `--port ${port}: ${host}:${port} is already in use (another inss, or another program); stop it or pick ` +
+        `another port`,
+    );
+  if (code === 'EACCES')
+    return new InvalidInputError(
+      `--port ${port}: not allowed to bind ${host}:${port} (ports below 1024 need privileges); pick another port`,
+    );
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return new InvalidInputError(`--host ${host}: not an address of this machine`);
+  return e;
+}
+
+function stateDbPath(stateDir: string | undefined): string {
+  return join(stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'inss.db');
+}
+
+export async function startScheduler(
+  opts: ServeOptions & { host: string; port: number; token: string | null; agentTokens?: ReadonlyMap<string, string> },
+  logger: Logger,
+): Promise<{
+  service: SchedulerService;
+  store: Store;
+  config: ReturnType<typeof schedulerConfig>;
+  tls: { cert: Buffer; key: Buffer } | undefined;
+}> {
+  const tls = tlsFiles(opts);
+  const { access, generated } = accessFrom(opts);
+  const config = schedulerConfig(opts);
+  const grpcPort = grpcPortOf(opts);
+  const store = new Store(stateDbPath(opts.stateDir));
+  const service = await SchedulerService.start({
+    host: opts.host,
+    port: opts.port,
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
+    token: opts.token,
+    ...(opts.agentTokens ? { agentTokens: opts.agentTokens } : {}),
+    access,
+    ...(tls ? { tls } : {}),
+    models: config.models,
+    profiles: config.profiles,
+    policyName: opts.policy,
+    createPolicy: config.createPolicy,
+    logger,
+    store,
+    version: VERSION,
+    settings: config.settings,
+    initialRatePerS: config.initialRatePerS,
+    limits: {
+      bodyLimitFactor: opts.bodyLimitFactor,
+      maxConnections: opts.maxConnections,
+      maxConnectionsPerClient: opts.maxConnectionsPerClient,
+    },
+    shmMb: opts.shmMb,
+  }).catch((e: unknown) => {
+    store.close();
+    throw listenError(e, opts.host, opts.port);
+  });
+  store.recordPolicy({
+    name: opts.policy,
+    source: config.policyFile ?? null,
+    data: undefined,
+    nowIso: new Date().toISOString(),
+  });
+  warnIfExposed(`inss ${opts.command}`, opts.host, new URL(service.url).port, tls !== undefined, access, generated);
+  return { service, store, config, tls };
+}
+
+export function registerSchedulerCommand(program: Command): void {
+  addSchedulerOptions(
+    program
+      .command('scheduler')
+      .description('Run the scheduler service: the KServe v2 task endpoint, /metrics and the agents hub')
+      .addOption(
+        new Option(
+          '--token <token>',
+          'shared token agents present, for any agent id (prefer INSS_TOKEN or --token-file: argv is visible in ps)',
+        ).env('INSS_TOKEN'),
+      )
+      .option('--token-file <file>', 'the shared agent token, from a file')
+      .option(
+        '--agent-tokens-file <file>',
+        "per-agent tokens, '<agent-id> <token>' a line: with its token an agent can only be that id",
+      ),
+  ).action(
+    async (
+      opts: ServeOptions & { host: string; port: number; token?: string; tokenFile?: string; agentTokensFile?: string },
+    ) => {
+      const logger = makeLogger(opts.logLevel);
+      const agentTokens =
+        opts.agentTokensFile !== undefined
+          ? tokensFrom('--agent-tokens-file', opts.agentTokensFile, parseAgentTokens)
+          : undefined;
+      const given = sharedToken(opts);
+      // No token given: a random shared one (printed), unless per-agent tokens are the only way in.
+      const token = given ?? (agentTokens ? null : randomBytes(16).toString('hex'));
+      const { service, store } = await startScheduler(
+        { ...opts, command: 'scheduler', token, ...(agentTokens ? { agentTokens } : {}) },
+        logger,
+      );
+      const shown =
+        token === null
+          ? `per-agent tokens of ${opts.agentTokensFile}`
+          : given !== undefined
+            ? 'token as given'
+            : `token ${token}`;
+      console.log(
+        `inss scheduler: endpoint ${service.url}/v2  ${grpcShown(service)}agents ${service.agentUrl}  ${shown}`,
+      );
+      await untilSignal(async () => {
+        await service.close();
+        store.close();
+      });
+    },
+  );
+}
