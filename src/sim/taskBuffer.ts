@@ -1,7 +1,7 @@
 // The simulator's task buffer (paper section 3.1): per model an on-time FIFO and a delayed one, of
 // task arrival times, under the model's queue policy (src/serving/queuePolicy.ts), the scheduler's too.
 // A task's on-time deadline is arrival + its SLO budget (or its policy's shorter timeout).
-import { EpochStats } from '../serving/epochStats.js';
+import type { EpochStats } from '../serving/epochStats.js';
 import { admit, DEFAULT_QUEUE_POLICY, onTimeBudgetMs, type QueuePolicy } from '../serving/queuePolicy.js';
 import { pastDeadline } from '../serving/rules.js';
 import { TaskQueue } from '../serving/taskQueue.js';
