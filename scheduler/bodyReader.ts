@@ -3,10 +3,11 @@
 // scheduler/workerLink.ts, writes the task's input to its worker from these bytes without a copy), each chunk
 // copied in as it arrives, instead of Fastify's list of chunks concatenated into a new buffer at the end. Why: Node
 // counts every new Buffer's bytes toward the heap's limit, so image bodies at hundreds a second would run the
-// scheduler's full garbage collection several times a second, each one marking the whole heap (docs/serving.md
-// "Where the time goes"). The route gives a body back (`giveBack`) once its task was answered with a result: the
-// worker answered its batch, so every byte of it was written (a task that failed keeps its body to the garbage
-// collector: its batch may still sit in a socket's queue).
+// scheduler's full garbage collection several times a second, each one marking the whole heap
+// (docs/benchmarks.md, "The serving path against a bare server"). The route gives a body back
+// (`giveBack`) once its task was answered with a result: the worker answered its batch, so every byte
+// of it was written (a task that failed keeps its body to the garbage collector: its batch may still
+// sit in a socket's queue).
 // With a shared-memory region (shmRegion.ts, `inss up --shm-mb`), a binary body (the KServe binary tensor
 // extension: an Inference-Header-Content-Length, so its tensor is a view of the body) is read into a slot of it
 // instead, its tensor placed at a cache-line boundary, so a worker on this host that mapped the region reads it in

@@ -258,7 +258,7 @@ export class Control {
     const name = this.models[t.model]!.name;
     const lat = now - t.arrivalMs;
     this.observe.taskFinished(name, outcome, lat / 1000);
-    // Per-task tracing (docs/serving.md, "Where the live system loses what the twin keeps").
+    // Per-task tracing (docs/results.md, "The live system against its twin").
     if (this.log.isLevelEnabled('debug'))
       this.log.debug(
         {

@@ -8,7 +8,7 @@
 //
 // A k-sample request counts as k tasks everywhere: in its model's queue (and its queue policy's
 // max size), in the dispatch rule's batches, in the SLO metrics (each sample within its SLO or not)
-// and in the simulator (docs/serving.md, "Requests that carry a batch"). It is answered once, when its
+// and in the simulator (docs/http-api.md, "Requests that carry a batch"). It is answered once, when its
 // last sample is; with an error when any sample ended with one (the first, in sample order).
 import type { Control, ServedModelConfig, TaskAnswer, TaskErrorReason, TaskOutput } from './control.js';
 import { type InferRequest, type InferResponse, inputSamples, requestBatch, type ResponseOutput } from './kserve.js';

@@ -30,7 +30,7 @@ export function registerInss(app: FastifyInstance, o: InssRouteOptions): void {
       .send(await o.metrics.registry.metrics()),
   );
   // The scheduler's event-loop delay since it started (a timer or a socket's data waits that long
-  // for the loop on a busy machine; docs/serving.md, "Where the live system loses what the twin keeps").
+  // for the loop on a busy machine; docs/results.md, "The live system against its twin").
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
   app.addHook('onClose', (_app, done) => {

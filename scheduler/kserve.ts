@@ -6,7 +6,7 @@
 // type, and encodeInferResponse once per answer. Nothing here throws on client input: every bad
 // request is an `{ ok: false, status: 400, error }` whose text names the field that is wrong. Body
 // size limits are the HTTP layer's. What is supported, and the batch-dimension rule: docs/serving.md
-// ("The KServe v2 endpoint").
+// ("The KServe v2 protocol").
 //
 // References: the Open Inference Protocol REST spec (kserve/open-inference-protocol), Triton's
 // binary tensor data extension (triton-inference-server/server docs/protocol/extension_binary_data.md),

@@ -1,5 +1,5 @@
 // What a pooled GPU does with several models' batches at once: the one rule the planner
-// (src/policy/pooling.ts), the simulator (src/sim/gpus.ts), the scheduler's dispatch
+// (src/policy/pooling/), the simulator (src/sim/gpus.ts), the scheduler's dispatch
 // (scheduler/control.ts) and the simulated worker (agent/simWorker.ts) all follow. Pure. It lives with
 // the latency model, not with the serving rules (src/serving/): it says how long a batch takes on a
 // pooled GPU (`pooledMs`, `pooledBatchMs`), which the planner predicts with and the ground truth

@@ -1,6 +1,6 @@
 // The scheduling-policy port: every policy (InSS, Gpulet, GSLICE, iGniter, static-even, timeshare,
 // oracle) implements `Policy` and is created by a `PolicyFactory` registered by name in
-// scheduler/registry.ts. A policy is pure: it sees the cluster and an observation with the time in
+// cli/registry.ts. A policy is pure: it sees the cluster and an observation with the time in
 // it, and returns the deployment it wants; the simulator (or the scheduler service) applies it.
 import type { LatencyModel } from '../model/predictor.js';
 import type { PooledGpuMode } from '../model/pooledGpu.js';

@@ -1,8 +1,8 @@
 // Images as clients send them: the cheap header check the scheduler runs on an encoded
 // image before it becomes a task, and the one preprocessing rule both workers apply to turn a decoded
 // image into the model's FP32 input. Pure: bytes in, numbers out. The PyTorch worker implements the
-// same rule in native/torch_worker.py (preprocess_*); docs/serving.md ("Images") states it, and the
-// worker contract suite checks the two give the same tensor.
+// same rule in native/inss_worker/preprocess.py; docs/http-api.md ("Images: what clients send") states
+// it, and the worker contract suite checks the two give the same tensor.
 //
 // The rule, for a model input of 3 x S x S (S = 224 for the paper's models):
 // 1. decode to 8-bit RGB (grey is replicated to three channels, a palette looked up, an alpha channel

@@ -1,6 +1,6 @@
 // A model's queue policy, as Triton's `ModelQueuePolicy` (timeout_action, default_timeout_microseconds,
 // max_queue_size), followed by the simulator (src/sim/simulator.ts) and the scheduler's control plane
-// (scheduler/control.ts) alike. Pure. The rule (docs/simulator.md, "Task buffer"):
+// (scheduler/control.ts) alike. Pure. The rule (src/serving/dispatch.ts, docs/dispatch.md):
 //
 // - A task *times out* when the dispatch rule finds it can no longer be answered within its deadline,
 //   arrival + min(SLO less the expected way out, `timeoutMs`): the head that even a batch of one

@@ -1,4 +1,4 @@
-// Access control and TLS with real processes: the README's cluster recipe, bound to
+// Access control and TLS with real processes: the cluster recipe of docs/tls.md, bound to
 // 0.0.0.0, over HTTPS and wss:// with a self-signed certificate made here by the openssl binary, tokens
 // from files (the scheduler, an agent, `inss loadgen` as the client); and `inss up` on 0.0.0.0 with no
 // token file (introspection closed, unless opted out).
