@@ -1,6 +1,7 @@
 """The preprocessing rule of src/serving/image.ts (docs/http-api.md, "Images: what clients send") on
-the worker's device: 8-bit RGB CHW -> resize the shorter side to 224 (bilinear, align_corners=False, no antialiasing), crop
-the centre, scale and normalise with ImageNet's mean and std, as x * scale - bias. Imports torch: the
+the worker's device: 8-bit RGB CHW -> resize the shorter side to 224 (bilinear, align_corners=False,
+no antialiasing), crop the centre, scale and normalise with ImageNet's mean and std, as
+x * scale - bias. Imports torch: the
 main loop imports this module only after the protocol descriptor is set up."""
 
 from __future__ import annotations

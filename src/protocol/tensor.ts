@@ -44,9 +44,9 @@ export const GRPC_CONTENTS_FIELD = {
 
 /**
  * How one sample of an image input travels from the client to the worker (docs/http-api.md, "Images:
- * what clients send"): FP32 is the model's tensor itself (the client preprocessed it); UINT8 is the same C x H x W image in
- * 8-bit values; JPEG and PNG are an encoded image (a KServe BYTES element). The worker turns each into
- * the FP32 tensor with one preprocessing rule (src/serving/image.ts).
+ * what clients send"): FP32 is the model's tensor itself (the client preprocessed it); UINT8 is the
+ * same C x H x W image in 8-bit values; JPEG and PNG are an encoded image (a KServe BYTES element). The
+ * worker turns each into the FP32 tensor with one preprocessing rule (src/serving/image.ts).
  */
 export const SampleEncodingSchema = z.enum(['FP32', 'UINT8', 'JPEG', 'PNG']);
 export type SampleEncoding = z.infer<typeof SampleEncodingSchema>;
