@@ -156,7 +156,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       this.emit('connected');
     });
     ws.on('message', (data: Buffer) => this.onMessage(data));
-    // issue-15 hook: a non-101 answer must end this attempt (ws does not abort it when this listener
+    // The refusal hook: a non-101 answer must end this attempt (ws does not abort it when this listener
     // exists), so that `close` fires and the backoff below retries; agent/connect.ts names the reason.
     ws.on('unexpected-response', (_req, res) => {
       const refusal = upgradeRefusal(res.statusCode);

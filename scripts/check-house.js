@@ -12,14 +12,16 @@ import { extname, join } from 'node:path';
 const MAX_COLUMNS = 120;
 const MAX_LINES = 400;
 const CODE = new Set(['.ts', '.js', '.cjs', '.mjs', '.py']);
-const TEXT = new Set([...CODE, '.md', '.proto', '.yaml', '.yml', '.css', '.html', '.pbtxt']);
-const SKIP = /^(node_modules|dist|coverage|data)\/|package-lock\.json$|^docs\/results\/.*\.(json|csv|txt|svg)$/;
+const PROSE = ['.c', '.h', '.sh', '.json', '.md', '.proto', '.yaml', '.yml', '.css', '.html'];
+const TEXT = new Set([...CODE, ...PROSE]);
+const SKIP = /^(node_modules|dist|coverage)\/|package-lock\.json$|^(docs\/results|data)\/.*\.(csv|txt|svg|json)$/;
 const SIZE_REASON = /^\s*(\/\/|#|\*|\/\*+)\s*Over 400 lines because\b/;
 const HEAD_LINES = 20;
 
 /** Patterns that tie text to the work's history instead of the product. */
 const NARRATION = [
-  { re: /\b(issue|ticket|tracker)s? ?#?\d+/i, why: 'a tracker number' },
+  { re: /\b(issue|ticket|tracker)s?[ -]?#?\d+/i, why: 'a tracker number' },
+  { re: /\bthe issue's\b/i, why: 'a tracker item' },
   { re: /\bsessions?\b/i, why: 'a work session' },
   {
     re: /\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|previous|next) (session|round)\b/i,

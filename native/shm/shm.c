@@ -1,5 +1,5 @@
-// inss's one native addon (issue 14, docs/serving.md "Shared memory between the scheduler and a
-// worker"): maps a file of shared memory (/dev/shm) into a Node process, the one thing Node cannot do
+// inss's one native addon (docs/serving.md, "Shared memory between the scheduler and its
+// workers"): maps a file of shared memory (/dev/shm) into a Node process, the one thing Node cannot do
 // without native code. The scheduler creates its region's file (node:fs: exclusively, mode 0600,
 // sized) and maps it read-write; a simulated worker on the same host maps the same file read-only and
 // reads request bodies in place; benchmarks/shmPath.ts maps one of its own.

@@ -23,7 +23,7 @@ describe('grid capacity', () => {
   });
 
   it('is the highest load at which it and every lower load keep the attainment, on a non-monotone curve', () => {
-    // The inss-ni shape: within at 0.5, over at 0.75, within again at 1.
+    // A curve shaped like inss-ni's on a built-in: within at 0.5, over at 0.75, within again at 1.
     const c = curve([
       [0.25, 0.2],
       [0.5, 0.97],

@@ -39,7 +39,7 @@ describe('scenario files', () => {
   });
 
   it(
-    'the issue-11 workloads each change one thing: bursty Gamma arrivals, a diurnal rate, one model ' +
+    'the stress workloads each change one thing: bursty Gamma arrivals, a diurnal rate, one model ' +
       'surging, fewer GPUs, tight SLOs',
     () => {
       const p = (n: string) => ScenarioSchema.parse(builtIn(n));
