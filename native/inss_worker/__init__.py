@@ -20,7 +20,7 @@ Contract:
   (torchvision.io; JPEG on the GPU when the worker runs on one) and preprocessed by the rule of
   src/serving/image.ts (preprocess.py); that time is not in latencyMs. A sample that fails to decode
   is listed in the output's `failed` (its row is zero): that task alone gets the error.
-- Shared memory (shm.py): an `attach` naming the scheduler's region is answered `attached`; the worker
+- Shared memory (shared_memory.py): an `attach` naming the scheduler's region is answered `attached`; the worker
   maps the file read-only (unless INSS_WORKER_SHM=off) and reads the samples a batch gives as `slots`
   in place, copied only into the batch tensor. A connection's mapping is dropped when it ends.
 - SIGTERM (or SIGINT): the batches received before the signal are answered, then exit 0.

@@ -16,7 +16,7 @@ from typing import Union
 from .framing import SocketSender, read_frame
 from .inbox import Item, Received
 from .protocol import IDENTITY_KEYS, PROTOCOL_VERSION, FrameStreamError, Message, UsageError, log, wall_ms
-from .shm import Region, map_region
+from .shared_memory import Region, map_region
 
 Address = Union[str, tuple[str, int]]
 Listen = tuple[socket.AddressFamily, Address]

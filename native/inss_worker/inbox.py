@@ -9,7 +9,7 @@ from typing import BinaryIO, NamedTuple, Union
 
 from .framing import Sender, read_frame
 from .protocol import FrameStreamError, wall_ms
-from .shm import Payload, Region
+from .shared_memory import Payload, Region
 
 
 class Received(NamedTuple):

@@ -12,7 +12,7 @@ import torch
 import torchvision.io as tio
 
 from .protocol import IMAGE_SHAPE, Message
-from .shm import Payload, Samples
+from .shared_memory import Payload, Samples
 
 # ImageNet's mean and standard deviation (R, G, B), as src/serving/image.ts.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

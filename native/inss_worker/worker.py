@@ -13,7 +13,7 @@ from .framing import Sender
 from .inbox import Received
 from .preprocess import Preprocess
 from .protocol import IMAGE_SHAPE, NUM_CLASSES, OUTPUT_NAME, PROTOCOL_VERSION, Message, error_message, wall_ms
-from .shm import slot_samples
+from .shared_memory import slot_samples
 
 
 class Worker:
