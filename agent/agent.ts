@@ -1,5 +1,6 @@
 // The node agent: connects to the scheduler's WebSocket hub, says which GPUs it has, and reconciles
-// its worker processes toward the scheduler's desired set (STYLE.md: reconcile toward a goal state).
+// its worker processes toward the scheduler's desired set (reconcile toward a goal state, as Ray
+// Serve's deployment state does).
 //
 // - Workers are reconciled by their whole identity (id, model, GPU, share, generation;
 //   src/protocol/agent.ts): a running worker whose identity differs from every desired one is drained and
