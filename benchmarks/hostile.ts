@@ -18,6 +18,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { attackCases, probe, runAttackInThread } from './hostileCases.js';
+import { fp32ImageRequest } from '../tools/loadgen/binary.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({
@@ -31,18 +32,7 @@ const RATE = Number(values.rate);
 
 function imageRequest(): { body: Buffer; headers: Record<string, string> } {
   const x = new Float32Array(3 * 224 * 224).map((_, i) => (i % 997) / 997);
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: [
-        { name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } },
-      ],
-      outputs: [{ name: 'output', parameters: { binary_data: true } }],
-    }),
-  );
-  return {
-    body: Buffer.concat([header, Buffer.from(x.buffer)]),
-    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
-  };
+  return fp32ImageRequest(x);
 }
 
 /** Open loop at RATE/s until stopped: latencies of 200 answers, and the other outcomes. */

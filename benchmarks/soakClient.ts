@@ -2,6 +2,7 @@
 // for them, one request with its outcome tallied, and the count of tasks the scheduler answered.
 import http from 'node:http';
 import { standInForward } from '../src/serving/standIn.js';
+import { fp32ImageRequest } from '../tools/loadgen/binary.js';
 
 export const MODELS = ['resnet50', 'mobilenet'] as const;
 export type Model = (typeof MODELS)[number];
@@ -10,18 +11,7 @@ export const INPUTS = Array.from({ length: 4 }, (_, i) =>
   new Float32Array(3 * 224 * 224).map((_, k) => ((k * 7 + i * 13) % 101) / 101),
 );
 export const REQUESTS = INPUTS.map((x) => {
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: [
-        { name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } },
-      ],
-      outputs: [{ name: 'output', parameters: { binary_data: true } }],
-    }),
-  );
-  return {
-    body: Buffer.concat([header, Buffer.from(x.buffer)]),
-    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
-  };
+  return fp32ImageRequest(x);
 });
 /** What a simulated worker of each model answers for each input (src/serving/standIn.ts). */
 export const EXPECTED = new Map(MODELS.map((m) => [m, INPUTS.map((x) => standInForward(m, x, 1, x.length, 1000))]));

@@ -3,24 +3,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { resolve } from 'node:path';
+import { fp32ImageRequest } from '../tools/loadgen/binary.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 
 export function imageRequest(): { body: Buffer; headers: Record<string, string> } {
   const x = new Float32Array(3 * 224 * 224);
   for (let i = 0; i < x.length; i++) x[i] = ((i * 2654435761) % 1000) / 1000;
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: [
-        { name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: x.byteLength } },
-      ],
-      outputs: [{ name: 'output', parameters: { binary_data: true } }],
-    }),
-  );
-  return {
-    body: Buffer.concat([header, Buffer.from(x.buffer)]),
-    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
-  };
+  return fp32ImageRequest(x);
 }
 
 /** Closed loop: `concurrency` requests always outstanding for `seconds`; returns ok answers per second. */

@@ -5,6 +5,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { standInForward } from '../../src/serving/standIn.js';
 import { INSS_BIN, REPO_ROOT } from './paths.js';
+import { fp32ImageRequest } from '../../tools/loadgen/binary.js';
 
 export interface Running {
   readonly child: ChildProcess;
@@ -79,21 +80,7 @@ export async function stopAll(): Promise<void> {
 }
 
 /** One FP32 image of 3x224x224 as a binary-extension infer request body (Triton's wire format). */
-export function binaryInferRequest(
-  values: Float32Array,
-  shape = [1, 3, 224, 224],
-): { body: Buffer; headers: Record<string, string> } {
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: values.byteLength } }],
-      outputs: [{ name: 'output', parameters: { binary_data: true } }],
-    }),
-  );
-  return {
-    body: Buffer.concat([header, Buffer.from(values.buffer, values.byteOffset, values.byteLength)]),
-    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
-  };
-}
+export const binaryInferRequest = fp32ImageRequest;
 
 /**
  * The simulated worker's forward pass for `model` (agent/simWorker.ts, src/serving/standIn.ts):

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import {
   GrpcCode,
   grpcCodeOf,
-  type InferFieldsResult,
   inferFieldsOf,
   inferResponseMessage,
   type ModelInferRequestMessage,
@@ -15,21 +14,7 @@ import {
 import { inferenceService } from '../../scheduler/grpcProto.js';
 import { parseInferFields } from '../../scheduler/kserve.js';
 
-const f32 = (xs: readonly number[]) => Buffer.from(Float32Array.from(xs).buffer);
-
-function request(over: Partial<ModelInferRequestMessage> = {}): ModelInferRequestMessage {
-  return {
-    model_name: 'm',
-    inputs: [{ name: 'a', datatype: 'FP32', shape: ['1', '3'] }],
-    raw_input_contents: [f32([1, 2, 3])],
-    ...over,
-  };
-}
-
-function okOf(r: InferFieldsResult): Extract<InferFieldsResult, { ok: true }> {
-  if (!r.ok) throw new Error(r.error);
-  return r;
-}
+import { f32, okOf, request } from '../support/grpcCodec.js';
 
 describe('rewriteError', () => {
   it("names an input's data by its gRPC source instead of binary_data_size", () => {

@@ -3,28 +3,13 @@
 // the wire: grpc-codec-answers.test.ts.
 import { describe, expect, it } from 'vitest';
 import {
-  type InferFieldsResult,
   inferFieldsOf,
   type ModelInferRequestMessage,
   parameterValue,
   plainParameters,
 } from '../../scheduler/grpcCodec.js';
 
-const f32 = (xs: readonly number[]) => Buffer.from(Float32Array.from(xs).buffer);
-
-function request(over: Partial<ModelInferRequestMessage> = {}): ModelInferRequestMessage {
-  return {
-    model_name: 'm',
-    inputs: [{ name: 'a', datatype: 'FP32', shape: ['1', '3'] }],
-    raw_input_contents: [f32([1, 2, 3])],
-    ...over,
-  };
-}
-
-function okOf(r: InferFieldsResult): Extract<InferFieldsResult, { ok: true }> {
-  if (!r.ok) throw new Error(r.error);
-  return r;
-}
+import { f32, okOf, request } from '../support/grpcCodec.js';
 
 describe('inferFieldsOf: raw_input_contents', () => {
   it('one raw input becomes binary_data_size and the binary data, the very buffer (no copy)', () => {

@@ -12,6 +12,7 @@
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { Rng } from '../../src/workload/random.js';
+import { binaryInferBody } from './binary.js';
 
 /** An RGBA picture, 8 bits a channel, row-major (alpha is 255). */
 export interface Picture {
@@ -118,19 +119,11 @@ export function imageRequest(
     form === 'uint8'
       ? { name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width] }
       : { name: inputName, datatype: 'BYTES', shape: [1, 1] };
-  const header = Buffer.from(
-    JSON.stringify({
+  return binaryInferBody(
+    {
       inputs: [{ ...input, parameters: { binary_data_size: block.length } }],
       parameters: { binary_data_output: true },
-    }),
-  );
-  const body = Buffer.concat([header, block]);
-  return {
-    body,
-    headers: {
-      'content-type': 'application/octet-stream',
-      'inference-header-content-length': String(header.length),
-      'content-length': String(body.length),
     },
-  };
+    [block],
+  );
 }

@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount } from '../../src/protocol/tensor.js';
 import type { Rng } from '../../src/workload/random.js';
 import type { Outcome } from './report.js';
+import { binaryInferBody } from './binary.js';
 
 export type Encoding = 'binary' | 'json';
 
@@ -194,8 +195,8 @@ export function encodeInferRequest(inputs: readonly InputTensor[], encoding: Enc
     return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length) } };
   }
   const blocks = inputs.map(tensorData);
-  const header = Buffer.from(
-    JSON.stringify({
+  return binaryInferBody(
+    {
       inputs: inputs.map((t, i) => ({
         name: t.name,
         datatype: t.datatype,
@@ -203,17 +204,9 @@ export function encodeInferRequest(inputs: readonly InputTensor[], encoding: Enc
         parameters: { binary_data_size: blocks[i]!.length },
       })),
       parameters: { binary_data_output: true },
-    }),
-  );
-  const body = Buffer.concat([header, ...blocks]);
-  return {
-    body,
-    headers: {
-      'content-type': 'application/octet-stream',
-      'inference-header-content-length': String(header.length),
-      'content-length': String(body.length),
     },
-  };
+    blocks,
+  );
 }
 
 const ResponseOutputSchema = z.object({
