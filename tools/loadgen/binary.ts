@@ -7,18 +7,21 @@ export interface BinaryRequest {
   readonly headers: Record<string, string>;
 }
 
-/** An infer request body of `header` (JSON) followed by `blocks`, and its headers. */
+/**
+ * An infer request body of `header` (JSON) followed by `blocks`, and its headers. No Content-Length:
+ * the HTTP client sets it from the body it sends (a test may send a body cut short).
+ */
 export function binaryInferBody(header: unknown, blocks: readonly Buffer[]): BinaryRequest {
   const head = Buffer.from(JSON.stringify(header));
-  const body = Buffer.concat([head, ...blocks]);
   return {
-    body,
-    headers: {
-      'content-type': 'application/octet-stream',
-      'inference-header-content-length': String(head.length),
-      'content-length': String(body.length),
-    },
+    body: Buffer.concat([head, ...blocks]),
+    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(head.length) },
   };
+}
+
+/** The same with its Content-Length, for a client that sends the body as it is. */
+export function withLength(r: BinaryRequest): BinaryRequest {
+  return { body: r.body, headers: { ...r.headers, 'content-length': String(r.body.length) } };
 }
 
 /** One FP32 image (3x224x224 by default) as input `input`, its output `output` asked for in binary. */

@@ -12,7 +12,7 @@
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { Rng } from '../../src/workload/random.js';
-import { binaryInferBody } from './binary.js';
+import { binaryInferBody, withLength } from './binary.js';
 
 /** An RGBA picture, 8 bits a channel, row-major (alpha is 255). */
 export interface Picture {
@@ -119,11 +119,13 @@ export function imageRequest(
     form === 'uint8'
       ? { name: inputName, datatype: 'UINT8', shape: [1, 3, p.height, p.width] }
       : { name: inputName, datatype: 'BYTES', shape: [1, 1] };
-  return binaryInferBody(
-    {
-      inputs: [{ ...input, parameters: { binary_data_size: block.length } }],
-      parameters: { binary_data_output: true },
-    },
-    [block],
+  return withLength(
+    binaryInferBody(
+      {
+        inputs: [{ ...input, parameters: { binary_data_size: block.length } }],
+        parameters: { binary_data_output: true },
+      },
+      [block],
+    ),
   );
 }

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { DATATYPE_BYTES, type Datatype, DatatypeSchema, elementCount } from '../../src/protocol/tensor.js';
 import type { Rng } from '../../src/workload/random.js';
 import type { Outcome } from './report.js';
-import { binaryInferBody } from './binary.js';
+import { binaryInferBody, withLength } from './binary.js';
 
 export type Encoding = 'binary' | 'json';
 
@@ -195,17 +195,19 @@ export function encodeInferRequest(inputs: readonly InputTensor[], encoding: Enc
     return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length) } };
   }
   const blocks = inputs.map(tensorData);
-  return binaryInferBody(
-    {
-      inputs: inputs.map((t, i) => ({
-        name: t.name,
-        datatype: t.datatype,
-        shape: t.shape,
-        parameters: { binary_data_size: blocks[i]!.length },
-      })),
-      parameters: { binary_data_output: true },
-    },
-    blocks,
+  return withLength(
+    binaryInferBody(
+      {
+        inputs: inputs.map((t, i) => ({
+          name: t.name,
+          datatype: t.datatype,
+          shape: t.shape,
+          parameters: { binary_data_size: blocks[i]!.length },
+        })),
+        parameters: { binary_data_output: true },
+      },
+      blocks,
+    ),
   );
 }
 
