@@ -1,0 +1,48 @@
+// A model of a model repository in Triton's layout (docs/model-repository.md): DIR/<name>/config.pbtxt
+// and DIR/<name>/<version>/model.onnx or model.pt. What the scheduler serves it by (its signature and
+// batch limit), what an agent launches its worker from (its backend and file), and what
+// GET /v2/models/<name>/config answers (the configuration as loaded). Pure types.
+import type { ModelSignature } from '../protocol/tensor.js';
+
+/** The backends inss runs: ONNX Runtime (the Node worker) and PyTorch's TorchScript (the Python worker). */
+export type RepositoryBackend = 'onnxruntime' | 'pytorch';
+
+/** Triton's `platform` string for each backend. */
+export const PLATFORM_OF: Readonly<Record<RepositoryBackend, string>> = {
+  onnxruntime: 'onnxruntime_onnx',
+  pytorch: 'pytorch_libtorch',
+};
+
+export interface RepositoryModel {
+  readonly name: string;
+  readonly backend: RepositoryBackend;
+  /**
+   * Triton's max_batch_size. 0: the model takes no batch dimension (its inputs are exactly `dims`); inss
+   * then runs each request alone. Otherwise the largest batch a request carries and inss forms.
+   */
+  readonly maxBatchSize: number;
+  /** Inputs and outputs in the configuration's order; shapes without the batch dimension. */
+  readonly signature: ModelSignature;
+  /** The latency SLO (ms) from `parameters { key: "slo_ms" ... }`; absent: the scenario's or the default. */
+  readonly sloMs?: number;
+  /** dynamic_batching, when configured: the preferred batch sizes and the longest a task waits to fill one. */
+  readonly dynamicBatching?: {
+    readonly preferredBatchSize: readonly number[];
+    readonly maxQueueDelayMicroseconds: number;
+  };
+  /** The version served (the highest the version policy allows) and every version it allows. */
+  readonly version: string;
+  readonly versions: readonly string[];
+  /** Absolute path of the served version's model file. */
+  readonly file: string;
+  /** The configuration as Triton's JSON form of ModelConfig (what GET /v2/models/<name>/config returns). */
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What a worker for a repository model is told of it (`--signature`, JSON): the tensors in order and
+ * whether the model takes a batch dimension (max_batch_size > 0).
+ */
+export interface WorkerSignature extends ModelSignature {
+  readonly batchDim: boolean;
+}
