@@ -51,6 +51,7 @@ def run(argv: list[str], proto: FdSender) -> int:
     import torchvision
 
     from .models import build_model, choose_device
+    from .scripted import check_dtypes, load_scripted
     from .worker import Worker
 
     # Samples in the scheduler's region are read through a read-only mapping, never written.
@@ -69,13 +70,19 @@ def run(argv: list[str], proto: FdSender) -> int:
     if identity is not None and identity.get("model") != args.model:
         named = json.dumps(identity.get("model"))
         raise UsageError(f"INSS_WORKER_IDENTITY names model {named} but --model is '{args.model}'")
-    builder, model = build_model(args.model, args.seed, args.weights)
-    worker = Worker(model.to(device), device, args.max_batch, args.model, identity)
+    if args.model_file is not None and args.signature is not None:
+        check_dtypes(args.signature)
+        scripted = load_scripted(args.model_file, device)
+        worker = Worker(scripted, device, args.max_batch, args.model, identity, args.signature)
+        what = f"TorchScript {args.model_file}, {args.signature.describe()}"
+    else:
+        builder, model = build_model(args.model, args.seed, args.weights)
+        worker = Worker(model.to(device), device, args.max_batch, args.model, identity)
+        what = f"{builder}, seed {args.seed}" + (f", weights {args.weights}" if args.weights else "")
     worker.warm_up(args.warmup_batches)
     warmup_ms = (time.perf_counter() - t_start) * 1000.0
-    weights = f", weights {args.weights}" if args.weights else ""
     log(
-        f"model {args.model} ({builder}, seed {args.seed}{weights}) on {device_name}, "
+        f"model {args.model} ({what}) on {device_name}, "
         f"{torch.get_num_threads()} CPU threads, max batch {args.max_batch}, ready after {warmup_ms:.0f} ms"
     )
 
