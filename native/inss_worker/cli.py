@@ -4,6 +4,7 @@ UsageError, reported as `fatal` rather than argparse's exit 2."""
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -59,8 +60,8 @@ def parse_args(argv: list[str]) -> Options:
         raise UsageError("--model-file and --signature go together (a TorchScript module and its tensors)")
     if a.model_file is not None and a.weights is not None:
         raise UsageError("--weights: only for a torchvision model; a TorchScript module (--model-file) has its own")
-    if a.model_file == "":
-        raise UsageError("--model-file: expected a path")
+    if a.model_file is not None and not os.path.isfile(a.model_file):
+        raise UsageError(f"--model-file {a.model_file}: no such file")
     return Options(
         model=a.model,
         model_file=a.model_file,

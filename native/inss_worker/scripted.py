@@ -58,7 +58,10 @@ def load_scripted(path: str, device: torch.device) -> torch.jit.ScriptModule:
         module = torch.jit.load(path, map_location=device)
     except Exception as e:  # torch raises RuntimeError, ValueError or its own for a file it cannot read
         text = " | ".join(line.strip() for line in str(e).splitlines()[:6] if line.strip())
-        raise UsageError(f"--model-file {path}: not a TorchScript model torch.jit.load can read: {text}") from e
+        raise UsageError(
+            f"--model-file {path}: not a TorchScript model torch.jit.load can read: {text} (a state_dict or a "
+            "model pickled by torch.save is not: export with torch.jit.script or torch.jit.trace and torch.jit.save)"
+        ) from e
     return module.eval()
 
 

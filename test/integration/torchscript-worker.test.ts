@@ -18,6 +18,8 @@ import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/t
 import type { WorkerIdentity } from '../../src/protocol/agent.js';
 import { DATATYPE_BYTES, type Datatype, type TensorRef, type TensorSpec } from '../../src/protocol/tensor.js';
 import { WORKER_ENV, WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
+import { decodeBatchInput } from '../../agent/decode.js';
+import { encodePng, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
 import type { WorkerSignature } from '../../src/repository/types.js';
 import { DataClient, type WorkerMessage, WorkerUnderTest } from '../support/worker.js';
 
@@ -39,8 +41,12 @@ const SIGNATURES: Record<string, WorkerSignature> = {
     outputs: [spec('y', 'FP32', [5]), spec('big', 'BOOL', [3])],
     batchDim: true,
   },
-  // resnet18 (seeded random weights) traced at 64 x 64.
-  resnet: { inputs: [spec('pixels', 'FP32', [3, 64, 64])], outputs: [spec('logits', 'FP32', [1000])], batchDim: true },
+  // resnet18 (seeded random weights) traced at 64 x 64; an image input (it also takes UINT8, JPEG and PNG).
+  resnet: {
+    inputs: [{ ...spec('pixels', 'FP32', [3, 64, 64]), image: true }],
+    outputs: [spec('logits', 'FP32', [1000])],
+    batchDim: true,
+  },
   // max_batch_size 0: exactly [2, 3] and [3]; returns a dict in another order than the signature's.
   nobatch: {
     inputs: [spec('a', 'FP64', [2, 3]), spec('b', 'UINT8', [3])],
@@ -311,7 +317,7 @@ describe.skipIf(!torchOk)(
       });
     });
 
-    it('serves resnet18 traced at [3, 64, 64] with what torch computes', async () => {
+    it('serves resnet18 traced at [3, 64, 64] with what torch computes, its images preprocessed at 64', async () => {
       const sig = SIGNATURES['resnet']!;
       const w = launch('resnet', sig);
       await w.expect('ready', 60_000);
@@ -322,6 +328,29 @@ describe.skipIf(!torchOk)(
       expect((await w.expect('error')).msg).toMatchObject({
         message: "input 'pixels': shape [1,3,224,224], expected [1,3,64,64]",
       });
+      // UINT8 pixels and a PNG to resize and crop: each answer is that of the FP32 tensor the one rule
+      // (agent/decode.ts) makes of its image at side 64.
+      const samples = [uint8Chw(syntheticPicture(64, 64, 3)), encodePng(syntheticPicture(90, 70, 4))];
+      const payload = Buffer.concat(samples);
+      const ref: TensorRef = {
+        ...refs(sig, 'inputs', 2)[0]!,
+        byteLength: payload.length,
+        samples: [
+          { encoding: 'UINT8', byteLength: samples[0]!.length },
+          { encoding: 'PNG', byteLength: samples[1]!.length },
+        ],
+      };
+      w.send(batchFor('encoded', 'resnet', 2, [ref]), payload);
+      const x = decodeBatchInput(ref, payload, 2, sig.inputs[0]!).x;
+      w.send(
+        batchFor('as-fp32', 'resnet', 2, refs(sig, 'inputs', 2)),
+        Buffer.from(x.buffer, x.byteOffset, x.byteLength),
+      );
+      const [got, want] = [await w.expect('result'), await w.expect('result')];
+      expect([got.msg.id, want.msg.id]).toEqual(['encoded', 'as-fp32']);
+      const [g, f] = [values(got.payload, 'FP32'), values(want.payload, 'FP32')];
+      const worst = Math.max(...g.map((v, i) => Math.abs(v - f[i]!))) / Math.max(...f.map(Math.abs));
+      expect(worst).toBeLessThan(1e-3);
     });
 
     it('serves a module without a batch dimension (shapes as the signature, size 1), outputs by dict key', async () => {
@@ -361,11 +390,13 @@ describe.skipIf(!torchOk)(
         },
         { outputs: [spec('y', 'FP32', [3])], message: 'the model returned 2 outputs, the signature has 1 (y)' },
       ];
-      for (const c of cases) {
-        const sig: WorkerSignature = { inputs: x, outputs: c.outputs, batchDim: true };
-        const w = launch('wrong', sig);
+      // Started together: each start imports torch.
+      const workers = cases.map((c) => launch('wrong', { inputs: x, outputs: c.outputs, batchDim: true }));
+      for (const [i, c] of cases.entries()) {
+        const w = workers[i]!;
         await w.expect('ready', 60_000);
-        for (const id of ['first', 'again']) w.send(batchFor(id, 'wrong', 2, refs(sig, 'inputs', 2)), payload);
+        for (const id of ['first', 'again'])
+          w.send(batchFor(id, 'wrong', 2, refs({ inputs: x, outputs: [], batchDim: true }, 'inputs', 2)), payload);
         for (const id of ['first', 'again'])
           expect((await w.expect('error')).msg).toEqual({ v: 1, type: 'error', id, message: c.message });
       }
@@ -393,6 +424,11 @@ describe.skipIf(!torchOk)(
           'a file that is not TorchScript, with torch’s message',
           () => launch('two', two, {}, 'garbage'),
           /^--model-file \S+garbage\.pt: not a TorchScript model torch\.jit\.load can read: \S/,
+        ],
+        [
+          'a module that cannot take the signature’s inputs (one input of its two)',
+          () => launch('two', { ...two, inputs: [two.inputs[0]] }),
+          /^--model-file \S+two\.pt cannot run on --signature's inputs \(zeros\): forward\(\) is missing .* 'k'/,
         ],
         [
           'a file that is not there',
