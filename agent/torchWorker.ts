@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { WorkerSignature } from '../src/repository/types.js';
 
 export const SYSTEM_PYTHON = '/usr/bin/python3';
 
@@ -21,8 +22,15 @@ const SCRIPT_CANDIDATES = [
 ];
 
 export interface TorchWorkerOptions {
-  /** inss model name (resnet50, mobilenet, ...) or a torchvision builder name. */
+  /** inss model name (resnet50, mobilenet, ...) or a torchvision builder name; any name with `modelFile`. */
   readonly model: string;
+  /**
+   * A TorchScript module (torch.jit.save) to serve instead of a torchvision model (`--model-file`); it
+   * takes its inputs positionally in `signature`'s order. Given together with `signature`.
+   */
+  readonly modelFile?: string;
+  /** The TorchScript module's tensors (`--signature`, JSON). */
+  readonly signature?: WorkerSignature;
   /** cpu, cuda or auto (the worker's default: cuda when torch sees one). */
   readonly device?: string;
   /** A state_dict .pth file; random init (seeded) otherwise. */
@@ -59,6 +67,8 @@ export function torchWorkerScript(): string {
  */
 export function torchWorkerCommand(opts: TorchWorkerOptions): { command: string; args: string[] } {
   const args = [torchWorkerScript(), '--model', opts.model];
+  if (opts.modelFile !== undefined) args.push('--model-file', opts.modelFile);
+  if (opts.signature !== undefined) args.push('--signature', JSON.stringify(opts.signature));
   if (opts.device !== undefined) args.push('--device', opts.device);
   if (opts.weights !== undefined) args.push('--weights', opts.weights);
   if (opts.maxBatch !== undefined) args.push('--max-batch', String(opts.maxBatch));

@@ -1,4 +1,5 @@
-"""The PyTorch worker: serves one torchvision image classifier over the worker protocol.
+"""The PyTorch worker: serves one model over the worker protocol: a torchvision image classifier (the zoo;
+--model) or a TorchScript module (--model-file, served by its --signature: signature.py, scripted.py).
 
 The node agent starts one of these per (model, GPU, share), as `python3 native/torch_worker.py ...`, and
 talks to it over stdin (agent -> worker) and stdout (worker -> agent) in the frames of
@@ -31,8 +32,12 @@ Contract:
 CUDA_VISIBLE_DEVICES, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and CUDA_MPS_PIPE_DIRECTORY are read by the
 CUDA driver from the environment the agent gives; this worker only logs them.
 
+- A TorchScript module takes every input of the signature positionally, in its order; an output that
+  differs from the signature (count, dtype, shape) gets an `error` for that batch naming it.
+
 Modules: protocol (names, limits, errors), framing (frames in and out), inbox (the one queue and the
-stdin reader), data_socket, shm, batch (what is wrong with a batch), preprocess, models, worker (one
-batch served), cli (the command line), main (the process and its loop). Only preprocess, models and
-worker touch torch, and main imports them after the protocol descriptor is set up.
+stdin reader), data_socket, shared_memory, signature (the tensors a model takes and gives), batch (what
+is wrong with a batch), preprocess, models, scripted (TorchScript and the tensors of a signature), worker
+(one batch served), cli (the command line), main (the process and its loop). Only preprocess, models,
+scripted and worker touch torch, and main imports them after the protocol descriptor is set up.
 """

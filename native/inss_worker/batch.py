@@ -1,18 +1,19 @@
 """What is wrong with a batch, as the simulated worker finds it: ToWorkerSchema of src/protocol/worker.ts
-plus the model's signature (one FP32 `input` of [size, 3, 224, 224]) and the worker identity it names.
-Pure: no torch, no I/O."""
+plus the model's signature (signature.py: every input in order, each [size, ...shape], or exactly shape
+and size 1 without a batch dimension; per-sample encodings only for a one-input image model) and the
+worker identity it names. Pure: no torch, no I/O."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sized
 
-from .protocol import IDENTITY_KEYS, IMAGE_SHAPE, IMAGE_VALUES, INPUT_NAME, PROTOCOL_VERSION, Message
+from .protocol import IDENTITY_KEYS, PROTOCOL_VERSION, Message
+from .signature import Signature, Spec
 
 BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running", "worker", "slots"}
 TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
 SAMPLE_ENCODINGS = ("FP32", "UINT8", "JPEG", "PNG")
-FIXED_SAMPLE_BYTES = {"FP32": 4 * IMAGE_VALUES, "UINT8": IMAGE_VALUES}
 
 
 def batch_id(msg: object) -> str:
@@ -21,7 +22,7 @@ def batch_id(msg: object) -> str:
     return bid if isinstance(bid, str) else ""
 
 
-def check_batch(msg: object, payload: Sized, max_batch: int, model: str) -> str | None:
+def check_batch(msg: object, payload: Sized, max_batch: int, model: str, sig: Signature) -> str | None:
     """What is wrong with a batch message and its payload (its bytes, or its samples in place), or None."""
     if not isinstance(msg, dict):
         return "message is not a JSON object"
@@ -41,34 +42,69 @@ def check_batch(msg: object, payload: Sized, max_batch: int, model: str) -> str 
         return f"size: expected a positive integer, got {json.dumps(size)}"
     if size > max_batch:
         return f"size: {size} is over this worker's --max-batch {max_batch}"
+    if not sig.batch_dim and size != 1:
+        return f"size: {size}, expected 1: model '{model}' takes no batch dimension"
     inputs = msg.get("inputs")
     if not isinstance(inputs, list):
         return "inputs: expected an array"
-    if len(inputs) != 1:
-        return f"expected 1 input, got {len(inputs)}"
-    t = inputs[0]
-    if not isinstance(t, dict) or not TENSOR_KEYS <= set(t) <= TENSOR_KEYS | {"samples"}:
-        return f"inputs.0: expected an object with keys {', '.join(sorted(TENSOR_KEYS))} (and samples)"
-    return _check_input(t, payload, size)
+    if len(inputs) != len(sig.inputs):
+        n = len(sig.inputs)
+        names = "" if n == 1 else f" ({', '.join(s.name for s in sig.inputs)})"
+        return f"expected {n} input{'' if n == 1 else 's'}{names}, got {len(inputs)}"
+    for k, t in enumerate(inputs):
+        if not isinstance(t, dict) or not TENSOR_KEYS <= set(t) <= TENSOR_KEYS | {"samples"}:
+            return f"inputs.{k}: expected an object with keys {', '.join(sorted(TENSOR_KEYS))} (and samples)"
+    if sig.image is not None:
+        return _check_image_input(inputs[0], payload, size, sig.image)
+    return _check_inputs(inputs, payload, size, sig)
 
 
-def _check_input(t: Message, payload: Sized, size: int) -> str | None:
+def _check_head(t: Message, k: int, spec: Spec, want: list[int], order: str) -> str | None:
+    """The name, datatype and shape of the input at position k."""
     name = t["name"]
-    if name != INPUT_NAME:
-        return f"input '{name}': expected '{INPUT_NAME}'"
-    if t["datatype"] != "FP32":
-        return f"input '{name}': datatype {t['datatype']}, expected FP32"
-    want = [size, *IMAGE_SHAPE]
+    if name != spec.name:
+        return f"input '{name}': expected '{spec.name}'" if not order else f"inputs.{k}: '{name}', expected {order}"
+    if t["datatype"] != spec.datatype:
+        return f"input '{name}': datatype {t['datatype']}, expected {spec.datatype}"
     shape = t["shape"]
     if not isinstance(shape, list) or shape != want:
         shown = ",".join(str(d) for d in shape) if isinstance(shape, list) else json.dumps(shape)
         return f"input '{name}': shape [{shown}], expected [{','.join(str(d) for d in want)}]"
+    return None
+
+
+def _check_inputs(inputs: list[Message], payload: Sized, size: int, sig: Signature) -> str | None:
+    """Every input of a signature without an image input: in order, each its bytes, one after another."""
+    names = ", ".join(f"'{s.name}'" for s in sig.inputs)
+    total = 0
+    for k, (t, spec) in enumerate(zip(inputs, sig.inputs)):
+        order = f"'{spec.name}' (the inputs in the signature's order: {names})" if len(inputs) > 1 else ""
+        problem = _check_head(t, k, spec, sig.shape_of(spec, size), order)
+        if problem:
+            return problem
+        if "samples" in t:
+            return f"input '{spec.name}': samples: only an image input takes per-sample encodings"
+        expected = size * spec.sample_bytes
+        if t["byteLength"] != expected:
+            return f"input '{spec.name}': byteLength {json.dumps(t['byteLength'])}, expected {expected}"
+        total += expected
+    if len(payload) != total:
+        return f"the payload has {len(payload)} bytes, the inputs' byteLengths add up to {total}"
+    return None
+
+
+def _check_image_input(t: Message, payload: Sized, size: int, spec: Spec) -> str | None:
+    problem = _check_head(t, 0, spec, [size, *spec.shape], "")
+    if problem:
+        return problem
+    name = t["name"]
     if "samples" not in t:
-        expected = 4 * size * IMAGE_VALUES
+        expected = size * spec.sample_bytes
         if t["byteLength"] != expected or len(payload) != expected:
             return f"input '{name}': {len(payload)} payload bytes (byteLength {t['byteLength']}), expected {expected}"
         return None
     # As agent/decode.ts checkBatchInput: one sample per batch row, sizes fixed for FP32 and UINT8.
+    fixed_bytes = {"FP32": spec.sample_bytes, "UINT8": spec.values}
     samples = t["samples"]
     if not isinstance(samples, list) or len(samples) != size:
         return f"input '{name}': samples: expected a list of {size}"
@@ -76,7 +112,7 @@ def _check_input(t: Message, payload: Sized, size: int) -> str | None:
     for k, smp in enumerate(samples):
         if not _is_sample(smp):
             return f"input '{name}': sample {k}: expected {{encoding: {'|'.join(SAMPLE_ENCODINGS)}, byteLength}}"
-        fixed = FIXED_SAMPLE_BYTES.get(smp["encoding"])
+        fixed = fixed_bytes.get(smp["encoding"])
         if fixed is not None and smp["byteLength"] != fixed:
             return f"input '{name}': sample {k} ({smp['encoding']}) is {smp['byteLength']} bytes, expected {fixed}"
         total += smp["byteLength"]

@@ -4,15 +4,19 @@ UsageError, reported as `fatal` rather than argparse's exit 2."""
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from typing import NoReturn
 
 from .protocol import UsageError
+from .signature import Signature, parse_signature
 
 
 @dataclass(frozen=True)
 class Options:
-    model: str  # an inss name (resnet50, mobilenet, ...) or a torchvision builder name
+    model: str  # an inss name (resnet50, mobilenet, ...) or a torchvision builder name; any name with model_file
+    model_file: str | None  # a TorchScript module (torch.jit.save); a torchvision model otherwise
+    signature: Signature | None  # the TorchScript module's tensors (--signature), exactly when model_file is set
     device: str  # auto, cpu or cuda; auto: cuda when torch sees one
     weights: str | None  # a state_dict .pth file; random init after `seed` otherwise
     max_batch: int
@@ -32,6 +36,8 @@ def parse_args(argv: list[str]) -> Options:
     ap.add_argument(
         "--model", required=True, help="inss name (resnet50, mobilenet, ...) or a torchvision builder name"
     )
+    ap.add_argument("--model-file", default=None, help="a TorchScript module saved by torch.jit.save")
+    ap.add_argument("--signature", default=None, help="with --model-file: its WorkerSignature as JSON")
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: cuda when available")
     ap.add_argument("--weights", default=None, help="a state_dict .pth file (random init otherwise)")
     ap.add_argument("--max-batch", type=int, default=32)
@@ -50,8 +56,16 @@ def parse_args(argv: list[str]) -> Options:
         raise UsageError(f"--warmup-batches: expected >= 0, got {a.warmup_batches}")
     if a.threads is not None and a.threads < 1:
         raise UsageError(f"--threads: expected >= 1, got {a.threads}")
+    if (a.model_file is None) != (a.signature is None):
+        raise UsageError("--model-file and --signature go together (a TorchScript module and its tensors)")
+    if a.model_file is not None and a.weights is not None:
+        raise UsageError("--weights: only for a torchvision model; a TorchScript module (--model-file) has its own")
+    if a.model_file is not None and not os.path.isfile(a.model_file):
+        raise UsageError(f"--model-file {a.model_file}: no such file")
     return Options(
         model=a.model,
+        model_file=a.model_file,
+        signature=parse_signature(a.signature) if a.signature is not None else None,
         device=a.device,
         weights=a.weights,
         max_batch=a.max_batch,

@@ -12,12 +12,18 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from .cli import parse_args
+from .cli import Options, parse_args
 from .data_socket import data_settings, listen_data, start_data_socket
 from .framing import FdSender
 from .inbox import Event, Item, read_stdin
 from .protocol import PROTOCOL_VERSION, FrameStreamError, Message, UsageError, log
+
+if TYPE_CHECKING:
+    import torch
+
+    from .worker import Worker
 
 CUDA_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PIPE_DIRECTORY")
 
@@ -50,8 +56,7 @@ def run(argv: list[str], proto: FdSender) -> int:
     import torch
     import torchvision
 
-    from .models import build_model, choose_device
-    from .worker import Worker
+    from .models import choose_device
 
     # Samples in the scheduler's region are read through a read-only mapping, never written.
     warnings.filterwarnings("ignore", message="The given buffer is not writable")
@@ -69,13 +74,10 @@ def run(argv: list[str], proto: FdSender) -> int:
     if identity is not None and identity.get("model") != args.model:
         named = json.dumps(identity.get("model"))
         raise UsageError(f"INSS_WORKER_IDENTITY names model {named} but --model is '{args.model}'")
-    builder, model = build_model(args.model, args.seed, args.weights)
-    worker = Worker(model.to(device), device, args.max_batch, args.model, identity)
-    worker.warm_up(args.warmup_batches)
+    worker, what = start_model(args, device, identity)
     warmup_ms = (time.perf_counter() - t_start) * 1000.0
-    weights = f", weights {args.weights}" if args.weights else ""
     log(
-        f"model {args.model} ({builder}, seed {args.seed}{weights}) on {device_name}, "
+        f"model {args.model} ({what}) on {device_name}, "
         f"{torch.get_num_threads()} CPU threads, max batch {args.max_batch}, ready after {warmup_ms:.0f} ms"
     )
 
@@ -112,6 +114,33 @@ def run(argv: list[str], proto: FdSender) -> int:
             raise item
         worker.serve(item)
         served += 1
+
+
+def start_model(args: Options, device: torch.device, identity: Message | None) -> tuple[Worker, str]:
+    """The model built or loaded, on `device`, warmed up: (its worker, what it is for the log). A TorchScript
+    module that cannot run on its signature's inputs is a UsageError (its `fatal` names the file)."""
+    import torch
+
+    from .models import build_model
+    from .scripted import check_dtypes, load_scripted
+    from .worker import Worker
+
+    if args.model_file is None or args.signature is None:
+        builder, model = build_model(args.model, args.seed, args.weights)
+        worker = Worker(model.to(device), device, args.max_batch, args.model, identity)
+        worker.warm_up(args.warmup_batches)
+        return worker, f"{builder}, seed {args.seed}" + (f", weights {args.weights}" if args.weights else "")
+    check_dtypes(args.signature)
+    scripted = load_scripted(args.model_file, device)
+    worker = Worker(scripted, device, args.max_batch, args.model, identity, args.signature)
+    try:
+        worker.warm_up(args.warmup_batches)
+    except (RuntimeError, torch.jit.Error) as e:
+        log(f"warm-up failed: {e}")  # TorchScript's whole message: the module's code and where it failed
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+        why = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+        raise UsageError(f"--model-file {args.model_file} cannot run on --signature's inputs (zeros): {why}") from e
+    return worker, f"TorchScript {args.model_file}, {args.signature.describe()}"
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """The preprocessing rule of src/serving/image.ts (docs/http-api.md, "Images: what clients send") on
-the worker's device: 8-bit RGB CHW -> resize the shorter side to 224 (bilinear, align_corners=False,
-no antialiasing), crop the centre, scale and normalise with ImageNet's mean and std, as
-x * scale - bias. Imports torch: the
-main loop imports this module only after the protocol descriptor is set up."""
+the worker's device, for an image input of [3, S, S] (S = 224 for the zoo's models): 8-bit RGB CHW ->
+resize the shorter side to S (bilinear, align_corners=False, no antialiasing), crop the centre, scale
+and normalise with ImageNet's mean and std, as x * scale - bias. Imports torch: the main loop imports
+this module only after the protocol descriptor is set up."""
 
 from __future__ import annotations
 
@@ -33,10 +33,11 @@ def _first_line(e: Exception) -> str:
 
 
 class Preprocess:
-    """Turns a checked batch input into the model's float32 [size, 3, 224, 224] on the device."""
+    """Turns a checked batch input into the model's float32 [size, 3, S, S] on the device."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, shape: tuple[int, ...] = IMAGE_SHAPE) -> None:
         self.device = device
+        self.shape = shape  # the image input's [3, S, S]
         self.cuda = device.type == "cuda"
         f32 = torch.float32
         self.scale = torch.tensor([1.0 / (255.0 * s) for s in IMAGENET_STD], dtype=f32, device=device).view(3, 1, 1)
@@ -44,8 +45,8 @@ class Preprocess:
         self.bias = torch.tensor(bias, dtype=f32, device=device).view(3, 1, 1)
 
     def pixels(self, img: torch.Tensor) -> torch.Tensor:
-        """uint8 [3, H, W] -> float32 [3, 224, 224] on the device."""
-        side = IMAGE_SHAPE[2]
+        """uint8 [3, H, W] -> float32 [3, S, S] on the device."""
+        side = self.shape[2]
         x = img.to(self.device, dtype=torch.float32)
         _, h, w = x.shape
         if (h, w) != (side, side):
@@ -68,19 +69,19 @@ class Preprocess:
         return tio.decode_png(raw, mode=tio.ImageReadMode.RGB)
 
     def batch(self, t: Message, payload: Payload, size: int) -> tuple[torch.Tensor, list[Failed]]:
-        """A checked batch input -> (float32 [size, 3, 224, 224], failed samples). FP32 samples are taken
+        """A checked batch input -> (float32 [size, 3, S, S], failed samples). FP32 samples are taken
         as they are, UINT8 ones scaled and normalised, JPEG/PNG ones decoded first; a sample that fails
         to decode is reported (its row stays zero)."""
         views = payload.views if isinstance(payload, Samples) else None
         if "samples" not in t:
             if views is None:
-                return torch.frombuffer(payload, dtype=torch.float32).view(size, *IMAGE_SHAPE), []
+                return torch.frombuffer(payload, dtype=torch.float32).view(size, *self.shape), []
             # Samples in place (shared memory): each copied once, into the batch tensor.
-            x = torch.empty(size, *IMAGE_SHAPE, dtype=torch.float32)
+            x = torch.empty(size, *self.shape, dtype=torch.float32)
             for k, v in enumerate(views):
-                x[k] = torch.frombuffer(v, dtype=torch.float32).view(*IMAGE_SHAPE)
+                x[k] = torch.frombuffer(v, dtype=torch.float32).view(*self.shape)
             return x, []
-        x = torch.zeros(size, *IMAGE_SHAPE, dtype=torch.float32, device=self.device)
+        x = torch.zeros(size, *self.shape, dtype=torch.float32, device=self.device)
         failed: list[Failed] = []
         inline = memoryview(payload) if views is None else memoryview(b"")
         at = 0
@@ -89,9 +90,9 @@ class Preprocess:
             data = views[k] if views is not None else inline[at : at + n]
             at += n
             if smp["encoding"] == "FP32":
-                x[k] = torch.frombuffer(data, dtype=torch.float32).view(*IMAGE_SHAPE)
+                x[k] = torch.frombuffer(data, dtype=torch.float32).view(*self.shape)
             elif smp["encoding"] == "UINT8":
-                x[k] = self.pixels(torch.frombuffer(data, dtype=torch.uint8).view(*IMAGE_SHAPE))
+                x[k] = self.pixels(torch.frombuffer(data, dtype=torch.uint8).view(*self.shape))
             else:
                 try:
                     x[k] = self.pixels(self.decode(smp["encoding"], data))

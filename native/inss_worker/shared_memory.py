@@ -8,8 +8,6 @@ import mmap
 import os
 from typing import Union
 
-from .protocol import IMAGE_VALUES
-
 Region = memoryview
 
 
@@ -55,8 +53,11 @@ def _is_slot(slot: object) -> bool:
     return all(isinstance(x, int) and not isinstance(x, bool) for x in slot)
 
 
-def slot_samples(msg: object, payload: bytearray, region: Region | None) -> tuple[Payload | None, str | None]:
-    """(Samples, None) for a batch with `slots`, (payload, None) for one without, or (None, why refused)."""
+def slot_samples(
+    msg: object, payload: bytearray, region: Region | None, sample_bytes: int
+) -> tuple[Payload | None, str | None]:
+    """(Samples, None) for a batch with `slots`, (payload, None) for one without, or (None, why refused).
+    `sample_bytes`: one sample of the image input as its own datatype (FP32 [3, S, S])."""
     if not isinstance(msg, dict) or msg.get("slots") is None:
         return payload, None
     slots = msg["slots"]
@@ -77,7 +78,7 @@ def slot_samples(msg: object, payload: bytearray, region: Region | None) -> tupl
     if isinstance(smps, list):
         lengths = [s.get("byteLength") if isinstance(s, dict) else None for s in smps]
     else:
-        lengths = [4 * IMAGE_VALUES] * size
+        lengths = [sample_bytes] * size
     if len(lengths) != size:
         return None, f"input '{name}': samples: expected a list of {size}"
     views: list[memoryview] = []

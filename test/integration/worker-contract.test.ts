@@ -4,6 +4,7 @@
 // (the direct path: a Unix socket and TCP, as the scheduler connects to them).
 // Over 400 lines because it is one contract suite run against every worker implementation: its cases
 // share each implementation's running worker and data-socket fixtures, and one file keeps them in step.
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,6 +67,24 @@ interface Implementation {
 
 const shmAddon = loadShmAddon();
 
+/** resnet18 (seeded random weights) scripted and saved with torch.jit.save, made on the first launch. */
+let scripted: { dir: string; file: string } | undefined;
+function scriptedResnet18(): string {
+  if (!scripted) {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-contract-ts-'));
+    const file = join(dir, 'resnet18.pt');
+    const make =
+      'import sys, torch, torchvision; torch.manual_seed(4); ' +
+      'torch.jit.save(torch.jit.script(torchvision.models.resnet18(weights=None).eval()), sys.argv[1])';
+    execFileSync(resolvePython(), ['-c', make, file], { timeout: 110_000 });
+    scripted = { dir, file };
+  }
+  return scripted.file;
+}
+afterAll(() => {
+  if (scripted) rmSync(scripted.dir, { recursive: true, force: true });
+});
+
 const implementations: Implementation[] = [
   {
     name: 'simulated',
@@ -79,6 +98,23 @@ const implementations: Implementation[] = [
     longBatch: 32,
     // The simulated worker maps through inss's addon, built at install where a C compiler is.
     cannotMap: shmAddon.ok ? null : `the shared-memory addon is ${shmAddon.why}`,
+  },
+  {
+    // A TorchScript module (--model-file) with the zoo's image signature passes every case the torchvision
+    // model does, its per-sample encodings and shared-memory slots included.
+    name: 'torchscript',
+    skip: torchOk ? null : `${resolvePython()} cannot import torch and torchvision (as for torch)`,
+    model: 'resnet18-scripted',
+    launch: () =>
+      torchWorkerCommand({
+        model: 'resnet18-scripted',
+        modelFile: scriptedResnet18(),
+        signature: { ...modelSignature(4 * 3 * 224 * 224, 4000), batchDim: true },
+        device: 'cpu',
+        warmupBatches: 1,
+      }),
+    longBatch: 4,
+    cannotMap: null,
   },
   {
     name: 'torch',
