@@ -1,5 +1,8 @@
 // GET /v2 and GET /v2/models/{name}: what the server and each model say of themselves.
 import { inputForms, type ModelSignature, type TensorSpec } from '../../src/protocol/tensor.js';
+import { PLATFORM_OF } from '../../src/repository/types.js';
+import type { ServedModelConfig } from '../control.js';
+import { MODEL_VERSION } from '../metricsTypes.js';
 import type { MetadataForm, MetadataTensor, ModelMetadata, ServerMetadata } from './types.js';
 
 /**
@@ -45,14 +48,30 @@ export function modelMetadata(model: {
   signature: ModelSignature;
   sloMs: number;
   versions?: string[];
+  platform?: string;
 }): ModelMetadata {
   const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
   return {
     name: model.name,
     ...(model.versions !== undefined ? { versions: model.versions } : {}),
-    platform: 'inss',
+    platform: model.platform ?? 'inss',
     inputs: model.signature.inputs.map(tensor),
     outputs: model.signature.outputs.map(tensor),
     parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature) },
   };
+}
+
+/**
+ * The metadata of a served model: a repository model's platform (onnxruntime_onnx, pytorch_libtorch)
+ * and the one version inss serves of it; a scenario's model is platform `inss`, version 1.
+ */
+export function servedModelMetadata(c: ServedModelConfig): ModelMetadata {
+  const r = c.repository;
+  return modelMetadata({
+    name: c.name,
+    signature: c.signature,
+    sloMs: c.sloMs,
+    versions: [r?.version ?? MODEL_VERSION],
+    ...(r ? { platform: PLATFORM_OF[r.backend] } : {}),
+  });
 }
