@@ -27,19 +27,22 @@ export function serverMetadata(version: string): ServerMetadata {
 }
 
 /**
- * Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's model config).
+ * Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's
+ * model config); without it for a model that takes none (max_batch_size 0).
  */
-export function inputFormsByName(signature: ModelSignature): Record<string, MetadataForm[]> {
+export function inputFormsByName(signature: ModelSignature, batchDim = true): Record<string, MetadataForm[]> {
+  const lead = batchDim ? [-1] : [];
   return Object.fromEntries(
     signature.inputs.map((s) => [
       s.name,
-      inputForms(s).map((f) => ({ datatype: f.datatype, shape: [-1, ...f.shape], content: f.content })),
+      inputForms(s).map((f) => ({ datatype: f.datatype, shape: [...lead, ...f.shape], content: f.content })),
     ]),
   );
 }
 
 /**
- * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1). `inputs` lists
+ * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1), unless `batchDim`
+ * is false (a model with max_batch_size 0: its shapes are exactly its dims, as Triton reports them). `inputs` lists
  * each input in the model's own datatype; `parameters` are inss's additions: `slo_ms` (the model's
  * latency SLO) and `input_forms` (each input's accepted datatypes and shapes).
  */
@@ -49,15 +52,21 @@ export function modelMetadata(model: {
   sloMs: number;
   versions?: string[];
   platform?: string;
+  batchDim?: boolean;
 }): ModelMetadata {
-  const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
+  const lead = model.batchDim === false ? [] : [-1];
+  const tensor = (s: TensorSpec): MetadataTensor => ({
+    name: s.name,
+    datatype: s.datatype,
+    shape: [...lead, ...s.shape],
+  });
   return {
     name: model.name,
     ...(model.versions !== undefined ? { versions: model.versions } : {}),
     platform: model.platform ?? 'inss',
     inputs: model.signature.inputs.map(tensor),
     outputs: model.signature.outputs.map(tensor),
-    parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature) },
+    parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature, model.batchDim !== false) },
   };
 }
 
@@ -72,6 +81,6 @@ export function servedModelMetadata(c: ServedModelConfig): ModelMetadata {
     signature: c.signature,
     sloMs: c.sloMs,
     versions: [r?.version ?? MODEL_VERSION],
-    ...(r ? { platform: PLATFORM_OF[r.backend] } : {}),
+    ...(r ? { platform: PLATFORM_OF[r.backend], batchDim: r.maxBatchSize > 0 } : {}),
   });
 }
