@@ -52,11 +52,11 @@ function loadModel(root: string, name: string): RepositoryModel {
     );
   const version = chosen.versions[chosen.versions.length - 1]!;
   const file = join(dir, String(version), read.modelFilename);
-  if (!isFile(file))
-    throw new InvalidInputError(
-      `${file}: missing (the model file of version ${version}: ` +
-        `${read.modelFilename === 'model.onnx' || read.modelFilename === 'model.pt' ? 'the default name' : 'default_model_filename'})`,
-    );
+  if (!isFile(file)) {
+    const byDefault = read.modelFilename === (read.backend === 'onnxruntime' ? 'model.onnx' : 'model.pt');
+    const why = byDefault ? 'the default name' : 'default_model_filename';
+    throw new InvalidInputError(`${file}: missing (the model file of version ${version}: ${why})`);
+  }
   return repositoryModel(read, version, chosen.versions, file);
 }
 

@@ -4,8 +4,20 @@
 import { InvalidInputError } from '../profile/schema.js';
 import { type Datatype, DATATYPE_BYTES, type TensorSpec } from '../protocol/tensor.js';
 import type { QueuePolicyConfig } from '../serving/queuePolicy.js';
-import { type Arity, Fields, messageJson, Problems } from './fields.js';
+import { Fields, messageJson, Problems } from './fields.js';
 import { parsePbtxt, PbtxtError } from './pbtxt.js';
+import {
+  DATATYPES,
+  FORMATS,
+  INPUT,
+  MODEL_CONFIG,
+  OUTPUT,
+  PASSED_THROUGH,
+  QUEUE_POLICY,
+  REFUSED,
+  REFUSED_FLAGS,
+  UNSUPPORTED_TYPES,
+} from './proto.js';
 import { PLATFORM_OF, type RepositoryBackend, type RepositoryModel } from './types.js';
 
 /** A configuration's problems, one line each (`resnet/config.pbtxt: input[1].dims[0]: -1 (...)`). */
@@ -43,109 +55,6 @@ const BACKEND_OF_PLATFORM: Readonly<Record<string, RepositoryBackend>> = {
   pytorch_libtorch: 'pytorch',
 };
 const DEFAULT_FILE: Readonly<Record<RepositoryBackend, string>> = { onnxruntime: 'model.onnx', pytorch: 'model.pt' };
-
-/** ModelConfig's fields. Those inss refuses are listed too, so that they are refused with a reason. */
-const MODEL_CONFIG: Readonly<Record<string, Arity>> = {
-  name: 'one',
-  platform: 'one',
-  backend: 'one',
-  runtime: 'one',
-  version_policy: 'one',
-  max_batch_size: 'one',
-  input: 'many',
-  output: 'many',
-  batch_input: 'many',
-  batch_output: 'many',
-  optimization: 'one',
-  dynamic_batching: 'one',
-  sequence_batching: 'one',
-  ensemble_scheduling: 'one',
-  instance_group: 'many',
-  default_model_filename: 'one',
-  cc_model_filenames: 'many',
-  metric_tags: 'many',
-  parameters: 'many',
-  model_warmup: 'many',
-  model_operations: 'one',
-  model_transaction_policy: 'one',
-  model_repository_agents: 'one',
-  response_cache: 'one',
-  model_metrics: 'one',
-};
-
-/** Fields inss refuses outright, and why. */
-const REFUSED: Readonly<Record<string, string>> = {
-  batch_input: 'batch inputs, which the backend adds from the whole batch, are not supported',
-  batch_output: 'batch outputs are not supported',
-  sequence_batching: 'sequence batching (stateful models) is not supported',
-  ensemble_scheduling: 'ensembles are not supported',
-  model_operations: 'custom operation libraries are not loaded',
-  model_repository_agents: 'repository agents (which change the model files at load) are not run',
-};
-
-/** Fields inss reads no meaning from; they pass through to the configuration as loaded (docs/model-repository.md). */
-const PASSED_THROUGH = [
-  'runtime',
-  'optimization',
-  'instance_group',
-  'cc_model_filenames',
-  'metric_tags',
-  'model_warmup',
-  'response_cache',
-  'model_metrics',
-] as const;
-
-const INPUT: Readonly<Record<string, Arity>> = {
-  name: 'one',
-  data_type: 'one',
-  format: 'one',
-  dims: 'many',
-  reshape: 'one',
-  is_shape_tensor: 'one',
-  allow_ragged_batch: 'one',
-  optional: 'one',
-  is_non_linear_format_io: 'one',
-};
-const OUTPUT: Readonly<Record<string, Arity>> = {
-  name: 'one',
-  data_type: 'one',
-  dims: 'many',
-  reshape: 'one',
-  label_filename: 'one',
-  is_shape_tensor: 'one',
-  is_non_linear_format_io: 'one',
-};
-/** Input and output flags inss cannot honour when true, and why. */
-const REFUSED_FLAGS: Readonly<Record<string, string>> = {
-  is_shape_tensor: 'shape tensors are not supported',
-  allow_ragged_batch: 'ragged batches are not supported',
-  optional: 'optional inputs are not supported: every request carries every input',
-  is_non_linear_format_io: 'non-linear IO formats (TensorRT only) are not supported',
-};
-
-const DATATYPES = [
-  'TYPE_BOOL',
-  'TYPE_UINT8',
-  'TYPE_UINT16',
-  'TYPE_UINT32',
-  'TYPE_UINT64',
-  'TYPE_INT8',
-  'TYPE_INT16',
-  'TYPE_INT32',
-  'TYPE_INT64',
-  'TYPE_FP16',
-  'TYPE_FP32',
-  'TYPE_FP64',
-  'TYPE_STRING',
-  'TYPE_BF16',
-  'TYPE_INVALID',
-] as const;
-const UNSUPPORTED_TYPES: Readonly<Record<string, string>> = {
-  TYPE_STRING: 'BYTES tensors are not supported yet',
-  TYPE_BF16: 'BF16 tensors are not supported yet',
-  TYPE_INVALID: 'not a datatype',
-};
-const FORMATS = ['FORMAT_NONE', 'FORMAT_NHWC', 'FORMAT_NCHW'] as const;
 
 /** One input or output: its tensor spec (when valid) and its JSON as Triton writes it. */
 function tensor(f: Fields, kind: 'input' | 'output'): { spec?: TensorSpec; json: Record<string, unknown> } {
@@ -259,13 +168,6 @@ function parametersOf(top: Fields): { sloMs?: number; json: Record<string, unkno
   });
   return { ...(sloMs !== undefined ? { sloMs } : {}), json };
 }
-
-const QUEUE_POLICY: Readonly<Record<string, Arity>> = {
-  timeout_action: 'one',
-  default_timeout_microseconds: 'one',
-  allow_timeout_override: 'one',
-  max_queue_size: 'one',
-};
 
 function dynamicBatchingOf(
   top: Fields,

@@ -103,7 +103,7 @@ async function get(url: string): Promise<{ status: number; body: Record<string, 
 }
 
 describe('inss scheduler --model-repository', () => {
-  it("serves the repository's models alone, answers their configuration and metadata, and lists the failed", async () => {
+  it("serves the repository's models alone: their configuration, metadata and the failed ones", async () => {
     const { base, stderr } = await scheduler([]);
 
     const config = await get(`${base}/v2/models/adder/config`);

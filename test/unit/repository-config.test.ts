@@ -103,7 +103,8 @@ instance_group [ { count: 2 kind: KIND_GPU gpus: [ 0 ] } ]
 parameters { key: "slo_ms" value: { string_value: "40" } }
 parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
 optimization { execution_accelerators { gpu_execution_accelerator: [ { name: "tensorrt" } ] } }
-model_warmup [ { name: "w" batch_size: 1 inputs { key: "ids" value: { data_type: TYPE_INT64 dims: [ 32 ] zero_data: true } } } ]
+model_warmup [ { name: "w" batch_size: 1
+  inputs { key: "ids" value: { data_type: TYPE_INT64 dims: [ 32 ] zero_data: true } } } ]
 `;
 
 function problemsOf(text: string, dir = 'm'): readonly string[] {
@@ -119,7 +120,8 @@ function problemsOf(text: string, dir = 'm'): readonly string[] {
 /** A valid configuration (max_batch_size 4 unless `extra` gives it), and `extra` on its fifth line. */
 const MINIMAL = (extra: string) =>
   `platform: "onnxruntime_onnx"\n${extra.includes('max_batch_size') ? '' : 'max_batch_size: 4'}\n` +
-  `input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }\noutput { name: "y" data_type: TYPE_FP32 dims: [ 2 ] }\n${extra}`;
+  `input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }\n` +
+  `output { name: "y" data_type: TYPE_FP32 dims: [ 2 ] }\n${extra}`;
 
 describe("Triton's own configurations", () => {
   it('serves the pytorch backend example as written', () => {
