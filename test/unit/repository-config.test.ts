@@ -2,6 +2,7 @@
 // as their repositories ship them, every refusal naming its field, unknown fields, the name rule, the
 // JSON Triton answers, and which versions a policy serves.
 import { describe, expect, it } from 'vitest';
+import { repositoryWorkerSignature } from '../../cli/serve/workers.js';
 import {
   policyVersions,
   readModelConfig,
@@ -349,5 +350,22 @@ describe('policyVersions and repositoryModel', () => {
     const r = repositoryModel(c, 3, [2, 3], '/repo/ranker/3/model.onnx');
     expect(r).toMatchObject({ name: 'ranker', version: '3', versions: ['2', '3'], file: '/repo/ranker/3/model.onnx' });
     expect(r.config).toBe(c.config);
+  });
+
+  it("gives a worker the model's tensors in order and whether it takes a batch dimension", () => {
+    const ranker = repositoryModel(readModelConfig(FULL, 'ranker', 's'), 1, [1], '/m.onnx');
+    expect(repositoryWorkerSignature(ranker)).toEqual({
+      inputs: [
+        { name: 'ids', datatype: 'INT64', shape: [32] },
+        { name: 'image', datatype: 'UINT8', shape: [64, 64, 3] },
+      ],
+      outputs: [
+        { name: 'score', datatype: 'FP16', shape: [4] },
+        { name: 'flag', datatype: 'BOOL', shape: [1] },
+      ],
+      batchDim: true,
+    });
+    const plain = readModelConfig(MINIMAL('max_batch_size: 0'), 'm', 's');
+    expect(repositoryWorkerSignature(repositoryModel(plain, 1, [1], '/m.onnx')).batchDim).toBe(false);
   });
 });
