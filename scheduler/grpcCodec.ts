@@ -24,7 +24,7 @@
 // The messages' shapes and the status codes: scheduler/grpcMessages.ts (re-exported here).
 import type { InferResponse, ModelMetadata, ServerMetadata } from './kserve.js';
 import { DATATYPE_BYTES, type Datatype, elementCount, GRPC_CONTENTS_FIELD } from '../src/protocol/tensor.js';
-import type { IndexEntry, TritonModelConfig, TritonModelStat } from './triton.js';
+import type { IndexEntry, ModelConfigAnswer, TritonModelStat } from './triton.js';
 import type { RegionStatus } from './sharedMemory.js';
 import type {
   Int64,
@@ -382,7 +382,7 @@ export function modelMetadataMessage(m: ModelMetadata): {
 }
 
 /** ModelConfigResponse: the HTTP configuration's fields are model_config.proto's (enum values by name). */
-export function modelConfigMessage(c: TritonModelConfig): { config: TritonModelConfig } {
+export function modelConfigMessage(c: ModelConfigAnswer): { config: ModelConfigAnswer } {
   return { config: c };
 }
 

@@ -4,6 +4,7 @@
 // extensions. Built once per GrpcService.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import type { UnavailableModel } from '../src/repository/types.js';
 import type { Control, ServedModelConfig } from './control.js';
 import {
   GrpcCode,
@@ -22,15 +23,17 @@ import {
   sharedMemoryStatusMessage,
 } from './grpcCodec.js';
 import type { InferFront } from './infer.js';
-import { modelMetadata, parseInferFields, serverMetadata } from './kserve.js';
+import { parseInferFields, servedModelMetadata, serverMetadata } from './kserve.js';
 import type { Metrics } from './metrics.js';
 import { isLocalPeer, type SharedMemoryRegistry } from './sharedMemory.js';
 import { cudaSharedMemoryAnswer } from './sharedMemoryRoutes.js';
-import { modelConfigJson, modelStatJson, repositoryIndex, resolveModel } from './triton.js';
+import { modelStatJson, repositoryIndex, resolveModel, servedModelConfig } from './triton.js';
 
 /** What the handlers serve: the models, and the parts of the service each RPC reads or runs. */
 export interface HandlerOptions {
   readonly models: readonly ServedModelConfig[];
+  /** Repository models that failed to load (scheduler/triton/routes.ts resolveModel, repositoryIndex). */
+  readonly unavailable?: readonly UnavailableModel[];
   /**
    * Each model's largest request, in bytes (the HTTP body limit): a message over the largest is refused by gRPC itself.
    */
@@ -93,7 +96,7 @@ export function handlers(o: HandlerOptions): grpc.UntypedServiceImplementation {
   const str = (v: unknown): string => (typeof v === 'string' ? v : '');
   const version = (v: unknown): string | undefined => (str(v) === '' ? undefined : str(v));
   const model = (req: Record<string, unknown>): Answer<number> => {
-    const r = resolveModel(o.models, str(req.name), version(req.version));
+    const r = resolveModel(o.models, str(req.name), version(req.version), o.unavailable);
     return r.ok ? { ok: true, value: r.index } : fail(GrpcCode.NOT_FOUND, r.error);
   };
   const local = (call: { getPeer(): string }) => isLocalPeer(peerAddress(call.getPeer()));
@@ -170,14 +173,11 @@ export function handlers(o: HandlerOptions): grpc.UntypedServiceImplementation {
     ModelMetadata: unary(log, (req) => {
       const m = model(req);
       if (!m.ok) return m;
-      const c = o.models[m.value]!;
-      return ok(
-        modelMetadataMessage(modelMetadata({ name: c.name, signature: c.signature, sloMs: c.sloMs, versions: ['1'] })),
-      );
+      return ok(modelMetadataMessage(servedModelMetadata(o.models[m.value]!)));
     }),
     ModelConfig: unary(log, (req) => {
       const m = model(req);
-      return m.ok ? ok(modelConfigMessage(modelConfigJson(o.models[m.value]!, o.control.workerViews()))) : m;
+      return m.ok ? ok(modelConfigMessage(servedModelConfig(o.models[m.value]!, o.control.workerViews()))) : m;
     }),
     ModelStatistics: unary(log, async (req) => {
       let names = o.models.map((x) => x.name);
@@ -193,7 +193,12 @@ export function handlers(o: HandlerOptions): grpc.UntypedServiceImplementation {
       );
     }),
     RepositoryIndex: unary(log, (req) => {
-      const index = repositoryIndex(o.models, o.control.workerViews(), o.control.readiness().policyError);
+      const index = repositoryIndex(
+        o.models,
+        o.control.workerViews(),
+        o.control.readiness().policyError,
+        o.unavailable,
+      );
       return ok(repositoryIndexMessage(req.ready === true ? index.filter((e) => e.state === 'READY') : index));
     }),
     RepositoryModelLoad: unary(log, (req) =>

@@ -38,4 +38,4 @@ export { REGION_NAME, resolveRegionInput } from './kserve/regions.js';
 export { readImageElement, readImageElements } from './kserve/images.js';
 export { DEFAULT_MAX_BATCH_SIZE, type ParseModel, parseInferFields, parseInferRequest } from './kserve/request.js';
 export { encodeInferResponse, errorBody } from './kserve/response.js';
-export { inputFormsByName, modelMetadata, serverMetadata } from './kserve/metadata.js';
+export { inputFormsByName, modelMetadata, servedModelMetadata, serverMetadata } from './kserve/metadata.js';

@@ -7,7 +7,8 @@ import type { BodyReader } from './bodyReader.js';
 import type { Control, ServedModelConfig } from './control.js';
 import { bodyTooLarge } from './guard.js';
 import type { InferFront } from './infer.js';
-import { encodeInferResponse, modelMetadata, type ParseModel, serverMetadata } from './kserve.js';
+import type { UnavailableModel } from '../src/repository/types.js';
+import { encodeInferResponse, type ParseModel, servedModelMetadata, serverMetadata } from './kserve.js';
 import type { Metrics } from './metrics.js';
 import type { ParsePool } from './parsePool.js';
 import { isLocalPeer } from './sharedMemory.js';
@@ -15,6 +16,8 @@ import { resolveModel } from './triton.js';
 
 export interface KserveRouteOptions {
   readonly models: readonly ServedModelConfig[];
+  /** Repository models that failed to load: not served, not ready (scheduler/triton/routes.ts resolveModel). */
+  readonly unavailable: readonly UnavailableModel[];
   /** inss's version, as GET /v2 reports it. */
   readonly version: string;
   readonly control: Pick<Control, 'readiness' | 'modelReady'>;
@@ -40,7 +43,7 @@ const json = (reply: FastifyReply, status: number, body: unknown) =>
 /** Registers the routes. Call before the app listens. */
 export function registerKserve(app: FastifyInstance, o: KserveRouteOptions): void {
   const modelOr404 = (name: string, version: string | undefined, reply: FastifyReply): number | null => {
-    const r = resolveModel(o.models, name, version);
+    const r = resolveModel(o.models, name, version, o.unavailable);
     if (!r.ok) void json(reply, 404, { error: r.error });
     return r.ok ? r.index : null;
   };
@@ -57,12 +60,14 @@ export function registerKserve(app: FastifyInstance, o: KserveRouteOptions): voi
   const metadataRoute = (req: { params: ModelParams }, reply: FastifyReply) => {
     const m = modelOr404(req.params.name, req.params.version, reply);
     if (m === null) return reply;
-    const c = o.models[m]!;
-    return json(reply, 200, modelMetadata({ name: c.name, signature: c.signature, sloMs: c.sloMs, versions: ['1'] }));
+    return json(reply, 200, servedModelMetadata(o.models[m]!));
   };
   app.get<{ Params: ModelParams }>('/v2/models/:name', metadataRoute);
   app.get<{ Params: ModelParams }>('/v2/models/:name/versions/:version', metadataRoute);
   const readyRoute = (req: { params: ModelParams }, reply: FastifyReply) => {
+    // A repository model that failed to load is known, and not ready (as Triton answers it).
+    const failed = o.unavailable.find((u) => u.name === req.params.name);
+    if (failed) return json(reply, 503, { name: failed.name, ready: false, reason: failed.reason });
     const m = modelOr404(req.params.name, req.params.version, reply);
     if (m === null) return reply;
     const ready = o.control.modelReady(m);

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
 import type { Profile } from '../src/profile/schema.js';
+import type { UnavailableModel } from '../src/repository/types.js';
 import { Control, type ControlSettings, type ServedModelConfig } from './control.js';
 import { AGENT_PATH, AgentHub } from './hub.js';
 import { type AccessOptions, OPEN_ACCESS } from './auth.js';
@@ -42,6 +43,8 @@ export interface SchedulerOptions {
   /** Serve HTTPS (and wss:// for agents) with this certificate and key (PEM). */
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   readonly models: readonly ServedModelConfig[];
+  /** Models of the repository that failed to load (docs/model-repository.md): listed UNAVAILABLE, not served. */
+  readonly unavailableModels?: readonly UnavailableModel[];
   readonly profiles: ReadonlyMap<string, Profile>;
   readonly policyName: string;
   readonly createPolicy: (cluster: ClusterInfo) => Policy;
@@ -178,7 +181,13 @@ export class SchedulerService {
     guard(app, guardOptions, routeBodyLimit);
     const takeReservation = admitParses(app, parser, isInfer);
 
-    registerTriton(app, { control, metrics, models: opts.models, bodyLimit: routeBodyLimit });
+    registerTriton(app, {
+      control,
+      metrics,
+      models: opts.models,
+      unavailable: opts.unavailableModels ?? [],
+      bodyLimit: routeBodyLimit,
+    });
     const regions = new SharedMemoryRegistry();
     registerSharedMemoryRoutes(app, regions);
     // What every protocol does with a validated request (scheduler/infer.ts).
@@ -189,6 +198,7 @@ export class SchedulerService {
     });
     registerKserve(app, {
       models: opts.models,
+      unavailable: opts.unavailableModels ?? [],
       version: opts.version,
       control,
       metrics,
@@ -293,6 +303,7 @@ function startGrpc(
     ...(opts.tls ? { tls: opts.tls } : {}),
     ...shared,
     models: opts.models,
+    unavailable: opts.unavailableModels ?? [],
     ...(slots ? { slots } : {}),
     version: opts.version,
     logger: opts.logger.child({ part: 'grpc' }),

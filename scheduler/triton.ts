@@ -2,10 +2,12 @@
 // call (registerTriton, from scheduler/service.ts):
 // - the statistics extension: GET /v2/models/stats, /v2/models/{name}[/versions/{v}]/stats, from the
 //   scheduler's own counters (scheduler/metrics.ts);
-// - the model configuration extension: GET /v2/models/{name}[/versions/{v}]/config: inputs (image
-//   inputs FORMAT_NCHW), outputs (with their label file), max batch, dynamic batching, and inss's SLO,
-//   shares and batch sizes in force as parameters;
-// - the model repository extension, read-only: POST /v2/repository/index lists the served models;
+// - the model configuration extension: GET /v2/models/{name}[/versions/{v}]/config: a repository
+//   model's configuration as loaded (docs/model-repository.md); for a scenario's model, its inputs
+//   (image inputs FORMAT_NCHW), outputs (with their label file), max batch, dynamic batching, and
+//   inss's SLO, shares and batch sizes in force as parameters;
+// - the model repository extension, read-only: POST /v2/repository/index lists the served models and
+//   the repository's models that failed to load;
 //   POST /v2/repository/models/{name}/load|unload are refused (403): the policy places models;
 // - HTTP compression: request bodies with Content-Encoding gzip or deflate are decompressed before any
 //   route reads them (the decompressed size is held to the body limit: a zip bomb gets 413, not the
@@ -23,6 +25,7 @@ export type {
   ConfigInput,
   ConfigOutput,
   IndexEntry,
+  ModelConfigAnswer,
   StatDuration,
   TritonModelConfig,
   TritonModelStat,
@@ -34,6 +37,8 @@ export {
   modelStatJson,
   parseIndexRequest,
   repositoryIndex,
+  servedModelConfig,
+  servedVersion,
 } from './triton/model.js';
 export { type Coding, compressedRoute, decompress, requestCoding, responseCoding } from './triton/compression.js';
 export { registerTriton, resolveModel, type TritonOptions, unknownModelHook } from './triton/routes.js';

@@ -11,12 +11,15 @@ import { torchWorkerCommand } from '../../agent/torchWorker.js';
 import { DEFAULT_POOLED_GPU_MODE, type PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
 import type { AgentGpu } from '../../src/protocol/agent.js';
+import type { RepositoryModel } from '../../src/repository/types.js';
 import { BUILTIN_PROFILE_DIR, listProfileIds, loadProfile } from '../profiles.js';
+import { loadRepository } from '../repository.js';
 import { readFlagFile, sharedToken } from './access.js';
 import {
   type AgentFlags,
   agentUrl,
   DATA_PATH_OPTION,
+  MODEL_REPOSITORY_OPTION,
   parseSimulate,
   POOLED_GPU_OPTION,
   WORKER_OPTION,
@@ -103,7 +106,21 @@ function agentGpus(flags: AgentFlags): {
 
 interface RunningAgent {
   readonly agent: Agent;
+  /** The models of --model-repository this agent launches workers of, by name (empty without it). */
+  readonly repository: ReadonlyMap<string, RepositoryModel>;
   stop(): Promise<void>;
+}
+
+/**
+ * The agent's copy of the model repository (--model-repository, the scheduler's as this machine sees
+ * it): the models by name. A model that fails here is logged; the scheduler lists its own failures.
+ */
+function agentRepository(flags: AgentFlags, logger: Logger): Map<string, RepositoryModel> {
+  if (flags.modelRepository === undefined) return new Map();
+  const loaded = loadRepository(flags.modelRepository);
+  for (const f of loaded.failures)
+    logger.error({ model: f.name, reason: f.reason }, `model repository: '${f.name}' cannot be launched here`);
+  return new Map(loaded.models.map((m) => [m.name, m]));
 }
 
 /**
@@ -130,6 +147,7 @@ async function startGpuAgent(
         `pool as ${REAL_GPU_POOLED}`,
     );
   await requireTorch();
+  const repository = agentRepository(flags, logger);
   const base = join(flags.stateDir ?? join(process.env.HOME ?? '.', '.inss'), 'mps');
   const daemons = new Map<number, MpsDaemon>();
   for (const g of gpus) {
@@ -183,6 +201,7 @@ async function startGpuAgent(
   for (const s of supervisors) s.start();
   return {
     agent,
+    repository,
     stop: async () => {
       for (const s of supervisors) s.stop();
       // A recovery in progress (restarting a daemon) finishes before the daemons are stopped for good.
@@ -204,6 +223,7 @@ export async function startAgent(url: string, token: string, flags: AgentFlags, 
   }
   const { gpus, profilePaths } = agentGpus(flags);
   if (flags.worker === 'torch') await requireTorch();
+  const repository = agentRepository(flags, logger);
   const agent = new Agent({
     schedulerUrl: url,
     token,
@@ -216,7 +236,7 @@ export async function startAgent(url: string, token: string, flags: AgentFlags, 
     logger,
   });
   agent.start();
-  return { agent, stop: () => agent.stop() };
+  return { agent, repository, stop: () => agent.stop() };
 }
 
 export function registerAgentCommand(program: Command): void {
@@ -245,6 +265,7 @@ export function registerAgentCommand(program: Command): void {
     .addOption(POOLED_GPU_OPTION('overlap'))
     .addOption(DATA_PATH_OPTION())
     .option('--data-advertise <host>', '--data-path tcp: the address the scheduler reaches this machine at')
+    .addOption(MODEL_REPOSITORY_OPTION())
     .option('--log-level <level>', 'pino log level', 'info')
     .action(
       async (

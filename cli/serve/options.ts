@@ -51,6 +51,10 @@ export interface ServeOptions {
   authTokens?: string;
   insecureIntrospection?: boolean;
   scenario: string;
+  /** Whether --scenario was given (with --model-repository and no --scenario, only the repository is served). */
+  scenarioGiven?: boolean;
+  /** --model-repository: a model repository in Triton's layout (docs/model-repository.md). */
+  modelRepository?: string;
   /** Which command runs (for its printed lines). */
   command: 'scheduler' | 'up';
   policy: string;
@@ -75,6 +79,8 @@ export interface AgentFlags {
   tls?: AgentTls;
   dataPath?: string;
   dataAdvertise?: string;
+  /** --model-repository: the same repository as the scheduler's, whose workers this agent launches. */
+  modelRepository?: string;
 }
 
 /**
@@ -109,6 +115,11 @@ export function addSchedulerOptions(c: Command): Command {
       '--scenario <name|file>',
       'models, SLOs and expected rates to serve, from a built-in scenario or a scenario file',
       'paper-6',
+    )
+    .option(
+      '--model-repository <dir>',
+      "serve the models of a repository in Triton's layout (<dir>/<name>/config.pbtxt, <name>/<version>/model.onnx " +
+        "or model.pt) beside the scenario's; without --scenario, only these (docs/model-repository.md)",
     )
     .option('--policy <name>', 'scheduling policy (inss, gpulet, gslice, igniter, static-even, timeshare, ...)', 'inss')
     .option('--policy-file <file>', 'trained policy for inss / inss-ni (default: the one shipped for the scenario)')
@@ -203,3 +214,10 @@ export const WORKER_OPTION = () =>
   )
     .choices(['sim', 'torch'])
     .default('sim');
+
+/** --model-repository on `inss agent`. */
+export const MODEL_REPOSITORY_OPTION = () =>
+  new Option(
+    '--model-repository <dir>',
+    "the scheduler's model repository, as this machine sees it (the agent launches its models' workers)",
+  );

@@ -13,10 +13,12 @@ import { Store } from '../../scheduler/store.js';
 import type { ClusterInfo } from '../../src/policy/types.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
+import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
 import { initialRates } from '../../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../../src/serving/settings.js';
 import { BUILTIN_POLICY_DIR, listProfileIds, loadProfile, readJsonFile } from '../profiles.js';
 import { PolicyRegistry } from '../registry.js';
+import { loadRepository } from '../repository.js';
 import { loadScenario } from '../scenarios.js';
 import { accessFrom, sharedToken, tlsFiles, tokensFrom, warnIfExposed } from './access.js';
 import { addSchedulerOptions, grpcPortOf, type ServeOptions } from './options.js';
@@ -32,32 +34,96 @@ function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<strin
   return m;
 }
 
-/** Models, SLOs, initial rates and the policy from a scenario (and flags). */
-function schedulerConfig(opts: ServeOptions) {
-  const loaded = loadScenario(opts.scenario);
-  const profiles = allProfiles(loaded.profiles);
-  const models: ServedModelConfig[] = loaded.scenario.models.map((m, i) => {
+/**
+ * The served model of a repository model. Its SLO: the configuration's `slo_ms` parameter, else the
+ * scenario's for a model of that name, else DEFAULT_REPOSITORY_SLO_MS; its queue policy: the
+ * scenario's, else the configuration's default_queue_policy (docs/model-repository.md, "SLO").
+ */
+function repositoryServed(r: RepositoryModel, fromScenario?: ScenarioModel): ServedModelConfig {
+  const queuePolicy = fromScenario?.queuePolicy ?? r.queuePolicy;
+  return {
+    name: r.name,
+    sloMs: r.sloMs ?? fromScenario?.sloMs ?? DEFAULT_REPOSITORY_SLO_MS,
+    signature: r.signature,
+    maxBatchSize: r.maxBatchSize,
+    ...(queuePolicy ? { queuePolicy } : {}),
+    repository: r,
+  };
+}
+
+type ScenarioModel = ReturnType<typeof loadScenario>['scenario']['models'][number];
+
+/**
+ * The models served: the scenario's (a name the repository has is the repository's model; one whose
+ * repository model failed is not served), then the repository's others. With --model-repository and
+ * no --scenario, the repository's alone.
+ */
+function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario>, logger: Logger) {
+  const repository = opts.modelRepository !== undefined ? loadRepository(opts.modelRepository) : undefined;
+  const byName = new Map((repository?.models ?? []).map((r) => [r.name, r]));
+  const failed = new Set((repository?.failures ?? []).map((f) => f.name));
+  for (const f of repository?.failures ?? [])
+    logger.error({ model: f.name, reason: f.reason }, `model repository: '${f.name}' is not served`);
+  const fromScenario = repository !== undefined && !opts.scenarioGiven ? [] : loaded.scenario.models;
+  const models: ServedModelConfig[] = [];
+  fromScenario.forEach((m, i) => {
     if (m.profileModel !== undefined && m.profileModel !== m.name)
       throw new InvalidInputError(
         `scenario ${opts.scenario}: models[${i}].profileModel is for the simulator only (live workers load a ` +
           `model by its name, '${m.name}')`,
       );
+    if (failed.has(m.name)) return;
+    const r = byName.get(m.name);
+    if (r) {
+      if (r.sloMs !== undefined && r.sloMs !== m.sloMs)
+        logger.warn(
+          { model: m.name, configSloMs: r.sloMs, scenarioSloMs: m.sloMs },
+          "the configuration's slo_ms parameter overrides the scenario's SLO",
+        );
+      models.push(repositoryServed(r, m));
+      return;
+    }
+    // A model the repository does not have is a zoo model: a profile must have it (its signature).
     const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
     if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
     const mp = p.models[m.name]!;
-    return {
+    models.push({
       name: m.name,
       sloMs: m.sloMs,
       signature: modelSignature(mp.inputBytes, mp.outputBytes),
       ...(m.queuePolicy ? { queuePolicy: m.queuePolicy } : {}),
-    };
+    });
   });
+  for (const r of repository?.models ?? [])
+    if (!models.some((m) => m.name === r.name)) models.push(repositoryServed(r));
+  if (models.length === 0)
+    throw new InvalidInputError(
+      `no model to serve: every model of --model-repository ${opts.modelRepository} failed ` +
+        `(${(repository?.failures ?? []).map((f) => `${f.name}: ${f.reason}`).join('; ')})`,
+    );
   const rates = initialRates(loaded.scenario, loaded.traces);
-  const initialRatePerS = Object.fromEntries(models.map((m, i) => [m.name, rates[i]!]));
+  const initialRatePerS = Object.fromEntries(
+    fromScenario.map((m, i) => [m.name, rates[i]!] as const).filter(([n]) => models.some((m) => m.name === n)),
+  );
+  return {
+    models,
+    initialRatePerS,
+    unavailable: repository?.failures ?? [],
+    repositoryOnly: fromScenario.length === 0,
+  };
+}
+
+/** Models, SLOs, initial rates and the policy from a scenario and a model repository (and flags). */
+function schedulerConfig(opts: ServeOptions, logger: Logger) {
+  const loaded = loadScenario(opts.scenario);
+  const profiles = allProfiles(loaded.profiles);
+  const { models, initialRatePerS, unavailable, repositoryOnly } = servedModels(opts, loaded, logger);
   const registry = new PolicyRegistry();
   const factory = registry.get(opts.policy);
   const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
-  const policyFile = opts.policyFile ?? (opts.policy.startsWith('inss') && existsSync(shipped) ? shipped : undefined);
+  // The policy shipped for a scenario was trained on its models: not for a repository's alone.
+  const shippedFits = opts.policy.startsWith('inss') && existsSync(shipped) && !repositoryOnly;
+  const policyFile = opts.policyFile ?? (shippedFits ? shipped : undefined);
   const policyData = policyFile ? readJsonFile(policyFile) : undefined;
   let settings;
   try {
@@ -73,6 +139,7 @@ function schedulerConfig(opts: ServeOptions) {
     settings,
     profiles,
     models,
+    unavailable,
     initialRatePerS,
     policyFile,
     // A cluster the policy does not support (e.g. too large for the oracle) is refused with its reason,
@@ -130,7 +197,7 @@ export async function startScheduler(
 }> {
   const tls = tlsFiles(opts);
   const { access, generated } = accessFrom(opts);
-  const config = schedulerConfig(opts);
+  const config = schedulerConfig(opts, logger);
   const grpcPort = grpcPortOf(opts);
   const store = new Store(stateDbPath(opts.stateDir));
   const service = await SchedulerService.start({
@@ -142,6 +209,7 @@ export async function startScheduler(
     access,
     ...(tls ? { tls } : {}),
     models: config.models,
+    unavailableModels: config.unavailable,
     profiles: config.profiles,
     policyName: opts.policy,
     createPolicy: config.createPolicy,
@@ -189,6 +257,7 @@ export function registerSchedulerCommand(program: Command): void {
   ).action(
     async (
       opts: ServeOptions & { host: string; port: number; token?: string; tokenFile?: string; agentTokensFile?: string },
+      command: Command,
     ) => {
       const logger = makeLogger(opts.logLevel);
       const agentTokens =
@@ -199,7 +268,13 @@ export function registerSchedulerCommand(program: Command): void {
       // No token given: a random shared one (printed), unless per-agent tokens are the only way in.
       const token = given ?? (agentTokens ? null : randomBytes(16).toString('hex'));
       const { service, store } = await startScheduler(
-        { ...opts, command: 'scheduler', token, ...(agentTokens ? { agentTokens } : {}) },
+        {
+          ...opts,
+          command: 'scheduler',
+          scenarioGiven: command.getOptionValueSource('scenario') !== 'default',
+          token,
+          ...(agentTokens ? { agentTokens } : {}),
+        },
         logger,
       );
       const shown =

@@ -1,5 +1,6 @@
 // `inss up`: the scheduler and a local agent in one process, on this machine's GPUs when it has them and
-// the PyTorch worker is asked for, else on the scenario's cluster, simulated.
+// the PyTorch worker is asked for, else on the scenario's cluster, simulated. The agent takes the same
+// --model-repository as the scheduler.
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import type { AgentFlags, ServeOptions } from './options.js';
@@ -22,12 +23,16 @@ export function registerUpCommand(program: Command): void {
       .option('--seed <n>', 'seed of the simulated GPUs', positiveInt, 1)
       .addOption(POOLED_GPU_OPTION("the scenario's timeshareGpu"))
       .addOption(DATA_PATH_OPTION()),
-  ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }) => {
+  ).action(async (opts: ServeOptions & AgentFlags & { host: string; port: number }, command: Command) => {
     const logger = makeLogger(opts.logLevel);
     const token = randomBytes(16).toString('hex');
-    const { service, store, config, tls } = await startScheduler({ ...opts, command: 'up', token }, logger);
+    const scenarioGiven = command.getOptionValueSource('scenario') !== 'default';
+    const { service, store, config, tls } = await startScheduler(
+      { ...opts, command: 'up', scenarioGiven, token },
+      logger,
+    );
     // The machine's GPUs when it has some and the PyTorch worker is asked for; else the scenario's
-    // cluster, simulated.
+    // cluster, simulated (with --model-repository alone, the default scenario's).
     let simulate = opts.simulate;
     if (!simulate) {
       const found = await discoveredGpus();

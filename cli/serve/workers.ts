@@ -5,6 +5,7 @@ import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/t
 import type { WorkerLaunch } from '../../agent/workerProcess.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
 import type { AgentGpu, DesiredWorker } from '../../src/protocol/agent.js';
+import type { RepositoryModel, WorkerSignature } from '../../src/repository/types.js';
 import { PACKAGE_ROOT } from '../profiles.js';
 import type { AgentFlags } from './options.js';
 
@@ -66,6 +67,19 @@ export function torchWorkerLaunch(): (w: DesiredWorker, gpu: AgentGpu) => Worker
         CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct),
       },
     };
+  };
+}
+
+/**
+ * What a repository model's worker is told of it (`--signature`, docs/worker-protocol.md): its tensors
+ * in the configuration's order, shapes without the batch dimension, and whether the model takes one
+ * (max_batch_size > 0).
+ */
+export function repositoryWorkerSignature(model: RepositoryModel): WorkerSignature {
+  return {
+    inputs: model.signature.inputs.map((s) => ({ name: s.name, datatype: s.datatype, shape: [...s.shape] })),
+    outputs: model.signature.outputs.map((s) => ({ name: s.name, datatype: s.datatype, shape: [...s.shape] })),
+    batchDim: model.maxBatchSize > 0,
   };
 }
 

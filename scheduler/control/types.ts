@@ -5,6 +5,7 @@ import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import type { ToAgent } from '../../src/protocol/agent.js';
 import type { ModelSignature, SampleEncoding, TensorRef } from '../../src/protocol/tensor.js';
+import type { RepositoryModel } from '../../src/repository/types.js';
 import type { QueuePolicyConfig } from '../../src/serving/queuePolicy.js';
 import type { ServingSettings } from '../../src/serving/settings.js';
 import type { ControlObserver } from '../observer.js';
@@ -22,6 +23,8 @@ export interface ServedModelConfig {
   readonly maxBatchSize?: number;
   /** Its queue policy (src/serving/queuePolicy.ts; the scenario's `models[i].queuePolicy`); absent: the default. */
   readonly queuePolicy?: QueuePolicyConfig;
+  /** The repository model it is (--model-repository; src/repository/types.ts); absent for a scenario's zoo model. */
+  readonly repository?: RepositoryModel;
 }
 
 /** The scenario's serving settings (src/serving/settings.ts), the same the simulator runs by. */

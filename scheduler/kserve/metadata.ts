@@ -1,5 +1,8 @@
 // GET /v2 and GET /v2/models/{name}: what the server and each model say of themselves.
 import { inputForms, type ModelSignature, type TensorSpec } from '../../src/protocol/tensor.js';
+import { PLATFORM_OF } from '../../src/repository/types.js';
+import type { ServedModelConfig } from '../control.js';
+import { MODEL_VERSION } from '../metricsTypes.js';
 import type { MetadataForm, MetadataTensor, ModelMetadata, ServerMetadata } from './types.js';
 
 /**
@@ -24,19 +27,22 @@ export function serverMetadata(version: string): ServerMetadata {
 }
 
 /**
- * Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's model config).
+ * Every input's accepted forms by input name, shapes with the batch dimension -1 (metadata and Triton's
+ * model config); without it for a model that takes none (max_batch_size 0).
  */
-export function inputFormsByName(signature: ModelSignature): Record<string, MetadataForm[]> {
+export function inputFormsByName(signature: ModelSignature, batchDim = true): Record<string, MetadataForm[]> {
+  const lead = batchDim ? [-1] : [];
   return Object.fromEntries(
     signature.inputs.map((s) => [
       s.name,
-      inputForms(s).map((f) => ({ datatype: f.datatype, shape: [-1, ...f.shape], content: f.content })),
+      inputForms(s).map((f) => ({ datatype: f.datatype, shape: [...lead, ...f.shape], content: f.content })),
     ]),
   );
 }
 
 /**
- * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1). `inputs` lists
+ * GET /v2/models/{name}. Shapes carry the batch dimension as -1 (a request sends 1), unless `batchDim`
+ * is false (a model with max_batch_size 0: its shapes are exactly its dims, as Triton reports them). `inputs` lists
  * each input in the model's own datatype; `parameters` are inss's additions: `slo_ms` (the model's
  * latency SLO) and `input_forms` (each input's accepted datatypes and shapes).
  */
@@ -45,14 +51,36 @@ export function modelMetadata(model: {
   signature: ModelSignature;
   sloMs: number;
   versions?: string[];
+  platform?: string;
+  batchDim?: boolean;
 }): ModelMetadata {
-  const tensor = (s: TensorSpec): MetadataTensor => ({ name: s.name, datatype: s.datatype, shape: [-1, ...s.shape] });
+  const lead = model.batchDim === false ? [] : [-1];
+  const tensor = (s: TensorSpec): MetadataTensor => ({
+    name: s.name,
+    datatype: s.datatype,
+    shape: [...lead, ...s.shape],
+  });
   return {
     name: model.name,
     ...(model.versions !== undefined ? { versions: model.versions } : {}),
-    platform: 'inss',
+    platform: model.platform ?? 'inss',
     inputs: model.signature.inputs.map(tensor),
     outputs: model.signature.outputs.map(tensor),
-    parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature) },
+    parameters: { slo_ms: model.sloMs, input_forms: inputFormsByName(model.signature, model.batchDim !== false) },
   };
+}
+
+/**
+ * The metadata of a served model: a repository model's platform (onnxruntime_onnx, pytorch_libtorch)
+ * and the one version inss serves of it; a scenario's model is platform `inss`, version 1.
+ */
+export function servedModelMetadata(c: ServedModelConfig): ModelMetadata {
+  const r = c.repository;
+  return modelMetadata({
+    name: c.name,
+    signature: c.signature,
+    sloMs: c.sloMs,
+    versions: [r?.version ?? MODEL_VERSION],
+    ...(r ? { platform: PLATFORM_OF[r.backend], batchDim: r.maxBatchSize > 0 } : {}),
+  });
 }

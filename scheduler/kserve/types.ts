@@ -154,7 +154,7 @@ export interface MetadataForm {
 export interface ModelMetadata {
   readonly name: string;
   readonly versions?: string[];
-  readonly platform: 'inss';
+  readonly platform: string;
   readonly inputs: MetadataTensor[];
   readonly outputs: MetadataTensor[];
   /**

@@ -2,6 +2,7 @@
 // counters and the control plane's workers. Pure (unit-tested in test/unit/triton.test.ts).
 import { z } from 'zod';
 import type { Datatype, TensorSpec } from '../../src/protocol/tensor.js';
+import type { UnavailableModel } from '../../src/repository/types.js';
 import { LABEL_FILES, outputLabelSet } from '../../src/serving/classification.js';
 import { preprocessingSummary } from '../../src/serving/image.js';
 import type { ServedModelConfig } from '../control.js';
@@ -99,12 +100,12 @@ function duration(d: Duration): StatDuration {
  * compute_input and compute_output count the requests with 0 ns (the worker's time is all in
  * compute_infer); the cache is not used (zero counts).
  */
-export function modelStatJson(name: string, s: ModelStats): TritonModelStat {
+export function modelStatJson(name: string, s: ModelStats, version: string = MODEL_VERSION): TritonModelStat {
   const zero = { count: 0, ns: 0 };
   const executed = { count: s.computeInfer.count, ns: 0 };
   return {
     name,
-    version: MODEL_VERSION,
+    version,
     last_inference: s.lastInferenceMs,
     inference_count: s.inferenceCount,
     execution_count: s.executionCount,
@@ -131,6 +132,23 @@ export function modelStatJson(name: string, s: ModelStats): TritonModelStat {
 /** Triton's model configuration datatype name (TYPE_FP32 style) of a KServe datatype. */
 export function configDatatype(d: Datatype): string {
   return `TYPE_${d}`;
+}
+
+/** What GET /v2/models/{name}/config answers: the configuration as loaded, or the one inss writes. */
+export type ModelConfigAnswer = TritonModelConfig | Readonly<Record<string, unknown>>;
+
+/** The version of a model that inss serves: a repository model's (its highest allowed), else MODEL_VERSION. */
+export function servedVersion(model: ServedModelConfig): string {
+  return model.repository?.version ?? MODEL_VERSION;
+}
+
+/**
+ * GET /v2/models/{name}/config: a repository model's configuration as loaded (Triton's JSON of its
+ * config.pbtxt, defaults filled: src/repository/config.ts), else the configuration inss writes for a
+ * scenario's model (modelConfigJson).
+ */
+export function servedModelConfig(model: ServedModelConfig, workers: readonly WorkerView[]): ModelConfigAnswer {
+  return model.repository ? model.repository.config : modelConfigJson(model, workers);
 }
 
 /** The largest batch dimension one request to the model may carry: Triton's max_batch_size. */
@@ -231,21 +249,43 @@ export interface IndexEntry {
   readonly reason: string;
 }
 
-/** POST /v2/repository/index: every served model, READY when a worker takes its batches, else UNAVAILABLE and why. */
+/**
+ * POST /v2/repository/index: every served model, READY when a worker takes its batches, else
+ * UNAVAILABLE and why; then a repository model's versions its policy allows but inss does not serve
+ * (inss serves one version of a model), and the repository's models that failed to load, UNAVAILABLE
+ * with their reason.
+ */
 export function repositoryIndex(
   models: readonly ServedModelConfig[],
   workers: readonly WorkerView[],
   policyError: string | null,
+  unavailable: readonly UnavailableModel[] = [],
 ): IndexEntry[] {
-  return models.map((m) => {
+  const served = models.flatMap((m): IndexEntry[] => {
+    const version = servedVersion(m);
+    const others = (m.repository?.versions ?? [])
+      .filter((v) => v !== version)
+      .map((v): IndexEntry => ({
+        name: m.name,
+        version: v,
+        state: 'UNAVAILABLE',
+        reason: `not served: inss serves one version of a model, the highest its version policy allows (${version})`,
+      }));
     const own = workers.filter((w) => w.model === m.name);
-    if (own.some((w) => w.serving)) return { name: m.name, version: MODEL_VERSION, state: 'READY', reason: '' };
+    if (own.some((w) => w.serving)) return [{ name: m.name, version, state: 'READY', reason: '' }, ...others];
     let reason: string;
     if (policyError) reason = `the policy cannot run on this cluster: ${policyError}`;
     else if (own.length === 0) reason = 'not placed on any GPU (no agent with GPUs, or the policy placed it nowhere)';
     else reason = `no worker ready yet (${own.map((w) => `${w.workerId} ${w.state}`).join(', ')})`;
-    return { name: m.name, version: MODEL_VERSION, state: 'UNAVAILABLE', reason };
+    return [{ name: m.name, version, state: 'UNAVAILABLE', reason }, ...others];
   });
+  const failed = unavailable.map((u): IndexEntry => ({
+    name: u.name,
+    version: '',
+    state: 'UNAVAILABLE',
+    reason: `failed to load: ${u.reason}`,
+  }));
+  return [...served, ...failed];
 }
 
 /** The repository index request: empty, or a JSON object with an optional `ready` flag. */

@@ -1,30 +1,49 @@
 // Triton's routes beyond inference, and its compression hooks, on the scheduler's Fastify app.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Control, ServedModelConfig } from '../control.js';
-import { MODEL_VERSION, type Metrics } from '../metrics.js';
+import type { UnavailableModel } from '../../src/repository/types.js';
+import type { Metrics } from '../metrics.js';
 import { compressedRoute, decompress, deflateAsync, gzipAsync, requestCoding, responseCoding } from './compression.js';
-import { modelConfigJson, modelStatJson, parseIndexRequest, repositoryIndex } from './model.js';
+import { modelStatJson, parseIndexRequest, repositoryIndex, servedModelConfig, servedVersion } from './model.js';
 
 export interface TritonOptions {
   readonly control: Control;
   readonly metrics: Metrics;
   readonly models: readonly ServedModelConfig[];
+  /** Repository models that failed to load (the index lists them). */
+  readonly unavailable: readonly UnavailableModel[];
   /** The largest body the request's route takes, compressed or not (the limit after decompression too). */
   readonly bodyLimit: (req: FastifyRequest) => number;
 }
 
-/** A model name and optional version from a URL, resolved to its index, or the 404 answer's text. */
+/**
+ * A model name and optional version from a URL, resolved to its index, or the 404 answer's text: an
+ * unknown model, a repository model that failed to load (with why), a version not served (inss serves
+ * one version of a model: a repository model's highest allowed one, else '1').
+ */
 export function resolveModel(
   models: readonly ServedModelConfig[],
   name: string,
   version: string | undefined,
+  unavailable: readonly UnavailableModel[] = [],
 ): { ok: true; index: number } | { ok: false; error: string } {
   const index = models.findIndex((m) => m.name === name);
-  if (index < 0)
+  if (index < 0) {
+    const failed = unavailable.find((u) => u.name === name);
+    if (failed) return { ok: false, error: `model '${name}' is unavailable: it failed to load: ${failed.reason}` };
     return { ok: false, error: `unknown model '${name}' (served: ${models.map((x) => x.name).join(', ')})` };
-  if (version !== undefined && version !== MODEL_VERSION)
-    return { ok: false, error: `model '${name}' has no version '${version}' (versions: ${MODEL_VERSION})` };
-  return { ok: true, index };
+  }
+  const model = models[index]!;
+  const served = servedVersion(model);
+  if (version === undefined || version === served) return { ok: true, index };
+  if (model.repository?.versions.includes(version))
+    return {
+      ok: false,
+      error:
+        `model '${name}' version '${version}' is not served: inss serves one version of a model, the highest ` +
+        `its version policy allows ('${served}')`,
+    };
+  return { ok: false, error: `model '${name}' has no version '${version}' (versions: ${served})` };
 }
 
 type ModelParams = { name: string; version?: string };
@@ -90,22 +109,24 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
     return coding === 'gzip' ? gzipAsync(payload) : deflateAsync(payload);
   });
 
-  const statsOf = async (names: readonly string[]) => ({
-    model_stats: await Promise.all(names.map(async (n) => modelStatJson(n, await o.metrics.modelStats(n)))),
+  const statsOf = async (models: readonly ServedModelConfig[]) => ({
+    model_stats: await Promise.all(
+      models.map(async (m) => modelStatJson(m.name, await o.metrics.modelStats(m.name), servedVersion(m))),
+    ),
   });
-  app.get('/v2/models/stats', async (_req, reply) => sendJson(reply, 200, await statsOf(o.models.map((m) => m.name))));
+  app.get('/v2/models/stats', async (_req, reply) => sendJson(reply, 200, await statsOf(o.models)));
   const modelStats = async (req: { params: ModelParams }, reply: FastifyReply) => {
-    const r = resolveModel(o.models, req.params.name, req.params.version);
+    const r = resolveModel(o.models, req.params.name, req.params.version, o.unavailable);
     if (!r.ok) return sendJson(reply, 404, { error: r.error });
-    return sendJson(reply, 200, await statsOf([o.models[r.index]!.name]));
+    return sendJson(reply, 200, await statsOf([o.models[r.index]!]));
   };
   app.get<{ Params: ModelParams }>('/v2/models/:name/stats', modelStats);
   app.get<{ Params: ModelParams }>('/v2/models/:name/versions/:version/stats', modelStats);
 
   const config = (req: { params: ModelParams }, reply: FastifyReply) => {
-    const r = resolveModel(o.models, req.params.name, req.params.version);
+    const r = resolveModel(o.models, req.params.name, req.params.version, o.unavailable);
     if (!r.ok) return sendJson(reply, 404, { error: r.error });
-    return sendJson(reply, 200, modelConfigJson(o.models[r.index]!, o.control.workerViews()));
+    return sendJson(reply, 200, servedModelConfig(o.models[r.index]!, o.control.workerViews()));
   };
   app.get<{ Params: ModelParams }>('/v2/models/:name/config', config);
   app.get<{ Params: ModelParams }>('/v2/models/:name/versions/:version/config', config);
@@ -113,7 +134,7 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
   app.post('/v2/repository/index', (req, reply) => {
     const parsed = parseIndexRequest(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
     if (!parsed.ok) return sendJson(reply, 400, { error: parsed.error });
-    const index = repositoryIndex(o.models, o.control.workerViews(), o.control.readiness().policyError);
+    const index = repositoryIndex(o.models, o.control.workerViews(), o.control.readiness().policyError, o.unavailable);
     return sendJson(reply, 200, parsed.readyOnly ? index.filter((e) => e.state === 'READY') : index);
   });
   const refuse =
@@ -123,7 +144,7 @@ export function registerTriton(app: FastifyInstance, o: TritonOptions): void {
       return sendJson(reply, 403, {
         error:
           `cannot ${action} ${what}: inss does not load or unload models on request; the models come from the ` +
-          `scenario given at start and the policy places them on GPUs`,
+          `scenario and the model repository given at start, and the policy places them on GPUs`,
       });
     };
   app.post<{ Params: { name: string } }>('/v2/repository/models/:name/load', refuse('load'));

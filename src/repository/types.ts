@@ -3,6 +3,7 @@
 // batch limit), what an agent launches its worker from (its backend and file), and what
 // GET /v2/models/<name>/config answers (the configuration as loaded). Pure types.
 import type { ModelSignature } from '../protocol/tensor.js';
+import type { QueuePolicyConfig } from '../serving/queuePolicy.js';
 
 /** The backends inss runs: ONNX Runtime (the Node worker) and PyTorch's TorchScript (the Python worker). */
 export type RepositoryBackend = 'onnxruntime' | 'pytorch';
@@ -30,6 +31,8 @@ export interface RepositoryModel {
     readonly preferredBatchSize: readonly number[];
     readonly maxQueueDelayMicroseconds: number;
   };
+  /** dynamic_batching.default_queue_policy as inss's queue policy (src/serving/queuePolicy.ts), when given. */
+  readonly queuePolicy?: QueuePolicyConfig;
   /** The version served (the highest the version policy allows) and every version it allows. */
   readonly version: string;
   readonly versions: readonly string[];
@@ -46,3 +49,12 @@ export interface RepositoryModel {
 export interface WorkerSignature extends ModelSignature {
   readonly batchDim: boolean;
 }
+
+/** A model of the repository that is not served, and why (listed UNAVAILABLE by the repository index). */
+export interface UnavailableModel {
+  readonly name: string;
+  readonly reason: string;
+}
+
+/** The SLO (ms) of a repository model that neither its `slo_ms` parameter nor the scenario gives one. */
+export const DEFAULT_REPOSITORY_SLO_MS = 100;
