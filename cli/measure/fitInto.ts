@@ -175,8 +175,13 @@ export function fitIntoProfile(
     });
   }
   const lwr = fitted.report.lwrLeaveOneOut[meas.name]!;
-  const warnings = fitted.report.warnings.filter((w) => w.includes(meas.name));
-  if (meas.colocated.length > 0 && !l2)
-    warnings.push(`${meas.name}: its L2 utilisation could not be read off the models beside it: l = share`);
+  let warnings = fitted.report.warnings.filter((w) => w.includes(meas.name));
+  if (meas.colocated.length > 0 && !l2) {
+    warnings = warnings.filter((w) => !w.includes('no L2 utilisation measured'));
+    warnings.push(
+      `${meas.name}: its L2 utilisation is read off the models beside it only from pairs at two or more of its ` +
+        'shares with a model whose alpha_cache is above 0: the share stands in for it (l = share)',
+    );
+  }
   return { profile, report: { lwr, colocatedMeanRelErr: count > 0 ? err / count : null, warnings } };
 }
