@@ -68,74 +68,78 @@ describe('inss profile measure --model: refusals, before anything runs', () => {
   });
 });
 
-describe.skipIf(!torchOk)(
-  `inss profile measure --model, predict and bench (${torchOk ? 'torch' : `skipped: ${resolvePython()} cannot import torch`})`,
-  () => {
-    it('measures a zoo model through its PyTorch worker into the GPU profile, which predict and bench use', async () => {
-      const r = await inss([
-        'profile',
-        'measure',
-        '--model',
-        'resnet18',
-        '--peers',
-        'alexnet',
-        ...SMALL_GRID,
-        ...FEW_BATCHES,
-      ]);
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stderr).toMatch(/warning: the worker ran on cpu, not a GPU: this profile measures CPU time/);
-      expect(r.stderr).toMatch(/resnet18: LWR leave-one-out error mean [\d.]+%/);
-      const file = join(dir, 'rtx2060s-resnet18.json');
-      const p = loadProfile(file);
-      const base = loadProfile('rtx2060s');
-      expect(p.id).toBe('rtx2060s');
-      expect(p.provenance.kind).toBe('measured');
-      expect(p.provenance.command).toMatch(/^inss profile measure --model resnet18 --peers alexnet/);
-      expect(p.gpu).toEqual(base.gpu);
-      for (const n of Object.keys(base.models)) if (n !== 'resnet18') expect(p.models[n]).toEqual(base.models[n]);
-      const m = p.models['resnet18']!;
-      expect(m.runSamples.map((s) => [s.batch, s.pct])).toEqual([
-        [1, 50],
-        [1, 100],
-        [2, 50],
-        [2, 100],
-        [4, 50],
-        [4, 100],
-      ]);
-      expect(m.inputBytes).toBe(602112);
-      expect(m.notes.join(' ')).toMatch(/ran on cpu/);
-      // CPU times of resnet18 are milliseconds to seconds, nothing like the profile's GPU figures.
-      expect(m.runSamples.every((s) => s.runMs > 1 && s.runMs < 60_000)).toBe(true);
+const noTorch = torchOk ? '' : ` (skipped: ${resolvePython()} cannot import torch)`;
 
-      const line = '{"models":[{"model":"resnet18","batch":2,"pct":100}]}\n';
-      const predicted = await inss(['predict', '--profile', file], line);
-      expect(predicted.code, predicted.stderr).toBe(0);
-      const want = LatencyModel.compile(p).predict([{ model: 'resnet18', batch: 2, pct: 100 }]).latencyMs[0]!;
-      expect((JSON.parse(predicted.stdout) as { latencyMs: number[] }).latencyMs[0]).toBeCloseTo(want, 4);
+describe.skipIf(!torchOk)(`inss profile measure --model, predict and bench${noTorch}`, () => {
+  it('measures a zoo model through its PyTorch worker into the profile, which predict and bench use', async () => {
+    const r = await inss([
+      'profile',
+      'measure',
+      '--model',
+      'resnet18',
+      '--peers',
+      'alexnet',
+      ...SMALL_GRID,
+      ...FEW_BATCHES,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/warning: the worker ran on cpu, not a GPU: this profile measures CPU time/);
+    expect(r.stderr).toMatch(/resnet18: LWR leave-one-out error mean [\d.]+%/);
+    const file = join(dir, 'rtx2060s-resnet18.json');
+    const p = loadProfile(file);
+    const base = loadProfile('rtx2060s');
+    expect(p.id).toBe('rtx2060s');
+    expect(p.provenance.kind).toBe('measured');
+    expect(p.provenance.command).toMatch(/^inss profile measure --model resnet18 --peers alexnet/);
+    expect(p.gpu).toEqual(base.gpu);
+    for (const n of Object.keys(base.models)) if (n !== 'resnet18') expect(p.models[n]).toEqual(base.models[n]);
+    const m = p.models['resnet18']!;
+    expect(m.runSamples.map((s) => [s.batch, s.pct])).toEqual([
+      [1, 50],
+      [1, 100],
+      [2, 50],
+      [2, 100],
+      [4, 50],
+      [4, 100],
+    ]);
+    expect(m.inputBytes).toBe(602112);
+    expect(m.notes.join(' ')).toMatch(/ran on cpu/);
+    // CPU times of resnet18 are milliseconds to seconds, nothing like the profile's GPU figures.
+    expect(m.runSamples.every((s) => s.runMs > 1 && s.runMs < 60_000)).toBe(true);
 
-      const scenario = scenarioJson({
-        name: 'measured',
-        gpus: { './rtx2060s-resnet18.json': 1 },
-        models: [{ name: 'resnet18', sloMs: 20 * Math.max(...m.runSamples.map((s) => s.runMs)), ratePerS: 1 }],
-      });
-      writeFileSync(join(dir, 'measured.json'), JSON.stringify(scenario));
-      const bench = await inss([
-        'bench',
-        '--scenario',
-        './measured.json',
-        '--policies',
-        'static-even',
-        '--json',
-        '--jobs',
-        '1',
-      ]);
-      expect(bench.code, bench.stderr).toBe(0);
-      const results = (JSON.parse(bench.stdout) as { results: { policy: string; served: number }[] }).results;
-      expect(results.map((x) => x.policy)).toEqual(['static-even']);
-      expect(results[0]!.served).toBeGreaterThan(0);
-    }, 300_000); // four PyTorch workers start (seconds each) and time CPU batches: minutes on a loaded machine
-  },
-);
+    const line = '{"models":[{"model":"resnet18","batch":2,"pct":100}]}\n';
+    const predicted = await inss(['predict', '--profile', file], line);
+    expect(predicted.code, predicted.stderr).toBe(0);
+    const want = LatencyModel.compile(p).predict([{ model: 'resnet18', batch: 2, pct: 100 }]).latencyMs[0]!;
+    expect((JSON.parse(predicted.stdout) as { latencyMs: number[] }).latencyMs[0]).toBeCloseTo(want, 4);
+
+    const sloMs = Math.ceil(4 * Math.max(...m.runSamples.map((s) => s.runMs)));
+    const scenario = scenarioJson({
+      name: 'measured',
+      gpus: { './rtx2060s-resnet18.json': 1 },
+      // An SLO a few times the slowest batch, and a run many SLOs long: a lone request may wait up to half the
+      // SLO for its batch to fill (static-even), so a short run with a long SLO would serve nothing.
+      models: [{ name: 'resnet18', sloMs, ratePerS: 1 }],
+      durationS: Math.max(30, (10 * sloMs) / 1000),
+    });
+    writeFileSync(join(dir, 'measured.json'), JSON.stringify(scenario));
+    // iGniter plans with the latency model (shares and batches from predicted latencies); static-even does not.
+    const bench = await inss([
+      'bench',
+      '--scenario',
+      './measured.json',
+      '--policies',
+      'igniter,static-even',
+      '--json',
+      '--jobs',
+      '1',
+    ]);
+    expect(bench.code, bench.stderr).toBe(0);
+    const results = (JSON.parse(bench.stdout) as { results: { policy: string; served: number }[] }).results;
+    expect(results.map((x) => x.policy).sort()).toEqual(['igniter', 'static-even']);
+    for (const x of results) expect(x.served, x.policy).toBeGreaterThan(0);
+  }, 480_000); // four PyTorch workers start (seconds each) and time CPU batches: minutes on a loaded machine
+});
 
 // A TorchScript model of a model repository: needs the repository loader (cli/repository.ts) and the
 // PyTorch worker's --model-file.
@@ -179,5 +183,5 @@ describe.skipIf(why !== '')(`inss profile measure --model-repository${why ? ` (s
       '{"models":[{"model":"tinynet","batch":4,"pct":50}]}\n',
     );
     expect(predicted.code, predicted.stderr).toBe(0);
-  }, 300_000);
+  }, 480_000);
 });
