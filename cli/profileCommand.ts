@@ -8,7 +8,8 @@ import { fitProfile, type FitReport } from '../tools/fit/fit.js';
 import { igniterToMeasurements } from '../tools/fit/igniter.js';
 import { MeasurementsSchema } from '../tools/fit/measurements.js';
 import { registerDerive } from './derive.js';
-import { nonNegativeInt } from './flags.js';
+import { nonNegativeInt, positiveInt } from './flags.js';
+import { measureModelIntoProfile } from './measure/run.js';
 import { measureGpu } from './profileMeasure.js';
 import { listProfileIds, loadProfile, readJsonFile } from './profiles.js';
 
@@ -104,10 +105,14 @@ export function registerProfile(program: Command, argv: readonly string[]): void
     .command('measure')
     .description(
       "Measure this machine's NVIDIA GPU under MPS (models alone over batch sizes and shares, then co-located " +
-        'pairs) and fit a profile from it',
+        "pairs) and fit a profile from it; with --model, one model through inss's own workers, fitted into " +
+        "the GPU's profile",
     )
-    .requiredOption('--id <id>', 'id of the profile to write (e.g. h200)')
-    .requiredOption('--out <file>', 'where to write the profile')
+    .option('--id <id>', "id of the profile to write (e.g. h200; with --model: the profile's own by default)")
+    .option('--out <file>', 'where to write the profile (with --model: <id>-<model>.json by default)')
+    .option('--model <name>', "measure this one model through its worker and add it to the GPU's profile")
+    .option('--model-repository <dir>', 'with --model: the model repository it is in (else: a zoo model)')
+    .option('--profile <id|file>', 'with --model: the profile to add it to (default: the built-in one of this GPU)')
     .option('--gpu <index>', 'which GPU (nvidia-smi index)', nonNegativeInt, 0)
     .option(
       '--models <list>',
@@ -121,62 +126,113 @@ export function registerProfile(program: Command, argv: readonly string[]): void
       'co-located pairs a:b (empty: none)',
       'resnet50:vgg16,alexnet:resnet50,mobilenet:efficientnet,resnet18:vgg19',
     )
-    .option('--splits <list>', "share of a pair's first model", '30,50,70')
+    .option('--peers <list>', "with --model: the profile's models to pair it with (default: all; empty: none)")
+    .option('--splits <list>', "share of a pair's first model (with --model: of the model measured)", '30,50,70')
     .option('--pair-batches <list>', 'batch sizes of the pairs', '4,16')
+    .option('--warmup <n>', 'with --model: batches run before timing, per batch size', nonNegativeInt, 3)
+    .option('--repeats <n>', 'with --model: batches timed per point (their median is kept)', positiveInt, 10)
+    .option('--kernels <n>', 'with --model: kernels the model launches per batch, where known', positiveInt, 1)
     .option('--work-dir <dir>', 'where the measurement files and the MPS pipe and log go', 'inss-measure')
     .option('--no-mps', 'measure without starting an MPS control daemon (shares then have no effect)')
     .option('--quiet', 'no progress bar')
-    .action(
-      async (opts: {
-        id: string;
-        out: string;
-        gpu: number;
-        models: string;
-        pcts: string;
-        batches: string;
-        pairs: string;
-        splits: string;
-        pairBatches: string;
-        workDir: string;
-        mps: boolean;
-        quiet?: boolean;
-      }) => {
-        const ints = (flag: string, v: string, min: number, max: number) =>
-          v.split(',').map((x) => {
-            const n = Number(x);
-            if (!Number.isInteger(n) || n < min || n > max)
-              throw new InvalidInputError(`--${flag}: '${x}' is not an integer in [${min}, ${max}]`);
-            return n;
-          });
-        const list = (v: string) =>
-          v
-            .split(',')
-            .map((x) => x.trim())
-            .filter((x) => x !== '');
-        const raw = await measureGpu({
-          gpu: opts.gpu,
-          models: list(opts.models),
-          pcts: ints('pcts', opts.pcts, 1, 100),
-          batches: ints('batches', opts.batches, 1, 256),
-          pairs: list(opts.pairs),
-          splits: ints('splits', opts.splits, 1, 99),
-          pairBatches: ints('pair-batches', opts.pairBatches, 1, 256),
-          workDir: opts.workDir,
-          mps: opts.mps,
-          ...(opts.quiet ? { quiet: true } : {}),
+    .action(async (opts: MeasureFlags) => {
+      const ints = (flag: string, v: string, min: number, max: number) =>
+        list(v).map((x) => {
+          const n = Number(x);
+          if (!Number.isInteger(n) || n < min || n > max)
+            throw new InvalidInputError(`--${flag}: '${x}' is not an integer in [${min}, ${max}]`);
+          return n;
         });
-        fitAndWrite(
-          raw,
-          opts.id,
-          'measured',
-          `measured by inss profile measure on this machine's GPU ${opts.gpu} (files in ${opts.workDir})`,
-          opts.out,
+      const grid = {
+        gpu: opts.gpu,
+        pcts: distinct('pcts', ints('pcts', opts.pcts, 1, 100)),
+        batches: distinct('batches', ints('batches', opts.batches, 1, 256)),
+        splits: ints('splits', opts.splits, 1, 99),
+        pairBatches: ints('pair-batches', opts.pairBatches, 1, 256),
+        workDir: opts.workDir,
+        mps: opts.mps,
+      };
+      if (opts.model !== undefined) {
+        if (grid.pcts.length < 2 || grid.batches.length < 2)
+          throw new InvalidInputError('--pcts, --batches: a profile needs at least two of each');
+        await measureModelIntoProfile(
+          {
+            ...grid,
+            model: opts.model,
+            ...(opts.modelRepository !== undefined ? { modelRepository: opts.modelRepository } : {}),
+            ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
+            ...(opts.id !== undefined ? { id: opts.id } : {}),
+            ...(opts.out !== undefined ? { out: opts.out } : {}),
+            ...(opts.peers !== undefined ? { peers: list(opts.peers) } : {}),
+            warmup: opts.warmup,
+            repeats: opts.repeats,
+            kernels: opts.kernels,
+            quiet: opts.quiet === true,
+          },
           commandLine(argv),
         );
-      },
-    );
+        return;
+      }
+      for (const f of ['modelRepository', 'profile', 'peers'] as const)
+        if (opts[f] !== undefined)
+          throw new InvalidInputError(`--${f === 'modelRepository' ? 'model-repository' : f}: only with --model`);
+      if (opts.id === undefined || opts.out === undefined)
+        throw new InvalidInputError('--id and --out: required (unless --model)');
+      const raw = await measureGpu({
+        ...grid,
+        models: list(opts.models),
+        pairs: list(opts.pairs),
+        ...(opts.quiet ? { quiet: true } : {}),
+      });
+      fitAndWrite(
+        raw,
+        opts.id,
+        'measured',
+        `measured by inss profile measure on this machine's GPU ${opts.gpu} (files in ${opts.workDir})`,
+        opts.out,
+        commandLine(argv),
+      );
+    });
 
   registerDerive(profile, argv);
+}
+
+interface MeasureFlags {
+  id?: string;
+  out?: string;
+  model?: string;
+  modelRepository?: string;
+  profile?: string;
+  gpu: number;
+  models: string;
+  pcts: string;
+  batches: string;
+  pairs: string;
+  peers?: string;
+  splits: string;
+  pairBatches: string;
+  warmup: number;
+  repeats: number;
+  kernels: number;
+  workDir: string;
+  mps: boolean;
+  quiet?: boolean;
+}
+
+function list(v: string): string[] {
+  return v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+}
+
+function distinct(flag: string, xs: number[]): number[] {
+  const seen = new Set<number>();
+  for (const x of xs) {
+    if (seen.has(x)) throw new InvalidInputError(`--${flag}: ${x} is given twice`);
+    seen.add(x);
+  }
+  return xs;
 }
 
 /** Validates measurements, fits a profile with its provenance, writes it and prints the fit report. */

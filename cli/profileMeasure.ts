@@ -53,7 +53,8 @@ async function step(args: string[], env: Record<string, string>, progress: Progr
 
 /** Measures and returns the merged measurement document (not yet validated). */
 export async function measureGpu(o: MeasureOptions): Promise<unknown> {
-  const found = await queryGpus();
+  const smi = process.env['INSS_NVIDIA_SMI'];
+  const found = await queryGpus(smi ? { command: smi } : {});
   if (found.kind !== 'ok')
     throw new InvalidInputError(
       `inss profile measure needs an NVIDIA GPU: ${'reason' in found ? found.reason : found.error}`,
@@ -66,6 +67,7 @@ export async function measureGpu(o: MeasureOptions): Promise<unknown> {
     pipeDir: join(o.workDir, 'mps-pipe'),
     logDir: join(o.workDir, 'mps-log'),
     gpu: String(o.gpu),
+    ...(process.env['INSS_MPS_CONTROL'] ? { controlCommand: process.env['INSS_MPS_CONTROL'] } : {}),
   });
   let env: Record<string, string> = { CUDA_VISIBLE_DEVICES: String(o.gpu) };
   if (o.mps) {
