@@ -124,7 +124,8 @@ export class InferFront {
     }
     // Triton's classification extension: outputs asked for classes are answered as their top classes
     // (scheduler/classes.ts). An error only when a worker's output does not fill its shape.
-    const classified = classifyAnswer(gathered, request.outputs, this.labels.get(c.name) ?? new Map());
+    const labels = this.labels.get(c.name) ?? new Map<string, readonly string[]>();
+    const classified = classifyAnswer(gathered, request.outputs, labels, request.batchDim !== false);
     if (!classified.ok) return { ok: false, status: 500, error: classified.error, answeredMs };
     const outputs = classified.outputs;
     for (const o of outputs) {
