@@ -173,8 +173,8 @@ function taskInputs(request: InferRequest, k: number): (i: number) => TaskInput 
   const one = (p: (typeof per)[number], i: number): TaskInput => {
     const s = p.samples[i]!;
     const { name, datatype } = p.input;
-    const encoding = s.encoding === datatype ? undefined : (s.encoding as SampleEncoding);
-    return { name, datatype, shape: p.shape, ...(encoding ? { encoding } : {}), data: s.data };
+    if (s.encoding === datatype) return { name, datatype, shape: p.shape, data: s.data };
+    return { name, datatype, shape: p.shape, encoding: s.encoding as SampleEncoding, data: s.data };
   };
   if (per.length === 1) return (i) => one(per[0]!, i);
   return (i) => per.map((p) => one(p, i));
