@@ -234,7 +234,7 @@ function responseOf(o: InferOutcome): { name: string; shape: readonly number[]; 
 }
 
 describe('the control plane serving a model of any signature', () => {
-  it('batches the samples of concurrent requests, at most maxBatchSize a batch, and answers each its own rows', async () => {
+  it('batches concurrent requests, at most maxBatchSize a batch, and answers each its own rows', async () => {
     const { h, front } = serving(MIXED);
     // Seven requests of 1 to 3 samples (13 samples), queued before the worker is ready.
     const requests = Array.from({ length: 7 }, (_, r) =>

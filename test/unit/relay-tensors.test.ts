@@ -28,7 +28,10 @@ process.stdin.on('data', (d) => {
     buf = buf.subarray(8 + h + p);
     const parts = [];
     let o = 0;
-    for (const t of m.inputs) { parts.push(Buffer.from(payload.subarray(o, o + t.byteLength)).reverse()); o += t.byteLength; }
+    for (const t of m.inputs) {
+      parts.push(Buffer.from(payload.subarray(o, o + t.byteLength)).reverse());
+      o += t.byteLength;
+    }
     const outputs = m.inputs.map((t) => ({ ...t, name: 'out_' + t.name })).reverse();
     frame({ v: 1, type: 'result', id: m.id, latencyMs: 1, outputs }, Buffer.concat(parts.reverse()));
   }
