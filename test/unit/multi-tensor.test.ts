@@ -4,6 +4,9 @@
 // typed and raw contents; then served end to end by the control plane (test/support/control.ts) with
 // an agent that computes every output row from that row's inputs, so a row or tensor mixed up between
 // requests, samples or inputs shows in the answers.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskAnswer } from '../../scheduler/control.js';
 import { inferFieldsOf, type ModelInferRequestMessage } from '../../scheduler/grpcCodec.js';
@@ -163,7 +166,7 @@ afterEach(() => {
 });
 
 /** The control plane serving `model` (as resnet50, whose profile places it) on one worker of batch 8. */
-function serving(model: Model): { h: Harness; front: InferFront } {
+function serving(model: Model, regions = new SharedMemoryRegistry()): { h: Harness; front: InferFront } {
   const h = controlHarness({
     models: [{ name: 'resnet50', sloMs: 1000, signature: model.signature, maxBatchSize: model.maxBatchSize ?? 8 }],
     profiles: new Map([[rtx.id, rtx]]),
@@ -172,7 +175,7 @@ function serving(model: Model): { h: Harness; front: InferFront } {
     gpus: simGpus('rtx2060s', 1),
   });
   harnesses.push(h);
-  return { h, front: new InferFront(h.control, h.control.models, new SharedMemoryRegistry(), () => h.now) };
+  return { h, front: new InferFront(h.control, h.control.models, regions, () => h.now) };
 }
 
 type BatchMsg = Extract<ToAgent, { type: 'batch' }>;
@@ -225,11 +228,11 @@ function answerAll(h: Harness, batched: boolean, tweak?: (r: Extract<FromAgent, 
   }
 }
 
-function responseOf(o: InferOutcome): { name: string; shape: readonly number[]; data: unknown[] }[] {
+type JsonOutput = { name: string; shape: readonly number[]; data?: unknown[]; parameters?: object };
+
+function responseOf(o: InferOutcome): JsonOutput[] {
   if (!o.ok) throw new Error(o.error);
-  const body = JSON.parse(encodeInferResponse(o.response).body.toString()) as {
-    outputs: { name: string; shape: number[]; data: unknown[] }[];
-  };
+  const body = JSON.parse(encodeInferResponse(o.response).body.toString()) as { outputs: JsonOutput[] };
   return body.outputs;
 }
 
@@ -284,6 +287,47 @@ describe('the control plane serving a model of any signature', () => {
         { name: 'more', datatype: 'BOOL', shape: [3], data: want.more },
       ]);
     });
+  });
+
+  it('reads each input from its shared-memory region and writes an output into one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-mio-'));
+    try {
+      const s = [sample(7), sample(8)];
+      const X = f32(s.flatMap((x) => x.x));
+      const N = i64(s.flatMap((x) => x.n));
+      writeFileSync(join(dir, 'mio_in'), Buffer.concat([X, Buffer.alloc(64 - X.length), N]));
+      writeFileSync(join(dir, 'mio_out'), Buffer.alloc(64));
+      const regions = new SharedMemoryRegistry(dir);
+      expect(regions.register('in', '/mio_in', 0, 64 + N.length).ok).toBe(true);
+      expect(regions.register('out', '/mio_out', 0, 64).ok).toBe(true);
+      const { h, front } = serving(MIXED, regions);
+      const shm = (region: string, offset: number, size: number) => ({
+        shared_memory_region: region,
+        shared_memory_offset: offset,
+        shared_memory_byte_size: size,
+      });
+      const request = {
+        inputs: [
+          { name: 'x', datatype: 'FP32', shape: [2, 4], parameters: shm('in', 0, X.length) },
+          { name: 'n', datatype: 'INT64', shape: [2, 3], parameters: shm('in', 64, N.length) },
+        ],
+        outputs: [{ name: 'sums', parameters: shm('out', 8, 16) }, { name: 'more' }],
+      };
+      const pending = front.infer(0, accepted(parse(json(request), {}, MIXED)), { local: true });
+      h.report('ready');
+      answerAll(h, true);
+      const out = responseOf(await pending);
+      const want = s.map(expected);
+      expect(out[0]).toMatchObject({ name: 'sums', shape: [2, 2], parameters: { shared_memory_region: 'out' } });
+      expect(out[1]).toMatchObject({ name: 'more', data: want.flatMap((e) => e.more) });
+      const written = readFileSync(join(dir, 'mio_out')).subarray(8, 24);
+      expect([...new Float32Array(written.buffer.slice(written.byteOffset, written.byteOffset + 16))]).toEqual(
+        want.flatMap((e) => e.sums),
+      );
+      regions.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("fails the batch's tasks when the worker's outputs are not the signature's", async () => {
