@@ -13,11 +13,11 @@ import { inferFieldsOf, type ModelInferRequestMessage } from '../../scheduler/gr
 import { InferFront, type InferOutcome } from '../../scheduler/infer.js';
 import { encodeInferResponse, type InferRequest, parseInferFields } from '../../scheduler/kserve.js';
 import { SharedMemoryRegistry } from '../../scheduler/sharedMemory.js';
-import { AGENT_PROTOCOL_VERSION, type FromAgent, type ToAgent } from '../../src/protocol/agent.js';
+import { AGENT_PROTOCOL_VERSION, type FromAgent, type ToAgent, workerKey } from '../../src/protocol/agent.js';
 import type { ModelSignature, TensorRef } from '../../src/protocol/tensor.js';
 import { loadProfileFile } from '../support/clusters.js';
 import { controlHarness, type Harness, simGpus } from '../support/control.js';
-import { FixedPolicy } from '../support/fakes.js';
+import { FakeDirectLink, FixedPolicy } from '../support/fakes.js';
 import { accepted, binary, json, type Model, parse, rejected } from '../support/kserve.js';
 
 const SIG: ModelSignature = {
@@ -166,8 +166,13 @@ afterEach(() => {
 });
 
 /** The control plane serving `model` (as resnet50, whose profile places it) on one worker of batch 8. */
-function serving(model: Model, regions = new SharedMemoryRegistry()): { h: Harness; front: InferFront } {
+function serving(
+  model: Model,
+  regions = new SharedMemoryRegistry(),
+  direct?: FakeDirectLink,
+): { h: Harness; front: InferFront } {
   const h = controlHarness({
+    ...(direct ? { direct } : {}),
     models: [{ name: 'resnet50', sloMs: 1000, signature: model.signature, maxBatchSize: model.maxBatchSize ?? 8 }],
     profiles: new Map([[rtx.id, rtx]]),
     // Timeout 0: each batch leaves with what is queued, up to the placement's 8.
@@ -328,6 +333,19 @@ describe('the control plane serving a model of any signature', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("sends a batch of several inputs on a worker's data socket with every byte inline, never by slot", () => {
+    const direct = new FakeDirectLink();
+    const { h, front } = serving(MIXED, new SharedMemoryRegistry(), direct);
+    const w = h.desired()[0]!;
+    const data = { address: 'unix:/tmp/x.sock', secret: 's' };
+    h.control.workersReported('a1', [{ ...w, state: 'ready', pid: 1, data }]);
+    direct.connect(workerKey(w));
+    void front.infer(0, accepted(parse(json(jsonRequest([sample(1)])), {}, MIXED)), { local: true });
+    expect(direct.sent.map((s) => [s.bySlot, s.bytes, (s.header as { size: number }).size])).toEqual([
+      [false, 16 + 24, 1],
+    ]);
   });
 
   it("fails the batch's tasks when the worker's outputs are not the signature's", async () => {
