@@ -58,6 +58,7 @@ export function classifyAnswer(
   outputs: readonly ResponseOutput[],
   requested: readonly RequestedOutput[],
   labels: ReadonlyMap<string, readonly string[]>,
+  batched = true,
 ): { ok: true; outputs: ResponseOutput[] } | { ok: false; error: string } {
   const result: ResponseOutput[] = [];
   for (const o of outputs) {
@@ -66,8 +67,13 @@ export function classifyAnswer(
       result.push(o);
       continue;
     }
-    // Every inss model takes a batch dimension (max_batch_size > 0 in its config).
-    const c = classify({ datatype: o.datatype, shape: o.shape, data: o.data }, count, labels.get(o.name) ?? null, true);
+    // `batched` false: a model of max_batch_size 0, whose outputs have no batch dimension.
+    const c = classify(
+      { datatype: o.datatype, shape: o.shape, data: o.data },
+      count,
+      labels.get(o.name) ?? null,
+      batched,
+    );
     if (!c.ok) return { ok: false, error: `output '${o.name}': ${c.error}` };
     result.push({ ...o, datatype: 'BYTES', shape: c.tensor.shape, data: c.tensor.data });
   }

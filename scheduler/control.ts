@@ -194,19 +194,20 @@ export class Control {
   // ---- tasks ------------------------------------------------------------------------------------
 
   /**
-   * Accepts a task (its input already validated against the model's signature). `answer` is called
-   * exactly once, later or at once. The caller has checked that the model exists.
+   * Accepts a task: its sample of each input of the model, in signature order, validated. `answer` is
+   * called exactly once, later or at once. The caller has checked that the model exists.
    */
-  submit(m: number, input: TaskInput, answer: (a: TaskAnswer) => void, arrival?: TaskArrival): void {
+  submit(m: number, input: TaskInput | readonly TaskInput[], answer: (a: TaskAnswer) => void, arrival?: TaskArrival) {
     const now = this.opts.clock();
     const arrivalMs = arrival && arrival.receivedMs <= now ? arrival.receivedMs : now;
     this.loop.arrival(m, arrivalMs);
-    if (arrival) this.meter.requestArrived(input.data.length, now - arrivalMs);
+    const inputs = 'data' in input ? [input.data] : input.map((i) => i.data);
+    if (arrival) this.meter.requestArrived(inputs, now - arrivalMs);
     const task: Task = {
       model: m,
       arrivalMs,
-      input: input.data,
-      encoding: input.encoding,
+      inputs,
+      encoding: ('data' in input ? input : input[0])?.encoding,
       answer,
       submittedMs: now,
       dispatchedMs: NaN,
@@ -388,10 +389,8 @@ export class Control {
   }
 
   private observation(): Observation {
-    return this.loop.observation(
-      this.models.map((_, m) => this.buffer.onTime(m).length),
-      this.set.current,
-    );
+    const queued = this.models.map((_, m) => this.buffer.onTime(m).length);
+    return this.loop.observation(queued, this.set.current);
   }
 
   private nowIso(): string {

@@ -10,11 +10,11 @@
 // max size), in the dispatch rule's batches, in the SLO metrics (each sample within its SLO or not)
 // and in the simulator (docs/http-api.md, "Requests that carry a batch"). It is answered once, when its
 // last sample is; with an error when any sample ended with one (the first, in sample order).
-import type { Control, ServedModelConfig, TaskAnswer, TaskErrorReason, TaskOutput } from './control.js';
+import type { Control, ServedModelConfig, TaskAnswer, TaskErrorReason, TaskInput, TaskOutput } from './control.js';
 import { type InferRequest, type InferResponse, inputSamples, requestBatch, type ResponseOutput } from './kserve.js';
 import { resolveRegions, type SharedMemoryRegistry } from './sharedMemory.js';
 import { classifyAnswer, modelLabels } from './classes.js';
-import { tensorBytes } from '../src/protocol/tensor.js';
+import { type SampleEncoding, tensorBytes } from '../src/protocol/tensor.js';
 
 /** HTTP status of each reason a task ends with an error (gRPC maps these statuses to its codes). */
 export const ERROR_STATUS: Record<TaskErrorReason, number> = {
@@ -72,35 +72,26 @@ export class InferFront {
     const k = requestBatch(request);
     const outputBytes = (name: string) => {
       const o = c.signature.outputs.find((s) => s.name === name)!;
-      return tensorBytes(o.datatype, [k, ...o.shape]);
+      return tensorBytes(o.datatype, request.batchDim === false ? o.shape : [k, ...o.shape]);
     };
     const shm = resolveRegions(this.regions, request, outputBytes, ctx.local);
     if (!shm.ok) return Promise.resolve({ ok: false, status: shm.status, error: shm.error });
     const resolved = shm.value;
-    const input = resolved.inputs[0]!;
-    const samples = inputSamples(input);
+    const tasks = taskInputs(resolved, k);
     return new Promise((resolve) => {
-      const answers = new Array<TaskAnswer | undefined>(samples.length);
-      let left = samples.length;
+      const answers = new Array<TaskAnswer | undefined>(k);
+      let left = k;
       const arrival = ctx.receivedMs !== undefined ? { receivedMs: ctx.receivedMs } : undefined;
-      samples.forEach((s, i) => {
-        const taskInput = {
-          name: input.name,
-          datatype: input.datatype,
-          shape: [1, ...input.shape.slice(1)],
-          encoding: s.encoding,
-          data: s.data,
-        };
+      for (let i = 0; i < k; i++)
         this.control.submit(
           m,
-          taskInput,
+          tasks(i),
           (a) => {
             answers[i] = a;
             if (--left === 0) resolve(this.gather(c, resolved, answers as TaskAnswer[]));
           },
           arrival,
         );
-      });
     });
   }
 
@@ -133,7 +124,8 @@ export class InferFront {
     }
     // Triton's classification extension: outputs asked for classes are answered as their top classes
     // (scheduler/classes.ts). An error only when a worker's output does not fill its shape.
-    const classified = classifyAnswer(gathered, request.outputs, this.labels.get(c.name) ?? new Map());
+    const labels = this.labels.get(c.name) ?? new Map<string, readonly string[]>();
+    const classified = classifyAnswer(gathered, request.outputs, labels, request.batchDim !== false);
     if (!classified.ok) return { ok: false, status: 500, error: classified.error, answeredMs };
     const outputs = classified.outputs;
     for (const o of outputs) {
@@ -166,4 +158,24 @@ function joinRows(rows: readonly TaskOutput[]): TaskOutput {
   const shape = [...first.shape];
   shape[0] = rows.reduce((n, r) => n + (r.shape[0] ?? 1), 0);
   return { name: first.name, datatype: first.datatype, shape, data: Buffer.concat(rows.map((r) => r.data)) };
+}
+
+/**
+ * Sample i's task input(s): for a one-input model, its one TaskInput (an image input's sample may be
+ * UINT8 pixels or an encoded image: its encoding goes with it); otherwise one per input, in signature
+ * order (each its own datatype). Views of the request's buffers, no copies.
+ */
+function taskInputs(request: InferRequest, k: number): (i: number) => TaskInput | TaskInput[] {
+  const per = request.inputs.map((input) => {
+    const shape = request.batchDim === false ? input.shape : [1, ...input.shape.slice(1)];
+    return { input, shape, samples: inputSamples(input, k) };
+  });
+  const one = (p: (typeof per)[number], i: number): TaskInput => {
+    const s = p.samples[i]!;
+    const { name, datatype } = p.input;
+    if (s.encoding === datatype) return { name, datatype, shape: p.shape, data: s.data };
+    return { name, datatype, shape: p.shape, encoding: s.encoding as SampleEncoding, data: s.data };
+  };
+  if (per.length === 1) return (i) => one(per[0]!, i);
+  return (i) => per.map((p) => one(p, i));
 }

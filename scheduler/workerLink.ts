@@ -53,7 +53,8 @@ export interface DirectLink {
   open(key: string, endpoint: DataEndpoint, events: DirectEvents): void;
   /** Whether a connection under `key` is open or opening. */
   has(key: string): boolean;
-  send(key: string, header: object, parts: readonly Uint8Array[]): boolean;
+  /** `bySlot` false: every part goes inline (shared-memory slots are for a one-input model's samples). */
+  send(key: string, header: object, parts: readonly Uint8Array[], bySlot?: boolean): boolean;
   close(key: string): void;
 }
 
@@ -350,10 +351,10 @@ export class DirectLinks implements DirectLink {
     return this.byKey.has(key);
   }
 
-  send(key: string, header: object, parts: readonly Uint8Array[]): boolean {
+  send(key: string, header: object, parts: readonly Uint8Array[], bySlot = true): boolean {
     const c = this.byKey.get(key);
     if (!c?.connected) return false;
-    const region = c.shm ? this.region : null;
+    const region = c.shm && bySlot ? this.region : null;
     const slots: SampleSlot[] | null =
       region && parts.some((p) => region.holds(p))
         ? parts.map((p) => (region.holds(p) ? [p.byteOffset, p.byteLength] : null))

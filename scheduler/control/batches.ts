@@ -151,7 +151,10 @@ export class InFlightBatches {
     const now = this.ports.clock();
     const model = this.models[b.worker.model]!;
     this.ports.executed(b, latencyMs, now);
-    const split = splitOutputs(b.tasks.length, outputs, payload);
+    const split = splitOutputs(b.tasks.length, outputs, payload, {
+      outputs: model.signature.outputs,
+      batchDim: model.maxBatchSize !== 0,
+    });
     b.tasks.forEach((t, i) => {
       if (split.problem) {
         const error = `worker ${b.worker.workerId} returned a malformed result: ${split.problem}`;

@@ -19,9 +19,12 @@ export class DirectPath implements DirectPort {
     private readonly log: Logger,
   ) {}
 
-  /** Sends a batch on the worker's connection; false when there is none (it goes through the agent). */
-  send(w: Worker, msg: ToWorker, parts: readonly Uint8Array[]): boolean {
-    return this.link?.send(linkKey(w, this.models), msg, parts) ?? false;
+  /**
+   * Sends a batch on the worker's connection; false when there is none (it goes through the agent).
+   * `slots`: its parts may go as shared-memory slots (a one-input model's batch only).
+   */
+  send(w: Worker, msg: ToWorker, parts: readonly Uint8Array[], slots = true): boolean {
+    return this.link?.send(linkKey(w, this.models), msg, parts, slots) ?? false;
   }
 
   /** Opens the direct connection to a ready worker with a data socket (once; again after it closed). */

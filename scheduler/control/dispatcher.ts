@@ -7,7 +7,6 @@
 // dispatch timers fire (src/serving/lateness.ts).
 import type { Logger } from 'pino';
 import { AGENT_PROTOCOL_VERSION } from '../../src/protocol/agent.js';
-import type { SampleEncoding, TensorRef } from '../../src/protocol/tensor.js';
 import { type RunningBatch, WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 import { LatenessWindow } from '../../src/serving/lateness.js';
 import { onTimeBudgetMs } from '../../src/serving/queuePolicy.js';
@@ -27,6 +26,7 @@ import type { PathMeter } from './pathMeter.js';
 import { type Batch, type Finish, identity, type Task, type Worker } from './records.js';
 import type { TaskQueue } from '../../src/serving/taskQueue.js';
 import type { TaskBuffer } from './taskBuffer.js';
+import { batchInputs, batchLimit } from './batchInputs.js';
 import type { AgentLink, ServedModelConfig } from './types.js';
 import type { WorkerSet } from './workerSet.js';
 
@@ -195,38 +195,27 @@ export class Dispatcher {
   }
 
   /**
-   * Sends `size` tasks from the head of `q` to worker w: straight to its data socket when connected
-   * (the agent's GPU state, `running`, comes from here then: this side sends every batch), else through
-   * its agent. Either way the batch names the worker's whole identity and the worker refuses one not
-   * its own. When neither path takes it, the tasks go back and wait.
+   * Sends `want` tasks from the head of `q` to worker w (at most its model's maxBatchSize: the
+   * placements may ask for more): straight to its data socket when connected (the agent's GPU state,
+   * `running`, comes from here then: this side sends every batch), else through its agent. Either way
+   * the batch names the worker's whole identity and the worker refuses one not its own. When neither
+   * path takes it, the tasks go back and wait.
    */
-  private send(w: Worker, size: number, now: number, q: TaskQueue<Task> = this.deps.buffer.onTime(w.model)): void {
+  private send(w: Worker, want: number, now: number, q: TaskQueue<Task> = this.deps.buffer.onTime(w.model)): void {
     const { models, set, batches, observe } = this.deps;
+    const model = models[w.model]!;
+    const size = batchLimit(want, model.maxBatchSize);
     const tasks: Task[] = [];
     for (let i = 0; i < size; i++) {
       const t = q.shift();
       t.dispatchedMs = now;
       tasks.push(t);
     }
-    const spec = models[w.model]!.signature.inputs[0]!;
-    const parts = tasks.map((t) => t.input);
-    const bytes = parts.reduce((a, p) => a + p.length, 0);
+    const { inputs, parts, bytes } = batchInputs(model, tasks);
     const batchId = batches.nextId();
-    // Samples sent in another encoding (UINT8, JPEG, PNG) are listed, so the worker can decode each.
-    const encoded = tasks.some((t) => t.encoding !== undefined && t.encoding !== spec.datatype);
-    const samples = encoded
-      ? {
-          samples: tasks.map((t) => ({
-            encoding: t.encoding ?? (spec.datatype as SampleEncoding),
-            byteLength: t.input.length,
-          })),
-        }
-      : {};
-    const inputs: TensorRef[] = [
-      { name: spec.name, datatype: spec.datatype, shape: [size, ...spec.shape], byteLength: bytes, ...samples },
-    ];
     const id = identity(w, models);
     const running = this.deps.agents.simulatedGpu(w.agentId, w.localGpu) ? this.runningBeside(w) : undefined;
+    // Shared-memory slots carry the samples of a one-input model only (docs/worker-protocol.md).
     const direct = this.deps.direct.send(
       w,
       {
@@ -240,6 +229,7 @@ export class Dispatcher {
         ...(running ? { running } : {}),
       },
       parts,
+      inputs.length === 1,
     );
     const sent =
       direct ||

@@ -22,8 +22,10 @@ export class PathMeter {
     private readonly observe: ControlObserver,
   ) {}
 
-  /** A request of `bytes` of input took `wayInMs` from its headers to its submission. */
-  requestArrived(bytes: number, wayInMs: number): void {
+  /** A request whose task has these input bytes took `wayInMs` from its headers to its submission. */
+  requestArrived(inputs: readonly Buffer[], wayInMs: number): void {
+    let bytes = 0;
+    for (const d of inputs) bytes += d.length;
     this.wayIn.add(bytes, wayInMs);
   }
 

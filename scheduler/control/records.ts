@@ -12,7 +12,9 @@ import type { ServedModelConfig, TaskAnswer } from './types.js';
 export interface Task {
   readonly model: number;
   readonly arrivalMs: number;
-  readonly input: Buffer;
+  /** Its sample of every input of the model's signature, in signature order (one for the zoo's models). */
+  readonly inputs: readonly Buffer[];
+  /** How the first input's bytes are sent when not as its tensor (an image input: UINT8, JPEG, PNG). */
   readonly encoding: SampleEncoding | undefined;
   readonly answer: (a: TaskAnswer) => void;
   /** When it was submitted (arrivalMs + the request's way in). */

@@ -17,8 +17,10 @@ export interface ServedModelConfig {
   readonly sloMs: number;
   readonly signature: ModelSignature;
   /**
-   * The largest batch dimension one request may carry (Triton's max_batch_size);
-   * default DEFAULT_MAX_BATCH_SIZE.
+   * The largest batch dimension one request may carry (Triton's max_batch_size); default
+   * DEFAULT_MAX_BATCH_SIZE. When set, also the largest batch the dispatcher sends the model's workers
+   * (whatever the placement's batch); 0: the model has no batch dimension, each batch is one task and
+   * its tensors are exactly their specs' shapes. Absent (the zoo's models): batches as placed.
    */
   readonly maxBatchSize?: number;
   /** Its queue policy (src/serving/queuePolicy.ts; the scenario's `models[i].queuePolicy`); absent: the default. */
@@ -36,6 +38,7 @@ export interface AgentLink {
   send(agentId: string, msg: ToAgent, payload?: readonly Uint8Array[]): boolean;
 }
 
+/** One input of a task's sample (Control.submit takes one per input of the signature, in its order). */
 export interface TaskInput {
   readonly name: string;
   readonly datatype: TensorRef['datatype'];

@@ -1,13 +1,7 @@
 // One input of an infer request, read against its spec: the batch dimension, the form it is sent in
 // (the model's tensor, UINT8 pixels or encoded images) and where its bytes are (JSON, binary data, a
 // shared-memory region).
-import {
-  elementCount,
-  inputForms,
-  type SampleEncoding,
-  type TensorSpec,
-  tensorBytes,
-} from '../../src/protocol/tensor.js';
+import { elementCount, inputForms, type TensorSpec, tensorBytes } from '../../src/protocol/tensor.js';
 import { type BinaryCursor, EMPTY } from './binary.js';
 import { readImageElements } from './images.js';
 import { regionInput } from './regions.js';
@@ -28,8 +22,10 @@ function formsText(spec: TensorSpec): string {
 }
 
 /**
- * The batch dimension of an input's shape `[k, ...sample]`: k, or an error naming the field. A shape
- * of the sample alone (no batch dimension) gets a hint, as does a k beyond max_batch_size.
+ * The batch dimension of an input's shape `[k, ...sample]`: k and the shape, or an error naming the
+ * field. A shape of the sample alone (no batch dimension) gets a hint, as does a k beyond
+ * max_batch_size. `maxBatch` 0: the model has no batch dimension (Triton's max_batch_size 0), and the
+ * shape must be `sample` itself (one sample).
  */
 function batchDimension(
   where: string,
@@ -37,11 +33,19 @@ function batchDimension(
   sample: readonly number[],
   maxBatch: number,
   what: string,
-): { ok: true; k: number } | { ok: false; error: string } {
+): { ok: true; k: number; shape: number[] } | { ok: false; error: string } {
+  if (maxBatch === 0) {
+    if (sameShape(shape, sample)) return { ok: true, k: 1, shape: [...sample] };
+    const hint =
+      shape.length === sample.length + 1 && sameShape(shape.slice(1), sample)
+        ? ' (the model has no batch dimension, max_batch_size 0: leave it out)'
+        : ' (the model has no batch dimension, max_batch_size 0)';
+    return { ok: false, error: `${where}.shape: expected ${dims(sample)}${what}, got ${shown(shape)}${hint}` };
+  }
   const want = `[k,${sample.join(',')}] with 1 <= k <= ${maxBatch}${what}`;
   if (shape.length === sample.length + 1 && sameShape(shape.slice(1), sample)) {
     const k = shape[0]!;
-    if (k >= 1 && k <= maxBatch) return { ok: true, k };
+    if (k >= 1 && k <= maxBatch) return { ok: true, k, shape: [k, ...sample] };
     if (k === 0)
       return {
         ok: false,
@@ -55,29 +59,40 @@ function batchDimension(
     };
   }
   const hint = sameShape(shape, sample) ? ' (the first dimension is the batch dimension: add it)' : '';
-  return {
-    ok: false,
-    error: `${where}.shape: expected ${want}, got ${dims(shape.slice(0, 16))}${shape.length > 16 ? '...' : ''}${hint}`,
-  };
+  return { ok: false, error: `${where}.shape: expected ${want}, got ${shown(shape)}${hint}` };
 }
 
+/** A client's shape in an error text, its first 16 dimensions. */
+function shown(shape: readonly number[]): string {
+  return `${dims(shape.slice(0, 16))}${shape.length > 16 ? '...' : ''}`;
+}
+
+/**
+ * Input `k` of the request read against its spec. `imageForms`: whether an image input also takes its
+ * UINT8 and encoded forms (a model with one input, batched: the worker decodes them per sample);
+ * otherwise every input is sent as its own datatype.
+ */
 export function readInput(
   k: number,
   inp: RequestJson['inputs'][number],
   spec: TensorSpec,
   binary: BinaryCursor,
   maxBatch: number,
+  imageForms = true,
 ): { ok: true; input: InferInput } | { ok: false; error: string } {
   const where = `inputs[${k}]`;
-  const form = inputForms(spec).find((f) => f.datatype === inp.datatype);
+  const image = spec.image === true && imageForms && maxBatch > 0;
+  const form = (image ? inputForms(spec) : inputForms({ ...spec, image: false })).find(
+    (f) => f.datatype === inp.datatype,
+  );
   if (!form) {
-    const also = spec.image ? ` (this image input takes ${formsText(spec)})` : '';
+    const also = image ? ` (this image input takes ${formsText(spec)})` : '';
     return { ok: false, error: `${where}.datatype: expected ${spec.datatype}, got ${clip(inp.datatype)}${also}` };
   }
   if (form.content !== 'tensor') return readImageInput(where, inp, spec, form.content, binary, maxBatch);
   const batch = batchDimension(where, inp.shape, spec.shape, maxBatch, '');
   if (!batch.ok) return batch;
-  const want = [batch.k, ...spec.shape];
+  const want = batch.shape;
   const bytes = tensorBytes(spec.datatype, want);
   const shm = regionInput(where, inp, bytes);
   if (!shm.ok) return shm;
@@ -88,7 +103,7 @@ export function readInput(
         name: spec.name,
         datatype: spec.datatype,
         shape: want,
-        encoding: spec.datatype as SampleEncoding,
+        encoding: spec.datatype,
         data: EMPTY,
         region: shm.region,
       },
@@ -117,7 +132,7 @@ export function readInput(
         name: spec.name,
         datatype: spec.datatype,
         shape: want,
-        encoding: spec.datatype as SampleEncoding,
+        encoding: spec.datatype,
         data: taken.data,
       },
     };
@@ -143,7 +158,7 @@ export function readInput(
       name: spec.name,
       datatype: spec.datatype,
       shape: want,
-      encoding: spec.datatype as SampleEncoding,
+      encoding: spec.datatype,
       data: enc.data,
     },
   };

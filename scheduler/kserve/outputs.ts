@@ -58,10 +58,14 @@ function classCountParameter(
   return { ok: true, value: v };
 }
 
+/**
+ * The outputs the request asks for. `batch`: the request's batch dimension, or null for a model without
+ * one (max_batch_size 0: each output is exactly its spec's shape).
+ */
 export function readOutputs(
   req: RequestJson,
   model: { name: string; signature: ModelSignature },
-  batch: number,
+  batch: number | null,
 ): { ok: true; outputs: RequestedOutput[] } | { ok: false; error: string } {
   const all = boolParameter('', 'binary_data_output', req.parameters);
   if (!all.ok) return all;
@@ -86,7 +90,7 @@ export function readOutputs(
     const shm = regionParameters(where, o.parameters);
     if (!shm.ok) return shm;
     const spec = sig.outputs.find((s) => s.name === o.name)!;
-    const bytes = tensorBytes(spec.datatype, [batch, ...spec.shape]);
+    const bytes = tensorBytes(spec.datatype, batch === null ? spec.shape : [batch, ...spec.shape]);
     if (shm.region && shm.region.byteSize < bytes)
       return {
         ok: false,

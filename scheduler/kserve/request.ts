@@ -38,8 +38,10 @@ export interface ParseModel {
  *   application/octet-stream or nothing).
  * - Each input must be an input of the signature, given once, with the signature's datatype and shape
  *   `[k, ...spec.shape]` (k samples, 1 <= k <= the model's max_batch_size: the control plane batches
- *   each sample with others' and the answer carries k rows, in order), and its data as JSON (flat or
- *   nested) or binary; inputs with JSON data and binary inputs may be mixed.
+ *   each sample with others' and the answer carries k rows, in order), or exactly `spec.shape` for a
+ *   model of max_batch_size 0 (no batch dimension, Triton's rule: the request is one sample, run
+ *   alone), and its data as JSON (flat or nested) or binary; inputs with JSON data and binary inputs
+ *   may be mixed. An image input of a one-input model also takes UINT8 pixels and encoded images.
  * - Outputs: those the request names (none named: all of the signature's), binary when the output's
  *   `parameters.binary_data` is true, or when it is absent and the request's
  *   `parameters.binary_data_output` is true.
@@ -92,6 +94,9 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
   const req = parsed.data;
   const sig = model.signature;
   const binary = new BinaryCursor(binaryBytes);
+  const maxBatch = model.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE;
+  // UINT8 and encoded images are decoded per sample by the worker: a one-input model's only.
+  const imageForms = sig.inputs.length === 1;
   const byName = new Map<string, InferInput>();
   let batch: number | undefined;
   for (let k = 0; k < req.inputs.length; k++) {
@@ -103,9 +108,9 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
           `${sig.inputs.map((s) => s.name).join(', ')})`,
       );
     if (byName.has(inp.name)) return fail(`inputs[${k}].name: input '${inp.name}' is given twice`);
-    const read = readInput(k, inp, spec, binary, model.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
+    const read = readInput(k, inp, spec, binary, maxBatch, imageForms);
     if (!read.ok) return fail(read.error);
-    const kk = read.input.shape[0]!;
+    const kk = maxBatch === 0 ? 1 : read.input.shape[0]!;
     if (batch !== undefined && kk !== batch)
       return fail(
         `inputs[${k}].shape: batch dimension ${kk}, but the inputs before it have ${batch} (every input ` +
@@ -121,7 +126,7 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
     const names = missing.map((s) => `'${s.name}'`).join(', ');
     return fail(`inputs: missing ${names} (model '${model.name}' takes ${sig.inputs.map((s) => s.name).join(', ')})`);
   }
-  const outputs = readOutputs(req, model, batch ?? 1);
+  const outputs = readOutputs(req, model, maxBatch === 0 ? null : (batch ?? 1));
   if (!outputs.ok) return fail(outputs.error);
   return {
     ok: true,
@@ -129,6 +134,7 @@ export function parseInferFields(json: unknown, binaryBytes: Buffer | undefined,
       ...(req.id !== undefined ? { id: req.id } : {}),
       inputs: sig.inputs.map((s) => byName.get(s.name)!),
       outputs: outputs.outputs,
+      ...(maxBatch === 0 ? { batchDim: false as const } : {}),
     },
   };
 }

@@ -15,16 +15,18 @@ export interface InferInput {
   readonly name: string;
   /**
    * The model's datatype and shape `[k, ...spec.shape]` (k samples, 1 <= k <= the model's
-   * max_batch_size: the request's batch dimension), whatever the encoding.
+   * max_batch_size: the request's batch dimension), whatever the encoding; exactly `spec.shape` for a
+   * model without a batch dimension (max_batch_size 0: the request is one sample).
    */
   readonly datatype: Datatype;
   readonly shape: number[];
   /**
-   * How `data` holds the sample: the model's own datatype (FP32 for the paper's models), or, for an
-   * image input, 8-bit pixels (UINT8, same shape) or an encoded image (JPEG, PNG) that the worker
-   * decodes. `BYTES` only with `region`: an encoded image whose format is known once the region is read.
+   * How `data` holds the sample: the model's own datatype (`datatype`: the tensor's own bytes), or,
+   * for an image input, 8-bit pixels (UINT8, same shape) or an encoded image (JPEG, PNG) that the
+   * worker decodes. `BYTES` only with `region`: an encoded image whose format is known once the region
+   * is read.
    */
-  readonly encoding: SampleEncoding | 'BYTES';
+  readonly encoding: InputEncoding | 'BYTES';
   /**
    * Set when the input is in a shared-memory region: `data` is then empty until the service reads the
    * region and calls resolveRegionInput.
@@ -48,25 +50,32 @@ export interface EncodedImage {
   readonly data: Buffer;
 }
 
+/**
+ * What an input's bytes are: the tensor's own datatype, or an image input's other forms (UINT8
+ * pixels, an encoded image; src/protocol/tensor.ts SampleEncoding).
+ */
+export type InputEncoding = Datatype | SampleEncoding;
+
 /** One sample of an input as the control plane takes it: its encoding and bytes (views, no copy). */
 export interface InputSample {
-  readonly encoding: SampleEncoding;
+  readonly encoding: InputEncoding;
   readonly data: Buffer;
 }
 
-/** The request's batch dimension: how many samples it carries. */
+/** The request's batch dimension: how many samples it carries (1 for a model without a batch dimension). */
 export function requestBatch(request: InferRequest): number {
+  if (request.batchDim === false) return 1;
   return request.inputs[0]?.shape[0] ?? 1;
 }
 
 /**
  * An input's samples in batch order: views of `data` (k equal parts) for the tensor and UINT8 forms,
- * the images themselves for encoded images. The input must be resolved (not in a region).
+ * the images themselves for encoded images. The input must be resolved (not in a region). `k`: the
+ * request's batch dimension (requestBatch), the input's first dimension unless given.
  */
-export function inputSamples(input: InferInput): InputSample[] {
+export function inputSamples(input: InferInput, k: number = input.shape[0] ?? 1): InputSample[] {
   if (input.encoding === 'BYTES') throw new Error(`input '${input.name}' is still in a shared-memory region`);
   if (input.images) return input.images.map((i) => ({ encoding: i.encoding, data: i.data }));
-  const k = input.shape[0] ?? 1;
   const each = input.data.length / k;
   const out: InputSample[] = [];
   for (let i = 0; i < k; i++)
@@ -93,6 +102,11 @@ export interface InferRequest {
   readonly id?: string;
   /** One per input of the signature, in the signature's input order. */
   readonly inputs: InferInput[];
+  /**
+   * false: the model has no batch dimension (max_batch_size 0): every input and output is exactly its
+   * spec's shape and the request is one sample. Absent: the first dimension is the batch dimension.
+   */
+  readonly batchDim?: false;
   /** What to return and how, in the order the request named them (all outputs of the signature when it named none). */
   readonly outputs: RequestedOutput[];
 }

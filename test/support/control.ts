@@ -17,12 +17,14 @@ import {
   type ToAgent,
   type WorkerStatus,
 } from '../../src/protocol/agent.js';
-import { modelSignature } from '../../src/protocol/tensor.js';
+import { type ModelSignature, modelSignature } from '../../src/protocol/tensor.js';
 import type { DirectLink } from '../../scheduler/workerLink.js';
 
 export interface Sent {
   readonly agentId: string;
   readonly msg: ToAgent;
+  /** The frame's payload parts as the control plane handed them over (not copied). */
+  readonly payload?: readonly Uint8Array[];
 }
 
 export interface Harness {
@@ -34,6 +36,8 @@ export interface Harness {
   now: number;
   /** Batches sent so far, in order. */
   batches(): Extract<ToAgent, { type: 'batch' }>[];
+  /** Batch `batchId`'s payload, its parts joined. */
+  payloadOf(batchId: string): Buffer;
   /** The last desired set sent to the agent. */
   desired(): Extract<ToAgent, { type: 'desired' }>['workers'];
   /** The agent reports every desired worker in `state`. */
@@ -56,8 +60,17 @@ export function simGpus(profile: string, count: number, pooled: PooledGpuMode = 
   }));
 }
 
+/** A model of the harness: the zoo's signature (one image in, 1000 FP32 out) unless it names its own. */
+export interface HarnessModel {
+  readonly name: string;
+  readonly sloMs: number;
+  readonly queuePolicy?: QueuePolicyConfig;
+  readonly signature?: ModelSignature;
+  readonly maxBatchSize?: number;
+}
+
 export function controlHarness(opts: {
-  models: readonly { name: string; sloMs: number; queuePolicy?: QueuePolicyConfig }[];
+  models: readonly HarnessModel[];
   profiles: ReadonlyMap<string, Profile>;
   policy: (c: ClusterInfo) => Policy;
   gpus: AgentGpu[];
@@ -78,11 +91,11 @@ export function controlHarness(opts: {
     metrics,
   } as Harness;
   const control = new Control({
-    models: opts.models.map((m) => ({ ...m, signature: modelSignature(602112, 4000) })),
+    models: opts.models.map((m) => ({ ...m, signature: m.signature ?? modelSignature(602112, 4000) })),
     profiles: opts.profiles,
     policyName: 'test',
     createPolicy: opts.policy,
-    link: { send: (agentId, msg) => (sent.push({ agentId, msg }), true) },
+    link: { send: (agentId, msg, payload) => (sent.push({ agentId, msg, ...(payload ? { payload } : {}) }), true) },
     clock: () => h.now,
     wallClock: () => new Date(0),
     logger: pino({ level: 'silent' }),
@@ -95,6 +108,8 @@ export function controlHarness(opts: {
   Object.assign(h, {
     control,
     batches: () => sent.flatMap((s) => (s.msg.type === 'batch' ? [s.msg] : [])),
+    payloadOf: (batchId: string) =>
+      Buffer.concat(sent.find((s) => s.msg.type === 'batch' && s.msg.batchId === batchId)?.payload ?? []),
     desired: () => sent.flatMap((s) => (s.msg.type === 'desired' ? [s.msg] : [])).at(-1)?.workers ?? [],
     report: (state: WorkerStatus['state']) =>
       control.workersReported(

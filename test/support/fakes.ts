@@ -33,7 +33,8 @@ export class ScriptedPolicy implements Policy {
  */
 export class FakeDirectLink implements DirectLink {
   readonly opened = new Map<string, { endpoint: DataEndpoint; events: DirectEvents; connected: boolean }>();
-  readonly sent: { key: string; header: Record<string, unknown>; bytes: number }[] = [];
+  /** `bySlot`: whether the batch's parts may go as shared-memory slots (DirectLink.send). */
+  readonly sent: { key: string; header: Record<string, unknown>; bytes: number; bySlot: boolean }[] = [];
 
   open(key: string, endpoint: DataEndpoint, events: DirectEvents): void {
     if (!this.opened.has(key)) this.opened.set(key, { endpoint, events, connected: false });
@@ -41,9 +42,10 @@ export class FakeDirectLink implements DirectLink {
   has(key: string): boolean {
     return this.opened.has(key);
   }
-  send(key: string, header: object, parts: readonly Uint8Array[]): boolean {
+  send(key: string, header: object, parts: readonly Uint8Array[], bySlot = true): boolean {
     if (!this.opened.get(key)?.connected) return false;
-    this.sent.push({ key, header: header as Record<string, unknown>, bytes: parts.reduce((n, p) => n + p.length, 0) });
+    const bytes = parts.reduce((n, p) => n + p.length, 0);
+    this.sent.push({ key, header: header as Record<string, unknown>, bytes, bySlot });
     return true;
   }
   close(key: string): void {

@@ -16,7 +16,7 @@ import { modelSignature } from '../../src/protocol/tensor.js';
 const task = (arrivalMs: number, model = 0): Task => ({
   model,
   arrivalMs,
-  input: Buffer.alloc(0),
+  inputs: [Buffer.alloc(0)],
   encoding: undefined,
   answer: () => {},
   submittedMs: arrivalMs,

@@ -70,6 +70,7 @@ describe('the direct path in the control plane', () => {
       worker: h.desired()[0],
     });
     expect(direct.sent[0]!.bytes).toBe(602112);
+    expect(direct.sent[0]!.bySlot).toBe(true); // one input: its samples may go by shared-memory slot
     // Its answer on the socket answers the task.
     direct.opened.get(key)!.events.frame(
       {

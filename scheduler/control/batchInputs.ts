@@ -1,0 +1,68 @@
+// A batch's input tensors as the worker protocol lays them out (docs/worker-protocol.md, "Batches of
+// any signature"): one TensorRef per input of the model's signature, in signature order, each
+// [size, ...spec.shape] (exactly spec.shape for a model without a batch dimension); the payload is the
+// inputs' bytes one after another, each input's samples one after another. The parts are the tasks'
+// own buffers (views of the request bodies): nothing is copied here.
+import type { SampleEncoding, TensorRef, TensorSpec } from '../../src/protocol/tensor.js';
+import type { Task } from './records.js';
+import type { ServedModelConfig } from './types.js';
+
+/**
+ * How many of the `want` tasks the dispatch rule starts one batch takes: at most the model's
+ * maxBatchSize (Triton's max_batch_size; the placements may ask for up to 64), one for a model without
+ * a batch dimension (0); all of them for a model with no limit set (the zoo's).
+ */
+export function batchLimit(want: number, maxBatchSize: number | undefined): number {
+  return maxBatchSize === undefined ? want : Math.min(want, Math.max(1, maxBatchSize));
+}
+
+export interface BatchInputs {
+  readonly inputs: TensorRef[];
+  /** The payload's parts, in order: input 0's samples, then input 1's, ... */
+  readonly parts: Buffer[];
+  readonly bytes: number;
+}
+
+/** The batch of `tasks` (each holding one sample of every input, in signature order) for the model's worker. */
+export function batchInputs(model: ServedModelConfig, tasks: readonly Task[]): BatchInputs {
+  const specs = model.signature.inputs;
+  const size = tasks.length;
+  const shape = (spec: TensorSpec) => (model.maxBatchSize === 0 ? [...spec.shape] : [size, ...spec.shape]);
+  if (specs.length === 1) {
+    // The one-input path (the zoo's models): its samples may be sent encoded (UINT8, JPEG, PNG) and
+    // are then listed, so the worker can decode each.
+    const spec = specs[0]!;
+    const parts = tasks.map((t) => t.inputs[0]!);
+    const bytes = byteSum(parts);
+    const encoded = tasks.some((t) => t.encoding !== undefined && t.encoding !== spec.datatype);
+    const samples = encoded
+      ? {
+          samples: tasks.map((t) => ({
+            encoding: t.encoding ?? (spec.datatype as SampleEncoding),
+            byteLength: t.inputs[0]!.length,
+          })),
+        }
+      : {};
+    return {
+      inputs: [{ name: spec.name, datatype: spec.datatype, shape: shape(spec), byteLength: bytes, ...samples }],
+      parts,
+      bytes,
+    };
+  }
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  const inputs = specs.map((spec, j): TensorRef => {
+    const first = parts.length;
+    for (const t of tasks) parts.push(t.inputs[j]!);
+    const byteLength = byteSum(parts, first);
+    bytes += byteLength;
+    return { name: spec.name, datatype: spec.datatype, shape: shape(spec), byteLength };
+  });
+  return { inputs, parts, bytes };
+}
+
+function byteSum(parts: readonly Buffer[], from = 0): number {
+  let n = 0;
+  for (let i = from; i < parts.length; i++) n += parts[i]!.length;
+  return n;
+}
