@@ -84,13 +84,17 @@ let waiting: ((r: SessionReply) => void) | null = null;
 thread.on('message', (r: SessionReply) => {
   const w = waiting;
   waiting = null;
+  thread.unref();
   w?.(r);
 });
 thread.on('error', (e) => die(`the session thread failed: ${e.message}`));
-thread.unref(); // the worker exits when its protocol side says so, whatever the thread is doing
+// Held only while a request is out: the worker exits when its protocol side is done (stdin closed or
+// SIGTERM, every batch received answered), whatever the idle thread is doing.
+thread.unref();
 function ask(req: SessionRequest, transfer: ArrayBuffer[] = []): Promise<SessionReply> {
   return new Promise((resolve) => {
     waiting = resolve;
+    thread.ref();
     thread.postMessage(req, transfer);
   });
 }

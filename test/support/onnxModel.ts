@@ -253,8 +253,10 @@ export function everyDatatype(batchDim = true): TestModel {
 
 /**
  * The image model the worker contract suite serves: input "input" FP32 [N,3,224,224] (an image input)
- * -> AveragePool 7x7 stride 7 -> Flatten -> MatMul W [3072,1000] + B -> "output" FP32 [N,1000], the
- * signature of the profiled zoo's models (src/protocol/tensor.ts modelSignature).
+ * -> Conv 3x3 to 16 channels -> Relu -> AveragePool 7x7 stride 7 -> Conv 1x1 to 3 channels -> Flatten
+ * -> MatMul W [3072,1000] + B -> "output" FP32 [N,1000], the signature of the profiled zoo's models
+ * (src/protocol/tensor.ts modelSignature). The 3x3 convolution (22 M multiply-adds a sample) makes a
+ * batch of 32 take a few hundred ms on one CPU thread: the contract's SIGTERM case needs a long batch.
  */
 export function imageClassifier(): TestModel {
   return {
@@ -262,12 +264,17 @@ export function imageClassifier(): TestModel {
       inputs: [{ name: 'input', datatype: 'FP32', dims: ['batch', 3, 224, 224] }],
       outputs: [{ name: 'output', datatype: 'FP32', dims: ['batch', 1000] }],
       initializers: [
+        { name: 'K1', datatype: 'FP32', dims: [16, 3, 3, 3], bytes: randomFloats(16 * 27, 33) },
+        { name: 'K2', datatype: 'FP32', dims: [3, 16, 1, 1], bytes: randomFloats(48, 34) },
         { name: 'W', datatype: 'FP32', dims: [3072, 1000], bytes: randomFloats(3072 * 1000, 31) },
         { name: 'B', datatype: 'FP32', dims: [1000], bytes: randomFloats(1000, 32) },
       ],
       nodes: [
-        { op: 'AveragePool', inputs: ['input'], outputs: ['p'], attrs: { kernel_shape: [7, 7], strides: [7, 7] } },
-        { op: 'Flatten', inputs: ['p'], outputs: ['f'], attrs: { axis: 1 } },
+        { op: 'Conv', inputs: ['input', 'K1'], outputs: ['c1'], attrs: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+        { op: 'Relu', inputs: ['c1'], outputs: ['r1'] },
+        { op: 'AveragePool', inputs: ['r1'], outputs: ['p'], attrs: { kernel_shape: [7, 7], strides: [7, 7] } },
+        { op: 'Conv', inputs: ['p', 'K2'], outputs: ['c2'], attrs: { kernel_shape: [1, 1] } },
+        { op: 'Flatten', inputs: ['c2'], outputs: ['f'], attrs: { axis: 1 } },
         { op: 'MatMul', inputs: ['f', 'W'], outputs: ['fw'] },
         { op: 'Add', inputs: ['fw', 'B'], outputs: ['output'] },
       ],
