@@ -1,10 +1,10 @@
 // The ONNX Runtime worker process (started by agent/onnxWorker.ts when run as a script; flags there):
-// the worker protocol's plumbing is agent/nodeWorker.ts's, the model runs in a session thread
-// (agent/onnxWorkerSession.ts) so the event loop reads the next batch while one runs. At start: the
+// the worker protocol's plumbing is agent/nodeWorker.ts's, the model runs in a inference thread
+// (agent/onnxWorkerThread.ts) so the event loop reads the next batch while one runs. At start: the
 // flags validated (a bad one is a `fatal` naming it), the model loaded with the execution provider
 // --device asks for (auto: CUDA when its provider loads, else the CPU with the reason in `ready`'s
 // device), its inputs and outputs checked by name against --signature (element types, shapes), and
-// --warmup-batches batches run; then `ready`. Each batch is one `session.run`: its inputs' bytes go to
+// --warmup-batches batches run; then `ready`. Each batch is one `InferenceSession.run`: its inputs' bytes go to
 // the thread in the frame's own buffer, moved (postMessage's transfer list: no copy), or, for an image
 // input whose samples come encoded or in shared-memory slots, as the FP32 tensor the decode step makes
 // (agent/decode.ts). Outputs go back in signature order, their bytes one after another.
@@ -17,7 +17,7 @@ import type { FailedSample, TensorRef } from '../src/protocol/tensor.js';
 import type { WorkerSignature } from '../src/repository/types.js';
 import { decodeBatchInput } from './decode.js';
 import { type Batch, type BatchAnswer, type BatchInput, NodeWorkerHost } from './nodeWorker.js';
-import type { SessionInit, SessionReply, SessionRequest } from './onnxWorkerSession.js';
+import type { SessionInit, SessionReply, SessionRequest } from './onnxWorkerThread.js';
 import { parseWorkerSignature } from './onnxWorkerSignature.js';
 
 const host = new NodeWorkerHost('onnxWorker');
@@ -78,7 +78,7 @@ function cudaLibrary(): SessionInit['cudaLibrary'] {
   return { path, installed: existsSync(path) };
 }
 
-const thread = new Worker(new URL('./onnxWorkerSession.js', import.meta.url));
+const thread = new Worker(new URL('./onnxWorkerThread.js', import.meta.url));
 // One request at a time: `init`, then one `run` per batch (the host runs batches one after another).
 let waiting: ((r: SessionReply) => void) | null = null;
 thread.on('message', (r: SessionReply) => {
@@ -87,7 +87,7 @@ thread.on('message', (r: SessionReply) => {
   thread.unref();
   w?.(r);
 });
-thread.on('error', (e) => die(`the session thread failed: ${e.message}`));
+thread.on('error', (e) => die(`the inference thread failed: ${e.message}`));
 // Held only while a request is out: the worker exits when its protocol side is done (stdin closed or
 // SIGTERM, every batch received answered), whatever the idle thread is doing.
 thread.unref();

@@ -1,6 +1,7 @@
-// The ONNX Runtime worker's start-up checks, pure: the `--signature` flag (the JSON of a WorkerSignature,
-// src/repository/types.ts) validated with the field at fault named, and the session's own inputs and
-// outputs (names, element types, shapes) checked against it. Called once per worker start by
+// The ONNX Runtime worker's start-up checks, pure: the `--signature` flag (the JSON of a
+// WorkerSignature, src/repository/types.ts) validated with the field at fault named, and the model's
+// own inputs and outputs as its InferenceSession reports them (names, element types, shapes) checked
+// against it. Called once per worker start by
 // agent/onnxWorkerMain.ts; a problem found here is the worker's `fatal`.
 import { z } from 'zod';
 import { type Datatype, DatatypeSchema, type TensorSpec } from '../src/protocol/tensor.js';
@@ -146,9 +147,10 @@ function checkSide(
 }
 
 /**
- * Every difference between the session's inputs and outputs and the signature (empty: they fit). Inputs
- * and outputs are matched by name (a repository's config names them; their order need not be the model's).
- * A model output the signature does not list is fine (it is computed and not returned).
+ * Every difference between the model's inputs and outputs (its InferenceSession's metadata) and the
+ * signature (empty: they fit). Inputs and outputs are matched by name (a repository's config names
+ * them; their order need not be the model's). A model output the signature does not list is fine (it
+ * is not fetched).
  */
 export function checkSessionSignature(
   sig: WorkerSignature,

@@ -16,15 +16,15 @@
 // check that every answer belongs to its request and comes from its own model:
 // output[k] = input[k] + input[N - 1 - k] + modelOffset(model), `input` being the FP32 tensor after the
 // decode step (agent/decode.ts: UINT8 and JPEG/PNG samples decoded and preprocessed with real decoders;
-// a sample that fails to decode is reported in the output's `failed`). A batch naming another model is refused.
-// Batches run one at a time in arrival order, from stdin (the agent's relay) and from its data socket
-// (the direct path: INSS_WORKER_LISTEN, agent/workerData.ts), each answered where it came from; the next
-// batch is read while one runs (pipelining). A batch naming another worker identity
-// (INSS_WORKER_IDENTITY) is refused with reason `wrong-worker`. SIGTERM or stdin closing: answer what
-// was received, exit 0.
-// Shared memory (docs/worker-protocol.md "Shared memory"): a scheduler on this host names its region
-// in `attach`; the worker maps it read-only through the addon (src/protocol/shmMap.ts) unless
-// INSS_WORKER_SHM=off, and reads the samples a batch gives as slots in place (FP32 samples as
+// a sample that fails to decode is reported in the output's `failed`).
+// The protocol side, shared with the ONNX Runtime worker (agent/nodeWorker.ts): batches run one at a
+// time in arrival order, from stdin (the agent's relay) and from its data socket (the direct path:
+// INSS_WORKER_LISTEN, agent/workerData.ts), each answered where it came from; the next batch is read
+// while one runs (pipelining). A batch naming another model is refused, one naming another worker
+// identity (INSS_WORKER_IDENTITY) with reason `wrong-worker`. SIGTERM or stdin closing: answer what was
+// received, exit 0. Shared memory (docs/worker-protocol.md "Shared memory"): a scheduler on this host
+// names its region in `attach`; the worker maps it read-only through the addon (src/protocol/shmMap.ts)
+// unless INSS_WORKER_SHM=off, and reads the samples a batch gives as slots in place (FP32 samples as
 // Float32Array views, no copy). Without the addon it answers that it cannot, and gets bytes. It keeps
 // no view of a slot once its batch is answered.
 import { readFileSync } from 'node:fs';

@@ -62,14 +62,14 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
   /** Each output of the answer against onnxruntime's own, for the batch sent. */
   async function expectReference(
     m: WorkerMessage,
-    session: ort.InferenceSession,
+    inference: ort.InferenceSession,
     sig: WorkerSignature,
     size: number,
     b: ReturnType<typeof testBatch>,
   ): Promise<void> {
     expect(m.msg.type, JSON.stringify(m.msg)).toBe('result');
     if (m.msg.type !== 'result') return;
-    const want = await reference(session, sig, size, b);
+    const want = await reference(inference, sig, size, b);
     expect(m.msg.outputs.map((o) => o.name)).toEqual(sig.outputs.map((o) => o.name));
     let at = 0;
     m.msg.outputs.forEach((o, k) => {
@@ -99,12 +99,12 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
       m.graph,
     );
     const sig = m.signature;
-    // 3000 samples make frames over 64 KB, read in pieces into a buffer of their own (moved to the session
+    // 3000 samples make frames over 64 KB, read in pieces into a buffer of their own (moved to the inference
     // thread); the small ones come whole in one chunk (copied).
     const sizes = sig.batchDim ? [1, 3, 3000, 8, 2] : [1, 1];
-    let session: ort.InferenceSession;
+    let inference: ort.InferenceSession;
     beforeAll(async () => {
-      session = await ort.InferenceSession.create(file);
+      inference = await ort.InferenceSession.create(file);
     });
 
     it("answers batches of several sizes over stdin, each equal to onnxruntime's own", async () => {
@@ -117,7 +117,7 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
       for (const [i, b] of batches.entries()) {
         const got = await w.next();
         expect(got.msg).toMatchObject({ id: `b${i}` });
-        await expectReference(got, session, sig, sizes[i]!, b);
+        await expectReference(got, inference, sig, sizes[i]!, b);
       }
     });
 
@@ -147,7 +147,7 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
       for (const [i, b] of batches.entries()) {
         const got = await c.next();
         expect(got.msg).toMatchObject({ id: `d${i}` });
-        await expectReference(got, session, sig, sizes[i]!, b);
+        await expectReference(got, inference, sig, sizes[i]!, b);
       }
     });
   });
@@ -155,7 +155,7 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
   describe('refuses batches that do not fit its signature, and goes on serving', () => {
     const m = twoInTwoOut();
     const file = writeOnnxModel(join(dir, 'refuse.onnx'), m.graph);
-    it('another model, an input missing, a wrong datatype, a wrong shape, too few bytes, over --max-batch', async () => {
+    it('another model, an input missing, a wrong datatype or shape, too few bytes, over --max-batch', async () => {
       const w = start('m', file, m.signature, { maxBatch: 4 });
       await w.expect('ready', 60_000);
       const b = testBatch(m.signature, 2, 5);
@@ -277,7 +277,7 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
         outputs: [{ name: 'logits', datatype: 'FP32', shape: [1000] }],
         batchDim: true,
       };
-      let session: ort.InferenceSession;
+      let inference: ort.InferenceSession;
       beforeAll(async () => {
         const py =
           'import sys, torch, torchvision\n' +
@@ -286,7 +286,7 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
           "torch.onnx.export(m, torch.zeros(1, 3, 64, 64), sys.argv[1], input_names=['images'], " +
           "output_names=['logits'], dynamic_axes={'images': {0: 'batch'}, 'logits': {0: 'batch'}}, opset_version=13)\n";
         await promisify(execFile)(resolvePython(), ['-c', py, file], { timeout: 170_000 });
-        session = await ort.InferenceSession.create(file);
+        inference = await ort.InferenceSession.create(file);
       }, 180_000);
 
       it("serves resnet18 (random weights, dynamic batch axis): answers equal onnxruntime's own", async () => {
@@ -295,7 +295,7 @@ describe.skipIf(skip !== null)(skip === null ? 'the ONNX Runtime worker' : `skip
         for (const [i, size] of [1, 3].entries()) {
           const b = testBatch(sig, size, 40 + i);
           w.send(batchHeader(`r${i}`, 'resnet18', size, b), b.payload);
-          await expectReference(await w.next(60_000), session, sig, size, b);
+          await expectReference(await w.next(60_000), inference, sig, size, b);
         }
       });
     },

@@ -94,7 +94,7 @@ export function batchHeader(id: string, model: string, size: number, b: TestBatc
 
 /** onnxruntime's own answer: each output of `sig` in order, its bytes. */
 export async function reference(
-  session: ort.InferenceSession,
+  inference: ort.InferenceSession,
   sig: WorkerSignature,
   size: number,
   b: TestBatch,
@@ -119,7 +119,7 @@ export async function reference(
     const data = new C(bytes.buffer, bytes.byteOffset, bytes.length / C.BYTES_PER_ELEMENT);
     feeds[spec.name] = new ort.Tensor(ORT_TYPE[spec.datatype], data as Float32Array, dimsOf(sig, spec, size));
   });
-  const out = await session.run(feeds);
+  const out = await inference.run(feeds);
   return sig.outputs.map((spec) => {
     const d = out[spec.name]!.data as Uint8Array;
     return Buffer.from(d.buffer, d.byteOffset, d.byteLength);

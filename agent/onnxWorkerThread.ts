@@ -1,13 +1,14 @@
-// The ONNX Runtime worker's session thread (node:worker_threads): it owns the InferenceSession, so that a
-// batch's `session.run`, which onnxruntime-node runs synchronously on its calling thread, never blocks
-// the worker's event loop: the main thread (agent/onnxWorkerMain.ts) reads the next frames (pipelining)
-// and sees SIGTERM while a batch runs. Messages (SessionRequest / SessionReply): one `init` (load the
-// model with its execution provider, check it against the signature, warm up), then `run`s, one at a
-// time. Inputs arrive as byte views of a buffer moved here (a frame's payload: a frame pads its header
-// so the payload starts 8-byte aligned); each becomes a tensor over those bytes without a copy where
-// its offset is aligned to its element size (a copy where not). onnxruntime-node takes no
-// SharedArrayBuffer-backed data ("Invalid argument"), so buffers are moved, not shared. Tensors are little-endian (the
-// protocol's), as on every host onnxruntime-node ships for.
+// The ONNX Runtime worker's inference thread (node:worker_threads): it owns the InferenceSession, so
+// that a batch's `InferenceSession.run`, which onnxruntime-node runs synchronously on its calling
+// thread, never blocks the worker's event loop: the main thread (agent/onnxWorkerMain.ts) reads the
+// next frames (pipelining) and sees SIGTERM while a batch runs. Messages (SessionRequest /
+// SessionReply): one `init` (load the model with its execution provider, check it against the
+// signature, warm up), then `run`s, one at a time. Inputs arrive as byte views of a buffer moved here
+// (a frame's payload: a frame pads its header so the payload starts 8-byte aligned); each becomes a
+// tensor over those bytes without a copy where its offset is aligned to its element size (a copy
+// where not). onnxruntime-node takes no SharedArrayBuffer-backed data ("Invalid argument"), so
+// buffers are moved, not shared. Tensors are little-endian (the protocol's), as on every host
+// onnxruntime-node ships for.
 import { parentPort } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { Datatype } from '../src/protocol/tensor.js';
@@ -71,13 +72,13 @@ function tensorOf(datatype: Datatype, bytes: Uint8Array, dims: readonly number[]
   return new ort.Tensor(ORT_TYPE[datatype] as 'float32', data as Float32Array, dims);
 }
 
-let session: ort.InferenceSession | null = null;
+let inference: ort.InferenceSession | null = null;
 let signature: WorkerSignature | null = null;
 
 const dimsOf = (sig: WorkerSignature, shape: readonly number[], size: number): number[] =>
   sig.batchDim ? [size, ...shape] : [...shape];
 
-/** The session with the device's execution provider, and the device string `ready` reports. */
+/** The InferenceSession with the device's execution provider, and the device string `ready` reports. */
 async function createSession(init: SessionInit): Promise<{ s: ort.InferenceSession; device: string }> {
   const base: ort.InferenceSession.SessionOptions = {
     graphOptimizationLevel: 'all',
@@ -154,13 +155,13 @@ async function init(msg: SessionInit): Promise<string> {
     );
     await runBatch(s, msg.signature, size, zeros);
   }
-  session = s;
+  inference = s;
   signature = msg.signature;
   return device;
 }
 
 const port = parentPort;
-if (port === null) throw new Error('agent/onnxWorkerSession.js runs as a worker thread of agent/onnxWorker.js');
+if (port === null) throw new Error('agent/onnxWorkerThread.js runs as a worker thread of agent/onnxWorker.js');
 const reply = (m: SessionReply) => port.postMessage(m);
 port.on('message', (msg: SessionRequest) => {
   if (msg.type === 'init') {
@@ -170,11 +171,11 @@ port.on('message', (msg: SessionRequest) => {
     );
     return;
   }
-  if (session === null || signature === null) {
-    reply({ type: 'failed', message: 'the session is not loaded' });
+  if (inference === null || signature === null) {
+    reply({ type: 'failed', message: 'the model is not loaded' });
     return;
   }
-  runBatch(session, signature, msg.size, msg.inputs).then(
+  runBatch(inference, signature, msg.size, msg.inputs).then(
     (r) => reply({ type: 'done', ...r }),
     (e: unknown) => reply({ type: 'failed', message: (e as Error).message }),
   );
