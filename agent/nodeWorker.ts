@@ -340,7 +340,8 @@ export function batchInput(
   if (maxBatch !== undefined && b.size > maxBatch)
     return `size: ${b.size} is over this worker's --max-batch ${maxBatch}`;
   if (!sig.batchDim && b.size !== 1) return `size: ${b.size}, but the model takes no batch dimension (size 1 only)`;
-  if (n === 1 && sig.batchDim) {
+  // Encoded samples and shared-memory slots are the one-input FP32 (image) path's (agent/decode.ts).
+  if (n === 1 && sig.batchDim && sig.inputs[0]!.datatype === 'FP32') {
     const spec = sig.inputs[0]!;
     const t = b.inputs[0]!;
     if (b.slots === undefined) {
@@ -357,7 +358,7 @@ export function batchInput(
     const views = sampleViews(b.slots, sampleBytes, payload, region);
     return typeof views === 'string' ? `input '${t.name}': ${views}` : { kind: 'image', ref: t, bytes: views };
   }
-  if (b.slots !== undefined) return `slots: taken only for a model of one input, this one has ${n}`;
+  if (b.slots !== undefined) return 'slots: taken only for a model of one FP32 input with a batch dimension';
   const tensors: Buffer[] = [];
   let at = 0;
   for (const [k, t] of b.inputs.entries()) {
