@@ -1,7 +1,7 @@
 // A Node worker's data socket (the direct path, docs/worker-protocol.md "The data socket"): the
 // scheduler connects to it, sends `attach` with the worker's secret, then batch frames; the worker
-// answers each batch on the connection it came on. Used by agent/simWorker.ts; a worker in another
-// language implements the same (native/torch_worker.py).
+// answers each batch on the connection it came on. Used by the Node workers (agent/nodeWorker.ts); a
+// worker in another language implements the same (native/torch_worker.py).
 // Contract: `listenData` resolves once listening, with the address to report in `ready`; every whole
 // frame after a good `attach` goes to `onFrame` with a `reply` that writes a frame back (prefix and
 // header, then the payload, corked into one writev: the payload is not copied into one buffer).

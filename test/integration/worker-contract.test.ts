@@ -1,7 +1,10 @@
 // The worker contract suite: every implementation of the worker protocol (docs/worker-protocol.md)
-// passes the same tests, so the simulated worker and the PyTorch worker cannot drift apart. Each
-// starts real worker processes and talks frames to them over pipes, and over their data sockets
-// (the direct path: a Unix socket and TCP, as the scheduler connects to them).
+// passes the same tests, so the simulated worker, the PyTorch worker and the ONNX Runtime worker cannot
+// drift apart. Each starts real worker processes and talks frames to them over pipes, and over their
+// data sockets (the direct path: a Unix socket and TCP, as the scheduler connects to them). Every
+// implementation serves an image model of the zoo's signature (one FP32 input [3,224,224], one FP32
+// output [1000]), so every case applies to each; batches of other signatures are the ONNX worker's own
+// tests (onnx-worker.test.ts).
 // Over 400 lines because it is one contract suite run against every worker implementation: its cases
 // share each implementation's running worker and data-socket fixtures, and one file keeps them in step.
 import { execFileSync } from 'node:child_process';
@@ -9,6 +12,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onnxAvailable, onnxWorkerCommand, onnxWorkerScript } from '../../agent/onnxWorker.js';
 import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/torchWorker.js';
 import type { WorkerIdentity } from '../../src/protocol/agent.js';
 import { type FromWorker, WORKER_ENV } from '../../src/protocol/worker.js';
@@ -18,6 +22,7 @@ import { decodeBatchInput } from '../../agent/decode.js';
 import { modelSignature, type SampleEncoding, type TensorRef } from '../../src/protocol/tensor.js';
 import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 import { encodeJpeg, encodePng, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
+import { imageClassifier, writeOnnxModel } from '../support/onnxModel.js';
 import { batchMessage, DataClient, floats, imageBatch, WorkerUnderTest } from '../support/worker.js';
 
 const IMAGE_SPEC = modelSignature(4 * 3 * 224 * 224, 4000).inputs[0]!;
@@ -52,6 +57,13 @@ function relDiff(a: Float32Array, b: Float32Array): number {
 const SIM_WORKER = resolve(REPO_ROOT, 'dist', 'agent', 'simWorker.js');
 const PROFILE = resolve(REPO_ROOT, 'profiles', 'rtx2060s.json');
 const torchOk = await torchAvailable();
+const onnxOk = await onnxAvailable();
+const ONNX_WORKER = onnxWorkerScript();
+// The ONNX worker's model, written on the spot (test/support/onnxModel.ts) the first time it is launched.
+const onnxDir = mkdtempSync(join(tmpdir(), 'inss-contract-onnx-'));
+const onnxImageModel = imageClassifier();
+let onnxModelFile: string | null = null;
+afterAll(() => rmSync(onnxDir, { recursive: true, force: true }));
 
 interface Implementation {
   readonly name: string;
@@ -127,6 +139,31 @@ const implementations: Implementation[] = [
     longBatch: 4,
     // Python's own mmap module.
     cannotMap: null,
+  },
+  {
+    name: 'onnx',
+    skip: !onnxOk
+      ? 'onnxruntime-node does not load here'
+      : existsSync(ONNX_WORKER)
+        ? null
+        : `${ONNX_WORKER} is not built (run npm run build)`,
+    // An image model of the zoo's signature, so every case applies (test/support/onnxModel.ts imageClassifier).
+    model: 'tinynet',
+    launch: () => {
+      onnxModelFile ??= writeOnnxModel(join(onnxDir, 'tinynet.onnx'), onnxImageModel.graph);
+      return onnxWorkerCommand({
+        model: 'tinynet',
+        modelFile: onnxModelFile,
+        signature: onnxImageModel.signature,
+        device: 'cpu',
+        threads: 1,
+        warmupBatches: 1,
+      });
+    },
+    // Its 3x3 convolution over 32 images takes a few hundred ms on one thread.
+    longBatch: 32,
+    // It maps through inss's addon, as the simulated worker does.
+    cannotMap: shmAddon.ok ? null : `the shared-memory addon is ${shmAddon.why}`,
   },
 ];
 
