@@ -76,7 +76,7 @@ async function targetAndPeers(
   o: ModelMeasureOptions,
   profile: Profile,
 ): Promise<{ target: ModelWorker; peers: ModelWorker[] }> {
-  const repo = o.modelRepository === undefined ? [] : await loadRepositoryModels(o.modelRepository);
+  const repo = o.modelRepository === undefined ? [] : loadRepositoryModels(o.modelRepository, o.model);
   const byName = new Map(repo.map((m) => [m.name, m]));
   let target: ModelWorker;
   if (o.modelRepository !== undefined) {

@@ -26,7 +26,7 @@ import {
 } from './options.js';
 import { positiveInt } from '../flags.js';
 import { makeLogger, untilSignal } from './process.js';
-import { requireTorch, simWorkerLaunch, torchWorkerLaunch } from './workers.js';
+import { cpuWorkerEnv, repositoryLaunch, requireTorch, simWorkerLaunch, torchWorkerLaunch } from './workers.js';
 
 /** --data-path / --data-advertise as the agent takes them (agent/agent.ts `dataPath`). */
 function dataPathOf(flags: AgentFlags): 'unix' | 'off' | { tcpHost: string; advertise: string } {
@@ -177,10 +177,14 @@ async function startGpuAgent(
       return d.gpus.map((g) => ({ index: g.index, utilPct: g.utilPct, memUsedMb: g.memUsedMb }));
     },
     dataPath: dataPathOf(flags),
-    launch: (w, gpu) => {
-      const c = torchWorkerCommand({ model: w.model, device: 'auto' });
-      return { command: c.command, args: c.args, env: daemons.get(gpu.index)!.clientEnv(w.pct) };
-    },
+    launch: repositoryLaunch(
+      repository,
+      (w, gpu) => {
+        const c = torchWorkerCommand({ model: w.model, device: 'auto' });
+        return { command: c.command, args: c.args, env: daemons.get(gpu.index)!.clientEnv(w.pct) };
+      },
+      (w, gpu) => daemons.get(gpu.index)!.clientEnv(w.pct),
+    ),
     logger,
   });
   const supervisors = [...daemons.entries()].map(
@@ -231,7 +235,11 @@ export async function startAgent(url: string, token: string, flags: AgentFlags, 
     agentId: flags.agentId ?? hostname(),
     gpus,
     workerKind: flags.worker,
-    launch: flags.worker === 'torch' ? torchWorkerLaunch() : simWorkerLaunch(profilePaths, flags),
+    launch: repositoryLaunch(
+      repository,
+      flags.worker === 'torch' ? torchWorkerLaunch() : simWorkerLaunch(profilePaths, flags),
+      cpuWorkerEnv,
+    ),
     dataPath: dataPathOf(flags),
     logger,
   });

@@ -1,6 +1,8 @@
-// How an agent launches its workers: the simulated worker (dist/agent/simWorker.js under this Node) and
-// the PyTorch worker (native/torch_worker.py), each with the GPU and share it runs on in its environment.
+// How an agent launches its workers: the simulated worker (dist/agent/simWorker.js under this Node), the
+// PyTorch worker (native/torch_worker.py) and, for a model repository's models, the worker of the model's
+// backend; each with the GPU and share it runs on in its environment.
 import { join } from 'node:path';
+import { onnxWorkerCommand } from '../../agent/onnxWorker.js';
 import { resolvePython, torchAvailable, torchWorkerCommand } from '../../agent/torchWorker.js';
 import type { WorkerLaunch } from '../../agent/workerProcess.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
@@ -62,10 +64,9 @@ export function torchWorkerLaunch(): (w: DesiredWorker, gpu: AgentGpu) => Worker
     return {
       command: c.command,
       args: c.args,
-      env: {
-        CUDA_VISIBLE_DEVICES: gpu.simulated ? '' : String(gpu.index),
-        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct),
-      },
+      env: gpu.simulated
+        ? cpuWorkerEnv(w)
+        : { CUDA_VISIBLE_DEVICES: String(gpu.index), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) },
     };
   };
 }
@@ -81,6 +82,52 @@ export function repositoryWorkerSignature(model: RepositoryModel): WorkerSignatu
     outputs: model.signature.outputs.map((s) => ({ name: s.name, datatype: s.datatype, shape: [...s.shape] })),
     batchDim: model.maxBatchSize > 0,
   };
+}
+
+type Launcher = (w: DesiredWorker, gpu: AgentGpu) => WorkerLaunch;
+
+/**
+ * Launches a repository model's worker by its backend: ONNX Runtime's worker (agent/onnxWorker.ts) for
+ * model.onnx, the PyTorch worker with the TorchScript file for model.pt; any other model by `zoo`. On a
+ * simulated GPU the model runs on the CPU (as `--worker torch` runs the zoo there), on a real one on
+ * CUDA; `env` gives the GPU and share (CUDA_VISIBLE_DEVICES, the MPS client's environment).
+ */
+export function repositoryLaunch(
+  repository: ReadonlyMap<string, RepositoryModel>,
+  zoo: Launcher,
+  env: (w: DesiredWorker, gpu: AgentGpu) => Record<string, string>,
+): Launcher {
+  return (w, gpu) => {
+    const model = repository.get(w.model);
+    if (!model) return zoo(w, gpu);
+    const c = repositoryWorkerCommand(model, { device: gpu.simulated ? 'cpu' : 'cuda' });
+    return { command: c.command, args: c.args, env: env(w, gpu) };
+  };
+}
+
+/**
+ * The command line of a repository model's worker (the agent's launch and `inss profile measure`'s):
+ * the ONNX Runtime worker for model.onnx, the PyTorch worker with the TorchScript file for model.pt.
+ * `maxBatch` defaults to the model's max_batch_size.
+ */
+export function repositoryWorkerCommand(
+  model: RepositoryModel,
+  o: { readonly device: 'cpu' | 'cuda' | 'auto'; readonly maxBatch?: number },
+): { command: string; args: string[] } {
+  const maxBatch = o.maxBatch ?? (model.maxBatchSize > 0 ? model.maxBatchSize : undefined);
+  const opts = {
+    model: model.name,
+    modelFile: model.file,
+    signature: repositoryWorkerSignature(model),
+    device: o.device,
+    ...(maxBatch !== undefined ? { maxBatch } : {}),
+  };
+  return model.backend === 'onnxruntime' ? onnxWorkerCommand(opts) : torchWorkerCommand(opts);
+}
+
+/** The environment of a worker on a simulated GPU that runs a real model on the CPU. */
+export function cpuWorkerEnv(w: DesiredWorker): Record<string, string> {
+  return { CUDA_VISIBLE_DEVICES: '', CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: String(w.pct) };
 }
 
 export async function requireTorch(): Promise<void> {

@@ -5,7 +5,7 @@
 // profile, and the file it writes is what `inss predict` and `inss bench` use. A small grid: 2 shares x 3
 // batches alone, one pair. Needs dist/ (npm run build); skipped where the interpreter has no torch.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -141,18 +141,8 @@ describe.skipIf(!torchOk)(`inss profile measure --model, predict and bench${noTo
   }, 480_000); // four PyTorch workers start (seconds each) and time CPU batches: minutes on a loaded machine
 });
 
-// A TorchScript model of a model repository: needs the repository loader (cli/repository.ts) and the
-// PyTorch worker's --model-file.
-const repositoryOk =
-  existsSync(join(REPO_ROOT, 'cli', 'repository.ts')) &&
-  readFileSync(join(REPO_ROOT, 'native', 'inss_worker', 'cli.py'), 'utf8').includes('--model-file');
-const why = !torchOk
-  ? 'no torch'
-  : !repositoryOk
-    ? 'no repository loader or no --model-file in the PyTorch worker'
-    : '';
-
-describe.skipIf(why !== '')(`inss profile measure --model-repository${why ? ` (skipped: ${why})` : ''}`, () => {
+// A TorchScript model of a model repository, beside a zoo model.
+describe.skipIf(!torchOk)(`inss profile measure --model-repository${noTorch}`, () => {
   it('measures a TorchScript model of a repository and fits it into the profile', async () => {
     const model = join(dir, 'repo', 'tinynet');
     mkdirSync(join(model, '1'), { recursive: true });
