@@ -221,6 +221,42 @@ describe('the online-profiling decorator', () => {
     expect(policy.note).toMatch(/new on synthetic: profiled online after \d+ batches/);
   });
 
+  it('carries a fit over to another GPU type by the ratio of the other models there', () => {
+    // A GPU type where every model runs twice as long.
+    const slow: Profile = {
+      ...full,
+      id: 'slow',
+      models: Object.fromEntries(
+        Object.entries(full.models).map(([n, m]) => [
+          n,
+          { ...m, runSamples: m.runSamples.map((x) => ({ ...x, runMs: 2 * x.runMs })) },
+        ]),
+      ),
+    };
+    const cluster = buildCluster([slow, full], models);
+    const { factory, created } = recordingFactory();
+    const policy = withOnlineProfiling(factory, { unprofiled: ['new'] }).create(cluster, {});
+    for (let e = 1; e <= 8; e++) {
+      const recs: BatchRecord[] = Array.from({ length: 32 }, (_, i) => ({
+        model: 1,
+        gpu: 1,
+        batch: 1 + (i % 4),
+        pct: 100,
+        execMs: noisy(trueMs(1 + (i % 4), 100)),
+        pooled: false,
+        beside: [],
+      }));
+      policy.decide(observation(3, recs, e * 1000));
+    }
+    const last = created[created.length - 1]!;
+    expect(last.gpus.map((g) => g.profileIndex[1]! >= 0)).toEqual([true, true]);
+    const onSlow = last.gpus[0]!.model.predict([{ model: 'new', batch: 2, pct: 100 }]).latencyMs[0]!;
+    const onFull = last.gpus[1]!.model.predict([{ model: 'new', batch: 2, pct: 100 }]).latencyMs[0]!;
+    expect(onSlow / onFull).toBeGreaterThan(1.8);
+    expect(onSlow / onFull).toBeLessThan(2.05);
+    expect(policy.note).toMatch(/new on slow: profile carried over from synthetic/);
+  });
+
   it('time-shares the least loaded GPU when the cluster has one GPU', () => {
     const cluster = buildCluster([full], models);
     const { factory } = recordingFactory();

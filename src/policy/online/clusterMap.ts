@@ -7,7 +7,8 @@
 //   known (outer) cluster.
 import { buildCluster } from '../cluster.js';
 import type { Profile } from '../../profile/schema.js';
-import type { BatchRecord, ClusterInfo, Deployment, Observation, ServedModel } from '../types.js';
+import type { BatchRecord, ClusterInfo, Deployment, GpuMode, Observation, Placement, ServedModel } from '../types.js';
+import { predictOnGpu } from '../util.js';
 
 /** The name a served model has in a GPU profile. */
 export function profileName(m: ServedModel): string {
@@ -102,4 +103,42 @@ export function toInnerObservation(obs: Observation, v: InnerView, current: Depl
     },
     current,
   };
+}
+
+/** The cluster with the named served models' profiles taken out of every GPU profile. */
+export function hideModels(cluster: ClusterInfo, names: readonly string[]): ClusterInfo {
+  const hidden = new Set(cluster.models.filter((m) => names.includes(m.name)).map(profileName));
+  if (hidden.size === 0) return cluster;
+  const profiles = new Map<string, Profile>();
+  for (const [id, p] of profilesOf(cluster)) {
+    profiles.set(id, { ...p, models: Object.fromEntries(Object.entries(p.models).filter(([n]) => !hidden.has(n))) });
+  }
+  return withProfiles(cluster, profiles);
+}
+
+/** The GPU whose placements are predicted busy the least of the time at the observed rates. */
+export function leastLoadedGpu(
+  known: ClusterInfo,
+  obs: Observation,
+  placements: readonly Placement[],
+  modes: readonly GpuMode[],
+): number {
+  let best = 0;
+  let bestLoad = Infinity;
+  for (const gpu of known.gpus) {
+    let load = 0;
+    for (const p of placements) {
+      if (p.gpu !== gpu.index) continue;
+      const rate = obs.ratePerS[p.model] ?? 0;
+      const profiled = (gpu.profileIndex[p.model] ?? -1) >= 0;
+      const pct = modes[gpu.index] === 'timeshare' ? 100 : p.pct;
+      const ms = profiled ? predictOnGpu(gpu, [{ ...p, pct }])[0]! : obs.lastEpoch.meanExecMs[p.model]!;
+      load += Number.isFinite(ms) ? (rate * ms) / p.batch / 1000 : 1;
+    }
+    if (load < bestLoad) {
+      bestLoad = load;
+      best = gpu.index;
+    }
+  }
+  return best;
 }

@@ -34,7 +34,9 @@ import type {
 } from '../types.js';
 import { type AimdBatch, aimdEpoch, aimdTargetMs, type AimdSettings, DEFAULT_AIMD } from './aimd.js';
 import {
+  hideModels,
   innerCluster,
+  leastLoadedGpu,
   type InnerView,
   profileName,
   profilesOf,
@@ -53,7 +55,7 @@ import {
   heldOutCheck,
   recordSample,
 } from './fit.js';
-import { gpuPrior, type Prior } from './prior.js';
+import { gpuPrior, type Prior, transferProfile } from './prior.js';
 import { type LearnerState, learnerFromJson, learnerToJson, type OnlineStatePort } from './state.js';
 
 export interface OnlineProfilingOptions {
@@ -81,17 +83,6 @@ export function withOnlineProfiling(factory: PolicyFactory, opts: OnlineProfilin
       return new OnlineProfilingPolicy(factory, cluster, options, opts);
     },
   };
-}
-
-/** The cluster with the named served models' profiles taken out of every GPU profile. */
-export function hideModels(cluster: ClusterInfo, names: readonly string[]): ClusterInfo {
-  const hidden = new Set(cluster.models.filter((m) => names.includes(m.name)).map(profileName));
-  if (hidden.size === 0) return cluster;
-  const profiles = new Map<string, Profile>();
-  for (const [id, p] of profilesOf(cluster)) {
-    profiles.set(id, { ...p, models: Object.fromEntries(Object.entries(p.models).filter(([n]) => !hidden.has(n))) });
-  }
-  return withProfiles(cluster, profiles);
 }
 
 const key = (model: string, profileId: string) => `${model}\u0000${profileId}`;
@@ -141,7 +132,9 @@ export class OnlineProfilingPolicy implements Policy {
   get note(): string {
     const parts = [...this.learners.values()].map((l) =>
       l.profile
-        ? `${l.model} on ${l.profileId}: profiled online after ${l.promotedAfter} batches`
+        ? l.transferredFrom
+          ? `${l.model} on ${l.profileId}: profile carried over from ${l.transferredFrom}`
+          : `${l.model} on ${l.profileId}: profiled online after ${l.promotedAfter} batches`
         : `${l.model} on ${l.profileId}: unprofiled, AIMD batch ${l.batch}, ${l.fit.seen} batches, held-out error ` +
           `${Number.isNaN(l.meanRelErr) ? 'n/a' : `${(100 * l.meanRelErr).toFixed(1)}%`} on ${l.heldOut}`,
     );
@@ -191,6 +184,7 @@ export class OnlineProfilingPolicy implements Policy {
       promotedAfter: NaN,
       alphaCacheFitted: false,
       refreshedAt: 0,
+      transferredFrom: null,
       heldOut: 0,
       meanRelErr: NaN,
     };
@@ -275,11 +269,35 @@ export class OnlineProfilingPolicy implements Policy {
       l.alphaCacheFitted = fit.alphaCacheFitted;
       l.refreshedAt = l.fit.seen;
       if (Number.isNaN(l.promotedAfter)) l.promotedAfter = l.fit.seen;
+      l.transferredFrom = null;
       this.addToProfile(l);
-      if (l.refreshedAt === l.promotedAfter) this.opts.onPromote?.(l);
+      if (l.refreshedAt === l.promotedAfter) {
+        this.opts.onPromote?.(l);
+        this.transfer(l);
+      }
       changed = true;
     }
     return changed;
+  }
+
+  /**
+   * A model just profiled on one GPU type gets the fit carried over to the types where it has no profile yet
+   * (prior.ts, `transferProfile`), so the inner policy may place it there too; its own batches there refit it
+   * (`promote`'s refresh) when the carried-over profile misses them.
+   */
+  private transfer(from: LearnerState): void {
+    const lm = (id: string) => this.base.gpus.find((g) => g.profileId === id)!.model;
+    for (const l of this.learners.values()) {
+      if (l.model !== from.model || l.profile || l.profileId === from.profileId) continue;
+      const note = `carried over from ${from.profileId} by the ratio of the other models' running times`;
+      const p = transferProfile(from.profile!, lm(from.profileId), lm(l.profileId), this.prior(l.profileId), note);
+      if (!p) continue;
+      l.profile = p;
+      l.transferredFrom = from.profileId;
+      l.refreshedAt = l.fit.seen;
+      this.addToProfile(l);
+      this.opts.store?.save(l.model, l.profileId, learnerToJson(l));
+    }
   }
 
   private addToProfile(l: LearnerState): void {
@@ -354,33 +372,11 @@ export class OnlineProfilingPolicy implements Policy {
           ? prev
           : free.length > 0
             ? free[0]!
-            : (prev ?? this.leastLoaded(obs, placements, modes));
+            : (prev ?? leastLoadedGpu(this.known, obs, placements, modes));
       if (used.has(g)) modes[g] = 'timeshare';
       const l = this.learners.get(key(m.name, this.known.gpus[g]!.profileId));
       placements.push({ model: m.index, gpu: g, pct: 100, batch: l?.batch ?? 1, timeoutMs: 0 });
       this.assigned.set(m.index, g);
     }
-  }
-
-  /** The GPU whose placements are predicted busy the least of the time at the observed rates. */
-  private leastLoaded(obs: Observation, placements: readonly Placement[], modes: readonly GpuMode[]): number {
-    let best = 0;
-    let bestLoad = Infinity;
-    for (const gpu of this.known.gpus) {
-      let load = 0;
-      for (const p of placements) {
-        if (p.gpu !== gpu.index) continue;
-        const rate = obs.ratePerS[p.model] ?? 0;
-        const known = (gpu.profileIndex[p.model] ?? -1) >= 0;
-        const pct = modes[gpu.index] === 'timeshare' ? 100 : p.pct;
-        const ms = known ? predictOnGpu(gpu, [{ ...p, pct }])[0]! : obs.lastEpoch.meanExecMs[p.model]!;
-        load += Number.isFinite(ms) ? (rate * ms) / p.batch / 1000 : 1;
-      }
-      if (load < bestLoad) {
-        bestLoad = load;
-        best = gpu.index;
-      }
-    }
-    return best;
   }
 }

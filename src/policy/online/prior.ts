@@ -3,6 +3,7 @@
 // over those models of each coefficient, and of the shapes of their running times in share and batch.
 // Pure.
 import type { LatencyModel } from '../../model/predictor.js';
+import type { ModelProfile } from '../../profile/schema.js';
 
 export interface Prior {
   readonly kernels: number;
@@ -74,5 +75,32 @@ export function gpuPrior(lm: LatencyModel, exclude: ReadonlySet<string> = new Se
     batches: [...batchSet].sort((a, b) => a - b),
     shareRatio: (b, pct) => ratio((i) => lm.soloRunMs(i, b, pct) / lm.soloRunMs(i, b, 100)),
     batchRatio: (b, b0) => ratio((i) => lm.soloRunMs(i, b, 100) / lm.soloRunMs(i, b0, 100)),
+  };
+}
+
+/**
+ * A profile fitted on GPU type `from` carried over to type `to`: each running-time sample scaled by the median,
+ * over the models both types' profiles have, of their `o_r` on `to` over their `o_r` on `from` at that batch and
+ * share; kernels, scheduling, L2 and memory from `to`'s prior. Null when the two share no model.
+ */
+export function transferProfile(
+  m: ModelProfile,
+  from: LatencyModel,
+  to: LatencyModel,
+  toPrior: Prior,
+  note: string,
+): ModelProfile | null {
+  const both = from.modelNames.filter((n) => to.modelIndex(n) >= 0);
+  if (both.length === 0) return null;
+  const ratio = (b: number, pct: number) =>
+    median(both.map((n) => to.soloRunMs(to.modelIndex(n), b, pct) / from.soloRunMs(from.modelIndex(n), b, pct)));
+  return {
+    ...m,
+    kernels: toPrior.kernels,
+    schedPerKernelMs: toPrior.schedPerKernelMs,
+    l2: { ...toPrior.l2 },
+    memory: { ...toPrior.memory },
+    runSamples: m.runSamples.map((s) => ({ ...s, runMs: s.runMs * ratio(s.batch, s.pct) })),
+    notes: [...m.notes, note],
   };
 }

@@ -21,6 +21,8 @@ export interface LearnerState {
   alphaCacheFitted: boolean;
   /** Usable batches taken when `profile` was last set (0: never). */
   refreshedAt: number;
+  /** `profile` was carried over from the fit on this GPU profile (prior.ts, `transferProfile`); null: its own. */
+  transferredFrom: string | null;
   /** The latest held-out test. */
   heldOut: number;
   meanRelErr: number;
@@ -65,6 +67,7 @@ export const LearnerStateSchema = z
     promotedAfter: z.number().nullable(),
     alphaCacheFitted: z.boolean(),
     refreshedAt: count,
+    transferredFrom: z.string().min(1).nullable(),
     heldOut: count,
     meanRelErr: z.number().nullable(),
   })
