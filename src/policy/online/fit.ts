@@ -217,7 +217,8 @@ export function fitModel(
     runSamples,
     alphaCache: c.alphaCache,
     notes: [
-      `fitted online from ${st.seen} batches (batches seen alone: ${seenList.join(', ')}; share exponent ${c.gamma.toFixed(1)})`,
+      `fitted online from ${st.seen} batches (batches seen alone: ${seenList.join(', ')}; ` +
+        `share exponent ${c.gamma.toFixed(1)})`,
       "from the GPU type's other models: kernels, scheduling time, L2 utilisation, memory, the share shape of o_r" +
         (fitted ? '' : ', alpha_cache'),
     ],
