@@ -6,11 +6,12 @@
 // utilisation (from their profiles), and its GPU time t_inf. The fit identifies
 // - the running time o_r(b, p) at the batches and shares seen alone on the GPU (solo batches: t_inf less the
 //   prior's scheduling time), interpolated log-log between seen batches;
+// - the share shape: the prior's raised to a fitted exponent, once batches were seen at two shares or more;
 // - alpha_cache, by least squares through the origin on batches that ran beside profiled models on MPS
 //   shares, once there are `minColocated` of them.
 // The rest is the prior's (prior.ts): o_r at batches beyond those seen (the prior's batch shape from the
-// nearest seen), at other shares (the prior's share shape), kernels and scheduling time, L2 utilisation and
-// memory; input and output bytes are 0 (their transfer is inside the measured o_r).
+// nearest seen), the share shape before two shares are seen, kernels and scheduling time, L2 utilisation
+// and memory; input and output bytes are 0 (their transfer is inside the measured o_r).
 //
 // Held out: every `heldOutEvery`-th usable batch is kept out of the fit and predicted by it; the fit passes
 // when the mean absolute relative error over the latest `maxHeldOut` held-out batches is at most `maxRelErr`
