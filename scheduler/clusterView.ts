@@ -5,7 +5,7 @@
 import { buildCluster } from '../src/policy/cluster.js';
 import type { ClusterInfo, GpuMode } from '../src/policy/types.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
-import type { Profile } from '../src/profile/schema.js';
+import type { ModelProfile, Profile } from '../src/profile/schema.js';
 import type { AgentGpu } from '../src/protocol/agent.js';
 
 /** A cluster GPU: the agent that has it and its index there. */
@@ -26,7 +26,11 @@ export interface ClusterView {
     readonly name: string;
     readonly profile: string | null;
   }[];
-  /** Served models no GPU's profile has: they cannot be deployed. */
+  /**
+   * Served models no GPU's profile has (profileIndex -1 on every GPU): unprofiled. A policy wrapped with
+   * `withOnlineProfiling` (src/policy/online/policy.ts) serves them and fits their profiles; another leaves
+   * them undeployed.
+   */
   readonly missingModels: readonly string[];
 }
 
@@ -71,4 +75,23 @@ export function carryModes(
     const o = gpuIndex(oldRefs, r.agentId, r.local);
     return o >= 0 ? (oldModes[o] ?? 'mps') : 'mps';
   });
+}
+
+/**
+ * The profiles with the models fitted online added (`learned`: per GPU profile id, model name -> its fitted
+ * profile, from the store's online-profiling state): a model profiled online before a restart is profiled
+ * from the start after it, for the dispatch rule's predictions too. A model a profile has already keeps its
+ * measured numbers. Profiles without learned models are the same objects (their compiled latency models are
+ * reused).
+ */
+export function withLearnedProfiles(
+  profiles: ReadonlyMap<string, Profile>,
+  learned: ReadonlyMap<string, Readonly<Record<string, ModelProfile>>>,
+): Map<string, Profile> {
+  const out = new Map<string, Profile>();
+  for (const [id, p] of profiles) {
+    const add = Object.entries(learned.get(id) ?? {}).filter(([name]) => !p.models[name]);
+    out.set(id, add.length === 0 ? p : { ...p, models: { ...p.models, ...Object.fromEntries(add) } });
+  }
+  return out;
 }

@@ -4,6 +4,8 @@
 // applied in order inside a transaction, recorded in `user_version`.
 import Database from 'better-sqlite3';
 import type { AgentRecord, ControlObserver, DecisionRecord, PlacementRow } from './observer.js';
+import { learnerFromJson, type OnlineStatePort } from '../src/policy/online/state.js';
+import type { ModelProfile } from '../src/profile/schema.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -54,6 +56,14 @@ const MIGRATIONS: readonly string[] = [
      source TEXT,
      data_json TEXT,
      loaded_at TEXT NOT NULL
+   )`,
+  // Online profiling (src/policy/online/): each unprofiled model's learner state per GPU profile.
+  `CREATE TABLE online_profiles (
+     model TEXT NOT NULL,
+     profile_id TEXT NOT NULL,
+     state_json TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (model, profile_id)
    )`,
 ];
 
@@ -311,6 +321,62 @@ export class Store implements Partial<ControlObserver> {
       loaded_at: string;
     }[];
     return rows.map((r) => ({ name: r.name, source: r.source, loadedAt: r.loaded_at }));
+  }
+
+  /** The online-profiling state saved for a model on a GPU profile (its JSON text when it does not parse), or null. */
+  onlineState(model: string, profileId: string): unknown {
+    const row = this.db
+      .prepare(`SELECT state_json FROM online_profiles WHERE model = ? AND profile_id = ?`)
+      .get(model, profileId) as { state_json: string } | undefined;
+    if (!row) return null;
+    try {
+      return JSON.parse(row.state_json) as unknown;
+    } catch {
+      // The decorator validates what it is given and starts afresh, saying why (src/policy/online/state.ts).
+      return row.state_json;
+    }
+  }
+
+  saveOnlineState(model: string, profileId: string, state: unknown, nowIso: string): void {
+    this.db
+      .prepare(
+        `INSERT INTO online_profiles (model, profile_id, state_json, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (model, profile_id)
+         DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at`,
+      )
+      .run(model, profileId, JSON.stringify(state), nowIso);
+  }
+
+  /**
+   * The profiles fitted online that passed their held-out test, per GPU profile id and model name (for
+   * `withLearnedProfiles`, scheduler/clusterView.ts). State that does not validate is left out.
+   */
+  learnedProfiles(): Map<string, Record<string, ModelProfile>> {
+    const rows = this.db.prepare(`SELECT model, profile_id, state_json FROM online_profiles`).all() as {
+      model: string;
+      profile_id: string;
+      state_json: string;
+    }[];
+    const out = new Map<string, Record<string, ModelProfile>>();
+    for (const r of rows) {
+      let state;
+      try {
+        state = learnerFromJson(JSON.parse(r.state_json), `online_profiles ${r.model}/${r.profile_id}`);
+      } catch {
+        continue;
+      }
+      if (!state.profile) continue;
+      out.set(r.profile_id, { ...out.get(r.profile_id), [r.model]: state.profile });
+    }
+    return out;
+  }
+
+  /** This store as the online-profiling decorator's state port (withOnlineProfiling's `store`). */
+  onlineStatePort(nowIso: () => string): OnlineStatePort {
+    return {
+      load: (model, profileId) => this.onlineState(model, profileId),
+      save: (model, profileId, state) => this.saveOnlineState(model, profileId, state, nowIso()),
+    };
   }
 
   close(): void {

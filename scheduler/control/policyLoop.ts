@@ -8,6 +8,7 @@ import type { ControlObserver } from '../observer.js';
 import { EpochStats } from '../../src/serving/epochStats.js';
 import type { TaskOutcome } from '../metrics.js';
 import type { ServedModelConfig, TaskAnswer } from './types.js';
+import type { Batch, Worker } from './records.js';
 
 export interface PolicyLoopDeps {
   readonly models: readonly ServedModelConfig[];
@@ -104,6 +105,28 @@ export class PolicyLoop {
   answered(m: number, a: TaskAnswer, outcome: TaskOutcome, latencyMs: number): void {
     if (a.ok) this.stats.answered(m, latencyMs, outcome === 'late');
     else if (a.reason === 'slo' || a.reason === 'queue-full' || a.reason === 'worker-failed') this.stats.dropped(m);
+  }
+
+  /**
+   * A batch came back after `latencyMs`: timed in the epoch, with its record for the policy's telemetry
+   * (online profiling, src/policy/online/): its GPU, size and share, and the other models' batches in flight on
+   * its GPU as it ends (the scheduler does not see when a batch starts on the GPU); on a time-shared GPU the
+   * overlapping batches are timed at an even split (src/model/pooledGpu.ts).
+   */
+  batchTimed(b: Batch, latencyMs: number, workers: readonly Worker[]): void {
+    const w = b.worker;
+    if (w.gpu < 0) return this.stats.batchTimed(w.model, latencyMs);
+    const others = workers.filter((x) => x !== w && x.gpu === w.gpu && x.inFlight.length > 0);
+    const even = 100 / (1 + others.length);
+    const pct = (x: Worker) => (b.timeshared ? even : x.pct);
+    const beside = others.map((x) => ({ model: x.model, batch: x.inFlight[0]!.tasks.length, pct: pct(x) }));
+    this.stats.batchTimed(w.model, latencyMs, {
+      gpu: w.gpu,
+      batch: b.tasks.length,
+      pct: pct(w),
+      pooled: b.timeshared,
+      beside,
+    });
   }
 
   /** Publishes the epoch's rate and on-time ratio per model, and starts the next epoch's counts. */

@@ -178,7 +178,10 @@ export class WorkerSet {
     this.clusterInfo = view.cluster;
     if (view.cluster === null) return;
     if (view.missingModels.length > 0)
-      this.deps.log.warn({ missing: view.missingModels }, 'no GPU profile has these models; they cannot be deployed');
+      this.deps.log.warn(
+        { missing: view.missingModels },
+        'no GPU profile has these models: served only by a policy with online profiling (docs/online-profiling.md)',
+      );
   }
 
   /** After a rebuild: the deployment in force is what runs, and every GPU's predictions are redone. */

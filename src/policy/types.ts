@@ -89,9 +89,41 @@ export interface Observation {
     readonly meanExecMs: readonly number[];
     /** Mean task latency per model, ms (NaN where none completed). */
     readonly meanLatencyMs: readonly number[];
+    /**
+     * Batches that finished this epoch, each with what ran beside it on its GPU when it started: the telemetry
+     * an online fit of a model's latency profile learns from (src/policy/online/). At most
+     * `BATCH_RECORDS_PER_MODEL` (src/serving/epochStats.ts) per model and epoch, the first ones; absent where the
+     * side that serves does not report them.
+     */
+    readonly batches?: readonly BatchRecord[];
   };
   /** The deployment now in force (empty at the start). */
   readonly current: Deployment;
+}
+
+/** One model's batch running beside another on its GPU (ServedModel index, batch size, MPS share %). */
+export interface BesideBatch {
+  readonly model: number;
+  readonly batch: number;
+  readonly pct: number;
+}
+
+/** One finished batch as the serving side measured it. */
+export interface BatchRecord {
+  /** ServedModel index. */
+  readonly model: number;
+  /** Cluster GPU index. */
+  readonly gpu: number;
+  /** Tasks in the batch. */
+  readonly batch: number;
+  /** The share it ran at, %: its MPS share, or on a pooled GPU the even split it ran at (100 alone). */
+  readonly pct: number;
+  /** Its GPU execution time, ms (t_inf: upload, scheduling, running and feedback; no queueing). */
+  readonly execMs: number;
+  /** It ran on a pooled (time-shared) GPU, where overlapping batches follow src/model/pooledGpu.ts. */
+  readonly pooled: boolean;
+  /** The other models' batches running on its GPU when it started. */
+  readonly beside: readonly BesideBatch[];
 }
 
 export interface Policy {

@@ -39,6 +39,38 @@ export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profi
   return buildCluster(gpuProfiles, s.models, pooled);
 }
 
+/** The served models marked `unprofiled`, by name. */
+export function unprofiledModels(s: Scenario): string[] {
+  return s.models.filter((m) => m.unprofiled).map((m) => m.name);
+}
+
+/**
+ * The cluster as the planner knows it: `scenarioCluster` with the profile models of the `unprofiled` served
+ * models taken out of every GPU profile, so their `profileIndex` is -1 (the ground truth times them with
+ * `scenarioCluster`'s). The same object as `scenarioCluster` when no model is unprofiled.
+ */
+export function plannerCluster(s: Scenario, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
+  const hidden = new Set(s.models.filter((m) => m.unprofiled).map((m) => m.profileModel ?? m.name));
+  if (hidden.size === 0) return scenarioCluster(s, profiles);
+  const stripped = new Map<string, Profile>();
+  for (const [id, p] of profiles) {
+    const models = Object.fromEntries(Object.entries(p.models).filter(([name]) => !hidden.has(name)));
+    // A profile left with no model keeps its GPU: no served model has a profile there.
+    stripped.set(id, { ...p, models });
+  }
+  const gpuProfiles: Profile[] = [];
+  const pooled: PooledGpuMode[] = [];
+  s.gpus.forEach((g, i) => {
+    const p = stripped.get(g.profile);
+    if (!p) throw new ScenarioError(`gpus[${i}].profile: unknown profile '${g.profile}'`);
+    for (let k = 0; k < g.count; k++) {
+      gpuProfiles.push(p);
+      pooled.push(g.timeshareGpu ?? s.timeshareGpu);
+    }
+  });
+  return buildCluster(gpuProfiles, s.models, pooled);
+}
+
 /** Arrival streams for one run; `loadScale` multiplies every rate; `runSeed` varies the draw. */
 export function scenarioStreams(
   s: Scenario,

@@ -98,6 +98,12 @@ export const ScenarioSchema = z
              * as a k-sample request is to the live endpoint (scheduler/infer.ts); the rate counts requests.
              */
             samplesPerRequest: z.number().int().min(1).max(64).default(1),
+            /**
+             * The planner is not given this model's profile (docs/online-profiling.md): it is served from its
+             * first request with Clipper's AIMD batching while its profile is fitted from its batches; the
+             * simulator's ground truth still times it from its true profile.
+             */
+            unprofiled: z.boolean().default(false),
           })
           .strict(),
       )
@@ -128,6 +134,15 @@ export const ScenarioSchema = z
       if (seen.has(m.name))
         ctx.addIssue({ code: 'custom', path: ['models', i, 'name'], message: `duplicate model '${m.name}'` });
       seen.add(m.name);
+      const runs = m.profileModel ?? m.name;
+      if (m.unprofiled && s.models.some((o) => !o.unprofiled && (o.profileModel ?? o.name) === runs))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, 'unprofiled'],
+          message:
+            `profile model '${runs}' is also run by a profiled model: ` +
+            'its profile cannot be hidden from one of them only',
+        });
       const timeoutMs = m.queuePolicy?.timeoutMs;
       if (timeoutMs !== undefined && timeoutMs > m.sloMs)
         ctx.addIssue({

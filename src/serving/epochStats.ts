@@ -4,8 +4,23 @@
 //
 // The caller reports each outcome as it happens (`answered`, `dropped`, `batchTimed`), builds the
 // observation at the epoch's end (`observe`, after the monitor's `endEpoch`), then calls `reset`.
-import type { Deployment, Observation } from '../policy/types.js';
+import type { BatchRecord, BesideBatch, Deployment, Observation } from '../policy/types.js';
 import type { RateMonitor } from './monitor.js';
+
+/**
+ * Batch records kept per model and epoch (Observation.lastEpoch.batches), the first ones: enough for an
+ * online fit (src/policy/online/) to learn at every epoch, bounded so that a busy model costs nothing more.
+ */
+export const BATCH_RECORDS_PER_MODEL = 32;
+
+/** What the serving side knows of a finished batch beyond its model and time (`batchTimed`). */
+export interface BatchDetail {
+  readonly gpu: number;
+  readonly batch: number;
+  readonly pct: number;
+  readonly pooled: boolean;
+  readonly beside: readonly BesideBatch[];
+}
 
 /** The outcomes of the epoch that ended, per model (Observation.lastEpoch). */
 export type EpochOutcomes = Observation['lastEpoch'];
@@ -27,6 +42,8 @@ export class EpochStats {
   private readonly execSumMs: Float64Array;
   private readonly execN: Float64Array;
   private readonly latencySumMs: Float64Array;
+  private readonly recordsN: Uint16Array;
+  private records: BatchRecord[] = [];
 
   constructor(readonly nModels: number) {
     this.served = new Float64Array(nModels);
@@ -35,6 +52,7 @@ export class EpochStats {
     this.execSumMs = new Float64Array(nModels);
     this.execN = new Float64Array(nModels);
     this.latencySumMs = new Float64Array(nModels);
+    this.recordsN = new Uint16Array(nModels);
   }
 
   /** A task of model m was answered `latencyMs` after it arrived; `late`: after its SLO. */
@@ -49,10 +67,14 @@ export class EpochStats {
     this.droppedN[m]! += n;
   }
 
-  /** A batch of model m took `execMs` of GPU time. */
-  batchTimed(m: number, execMs: number): void {
+  /** A batch of model m took `execMs` of GPU time; `detail`, where known, makes it a batch record. */
+  batchTimed(m: number, execMs: number, detail?: BatchDetail): void {
     this.execSumMs[m]! += execMs;
     this.execN[m]! += 1;
+    if (detail && this.recordsN[m]! < BATCH_RECORDS_PER_MODEL) {
+      this.recordsN[m]! += 1;
+      this.records.push({ model: m, execMs, ...detail });
+    }
   }
 
   /** Per model: served, violated, dropped, mean GPU time of a batch and mean task latency (NaN: none). */
@@ -64,6 +86,7 @@ export class EpochStats {
       dropped: Array.from(this.droppedN),
       meanExecMs: mean(this.execSumMs, this.execN),
       meanLatencyMs: mean(this.latencySumMs, this.served),
+      ...(this.records.length > 0 ? { batches: this.records } : {}),
     };
   }
 
@@ -105,5 +128,7 @@ export class EpochStats {
   reset(): void {
     for (const a of [this.served, this.violated, this.droppedN, this.execSumMs, this.execN, this.latencySumMs])
       a.fill(0);
+    this.recordsN.fill(0);
+    this.records = [];
   }
 }

@@ -23,7 +23,10 @@ const scratch = { models: [] as number[], batches: [] as number[], pcts: [] as n
 /**
  * Fills `out[b]` (b = 1..MAX_PRED_BATCH-1) with the predicted t_inf of `peers[self]` at batch b, with
  * the other serving workers of its GPU at their batch sizes (a replica of the same model does not
- * count as interference). On a timeshare GPU each model runs alone on the whole GPU.
+ * count as interference). On a timeshare GPU each model runs alone on the whole GPU. A model the GPU's
+ * profile lacks (profileIndex -1, an unprofiled model: docs/online-profiling.md) has no prediction: its
+ * table is all 0, so the rule starts its batches by its placement's timeout, and it counts as no
+ * interference to its neighbours.
  */
 export function predictionTable(
   gpu: GpuInfo,
@@ -33,7 +36,12 @@ export function predictionTable(
   out: Float64Array,
 ): void {
   const me = peers[self]!;
-  const on = timeshare ? [me] : peers.filter((x, k) => k === self || x.model !== me.model);
+  if ((gpu.profileIndex[me.model] ?? -1) < 0) {
+    out.fill(0);
+    return;
+  }
+  const known = (x: PeerPlacement) => (gpu.profileIndex[x.model] ?? -1) >= 0;
+  const on = timeshare ? [me] : peers.filter((x, k) => k === self || (x.model !== me.model && known(x)));
   const n = on.length;
   const s = scratch;
   s.models.length = s.batches.length = s.pcts.length = s.out.length = n;

@@ -60,7 +60,7 @@ export class Simulation {
     this.fixedTransportMs = settings.transportMs ?? 0;
     this.learnsTransport = transport !== undefined;
     this.stats = new SimStats(n);
-    this.gpus = new SimGpus(cluster, settings.groundTruth, this.stats, input.trace);
+    this.gpus = new SimGpus(cluster, input.truthCluster ?? cluster, settings.groundTruth, this.stats, input.trace);
     this.sloMs = cluster.models.map((m) => m.sloMs);
     // The answer's way out (the transport model's): the dispatch rule and expiry budget each task its
     // SLO less it (`dispatchBudgetMs`, the scheduler's rule). The client's own leg counts in each
@@ -207,7 +207,7 @@ export class Simulation {
       this.epoch.answered(m, lat, !good);
     }
     this.stats.served[m]! += w.size;
-    this.epoch.batchTimed(m, exec);
+    this.epoch.batchTimed(m, exec, w.detail ?? undefined);
     w.overheadMs = this.learnsTransport ? learnedOverheadMs(w.overheadMs, w.transportMs) : this.fixedTransportMs;
     w.batchesThisEpoch++;
     this.batchEnded(w, nowMs);

@@ -2,7 +2,7 @@
 // share held over time. A batch takes the ground truth's time (groundTruth.ts) for the models running
 // on its GPU when it starts; on a pooled (`timeshare`) GPU, the GPU's own mode says whether batches of
 // different models overlap or run one at a time (src/model/pooledGpu.ts).
-import type { ClusterInfo, GpuMode } from '../policy/types.js';
+import type { BesideBatch, ClusterInfo, GpuMode } from '../policy/types.js';
 import { pooledConcurrency } from '../model/pooledGpu.js';
 import { predictionTable } from '../serving/dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
@@ -27,8 +27,13 @@ export class SimGpus {
   private readonly scratchPcts: number[] = [];
   private readonly scratchOut: number[] = [];
 
+  /**
+   * `cluster`: the planner's (the dispatch rule predicts with it); `truthCluster`: every model with its true
+   * profile, which batches are timed and memory is counted with (the same but for unprofiled models).
+   */
   constructor(
     private readonly cluster: ClusterInfo,
+    private readonly truthCluster: ClusterInfo,
     truth: GroundTruthSettings,
     private readonly stats: SimStats,
     private readonly trace: SimTrace | undefined,
@@ -65,7 +70,7 @@ export class SimGpus {
 
   /** The memory its live workers (shadows included) need is more than GPU g has. */
   overcommitted(g: number): boolean {
-    const gpu = this.cluster.gpus[g]!;
+    const gpu = this.truthCluster.gpus[g]!;
     const mem = this.liveOn(g).reduce((s, w) => s + gpu.model.memoryMb(gpu.profileIndex[w.model]!, w.batch), 0);
     return mem > gpu.memMb + 1e-6;
   }
@@ -91,7 +96,7 @@ export class SimGpus {
    */
   startBatch(w: SimWorker, nowMs: number, size: number, sentMs: number, transportLeftMs: number): void {
     const g = w.gpu;
-    const gpu = this.cluster.gpus[g]!;
+    const gpu = this.truthCluster.gpus[g]!;
     this.accountShares(nowMs);
     // The models running on this GPU now, and this batch: MPS partitions at their shares; on a pooled
     // GPU, its mode's rule (src/model/pooledGpu.ts, the simulated worker's too).
@@ -103,11 +108,13 @@ export class SimGpus {
     models.push(gpu.profileIndex[w.model]! as ProfileModelIndex);
     batches.push(size);
     pcts.push(w.pct);
+    const beside: BesideBatch[] = [];
     for (const x of this.workers) {
       if (x !== w && x.gpu === g && x.busy) {
         models.push(gpu.profileIndex[x.model]! as ProfileModelIndex);
         batches.push(x.size);
         pcts.push(x.pct);
+        beside.push({ model: x.model, batch: x.size, pct: x.pct });
       }
     }
     this.scratchOut.length = models.length;
@@ -122,6 +129,9 @@ export class SimGpus {
       models.length,
       this.scratchOut,
     );
+    // On a pooled GPU the ground truth rewrote the shares to the even split it timed the batches at.
+    if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
+    w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside };
     if (timeshared) this.busy[g]! += 1;
     w.timeshared = timeshared;
     w.busy = true;

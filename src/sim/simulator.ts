@@ -52,7 +52,8 @@ export function predictedCapacityPerS(cluster: ClusterInfo, d: Deployment): numb
   const cap = new Array<number>(cluster.models.length).fill(0);
   for (let g = 0; g < cluster.gpus.length; g++) {
     const gpu = cluster.gpus[g]!;
-    const on = d.placements.filter((p) => p.gpu === g);
+    // A model the GPU's profile lacks (unprofiled) has no predicted capacity.
+    const on = d.placements.filter((p) => p.gpu === g && (gpu.profileIndex[p.model] ?? -1) >= 0);
     if (on.length === 0) continue;
     const ts = d.gpuModes?.[g] === 'timeshare';
     const out = new Array<number>(on.length).fill(0);

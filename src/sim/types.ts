@@ -56,7 +56,13 @@ export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth
 };
 
 export interface SimInput {
+  /** The cluster as the policy and the dispatch rule know it. */
   readonly cluster: ClusterInfo;
+  /**
+   * The cluster the ground truth times batches with (default `cluster`): the same GPUs and models, every model with
+   * its true profile, where `cluster` leaves unprofiled ones without (profileIndex -1, docs/online-profiling.md).
+   */
+  readonly truthCluster?: ClusterInfo;
   /** One arrival stream per served model, in cluster.models order. */
   readonly streams: readonly ArrivalStream[];
   /** The rates an operator expects at the start (the first decision's observation). */

@@ -2,6 +2,7 @@
 // serving, retiring behind its replacement, draining, stopped), with the batch it runs and the one
 // sent ahead of it (pipelining).
 import type { Placement } from '../policy/types.js';
+import type { BatchDetail } from '../serving/epochStats.js';
 import { MAX_PRED_BATCH } from '../serving/dispatch.js';
 import type { Phase, WorkerView } from '../serving/workerSet.js';
 
@@ -38,6 +39,8 @@ export interface SimWorker {
   startMs: number;
   /** GPU time of the batch running now (its duration less the transport). */
   execMs: number;
+  /** The running batch's record (its share and what ran beside it when it started), for the epoch's telemetry. */
+  detail: BatchDetail | null;
   /** The running batch counts in its GPU's timeshare `gpuBusy` (it started while the GPU was timeshare). */
   timeshared: boolean;
   size: number;
@@ -87,6 +90,7 @@ export function newWorker(
     doneAtMs: Infinity,
     startMs: 0,
     execMs: 0,
+    detail: null,
     timeshared: false,
     size: 0,
     arrivals: new Float64Array(Math.max(1, p.batch)),

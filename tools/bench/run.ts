@@ -1,6 +1,14 @@
 // Runs policies side by side on the simulator over the same seeded workload (`inss bench`). Pure
 // apart from the injected clock that times decisions.
-import { initialRates, scenarioCluster, scenarioSettings, scenarioStreams } from '../../src/scenario/build.js';
+import {
+  initialRates,
+  plannerCluster,
+  scenarioCluster,
+  scenarioSettings,
+  scenarioStreams,
+  unprofiledModels,
+} from '../../src/scenario/build.js';
+import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import type { TransportModel } from '../../src/serving/transport.js';
 import type { Scenario } from '../../src/scenario/schema.js';
 import type { Profile } from '../../src/profile/schema.js';
@@ -47,11 +55,17 @@ export function runPolicy(
   cluster?: ClusterInfo,
 ): PolicyResult {
   const s = ctx.scenario;
-  const c = cluster ?? scenarioCluster(s, ctx.profiles);
-  const policy = factory.create(c, { seed: s.seed, ...(ctx.policyOptions?.(factory.name) ?? {}) });
+  const truth = cluster ?? scenarioCluster(s, ctx.profiles);
+  // Models marked unprofiled: the policy and the dispatch rule get the planner's cluster, without their
+  // profiles, and the policy serves them through the online-profiling decorator (docs/online-profiling.md).
+  const online = unprofiledModels(s).length > 0;
+  const c = online ? plannerCluster(s, ctx.profiles) : truth;
+  const f = online ? withOnlineProfiling(factory) : factory;
+  const policy = f.create(c, { seed: s.seed, ...(ctx.policyOptions?.(factory.name) ?? {}) });
   const t0 = ctx.clock?.() ?? 0;
   const sim = simulate({
     cluster: c,
+    truthCluster: truth,
     streams: scenarioStreams(s, ctx.traces, loadScale),
     initialRatePerS: initialRates(s, ctx.traces, loadScale),
     policy,

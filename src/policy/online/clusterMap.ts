@@ -1,0 +1,144 @@
+// The clusters the online-profiling decorator (policy.ts) works with, and the index mapping between
+// them. Pure.
+// - The known cluster: the cluster it was given, its GPUs' profiles with the fitted models added
+//   (`withProfiles`); a model is profiled on a GPU when that GPU's profile has it (profileIndex >= 0).
+// - The inner cluster: the known cluster restricted to the models profiled on some GPU, renumbered
+//   0..n-1 (`innerCluster`): what the wrapped policy is created on. `map[i]` is inner model i's index in the
+//   known (outer) cluster.
+import { buildCluster } from '../cluster.js';
+import type { Profile } from '../../profile/schema.js';
+import type { BatchRecord, ClusterInfo, Deployment, GpuMode, Observation, Placement, ServedModel } from '../types.js';
+import { predictOnGpu } from '../util.js';
+
+/** The name a served model has in a GPU profile. */
+export function profileName(m: ServedModel): string {
+  return m.profileModel ?? m.name;
+}
+
+/** The cluster's GPU profiles by id (GPUs of one type share one). */
+export function profilesOf(cluster: ClusterInfo): Map<string, Profile> {
+  return new Map(cluster.gpus.map((g) => [g.profileId, g.model.profile]));
+}
+
+/** The same cluster with each GPU's profile replaced by `profiles`' (by id): the latency models recompiled. */
+export function withProfiles(cluster: ClusterInfo, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
+  return buildCluster(
+    cluster.gpus.map((g) => profiles.get(g.profileId) ?? g.model.profile),
+    cluster.models.map((m) => ({ name: m.name, sloMs: m.sloMs, profileModel: m.profileModel })),
+    cluster.gpus.map((g) => g.pooled),
+  );
+}
+
+/** Served models no GPU of the cluster has a profile for. */
+export function unprofiledIndices(cluster: ClusterInfo): number[] {
+  return cluster.models
+    .filter((m) => cluster.gpus.every((g) => (g.profileIndex[m.index] ?? -1) < 0))
+    .map((m) => m.index);
+}
+
+export interface InnerView {
+  readonly cluster: ClusterInfo;
+  /** Inner model index -> outer model index. */
+  readonly map: readonly number[];
+  /** Outer model index -> inner model index, or -1. */
+  readonly back: readonly number[];
+}
+
+/**
+ * The known cluster restricted to the models some GPU has a profile for, and to its first `gpuCount` GPUs
+ * (the others are kept for unprofiled models); null when there is no such model.
+ */
+export function innerCluster(known: ClusterInfo, gpuCount = known.gpus.length): InnerView | null {
+  const unprofiled = new Set(unprofiledIndices(known));
+  const map = known.models.filter((m) => !unprofiled.has(m.index)).map((m) => m.index);
+  if (map.length === 0) return null;
+  const back = known.models.map((m) => map.indexOf(m.index));
+  const models: ServedModel[] = map.map((o, index) => ({ ...known.models[o]!, index }));
+  const gpus = known.gpus.slice(0, gpuCount).map((g) => ({ ...g, profileIndex: map.map((o) => g.profileIndex[o]!) }));
+  return { cluster: { gpus, models }, map, back };
+}
+
+function pick<T>(xs: readonly T[] | undefined, map: readonly number[]): T[] | undefined {
+  return xs === undefined ? undefined : map.map((o) => xs[o]!);
+}
+
+/** A deployment of the outer cluster as the inner policy sees it: its models' placements only, renumbered. */
+export function toInnerDeployment(d: Deployment, v: InnerView): Deployment {
+  const placements = d.placements
+    .filter((p) => (v.back[p.model] ?? -1) >= 0)
+    .map((p) => ({ ...p, model: v.back[p.model]! }));
+  return d.gpuModes ? { placements, gpuModes: d.gpuModes } : { placements };
+}
+
+/** The inner policy's deployment in outer model indices. */
+export function toOuterDeployment(d: Deployment, v: InnerView): Deployment {
+  const placements = d.placements.map((p) => ({ ...p, model: v.map[p.model]! }));
+  return d.gpuModes ? { placements, gpuModes: d.gpuModes } : { placements };
+}
+
+/** The observation renumbered for the inner policy; `current`: the deployment it is told is in force. */
+export function toInnerObservation(obs: Observation, v: InnerView, current: Deployment): Observation {
+  const m = v.map;
+  const e = obs.lastEpoch;
+  const batches = e.batches
+    ?.filter((b) => (v.back[b.model] ?? -1) >= 0)
+    .map((b): BatchRecord => ({
+      ...b,
+      model: v.back[b.model]!,
+      beside: b.beside.filter((x) => (v.back[x.model] ?? -1) >= 0).map((x) => ({ ...x, model: v.back[x.model]! })),
+    }));
+  const cv2 = pick(obs.arrivalCv2, m);
+  return {
+    nowMs: obs.nowMs,
+    ratePerS: pick(obs.ratePerS, m)!,
+    ...(cv2 ? { arrivalCv2: cv2 } : {}),
+    queued: pick(obs.queued, m)!,
+    lastEpoch: {
+      served: pick(e.served, m)!,
+      violated: pick(e.violated, m)!,
+      dropped: pick(e.dropped, m)!,
+      meanExecMs: pick(e.meanExecMs, m)!,
+      meanLatencyMs: pick(e.meanLatencyMs, m)!,
+      ...(batches ? { batches } : {}),
+    },
+    current,
+  };
+}
+
+/** The cluster with the named served models' profiles taken out of every GPU profile. */
+export function hideModels(cluster: ClusterInfo, names: readonly string[]): ClusterInfo {
+  const hidden = new Set(cluster.models.filter((m) => names.includes(m.name)).map(profileName));
+  if (hidden.size === 0) return cluster;
+  const profiles = new Map<string, Profile>();
+  for (const [id, p] of profilesOf(cluster)) {
+    profiles.set(id, { ...p, models: Object.fromEntries(Object.entries(p.models).filter(([n]) => !hidden.has(n))) });
+  }
+  return withProfiles(cluster, profiles);
+}
+
+/** The GPU whose placements are predicted busy the least of the time at the observed rates. */
+export function leastLoadedGpu(
+  known: ClusterInfo,
+  obs: Observation,
+  placements: readonly Placement[],
+  modes: readonly GpuMode[],
+): number {
+  let best = 0;
+  let bestLoad = Infinity;
+  for (const gpu of known.gpus) {
+    let load = 0;
+    for (const p of placements) {
+      if (p.gpu !== gpu.index) continue;
+      const rate = obs.ratePerS[p.model] ?? 0;
+      const profiled = (gpu.profileIndex[p.model] ?? -1) >= 0;
+      const pct = modes[gpu.index] === 'timeshare' ? 100 : p.pct;
+      const ms = profiled ? predictOnGpu(gpu, [{ ...p, pct }])[0]! : obs.lastEpoch.meanExecMs[p.model]!;
+      load += Number.isFinite(ms) ? (rate * ms) / p.batch / 1000 : 1;
+    }
+    if (load < bestLoad) {
+      bestLoad = load;
+      best = gpu.index;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,269 @@
+// Online profiling (docs/online-profiling.md): AIMD, the fit on telemetry drawn from a known profile,
+// and the decorator's index mapping and promotion.
+import { describe, expect, it } from 'vitest';
+import { LatencyModel } from '../../src/model/predictor.js';
+import { buildCluster } from '../../src/policy/cluster.js';
+import { aimdEpoch, aimdTargetMs } from '../../src/policy/online/aimd.js';
+import { addSample, emptyFitState, type FitSample, fitModel, heldOutCheck } from '../../src/policy/online/fit.js';
+import { withOnlineProfiling } from '../../src/policy/online/policy.js';
+import { gpuPrior } from '../../src/policy/online/prior.js';
+import { type Profile, ProfileSchema } from '../../src/profile/schema.js';
+import type {
+  BatchRecord,
+  ClusterInfo,
+  Deployment,
+  Observation,
+  Policy,
+  PolicyFactory,
+} from '../../src/policy/types.js';
+import { Rng } from '../../src/workload/random.js';
+import { ProfileBuilder } from '../support/builders.js';
+
+const TRUE_NEW = { runAtB1Full: 3, batchExp: 0.8, pctExp: 1.3, alphaCache: 0.5 };
+const full: Profile = ProfileSchema.parse(
+  new ProfileBuilder()
+    .model('a', { runAtB1Full: 2, batchExp: 0.9, pctExp: 1 })
+    .model('b', { runAtB1Full: 1, batchExp: 0.7, pctExp: 1 })
+    .model('c', { runAtB1Full: 4, batchExp: 0.85, pctExp: 1 })
+    .model('new', TRUE_NEW)
+    .build(),
+);
+const { new: _hidden, ...known } = full.models;
+const withoutNew: Profile = { ...full, models: known };
+const truth = LatencyModel.compile(full);
+const rng = new Rng(7);
+const noisy = (ms: number) => ms * Math.exp(0.02 * rng.normal());
+const trueMs = (batch: number, pct: number) => truth.predict([{ model: 'new', batch, pct }]).latencyMs[0]!;
+
+describe('AIMD', () => {
+  const target = aimdTargetMs(60);
+  it('targets half the SLO', () => expect(target).toBe(30));
+  it('adds one per full batch under the target, at most doubling, up to the maximum', () => {
+    expect(aimdEpoch(4, [{ ran: 4, execMs: 10 }], target)).toBe(5);
+    expect(
+      aimdEpoch(
+        4,
+        Array.from({ length: 9 }, () => ({ ran: 4, execMs: 10 })),
+        target,
+      ),
+    ).toBe(8);
+    expect(aimdEpoch(32, [{ ran: 32, execMs: 10 }], target)).toBe(32);
+  });
+  it('does not grow on batches that were not full', () => {
+    expect(aimdEpoch(8, [{ ran: 3, execMs: 10 }], target)).toBe(8);
+  });
+  it('backs off by 10%, at least one, never under 1, when a batch is over the target', () => {
+    expect(
+      aimdEpoch(
+        20,
+        [
+          { ran: 20, execMs: 10 },
+          { ran: 20, execMs: 31 },
+        ],
+        target,
+      ),
+    ).toBe(18);
+    expect(aimdEpoch(5, [{ ran: 5, execMs: 31 }], target)).toBe(4);
+    expect(aimdEpoch(1, [{ ran: 1, execMs: 99 }], target)).toBe(1);
+  });
+});
+
+describe('the online fit', () => {
+  const prior = gpuPrior(LatencyModel.compile(withoutNew));
+  const solo = (batch: number, pct = 100): FitSample => ({
+    batch,
+    pct,
+    execMs: noisy(trueMs(batch, pct)),
+    models: 1,
+    othersL2: 0,
+  });
+
+  it('recovers a profile from solo batches within the threshold, and passes its held-out test', () => {
+    const st = emptyFitState();
+    for (let i = 0; i < 150; i++) addSample(st, solo(1 + (i % 12)));
+    const fit = fitModel(st, prior, full.gpu, full.lwr)!;
+    const check = heldOutCheck(st, fit, full.gpu, full.lwr);
+    expect(check.heldOut).toBe(30);
+    expect(check.pass).toBe(true);
+    expect(check.meanRelErr).toBeLessThan(0.05);
+    const fitted = LatencyModel.compile({ ...withoutNew, models: { ...known, new: fit.profile } });
+    for (let b = 1; b <= 12; b++) {
+      const got = fitted.predict([{ model: 'new', batch: b, pct: 100 }]).latencyMs[0]!;
+      expect(Math.abs(got / trueMs(b, 100) - 1)).toBeLessThan(0.1);
+    }
+  });
+
+  it('does not pass on too few held-out batches', () => {
+    const st = emptyFitState();
+    for (let i = 0; i < 50; i++) addSample(st, solo(2));
+    const c = heldOutCheck(st, fitModel(st, prior, full.gpu, full.lwr), full.gpu, full.lwr);
+    expect(c.heldOut).toBe(10);
+    expect(c.pass).toBe(false);
+  });
+
+  it('fits the share shape once batches were seen at two shares, and alpha_cache from co-located ones', () => {
+    const st = emptyFitState();
+    for (let i = 0; i < 200; i++) addSample(st, solo(1 + (i % 8), i % 2 === 0 ? 100 : 40));
+    // Beside model a at 50%: its L2 utilisation from its profile, the batch's time from the true model.
+    const a = full.models.a!;
+    const othersL2 = a.l2.alphaU * 0.5 + a.l2.betaU;
+    for (let i = 0; i < 40; i++) {
+      const batch = 1 + (i % 8);
+      const execMs = truth.predict([
+        { model: 'new', batch, pct: 50 },
+        { model: 'a', batch: 4, pct: 50 },
+      ]).latencyMs[0]!;
+      addSample(st, { batch, pct: 50, execMs: noisy(execMs), models: 2, othersL2 });
+    }
+    const fit = fitModel(st, prior, full.gpu, full.lwr)!;
+    expect(fit.alphaCacheFitted).toBe(true);
+    expect(fit.profile.alphaCache).toBeGreaterThan(0.4);
+    expect(fit.profile.alphaCache).toBeLessThan(0.6);
+    const fitted = LatencyModel.compile({ ...withoutNew, models: { ...known, new: fit.profile } });
+    const got = fitted.predict([{ model: 'new', batch: 4, pct: 40 }]).latencyMs[0]!;
+    expect(Math.abs(got / trueMs(4, 40) - 1)).toBeLessThan(0.1);
+  });
+});
+
+/** A fake inner policy: records what it is created on and sees, and places model i on GPU 0 at batch 4. */
+function recordingFactory(): { factory: PolicyFactory; created: ClusterInfo[]; seen: Observation[] } {
+  const created: ClusterInfo[] = [];
+  const seen: Observation[] = [];
+  const factory: PolicyFactory = {
+    name: 'rec',
+    description: 'records',
+    supports: () => null,
+    create(cluster): Policy {
+      created.push(cluster);
+      return {
+        name: 'rec',
+        decide(obs: Observation): Deployment {
+          seen.push(obs);
+          const pct = 100 / cluster.models.length;
+          return { placements: cluster.models.map((m) => ({ model: m.index, gpu: 0, pct, batch: 4 })) };
+        },
+      };
+    },
+  };
+  return { factory, created, seen };
+}
+
+function observation(n: number, batches: BatchRecord[], nowMs: number): Observation {
+  const z = new Array<number>(n).fill(0);
+  return {
+    nowMs,
+    ratePerS: Array.from({ length: n }, (_, i) => 10 * (i + 1)),
+    queued: z,
+    lastEpoch: { served: z, violated: z, dropped: z, meanExecMs: z, meanLatencyMs: z, batches },
+    current: { placements: [] },
+  };
+}
+
+describe('the online-profiling decorator', () => {
+  const models = [
+    { name: 'a', sloMs: 100 },
+    { name: 'new', sloMs: 100 },
+    { name: 'b', sloMs: 100 },
+  ];
+
+  it('maps the profiled models in and out, keeps a GPU for the unprofiled one, and promotes its fit', () => {
+    const cluster = buildCluster([full, full], models);
+    const { factory, created, seen } = recordingFactory();
+    const promoted: string[] = [];
+    const policy = withOnlineProfiling(factory, {
+      unprofiled: ['new'],
+      onPromote: (l) => promoted.push(l.model),
+    }).create(cluster, {});
+    // The inner policy sees a and b only, renumbered, on the first GPU (the second is kept for 'new').
+    expect(created[0]!.models.map((m) => [m.index, m.name])).toEqual([
+      [0, 'a'],
+      [1, 'b'],
+    ]);
+    expect(created[0]!.gpus).toHaveLength(1);
+    const d0 = policy.decide(observation(3, [], 0));
+    expect(seen[0]!.ratePerS).toEqual([10, 30]);
+    expect(d0.placements).toEqual([
+      { model: 0, gpu: 0, pct: 50, batch: 4 },
+      { model: 2, gpu: 0, pct: 50, batch: 4 },
+      { model: 1, gpu: 1, pct: 100, batch: 1, timeoutMs: 0 },
+    ]);
+    // Epochs of full batches alone on GPU 1: AIMD grows the batch, the fit passes, the model is promoted.
+    let batch = 1;
+    for (let e = 1; e <= 8 && promoted.length === 0; e++) {
+      const recs: BatchRecord[] = Array.from({ length: 32 }, () => ({
+        model: 1,
+        gpu: 1,
+        batch,
+        pct: 100,
+        execMs: noisy(trueMs(batch, 100)),
+        pooled: false,
+        beside: [],
+      }));
+      const d = policy.decide(observation(3, recs, e * 1000));
+      const mine = d.placements.find((p) => p.model === 1)!;
+      if (promoted.length === 0) {
+        expect(mine.batch).toBe(Math.min(32, batch * 2));
+        batch = mine.batch;
+      }
+    }
+    expect(promoted).toEqual(['new']);
+    // Re-created on the larger cluster: every GPU, 'new' among its models at its own index.
+    const last = created[created.length - 1]!;
+    expect(last.models.map((m) => m.name)).toEqual(['a', 'new', 'b']);
+    expect(last.gpus).toHaveLength(2);
+    expect(last.gpus.every((g) => g.profileIndex[1]! >= 0)).toBe(true);
+    const d = policy.decide(observation(3, [], 9000));
+    // The serving side still cannot predict 'new': its placement carries a timeout in its place.
+    const p = d.placements.find((x) => x.model === 1)!;
+    expect(p.gpu).toBe(0);
+    expect(p.timeoutMs).toBeGreaterThan(0);
+    expect(p.timeoutMs).toBeLessThan(100);
+    expect(policy.note).toMatch(/new on synthetic: profiled online after \d+ batches/);
+  });
+
+  it('carries a fit over to another GPU type by the ratio of the other models there', () => {
+    // A GPU type where every model runs twice as long.
+    const slow: Profile = {
+      ...full,
+      id: 'slow',
+      models: Object.fromEntries(
+        Object.entries(full.models).map(([n, m]) => [
+          n,
+          { ...m, runSamples: m.runSamples.map((x) => ({ ...x, runMs: 2 * x.runMs })) },
+        ]),
+      ),
+    };
+    const cluster = buildCluster([slow, full], models);
+    const { factory, created } = recordingFactory();
+    const policy = withOnlineProfiling(factory, { unprofiled: ['new'] }).create(cluster, {});
+    for (let e = 1; e <= 8; e++) {
+      const recs: BatchRecord[] = Array.from({ length: 32 }, (_, i) => ({
+        model: 1,
+        gpu: 1,
+        batch: 1 + (i % 4),
+        pct: 100,
+        execMs: noisy(trueMs(1 + (i % 4), 100)),
+        pooled: false,
+        beside: [],
+      }));
+      policy.decide(observation(3, recs, e * 1000));
+    }
+    const last = created[created.length - 1]!;
+    expect(last.gpus.map((g) => g.profileIndex[1]! >= 0)).toEqual([true, true]);
+    const onSlow = last.gpus[0]!.model.predict([{ model: 'new', batch: 2, pct: 100 }]).latencyMs[0]!;
+    const onFull = last.gpus[1]!.model.predict([{ model: 'new', batch: 2, pct: 100 }]).latencyMs[0]!;
+    expect(onSlow / onFull).toBeGreaterThan(1.8);
+    expect(onSlow / onFull).toBeLessThan(2.05);
+    expect(policy.note).toMatch(/new on slow: profile carried over from synthetic/);
+  });
+
+  it('time-shares the least loaded GPU when the cluster has one GPU', () => {
+    const cluster = buildCluster([full], models);
+    const { factory } = recordingFactory();
+    const d = withOnlineProfiling(factory, { unprofiled: ['new'] })
+      .create(cluster, {})
+      .decide(observation(3, [], 0));
+    expect(d.gpuModes).toEqual(['timeshare']);
+    expect(d.placements.find((p) => p.model === 1)).toEqual({ model: 1, gpu: 0, pct: 100, batch: 1, timeoutMs: 0 });
+  });
+});

@@ -1,0 +1,120 @@
+// The online-profiling state survives a scheduler restart: saved in SQLite each epoch, restored at the
+// decorator's creation, and its promoted profiles merged into the scheduler's profiles.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { clusterView, withLearnedProfiles } from '../../scheduler/clusterView.js';
+import { Store } from '../../scheduler/store.js';
+import { buildCluster } from '../../src/policy/cluster.js';
+import { withOnlineProfiling } from '../../src/policy/online/policy.js';
+import { learnerFromJson, learnerToJson, type LearnerState } from '../../src/policy/online/state.js';
+import { ProfileSchema } from '../../src/profile/schema.js';
+import type { BatchRecord, Deployment, Observation, PolicyFactory } from '../../src/policy/types.js';
+import { ProfileBuilder } from '../support/builders.js';
+
+const profile = ProfileSchema.parse(
+  new ProfileBuilder()
+    .model('a', { runAtB1Full: 2, batchExp: 0.9, pctExp: 1 })
+    .model('b', { runAtB1Full: 1, batchExp: 0.7, pctExp: 1 })
+    .build(),
+);
+const models = [
+  { name: 'a', sloMs: 100 },
+  { name: 'mine', sloMs: 100 },
+];
+const inner: PolicyFactory = {
+  name: 'even',
+  description: 'each model at 100% on GPU 0',
+  supports: () => null,
+  create: (c) => ({
+    name: 'even',
+    decide: (): Deployment => ({ placements: c.models.map((m) => ({ model: m.index, gpu: 0, pct: 50, batch: 2 })) }),
+  }),
+};
+
+function obs(records: BatchRecord[], nowMs: number): Observation {
+  const z = [0, 0];
+  return {
+    nowMs,
+    ratePerS: [10, 10],
+    queued: z,
+    lastEpoch: { served: z, violated: z, dropped: z, meanExecMs: z, meanLatencyMs: z, batches: records },
+    current: { placements: [] },
+  };
+}
+
+/** Epochs of batches of 'mine' alone on GPU 1, 2 ms per task plus 1 ms, until it is promoted. */
+function serveUntilPromoted(store: Store): LearnerState[] {
+  const promoted: LearnerState[] = [];
+  const cluster = buildCluster([profile, profile], models);
+  const policy = withOnlineProfiling(inner, {
+    store: store.onlineStatePort(() => '2026-01-01T00:00:00.000Z'),
+    onPromote: (l) => promoted.push(l),
+  }).create(cluster, {});
+  for (let e = 0; e < 12 && promoted.length === 0; e++) {
+    const recs = Array.from({ length: 32 }, (_, i): BatchRecord => {
+      const batch = 1 + (i % 6);
+      return {
+        model: 1,
+        gpu: 1,
+        batch,
+        pct: 100,
+        execMs: 1 + 2 * batch * (1 + 0.01 * ((i % 3) - 1)),
+        pooled: false,
+        beside: [],
+      };
+    });
+    policy.decide(obs(recs, e * 1000));
+  }
+  return promoted;
+}
+
+describe('online-profiling state in the store', () => {
+  it('round-trips a learner state through JSON and SQLite, across reopenings of the file', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'inss-online-')), 'inss.db');
+    const a = new Store(path);
+    const promoted = serveUntilPromoted(a);
+    expect(promoted).toHaveLength(1);
+    a.close();
+    const b = new Store(path);
+    const raw = b.onlineState('mine', 'synthetic');
+    const back = learnerFromJson(raw, 'test');
+    expect(learnerToJson(back)).toEqual(learnerToJson(promoted[0]!));
+    expect(back.profile).not.toBeNull();
+    // Restored: the model is profiled from the start (the inner policy gets it at once, on every GPU).
+    const created: string[][] = [];
+    const spy: PolicyFactory = {
+      ...inner,
+      create: (c, o) => (created.push(c.models.map((m) => m.name)), inner.create(c, o)),
+    };
+    const policy = withOnlineProfiling(spy, { store: b.onlineStatePort(() => 'now') }).create(
+      buildCluster([profile, profile], models),
+      {},
+    );
+    expect(created).toEqual([['a', 'mine']]);
+    expect(policy.note).toMatch(/mine on synthetic: profiled online after \d+ batches/);
+    // The scheduler's profiles gain the fitted model: the cluster view has it, for dispatch predictions too.
+    const learned = b.learnedProfiles();
+    expect(Object.keys(learned.get('synthetic') ?? {})).toEqual(['mine']);
+    const merged = withLearnedProfiles(new Map([['synthetic', profile]]), learned);
+    const gpu = { index: 0, uuid: 'u', name: 'g', profile: 'synthetic', memMb: 8000, simulated: true };
+    const gpus = [{ ...gpu, pooled: 'overlap' as const }];
+    const view = clusterView([{ agentId: 'x', gpus }], merged, models);
+    expect(view.missingModels).toEqual([]);
+    expect(view.cluster!.gpus[0]!.profileIndex[1]).toBeGreaterThanOrEqual(0);
+    b.close();
+  });
+
+  it('starts afresh, saying why, on stored state that does not validate', () => {
+    const s = new Store(':memory:');
+    s.saveOnlineState('mine', 'synthetic', { model: 'mine', batch: 0 }, 'now');
+    const policy = withOnlineProfiling(inner, { store: s.onlineStatePort(() => 'now') }).create(
+      buildCluster([profile, profile], models),
+      {},
+    );
+    expect(policy.note).toMatch(/invalid online-profiling state: .*batch/);
+    expect(policy.note).toMatch(/mine on synthetic: unprofiled, AIMD batch 1/);
+    s.close();
+  });
+});
