@@ -115,7 +115,7 @@ export class Control {
       requeue: (m, tasks) => this.buffer.onTime(m).unshiftAll(tasks),
       executed: (b, latencyMs, nowMs) => {
         observe.batchExecuted(models[b.worker.model]!.name, b.tasks.length, latencyMs / 1000);
-        this.loop.stats.batchTimed(b.worker.model, latencyMs);
+        this.loop.batchTimed(b, latencyMs, this.set.workers);
         this.meter.batchAnswered(b, latencyMs, nowMs);
       },
       done: (b) => {

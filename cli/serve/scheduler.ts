@@ -9,8 +9,10 @@ import type { Logger } from 'pino';
 import { parseAgentTokens } from '../../scheduler/auth.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
 import { SchedulerService } from '../../scheduler/service.js';
+import { withLearnedProfiles } from '../../scheduler/clusterView.js';
 import { Store } from '../../scheduler/store.js';
 import type { ClusterInfo } from '../../src/policy/types.js';
+import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
@@ -114,12 +116,17 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
 }
 
 /** Models, SLOs, initial rates and the policy from a scenario and a model repository (and flags). */
-function schedulerConfig(opts: ServeOptions, logger: Logger) {
+function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
   const loaded = loadScenario(opts.scenario);
-  const profiles = allProfiles(loaded.profiles);
+  // The profiles learned online for models no profile had (scheduler/store.ts) join their GPU types'.
+  const profiles = withLearnedProfiles(allProfiles(loaded.profiles), store.learnedProfiles());
   const { models, initialRatePerS, unavailable, repositoryOnly } = servedModels(opts, loaded, logger);
   const registry = new PolicyRegistry();
-  const factory = registry.get(opts.policy);
+  // A repository's models may have no profile: they are served with AIMD batching and profiled while
+  // they serve (docs/online-profiling.md), the fit's state kept in the store across restarts.
+  const factory = models.some((m) => m.repository)
+    ? withOnlineProfiling(registry.get(opts.policy), { store: store.onlineStatePort(() => new Date().toISOString()) })
+    : registry.get(opts.policy);
   const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
   // The policy shipped for a scenario was trained on its models: not for a repository's alone.
   const shippedFits = opts.policy.startsWith('inss') && existsSync(shipped) && !repositoryOnly;
@@ -197,9 +204,15 @@ export async function startScheduler(
 }> {
   const tls = tlsFiles(opts);
   const { access, generated } = accessFrom(opts);
-  const config = schedulerConfig(opts, logger);
-  const grpcPort = grpcPortOf(opts);
   const store = new Store(stateDbPath(opts.stateDir));
+  let config: ReturnType<typeof schedulerConfig>;
+  try {
+    config = schedulerConfig(opts, logger, store);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  const grpcPort = grpcPortOf(opts);
   const service = await SchedulerService.start({
     host: opts.host,
     port: opts.port,

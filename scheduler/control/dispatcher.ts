@@ -215,7 +215,8 @@ export class Dispatcher {
     const batchId = batches.nextId();
     const id = identity(w, models);
     const running = this.deps.agents.simulatedGpu(w.agentId, w.localGpu) ? this.runningBeside(w) : undefined;
-    // Shared-memory slots carry the samples of a one-input model only (docs/worker-protocol.md).
+    // Shared-memory slots carry the samples of the one-image-input model only (docs/worker-protocol.md):
+    // a worker refuses them for any other signature.
     const direct = this.deps.direct.send(
       w,
       {
@@ -229,7 +230,7 @@ export class Dispatcher {
         ...(running ? { running } : {}),
       },
       parts,
-      inputs.length === 1,
+      inputs.length === 1 && model.signature.inputs[0]!.image === true,
     );
     const sent =
       direct ||
