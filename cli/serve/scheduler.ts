@@ -124,9 +124,15 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
   const registry = new PolicyRegistry();
   // A repository's models may have no profile: they are served with AIMD batching and profiled while
   // they serve (docs/online-profiling.md), the fit's state kept in the store across restarts.
-  const factory = models.some((m) => m.repository)
-    ? withOnlineProfiling(registry.get(opts.policy), { store: store.onlineStatePort(() => new Date().toISOString()) })
-    : registry.get(opts.policy);
+  // A scenario's `unprofiled` models are served the same way, their profiles hidden from the planner.
+  const hidden = loaded.scenario.models.filter((m) => m.unprofiled).map((m) => m.name);
+  const factory =
+    models.some((m) => m.repository) || hidden.length > 0
+      ? withOnlineProfiling(registry.get(opts.policy), {
+          unprofiled: hidden,
+          store: store.onlineStatePort(() => new Date().toISOString()),
+        })
+      : registry.get(opts.policy);
   const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
   // The policy shipped for a scenario was trained on its models: not for a repository's alone.
   const shippedFits = opts.policy.startsWith('inss') && existsSync(shipped) && !repositoryOnly;
