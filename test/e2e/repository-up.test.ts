@@ -3,7 +3,7 @@
 // Debian's torch, a TorchScript network of another input shape (scripted here). Neither has a latency
 // profile: both are served from the first request (docs/online-profiling.md) by their real workers on
 // the CPU behind a simulated GPU, over HTTP (JSON and binary) and gRPC, and every answer equals the
-// framework's own output (an onnxruntime session in this process; torch in Python) within 1e-4. A
+// framework's own output (an onnxruntime InferenceSession in this process; torch in Python) within 1e-4. A
 // model whose config inss cannot honour is refused with the field named, and the others serve.
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,7 +25,7 @@ const torchOk = await torchAvailable(python);
 const dir = mkdtempSync(join(tmpdir(), 'inss-repository-up-'));
 const repo = join(dir, 'models');
 const pair = twoInTwoOut();
-let session: ort.InferenceSession;
+let inference: ort.InferenceSession;
 let base = '';
 let client: grpc.Client;
 
@@ -95,7 +95,7 @@ beforeAll(async () => {
     model('tiny', TINY_CONFIG, { name: 'model.pt', write: () => undefined });
     await promisify(execFile)(python, [join(dir, 'tiny.py'), 'save', path]);
   }
-  session = await ort.InferenceSession.create(pairFile);
+  inference = await ort.InferenceSession.create(pairFile);
   const up = startInss([
     'up',
     '--port',
@@ -121,7 +121,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   client?.close();
-  await session?.release();
+  await inference?.release();
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -173,7 +173,7 @@ function grpcInfer(req: object): Promise<Record<string, unknown>> {
 describe('inss up --model-repository: an ONNX model of two inputs and two outputs', () => {
   it('answers a batch over HTTP binary as onnxruntime does', async () => {
     const b = testBatch(pair.signature, 3, 7);
-    const want = await reference(session, pair.signature, 3, b);
+    const want = await reference(inference, pair.signature, 3, b);
     const got = await inferBinary(
       'pair',
       pair.signature.inputs.map((s, k) => ({
@@ -205,7 +205,7 @@ describe('inss up --model-repository: an ONNX model of two inputs and two output
       outputs: { name: string; datatype: string; shape: number[]; data: unknown[] }[];
     };
     expect(res.status, JSON.stringify(body)).toBe(200);
-    const out = await session.run({
+    const out = await inference.run({
       x: new ort.Tensor('float32', Float32Array.from(x), [2, 4]),
       k: new ort.Tensor('int64', BigInt64Array.from(k.map(BigInt)), [2, 3]),
     });
@@ -226,7 +226,7 @@ describe('inss up --model-repository: an ONNX model of two inputs and two output
 
   it('answers ModelInfer over gRPC with raw contents as onnxruntime does', async () => {
     const b = testBatch(pair.signature, 2, 11);
-    const want = await reference(session, pair.signature, 2, b);
+    const want = await reference(inference, pair.signature, 2, b);
     const r = await grpcInfer({
       model_name: 'pair',
       inputs: pair.signature.inputs.map((s) => ({ name: s.name, datatype: s.datatype, shape: [2, ...s.shape] })),
