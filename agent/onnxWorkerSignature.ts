@@ -3,9 +3,32 @@
 // own inputs and outputs as its InferenceSession reports them (names, element types, shapes) checked
 // against it. Called once per worker start by
 // agent/onnxWorkerMain.ts; a problem found here is the worker's `fatal`.
+import type * as ort from 'onnxruntime-node';
 import { z } from 'zod';
 import { type Datatype, DatatypeSchema, type TensorSpec } from '../src/protocol/tensor.js';
 import type { WorkerSignature } from '../src/repository/types.js';
+
+/** A typed-array constructor onnxruntime-node takes a tensor's data as. */
+export type OrtArray = {
+  new (b: ArrayBufferLike, offset: number, length: number): ort.Tensor['data'];
+  BYTES_PER_ELEMENT: number;
+};
+
+/** The typed array of each protocol datatype's elements, as onnxruntime-node reads a tensor's data. */
+export const ARRAY_OF: Readonly<Record<Datatype, OrtArray>> = {
+  BOOL: Uint8Array,
+  UINT8: Uint8Array,
+  UINT16: Uint16Array,
+  UINT32: Uint32Array,
+  UINT64: BigUint64Array,
+  INT8: Int8Array,
+  INT16: Int16Array,
+  INT32: Int32Array,
+  INT64: BigInt64Array,
+  FP16: Uint16Array, // binary16 bit patterns: onnxruntime-common's float16 data
+  FP32: Float32Array,
+  FP64: Float64Array,
+};
 
 /** ONNX Runtime's tensor type name of each protocol datatype (onnxruntime-common Tensor.Type). */
 export const ORT_TYPE: Readonly<Record<Datatype, string>> = {

@@ -13,7 +13,7 @@ import { parentPort } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { Datatype } from '../src/protocol/tensor.js';
 import type { WorkerSignature } from '../src/repository/types.js';
-import { checkSessionSignature, ORT_TYPE } from './onnxWorkerSignature.js';
+import { ARRAY_OF, checkSessionSignature, ORT_TYPE } from './onnxWorkerSignature.js';
 
 export interface SessionInit {
   readonly type: 'init';
@@ -46,23 +46,6 @@ export type SessionReply =
       readonly outputs: readonly { readonly dims: readonly number[]; readonly bytes: Uint8Array }[];
     }
   | { readonly type: 'failed'; readonly message: string };
-
-type Ctor = { new (b: ArrayBufferLike, offset: number, length: number): ort.Tensor['data']; BYTES_PER_ELEMENT: number };
-
-const ARRAY_OF: Readonly<Record<Datatype, Ctor>> = {
-  BOOL: Uint8Array,
-  UINT8: Uint8Array,
-  UINT16: Uint16Array,
-  UINT32: Uint32Array,
-  UINT64: BigUint64Array,
-  INT8: Int8Array,
-  INT16: Int16Array,
-  INT32: Int32Array,
-  INT64: BigInt64Array,
-  FP16: Uint16Array, // binary16 bit patterns: onnxruntime-common's float16 data
-  FP32: Float32Array,
-  FP64: Float64Array,
-};
 
 /** A tensor over `bytes` (a view where aligned, else over a copy). */
 function tensorOf(datatype: Datatype, bytes: Uint8Array, dims: readonly number[]): ort.Tensor {

@@ -1,24 +1,10 @@
 // Inputs for the ONNX Runtime worker's tests and onnxruntime's own answers to them (an InferenceSession
 // in the test process, on the same model file): the reference every answer of the worker is held to.
 import * as ort from 'onnxruntime-node';
+import { ARRAY_OF, ORT_TYPE } from '../../agent/onnxWorkerSignature.js';
 import { type Datatype, type TensorRef, type TensorSpec, tensorBytes } from '../../src/protocol/tensor.js';
 import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 import type { WorkerSignature } from '../../src/repository/types.js';
-
-const ORT_TYPE: Readonly<Record<Datatype, ort.Tensor.Type>> = {
-  BOOL: 'bool',
-  UINT8: 'uint8',
-  UINT16: 'uint16',
-  UINT32: 'uint32',
-  UINT64: 'uint64',
-  INT8: 'int8',
-  INT16: 'int16',
-  INT32: 'int32',
-  INT64: 'int64',
-  FP16: 'float16',
-  FP32: 'float32',
-  FP64: 'float64',
-};
 
 /** binary16 bits of `x`, exact for the values used here (k/8, |k| < 64). */
 function half(x: number): number {
@@ -102,22 +88,10 @@ export async function reference(
   const feeds: Record<string, ort.Tensor> = {};
   sig.inputs.forEach((spec, k) => {
     const bytes = Buffer.from(b.parts[k]!); // own, aligned buffer
-    const C = {
-      BOOL: Uint8Array,
-      UINT8: Uint8Array,
-      UINT16: Uint16Array,
-      UINT32: Uint32Array,
-      UINT64: BigUint64Array,
-      INT8: Int8Array,
-      INT16: Int16Array,
-      INT32: Int32Array,
-      INT64: BigInt64Array,
-      FP16: Uint16Array,
-      FP32: Float32Array,
-      FP64: Float64Array,
-    }[spec.datatype];
+    const C = ARRAY_OF[spec.datatype];
     const data = new C(bytes.buffer, bytes.byteOffset, bytes.length / C.BYTES_PER_ELEMENT);
-    feeds[spec.name] = new ort.Tensor(ORT_TYPE[spec.datatype], data as Float32Array, dimsOf(sig, spec, size));
+    const type = ORT_TYPE[spec.datatype] as ort.Tensor.Type;
+    feeds[spec.name] = new ort.Tensor(type, data, dimsOf(sig, spec, size));
   });
   const out = await inference.run(feeds);
   return sig.outputs.map((spec) => {
