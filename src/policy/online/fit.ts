@@ -9,9 +9,10 @@
 // - the share shape: the prior's raised to a fitted exponent, once batches were seen at two shares or more;
 // - alpha_cache, by least squares through the origin on batches that ran beside profiled models on MPS
 //   shares, once there are `minColocated` of them.
-// The rest is the prior's (prior.ts): o_r at batches beyond those seen (the prior's batch shape from the
-// nearest seen), the share shape before two shares are seen, kernels and scheduling time, L2 utilisation
-// and memory; input and output bytes are 0 (their transfer is inside the measured o_r).
+// The rest is the prior's (prior.ts): o_r at batches under those seen (the prior's batch shape from the
+// smallest seen; above them it is bounded by the model's own slope, `runAtFull`), the share shape before two
+// shares are seen, kernels and scheduling time, L2 utilisation and memory; input and output bytes are 0 (their
+// transfer is inside the measured o_r).
 //
 // Held out: every `heldOutEvery`-th usable batch is kept out of the fit and predicted by it; the fit passes
 // when the mean absolute relative error over the latest `maxHeldOut` held-out batches is at most `maxRelErr`
@@ -129,8 +130,16 @@ function seenAtFull(st: FitState, share: Share, schedMs: number): Map<number, nu
   return new Map([...acc].map(([b, a]) => [b, Math.exp(a.sumLog / a.w)]));
 }
 
-/** o_r(b, 100) at any batch: seen, log-log between seen batches, else the prior's shape from the nearest. */
-function runAtFull(seen: ReadonlyMap<number, number>, prior: Prior, b: number): number {
+/**
+ * o_r(b, 100) at any batch: seen, log-log between seen batches; below them, the prior's shape from the
+ * smallest. Above them, the larger of the prior's shape and a power law from the largest seen batch whose
+ * exponent is the slope (log-log) between the smallest and largest seen, at most 1 (1 when they span less than
+ * a doubling). A model's running time grows less than in proportion to its batch and more slowly the larger the
+ * batch, so that slope is an upper bound where the prior's median shape (that of the profiled models, often
+ * smaller ones) can be far under: a planner given the fit then never counts on batches it has not seen being
+ * cheaper than the model's own batches say.
+ */
+export function runAtFull(seen: ReadonlyMap<number, number>, prior: Prior, b: number): number {
   const at = seen.get(b);
   if (at !== undefined) return at;
   const bs = [...seen.keys()].sort((x, y) => x - y);
@@ -140,8 +149,13 @@ function runAtFull(seen: ReadonlyMap<number, number>, prior: Prior, b: number): 
     const f = Math.log(b / lo) / Math.log(hi / lo);
     return Math.exp((1 - f) * Math.log(seen.get(lo)!) + f * Math.log(seen.get(hi)!));
   }
-  const near = (lo ?? hi)!;
-  return seen.get(near)! * prior.batchRatio(b, near);
+  if (hi !== undefined) return seen.get(hi)! * prior.batchRatio(b, hi);
+  const first = bs[0]!;
+  const slope =
+    lo! >= 2 * first
+      ? Math.min(1, Math.max(0, Math.log(seen.get(lo!)! / seen.get(first)!) / Math.log(lo! / first)))
+      : 1;
+  return seen.get(lo!)! * Math.max(prior.batchRatio(b, lo!), (b / lo!) ** slope);
 }
 
 /** Exponents of the prior's share shape tried when batches were seen at two shares or more. */

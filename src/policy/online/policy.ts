@@ -56,6 +56,7 @@ import {
   recordSample,
 } from './fit.js';
 import { gpuPrior, type Prior, transferProfile } from './prior.js';
+import { DEFAULT_START, rateBatch, type StartBatchSettings } from './startBatch.js';
 import { type LearnerState, learnerFromJson, learnerToJson, type OnlineStatePort } from './state.js';
 
 export interface OnlineProfilingOptions {
@@ -65,6 +66,8 @@ export interface OnlineProfilingOptions {
   readonly store?: OnlineStatePort;
   readonly fit?: FitSettings;
   readonly aimd?: AimdSettings;
+  /** The floor under AIMD's batch from the model's arrival rate (startBatch.ts); null: AIMD alone. */
+  readonly start?: StartBatchSettings | null;
   /** Told when a model's fit passes its held-out test and joins its GPU type's profile. */
   readonly onPromote?: (state: Readonly<LearnerState>) => void;
 }
@@ -107,6 +110,8 @@ export class OnlineProfilingPolicy implements Policy {
   private readonly assigned = new Map<number, number>();
   private readonly fitSettings: FitSettings;
   private readonly aimd: AimdSettings;
+  /** The learners that ran a batch over AIMD's target in the epoch just ingested. */
+  private readonly overTarget = new Set<LearnerState>();
 
   constructor(
     private readonly factory: PolicyFactory,
@@ -213,6 +218,7 @@ export class OnlineProfilingPolicy implements Policy {
   private ingest(records: readonly BatchRecord[]): Set<LearnerState> {
     const dirty = new Set<LearnerState>();
     const epochBatches = new Map<LearnerState, AimdBatch[]>();
+    this.overTarget.clear();
     for (const r of records) {
       const gpu = this.known.gpus[r.gpu];
       const model = this.known.models[r.model];
@@ -229,8 +235,9 @@ export class OnlineProfilingPolicy implements Policy {
       if (x) addSample(l.fit, x, this.fitSettings);
     }
     for (const [l, list] of epochBatches) {
-      const slo = this.known.models.find((m) => m.name === l.model)!.sloMs;
-      l.batch = aimdEpoch(l.batch, list, aimdTargetMs(slo), this.aimd);
+      const target = aimdTargetMs(this.known.models.find((m) => m.name === l.model)!.sloMs);
+      if (list.some((b) => b.execMs > target)) this.overTarget.add(l);
+      l.batch = aimdEpoch(l.batch, list, target, this.aimd);
     }
     return dirty;
   }
@@ -375,8 +382,18 @@ export class OnlineProfilingPolicy implements Policy {
             : (prev ?? leastLoadedGpu(this.known, obs, placements, modes));
       if (used.has(g)) modes[g] = 'timeshare';
       const l = this.learners.get(key(m.name, this.known.gpus[g]!.profileId));
+      if (l) this.floorBatch(l, obs.ratePerS[m.index] ?? 0, m.sloMs);
       placements.push({ model: m.index, gpu: g, pct: 100, batch: l?.batch ?? 1, timeoutMs: 0 });
       this.assigned.set(m.index, g);
     }
+  }
+
+  /** AIMD's batch raised to the rate's floor (startBatch.ts); after a batch over target, lowered to it. */
+  private floorBatch(l: LearnerState, ratePerS: number, sloMs: number): void {
+    const s = this.opts.start === undefined ? DEFAULT_START : this.opts.start;
+    if (s === null) return;
+    const floor = rateBatch(l.fit, this.prior(l.profileId), ratePerS, aimdTargetMs(sloMs), s);
+    if (floor === null) return;
+    l.batch = this.overTarget.has(l) ? Math.min(l.batch, floor) : Math.max(l.batch, floor);
   }
 }

@@ -10,7 +10,11 @@ export interface Prior {
   readonly schedPerKernelMs: number;
   readonly l2: { readonly alphaU: number; readonly betaU: number };
   readonly alphaCache: number;
-  /** The largest of the profiled models' memory: a new model's is unknown, so the conservative one. */
+  /**
+   * The profiled models' median memory: a new model's is not measured. The largest would be safe against
+   * overcommitting a GPU, but it counts the new model as the zoo's largest, and the planner then cannot place
+   * it beside a large model at all (docs/online-profiling.md, "What is not identified").
+   */
   readonly memory: { readonly baseMb: number; readonly perBatchMb: number };
   /** Shares (%) and batches the fitted model's LWR samples are laid on: those of the profiled models' samples. */
   readonly pcts: readonly number[];
@@ -19,6 +23,8 @@ export interface Prior {
   shareRatio(batch: number, pct: number): number;
   /** `o_r(b, 100) / o_r(b0, 100)`: how running time grows with the batch. */
   batchRatio(batch: number, b0: number): number;
+  /** The median model's t_inf alone at 100% for a batch (ms; NaN without a profiled model): a first guess. */
+  typicalMs(batch: number): number;
 }
 
 export function median(xs: readonly number[]): number {
@@ -51,6 +57,7 @@ export function gpuPrior(lm: LatencyModel, exclude: ReadonlySet<string> = new Se
       batches: DEFAULT_BATCHES,
       shareRatio: (_b, pct) => 100 / pct,
       batchRatio: (b, b0) => b / b0,
+      typicalMs: () => NaN,
     };
   }
   const pctSet = new Set<number>([100]);
@@ -68,13 +75,14 @@ export function gpuPrior(lm: LatencyModel, exclude: ReadonlySet<string> = new Se
     l2: { alphaU: median(ms.map((m) => m.l2.alphaU)), betaU: median(ms.map((m) => m.l2.betaU)) },
     alphaCache: median(ms.map((m) => m.alphaCache)),
     memory: {
-      baseMb: Math.max(...ms.map((m) => m.memory.baseMb)),
-      perBatchMb: Math.max(...ms.map((m) => m.memory.perBatchMb)),
+      baseMb: median(ms.map((m) => m.memory.baseMb)),
+      perBatchMb: median(ms.map((m) => m.memory.perBatchMb)),
     },
     pcts: [...pctSet].sort((a, b) => a - b),
     batches: [...batchSet].sort((a, b) => a - b),
     shareRatio: (b, pct) => ratio((i) => lm.soloRunMs(i, b, pct) / lm.soloRunMs(i, b, 100)),
     batchRatio: (b, b0) => ratio((i) => lm.soloRunMs(i, b, 100) / lm.soloRunMs(i, b0, 100)),
+    typicalMs: (b) => median(names.map((n) => lm.predict([{ model: n, batch: b, pct: 100 }]).latencyMs[0]!)),
   };
 }
 
