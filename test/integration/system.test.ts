@@ -630,8 +630,11 @@ describe('scheduler in process, agent and workers as processes', () => {
     // name the worker.
     const failed = sent.filter((s) => s.body.reason === 'worker-failed');
     for (const f of failed) expect(f.body.error).toMatch(/worker w\d+ failed/);
-    // Everything else is a result or an explicit SLO drop while the worker restarted: nothing unanswered.
-    for (const s of sent.filter((x) => x.status !== 200)) expect(['worker-failed', 'slo']).toContain(s.body.reason);
+    // Everything else is a result, an explicit SLO drop while the worker restarted, or (on a machine too
+    // busy to read the bodies as fast as they come) an explicit refusal at admission: nothing unanswered.
+    const admission = (x: Sent) => x.status === 503 && /^(server busy|too many connections)/.test(x.body.error ?? '');
+    for (const s of sent.filter((x) => x.status !== 200 && !admission(x)))
+      expect(['worker-failed', 'slo'], `${s.model}: ${s.status} ${JSON.stringify(s.body)}`).toContain(s.body.reason);
     const killed = victim;
     const back = await until('the restarted worker', () =>
       Promise.resolve(
