@@ -12,7 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
 import { loadProfile } from '../../cli/profiles.js';
 import { LatencyModel } from '../../src/model/predictor.js';
-import { INSS_BIN, REPO_ROOT } from '../support/paths.js';
+import { type CliResult, runCli } from '../support/cli.js';
+import { REPO_ROOT } from '../support/paths.js';
 import { scenarioJson } from '../support/scenario.js';
 
 const torchOk = await torchAvailable();
@@ -28,21 +29,8 @@ const STAND_INS = {
 const SMALL_GRID = ['--pcts', '50,100', '--batches', '1,2,4', '--splits', '50', '--pair-batches', '2'];
 const FEW_BATCHES = ['--warmup', '1', '--repeats', '3', '--quiet'];
 
-function inss(args: readonly string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [INSS_BIN, ...args], {
-      cwd: dir,
-      env: { ...process.env, ...STAND_INS },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+function inss(args: readonly string[], stdin = ''): Promise<CliResult> {
+  return runCli(args, stdin, dir, STAND_INS);
 }
 
 describe('inss profile measure --model: refusals, before anything runs', () => {

@@ -8,9 +8,19 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: readonly string[], stdin = '', cwd = REPO_ROOT): Promise<CliResult> {
+/** `env`: variables added to this process's environment (e.g. the nvidia-smi and MPS stand-ins). */
+export function runCli(
+  args: readonly string[],
+  stdin = '',
+  cwd = REPO_ROOT,
+  env: Readonly<Record<string, string>> = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [INSS_BIN, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [INSS_BIN, ...args], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
