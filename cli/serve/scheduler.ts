@@ -16,7 +16,7 @@ import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
-import { initialRates } from '../../src/scenario/build.js';
+import { initialRates, plannerProfiles } from '../../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../../src/serving/settings.js';
 import { BUILTIN_POLICY_DIR, listProfileIds, loadProfile, readJsonFile } from '../profiles.js';
 import { PolicyRegistry } from '../registry.js';
@@ -119,20 +119,20 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
 function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
   const loaded = loadScenario(opts.scenario);
   // The profiles learned online for models no profile had (scheduler/store.ts) join their GPU types'.
-  const profiles = withLearnedProfiles(allProfiles(loaded.profiles), store.learnedProfiles());
+  // A scenario's `unprofiled` models are hidden from the planner and the dispatch rule, as in the simulator;
+  // the profiles learned online for models no profile had (scheduler/store.ts) join their GPU types'.
+  const profiles = withLearnedProfiles(
+    plannerProfiles(loaded.scenario, allProfiles(loaded.profiles)),
+    store.learnedProfiles(),
+  );
   const { models, initialRatePerS, unavailable, repositoryOnly } = servedModels(opts, loaded, logger);
   const registry = new PolicyRegistry();
-  // A repository's models may have no profile: they are served with AIMD batching and profiled while
-  // they serve (docs/online-profiling.md), the fit's state kept in the store across restarts.
-  // A scenario's `unprofiled` models are served the same way, their profiles hidden from the planner.
-  const hidden = loaded.scenario.models.filter((m) => m.unprofiled).map((m) => m.name);
-  const factory =
-    models.some((m) => m.repository) || hidden.length > 0
-      ? withOnlineProfiling(registry.get(opts.policy), {
-          unprofiled: hidden,
-          store: store.onlineStatePort(() => new Date().toISOString()),
-        })
-      : registry.get(opts.policy);
+  // Models without a profile (a repository's, a scenario's unprofiled ones) are served with AIMD
+  // batching and profiled while they serve (docs/online-profiling.md), the fit kept in the store.
+  const unprofiled = models.some((m) => m.repository) || loaded.scenario.models.some((m) => m.unprofiled);
+  const factory = unprofiled
+    ? withOnlineProfiling(registry.get(opts.policy), { store: store.onlineStatePort(() => new Date().toISOString()) })
+    : registry.get(opts.policy);
   const shipped = join(BUILTIN_POLICY_DIR, `${loaded.scenario.name}.json`);
   // The policy shipped for a scenario was trained on its models: not for a repository's alone.
   const shippedFits = opts.policy.startsWith('inss') && existsSync(shipped) && !repositoryOnly;

@@ -45,19 +45,32 @@ export function unprofiledModels(s: Scenario): string[] {
 }
 
 /**
+ * The profiles less the models the scenario marks `unprofiled`: what the planner and the serving side
+ * know, in the simulator and live alike (the simulator's ground truth keeps the true ones).
+ */
+export function plannerProfiles(s: Scenario, profiles: ReadonlyMap<string, Profile>): Map<string, Profile> {
+  const hidden = new Set(s.models.filter((m) => m.unprofiled).map((m) => m.profileModel ?? m.name));
+  const out = new Map<string, Profile>();
+  for (const [id, p] of profiles) {
+    // A profile left with no model keeps its GPU: no served model has a profile there.
+    out.set(
+      id,
+      hidden.size === 0
+        ? p
+        : { ...p, models: Object.fromEntries(Object.entries(p.models).filter(([n]) => !hidden.has(n))) },
+    );
+  }
+  return out;
+}
+
+/**
  * The cluster as the planner knows it: `scenarioCluster` with the profile models of the `unprofiled` served
  * models taken out of every GPU profile, so their `profileIndex` is -1 (the ground truth times them with
  * `scenarioCluster`'s). The same object as `scenarioCluster` when no model is unprofiled.
  */
 export function plannerCluster(s: Scenario, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
-  const hidden = new Set(s.models.filter((m) => m.unprofiled).map((m) => m.profileModel ?? m.name));
-  if (hidden.size === 0) return scenarioCluster(s, profiles);
-  const stripped = new Map<string, Profile>();
-  for (const [id, p] of profiles) {
-    const models = Object.fromEntries(Object.entries(p.models).filter(([name]) => !hidden.has(name)));
-    // A profile left with no model keeps its GPU: no served model has a profile there.
-    stripped.set(id, { ...p, models });
-  }
+  if (!s.models.some((m) => m.unprofiled)) return scenarioCluster(s, profiles);
+  const stripped = plannerProfiles(s, profiles);
   const gpuProfiles: Profile[] = [];
   const pooled: PooledGpuMode[] = [];
   s.gpus.forEach((g, i) => {
