@@ -156,16 +156,17 @@ export class Dispatcher {
     );
   }
 
-  /** Worker w's batch left flight: its model goes next, or on a pooled GPU, the model waiting longest. */
+  /** Worker w's batch left flight: its model goes next, or on a pooled GPU, the model whose deadline is soonest. */
   afterBatch(w: Worker): void {
     const { buffer, set } = this.deps;
     if (!set.timeshared(w.gpu)) {
       this.tryDispatch(w.model);
       return;
     }
-    // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+    // The GPU is free: the model whose oldest task's deadline is soonest goes next (src/serving/rules.ts).
     const onGpu = set.workers.filter((x) => x.gpu === w.gpu).map((x) => x.model);
-    for (const m of nextModelsOnFreedGpu(onGpu, (x) => buffer.oldestArrivalMs(x))) this.tryDispatch(m);
+    const deadline = (x: number) => buffer.oldestArrivalMs(x) + this.deps.models[x]!.sloMs;
+    for (const m of nextModelsOnFreedGpu(onGpu, deadline)) this.tryDispatch(m);
   }
 
   private canRun(w: Worker): boolean {

@@ -187,9 +187,10 @@ export class Simulation {
     if (w.held) this.startHeld(w, nowMs);
     if (w.state === State.Draining && !w.busy) w.state = State.Stopped;
     if (gpus.timeshared(w.gpu)) {
-      // The GPU is free: the model whose oldest task is oldest goes next (src/serving/rules.ts).
+      // The GPU is free: the model whose oldest task's deadline is soonest goes next (src/serving/rules.ts).
       const onGpu = gpus.workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
-      for (const x of nextModelsOnFreedGpu(onGpu, (m) => this.buffer.headArrivalMs(m))) this.tryDispatch(x, nowMs);
+      const deadline = (m: number) => this.buffer.headArrivalMs(m) + this.sloMs[m]!;
+      for (const x of nextModelsOnFreedGpu(onGpu, deadline)) this.tryDispatch(x, nowMs);
     } else {
       this.tryDispatch(w.model, nowMs);
     }

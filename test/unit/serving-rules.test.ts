@@ -97,7 +97,7 @@ describe('drop strictly past the deadline (src/serving/rules.ts pastDeadline)', 
   );
 });
 
-describe('a serial pooled GPU that frees up serves the model with the oldest waiting task next', () => {
+describe('a serial pooled GPU that frees up serves the model whose waiting task is due first', () => {
   it('the rule', () => {
     const head = new Map([
       [0, 30],
@@ -105,6 +105,35 @@ describe('a serial pooled GPU that frees up serves the model with the oldest wai
       [2, Infinity],
     ]);
     expect(nextModelsOnFreedGpu([0, 2, 1, 0], (m) => head.get(m)!)).toEqual([1, 0, 2]);
+  });
+
+  it('the control plane: a tight SLO goes before an older task of a lax model', () => {
+    const models = [
+      { name: 'vgg16', sloMs: 400 },
+      { name: 'alexnet', sloMs: 25 },
+      { name: 'resnet50', sloMs: 400 },
+    ];
+    const h = harness(
+      models,
+      {
+        placements: [
+          { model: 0, gpu: 0, pct: 100, batch: 1 },
+          { model: 1, gpu: 0, pct: 100, batch: 1 },
+          { model: 2, gpu: 0, pct: 100, batch: 1 },
+        ],
+        gpuModes: ['timeshare'],
+      },
+      { gpus: simGpus('rtx2060s', 1, 'serial') },
+    );
+    h.report('ready');
+    h.submit(0); // takes the GPU
+    h.now = 2;
+    h.submit(2); // waits, due at 402
+    h.now = 6;
+    h.submit(1); // waits, younger but due at 31
+    h.now = 8;
+    h.result(h.batches()[0]!.batchId);
+    expect(h.batches().map((b) => b.model)).toEqual(['vgg16', 'alexnet']);
   });
 
   it('the control plane', () => {
