@@ -27,6 +27,7 @@ import type {
   PolicyOptions,
 } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
+import { MissFeedback } from './missFeedback.js';
 import { sameLayout, switchRate } from './switching.js';
 import {
   type ActionSpace,
@@ -47,16 +48,10 @@ import {
   ALL_ADDITIONS,
   CAPACITY_CREDIT_X,
   DWELL_MS,
-  FEEDBACK_EPOCHS,
-  FEEDBACK_MIN_TASKS,
   INSS_REPLAN,
   type InssAdditions,
   KEEP_MISSED_FRACTION,
-  MAX_MISS_BOOST,
   MEETS_MISSED_FRACTION,
-  MISS_BOOST,
-  MISS_BOOST_DECAY,
-  MISS_TARGET,
   PAPER_ONLY,
   POOLING_BUDGET,
   RATE_CHANGE,
@@ -78,12 +73,8 @@ export class InssPolicy implements Policy {
   private switchedAtMs = -Infinity;
   /** The deployment it switched to then. */
   private switchedTo: Deployment | null = null;
-  /** Per model: the rate multiplier measured misses have earned it (1: none); read by tests. */
-  readonly missBoost: number[];
-  /** Per model: late or dropped tasks, finished tasks and epochs counted since the count (re)started. */
-  private readonly missCount: number[];
-  private readonly finishedCount: number[];
-  private readonly epochsCounted: number[];
+  /** Feedback from measured misses: each model's rate multiplier (missFeedback.ts). */
+  private readonly feedback: MissFeedback;
   private readonly refPerS: number[];
   private readonly masks: Uint8Array[];
   private readonly state: Float32Array<ArrayBuffer>;
@@ -120,14 +111,16 @@ export class InssPolicy implements Policy {
     this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
     this.poolingOptions = { sloFraction: SLO_FRACTION, interference, budget: POOLING_BUDGET };
     this.pooling = new PoolingContext(cluster);
-    this.missBoost = cluster.models.map(() => 1);
-    this.missCount = cluster.models.map(() => 0);
-    this.finishedCount = cluster.models.map(() => 0);
-    this.epochsCounted = cluster.models.map(() => 0);
+    this.feedback = new MissFeedback(cluster.models.length);
+  }
+
+  /** Per model: the rate multiplier measured misses have earned it (1: none); read by tests. */
+  get missBoost(): readonly number[] {
+    return this.feedback.boost;
   }
 
   decide(obs: Observation): Deployment {
-    const boosted = this.add.pooling && this.add.missFeedback && this.updateMissBoost(obs);
+    const boosted = this.add.pooling && this.add.missFeedback && this.feedback.update(obs);
     const rates = obs.ratePerS.map((r, i) => r * this.headroom * this.missBoost[i]!);
     const current = obs.current;
     if (current.placements.length > 0) {
@@ -136,32 +129,6 @@ export class InssPolicy implements Policy {
     }
     this.lastRates = rates;
     return this.add.pooling ? this.decidePooling(obs, rates, current) : this.decidePaper(obs, rates, current);
-  }
-
-  /**
-   * Feedback from measured misses: adds the last epoch's late and dropped tasks to each model's count;
-   * at the end of a window (FEEDBACK_EPOCHS epochs and FEEDBACK_MIN_TASKS finished tasks) raises the
-   * boost of a model that missed more than MISS_TARGET, lets the boost of one that missed at most a
-   * quarter of it decay, and starts the count again. True when a boost rose (plan again).
-   */
-  private updateMissBoost(obs: Observation): boolean {
-    if (obs.current.placements.length === 0) return false;
-    const e = obs.lastEpoch;
-    let rose = false;
-    for (let i = 0; i < this.missBoost.length; i++) {
-      this.finishedCount[i]! += (e.served[i] ?? 0) + (e.dropped[i] ?? 0);
-      this.missCount[i]! += (e.violated[i] ?? 0) + (e.dropped[i] ?? 0);
-      this.epochsCounted[i]!++;
-      const finished = this.finishedCount[i]!;
-      if (this.epochsCounted[i]! < FEEDBACK_EPOCHS || finished < FEEDBACK_MIN_TASKS) continue;
-      const missed = this.missCount[i]! / finished;
-      if (missed > MISS_TARGET && this.missBoost[i]! < MAX_MISS_BOOST) {
-        this.missBoost[i] = Math.min(MAX_MISS_BOOST, this.missBoost[i]! * MISS_BOOST);
-        rose = true;
-      } else if (missed <= MISS_TARGET / 4) this.missBoost[i] = 1 + (this.missBoost[i]! - 1) * MISS_BOOST_DECAY;
-      this.missCount[i] = this.finishedCount[i] = this.epochsCounted[i] = 0;
-    }
-    return rose;
   }
 
   private count(source: string): void {
@@ -248,29 +215,46 @@ export class InssPolicy implements Policy {
     // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
     if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index)))
       mpsPlans.push({ placements: balancedPartition(this.pooling, rates) });
-    const plan = planPooling(this.pooling, rates, mpsPlans, options);
+    let plan = planPooling(this.pooling, rates, mpsPlans, options);
+    // The headroom plans for more than was measured, so that a plan chosen at one load still holds a
+    // little above it. Where no plan meets the SLOs at the headroom's rates the GPUs cannot give that
+    // room, and the best plan for rates that cannot be met may be a poor one for the rates measured (it
+    // gives up a model the measured rates would not): the plan is then chosen, and compared with the
+    // deployment in force, at the measured rates.
+    let planned = rates;
+    let keptAt = kept;
+    if (this.headroom > 1 && plan.best.missedPerS > MEETS_MISSED_FRACTION * rates.reduce((a, b) => a + b, 0)) {
+      const measured = rates.map((r) => r / this.headroom);
+      const bare = planPooling(this.pooling, measured, mpsPlans, options);
+      if (bare.best.score < scoreDeployment(this.pooling, plan.best.deployment, measured, options).score - 1e-9) {
+        plan = { ...bare, source: `${bare.source}+measured` };
+        planned = measured;
+        keptAt = kept ? scoreDeployment(this.pooling, current, measured, options) : null;
+      }
+    }
     // Stability: a deployment in force predicted to meet the attainment target (at most
     // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
     // SWITCH_SAVES_FRACTION of the tasks, whatever the utilisation term says: measured rates move
     // every epoch (most of all under bursty arrivals), each re-plan can land on another plan of
     // about the same score, and every switch starts shadow workers (without this rule the plan
     // flaps between near-equal plans). Otherwise the best must beat it by SWITCH_MARGIN.
-    const total = rates.reduce((a, b) => a + b, 0);
-    const meets = kept !== null && kept.missedPerS <= MEETS_MISSED_FRACTION * total;
+    const total = planned.reduce((a, b) => a + b, 0);
+    const meets = keptAt !== null && keptAt.missedPerS <= MEETS_MISSED_FRACTION * total;
     // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
     // added to the best plan's predicted misses before it is compared with the deployment in force.
     const switchCost =
-      kept !== null
-        ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, rates)
+      keptAt !== null
+        ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, planned)
         : 0;
-    const saves = kept !== null && plan.best.missedPerS + switchCost < kept.missedPerS - SWITCH_SAVES_FRACTION * total;
+    const saves =
+      keptAt !== null && plan.best.missedPerS + switchCost < keptAt.missedPerS - SWITCH_SAVES_FRACTION * total;
     if (
-      kept &&
-      Number.isFinite(kept.score) &&
-      ((meets && !saves) || !(plan.best.score + switchCost < kept.score - SWITCH_MARGIN * kept.score - 1e-9))
+      keptAt &&
+      Number.isFinite(keptAt.score) &&
+      ((meets && !saves) || !(plan.best.score + switchCost < keptAt.score - SWITCH_MARGIN * keptAt.score - 1e-9))
     ) {
       this.count('kept');
-      return kept.deployment;
+      return keptAt.deployment;
     }
     this.count(plan.source);
     this.plannedFor = rates;

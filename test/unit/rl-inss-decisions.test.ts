@@ -59,7 +59,7 @@ const EXPECTED: Record<string, string> = {
   'mixed-32x24': 'e96941133bea138b',
   'paper-6': '85ec25db03db97bc',
   'paper-8': '0ba528d969a0effb',
-  'paper-8x3': 'c02ae912eed55dd9',
+  'paper-8x3': '7057bc52adf274b0',
   'paper-8x5': '5099c27c8cbc6dc6',
   'surge-6': '5b1d2c2414fe2043',
   'v100-2-tight': '8f140fc4e51f1089',

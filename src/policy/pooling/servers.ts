@@ -99,6 +99,9 @@ export function buildServers(
       mu[i] = (1000 * server.batch) / server.ms;
     }
   }
+  for (const g of cluster.gpus)
+    if (modes[g.index] === 'timeshare' && g.pooled === 'serial')
+      capSerialBlocking(ctx, g, ps, byGpu[g.index]!, batch, tMs, mu, sloFraction);
   const mpsGpus: number[] = [];
   for (const g of cluster.gpus) {
     if (modes[g.index] === 'timeshare') continue;
@@ -180,4 +183,39 @@ function mpsGpu(
     }
   });
   return { batches, tInfMs };
+}
+
+/**
+ * On a serial pooled GPU a batch, once started, holds the GPU to its end: a task of another model that
+ * becomes ready meanwhile waits for it. So each model's batch cap there is also bounded by the slack of
+ * every other model on the GPU (its planned budget, SLO x `sloFraction`, less its own batch of one):
+ * the largest batch whose solo time fits the tightest such slack, and never below one (where even a
+ * batch of one blocks too long, the score's serial turn counts the misses). Time sharing's cap alone
+ * (2 t_inf <= own SLO) lets a 400 ms model run 100 ms batches beside a 25 ms one. Sets `batch`, `tMs`
+ * and `mu` of the GPU's placements `on`.
+ */
+function capSerialBlocking(
+  ctx: PoolingContext,
+  g: GpuInfo,
+  ps: readonly Placement[],
+  on: readonly number[],
+  batch: number[],
+  tMs: number[],
+  mu: number[],
+  sloFraction: number,
+): void {
+  for (const i of on) {
+    let slackMs = Infinity;
+    for (const j of on) {
+      if (ps[j]!.model === ps[i]!.model) continue;
+      const budget = ctx.cluster.models[ps[j]!.model]!.sloMs * sloFraction;
+      slackMs = Math.min(slackMs, budget - ctx.soloMs(g, ps[j]!.model, 1));
+    }
+    let b = batch[i]!;
+    while (b > 1 && ctx.soloMs(g, ps[i]!.model, b) > slackMs) b--;
+    if (b === batch[i]) continue;
+    batch[i] = b;
+    tMs[i] = ctx.soloMs(g, ps[i]!.model, b);
+    mu[i] = (1000 * b) / tMs[i]!;
+  }
 }
