@@ -197,7 +197,9 @@ console.log(
     `transport the scheduler fitted: ${transport.fixedMs} ms + ${transport.perMbMs} ms/MB a batch; ` +
     `way in ${wayIn} (spread 0/50/90/99/100% ${quantiles(transport.wayInSpread)}); ` +
     `way out ${transport.wayOutMs ?? '-'} ms; ` +
-    `batches' spread around the fit (quantiles 0/50/90/99/100%) ${quantiles(transport.spread)}; ` +
+    `batches' spread around the fit (quantiles 0/50/90/99/100%) ${quantiles(transport.spread)}, ` +
+    `its runs (lag-1 of normal scores) ${transport.spreadLag1 ?? '-'}, ` +
+    `the way in's ${transport.wayInSpreadLag1 ?? '-'}; ` +
     `the scheduler's event-loop delay p50/p99/max ${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`,
 );
 
