@@ -17,11 +17,11 @@
 //
 // The client's own leg (what the client sees beyond the scheduler's span of a task) is measured in
 // calibration runs of `--calibrate-seconds` with other arrivals at the same rates (the next seed), from
-// inss's Server-Timing answers, one before the measured run and one after it; their mean is added to
-// the twin's latencies (TransportModel.clientMs). `--repeat N` measures N runs, each between two
-// calibrations (N + 1 in all), and prints per model the median gap over them: the host's speed drifts
-// from minute to minute, and one run's gap says as much about that as about the twin (docs/serving.md
-// "The client's leg").
+// inss's Server-Timing answers, one before the measured run and one after it; the smaller of the two
+// is added to the twin's latencies (TransportModel.clientMs). `--repeat N` measures N runs, each
+// between two calibrations (N + 1 in all), and prints per model the median gap over them: the host's
+// speed drifts from minute to minute, and one run's gap says as much about that as about the twin
+// (docs/serving.md "The client's leg").
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -212,9 +212,10 @@ function clientLegOf(live: LiveRun, tag: string): { ms: number; perModel: string
 
 // The client's leg for the twin comes from calibration runs: inss on the same scenario, policy, rates
 // and client, other arrivals (the next seed), for CALIBRATE_S seconds, one before the first measured
-// run and one after each; a run's leg is the mean of the calibrations just before and just after it,
-// so it describes the host as it was around that run (its speed drifts from one minute to the next),
-// and never comes from the measured run's own client latencies.
+// run and one after each; a run's leg is the smaller of the calibrations just before and just after it:
+// it describes the host as it was around that run (its speed drifts from one minute to the next), never
+// comes from the measured run's own client latencies, and a stall can only lengthen a calibration's leg,
+// so the smaller is the one a stall spoiled less (docs/serving.md "The client's leg").
 const calibrationFiles = drawArrivals(s.seed + 1, CALIBRATE_S, 'calibration').files;
 async function calibrate(k: number): Promise<number> {
   const cal = await liveRun(calibrationFiles, CALIBRATE_S, `calibration-${k}`);
@@ -265,23 +266,28 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
   );
   // The run's own leg, shown beside the calibrations' to judge them; the twin never takes it.
   console.log(
-    `run ${k}: the client's leg the twin takes ${clientMs} ms a task (the calibrations around it); ` +
+    `run ${k}: the client's leg the twin takes ${clientMs} ms a task (the smaller of the calibrations around it); ` +
       `this run's own, for comparison only, ${clientLegOf(run, `run ${k}`).ms} ms`,
   );
 
   // The twin: the same scenario, policy and arrivals, the path the scheduler fitted and the client's leg.
   // Its pooled GPUs follow each GPU's mode, the scenario's, as the live agent's simulated GPUs do
   // (src/model/pooledGpu.ts).
-  const twin = simulate({
-    cluster,
-    streams: scenarioStreams(replayed, replayedTraces),
-    // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
-    initialRatePerS: initialRates(s, loaded.traces),
-    policy: registry
-      .get(values.policy)
-      .create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
-    settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: { ...transport, clientMs } },
-  });
+  const twinWith = (path: TransportModel) =>
+    simulate({
+      cluster,
+      streams: scenarioStreams(replayed, replayedTraces),
+      // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
+      initialRatePerS: initialRates(s, loaded.traces),
+      policy: registry
+        .get(values.policy)
+        .create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
+      settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: { ...path, clientMs } },
+    });
+  const twin = twinWith(transport);
+  // The same twin with each batch's and request's draw independent: what the runs of slow ones add.
+  const { spreadLag1: _b, wayInSpreadLag1: _w, ...independent } = transport;
+  const twinIndependent = twinWith(independent);
 
   console.log(
     'model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  ' +
@@ -325,7 +331,8 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
   const histMean = (name: string, model: string) =>
     metric(`${name}_sum`, `model="${model}"`) / metric(`${name}_count`, `model="${model}"`);
   console.log(
-    'model          queue ms live / twin   GPU ms live / twin   transport ms live / twin   batch live / twin',
+    'model          queue ms live / twin (independent draws)   GPU ms live / twin   transport ms live / twin   ' +
+      'batch live / twin',
   );
   for (const [i, m] of s.models.entries()) {
     const t = twin.models[i]!;
@@ -333,7 +340,9 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
     const twinTransportMs = t.latencyMs.mean - (transport.wayOutMs ?? 0) - clientMs - t.queueMs.mean - t.execMs.mean;
     console.log(
       `${m.name.padEnd(14)} ` +
-        `${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)}   ` +
+        `${cells(1000 * histMean('inss_task_queue_seconds', m.name), t.queueMs.mean).padStart(16)} ` +
+        `(${twinIndependent.models[i]!.queueMs.mean.toFixed(2)})`.padStart(10) +
+        '   ' +
         `${cells(1000 * histMean('inss_batch_compute_seconds', m.name), t.execMs.mean).padStart(18)}   ` +
         `${cells(1000 * histMean('inss_batch_transport_seconds', m.name), twinTransportMs).padStart(24)}   ` +
         `${cells(histMean('inss_batch_size', m.name), t.meanBatch).padStart(17)}`,
@@ -357,7 +366,7 @@ let before = await calibrate(0);
 for (let k = 1; k <= REPEAT; k++) {
   const run = await liveRun(traceFiles, SECONDS, `run-${k}`);
   const after = await calibrate(k);
-  repeats.push(compare(run, Number(((before + after) / 2).toFixed(4)), k));
+  repeats.push(compare(run, Math.min(before, after), k));
   before = after;
 }
 // Over repeats, per model, the median of each gap: a run on a host that stalled for a while, or a
