@@ -136,7 +136,7 @@ describe("the twin's draws", () => {
     );
   const spread = [0.2, 0.5, 0.8, 1, 1.2, 1.6, 2.7];
 
-  it("a host's batches, in the order they are sent, have the spread's runs; without a lag, today's draws", () => {
+  it("a host's batches, in the order they are sent, have the spread's runs; without a lag, independent draws", () => {
     const fitted = transportMsFor({ fixedMs: 6, perMbMs: 0 }, 0);
     const independent = requests({ fixedMs: 6, perMbMs: 0, spread });
     const rng = new Rng(mixSeed(1, 0x7370)); // the batches' stream (src/sim/requests.ts)
