@@ -95,7 +95,13 @@ export class PathMeter {
     return Object.fromEntries(
       [...this.transport].map(([agentId, f]) => [
         agentId,
-        { ...f.model(), batches: f.samples, ...this.ways(), ...(f.spread() ? { spread: f.spread() } : {}) },
+        {
+          ...f.model(),
+          batches: f.samples,
+          ...this.ways(),
+          ...(f.spread() ? { spread: f.spread() } : {}),
+          ...(f.spreadLag1() !== null ? { spreadLag1: f.spreadLag1() } : {}),
+        },
       ]),
     );
   }
@@ -105,14 +111,17 @@ export class PathMeter {
     wayIn?: { fixedMs: number; perMbMs: number };
     requests?: number;
     wayInSpread?: number[];
+    wayInSpreadLag1?: number;
     wayOutMs?: number;
     answers?: number;
   } {
     const wayIn = this.wayIn.model();
     const wayInSpread = this.wayIn.spread();
+    const wayInSpreadLag1 = this.wayIn.spreadLag1();
     return {
       ...(wayIn ? { wayIn, requests: this.wayIn.samples } : {}),
       ...(wayInSpread ? { wayInSpread } : {}),
+      ...(wayInSpreadLag1 !== null ? { wayInSpreadLag1 } : {}),
       ...(this.wayOutN > 0
         ? { wayOutMs: Number((this.wayOutSumMs / this.wayOutN).toFixed(4)), answers: this.wayOutN }
         : {}),

@@ -13,6 +13,7 @@
 // system does on that machine. The dispatch rule of both budgets each task's deadline less the
 // expected way out (`dispatchBudgetMs`). Pure.
 import { z } from 'zod';
+import { normalCdf, normalQuantile } from '../workload/normal.js';
 
 const LinearCostSchema = z
   .object({
@@ -29,6 +30,8 @@ const SpreadSchema = z
   .min(2)
   .max(1024)
   .refine((q) => q.every((x, i) => i === 0 || x >= q[i - 1]!), 'quantiles must not decrease');
+
+const Lag1Schema = z.number().min(-1).max(1);
 
 export const TransportModelSchema = z
   .object({
@@ -51,8 +54,15 @@ export const TransportModelSchema = z
      * batch pays the fit exactly.
      */
     spread: SpreadSchema.optional(),
+    /**
+     * How slow batches come in runs: the lag-1 autocorrelation of the spread's ratios in the order the
+     * fit took them, on the normal scale (`lag1NormalScores`). Absent: each batch's draw is independent.
+     */
+    spreadLag1: Lag1Schema.optional(),
     /** How a request's way in spreads around its fit, the same way (absent: every request pays the fit). */
     wayInSpread: SpreadSchema.optional(),
+    /** The way in's runs, as `spreadLag1` (absent: each request's draw is independent). */
+    wayInSpreadLag1: Lag1Schema.optional(),
   })
   .strict();
 export type TransportModel = z.infer<typeof TransportModelSchema>;
@@ -66,7 +76,7 @@ export function transportFields(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const r = raw as Record<string, unknown>;
   return Object.fromEntries(
-    ['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'clientMs', 'spread', 'wayInSpread']
+    ['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'clientMs', 'spread', 'spreadLag1', 'wayInSpread', 'wayInSpreadLag1']
       .filter((k) => r[k] !== undefined)
       .map((k) => [k, r[k]]),
   );
@@ -86,6 +96,63 @@ export function spreadFactor(spread: readonly number[] | undefined, u: number): 
   const x = Math.min(Math.max(u, 0), 1) * (spread.length - 1);
   const i = Math.min(Math.floor(x), spread.length - 2);
   return spread[i]! + (spread[i + 1]! - spread[i]!) * (x - i);
+}
+
+/**
+ * A chain of spread factors in which slow draws come in runs, as on a host whose stalls last several
+ * batches: a Gaussian copula with an AR(1) on the normal scale, z_t = lag1 z_(t-1) + sqrt(1 - lag1^2)
+ * e_t, each factor `spreadFactor(spread, Phi(z_t))`. Each z_t is standard normal, so each factor is
+ * distributed as the spread says; only their order changes. The simulator keeps one chain per fit the
+ * scheduler keeps (one per host's batches, one for the requests' way in), drawn in the order its
+ * batches (requests) are sent (queued). Without `lag1` (or at 0) the factor is `spreadFactor(spread,
+ * u)` itself, so the same uniforms give the same factors as independent draws.
+ */
+export class SpreadChain {
+  private z = Number.NaN;
+
+  constructor(
+    private readonly spread: readonly number[] | undefined,
+    private readonly lag1: number | undefined,
+  ) {}
+
+  /** The next factor, from a uniform draw `u` in [0, 1) of the chain's own stream. */
+  factor(u: number): number {
+    const rho = this.lag1;
+    if (!rho) return spreadFactor(this.spread, u);
+    const e = normalQuantile(Math.min(Math.max(u, 1e-12), 1 - 1e-12));
+    this.z = Number.isNaN(this.z) ? e : rho * this.z + Math.sqrt(1 - rho * rho) * e;
+    return spreadFactor(this.spread, normalCdf(this.z));
+  }
+}
+
+/**
+ * The lag-1 autocorrelation of a series' normal scores (each value's mid-rank r of n -> u = (r - 0.5)
+ * / n -> the normal quantile of u): how much one value's rank says about the next's, whatever the
+ * values' distribution, the estimate `SpreadChain`'s AR(1) takes. Null under 8 values or when all are
+ * equal. In [-1, 1], to 4 decimals.
+ */
+export function lag1NormalScores(xs: readonly number[]): number | null {
+  const n = xs.length;
+  if (n < 8) return null;
+  const order = xs.map((_, i) => i).sort((a, b) => xs[a]! - xs[b]!);
+  const scores = new Array<number>(n);
+  for (let i = 0; i < n;) {
+    let j = i;
+    while (j + 1 < n && xs[order[j + 1]!] === xs[order[i]!]) j++;
+    const score = normalQuantile((i + j + 1) / 2 / n); // mid-rank (i + j) / 2 + 1, less 0.5, over n
+    for (let k = i; k <= j; k++) scores[order[k]!] = score;
+    i = j + 1;
+  }
+  const mean = scores.reduce((a, x) => a + x, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let t = 0; t < n; t++) {
+    const d = scores[t]! - mean;
+    den += d * d;
+    if (t + 1 < n) num += d * (scores[t + 1]! - mean);
+  }
+  if (!(den > 0)) return null;
+  return Number(Math.min(1, Math.max(-1, num / den)).toFixed(4));
 }
 
 /** Quantiles kept in a spread (k: probabilities 0, 1/32, ..., 1). */
@@ -163,6 +230,15 @@ export class TransportFit {
     mean /= q.length - 1;
     if (!(mean > 0)) return null;
     return q.map((v) => Number((v / mean).toFixed(4)));
+  }
+
+  /**
+   * How slow batches come in runs: `lag1NormalScores` of the latest ratios in the order they were
+   * measured. Null under 8 ratios or when all are equal.
+   */
+  spreadLag1(): number | null {
+    const r = this.ratios;
+    return lag1NormalScores(r.length < SPREAD_KEEP ? r : [...r.slice(this.nextRatio), ...r.slice(0, this.nextRatio)]);
   }
 
   /** The fitted model; null before any sample. */

@@ -2,7 +2,7 @@
 // it is queued (after its way in), and each batch's transport. Each spread is drawn from its own
 // seeded stream, so the ground truth's draws stay the same with or without a transport model.
 import type { ClusterInfo } from '../policy/types.js';
-import { spreadFactor, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
+import { SpreadChain, type TransportModel, transportMsFor, wayInMsFor } from '../serving/transport.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
 import { mixSeed, Rng } from '../workload/random.js';
 
@@ -16,7 +16,9 @@ export class Requests {
   private readonly inputBytes: number[];
   private readonly wayInMs: number[];
   private readonly spreadRng: Rng | null;
+  private readonly spreadChain: SpreadChain;
   private readonly wayInRng: Rng | null;
+  private readonly wayInChain: SpreadChain;
 
   constructor(
     cluster: ClusterInfo,
@@ -30,13 +32,19 @@ export class Requests {
       const g = cluster.gpus.find((x) => x.model.profile.models[m.name]);
       return g ? g.model.profile.models[m.name]!.inputBytes : 0;
     });
-    // A batch's transport spreads around the fit as the scheduler measured it (`spread`).
+    // A batch's transport spreads around the fit as the scheduler measured it (`spread`), slow batches
+    // in runs as they came there (`spreadLag1`): one chain for the host's batches, drawn as they are
+    // sent (the scheduler's fit takes them as they are answered: the same order wherever a batch does
+    // not overtake another of another worker; the draw is needed at the send).
     this.spreadRng = transport?.spread ? new Rng(mixSeed(seed, 0x7370)) : null;
+    this.spreadChain = new SpreadChain(transport?.spread, transport?.spreadLag1);
     // The request's way in (the transport model's, as the scheduler measured it): a task arriving at t
     // is queued at t + its way in and keeps t for its deadline and latency. With `wayInSpread`, each
-    // request's way in is its model's fitted one times a draw from its own stream.
+    // request's way in is its model's fitted one times a draw from its own stream; one chain for every
+    // model's requests (`wayInSpreadLag1`), as the scheduler's one fit of the way in.
     this.wayInMs = this.inputBytes.map((b) => (transport ? wayInMsFor(transport, b) : 0));
     this.wayInRng = transport?.wayInSpread ? new Rng(mixSeed(seed, 0x7769)) : null;
+    this.wayInChain = new SpreadChain(transport?.wayInSpread, transport?.wayInSpreadLag1);
     this.arrivalMs = new Float64Array(n);
     this.queuedMs = new Float64Array(n);
     this.lastQueuedMs = new Float64Array(n).fill(-Infinity);
@@ -56,9 +64,7 @@ export class Requests {
   next(m: number): void {
     const t = this.streams[m]!.next();
     this.arrivalMs[m] = t;
-    const wayIn = this.wayInRng
-      ? this.wayInMs[m]! * spreadFactor(this.transport!.wayInSpread, this.wayInRng.next())
-      : this.wayInMs[m]!;
+    const wayIn = this.wayInRng ? this.wayInMs[m]! * this.wayInChain.factor(this.wayInRng.next()) : this.wayInMs[m]!;
     this.queuedMs[m] = Math.max(t + wayIn, this.lastQueuedMs[m]!);
   }
 
@@ -66,7 +72,7 @@ export class Requests {
   batchTransportMs(m: number, size: number): number {
     const t = this.transport;
     if (!t) return this.fixedTransportMs;
-    const factor = this.spreadRng ? spreadFactor(t.spread, this.spreadRng.next()) : 1;
+    const factor = this.spreadRng ? this.spreadChain.factor(this.spreadRng.next()) : 1;
     return transportMsFor(t, size * this.inputBytes[m]!) * factor;
   }
 }

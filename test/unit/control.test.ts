@@ -337,6 +337,22 @@ describe('the request\'s way in and the answer\'s way out (docs/serving.md, "The
       .transport.a1!;
     expect(entry).toMatchObject({ answers: 200, wayOutMs: 998 });
   });
+
+  it("a host's entry measures how its slow batches come in runs", () => {
+    const h = harness({});
+    h.report('ready');
+    for (let i = 0; i < 200; i++) {
+      h.now += 100; // the worker idle, each batch alone
+      h.submit(0);
+      const b = h.batches().at(-1)!;
+      h.now += 2 + (Math.floor(i / 10) % 2 === 1 ? 20 : 4) + (i % 3) / 10; // ten slow, ten fast, ...
+      h.result(b.batchId, 2);
+    }
+    const entry = (h.control.snapshot() as { transport: Record<string, { batches?: number; spreadLag1?: number }> })
+      .transport.a1!;
+    expect(entry.batches).toBe(200);
+    expect(entry.spreadLag1).toBeGreaterThan(0.7);
+  });
 });
 
 describe('the task queue keeps the order of arrival', () => {

@@ -3,6 +3,7 @@
 // size makes miss. Pure; the latency model's answers come memoised from the PoolingContext.
 import { BDA_MAX_BATCH } from '../bda.js';
 import type { GpuInfo } from '../types.js';
+import { normalTail } from '../../workload/normal.js';
 import type { PoolingContext } from './context.js';
 
 /**
@@ -39,17 +40,6 @@ export function gatedMeanBatch(
     m = Math.min(cap, Math.max(1, df < 0.9 ? m + (f - m) / (1 - df) : f));
   }
   return m;
-}
-
-/** P(Z > z) for a standard normal Z (Abramowitz and Stegun 7.1.26, absolute error under 1.5e-7). */
-export function normalTail(z: number): number {
-  const x = Math.abs(z) / Math.SQRT2;
-  const t = 1 / (1 + 0.3275911 * x);
-  const erfc =
-    t *
-    (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) *
-    Math.exp(-x * x);
-  return z >= 0 ? erfc / 2 : 1 - erfc / 2;
 }
 
 /** E[(Y - x)+] for Y normal with mean `mean` and standard deviation `sd` (> 0). */
