@@ -24,8 +24,8 @@
 // it is dropped, or moved to the delayed lane, by its queue policy.
 // A worker with nothing to start from the on-time lane and no batch in flight takes the largest batch
 // of the delayed lane that ends by the on-time lane's latest start, leaves the worker able to keep up
-// with the on-time arrivals, and on a time-shared GPU fits in a gap of the whole GPU
-// (`delayedBatchSize`, `sharedBusyMs`). With nothing on time queued it takes at least one delayed task
+// with the on-time arrivals, and on a time-shared GPU starts only on an idle GPU with no other model's
+// on-time task queued (`delayedBatchSize`, `sharedBusyMs`). With nothing on time queued it takes at least one delayed task
 // (where the gap and the arrivals allow): an idle worker never holds late tasks for an arrival that
 // may not come.
 // Pipelining (`nextBatchAtMs`): where batches pay transport, on a GPU that is not time-shared, a worker
@@ -257,36 +257,23 @@ function lane<W>(m: number, w: W, nowMs: number, rules: DispatchRules, v: Dispat
 
 /**
  * On a time-shared GPU, the longest a delayed batch of model m may hold `w`'s GPU: only a gap of the
- * whole GPU, so 0 while a batch runs there or another model has on-time tasks queued; else less than
- * every other model's mean inter-arrival time (none of theirs is expected meanwhile: a batch of theirs
- * would wait behind it, or start beside it and run up to its time longer, the simulator's overlap) and
- * half the time to the latest start of a task of theirs arriving now. Infinity on an MPS GPU, where
- * the others run beside it at their own shares.
+ * whole GPU, so 0 while a batch runs there or another model has on-time tasks queued, and no bound
+ * otherwise. Tasks of the others that arrive meanwhile wait behind it (serial) or start beside it
+ * (overlap): the delayed batch is at most the placed batch, and a late task is served after the
+ * on-time work queued now, as Triton's DELAY serves a timed-out request after the others that have
+ * not timed out. Waiting also for a gap in which no other model's task is expected would starve late
+ * tasks for seconds beside a tight-SLO model, whose next task is always expected sooner than a batch
+ * takes. Infinity on an MPS GPU, where the others run beside it at their own shares.
  */
-function sharedBusyMs<W>(
-  m: number,
-  w: W,
-  nowMs: number,
-  rules: DispatchRules,
-  workers: readonly W[],
-  v: DispatchView<W>,
-): number {
+function sharedBusyMs<W>(m: number, w: W, workers: readonly W[], v: DispatchView<W>): number {
   if (!v.timeshared(w)) return Infinity;
   if (v.gpuBusy(w)) return 0;
-  let busyMs = Infinity;
   const g = v.gpu(w);
   for (const o of workers) {
     const om = v.model(o);
-    if (om === m || v.gpu(o) !== g) continue;
-    if (v.queued(om) > 0) return 0;
-    const rate = v.ratePerS(om);
-    busyMs = Math.min(
-      busyMs,
-      (latestStartMs(lane(om, o, nowMs, rules, v)) - nowMs) / 2,
-      rate > 0 ? 1000 / rate : Infinity,
-    );
+    if (om !== m && v.gpu(o) === g && v.queued(om) > 0) return 0;
   }
-  return busyMs;
+  return Infinity;
 }
 
 /**
@@ -355,7 +342,7 @@ export function dispatchModel<W>(
         overheadMs: v.overheadMs(w),
         slack: rules.slack,
         endByMs: latestStartMs(lane(m, w, nowMs, rules, v)),
-        sharedBusyMs: sharedBusyMs(m, w, nowMs, rules, workers, v),
+        sharedBusyMs: sharedBusyMs(m, w, workers, v),
         onTimeQueued: v.queued(m),
         ratePerS: v.ratePerS(m),
       });

@@ -252,7 +252,7 @@ function view(queue: number[], started: { w: string; size: number }[], dropped: 
     overheadMs: (w) => w.overheadMs,
     gpu: () => 0,
     timeshared: () => false,
-    gpuBusy: () => false,
+    gpuBusy: () => opts.gpuBusy ?? false,
     budgetMs: () => 80,
     ratePerS: () => Infinity,
     delays: () => false,
@@ -328,6 +328,7 @@ function lanes(opts: {
   onTime: number[][];
   delayed: number[];
   timeshared?: boolean;
+  gpuBusy?: boolean;
   ratePerS?: number;
 }) {
   const log: string[] = [];
@@ -340,7 +341,7 @@ function lanes(opts: {
     overheadMs: () => 0,
     gpu: (w) => w.gpu,
     timeshared: () => opts.timeshared ?? false,
-    gpuBusy: () => false,
+    gpuBusy: () => opts.gpuBusy ?? false,
     budgetMs: () => 80,
     ratePerS: () => opts.ratePerS ?? 0,
     delays: () => opts.delays,
@@ -425,8 +426,8 @@ describe('dispatchModel: the queue policy', () => {
     });
     dispatchModel(0, 1000, RULES, [w0(), peer()], queued.v);
     expect(queued.log).toEqual([]);
-    // Nothing queued, 50 tasks/s each (20 ms apart): under 20 ms and half the 73 ms to a new task's
-    // latest start: 4 + 3b < 20, b = 5.
+    // Nothing queued on an idle GPU, 50 tasks/s each: the placed batch, whatever the peer's arrivals
+    // (a task of its that arrives meanwhile waits behind it, as behind any batch).
     const idle = lanes({
       delays: true,
       onTime: [[], []],
@@ -435,7 +436,18 @@ describe('dispatchModel: the queue policy', () => {
       ratePerS: 50,
     });
     dispatchModel(0, 1000, RULES, [w0(), peer()], idle.v);
-    expect(idle.log).toEqual(['w0 starts 5 delayed']);
+    expect(idle.log).toEqual(['w0 starts 8 delayed']);
+    // A batch runs on the GPU: nothing.
+    const busy = lanes({
+      delays: true,
+      onTime: [[], []],
+      delayed: Array.from({ length: 20 }, () => 900),
+      timeshared: true,
+      ratePerS: 50,
+      gpuBusy: true,
+    });
+    dispatchModel(0, 1000, RULES, [w0(), peer()], busy.v);
+    expect(busy.log).toEqual([]);
     // On an MPS GPU the other model runs beside it: the placed batch.
     const mps = lanes({ delays: true, onTime: [[], [990]], delayed: Array.from({ length: 20 }, () => 900) });
     dispatchModel(0, 1000, RULES, [w0(), peer()], mps.v);
