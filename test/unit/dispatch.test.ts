@@ -252,7 +252,7 @@ function view(queue: number[], started: { w: string; size: number }[], dropped: 
     overheadMs: (w) => w.overheadMs,
     gpu: () => 0,
     timeshared: () => false,
-    gpuBusy: () => opts.gpuBusy ?? false,
+    gpuBusy: () => false,
     budgetMs: () => 80,
     ratePerS: () => Infinity,
     delays: () => false,
