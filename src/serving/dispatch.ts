@@ -25,9 +25,9 @@
 // A worker with nothing to start from the on-time lane and no batch in flight takes the largest batch
 // of the delayed lane that ends by the on-time lane's latest start, leaves the worker able to keep up
 // with the on-time arrivals, and on a time-shared GPU starts only on an idle GPU with no other model's
-// on-time task queued (`delayedBatchSize`, `sharedBusyMs`). With nothing on time queued it takes at least one delayed task
-// (where the gap and the arrivals allow): an idle worker never holds late tasks for an arrival that
-// may not come.
+// on-time task queued (`delayedBatchSize`, `sharedBusyMs`). With nothing on time queued it takes at
+// least one delayed task (where the GPU and the arrivals allow): an idle worker never holds late tasks
+// for an arrival that may not come.
 // Pipelining (`nextBatchAtMs`): where batches pay transport, on a GPU that is not time-shared, a worker
 // with a batch in flight takes the next once the first's predicted GPU time since it was sent is over.
 import { predictedMs } from './prediction.js';

@@ -214,8 +214,9 @@ function capSerialBlocking(
     let b = batch[i]!;
     while (b > 1 && ctx.soloMs(g, ps[i]!.model, b) > slackMs) b--;
     if (b === batch[i]) continue;
+    const t = ctx.soloMs(g, ps[i]!.model, b);
     batch[i] = b;
-    tMs[i] = ctx.soloMs(g, ps[i]!.model, b);
-    mu[i] = (1000 * b) / tMs[i]!;
+    tMs[i] = t;
+    mu[i] = (1000 * b) / t;
   }
 }
