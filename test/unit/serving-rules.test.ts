@@ -107,25 +107,29 @@ describe('a serial pooled GPU that frees up serves the model whose waiting task 
     expect(nextModelsOnFreedGpu([0, 2, 1, 0], (m) => head.get(m)!)).toEqual([1, 0, 2]);
   });
 
-  it('the control plane: a tight SLO goes before an older task of a lax model', () => {
-    const models = [
-      { name: 'vgg16', sloMs: 400 },
-      { name: 'alexnet', sloMs: 25 },
-      { name: 'resnet50', sloMs: 400 },
-    ];
+  /** A control plane with every model's worker on one pooled GPU in `mode`, ready. */
+  function pooledGpu(models: { name: string; sloMs: number }[], mode: 'serial' | 'overlap') {
     const h = harness(
       models,
       {
-        placements: [
-          { model: 0, gpu: 0, pct: 100, batch: 1 },
-          { model: 1, gpu: 0, pct: 100, batch: 1 },
-          { model: 2, gpu: 0, pct: 100, batch: 1 },
-        ],
+        placements: models.map((_, m) => ({ model: m, gpu: 0, pct: 100, batch: 1 })),
         gpuModes: ['timeshare'],
       },
-      { gpus: simGpus('rtx2060s', 1, 'serial') },
+      { gpus: simGpus('rtx2060s', 1, mode) },
     );
     h.report('ready');
+    return h;
+  }
+
+  it('the control plane: a tight SLO goes before an older task of a lax model', () => {
+    const h = pooledGpu(
+      [
+        { name: 'vgg16', sloMs: 400 },
+        { name: 'alexnet', sloMs: 25 },
+        { name: 'resnet50', sloMs: 400 },
+      ],
+      'serial',
+    );
     h.submit(0); // takes the GPU
     h.now = 2;
     h.submit(2); // waits, due at 402
@@ -136,23 +140,13 @@ describe('a serial pooled GPU that frees up serves the model whose waiting task 
     expect(h.batches().map((b) => b.model)).toEqual(['vgg16', 'alexnet']);
   });
 
+  const twoLax = [
+    { name: 'resnet50', sloMs: 5000 },
+    { name: 'mobilenet', sloMs: 5000 },
+  ];
+
   it('the control plane', () => {
-    const models = [
-      { name: 'resnet50', sloMs: 5000 },
-      { name: 'mobilenet', sloMs: 5000 },
-    ];
-    const h = harness(
-      models,
-      {
-        placements: [
-          { model: 0, gpu: 0, pct: 100, batch: 1 },
-          { model: 1, gpu: 0, pct: 100, batch: 1 },
-        ],
-        gpuModes: ['timeshare'],
-      },
-      { gpus: simGpus('rtx2060s', 1, 'serial') },
-    );
-    h.report('ready');
+    const h = pooledGpu(twoLax, 'serial');
     h.submit(0); // takes the GPU
     expect(h.batches().map((b) => b.model)).toEqual(['resnet50']);
     h.now = 5;
@@ -165,22 +159,7 @@ describe('a serial pooled GPU that frees up serves the model whose waiting task 
   });
 
   it('an overlapping one starts the other model at once', () => {
-    const models = [
-      { name: 'resnet50', sloMs: 5000 },
-      { name: 'mobilenet', sloMs: 5000 },
-    ];
-    const h = harness(
-      models,
-      {
-        placements: [
-          { model: 0, gpu: 0, pct: 100, batch: 1 },
-          { model: 1, gpu: 0, pct: 100, batch: 1 },
-        ],
-        gpuModes: ['timeshare'],
-      },
-      { gpus: simGpus('rtx2060s', 1, 'overlap') },
-    );
-    h.report('ready');
+    const h = pooledGpu(twoLax, 'overlap');
     h.submit(0);
     h.now = 5;
     h.submit(1); // beside resnet50's batch
