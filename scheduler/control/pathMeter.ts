@@ -58,7 +58,7 @@ export class PathMeter {
     this.observe.batchTransported(this.models[w.model]!.name, overhead / 1000);
     let fit = this.transport.get(w.agentId);
     if (!fit) this.transport.set(w.agentId, (fit = new TransportFit()));
-    fit.add(b.bytes, overhead);
+    fit.add(b.bytes, overhead, this.models[w.model]!.name);
     w.overheadMs = learnedOverheadMs(w.overheadMs, overhead);
     w.batchesThisEpoch++;
     if (b.direct) {
@@ -101,6 +101,7 @@ export class PathMeter {
           ...this.ways(),
           ...(f.spread() ? { spread: f.spread() } : {}),
           ...(f.spreadLag1() !== null ? { spreadLag1: f.spreadLag1() } : {}),
+          ...(f.modelFactors() ? { modelFactors: f.modelFactors() } : {}),
         },
       ]),
     );

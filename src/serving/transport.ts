@@ -63,6 +63,13 @@ export const TransportModelSchema = z
     wayInSpread: SpreadSchema.optional(),
     /** The way in's runs, as `spreadLag1` (absent: each request's draw is independent). */
     wayInSpreadLag1: Lag1Schema.optional(),
+    /**
+     * Each model's own path on the host: the mean of its batches' (measured / fitted) over the mean of
+     * all batches', by model name (`TransportFit.modelFactors`). What a model's batches pay beyond the
+     * host's fit (its outputs' bytes, its worker's handling around the GPU time). Absent, or a model
+     * not named: 1. The spread is then around each model's own fit.
+     */
+    modelFactors: z.record(z.string().min(1), z.number().positive().finite()).optional(),
   })
   .strict();
 export type TransportModel = z.infer<typeof TransportModelSchema>;
@@ -76,7 +83,18 @@ export function transportFields(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const r = raw as Record<string, unknown>;
   return Object.fromEntries(
-    ['fixedMs', 'perMbMs', 'wayIn', 'wayOutMs', 'clientMs', 'spread', 'spreadLag1', 'wayInSpread', 'wayInSpreadLag1']
+    [
+      'fixedMs',
+      'perMbMs',
+      'wayIn',
+      'wayOutMs',
+      'clientMs',
+      'spread',
+      'spreadLag1',
+      'wayInSpread',
+      'wayInSpreadLag1',
+      'modelFactors',
+    ]
       .filter((k) => r[k] !== undefined)
       .map((k) => [k, r[k]]),
   );
@@ -160,6 +178,8 @@ export const SPREAD_QUANTILES = 33;
 /** Batches a fit needs before it measures the spread around itself, and the most recent ratios it keeps. */
 const SPREAD_AFTER = 16;
 const SPREAD_KEEP = 1024;
+/** Ratios of one model among the kept ones before the fit names its own factor. */
+const FACTOR_AFTER = 16;
 
 /**
  * The part of a task's SLO its batch may use at the scheduler (ms): the SLO less the answer's expected
@@ -186,16 +206,19 @@ export class TransportFit {
   private sy = 0;
   private sxx = 0;
   private sxy = 0;
-  /** The latest (measured / fitted) ratios, a ring of SPREAD_KEEP. */
+  /** The latest (measured / fitted) ratios, a ring of SPREAD_KEEP, and whose batch each was. */
   private readonly ratios: number[] = [];
+  private readonly keys: (string | undefined)[] = [];
   private nextRatio = 0;
 
-  add(inputBytes: number, transportMs: number): void {
+  /** A batch of `inputBytes` bytes of inputs took `transportMs`; `key` names its model (its own factor). */
+  add(inputBytes: number, transportMs: number, key?: string): void {
     if (!Number.isFinite(inputBytes) || !Number.isFinite(transportMs) || inputBytes < 0 || transportMs < 0) return;
     if (this.n >= SPREAD_AFTER) {
       const fitted = transportMsFor(this.model()!, inputBytes);
       if (fitted > 0) {
         this.ratios[this.nextRatio] = transportMs / fitted;
+        this.keys[this.nextRatio] = key;
         this.nextRatio = (this.nextRatio + 1) % SPREAD_KEEP;
       }
     }
@@ -218,7 +241,15 @@ export class TransportFit {
    */
   spread(): number[] | null {
     if (this.ratios.length < 2) return null;
-    const sorted = [...this.ratios].sort((a, b) => a - b);
+    // Around each model's own fit: a model whose batches pay more than the host's fit is its factor, not
+    // the spread's tail.
+    const factors = this.modelFactors() ?? {};
+    const sorted = this.ratios
+      .map((r, i) => {
+        const k = this.keys[i];
+        return r / ((k !== undefined ? factors[k] : undefined) ?? 1);
+      })
+      .sort((a, b) => a - b);
     const q = Array.from({ length: SPREAD_QUANTILES }, (_, k) => {
       const x = (k / (SPREAD_QUANTILES - 1)) * (sorted.length - 1);
       const i = Math.min(Math.floor(x), sorted.length - 2);
@@ -239,6 +270,31 @@ export class TransportFit {
   spreadLag1(): number | null {
     const r = this.ratios;
     return lag1NormalScores(r.length < SPREAD_KEEP ? r : [...r.slice(this.nextRatio), ...r.slice(0, this.nextRatio)]);
+  }
+
+  /**
+   * Each model's own path relative to the host's fit: over the kept ratios, the mean of its batches'
+   * over the mean of all batches' (so the batches' mean factor is 1), for each model with at least
+   * FACTOR_AFTER of them; to 4 decimals. Null while no model has that many, or when every ratio is 0.
+   */
+  modelFactors(): Record<string, number> | null {
+    const sums = new Map<string, { sum: number; n: number }>();
+    let all = 0;
+    for (const [i, r] of this.ratios.entries()) {
+      all += r;
+      const k = this.keys[i];
+      if (k === undefined) continue;
+      const s = sums.get(k) ?? { sum: 0, n: 0 };
+      s.sum += r;
+      s.n++;
+      sums.set(k, s);
+    }
+    const mean = all / this.ratios.length;
+    if (!(mean > 0)) return null;
+    const out = [...sums]
+      .filter(([, s]) => s.n >= FACTOR_AFTER && s.sum > 0)
+      .map(([k, s]) => [k, Number((s.sum / s.n / mean).toFixed(4))] as const);
+    return out.length > 0 ? Object.fromEntries(out) : null;
   }
 
   /** The fitted model; null before any sample. */

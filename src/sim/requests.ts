@@ -15,6 +15,8 @@ export class Requests {
   /** Per served model, the bytes of one task's input (the profile's), for the per-megabyte transport. */
   private readonly inputBytes: number[];
   private readonly wayInMs: number[];
+  /** Per served model, its own factor on the host's batch transport (`TransportModel.modelFactors`). */
+  private readonly modelFactor: number[];
   private readonly spreadRng: Rng | null;
   private readonly spreadChain: SpreadChain;
   private readonly wayInRng: Rng | null;
@@ -37,6 +39,7 @@ export class Requests {
     // sent (the scheduler's fit takes them as they are answered: the same order wherever a batch does
     // not overtake another of another worker; the draw is needed at the send).
     this.spreadRng = transport?.spread ? new Rng(mixSeed(seed, 0x7370)) : null;
+    this.modelFactor = cluster.models.map((m) => transport?.modelFactors?.[m.name] ?? 1);
     this.spreadChain = new SpreadChain(transport?.spread, transport?.spreadLag1);
     // The request's way in (the transport model's, as the scheduler measured it): a task arriving at t
     // is queued at t + its way in and keeps t for its deadline and latency. With `wayInSpread`, each
@@ -73,6 +76,6 @@ export class Requests {
     const t = this.transport;
     if (!t) return this.fixedTransportMs;
     const factor = this.spreadRng ? this.spreadChain.factor(this.spreadRng.next()) : 1;
-    return transportMsFor(t, size * this.inputBytes[m]!) * factor;
+    return transportMsFor(t, size * this.inputBytes[m]!) * this.modelFactor[m]! * factor;
   }
 }

@@ -94,6 +94,31 @@ describe('TransportFit', () => {
     expect(mean).toBeCloseTo(1, 2);
   });
 
+  it("names each model's own factor on the host's fit, and measures the spread around each model's own", () => {
+    const f = new TransportFit();
+    // Model b's batches pay 1.5 x model a's, every one alike: its factor, not a spread.
+    const add = (i: number) => f.add(602112, i % 2 === 0 ? 4 : 6, i % 2 === 0 ? 'a' : 'b');
+    for (let i = 0; i < 16; i++) add(i);
+    expect(f.modelFactors()).toBeNull(); // no ratios yet
+    for (let i = 0; i < 400; i++) add(i);
+    const factors = f.modelFactors()!;
+    expect(factors.b! / factors.a!).toBeCloseTo(1.5, 2);
+    expect((factors.a! + factors.b!) / 2).toBeCloseTo(1, 3); // the batches' mean factor is 1
+    const q = f.spread()!;
+    expect(q.at(-1)! / q[0]!).toBeLessThan(1.05); // what is left: the fit settling as it learns
+    // Without models named, the same batches spread: the two costs are the spread's two ends.
+    const plain = new TransportFit();
+    for (let i = 0; i < 416; i++) plain.add(602112, i % 2 === 0 ? 4 : 6);
+    expect(plain.modelFactors()).toBeNull();
+    expect(plain.spread()!.at(-1)! / plain.spread()![0]!).toBeGreaterThan(1.4);
+    // A model with fewer than 16 batches among the kept ones gets no factor of its own.
+    const few = new TransportFit();
+    for (let i = 0; i < 200; i++) few.add(602112, 4, i < 190 ? 'a' : 'c');
+    expect(Object.keys(few.modelFactors()!)).toEqual(['a']);
+    expect(TransportModelSchema.safeParse({ fixedMs: 1, perMbMs: 0, modelFactors: factors }).success).toBe(true);
+    expect(TransportModelSchema.safeParse({ fixedMs: 1, perMbMs: 0, modelFactors: { a: 0 } }).success).toBe(false);
+  });
+
   it('spreadFactor: the inverse of the quantiles, linear between them; 1 without a spread', () => {
     expect(spreadFactor([0.5, 1, 1.5], 0)).toBe(0.5);
     expect(spreadFactor([0.5, 1, 1.5], 0.25)).toBe(0.75);
@@ -179,6 +204,16 @@ describe('the simulator with a host transport model', () => {
       expect(ways.latencyMs.mean - base.latencyMs.mean).toBeCloseTo(1 + 2 * 0.602112 + 1.5, 3);
     },
   );
+
+  it("a model's own factor scales its batches' transport; another model's factor leaves it alone", () => {
+    const base = run({ fixedMs: 4, perMbMs: 0 });
+    const own = run({ fixedMs: 4, perMbMs: 0, modelFactors: { resnet50: 1.5 } });
+    const other = run({ fixedMs: 4, perMbMs: 0, modelFactors: { alexnet: 1.5 } });
+    expect(other).toEqual(base);
+    // Each batch pays 2 ms more; a task that queued behind a slower batch pays a little more again.
+    expect(own.latencyMs.mean - base.latencyMs.mean).toBeGreaterThan(2 - 1e-6);
+    expect(own.latencyMs.mean - base.latencyMs.mean).toBeLessThan(2.2);
+  });
 
   it(
     "with a spread, batches' transport varies around the fit: the mean holds, and a tight SLO is " +
