@@ -5,7 +5,7 @@
 // path in the twin"). Prints, per model, SLO attainment and mean latency at the client and in the twin.
 //
 // npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario
-// --calibrate-seconds S (default: --seconds) --repeat N (default 1)]
+// --client-leg others|calibrate (default others) --calibrate-seconds S (default: --seconds) --repeat N (default 1)]
 //
 // Same arrivals: each model's arrivals are drawn once, seeded by the scenario, by the scenario's
 // arrival process (Poisson or Gamma) at `--scale` x its rate at time 0 (`--shape constant`, the
@@ -15,13 +15,16 @@
 // scenario with each model's rate `{kind: "trace"}`. Both start from the scenario's full rates as the
 // monitor's floor, as `inss up` does.
 //
-// The client's own leg (what the client sees beyond the scheduler's span of a task) is measured in
-// calibration runs of `--calibrate-seconds` with other arrivals at the same rates (the next seed), from
-// inss's Server-Timing answers, one before the measured run and one after it; the smaller of the two
-// is added to the twin's latencies (TransportModel.clientMs). `--repeat N` measures N runs, each
-// between two calibrations (N + 1 in all), and prints per model the median gap over them: the host's
-// speed drifts from minute to minute, and one run's gap says as much about that as about the twin
-// (docs/serving.md "The client's leg").
+// The client's own leg (what the client sees beyond the scheduler's span of a task, from inss's
+// Server-Timing answers) is added to the twin's latencies (TransportModel.clientMs). With `--client-leg
+// others` each model's twin takes the leg the client measured in the same run on the other models'
+// tasks: a property of the client and the host, as the scheduler's transport is, never from the
+// model's own latencies. With `--client-leg calibrate` it comes from calibration runs of
+// `--calibrate-seconds` with other arrivals at the same rates (the next seed), one before the measured
+// run and one after it, the smaller of the two. `--repeat N` measures N runs (with calibrations, each
+// between two: N + 1 in all) and prints per model the median gap over them: the host's speed drifts
+// from minute to minute, and one run's gap says as much about that as about the twin (docs/serving.md
+// "The client's leg").
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -32,8 +35,9 @@ import { loadScenario } from '../cli/scenarios.js';
 import { initialRates, parseTrace, scenarioCluster, scenarioSettings, scenarioStreams } from '../src/scenario/build.js';
 import { spreadFactor, type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { simulate } from '../src/sim/simulator.js';
-import { type LoadgenReport, LoadgenReportSchema } from '../tools/loadgen/report.js';
+import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
+import { clientLegOf, type LiveRun } from './twinLeg.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -44,6 +48,7 @@ const { values } = parseArgs({
     scale: { type: 'string', default: '0.25' },
     seconds: { type: 'string', default: '60' },
     shape: { type: 'string', default: 'constant' },
+    'client-leg': { type: 'string', default: 'others' },
     'calibrate-seconds': { type: 'string' },
     repeat: { type: 'string', default: '1' },
   },
@@ -56,6 +61,9 @@ if (!Number.isInteger(REPEAT) || REPEAT < 1)
   throw new Error(`--repeat: a whole number of at least 1, got '${values.repeat}'`);
 if (!(SCALE > 0) || !(SECONDS > 0) || !(CALIBRATE_S > 0))
   throw new Error('--scale, --seconds and --calibrate-seconds: positive numbers');
+const CALIBRATE = values['client-leg'] === 'calibrate';
+if (!CALIBRATE && values['client-leg'] !== 'others')
+  throw new Error(`--client-leg: others or calibrate, got '${values['client-leg']}'`);
 if (values.shape !== 'constant' && values.shape !== 'scenario')
   throw new Error(`--shape: constant or scenario, got '${values.shape}'`);
 
@@ -74,6 +82,7 @@ function transportOf(entry: unknown): TransportModel {
 
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
+const modelNames = s.models.map((m) => m.name);
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
 // The arrivals of a run, drawn with `seed`: one trace file per model (the scenario trace format).
 const atZero = initialRates(s, loaded.traces, SCALE);
@@ -121,13 +130,6 @@ console.log(
       .map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`)
       .join(', ')})`,
 );
-
-interface LiveRun {
-  readonly report: LoadgenReport;
-  readonly transport: TransportModel;
-  readonly eventLoopDelayMs: { p50: number; p99: number; max: number } | undefined;
-  readonly metricsText: string;
-}
 
 /**
  * `inss up` on the scenario (a state directory of its own), driven by `inss loadgen` replaying `files` for `seconds`.
@@ -188,28 +190,6 @@ async function liveRun(files: readonly string[], seconds: number, tag: string): 
   };
 }
 
-/**
- * The client's own leg in a live run (docs/serving.md "The client's leg"): inss answers each task with
- * its own span (Server-Timing: request arrival -> answered); the client's latency less that span, less
- * the answer's way out the scheduler measured in that run, is what the scheduler cannot see: the
- * client's HTTP stack, the kernel both ways, and the wait for the scheduler's event loop before it
- * reads the request. Per model and over all tasks (ms a task).
- */
-function clientLegOf(live: LiveRun, tag: string): { ms: number; perModel: string } {
-  const timed = live.report.models.reduce((a, m) => a + m.serverTimed, 0);
-  if (timed === 0 || live.report.models.some((m) => m.serverTimed !== m.ok))
-    throw new Error(
-      `${tag}: every ok answer must carry inss's Server-Timing; ` +
-        `${live.report.models.map((m) => `${m.model} ${m.serverTimed} of ${m.ok}`).join(', ')}`,
-    );
-  const wayOutMs = live.transport.wayOutMs ?? 0;
-  const outsideMs = live.report.models.reduce((a, m) => a + m.serverTimed * m.outsideServerMeanMs!, 0) / timed;
-  return {
-    ms: Number(Math.max(0, outsideMs - wayOutMs).toFixed(4)),
-    perModel: live.report.models.map((m) => `${m.model} ${(m.outsideServerMeanMs! - wayOutMs).toFixed(2)}`).join(', '),
-  };
-}
-
 // The client's leg for the twin comes from calibration runs: inss on the same scenario, policy, rates
 // and client, other arrivals (the next seed), for CALIBRATE_S seconds, one before the first measured
 // run and one after each; a run's leg is the smaller of the calibrations just before and just after it:
@@ -219,7 +199,7 @@ function clientLegOf(live: LiveRun, tag: string): { ms: number; perModel: string
 const calibrationFiles = drawArrivals(s.seed + 1, CALIBRATE_S, 'calibration').files;
 async function calibrate(k: number): Promise<number> {
   const cal = await liveRun(calibrationFiles, CALIBRATE_S, `calibration-${k}`);
-  const leg = clientLegOf(cal, `calibration ${k}`);
+  const leg = clientLegOf(cal, `calibration ${k}`, modelNames);
   console.log(
     `calibration ${k} (${CALIBRATE_S} s of other arrivals at the same rates, seed ${s.seed + 1}): the client's ` +
       `leg ${leg.ms} ms a task (${leg.perModel}), of it way out ${cal.transport.wayOutMs ?? '-'} ms removed; ` +
@@ -245,7 +225,7 @@ interface Gaps {
 }
 
 /** One measured run, its twin and their comparison, printed; its gaps per model. */
-function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
+function compare(run: LiveRun, calibrated: number | null, k: number): Gaps[] {
   const { report, transport, metricsText } = run;
   const metric = (name: string, labels: string) =>
     Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
@@ -261,18 +241,30 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
       `batches' spread around the fit (quantiles 0/50/90/99/100%) ${quantiles(transport.spread)}, ` +
       `its runs (lag-1 of normal scores) ${transport.spreadLag1 ?? '-'}, ` +
       `the way in's ${transport.wayInSpreadLag1 ?? '-'}; ` +
+      `each model's own factor on the fit ${
+        transport.modelFactors
+          ? Object.entries(transport.modelFactors)
+              .map(([m, f]) => `${m} ${f}`)
+              .join(', ')
+          : '-'
+      }; ` +
       `the scheduler's event-loop delay p50/p99/max ` +
       `${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`,
   );
-  // The run's own leg, shown beside the calibrations' to judge them; the twin never takes it.
+  // Per model, the client's leg its twin takes: the calibrations' or the other models' in this run.
+  const ownLeg = clientLegOf(run, `run ${k}`, modelNames);
+  const legs = calibrated !== null ? s.models.map(() => calibrated) : ownLeg.others;
   console.log(
-    `run ${k}: the client's leg the twin takes ${clientMs} ms a task (the smaller of the calibrations around it); ` +
-      `this run's own, for comparison only, ${clientLegOf(run, `run ${k}`).ms} ms`,
+    `run ${k}: the client's leg the twin takes ` +
+      (calibrated !== null
+        ? `${calibrated} ms a task (the smaller of the calibrations around it)`
+        : `per model, the other models' in this run: ${s.models.map((m, i) => `${m.name} ${legs[i]}`).join(', ')}`) +
+      `; this run's own, over all its tasks, ${ownLeg.ms} ms (${ownLeg.perModel})`,
   );
 
   // The twin: the same scenario, policy and arrivals, the path the scheduler fitted and the client's leg.
   // Its pooled GPUs follow each GPU's mode, the scenario's, as the live agent's simulated GPUs do
-  // (src/model/pooledGpu.ts).
+  // (src/model/pooledGpu.ts). The leg moves no dispatch decision, so one run per distinct leg.
   const twinWith = (path: TransportModel) =>
     simulate({
       cluster,
@@ -282,9 +274,14 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
       policy: registry
         .get(values.policy)
         .create(cluster, { seed: s.seed, ...policyOptionsFor(inssPolicyData(s.name))(values.policy) }),
-      settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: { ...path, clientMs } },
+      settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: path },
     });
-  const twin = twinWith(transport);
+  const twins = new Map<number, ReturnType<typeof simulate>>();
+  const twinOf = (i: number) => {
+    const leg = legs[i]!;
+    if (!twins.has(leg)) twins.set(leg, twinWith({ ...transport, clientMs: leg }));
+    return twins.get(leg)!.models[i]!;
+  };
   // The same twin with each batch's and request's draw independent: what the runs of slow ones add.
   const { spreadLag1: _b, wayInSpreadLag1: _w, ...independent } = transport;
   const twinIndependent = twinWith(independent);
@@ -297,7 +294,8 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
   let worst = 0;
   for (const [i, m] of s.models.entries()) {
     const live = report.models.find((x) => x.model === m.name);
-    const t = twin.models[i]!;
+    const t = twinOf(i);
+    const clientMs = legs[i]!;
     const twinAtt = t.arrivals > 0 ? (100 * t.good) / t.arrivals : NaN;
     const liveAtt = live?.sloAttainmentPct ?? NaN;
     const liveMean = live?.latency.meanMs ?? NaN;
@@ -335,7 +333,8 @@ function compare(run: LiveRun, clientMs: number, k: number): Gaps[] {
       'batch live / twin',
   );
   for (const [i, m] of s.models.entries()) {
-    const t = twin.models[i]!;
+    const t = twinOf(i);
+    const clientMs = legs[i]!;
     const cells = (live: number, x: number) => `${live.toFixed(2)} / ${x.toFixed(2)}`;
     const twinTransportMs = t.latencyMs.mean - (transport.wayOutMs ?? 0) - clientMs - t.queueMs.mean - t.execMs.mean;
     console.log(
@@ -362,11 +361,11 @@ const median = (xs: readonly number[]) => {
   return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
 const repeats: Gaps[][] = [];
-let before = await calibrate(0);
+let before = CALIBRATE ? await calibrate(0) : null;
 for (let k = 1; k <= REPEAT; k++) {
   const run = await liveRun(traceFiles, SECONDS, `run-${k}`);
-  const after = await calibrate(k);
-  repeats.push(compare(run, Math.min(before, after), k));
+  const after = CALIBRATE ? await calibrate(k) : null;
+  repeats.push(compare(run, before !== null && after !== null ? Math.min(before, after) : null, k));
   before = after;
 }
 // Over repeats, per model, the median of each gap: a run on a host that stalled for a while, or a
