@@ -3,7 +3,9 @@ import { loadScenario } from '../../cli/scenarios.js';
 import { scenarioCluster } from '../../src/scenario/build.js';
 import type { Scenario } from '../../src/scenario/schema.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
-import { ceilingLp, rateBins, scenarioCeiling, solveCeiling } from '../../tools/bench/ceiling.js';
+import { ceilingLp, coarserBins, rateBins, scenarioCeiling, solveCeiling } from '../../tools/bench/ceiling.js';
+import { spread } from '../../tools/bench/capacity.js';
+import { formatSuiteTable, summarizeSuite } from '../../tools/bench/suite.js';
 import { type CeilingGroup, NOISE_TAIL, pooledLowerMs, upperHull } from '../../tools/bench/ceilingRates.js';
 
 const scenario = (models: unknown[], durationS = 60): Scenario =>
@@ -54,6 +56,25 @@ describe('capacity ceiling: the pieces', () => {
     expect(() => rateBins(scenario([{ name: 'a', sloMs: 100, rate: { kind: 'trace', file: 'x' } }]), 0.1)).toThrow(
       /models\[0\]\.rate: a trace has no ceiling/,
     );
+  });
+
+  it('merges consecutive stretches, arrivals kept, to at most the LP size', () => {
+    const bins = [1, 2, 3, 4, 5].map((r) => ({ lengthS: 1, ratePerS: [r] }));
+    expect(coarserBins(bins, 5)).toEqual(bins);
+    expect(coarserBins(bins, 2)).toEqual([
+      { lengthS: 3, ratePerS: [2] },
+      { lengthS: 2, ratePerS: [4.5] },
+    ]);
+  });
+
+  it('shows in the suite table as a last column', () => {
+    const rows = summarizeSuite([], ['a'], ['timeshare']).map((r) => ({
+      ...r,
+      ceiling: { 99: spread([4.5, 5.5]), 95: spread([6]) },
+    }));
+    expect(formatSuiteTable(rows, 0.99).split('\n')[0]).toMatch(/\| ceiling \|$/);
+    expect(formatSuiteTable(rows, 0.99)).toContain('| 5.00 (4.50-5.50) |');
+    expect(formatSuiteTable(rows, 0.95)).toContain('| 6.00 |');
   });
 
   it("bounds a pooled batch by the overlap rule's smallest term", () => {
