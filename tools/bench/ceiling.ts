@@ -4,9 +4,9 @@
 // maximise x such that the GPUs, at the best rates per model that ceilingRates.ts bounds, serve within
 // SLO at least the attainment of the x-scaled arrivals, counted over the whole run as the capacity
 // metric counts them (so a short peak may be dropped where the attainment's slack covers it). Nothing
-// is lost to queueing, batching delay, interference, placement granularity, memory or swaps. The
-// argument, its assumptions and what it leaves out: docs/ceiling.md. Pure (the solver is WebAssembly
-// run in this process).
+// is lost to queueing, batching delay, placement granularity, memory or swaps, and interference only in
+// part. The argument, its assumptions and what it leaves out: docs/ceiling.md. Pure (the solver is
+// WebAssembly run in this process).
 import type { ClusterInfo } from '../../src/policy/types.js';
 import type { GroundTruthSettings } from '../../src/sim/groundTruth.js';
 import type { Scenario } from '../../src/scenario/schema.js';
@@ -148,15 +148,17 @@ export function busiestBins(bins: readonly RateBin[], bestPerS: readonly number[
 }
 
 /**
- * The LP for one attainment (docs/ceiling.md writes it out). Per stretch k and group g of `count` GPUs:
- * MPS share-seconds a[g,m,k] and, on overlap groups, pooled GPU-seconds P[g,k] and worker-seconds
- * t[g,m,n,k] of model m in batches that start with n batches running, with
- * sum_m a + P <= count * length; per model sum_n t <= P (one worker a model on a pooled GPU); per j,
- * sum_m sum_{n <= j} t <= j * P (batches that start with at most j running never number more than j at
- * once). Model m's tasks served in k: sum of rate x time. Tasks of k served within SLO: own[m,k] from k's
- * production and carry[m,k] from the next stretch's (at most SLO x the cluster's best rate for m),
- * together at most x times k's arrivals; the sum over models and stretches at least attainment x
- * all arrivals.
+ * The LP for one attainment (docs/ceiling.md gives the argument). Per stretch k and group g of `count`
+ * GPUs: GPU-seconds on MPS partitions q and pooled p, q + p <= count * length. On MPS: worker-seconds z of
+ * model m at each share worth holding, split by how its batches start (alone or beside another), with
+ * per model sum z <= q (one worker a model a GPU), sum of share x z <= q, and the alone ones' sum <= q
+ * (batches that start alone never overlap). On overlap groups: worker-seconds t[m, n] of model m in
+ * batches that start with n running, per model sum_n t <= p, and per j sum_m sum_{n <= j} t <= j * p
+ * (batches that start with at most j running never number more than j at once). Model m's tasks served
+ * in k: the sum of rate x seconds. Tasks of k served within SLO: own[m, k] from k's production and
+ * carry[m, k] from the next stretch's (at most an SLO's worth of the cluster's best rate for m), together
+ * at most x times k's arrivals; their sum over models and stretches at least (attainment - NOISE_TAIL)
+ * x all arrivals. Merged stretches: coarserBins. Maximise x.
  */
 export function ceilingLp(
   groups: readonly CeilingGroup[],
