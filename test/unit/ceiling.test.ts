@@ -6,6 +6,7 @@ import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { ceilingLp, coarserBins, rateBins, scenarioCeiling, solveCeiling } from '../../tools/bench/ceiling.js';
 import { spread } from '../../tools/bench/capacity.js';
 import { formatSuiteTable, summarizeSuite } from '../../tools/bench/suite.js';
+import { formatGapTable, gapRow } from '../../tools/bench/ceilingGap.js';
 import { type CeilingGroup, NOISE_TAIL, pooledLowerMs, upperHull } from '../../tools/bench/ceilingRates.js';
 
 const scenario = (models: unknown[], durationS = 60): Scenario =>
@@ -154,5 +155,30 @@ describe('capacity ceiling: a scenario', () => {
     // The recorded capacities on it are 1.25-1.75 (docs/results.md); the bound is above them and finite.
     expect(serial!.ceiling['99']!).toBeGreaterThan(1.75);
     expect(serial!.ceiling['99']!).toBeLessThan(20);
+  });
+});
+
+describe('capacity ceiling: the gap table', () => {
+  const cell = (policy: string, seed: number, ok: number[]) => ({
+    scenario: 's',
+    policy,
+    seed,
+    runnable: true,
+    curve: [0.5, 1, 1.5].map((x, i) => ({ loadScale: x, sloViolationPct: ok[i]!, goodputPerS: 0 })),
+  });
+
+  it("splits inss's gap to the ceiling into the planner's part (up to the best above inss) and the GPUs'", () => {
+    // inss 1.0 on both seeds, timeshare 1.25 in the mean (1.5 and 1.0), static-even 0.5.
+    const inssFrom = { cells: [cell('inss', 1, [0, 0, 2]), cell('inss', 2, [0, 0, 2])] };
+    const others = {
+      cells: [cell('timeshare', 1, [0, 0, 0]), cell('timeshare', 2, [0, 0, 2]), cell('static-even', 1, [0, 2, 2])],
+    };
+    const row = gapRow('s', inssFrom, [others], null, 4);
+    expect(row.bestOther).toEqual({ policy: 'timeshare', capacity: 1.25 });
+    expect(row.plannerPart).toBeCloseTo(0.25);
+    expect(row.gpuPart).toBeCloseTo(2.75);
+    // A fixed plan above every policy takes the planner's part up to it.
+    expect(gapRow('s', inssFrom, [others], 2, 4).plannerPart).toBeCloseTo(1);
+    expect(formatGapTable([row])).toContain('| s | 1.00 | 1.25 timeshare | - | 4.00 | 0.25 (8%) | 2.75 (92%) |');
   });
 });
