@@ -42,6 +42,11 @@ export function registerBench(program: Command): void {
     )
     .option('--json', 'print one JSON object instead of the table')
     .option(
+      '--ceiling-only',
+      "with --suite: print each scenario's capacity ceiling (a fluid upper bound on any policy's capacity, " +
+        'docs/ceiling.md) over --seeds and run no policy',
+    )
+    .option(
       '--sweep',
       "also measure each policy's capacity on the load grid: the highest load x at which it and every lower " +
         'one keep >= 99% (95%) within SLO',
@@ -96,6 +101,7 @@ export function registerBench(program: Command): void {
         policyFile?: string;
         skipUnsupported?: boolean;
         transport?: string;
+        ceilingOnly?: boolean;
       }) => {
         const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
         const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
@@ -122,6 +128,15 @@ export function registerBench(program: Command): void {
                 .filter(Boolean)
             : undefined;
         const transport = opts.transport !== undefined ? transportFile(opts.transport) : undefined;
+        if (opts.ceilingOnly) {
+          if (opts.suite === undefined) throw new InvalidInputError('--ceiling-only: only with --suite');
+          const runs = ['--policies', '--grid', '--out', '--skip-unsupported', '--sweep'] as const;
+          const given = [opts.policies, opts.grid, opts.out, opts.skipUnsupported, opts.sweep];
+          runs.forEach((flag, i) => {
+            if (given[i] !== undefined)
+              throw new InvalidInputError(`${flag}: not with --ceiling-only (it runs no policy and writes nothing)`);
+          });
+        }
         if (opts.suite !== undefined) {
           if (transport) throw new InvalidInputError('--transport: not with --suite (give it with --scenario)');
           if (opts.scenario !== undefined)
@@ -141,6 +156,7 @@ export function registerBench(program: Command): void {
               ...(out ? { out } : {}),
               ...(opts.json ? { json: true } : {}),
               ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
+              ...(opts.ceilingOnly ? { ceilingOnly: true } : {}),
               progress: process.stderr,
             });
           if (typeof modes === 'string' || modes === undefined) {

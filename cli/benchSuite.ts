@@ -3,8 +3,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ATTAINMENTS, capacityOf, DEFAULT_GRID, gridLoads, type LoadGrid } from '../tools/bench/capacity.js';
-import { attainmentKey, formatSuiteTable, summarizeSuite } from '../tools/bench/suite.js';
+import {
+  ATTAINMENTS,
+  capacityOf,
+  DEFAULT_GRID,
+  gridLoads,
+  type LoadGrid,
+  type Spread,
+} from '../tools/bench/capacity.js';
+import { attainmentKey, formatSpread, formatSuiteTable, summarizeSuite } from '../tools/bench/suite.js';
+import { CeilingError, ceilingSpread, scenarioCeiling, type SeedCeiling } from '../tools/bench/ceiling.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
@@ -54,6 +62,46 @@ export interface SuiteOptions {
   readonly skipUnsupported?: boolean;
   /** Where progress goes (cli/progress.ts): a TTY gets a bar, anything else one line per cell. */
   readonly progress?: NodeJS.WriteStream;
+  /** Print each scenario's capacity ceiling (tools/bench/ceiling.ts) and run no policy. */
+  readonly ceilingOnly?: boolean;
+}
+
+/** A scenario's ceiling over the suite's seeds, or null and why it has none. */
+export interface SuiteCeiling {
+  readonly scenario: string;
+  readonly ceiling: Readonly<Record<string, Spread>> | null;
+  readonly bySeed: readonly SeedCeiling[];
+  readonly reason?: string;
+}
+
+/** Each scenario's ceiling at the seeds (docs/ceiling.md); a scenario with a trace has none (the reason says). */
+export async function suiteCeilings(
+  loaded: readonly ReturnType<typeof cellScenario>[],
+  seeds: readonly number[],
+): Promise<SuiteCeiling[]> {
+  const out: SuiteCeiling[] = [];
+  for (const l of loaded) {
+    try {
+      const bySeed = await scenarioCeiling(l.scenario, scenarioCluster(l.scenario, l.profiles), seeds, ATTAINMENTS);
+      out.push({ scenario: l.scenario.name, ceiling: ceilingSpread(bySeed), bySeed });
+    } catch (err) {
+      if (!(err instanceof CeilingError)) throw err;
+      out.push({ scenario: l.scenario.name, ceiling: null, bySeed: [], reason: err.message });
+    }
+  }
+  return out;
+}
+
+/** The ceilings alone, one row per scenario (`inss bench --suite --ceiling-only`). */
+function formatCeilings(ceilings: readonly SuiteCeiling[]): string {
+  const head = ['scenario', ...ATTAINMENTS.map((a) => `ceiling@${attainmentKey(a)}% x`)];
+  const rows = ceilings.map((c) => [
+    c.scenario,
+    ...ATTAINMENTS.map((a) => (c.ceiling ? formatSpread(c.ceiling[attainmentKey(a)]) : 'none')),
+  ]);
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  const notes = ceilings.filter((c) => c.reason).map((c) => `${c.scenario}: no ceiling: ${c.reason!}`);
+  return [line(head), line(head.map(() => '---')), ...rows.map(line), ...notes].join('\n');
 }
 
 export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Promise<number> {
@@ -65,6 +113,17 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   const names = loadedAll.map((l) => l.scenario.name);
   if (new Set(names).size !== names.length)
     throw new InvalidInputError(`--suite: two scenarios share a name (${names.join(', ')})`);
+  if (opts.ceilingOnly) {
+    const ceilings = await suiteCeilings(loadedAll, opts.seeds);
+    const mode = opts.timeshareGpu ?? 'per scenario (default overlap)';
+    if (opts.json) console.log(JSON.stringify({ seeds: opts.seeds, timeshareGpu: mode, ceilings }));
+    else
+      console.log(
+        `Capacity ceiling (load x; mean (min-max) over seeds ${opts.seeds.join(',')}; pooled GPUs: ${mode}; ` +
+          `docs/ceiling.md)\n\n${formatCeilings(ceilings)}`,
+      );
+    return 0;
+  }
   const policies =
     opts.policies && opts.policies.length > 0
       ? [...opts.policies]
@@ -83,6 +142,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       }
     }
   }
+  const ceilings = await suiteCeilings(loadedAll, opts.seeds);
   const grid = opts.grid ?? DEFAULT_GRID;
   const loads = gridLoads(grid);
   const stopAt = Math.min(...ATTAINMENTS);
@@ -114,7 +174,10 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
   });
   progress.stop();
   const wallS = (performance.now() - t0) / 1000;
-  const summary = summarizeSuite(cells, names, policies);
+  const summary = summarizeSuite(cells, names, policies).map((row) => ({
+    ...row,
+    ceiling: ceilings.find((c) => c.scenario === row.scenario)!.ceiling,
+  }));
   const result = {
     suite: {
       scenarios: names,
@@ -128,6 +191,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       node: process.version,
     },
     summary,
+    ceilings,
     cells,
   };
   const tables = ATTAINMENTS.map(

@@ -34,6 +34,11 @@ export interface ScenarioSummary {
    * not start with 'inss', and which policy that is; null when inss did not run.
    */
   readonly inssRatio: Readonly<Record<string, { ratio: number; best: string } | null>>;
+  /**
+   * The scenario's capacity ceiling per attainment over the seeds (tools/bench/ceiling.ts); null where it has
+   * none (a trace); absent where not computed.
+   */
+  readonly ceiling?: Readonly<Record<string, Spread>> | null;
 }
 
 export const attainmentKey = (a: number): string => String(Math.round(a * 100));
@@ -90,19 +95,21 @@ export function formatSpread(s: Spread | undefined): string {
 
 /**
  * The summary table (Markdown) at one attainment: a row per scenario, a column per policy with the
- * mean capacity and its range over the seeds, 'n/r' where the policy cannot run, and inss's ratio
- * to the best other policy.
+ * mean capacity and its range over the seeds, 'n/r' where the policy cannot run, inss's ratio
+ * to the best other policy, and the scenario's ceiling where the summary has one ('-': none).
  */
 export function formatSuiteTable(summary: readonly ScenarioSummary[], attainment: number): string {
   const k = attainmentKey(attainment);
   const policies = summary[0]?.policies.map((p) => p.policy) ?? [];
-  const head = ['scenario', ...policies, 'inss / best other'];
+  const withCeiling = summary.some((s) => s.ceiling !== undefined);
+  const head = ['scenario', ...policies, 'inss / best other', ...(withCeiling ? ['ceiling'] : [])];
   const rows = summary.map((s) => {
     const r = s.inssRatio[k];
     return [
       s.scenario,
       ...s.policies.map((p) => (p.runnable ? formatSpread(p.capacity[k]) : 'n/r')),
       r ? `${Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : String(r.ratio)} (vs ${r.best})` : 'n/r',
+      ...(withCeiling ? [s.ceiling ? formatSpread(s.ceiling[k]) : '-'] : []),
     ];
   });
   const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
