@@ -126,7 +126,10 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     : registry.names().filter((n) => !HEADROOM_VARIANTS.includes(n));
   if (names.length === 0) throw new InvalidInputError('--policies: no policy named');
   const factories = names.map((n) => registry.get(n)); // unknown names fail before anything runs
-  const policyOptions = policyOptionsFor(inssPolicyData(loaded.scenario.name, opts.policyFile));
+  const policyOptions = policyOptionsFor(
+    inssPolicyData(loaded.scenario.name, opts.policyFile),
+    loaded.scenario.attainmentTarget,
+  );
   const ctx: BenchContext = {
     scenario: loaded.scenario,
     profiles: loaded.profiles,

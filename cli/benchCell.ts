@@ -8,6 +8,7 @@ import { ALL_ADDITIONS, inssVariantFactory } from '../rl/inss.js';
 import { type PolicyResult, policyCurve, runPolicy } from '../tools/bench/run.js';
 import type { SuiteCell } from '../tools/bench/suite.js';
 import { HEADROOM_SUFFIX, withHeadroom } from '../src/policy/headroom.js';
+import { attainmentLabel, readsAttainmentTarget } from '../src/policy/attainment.js';
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
@@ -65,8 +66,25 @@ export function inssPolicyData(scenarioName: string, policyFile?: string): unkno
   return file ? readJsonFile(file) : undefined;
 }
 
-export function policyOptionsFor(data: unknown): (name: string) => PolicyOptions {
-  return (name) => (data !== undefined && name.startsWith('inss') ? { policyData: data } : {});
+/**
+ * Each policy's options: inss variants get the trained policy `data` and the scenario's attainment
+ * target (a label such as `inss@95` overrides the target: src/policy/attainment.ts).
+ */
+export function policyOptionsFor(data: unknown, attainmentTarget?: number): (name: string) => PolicyOptions {
+  return (name) => ({
+    ...(data !== undefined && name.startsWith('inss') ? { policyData: data } : {}),
+    ...(attainmentTarget !== undefined && readsAttainmentTarget(name) ? { attainmentTarget } : {}),
+  });
+}
+
+/**
+ * The policy names as a bench with `--attainment-target target` runs them: each that reads the target
+ * labelled with it (`inss` -> `inss@95`), so that a table tells it apart from a run at another target;
+ * the others as they are.
+ */
+export function labelForTarget(names: readonly string[], target: number | undefined): string[] {
+  if (target === undefined) return [...names];
+  return names.map((n) => (readsAttainmentTarget(n) ? attainmentLabel(n, target) : n));
 }
 
 export interface CellJob {
@@ -115,7 +133,7 @@ export function runCell(job: CellJob): SuiteCell {
   const loaded = cellScenario(job);
   const s = loaded.scenario;
   const factory: PolicyFactory = registry.get(job.policy);
-  const options = policyOptionsFor(inssPolicyData(s.name, job.policyFile));
+  const options = policyOptionsFor(inssPolicyData(s.name, job.policyFile), s.attainmentTarget);
   const ctx = { scenario: s, profiles: loaded.profiles, traces: loaded.traces, policyOptions: options };
   const base = { scenario: s.name, policy: job.policy, seed: job.seed };
   const cluster = scenarioCluster(s, loaded.profiles);
@@ -142,7 +160,10 @@ export interface PolicyJob {
 export function runPolicyJob(job: PolicyJob): PolicyResult {
   registry ??= benchRegistry();
   const loaded = cellScenario(job);
-  const options = policyOptionsFor(inssPolicyData(loaded.scenario.name, job.policyFile));
+  const options = policyOptionsFor(
+    inssPolicyData(loaded.scenario.name, job.policyFile),
+    loaded.scenario.attainmentTarget,
+  );
   const ctx = {
     scenario: loaded.scenario,
     profiles: loaded.profiles,

@@ -7,9 +7,9 @@ import { InvalidInputError } from '../src/profile/schema.js';
 import { type TransportModel, TransportModelSchema, transportFields } from '../src/serving/transport.js';
 import { parseGrid, parseSeeds } from '../tools/bench/capacity.js';
 import { runBench } from './bench.js';
-import { runSuite } from './benchSuite.js';
-import { benchRegistry } from './benchCell.js';
-import { positiveInt } from './flags.js';
+import { DEFAULT_SUITE_POLICIES, runSuite } from './benchSuite.js';
+import { benchRegistry, HEADROOM_VARIANTS, labelForTarget } from './benchCell.js';
+import { attainmentTarget, positiveInt } from './flags.js';
 import { readJsonFile } from './profiles.js';
 import { PolicyRegistry } from './registry.js';
 
@@ -70,6 +70,12 @@ export function registerBench(program: Command): void {
         "also both (the suite under each, in <out>/overlap and <out>/serial) (default: each GPU's own in its " +
         'scenario, overlap)',
     )
+    .option(
+      '--attainment-target <x>',
+      "fraction of tasks inss plans to serve within SLO, in (0.5, 1), over the scenario's; inss runs labelled " +
+        'inss@<pct> (e.g. inss@95)',
+      attainmentTarget,
+    )
     .option('--out <dir>', 'write results.json (suite.json) and SVG plots to this folder')
     .option(
       '--policy-file <file>',
@@ -102,6 +108,7 @@ export function registerBench(program: Command): void {
         skipUnsupported?: boolean;
         transport?: string;
         ceilingOnly?: boolean;
+        attainmentTarget?: number;
       }) => {
         const grid = opts.grid !== undefined ? parseGrid(opts.grid, '--grid') : undefined;
         const seeds = opts.seeds !== undefined ? parseSeeds(opts.seeds) : undefined;
@@ -137,6 +144,16 @@ export function registerBench(program: Command): void {
               throw new InvalidInputError(`${flag}: not with --ceiling-only (it runs no policy and writes nothing)`);
           });
         }
+        // --attainment-target: the policies that read it run under their label (`inss@95`; cli/benchCell.ts).
+        const policyNames = (suite: boolean): string[] | undefined => {
+          const given = list(opts.policies);
+          if (opts.attainmentTarget === undefined) return given;
+          const known = registry.names();
+          const all = suite
+            ? DEFAULT_SUITE_POLICIES.filter((p) => known.includes(p))
+            : known.filter((n) => !HEADROOM_VARIANTS.includes(n));
+          return labelForTarget(given ?? all, opts.attainmentTarget);
+        };
         if (opts.suite !== undefined) {
           if (transport) throw new InvalidInputError('--transport: not with --suite (give it with --scenario)');
           if (opts.scenario !== undefined)
@@ -148,7 +165,7 @@ export function registerBench(program: Command): void {
           const suite = (mode: PooledGpuMode | undefined, out: string | undefined) =>
             runSuite(registry, {
               ...(typeof opts.suite === 'string' ? { scenarios: list(opts.suite)! } : {}),
-              ...(opts.policies ? { policies: list(opts.policies)! } : {}),
+              ...(policyNames(true) ? { policies: policyNames(true)! } : {}),
               seeds: seeds ?? [1, 2, 3],
               ...(grid ? { grid } : {}),
               jobs: opts.jobs,
@@ -178,7 +195,7 @@ export function registerBench(program: Command): void {
         if (opts.scenario === undefined) throw new InvalidInputError('--scenario: required (or --suite)');
         process.exitCode = await runBench(registry, {
           scenario: opts.scenario,
-          ...(opts.policies ? { policies: opts.policies } : {}),
+          ...(policyNames(false) ? { policies: policyNames(false)!.join(',') } : {}),
           ...(opts.json ? { json: true } : {}),
           ...(opts.sweep ? { sweep: true } : {}),
           ...(grid ? { grid } : {}),

@@ -134,7 +134,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       const reason = (p: string) =>
         registry.get(p).supports(scenarioCluster(l.scenario, l.profiles), {
           seed: l.scenario.seed,
-          ...policyOptionsFor(inssPolicyData(l.scenario.name))(p),
+          ...policyOptionsFor(inssPolicyData(l.scenario.name), l.scenario.attainmentTarget)(p),
         });
       for (const p of policies) {
         const why = reason(p);

@@ -1,5 +1,6 @@
 // Flag parsers the commands share; commander reports a parser's message with the flag it was given to.
 import { InvalidArgumentError } from 'commander';
+import { attainmentTargetProblem } from '../src/policy/attainment.js';
 
 export function nonNegativeInt(v: string): number {
   const n = Number(v);
@@ -10,5 +11,13 @@ export function nonNegativeInt(v: string): number {
 export function positiveInt(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be an integer >= 1');
+  return n;
+}
+
+/** `--attainment-target`: the fraction of tasks to plan for within SLO (src/policy/attainment.ts). */
+export function attainmentTarget(v: string): number {
+  const n = v.trim() === '' ? NaN : Number(v);
+  const why = attainmentTargetProblem(n);
+  if (why !== null) throw new InvalidArgumentError(`must be a number in (0.5, 1), e.g. 0.95, got '${v}'`);
   return n;
 }

@@ -8,6 +8,7 @@ import { igniterFactory } from '../src/policy/policies/igniter.js';
 import { oracleFactory } from '../src/policy/policies/oracle.js';
 import { staticEvenFactory } from '../src/policy/policies/static-even.js';
 import type { PolicyFactory } from '../src/policy/types.js';
+import { parseAttainmentLabel, readsAttainmentTarget, withAttainmentTarget } from '../src/policy/attainment.js';
 
 const FACTORIES: readonly PolicyFactory[] = [
   inssFactory,
@@ -45,10 +46,21 @@ export class PolicyRegistry {
     return [...this.byName.keys()];
   }
 
+  /** A registered policy, or a label `<policy>@<pct>` of one that reads the attainment target (`inss@95`). */
   get(name: string): PolicyFactory {
     const f = this.byName.get(name);
-    if (!f) throw new UnknownPolicyError(`unknown policy '${name}' (known: ${this.names().join(', ')})`);
-    return f;
+    if (f) return f;
+    let label;
+    try {
+      label = parseAttainmentLabel(name);
+    } catch (e) {
+      throw new UnknownPolicyError((e as Error).message);
+    }
+    const base = label ? this.byName.get(label.policy) : undefined;
+    if (label && base && readsAttainmentTarget(base.name)) return withAttainmentTarget(base, label.target);
+    if (label && base)
+      throw new UnknownPolicyError(`policy '${name}': ${base.name} plans the same whatever the attainment target`);
+    throw new UnknownPolicyError(`unknown policy '${name}' (known: ${this.names().join(', ')})`);
   }
 
   all(): PolicyFactory[] {

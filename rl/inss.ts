@@ -50,18 +50,15 @@ import {
   DWELL_MS,
   INSS_REPLAN,
   type InssAdditions,
-  KEEP_MISSED_FRACTION,
-  MEETS_MISSED_FRACTION,
   PAPER_ONLY,
   POOLING_BUDGET,
   RATE_CHANGE,
-  RATE_HEADROOM,
   REFINE_BUDGET,
-  SLO_FRACTION,
   SWITCH_LOSS_S,
   SWITCH_MARGIN,
-  SWITCH_SAVES_FRACTION,
 } from './inssTuning.js';
+import { inssMargins, type InssMargins } from './inssMargins.js';
+import { attainmentTargetProblem, DEFAULT_ATTAINMENT_TARGET } from '../src/policy/attainment.js';
 
 export * from './inssTuning.js';
 
@@ -84,6 +81,8 @@ export class InssPolicy implements Policy {
   /** The pooling planner's memo for this cluster (solo and overlap times, time sharing's batches). */
   private readonly pooling: PoolingContext;
   private readonly headroom: number;
+  /** The margins for the attainment target it plans for (inssMargins). */
+  private readonly margins: InssMargins;
   /** How many decisions took each kind of plan (pooling: 'timeshare', 'mps', 'hybrid', '+search'; 'kept'). */
   readonly sources = new Map<string, number>();
 
@@ -97,19 +96,24 @@ export class InssPolicy implements Policy {
     private readonly add: InssAdditions = ALL_ADDITIONS,
     /** What the policy decides with, as `inss bench` reports it. */
     readonly note = actor ? 'trained actor' : 'model-based planner',
+    /** The fraction of tasks it plans for within SLO (src/policy/attainment.ts). */
+    readonly attainmentTarget = DEFAULT_ATTAINMENT_TARGET,
   ) {
     if (actor === null && !add.pooling) throw new PolicyFileError(`${name} needs a trained policy`);
+    const why = attainmentTargetProblem(attainmentTarget);
+    if (why !== null) throw new RangeError(`${name}: attainmentTarget ${why}`);
+    this.margins = inssMargins(attainmentTarget);
     this.refPerS = referenceThroughput(cluster);
     this.masks = space ? staticMasks(cluster, space) : [];
     this.state = new Float32Array(actor ? actor.stateDim : 0);
     this.bdaOptions = {
       interference,
-      sloFraction: add.refine ? SLO_FRACTION : 1,
+      sloFraction: add.refine ? this.margins.sloFraction : 1,
       ...(add.refine && add.capacityCredit ? { capacityCreditX: CAPACITY_CREDIT_X } : {}),
     };
-    this.headroom = add.refine ? RATE_HEADROOM : 1;
+    this.headroom = add.refine ? this.margins.rateHeadroom : 1;
     this.refineOptions = { ...this.bdaOptions, budget: REFINE_BUDGET, replicas: add.replicas };
-    this.poolingOptions = { sloFraction: SLO_FRACTION, interference, budget: POOLING_BUDGET };
+    this.poolingOptions = { sloFraction: this.margins.sloFraction, interference, budget: POOLING_BUDGET };
     this.pooling = new PoolingContext(cluster);
     this.feedback = new MissFeedback(cluster.models.length);
   }
@@ -194,7 +198,7 @@ export class InssPolicy implements Policy {
     if (kept && Number.isFinite(kept.score)) {
       const total = rates.reduce((a, b) => a + b, 0);
       const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
-      if (noHigher && kept.missedPerS <= KEEP_MISSED_FRACTION * total) {
+      if (noHigher && kept.missedPerS <= this.margins.keepMissed * total) {
         this.count('kept');
         return kept.deployment;
       }
@@ -223,7 +227,7 @@ export class InssPolicy implements Policy {
     // deployment in force, at the measured rates.
     let planned = rates;
     let keptAt = kept;
-    if (this.headroom > 1 && plan.best.missedPerS > MEETS_MISSED_FRACTION * rates.reduce((a, b) => a + b, 0)) {
+    if (this.headroom > 1 && plan.best.missedPerS > this.margins.meetsMissed * rates.reduce((a, b) => a + b, 0)) {
       const measured = rates.map((r) => r / this.headroom);
       const bare = planPooling(this.pooling, measured, mpsPlans, options);
       if (bare.best.score < scoreDeployment(this.pooling, plan.best.deployment, measured, options).score - 1e-9) {
@@ -233,13 +237,13 @@ export class InssPolicy implements Policy {
       }
     }
     // Stability: a deployment in force predicted to meet the attainment target (at most
-    // MEETS_MISSED_FRACTION of the tasks missed) is left only for one that saves at least
-    // SWITCH_SAVES_FRACTION of the tasks, whatever the utilisation term says: measured rates move
+    // margins.meetsMissed of the tasks missed) is left only for one that saves at least
+    // margins.switchSaves of the tasks, whatever the utilisation term says: measured rates move
     // every epoch (most of all under bursty arrivals), each re-plan can land on another plan of
     // about the same score, and every switch starts shadow workers (without this rule the plan
     // flaps between near-equal plans). Otherwise the best must beat it by SWITCH_MARGIN.
     const total = planned.reduce((a, b) => a + b, 0);
-    const meets = keptAt !== null && keptAt.missedPerS <= MEETS_MISSED_FRACTION * total;
+    const meets = keptAt !== null && keptAt.missedPerS <= this.margins.meetsMissed * total;
     // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
     // added to the best plan's predicted misses before it is compared with the deployment in force.
     const switchCost =
@@ -247,7 +251,7 @@ export class InssPolicy implements Policy {
         ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, planned)
         : 0;
     const saves =
-      keptAt !== null && plan.best.missedPerS + switchCost < keptAt.missedPerS - SWITCH_SAVES_FRACTION * total;
+      keptAt !== null && plan.best.missedPerS + switchCost < keptAt.missedPerS - this.margins.switchSaves * total;
     if (
       keptAt &&
       Number.isFinite(keptAt.score) &&
@@ -323,6 +327,8 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
     name: v.name,
     description: v.description,
     supports(cluster: ClusterInfo, options: PolicyOptions): string | null {
+      const why = attainmentTargetProblem(options.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET);
+      if (why !== null) return `${v.name}: attainmentTarget ${why}`;
       const a = loadActor(cluster, options.policyData);
       if (!('reason' in a)) return null;
       if (a.malformed) return `${v.name}: ${a.reason}`;
@@ -330,6 +336,7 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
       return `${v.name} needs a trained policy that fits: ${a.reason}`;
     },
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
+      const target = options.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET;
       const a = loadActor(cluster, options.policyData);
       if ('reason' in a) {
         if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
@@ -342,6 +349,7 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
           v.interference,
           v.additions,
           `model-based planner (${a.reason})`,
+          target,
         );
       }
       return new InssPolicy(
@@ -352,6 +360,7 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
         v.interference,
         v.additions,
         v.additions.pooling ? 'trained actor + pooling planner' : 'trained actor',
+        target,
       );
     },
   };

@@ -8,11 +8,15 @@ export const RATE_CHANGE = 0.02;
 /** BDA runs again (case 1) when a rate moved by RATE_CHANGE, rates under 1 task/s counting as 1. */
 export const INSS_REPLAN: ReplanGate = { fraction: RATE_CHANGE, floorPerS: 1 };
 /**
- * Capacity kept above the measured rate: BDA's (4c) and the reward use rate x this, so a Poisson
- * burst or a rising rate between two epochs does not push a model to utilisation 1 (docs/inss.md).
+ * Capacity kept above the measured rate at the 99% target: BDA's (4c) and the reward use rate x this, so a
+ * Poisson burst or a rising rate between two epochs does not push a model to utilisation 1 (docs/inss.md).
+ * inssMargins scales it for other targets.
  */
 export const RATE_HEADROOM = 1.1;
-/** Fraction of each SLO BDA plans the worst task against: room for the latency model's error. */
+/**
+ * Fraction of each SLO BDA plans the worst task against at the 99% target: room for the latency model's
+ * error. inssMargins scales it for other targets.
+ */
 export const SLO_FRACTION = 0.85;
 /**
  * Reward evaluations one refinement may spend. Case 2 runs two (the actor's allocation and the
@@ -21,13 +25,16 @@ export const SLO_FRACTION = 0.85;
 export const REFINE_BUDGET = 60;
 /** A reallocation must beat the current deployment's predicted reward by this much to pay for its swaps. */
 export const SWITCH_MARGIN = 0.05;
-/** A deployment in force predicted to miss at most this fraction of the tasks meets the 99% target... */
+/**
+ * A deployment in force predicted to miss at most this fraction of the tasks meets the 99% target (1 - the
+ * target; inssMargins)...
+ */
 export const MEETS_MISSED_FRACTION = 0.01;
-/** ...and is left only for one predicted to miss this fraction of all tasks fewer. */
+/** ...and is left only for one predicted to miss this fraction of all tasks fewer (half the allowance). */
 export const SWITCH_SAVES_FRACTION = 0.005;
 /**
  * When no model's rate rose, the pooling planner keeps a deployment in force predicted to miss at most
- * this fraction of the tasks.
+ * this fraction of the tasks (a tenth of the 99% target's allowance).
  */
 export const KEEP_MISSED_FRACTION = 0.001;
 /**

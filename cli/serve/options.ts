@@ -6,7 +6,7 @@ import { DEFAULT_LIMITS } from '../../scheduler/limits.js';
 import { DEFAULT_SHM_MB, MAX_SHM_MB } from '../../scheduler/shmRegion.js';
 import { POOLED_GPU_MODES, type PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
-import { positiveInt } from '../flags.js';
+import { attainmentTarget, positiveInt } from '../flags.js';
 
 function portNumber(v: string): number {
   const n = Number(v);
@@ -59,6 +59,8 @@ export interface ServeOptions {
   command: 'scheduler' | 'up';
   policy: string;
   policyFile?: string;
+  /** --attainment-target: overrides the scenario's `attainmentTarget` (undefined: the scenario's). */
+  attainmentTarget?: number;
   /** Overrides of the scenario's epoch and monitor window (undefined: the scenario's). */
   epochMs?: number;
   monitorWindowMs?: number;
@@ -123,6 +125,12 @@ export function addSchedulerOptions(c: Command): Command {
     )
     .option('--policy <name>', 'scheduling policy (inss, gpulet, gslice, igniter, static-even, timeshare, ...)', 'inss')
     .option('--policy-file <file>', 'trained policy for inss / inss-ni (default: the one shipped for the scenario)')
+    .option(
+      '--attainment-target <x>',
+      "fraction of tasks inss plans to serve within SLO, in (0.5, 1) (default: the scenario's attainmentTarget, " +
+        'else 0.99)',
+      attainmentTarget,
+    )
     .option('--epoch-ms <ms>', "decision epoch (default: the scenario's epochS)", positiveInt)
     .option(
       '--monitor-window-ms <ms>',

@@ -138,6 +138,8 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
   const shippedFits = opts.policy.startsWith('inss') && existsSync(shipped) && !repositoryOnly;
   const policyFile = opts.policyFile ?? (shippedFits ? shipped : undefined);
   const policyData = policyFile ? readJsonFile(policyFile) : undefined;
+  // The operator's target overrides the scenario's; a policy label (`inss@95`) overrides both.
+  const target = opts.attainmentTarget ?? loaded.scenario.attainmentTarget;
   let settings;
   try {
     settings = withOverrides(servingSettings(loaded.scenario), {
@@ -158,7 +160,11 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     // A cluster the policy does not support (e.g. too large for the oracle) is refused with its reason,
     // which the control plane reports; an error from `create` on a supported cluster is a real failure.
     createPolicy: (cluster: ClusterInfo) => {
-      const options = { seed: loaded.scenario.seed, ...(policyData !== undefined ? { policyData } : {}) };
+      const options = {
+        seed: loaded.scenario.seed,
+        ...(policyData !== undefined ? { policyData } : {}),
+        ...(target !== undefined ? { attainmentTarget: target } : {}),
+      };
       const why = factory.supports(cluster, options);
       if (why !== null) throw new Error(`${opts.policy} cannot run on this cluster: ${why}`);
       return factory.create(cluster, options);

@@ -138,6 +138,11 @@ export interface PolicyOptions {
   /** A trained policy's contents (parsed JSON), for policies that load one; the CLI reads the file. */
   readonly policyData?: unknown;
   readonly seed?: number;
+  /**
+   * The fraction of tasks to plan for within SLO, in (0.5, 1) (src/policy/attainment.ts; default 0.99):
+   * the scenario's `attainmentTarget` or the operator's override. Read by inss; the baselines ignore it.
+   */
+  readonly attainmentTarget?: number;
 }
 
 export interface PolicyFactory {

@@ -114,6 +114,15 @@ export const ScenarioSchema = z
     monitorWindowS: positive.default(3),
     seed: z.number().int().min(0).default(1),
     /**
+     * The fraction of tasks the operator wants within SLO, which inss plans for (src/policy/attainment.ts):
+     * in (0.5, 1); absent, 0.99. `--attainment-target` and a policy label (`inss@95`) override it.
+     */
+    attainmentTarget: z
+      .number()
+      .gt(0.5, 'must be a number in (0.5, 1): at 0.5 or below half the tasks may miss')
+      .lt(1, 'must be a number in (0.5, 1): no queue under random arrivals serves every task in time')
+      .optional(),
+    /**
      * What a pooled (time-shared) GPU does with different models' batches ready at once (src/model/pooledGpu.ts), for
      * every GPU entry that does not say.
      */

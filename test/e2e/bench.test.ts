@@ -292,6 +292,35 @@ describe('inss bench', () => {
     expect(r.stdout).toBe('');
   });
 
+  it('runs inss at an attainment target under its label, and rejects a target out of range', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inss-target-'));
+    const f = join(dir, 'short.json');
+    writeFileSync(
+      f,
+      JSON.stringify({
+        name: 'short',
+        gpus: [{ profile: 'v100', count: 1 }],
+        models: [{ name: 'alexnet', sloMs: 20, rate: { kind: 'constant', ratePerS: 200 } }],
+        durationS: 5,
+        attainmentTarget: 0.97,
+      }),
+    );
+    const r = await runCli(['bench', '--scenario', f, '--policies', 'inss,static-even', '--attainment-target', '0.95']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^inss@95\s+\d/m);
+    expect(r.stdout).toMatch(/^static-even\s+\d/m);
+    const label = await runCli(['bench', '--scenario', f, '--policies', 'inss@99', '--json']);
+    expect(label.code, label.stderr).toBe(0);
+    expect((JSON.parse(label.stdout) as BenchJson).results.map((x) => x.policy)).toEqual(['inss@99']);
+    const flag = await runCli(['bench', '--scenario', f, '--attainment-target', '1']);
+    expect(flag.code).not.toBe(0);
+    expect(flag.stderr).toMatch(/--attainment-target.*\(0\.5, 1\)/);
+    writeFileSync(f, JSON.stringify({ ...JSON.parse(readFileSync(f, 'utf8')), attainmentTarget: 1.5 }));
+    const field = await runCli(['bench', '--scenario', f]);
+    expect(field.code).toBe(2);
+    expect(field.stderr).toMatch(/attainmentTarget/);
+  });
+
   it('rejects an unknown policy or scenario by name', async () => {
     const p = await runCli(['bench', '--scenario', 'v100-4', '--policies', 'nosuch']);
     expect(p.code).toBe(2);

@@ -1,0 +1,87 @@
+// inss's margins as functions of the attainment target (src/policy/attainment.ts; docs/inss.md, "The
+// attainment target"). At 0.99 they are the constants of inssTuning.ts exactly.
+import { DEFAULT_ATTAINMENT_TARGET } from '../src/policy/attainment.js';
+import {
+  KEEP_MISSED_FRACTION,
+  MEETS_MISSED_FRACTION,
+  RATE_HEADROOM,
+  SLO_FRACTION,
+  SWITCH_SAVES_FRACTION,
+} from './inssTuning.js';
+
+export interface InssMargins {
+  /** Every measured rate is planned for x this (>= 1). */
+  readonly rateHeadroom: number;
+  /** Each task's latency is planned against SLO x this (in (0, 1]). */
+  readonly sloFraction: number;
+  /** A plan predicted to miss at most this fraction of the tasks meets the target (1 - target). */
+  readonly meetsMissed: number;
+  /** A deployment in force that meets the target is left only for one saving this fraction of the tasks. */
+  readonly switchSaves: number;
+  /** With no rate risen, a deployment in force predicted to miss at most this fraction is kept. */
+  readonly keepMissed: number;
+}
+
+/** The fraction of tasks the target allows to miss, rounded so that 1 - 0.99 is 0.01 exactly. */
+export function missAllowance(target: number): number {
+  return Math.round((1 - target) * 1e9) / 1e9;
+}
+
+const DEFAULT_ALLOWANCE = missAllowance(DEFAULT_ATTAINMENT_TARGET);
+
+/**
+ * The margins for `target`. The three fractions of the tasks scale with the allowance (1 - target): the
+ * planner's notion of "meets", of a switch worth its swaps and of a deployment worth keeping are all
+ * relative to what the operator accepts to miss. The rate headroom and the SLO margin scale with
+ * marginScale(target).
+ */
+export function inssMargins(target: number = DEFAULT_ATTAINMENT_TARGET): InssMargins {
+  const allowance = missAllowance(target);
+  const r = allowance / DEFAULT_ALLOWANCE;
+  const k = marginScale(target);
+  return {
+    rateHeadroom: 1 + (RATE_HEADROOM - 1) * k,
+    sloFraction: 1 - (1 - SLO_FRACTION) * k,
+    meetsMissed: r === 1 ? MEETS_MISSED_FRACTION : MEETS_MISSED_FRACTION * r,
+    switchSaves: r === 1 ? SWITCH_SAVES_FRACTION : SWITCH_SAVES_FRACTION * r,
+    keepMissed: r === 1 ? KEEP_MISSED_FRACTION : KEEP_MISSED_FRACTION * r,
+  };
+}
+
+/**
+ * What part of the 99% target's headroom and SLO margin a target keeps: z(target) / z(0.99) for a target
+ * above 0.99, z the standard normal quantile (1.33 at 0.999), and 1 at or below 0.99. Both margins absorb
+ * what the planner cannot predict (arrivals above the measured rate, the latency model's error); the part
+ * of a roughly normal fluctuation a plan must cover grows with that quantile, so a stricter target needs
+ * more. A looser one does not need less: the fluctuation is the same, and a plan with less margin
+ * saturates at a lower load (shrinking both margins at 0.95 lowered inss's 95% capacity on diurnal-6,
+ * paper-6 and surge-6: docs/inss.md, "The attainment target").
+ */
+export function marginScale(target: number): number {
+  if (target <= DEFAULT_ATTAINMENT_TARGET) return 1;
+  return normalQuantile(target) / normalQuantile(DEFAULT_ATTAINMENT_TARGET);
+}
+
+/** The standard normal quantile for p in (0, 1) (Acklam's rational approximation, relative error < 1.2e-9). */
+export function normalQuantile(p: number): number {
+  const a = [
+    -39.69683028665376, 220.9460984245205, -275.9285104469687, 138.357751867269, -30.66479806614716, 2.506628277459239,
+  ];
+  const b = [-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572];
+  const c = [
+    -0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734, 4.374664141464968,
+    2.938163982698783,
+  ];
+  const d = [0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416];
+  const tail = (q: number) =>
+    (((((c[0]! * q + c[1]!) * q + c[2]!) * q + c[3]!) * q + c[4]!) * q + c[5]!) /
+    ((((d[0]! * q + d[1]!) * q + d[2]!) * q + d[3]!) * q + 1);
+  if (p < 0.02425) return tail(Math.sqrt(-2 * Math.log(p)));
+  if (p > 1 - 0.02425) return -tail(Math.sqrt(-2 * Math.log(1 - p)));
+  const q = p - 0.5;
+  const r = q * q;
+  return (
+    ((((((a[0]! * r + a[1]!) * r + a[2]!) * r + a[3]!) * r + a[4]!) * r + a[5]!) * q) /
+    (((((b[0]! * r + b[1]!) * r + b[2]!) * r + b[3]!) * r + b[4]!) * r + 1)
+  );
+}
