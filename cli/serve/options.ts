@@ -4,7 +4,12 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { AgentTls } from '../../agent/connect.js';
 import { DEFAULT_LIMITS } from '../../scheduler/limits.js';
 import { DEFAULT_SHM_MB, MAX_SHM_MB } from '../../scheduler/shmRegion.js';
-import { DEFAULT_HEARTBEAT_MS, heartbeatProblem, LOST_AFTER_BEATS } from '../../src/protocol/heartbeat.js';
+import {
+  DEFAULT_HEARTBEAT_MS,
+  HEARTBEAT_MS_RANGE,
+  LOST_AFTER_BEATS,
+  validHeartbeatMs,
+} from '../../src/protocol/heartbeat.js';
 import { POOLED_GPU_MODES, type PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
 import { positiveInt } from '../flags.js';
@@ -23,9 +28,10 @@ function shmMegabytes(v: string): number {
 }
 
 function heartbeatMs(v: string): number {
-  const problem = heartbeatProblem('--heartbeat-ms', Number(v));
-  if (problem) throw new InvalidArgumentError(problem);
-  return Number(v);
+  const n = v.trim() === '' ? NaN : Number(v);
+  const { min, max } = HEARTBEAT_MS_RANGE;
+  if (!validHeartbeatMs(n)) throw new InvalidArgumentError(`must be an integer number of ms from ${min} to ${max}`);
+  return n;
 }
 
 function factorAtLeastOne(v: string): number {

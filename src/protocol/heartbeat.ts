@@ -12,14 +12,15 @@
 export const DEFAULT_HEARTBEAT_MS = 1000;
 /** Beats in a row with nothing heard after which a link is lost. */
 export const LOST_AFTER_BEATS = 3;
-/** The bounds of `--heartbeat-ms`: a beat shorter than 100 ms costs for nothing; longer than a minute detects too late. */
+/**
+ * The bounds of `--heartbeat-ms`: a beat under 100 ms costs pings for nothing (and a loaded machine may
+ * miss three); one over a minute detects a partition too late to matter.
+ */
 export const HEARTBEAT_MS_RANGE = { min: 100, max: 60_000 } as const;
 
-/** Why a heartbeat setting is refused, naming the field; null when it is valid. */
-export function heartbeatProblem(field: string, ms: number): string | null {
-  const { min, max } = HEARTBEAT_MS_RANGE;
-  if (!Number.isInteger(ms) || ms < min || ms > max) return `${field}: an integer number of ms in ${min}..${max}`;
-  return null;
+/** Whether `ms` is a beat inss takes (an integer in HEARTBEAT_MS_RANGE). */
+export function validHeartbeatMs(ms: number): boolean {
+  return Number.isInteger(ms) && ms >= HEARTBEAT_MS_RANGE.min && ms <= HEARTBEAT_MS_RANGE.max;
 }
 
 /** One side's count of the other's silence: `heard` on every sign of life, `beat` once per beat. */
