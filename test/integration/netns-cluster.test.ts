@@ -275,3 +275,24 @@ describe.skipIf(SKIP !== null)('a cluster of network namespaces over TLS with pe
     },
   );
 });
+
+describe.skipIf(SKIP !== null)('the namespace harness', () => {
+  it('puts netem on every host, or fails saying why; either way it leaves nothing behind', () => {
+    const prefix = 'inssnu';
+    const leftovers = () =>
+      [...spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.matchAll(/^inssnu-\S+/gm)].length +
+      [...spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout.matchAll(/^\d+: inssnu-/gm)].length;
+    try {
+      const c = NetnsCluster.create({ prefix, subnet: '10.213.98', hosts: ['a', 'b'], delayMs: 20, lossPct: 1 });
+      const qdisc = spawnSync('ip', ['netns', 'exec', c.host('b').ns, 'tc', 'qdisc', 'show', 'dev', 'eth0'], {
+        encoding: 'utf8',
+      }).stdout;
+      expect(qdisc).toMatch(/netem .*delay 20ms.*loss 1%/);
+      c.destroy();
+    } catch (e) {
+      // A kernel without sch_netem (the 2-core VM of docs/reliability.md's figures).
+      expect((e as Error).message).toMatch(/^tc netem on host 'a' failed \(needs tc and the sch_netem kernel module\)/);
+    }
+    expect(leftovers()).toBe(0);
+  });
+});

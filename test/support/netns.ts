@@ -116,8 +116,19 @@ export class NetnsCluster {
         ...(this.opts.delayMs ? ['delay', `${this.opts.delayMs}ms`] : []),
         ...(this.opts.lossPct ? ['loss', `${this.opts.lossPct}%`] : []),
       ];
-      if (netem.length > 0)
-        execFileSync('ip', ['netns', 'exec', h.ns, 'tc', 'qdisc', 'add', 'dev', 'eth0', 'root', 'netem', ...netem]);
+      if (netem.length > 0) {
+        const r = spawnSync(
+          'ip',
+          ['netns', 'exec', h.ns, 'tc', 'qdisc', 'add', 'dev', 'eth0', 'root', 'netem', ...netem],
+          {
+            encoding: 'utf8',
+          },
+        );
+        if (r.status !== 0)
+          throw new Error(
+            `tc netem on host '${name}' failed (needs tc and the sch_netem kernel module): ${r.stderr.trim()}`,
+          );
+      }
       this.hosts.set(name, h);
     });
   }
