@@ -307,7 +307,7 @@ export class Control {
     // Whether its batches in flight ran is unknown (it may be cut off, not dead): their tasks go back to
     // their queues for the model's other workers, and an answer that comes late is ignored. Its workers'
     // data connections are dropped at once (a silent one would not close for minutes); their batches
-    // go back too, as a worker in state 'unknown''s (directPath.ts).
+    // go back too, their worker being in state 'unknown' (directPath.ts).
     this.set.agentLost(agentId);
     for (const b of this.batches.where((x) => x.worker.agentId === agentId && !x.direct))
       this.batches.resolve(b, { kind: 'not-run', workerState: 'unknown' });
