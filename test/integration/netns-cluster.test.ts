@@ -272,6 +272,8 @@ describe.skipIf(SKIP !== null)('a cluster of network namespaces over TLS with pe
       expect(after).toHaveLength(40);
       expect(after.filter((o) => o.status !== 200)).toEqual([]);
       rightModel(after);
+      // Its data sockets were reopened (batches straight to its workers, not relayed by its agent).
+      expect(sched.stderr).not.toMatch(/cannot reach a worker data socket/);
     },
   );
 });
