@@ -1,7 +1,5 @@
-// The node agent: connects to the scheduler's WebSocket hub, says which GPUs it has, and reconciles
-// its worker processes toward the scheduler's desired set (reconcile toward a goal state, as Ray
-// Serve's deployment state does).
-//
+// The node agent: connects to the scheduler's WebSocket hub, says which GPUs it has, and reconciles its
+// workers toward the scheduler's desired set (toward a goal state, as Ray Serve's deployment state does).
 // - Workers are reconciled by their whole identity (id, model, GPU, share, generation;
 //   src/protocol/agent.ts): a running worker whose identity differs from every desired one is drained and
 //   stopped, never reused for another model, GPU or share. Desired workers that do not run are started;
@@ -9,20 +7,18 @@
 // - Workers that are no longer desired stop taking batches, finish the ones they hold and get SIGTERM.
 //   The scheduler orders a shadow swap by desiring the new worker beside the old one and dropping the
 //   old one only once the new one is ready (scheduler/control.ts, src/serving/workerSet.ts).
-// - Batches for a worker that is not running (retired, restarting, unknown) are answered at once with
-//   a `batchError` saying so; the scheduler puts those tasks back in their queue. A batch whose
-//   identity (model, GPU, share, generation) is not that of the worker it names is refused with
-//   `wrong-worker`: it never reaches a process running another model.
-// - When the scheduler goes away the workers keep running and the agent reconnects with exponential
-//   backoff; its `hello` lists the workers it still runs.
+// - Batches for a worker that is not running (retired, restarting, unknown) are answered at once with a
+//   `batchError` saying so; the scheduler requeues those tasks. A batch whose identity is not that of the
+//   worker it names is refused with `wrong-worker`: it never reaches a process running another model.
+// - When the scheduler goes away, or is silent for `LOST_AFTER_BEATS` of the beats its `welcome` gives
+//   (agent/connect.ts), the workers keep running and the agent reconnects with exponential backoff;
+//   its `hello` lists the workers it still runs.
 // - The data path (docs/serving.md, "The path of a batch"): each worker is started with a data socket
-//   (INSS_WORKER_LISTEN: a Unix socket in a private directory, or TCP for a scheduler on another host),
-//   a secret and its identity; once it is ready the agent reports the socket and the secret to the
-//   scheduler, which then sends batches straight to the worker. The agent stays the control plane
-//   (start, swap, stop, watch); it still relays batches for a worker without a data socket.
-// On simulated GPUs the agent is the GPU: it tells each simulated worker which batches run beside its
-// own on the same GPU (`running`), the state a real GPU would hold (on the direct path the scheduler,
-// which sends every batch, fills `running` itself).
+//   (a Unix socket in a private directory, or TCP for a scheduler on another host), a secret and its
+//   identity; once it is ready the agent reports them to the scheduler, which then sends batches
+//   straight to the worker. The agent stays the control plane; it relays batches for a worker without one.
+// On simulated GPUs the agent is the GPU: it tells each simulated worker which batches run beside its own
+// (`running`), the state a real GPU would hold (on the direct path the scheduler fills `running` itself).
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,7 +26,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { upgradeRefusal } from './connect.js';
+import { HANDSHAKE_TIMEOUT_MS, upgradeRefusal, watchScheduler } from './connect.js';
 import {
   AGENT_PROTOCOL_VERSION,
   type DataEndpoint,
@@ -138,6 +134,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     const ws = new WebSocket(this.opts.schedulerUrl, {
       headers: { authorization: `Bearer ${this.opts.token}` },
       maxPayload: 1 << 30,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
       ...this.opts.tls,
     });
     this.ws = ws;
@@ -156,7 +153,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
       });
       this.emit('connected');
     });
-    ws.on('message', (data: Buffer) => this.onMessage(data));
+    ws.on('message', (data: Buffer) => this.onMessage(ws, data));
     // The refusal hook: a non-101 answer must end this attempt (ws does not abort it when this listener
     // exists), so that `close` fires and the backoff below retries; agent/connect.ts names the reason.
     ws.on('unexpected-response', (_req, res) => {
@@ -180,7 +177,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeFrame(msg, payload));
   }
 
-  private onMessage(data: Buffer): void {
+  private onMessage(ws: WebSocket, data: Buffer): void {
     let frame;
     try {
       frame = decodeFrame(data);
@@ -198,7 +195,10 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
     const m = parsed.data;
     switch (m.type) {
       case 'welcome':
-        break;
+        return watchScheduler(ws, m.heartbeatMs, (silentMs) => {
+          this.log.warn({ silentMs }, 'the scheduler is silent: no heartbeat; dropping the connection');
+          ws.terminate();
+        });
       case 'desired':
         this.desired = new Map(m.workers.map((w) => [workerKey(w), w]));
         this.reconcile();

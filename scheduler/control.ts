@@ -20,7 +20,7 @@
 // refused because its worker was retiring goes back to the head of its queue.
 import type { Logger } from 'pino';
 import type { Observation } from '../src/policy/types.js';
-import { AGENT_PROTOCOL_VERSION, type FromAgent, type WorkerStatus } from '../src/protocol/agent.js';
+import type { FromAgent, WorkerStatus } from '../src/protocol/agent.js';
 import { DEFAULT_SERVING_SETTINGS } from '../src/serving/settings.js';
 import { clusterView, gpuIndex } from './clusterView.js';
 import { AgentRegistry } from './control/agents.js';
@@ -290,7 +290,6 @@ export class Control {
       nowIso: this.nowIso(),
     });
     this.observe.agentCount(this.agents.connectedCount());
-    this.opts.link.send(hello.agentId, { v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 1000 });
     // A scheduler that restarted adopts the workers the agent still runs, when it has none of its own
     // there, by what they are (model, GPU, share), before its policy decides anything.
     const adopt = this.set.workers.some((w) => w.agentId === hello.agentId) ? null : hello;
@@ -305,14 +304,16 @@ export class Control {
     if (this.stopped || !this.agents.disconnected(agentId)) return;
     this.observe.agentLeft(agentId, this.nowIso());
     this.observe.agentCount(this.agents.connectedCount());
-    // Its relayed batches in flight will never be answered: fail their tasks now, with the reason (a
-    // batch sent on a worker's data socket is answered there, or fails when that connection closes).
-    for (const b of this.batches.where((x) => x.worker.agentId === agentId && !x.direct)) {
-      const error = `worker ${b.worker.workerId} failed: its agent ${agentId} disconnected`;
-      this.batches.resolve(b, { kind: 'failed', error });
-    }
+    // Whether its batches in flight ran is unknown (it may be cut off, not dead): their tasks go back to
+    // their queues for the model's other workers, and an answer that comes late is ignored. Its workers'
+    // data connections are dropped at once (a silent one would not close for minutes); their batches
+    // go back too, their worker being in state 'unknown' (directPath.ts).
     this.set.agentLost(agentId);
-    this.log.warn({ agentId }, 'agent disconnected; its placements are kept for its return');
+    for (const b of this.batches.where((x) => x.worker.agentId === agentId && !x.direct))
+      this.batches.resolve(b, { kind: 'not-run', workerState: 'unknown' });
+    for (const w of this.set.workers) if (w.agentId === agentId) this.direct.close(w, true);
+    this.log.warn({ agentId }, 'agent disconnected; its tasks go to other workers, its placements are kept');
+    this.dispatcher.dispatchAll();
   }
 
   workersReported(agentId: string, statuses: readonly WorkerStatus[]): void {

@@ -5,7 +5,8 @@
 // control plane), given with the server it listens on, so no message arrives before there is one to take it.
 // The first message must be `hello`; a bad frame or message gets an `error` message and the
 // connection is closed (1008), without touching the cluster state. A second connection with the
-// same agent id replaces the first.
+// same agent id replaces the first. Heartbeats (src/protocol/heartbeat.ts): the hub pings every
+// connection each beat and drops one that was silent `LOST_AFTER_BEATS` beats in a row, as a closed one.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -19,6 +20,7 @@ import {
   type WorkerStatus,
 } from '../src/protocol/agent.js';
 import { decodeFrame, encodeFrame, FrameError, framePieces } from '../src/protocol/frames.js';
+import { DEFAULT_HEARTBEAT_MS, Silence } from '../src/protocol/heartbeat.js';
 import { agentIdentity } from './auth.js';
 import type { AgentLink } from './control.js';
 
@@ -37,15 +39,19 @@ export interface AgentEvents {
 export class AgentHub implements AgentLink {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 30 });
   private readonly sockets = new Map<string, WebSocket>();
+  /** Every open connection (registered or not) and how long it has been silent. */
+  private readonly silence = new Map<WebSocket, { silence: Silence; agentId: () => string | null }>();
+  private beats: NodeJS.Timeout | null = null;
 
   /**
    * `token`: the shared token (any agent id; null: none); `agentTokens`: agent id -> its own token,
-   * with which only that id may register (scheduler/auth.ts).
+   * with which only that id may register (scheduler/auth.ts); `heartbeatMs`: the beat (--heartbeat-ms).
    */
   constructor(
     private readonly token: string | null,
     private readonly log: Logger,
     private readonly agentTokens: ReadonlyMap<string, string> = new Map(),
+    readonly heartbeatMs: number = DEFAULT_HEARTBEAT_MS,
   ) {}
 
   /**
@@ -53,6 +59,7 @@ export class AgentHub implements AgentLink {
    * created after the hub because it sends through it).
    */
   attach(server: Server, events: AgentEvents): void {
+    this.beats ??= setInterval(() => this.beat(), this.heartbeatMs).unref();
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== AGENT_PATH) {
@@ -82,13 +89,33 @@ export class AgentHub implements AgentLink {
   }
 
   close(): void {
+    if (this.beats) clearInterval(this.beats);
     for (const ws of this.sockets.values()) ws.close(1001, 'scheduler shutting down');
     this.wss.close();
+  }
+
+  /** One beat: a connection silent too long is dropped (its `close` tells the control plane); the others are pinged. */
+  private beat(): void {
+    for (const [ws, s] of this.silence) {
+      if (!s.silence.beat()) {
+        if (ws.readyState === WebSocket.OPEN) ws.ping();
+        continue;
+      }
+      this.silence.delete(ws);
+      this.log.warn(
+        { agentId: s.agentId(), silentMs: s.silence.missedBeats * this.heartbeatMs },
+        'agent unreachable: no heartbeat answered; dropping its connection, its tasks go to other workers',
+      );
+      ws.terminate();
+    }
   }
 
   /** `bound`: the only agent id this connection's token allows (null: any). */
   private accept(ws: WebSocket, bound: string | null, control: AgentEvents): void {
     let agentId: string | null = null;
+    const silence = new Silence();
+    this.silence.set(ws, { silence, agentId: () => agentId });
+    ws.on('pong', () => silence.heard());
     const refuse = (why: string) => {
       this.log.warn({ agentId, err: why }, 'agent message refused; closing its connection');
       if (ws.readyState === WebSocket.OPEN)
@@ -96,6 +123,7 @@ export class AgentHub implements AgentLink {
       ws.close(1008, why.slice(0, 120));
     };
     ws.on('message', (data: Buffer, isBinary: boolean) => {
+      silence.heard();
       if (!isBinary) return refuse('messages must be binary frames');
       let frame;
       try {
@@ -114,6 +142,7 @@ export class AgentHub implements AgentLink {
         const old = this.sockets.get(agentId);
         this.sockets.set(agentId, ws);
         if (old && old !== ws) old.close(4000, 'replaced by a new connection of the same agent');
+        ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: this.heartbeatMs }));
         this.log.info(
           { agentId, gpus: m.gpus.length, workers: m.workers.length, kind: m.workerKind },
           'agent registered',
@@ -135,6 +164,7 @@ export class AgentHub implements AgentLink {
       }
     });
     ws.on('close', () => {
+      this.silence.delete(ws);
       if (agentId !== null && this.sockets.get(agentId) === ws) {
         this.sockets.delete(agentId);
         control.agentDisconnected(agentId);

@@ -66,6 +66,8 @@ export interface SchedulerOptions {
   readonly shmMb?: number;
   /** Serve the gRPC endpoint (scheduler/grpc.ts) on this port of `host` (0: a free one); absent: none. */
   readonly grpcPort?: number;
+  /** The agent link's heartbeat (src/protocol/heartbeat.ts; default DEFAULT_HEARTBEAT_MS). */
+  readonly heartbeatMs?: number;
 }
 
 /** The body limit of routes that take no body. */
@@ -141,7 +143,7 @@ export class SchedulerService {
       region,
       sent: (shm, inline) => metrics.directSamples(shm, inline),
     });
-    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens);
+    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens, opts.heartbeatMs);
     const control = new Control({
       models: opts.models,
       profiles: opts.profiles,

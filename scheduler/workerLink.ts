@@ -55,7 +55,8 @@ export interface DirectLink {
   has(key: string): boolean;
   /** `bySlot` false: every part goes inline (shared-memory slots are for a one-input model's samples). */
   send(key: string, header: object, parts: readonly Uint8Array[], bySlot?: boolean): boolean;
-  close(key: string): void;
+  /** `abort`: destroy the connection at once instead of ending it once what was written is sent. */
+  close(key: string, abort?: boolean): void;
 }
 
 /** What the sockets report, by connection id (one per `open`). */
@@ -372,9 +373,10 @@ export class DirectLinks implements DirectLink {
     return true;
   }
 
-  close(key: string): void {
+  close(key: string, abort = false): void {
     const c = this.byKey.get(key);
-    if (c) this.sockets.close(c.cid);
+    if (c && abort) this.sockets.destroy(c.cid);
+    else if (c) this.sockets.close(c.cid);
   }
 
   /**

@@ -4,6 +4,12 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { AgentTls } from '../../agent/connect.js';
 import { DEFAULT_LIMITS } from '../../scheduler/limits.js';
 import { DEFAULT_SHM_MB, MAX_SHM_MB } from '../../scheduler/shmRegion.js';
+import {
+  DEFAULT_HEARTBEAT_MS,
+  HEARTBEAT_MS_RANGE,
+  LOST_AFTER_BEATS,
+  validHeartbeatMs,
+} from '../../src/protocol/heartbeat.js';
 import { POOLED_GPU_MODES, type PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
 import { attainmentTarget, positiveInt } from '../flags.js';
@@ -18,6 +24,13 @@ function shmMegabytes(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > MAX_SHM_MB)
     throw new InvalidArgumentError(`must be an integer from 0 (off) to ${MAX_SHM_MB}`);
+  return n;
+}
+
+function heartbeatMs(v: string): number {
+  const n = v.trim() === '' ? NaN : Number(v);
+  const { min, max } = HEARTBEAT_MS_RANGE;
+  if (!validHeartbeatMs(n)) throw new InvalidArgumentError(`must be an integer number of ms from ${min} to ${max}`);
   return n;
 }
 
@@ -45,6 +58,7 @@ export interface ServeOptions {
   maxConnections: number;
   maxConnectionsPerClient: number;
   shmMb: number;
+  heartbeatMs: number;
   tlsCert?: string;
   tlsKey?: string;
   authTokensFile?: string;
@@ -185,6 +199,13 @@ export function addSchedulerOptions(c: Command): Command {
         'batches carry the bytes)',
       shmMegabytes,
       DEFAULT_SHM_MB,
+    )
+    .option(
+      '--heartbeat-ms <ms>',
+      `ping each agent every <ms>; an agent silent ${LOST_AFTER_BEATS} beats in a row is unreachable (its tasks go ` +
+        'to other workers) and an agent that hears nothing for as long reconnects',
+      heartbeatMs,
+      DEFAULT_HEARTBEAT_MS,
     )
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
     .option(

@@ -249,6 +249,7 @@ export async function startScheduler(
       maxConnectionsPerClient: opts.maxConnectionsPerClient,
     },
     shmMb: opts.shmMb,
+    heartbeatMs: opts.heartbeatMs,
   }).catch((e: unknown) => {
     store.close();
     throw listenError(e, opts.host, opts.port);

@@ -39,8 +39,9 @@ export class DirectPath implements DirectPort {
     });
   }
 
-  close(w: Worker): void {
-    this.link?.close(linkKey(w, this.models));
+  /** `abort`: at once, dropping what is unsent (a connection to a host cut off would not end cleanly). */
+  close(w: Worker, abort = false): void {
+    this.link?.close(linkKey(w, this.models), abort);
   }
 
   /** A frame from a worker's data socket: the answer to one of its direct batches. */

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { AGENT_PATH, type AgentEvents, AgentHub } from '../../scheduler/hub.js';
 import { AGENT_PROTOCOL_VERSION } from '../../src/protocol/agent.js';
-import { encodeFrame } from '../../src/protocol/frames.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/frames.js';
 
 const servers: Server[] = [];
 const hubs: AgentHub[] = [];
@@ -17,7 +17,7 @@ afterEach(async () => {
 });
 
 /** A hub on a fresh server, attached with events that record what they are told. */
-async function hubWithEvents(): Promise<{ url: string; seen: string[] }> {
+async function hubWithEvents(heartbeatMs?: number): Promise<{ url: string; seen: string[] }> {
   const seen: string[] = [];
   const events: AgentEvents = {
     agentConnected: (h) => seen.push(`connected ${h.agentId}`),
@@ -29,15 +29,16 @@ async function hubWithEvents(): Promise<{ url: string; seen: string[] }> {
   };
   const server = createServer();
   servers.push(server);
-  const hub = new AgentHub('tok', pino({ level: 'silent' }));
+  const hub = new AgentHub('tok', pino({ level: 'silent' }), new Map(), heartbeatMs);
   hubs.push(hub);
   hub.attach(server, events);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}${AGENT_PATH}`, seen };
 }
 
-function connect(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(url, { headers: { authorization: 'Bearer tok' } });
+/** `autoPong` false: the client never answers the hub's pings (a host cut off, as the hub sees it). */
+function connect(url: string, autoPong = true): Promise<WebSocket> {
+  const ws = new WebSocket(url, { headers: { authorization: 'Bearer tok' }, autoPong });
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);
@@ -87,5 +88,22 @@ describe('AgentHub: agents in, events out', () => {
     ws.send(encodeFrame({ v: AGENT_PROTOCOL_VERSION, type: 'workers', workers: [] }));
     expect(await closed).toBe(1008);
     expect(seen).toEqual([]);
+  });
+
+  it('welcomes an agent with the beat, and drops one that answers no ping for 3 beats', async () => {
+    const { url, seen } = await hubWithEvents(100);
+    const live = await connect(url);
+    const silent = await connect(url, false);
+    const welcomes: unknown[] = [];
+    live.on('message', (d: Buffer) => welcomes.push(decodeFrame(d).header));
+    live.send(encodeFrame(hello));
+    silent.send(encodeFrame({ ...hello, agentId: 'a2' }));
+    await until(() => seen.includes('disconnected a2'));
+    expect(welcomes).toEqual([{ v: AGENT_PROTOCOL_VERSION, type: 'welcome', heartbeatMs: 100 }]);
+    // The agent that answers its pings stays, well past the beats that dropped the other.
+    await new Promise((r) => setTimeout(r, 600));
+    expect(seen).toEqual(['connected a1', 'connected a2', 'disconnected a2']);
+    expect(live.readyState).toBe(WebSocket.OPEN);
+    live.close();
   });
 });
