@@ -4,11 +4,12 @@
 // runs by itself: the epoch runs when the test calls `control.epoch()` (start() is never called).
 import type { QueuePolicyConfig } from '../../src/serving/queuePolicy.js';
 import { pino } from 'pino';
+import { afterEach } from 'vitest';
 import type { PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { Control, type ControlSettings, type TaskAnswer } from '../../scheduler/control.js';
 import { Metrics } from '../../scheduler/metrics.js';
 import type { ControlObserver } from '../../scheduler/observer.js';
-import type { ClusterInfo, Policy } from '../../src/policy/types.js';
+import type { ClusterInfo, Deployment, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import {
   AGENT_PROTOCOL_VERSION,
@@ -19,6 +20,8 @@ import {
 } from '../../src/protocol/agent.js';
 import { type ModelSignature, modelSignature } from '../../src/protocol/tensor.js';
 import type { DirectLink } from '../../scheduler/workerLink.js';
+import { loadProfileFile } from './clusters.js';
+import { FixedPolicy } from './fakes.js';
 
 export interface Sent {
   readonly agentId: string;
@@ -148,4 +151,36 @@ export function controlHarness(opts: {
     workers: opts.running ?? [],
   });
   return h;
+}
+
+/**
+ * The smallest cluster the data-path and lost-agent suites drive by hand: resnet50 (SLO 1 s) on one simulated
+ * rtx2060s at 50%, batch 1 (`deployment`). `setup(direct?, policy?)` makes a harness under a fixed policy of
+ * that deployment (or `policy`); each one made is stopped after its test (registers vitest's afterEach).
+ */
+export function oneGpuHarnesses(): {
+  readonly deployment: Deployment;
+  readonly setup: (direct?: DirectLink, policy?: (c: ClusterInfo) => Policy) => Harness;
+} {
+  const rtx = loadProfileFile('rtx2060s');
+  const profiles = new Map([[rtx.id, rtx]]);
+  const deployment: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }] };
+  const harnesses: Harness[] = [];
+  afterEach(() => {
+    for (const h of harnesses.splice(0)) h.control.stop();
+  });
+  return {
+    deployment,
+    setup: (direct, policy = () => new FixedPolicy(deployment)) => {
+      const h = controlHarness({
+        models: [{ name: 'resnet50', sloMs: 1000 }],
+        profiles,
+        policy,
+        gpus: simGpus('rtx2060s', 1),
+        ...(direct ? { direct } : {}),
+      });
+      harnesses.push(h);
+      return h;
+    },
+  };
 }

@@ -2,34 +2,13 @@
 // control plane driven by hand: whether its batches in flight ran is unknown, so their tasks go back to
 // their queue, relayed or on a worker's data socket (dropped at once), and are answered exactly once,
 // by another worker of the model or by the same one once its agent is back.
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Deployment } from '../../src/policy/types.js';
+import { describe, expect, it } from 'vitest';
 import { AGENT_PROTOCOL_VERSION, workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import type { TaskAnswer } from '../../scheduler/control.js';
-import { loadProfileFile } from '../support/clusters.js';
-import { controlHarness, type Harness, simGpus } from '../support/control.js';
-import { FakeDirectLink, FixedPolicy } from '../support/fakes.js';
+import { type Harness, oneGpuHarnesses, simGpus } from '../support/control.js';
+import { FakeDirectLink } from '../support/fakes.js';
 
-const rtx = loadProfileFile('rtx2060s');
-const profiles = new Map([[rtx.id, rtx]]);
-const MODELS = [{ name: 'resnet50', sloMs: 1000 }];
-const D: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }] };
-const harnesses: Harness[] = [];
-afterEach(() => {
-  for (const h of harnesses.splice(0)) h.control.stop();
-});
-
-function setup(direct?: FakeDirectLink): Harness {
-  const h = controlHarness({
-    models: MODELS,
-    profiles,
-    policy: () => new FixedPolicy(D),
-    gpus: simGpus('rtx2060s', 1),
-    ...(direct ? { direct } : {}),
-  });
-  harnesses.push(h);
-  return h;
-}
+const { setup } = oneGpuHarnesses();
 
 /** Submits a task of model 0 and records every answer it gets. */
 function submit(h: Harness): TaskAnswer[] {

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { inssFactory } from '../../rl/inss.js';
-import { inssMargins, marginScale, missAllowance, normalQuantile } from '../../rl/inssMargins.js';
+import { inssMargins, marginScale, missAllowance } from '../../rl/inssMargins.js';
+import { normalQuantile } from '../../src/workload/normal.js';
 import {
   KEEP_MISSED_FRACTION,
   MEETS_MISSED_FRACTION,

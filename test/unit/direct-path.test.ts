@@ -3,36 +3,16 @@
 // refusals on that socket; a connection that closes; and pipelining (a second batch in flight once
 // the first one's predicted GPU time is over, where there is transport to hide), with the shared rule
 // of src/serving/dispatch.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/policy/types.js';
 import { workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import { WORKER_PROTOCOL_VERSION } from '../../src/protocol/worker.js';
 import type { TaskAnswer } from '../../scheduler/control.js';
 import { nextBatchAtMs, PIPELINE_DEPTH } from '../../src/serving/dispatch.js';
-import { loadProfileFile } from '../support/clusters.js';
-import { controlHarness, type Harness, simGpus } from '../support/control.js';
-import { FakeDirectLink, FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
+import { type Harness, oneGpuHarnesses } from '../support/control.js';
+import { FakeDirectLink, ScriptedPolicy } from '../support/fakes.js';
 
-const rtx = loadProfileFile('rtx2060s');
-const profiles = new Map([[rtx.id, rtx]]);
-const MODELS = [{ name: 'resnet50', sloMs: 1000 }];
-const D: Deployment = { placements: [{ model: 0, gpu: 0, pct: 50, batch: 1 }] };
-const harnesses: Harness[] = [];
-afterEach(() => {
-  for (const h of harnesses.splice(0)) h.control.stop();
-});
-
-function setup(direct?: FakeDirectLink): Harness {
-  const h = controlHarness({
-    models: MODELS,
-    profiles,
-    policy: () => new FixedPolicy(D),
-    gpus: simGpus('rtx2060s', 1),
-    ...(direct ? { direct } : {}),
-  });
-  harnesses.push(h);
-  return h;
-}
+const { deployment: D, setup } = oneGpuHarnesses();
 
 /** The agent reports its worker ready with a data socket. */
 function readyWithData(h: Harness): string {
@@ -147,14 +127,7 @@ describe('a worker let go on the direct path', () => {
   it('its batch unanswered when its connection closes (stopped after a swap) goes back, then to its successor', () => {
     const direct = new FakeDirectLink();
     const d2: Deployment = { placements: [{ model: 0, gpu: 0, pct: 60, batch: 1 }] };
-    const h = controlHarness({
-      models: MODELS,
-      profiles,
-      policy: () => new ScriptedPolicy([D, d2]),
-      gpus: simGpus('rtx2060s', 1),
-      direct,
-    });
-    harnesses.push(h);
+    const h = setup(direct, () => new ScriptedPolicy([D, d2]));
     const oldKey = readyWithData(h);
     direct.connect(oldKey);
     const t = h.submit(0);
