@@ -2,7 +2,7 @@
 // 0.0.0.0, over HTTPS and wss:// with a self-signed certificate made here by the openssl binary, tokens
 // from files (the scheduler, an agent, `inss loadgen` as the client); and `inss up` on 0.0.0.0 with no
 // token file (introspection closed, unless opted out).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
@@ -10,46 +10,17 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { INSS_BIN, REPO_ROOT } from '../support/paths.js';
+import { opensslWorks, selfSignedCert } from '../support/tls.js';
 import { binaryInferRequest, startInss, stopAll, waitFor } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-access-'));
 const SCENARIO = join(REPO_ROOT, 'benchmarks', 'scenarios', 'hostile-one.json');
 
-function opensslWorks(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 const HAS_OPENSSL = opensslWorks();
 const CERT = join(dir, 'cert.pem');
 const KEY = join(dir, 'key.pem');
 if (HAS_OPENSSL) {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      KEY,
-      '-out',
-      CERT,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
+  selfSignedCert(KEY, CERT);
 }
 const CLIENT_TOKEN = 'client-token-0123456789abcdef';
 const A1_TOKEN = 'agent-one-token-0123456789';

@@ -9,7 +9,7 @@
 // Over 400 lines because every case runs against one `inss up` started once in beforeAll (a system
 // test: starting the system per file costs more than the cases), and the system test list in
 // vitest.config.ts names this one file.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
 import { bytesTensor, IMAGENET, inceptionBatch, jpegFile, parseModel, topClasses } from '../support/imageClient.js';
 import { REPO_ROOT } from '../support/paths.js';
+import { opensslWorks, selfSignedCert } from '../support/tls.js';
 import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 type Reply =
@@ -676,15 +677,6 @@ describe('the gRPC port on the command line', () => {
   });
 });
 
-function opensslWorks(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe.skipIf(!opensslWorks())(
   'a scheduler with --tls-cert/--tls-key, over gRPC (openssl makes the certificate)',
   () => {
@@ -692,29 +684,7 @@ describe.skipIf(!opensslWorks())(
       const dir = mkdtempSync(join(state, 'tls-'));
       const cert = join(dir, 'cert.pem');
       const key = join(dir, 'key.pem');
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:prime256v1',
-          '-nodes',
-          '-keyout',
-          key,
-          '-out',
-          cert,
-          '-days',
-          '2',
-          '-subj',
-          '/CN=localhost',
-          '-addext',
-          'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        ],
-        { stdio: 'ignore' },
-      );
+      selfSignedCert(key, cert);
       const s = startInss([
         'scheduler',
         '--port',

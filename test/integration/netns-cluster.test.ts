@@ -4,7 +4,7 @@
 // closes: a silent partition) is detected by the heartbeats within seconds, its tasks go to the other
 // host's workers of the same models, and once the link is back the host serves again.
 // Skipped, saying why, unless run as root with `ip netns` usable, openssl and a build (dist/).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetnsCluster, netnsUnusable } from '../support/netns.js';
 import { REPO_ROOT } from '../support/paths.js';
+import { opensslWorks, selfSignedCert } from '../support/tls.js';
 import { writeScenario } from '../support/scenario.js';
 import { type Running, waitFor } from '../support/system.js';
 
@@ -22,7 +23,7 @@ const MODELS = ['resnet50', 'mobilenet'];
 
 function skipReason(): string | null {
   if (!existsSync(join(REPO_ROOT, 'dist', 'tools', 'loadgen', 'binary.js'))) return 'no build: run npm run build';
-  if (spawnSync('openssl', ['version'], { stdio: 'ignore' }).status !== 0) return 'no openssl';
+  if (!opensslWorks()) return 'no openssl';
   return netnsUnusable(PREFIX);
 }
 const SKIP = skipReason();
@@ -126,29 +127,7 @@ describe.skipIf(SKIP !== null)('a cluster of network namespaces over TLS with pe
   }
 
   beforeAll(async () => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '2',
-        '-keyout',
-        file('key.pem'),
-        '-out',
-        file('cert.pem'),
-        '-subj',
-        '/CN=sched',
-        '-addext',
-        `subjectAltName=IP:${SCHED_IP}`,
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCert(file('key.pem'), file('cert.pem'), 'sched', `IP:${SCHED_IP}`);
     ca = readFileSync(file('cert.pem'));
     writeFileSync(file('agents.txt'), 'gpu1 gpu1-token-0123456789abcdef\ngpu2 gpu2-token-0123456789abcdef\n', {
       mode: 0o600,

@@ -6,7 +6,7 @@
 // prefix left (its processes, namespaces and links), and `destroy` (also run on process exit) removes
 // everything it made. It kills only processes inside its own namespaces, by pid.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import type { Running } from './system.js';
+import { type Running, running } from './system.js';
 import { INSS_BIN, REPO_ROOT } from './paths.js';
 
 /** One host: its namespace, its address on the bridge, and its link (the bridge's end of its veth). */
@@ -166,15 +166,7 @@ export class NetnsCluster {
       { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.children.push(child);
-    const r: Running = {
-      child,
-      stdout: '',
-      stderr: '',
-      exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
-    };
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
-    return r;
+    return running(child);
   }
 
   /** Takes host `name`'s link down (a cable pulled: nothing is told to either end), or up again. */

@@ -1,6 +1,7 @@
 // Starts the running system as a user would: `inss up`, `inss scheduler`, `inss agent` as real
 // processes, and waits on their HTTP endpoint. Every started process is killed by `stopAll()`.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { standInForward } from '../../src/serving/standIn.js';
@@ -23,6 +24,13 @@ export function startInss(args: readonly string[], env: Record<string, string> =
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
+  const r = running(child);
+  started.push(r);
+  return r;
+}
+
+/** A child started with piped stdout and stderr, its output gathered as it comes and its exit awaited. */
+export function running(child: ChildProcessByStdio<null, Readable, Readable>): Running {
   const r: Running = {
     child,
     stdout: '',
@@ -31,7 +39,6 @@ export function startInss(args: readonly string[], env: Record<string, string> =
   };
   child.stdout.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
-  started.push(r);
   return r;
 }
 
