@@ -16,10 +16,11 @@ import {
 } from '../tools/bench/capacity.js';
 import { type BenchContext, type PolicyResult, policyCurve } from '../tools/bench/run.js';
 import { attainmentKey, formatSpread, meanCurve, type SuiteCell } from '../tools/bench/suite.js';
-import { scenarioCluster } from '../src/scenario/build.js';
+import { scenarioCluster, scenarioSettings } from '../src/scenario/build.js';
 import { barChart, lineChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
+import type { MonitorKind } from '../src/serving/monitor.js';
 import type { TransportModel } from '../src/serving/transport.js';
 import type { PolicyRegistry } from './registry.js';
 import {
@@ -42,6 +43,8 @@ export interface BenchOptions {
   /** Seeds the capacity is measured over (mean and range); default the scenario's. */
   readonly seeds?: readonly number[];
   readonly timeshareGpu?: PooledGpuMode;
+  /** The monitor every run uses (src/serving/monitor.ts); absent: the scenario's. */
+  readonly monitor?: MonitorKind;
   /** The transport a running system measured on a host (`inss bench --transport FILE`). */
   readonly transport?: TransportModel;
   readonly out?: string;
@@ -117,6 +120,7 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
   const loaded = cellScenario({
     scenario: opts.scenario,
     ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+    ...(opts.monitor ? { monitor: opts.monitor } : {}),
   });
   const names = opts.policies
     ? opts.policies
@@ -156,6 +160,7 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     scenario: opts.scenario,
     policy: f.name,
     ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+    ...(opts.monitor ? { monitor: opts.monitor } : {}),
     ...(opts.policyFile ? { policyFile: opts.policyFile } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}),
   });
@@ -169,6 +174,7 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     seed: loaded.scenario.seed,
     durationS: loaded.scenario.durationS,
     timeshareGpu: loaded.scenario.timeshareGpu,
+    monitor: scenarioSettings(loaded.scenario).monitor,
     ...(opts.sweep ? { grid: opts.grid ?? DEFAULT_GRID, seeds } : {}),
     results: results.map((r) => ({
       policy: r.policy,

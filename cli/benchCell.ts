@@ -12,6 +12,7 @@ import { attainmentLabel, readsAttainmentTarget } from '../src/policy/attainment
 import type { PolicyFactory, PolicyOptions } from '../src/policy/types.js';
 import { scenarioCluster } from '../src/scenario/build.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
+import type { MonitorKind } from '../src/serving/monitor.js';
 import type { TransportModel } from '../src/serving/transport.js';
 import { PolicyRegistry } from './registry.js';
 import { BUILTIN_POLICY_DIR, readJsonFile } from './profiles.js';
@@ -96,14 +97,24 @@ export interface CellJob {
   /** Stop the curve after the first load below this attainment. */
   readonly stopAtAttainment?: number;
   readonly timeshareGpu?: PooledGpuMode;
+  /** The monitor every run uses (src/serving/monitor.ts); absent: the scenario's. */
+  readonly monitor?: MonitorKind;
   readonly policyFile?: string;
 }
 
 const loadedCache = new Map<string, LoadedScenario>();
 let registry: PolicyRegistry | null = null;
 
-/** The scenario as a cell runs it: loaded once per process, with the time-shared GPU model overridden when asked. */
-export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): LoadedScenario {
+/**
+ * The scenario as a cell runs it: loaded once per process, with the time-shared GPU model and the monitor
+ * overridden when asked.
+ */
+export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu' | 'monitor'>): LoadedScenario {
+  const loaded = timeshareScenario(job);
+  return job.monitor ? { ...loaded, scenario: { ...loaded.scenario, monitor: job.monitor } } : loaded;
+}
+
+function timeshareScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): LoadedScenario {
   let loaded = loadedCache.get(job.scenario);
   if (!loaded) {
     loaded = loadScenario(job.scenario);
@@ -152,6 +163,7 @@ export interface PolicyJob {
   readonly scenario: string;
   readonly policy: string;
   readonly timeshareGpu?: PooledGpuMode;
+  readonly monitor?: MonitorKind;
   readonly policyFile?: string;
   readonly transport?: TransportModel;
 }

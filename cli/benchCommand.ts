@@ -9,7 +9,8 @@ import { parseGrid, parseSeeds } from '../tools/bench/capacity.js';
 import { runBench } from './bench.js';
 import { DEFAULT_SUITE_POLICIES, runSuite } from './benchSuite.js';
 import { benchRegistry, HEADROOM_VARIANTS, labelForTarget } from './benchCell.js';
-import { attainmentTarget, positiveInt } from './flags.js';
+import { attainmentTarget, MONITOR_FLAG_HELP, monitorKind, positiveInt } from './flags.js';
+import type { MonitorKind } from '../src/serving/monitor.js';
 import { readJsonFile } from './profiles.js';
 import { PolicyRegistry } from './registry.js';
 
@@ -70,6 +71,7 @@ export function registerBench(program: Command): void {
         "also both (the suite under each, in <out>/overlap and <out>/serial) (default: each GPU's own in its " +
         'scenario, overlap)',
     )
+    .option('--monitor <kind>', MONITOR_FLAG_HELP, monitorKind)
     .option(
       '--attainment-target <x>',
       "fraction of tasks inss plans to serve within SLO, in (0.5, 1), over the scenario's; inss runs labelled " +
@@ -103,6 +105,7 @@ export function registerBench(program: Command): void {
         seeds?: string;
         jobs: number;
         timeshareGpu?: string;
+        monitor?: MonitorKind;
         out?: string;
         policyFile?: string;
         skipUnsupported?: boolean;
@@ -170,6 +173,7 @@ export function registerBench(program: Command): void {
               ...(grid ? { grid } : {}),
               jobs: opts.jobs,
               ...(mode ? { timeshareGpu: mode } : {}),
+              ...(opts.monitor ? { monitor: opts.monitor } : {}),
               ...(out ? { out } : {}),
               ...(opts.json ? { json: true } : {}),
               ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
@@ -201,6 +205,7 @@ export function registerBench(program: Command): void {
           ...(grid ? { grid } : {}),
           ...(seeds ? { seeds } : {}),
           ...(timeshareGpu ? { timeshareGpu } : {}),
+          ...(opts.monitor ? { monitor: opts.monitor } : {}),
           ...(opts.out ? { out: opts.out } : {}),
           ...(opts.policyFile !== undefined ? { policyFile: opts.policyFile } : {}),
           jobs: opts.jobs,

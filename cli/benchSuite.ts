@@ -17,6 +17,7 @@ import { scenarioCluster } from '../src/scenario/build.js';
 import { barChart } from '../tools/report/svg.js';
 import { InvalidInputError } from '../src/profile/schema.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
+import type { MonitorKind } from '../src/serving/monitor.js';
 import type { PolicyRegistry } from './registry.js';
 import { type CellJob, cellScenario, inssPolicyData, policyOptionsFor, runCell } from './benchCell.js';
 import { startProgress } from './progress.js';
@@ -53,6 +54,8 @@ export interface SuiteOptions {
   /** Worker threads running cells (1: in this process). */
   readonly jobs: number;
   readonly timeshareGpu?: PooledGpuMode;
+  /** The monitor every cell uses (src/serving/monitor.ts); absent: each scenario's. */
+  readonly monitor?: MonitorKind;
   readonly out?: string;
   readonly json?: boolean;
   /**
@@ -107,7 +110,11 @@ function formatCeilings(ceilings: readonly SuiteCeiling[]): string {
 export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Promise<number> {
   const scenarioArgs = opts.scenarios && opts.scenarios.length > 0 ? opts.scenarios : defaultSuiteScenarios();
   const loadedAll = scenarioArgs.map((s) =>
-    cellScenario({ scenario: s, ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}) }),
+    cellScenario({
+      scenario: s,
+      ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+      ...(opts.monitor ? { monitor: opts.monitor } : {}),
+    }),
   ); // validates every scenario first
   for (const l of loadedAll) scenarioCluster(l.scenario, l.profiles);
   const names = loadedAll.map((l) => l.scenario.name);
@@ -159,6 +166,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
           loads,
           stopAtAttainment: stopAt,
           ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
+          ...(opts.monitor ? { monitor: opts.monitor } : {}),
         });
   const t0 = performance.now();
   const progress = startProgress({
@@ -188,6 +196,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       jobs: opts.jobs,
       wallS,
       timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)',
+      monitor: opts.monitor ?? 'per scenario (default mean)',
       node: process.version,
     },
     summary,

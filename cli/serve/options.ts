@@ -12,7 +12,8 @@ import {
 } from '../../src/protocol/heartbeat.js';
 import { POOLED_GPU_MODES, type PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
-import { attainmentTarget, positiveInt } from '../flags.js';
+import type { MonitorKind } from '../../src/serving/monitor.js';
+import { attainmentTarget, MONITOR_FLAG_HELP, monitorKind, positiveInt } from '../flags.js';
 
 function portNumber(v: string): number {
   const n = Number(v);
@@ -75,9 +76,10 @@ export interface ServeOptions {
   policyFile?: string;
   /** --attainment-target: overrides the scenario's `attainmentTarget` (undefined: the scenario's). */
   attainmentTarget?: number;
-  /** Overrides of the scenario's epoch and monitor window (undefined: the scenario's). */
+  /** Overrides of the scenario's epoch, monitor window and monitor (undefined: the scenario's). */
   epochMs?: number;
   monitorWindowMs?: number;
+  monitor?: MonitorKind;
   stateDir?: string;
   logLevel: string;
 }
@@ -151,6 +153,7 @@ export function addSchedulerOptions(c: Command): Command {
       "window of the arrival-rate estimate (default: the scenario's monitorWindowS)",
       positiveInt,
     )
+    .option('--monitor <kind>', MONITOR_FLAG_HELP, monitorKind)
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
     .option(

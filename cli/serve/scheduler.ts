@@ -145,9 +145,10 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     settings = withOverrides(servingSettings(loaded.scenario), {
       epochMs: opts.epochMs,
       monitorWindowMs: opts.monitorWindowMs,
+      monitor: opts.monitor,
     });
   } catch (e) {
-    throw new InvalidInputError(`--epoch-ms / --monitor-window-ms: ${(e as Error).message}`);
+    throw new InvalidInputError(`--epoch-ms / --monitor-window-ms / --monitor: ${(e as Error).message}`);
   }
   return {
     scenario: loaded,

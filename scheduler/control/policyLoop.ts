@@ -3,7 +3,8 @@
 // epoch observes, asks the policy, and hands its deployment to the worker set.
 import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Policy } from '../../src/policy/types.js';
-import { RateMonitor } from '../../src/serving/monitor.js';
+import { type MonitorKind, RateMonitor } from '../../src/serving/monitor.js';
+import type { ServingSettings } from '../../src/serving/settings.js';
 import type { ControlObserver } from '../observer.js';
 import { EpochStats } from '../../src/serving/epochStats.js';
 import type { TaskOutcome } from '../metrics.js';
@@ -14,8 +15,8 @@ export interface PolicyLoopDeps {
   readonly models: readonly ServedModelConfig[];
   readonly policyName: string;
   readonly createPolicy: (cluster: ClusterInfo) => Policy;
-  readonly epochMs: number;
-  readonly monitorWindowMs: number;
+  /** The decision epoch, the monitor's window and its kind (src/serving/monitor.ts; absent: `mean`). */
+  readonly settings: Pick<ServingSettings, 'epochMs' | 'monitorWindowMs'> & { readonly monitor?: MonitorKind };
   /** Per model, the rate to plan for until the monitor has seen a full window. */
   readonly initialRatesPerS: readonly number[];
   readonly clock: () => number;
@@ -39,7 +40,12 @@ export class PolicyLoop {
 
   constructor(private readonly deps: PolicyLoopDeps) {
     this.stats = new EpochStats(deps.models.length);
-    this.monitor = new RateMonitor(deps.models.length, deps.epochMs, deps.monitorWindowMs);
+    this.monitor = new RateMonitor(
+      deps.models.length,
+      deps.settings.epochMs,
+      deps.settings.monitorWindowMs,
+      deps.settings.monitor,
+    );
   }
 
   /** Why the policy cannot run on this cluster; null when it can (or there is no cluster yet). */
@@ -49,7 +55,7 @@ export class PolicyLoop {
 
   /** Runs `epoch` every `epochMs` until `stop`. */
   start(epoch: () => void): void {
-    this.timer = setInterval(epoch, this.deps.epochMs);
+    this.timer = setInterval(epoch, this.deps.settings.epochMs);
   }
 
   stop(): void {

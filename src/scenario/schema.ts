@@ -3,6 +3,7 @@
 // Validated before anything runs; every problem is reported with its field path.
 import { z } from 'zod';
 import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
+import { MONITOR_KINDS } from '../serving/monitor.js';
 import { QueuePolicySchema } from '../serving/queuePolicy.js';
 
 const positive = z.number().finite().positive();
@@ -112,6 +113,11 @@ export const ScenarioSchema = z
     epochS: positive.default(1),
     swapS: nonNegative.default(3),
     monitorWindowS: positive.default(3),
+    /**
+     * The rate the policy is told (src/serving/monitor.ts): `mean` over the monitor window, or `envelope`, that
+     * raised by the tuner where the traffic envelope outgrows the plan's (src/serving/tuner.ts); absent, the default.
+     */
+    monitor: z.enum(MONITOR_KINDS).optional(),
     seed: z.number().int().min(0).default(1),
     /**
      * The fraction of tasks the operator wants within SLO, which inss plans for (src/policy/attainment.ts):

@@ -4,7 +4,15 @@
 // operator's initial rate (the scenario's), so the first decisions do not plan for an empty cluster
 // while traffic ramps up. Given arrival times, it also measures how bursty each model's arrivals are:
 // the squared coefficient of variation of the gaps between them over the same window (1 for Poisson
-// arrivals, 0 for evenly spaced ones, more for bursts), which the planner's queueing model takes. Pure.
+// arrivals, 0 for evenly spaced ones, more for bursts), which the planner's queueing model takes.
+// Two kinds (the serving setting `monitor`): `mean` reports the window's mean rate; `envelope` also
+// runs the tuner (src/serving/tuner.ts), which raises a model's rate where its traffic envelope
+// outgrows the plan's and holds it raised a while. Pure.
+import { EnvelopeTuner } from './tuner.js';
+
+/** The monitor kinds: the mean rate over the window, or that with the envelope tuner on top. */
+export const MONITOR_KINDS = ['mean', 'envelope'] as const;
+export type MonitorKind = (typeof MONITOR_KINDS)[number];
 
 /** Epochs in the monitor window: round(window / epoch), at least 1. */
 export function windowEpochs(monitorWindowMs: number, epochMs: number): number {
@@ -25,11 +33,14 @@ export class RateMonitor {
   private readonly lastMs: number[];
   private readonly gaps: Float64Array[];
   private readonly gapHistory: Float64Array[][];
+  /** The envelope tuner (`envelope` monitor), else null. */
+  private readonly tuner: EnvelopeTuner | null;
 
   constructor(
     nModels: number,
     private readonly epochMs: number,
     monitorWindowMs: number,
+    kind: MonitorKind = 'mean',
   ) {
     this.history = Array.from({ length: nModels }, () => []);
     this.counts = new Array<number>(nModels).fill(0);
@@ -37,12 +48,14 @@ export class RateMonitor {
     this.lastMs = new Array<number>(nModels).fill(NaN);
     this.gaps = Array.from({ length: nModels }, () => new Float64Array(3));
     this.gapHistory = Array.from({ length: nModels }, () => []);
+    this.tuner = kind === 'envelope' ? new EnvelopeTuner(nModels, epochMs, monitorWindowMs) : null;
   }
 
   /** One arrival of model m in the current epoch, at `tMs` (ms, the caller's clock) when known. */
   arrival(m: number, tMs?: number): void {
     this.counts[m]! += 1;
     if (tMs === undefined) return;
+    this.tuner?.arrival(m, tMs);
     const last = this.lastMs[m]!;
     this.lastMs[m] = tMs;
     if (Number.isNaN(last)) return;
@@ -67,6 +80,7 @@ export class RateMonitor {
       if (h.length > KEEP_EPOCHS) h.shift();
       g.fill(0);
     });
+    this.tuner?.endEpoch(this.measured(), this.arrivalCv2());
   }
 
   /**
@@ -89,13 +103,23 @@ export class RateMonitor {
     });
   }
 
-  /** Tasks/s per model over the window (see the file header for the warm-up rule). */
+  /** Tasks/s per model: the mean over the epochs of the window seen so far. */
+  private measured(): number[] {
+    return this.history.map((all) => {
+      const h = all.slice(-this.k);
+      return (h.reduce((a, b) => a + b, 0) / (Math.max(1, h.length) * this.epochMs)) * 1000;
+    });
+  }
+
+  /**
+   * Tasks/s per model over the window (see the file header for the warm-up rule), raised by the tuner
+   * where it holds a higher rate (`envelope` monitor).
+   */
   ratesPerS(initialRatePerS: readonly number[]): number[] {
-    const seen = this.history.map((h) => h.slice(-this.k));
-    const full = seen.every((h) => h.length >= this.k);
-    return seen.map((h, m) => {
-      const measured = (h.reduce((a, b) => a + b, 0) / (Math.max(1, h.length) * this.epochMs)) * 1000;
-      return full ? measured : Math.max(measured, initialRatePerS[m] ?? 0);
+    const full = this.history.every((h) => h.length >= this.k);
+    return this.measured().map((r, m) => {
+      const mean = full ? r : Math.max(r, initialRatePerS[m] ?? 0);
+      return this.tuner ? this.tuner.ratePerS(m, mean) : mean;
     });
   }
 }

@@ -1,9 +1,10 @@
 // The serving settings the simulator and the scheduler's control plane both run by, read from the
 // scenario by both (src/scenario/build.ts for the simulator, cli/serve.ts for `inss scheduler` and
 // `inss up`); operator flags may override them, validated here. Pure. The scenario builds on these
-// settings, not the other way round: `servingSettings` takes the two scenario fields it reads as plain
-// numbers, so nothing here imports src/scenario/.
+// settings, not the other way round: `servingSettings` takes the scenario fields it reads as plain
+// values, so nothing here imports src/scenario/.
 import { z } from 'zod';
+import { type MonitorKind, MONITOR_KINDS } from './monitor.js';
 
 export const ServingSettingsSchema = z
   .object({
@@ -13,24 +14,34 @@ export const ServingSettingsSchema = z
     monitorWindowMs: z.number().int().positive(),
     /** Safety margin of the dispatch rule (c), a fraction of the predicted batch time. */
     dispatchSlack: z.number().nonnegative().max(10),
+    /** The rate the policy is told: the window's mean, or that raised by the envelope tuner (src/serving/tuner.ts). */
+    monitor: z.enum(MONITOR_KINDS),
   })
   .strict();
 export type ServingSettings = z.infer<typeof ServingSettingsSchema>;
 
-export const DEFAULT_SERVING_SETTINGS: ServingSettings = { epochMs: 1000, monitorWindowMs: 3000, dispatchSlack: 0.1 };
+export const DEFAULT_SERVING_SETTINGS: ServingSettings = {
+  epochMs: 1000,
+  monitorWindowMs: 3000,
+  dispatchSlack: 0.1,
+  monitor: 'mean',
+};
 
 /** The fields of a scenario (src/scenario/schema.ts) that the serving settings read, in seconds. */
 export interface ScenarioTiming {
   readonly epochS: number;
   readonly monitorWindowS: number;
+  /** Absent: the default (DEFAULT_SERVING_SETTINGS). */
+  readonly monitor?: MonitorKind | undefined;
 }
 
-/** The scenario's settings (its epochS and monitorWindowS), with the defaults for the rest. */
+/** The scenario's settings (its epochS, monitorWindowS and monitor), with the defaults for the rest. */
 export function servingSettings(s: ScenarioTiming): ServingSettings {
   return ServingSettingsSchema.parse({
     ...DEFAULT_SERVING_SETTINGS,
     epochMs: Math.round(s.epochS * 1000),
     monitorWindowMs: Math.round(s.monitorWindowS * 1000),
+    ...(s.monitor !== undefined ? { monitor: s.monitor } : {}),
   });
 }
 
@@ -40,9 +51,9 @@ export function servingSettings(s: ScenarioTiming): ServingSettings {
  */
 export function withOverrides(
   base: ServingSettings,
-  overrides: Partial<Record<keyof ServingSettings, number | undefined>>,
+  overrides: { readonly [K in keyof ServingSettings]?: ServingSettings[K] | undefined },
 ): ServingSettings {
-  const merged: Record<string, number> = { ...base };
+  const merged: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(overrides)) if (v !== undefined) merged[k] = v;
   const r = ServingSettingsSchema.safeParse(merged);
   if (!r.success) throw new RangeError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));

@@ -71,7 +71,7 @@ export class Simulation {
     this.rules = { slack: settings.dispatchSlack, marginMs: settings.dispatchMarginMs ?? 0 };
     this.requests = new Requests(cluster, input.streams, transport, this.fixedTransportMs, settings.groundTruth.seed);
     this.timer = new Float64Array(n).fill(Infinity);
-    this.monitor = new RateMonitor(n, settings.epochMs, settings.monitorWindowMs);
+    this.monitor = new RateMonitor(n, settings.epochMs, settings.monitorWindowMs, settings.monitor);
     this.ratesPerS = this.monitor.ratesPerS(input.initialRatePerS);
     this.epoch = new EpochStats(n);
     this.buffer = new TaskBuffer(budgetMs, settings.queuePolicies, this.stats, this.epoch, input.trace);

@@ -1,6 +1,7 @@
 // The simulator's inputs and results: what `simulate` (simulator.ts) takes and returns. The
 // settings it shares with the scheduler are src/serving/settings.ts; these add the twin's own.
 import type { ClusterInfo, Policy } from '../policy/types.js';
+import type { MonitorKind } from '../serving/monitor.js';
 import type { QueuePolicy } from '../serving/queuePolicy.js';
 import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
 import type { TransportModel } from '../serving/transport.js';
@@ -15,6 +16,8 @@ export interface SimSettings {
   readonly swapMs: number;
   /** Window of the monitor's rate estimate (count of arrivals over the window). */
   readonly monitorWindowMs: number;
+  /** The monitor's kind (src/serving/monitor.ts); absent: `mean`. */
+  readonly monitor?: MonitorKind;
   /** Safety margin of the dispatch rule (c), as a fraction of the predicted batch time. */
   readonly dispatchSlack: number;
   /**

@@ -44,17 +44,22 @@ async function settingsOf(args: string[]): Promise<unknown> {
 
 describe('the scheduler takes its epoch and monitor window from the scenario', () => {
   it('by default, and from the flags when given', async () => {
-    expect(await settingsOf([])).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1 });
+    expect(await settingsOf([])).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1, monitor: 'mean' });
     expect(await settingsOf(['--monitor-window-ms', '4000'])).toEqual({
       epochMs: 500,
       monitorWindowMs: 4000,
       dispatchSlack: 0.1,
+      monitor: 'mean',
     });
+    expect(await settingsOf(['--monitor', 'envelope'])).toMatchObject({ monitor: 'envelope' });
   });
 
   it('refuses a flag that is not a positive whole number of ms', async () => {
     const r = await runCli(['scheduler', '--port', '0', '--scenario', scenarioFile, '--epoch-ms', '0']);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/--epoch-ms/);
+    const m = await runCli(['scheduler', '--port', '0', '--scenario', scenarioFile, '--monitor', 'peak']);
+    expect(m.code).not.toBe(0);
+    expect(m.stderr).toMatch(/--monitor.*mean or envelope/);
   });
 });

@@ -83,8 +83,7 @@ describe("the epoch's statistics", () => {
       createPolicy: () => {
         throw new Error('not asked');
       },
-      epochMs: 1000,
-      monitorWindowMs: 1000,
+      settings: { epochMs: 1000, monitorWindowMs: 1000 },
       initialRatesPerS: [2],
       clock: () => 1,
       nowIso: () => '',

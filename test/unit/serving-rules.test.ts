@@ -266,7 +266,7 @@ describe('epoch and monitor window from the scenario (src/serving/settings.ts)',
 
   it('the simulator and the scheduler read the same settings, which flags may override, validated', () => {
     const s = servingSettings(scenario);
-    expect(s).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1 });
+    expect(s).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1, monitor: 'mean' });
     expect(scenarioSettings(scenario)).toMatchObject(s);
     expect(withOverrides(s, { epochMs: 250, monitorWindowMs: undefined })).toEqual({ ...s, epochMs: 250 });
     expect(() => withOverrides(s, { epochMs: 0 })).toThrow(/epochMs/);
