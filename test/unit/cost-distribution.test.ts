@@ -14,8 +14,11 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import { ProfileSchema } from '../../src/profile/schema.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { MAX_PRED_BATCH, predictionTable } from '../../src/serving/dispatch.js';
-import { Rng } from '../../src/workload/random.js';
+import { DEFAULT_SIM_SETTINGS, simulate } from '../../src/sim/simulator.js';
+import { rateFunction, RenewalStream } from '../../src/workload/arrivals.js';
+import { mixSeed, Rng } from '../../src/workload/random.js';
 import { makeProfile } from '../support/builders.js';
+import { FixedPolicy } from '../support/fakes.js';
 
 // Sequence-length buckets 16..512 tokens, cost linear in the padded length, weights long-tailed.
 const classes = [
@@ -155,5 +158,66 @@ describe('scenario field', () => {
     expect(bad.success).toBe(false);
     expect(JSON.stringify(bad.error?.issues[0]?.path)).toBe('["models",0,"cost","classes",0,"weight"]');
     expect(ScenarioSchema.safeParse({ ...base, costBatching: 'median' }).success).toBe(false);
+  });
+});
+
+describe('the simulator with a cost distribution', () => {
+  // o_r = 2 ms * b at any share; no truth error, so a batch's time is exactly its profile time times its cost.
+  const netProfile = ProfileSchema.parse(
+    makeProfile()
+      .model('net', { runAtB1Full: 2, batchExp: 1, pctExp: 0, schedPerKernelMs: 0, alphaCache: 0, alphaU: 0, betaU: 0 })
+      .schedInterference(0, 0)
+      .build(),
+  );
+  // 90% of samples cost 0.5, 10% cost 5.5 (mean 1): a batch of 8 draws a long one 57% of the time.
+  const twoClasses = [
+    { relative: 0.5, weight: 9 },
+    { relative: 5.5, weight: 1 },
+  ];
+  const runWith = (batching: 'tail' | 'mean', onBatch?: (size: number, ms: number, predictedMs: number) => void) => {
+    const cluster = buildCluster(
+      [netProfile],
+      [{ name: 'net', sloMs: 40, cost: servedCost(twoClasses, batching, 0.99) }],
+    );
+    const r = simulate({
+      cluster,
+      streams: [new RenewalStream(rateFunction({ kind: 'constant', ratePerS: 150 }), new Rng(mixSeed(5)))],
+      initialRatePerS: [150],
+      policy: new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 8 }] }),
+      settings: {
+        ...DEFAULT_SIM_SETTINGS,
+        durationMs: 60_000,
+        groundTruth: { systematicErrorPct: 0, noisePct: 0, dramAlpha: 0, seed: 1 },
+      },
+      trace: { batchStart: (_t, _m, _g, size, ms, predictedMs) => onBatch?.(size, ms, predictedMs) },
+    });
+    return { r, cluster };
+  };
+
+  it('times each batch at its profile time times the max of its samples’ drawn costs', () => {
+    const byClass = new Map<number, number>();
+    let batches = 0;
+    const { cluster } = runWith('mean', (size, ms, predictedMs) => {
+      if (size !== 4) return;
+      const c = Math.round((ms / predictedMs) * 1e6) / 1e6; // mean-cost table: the profile's time
+      byClass.set(c, (byClass.get(c) ?? 0) + 1);
+      batches++;
+    });
+    const d = cluster.models[0]!.cost!.distribution;
+    expect([...byClass.keys()].every((c) => [...d.costs].some((x) => Math.abs(x - c) < 1e-6))).toBe(true);
+    expect(batches).toBeGreaterThan(300);
+    // P(max of 4 is the long class) = 1 - 0.9^4 = 0.344.
+    const long = (byClass.get(Math.round(d.costs[1]! * 1e6) / 1e6) ?? 0) / batches;
+    expect(Math.abs(long - (1 - 0.9 ** 4))).toBeLessThan(0.06);
+  });
+
+  it('tail batching finishes more tasks within SLO than mean-cost batching on the same draws', () => {
+    const tail = runWith('tail').r;
+    const mean = runWith('mean').r;
+    const finish = (r: typeof tail) => r.good / r.arrivals;
+    // The mean-cost rule starts a batch by its mean-cost time and runs late whenever it draws a long
+    // sample; the tail rule starts smaller batches early enough for the long class.
+    expect(finish(tail)).toBeGreaterThan(0.95);
+    expect(finish(mean)).toBeLessThan(0.6);
   });
 });
