@@ -121,7 +121,8 @@ export class SimGpus {
     }
     this.scratchOut.length = models.length;
     const pooled = timeshared ? gpu.pooled : null;
-    const modelMs = this.truth.batchMs(
+    // Samples whose cost depends on the input: the batch is padded to its most expensive one.
+    const t = this.truth.batchMs(
       gpu.model,
       this.gpuType[g]!,
       pooled,
@@ -130,10 +131,8 @@ export class SimGpus {
       pcts,
       models.length,
       this.scratchOut,
+      this.truthCluster.models[w.model]!.cost?.distribution,
     );
-    // Samples whose cost depends on the input: the batch is padded to its most expensive one.
-    const cost = this.truthCluster.models[w.model]!.cost;
-    const t = cost ? modelMs * this.truth.batchCost(cost.distribution, size) : modelMs;
     // On a pooled GPU the ground truth rewrote the shares to the even split it timed the batches at.
     if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
     w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside };

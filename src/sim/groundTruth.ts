@@ -124,8 +124,9 @@ export class GroundTruth {
    * entries, the layout LatencyModel.predictGpu takes) is the batch, the others the batches running
    * beside it on its GPU. On MPS partitions (`pooled` null) the latency model at their shares; on a
    * pooled GPU its mode's rule (src/model/pooledGpu.ts), which rewrites `pcts` with the even split it
-   * times them at. Then this batch's factor. `out`: scratch of at least `count` entries. The simulator
-   * and the simulated worker (agent/simWorker.ts) time every batch with it.
+   * times them at. Then this batch's factor, and for a model whose cost depends on the input (`cost`,
+   * its distribution) its samples' drawn cost (`batchCost`). `out`: scratch of at least `count` entries.
+   * The simulator and the simulated worker (agent/simWorker.ts) time every batch with it.
    */
   batchMs(
     lm: LatencyModel,
@@ -136,6 +137,7 @@ export class GroundTruth {
     pcts: number[],
     count: number,
     out: number[],
+    cost?: CostDistribution,
   ): number {
     let modelMs: number;
     if (pooled !== null) modelMs = pooledBatchMs(lm, pooled, models, batches, count, pcts, out);
@@ -143,7 +145,8 @@ export class GroundTruth {
       lm.predictGpu(models, batches, pcts, count, out);
       modelMs = out[0]!;
     }
-    return modelMs * this.batchFactor(gpuType, models, batches, pcts);
+    const ms = modelMs * this.batchFactor(gpuType, models, batches, pcts);
+    return cost ? ms * this.batchCost(cost, batches[0]!) : ms;
   }
 
   /** The cost factor of a batch of `size` samples of a model with distribution `d`: its samples' classes drawn. */
