@@ -8,7 +8,7 @@
 // shares on a GPU at most 100%, memory fits, each model placed exactly once.
 // Pure: no clock, no I/O.
 import { throughputPerS } from '../src/model/latency.js';
-import { bda, type BdaOptions } from '../src/policy/bda.js';
+import { bda, bdaInput, type BdaOptions } from '../src/policy/bda.js';
 import type { ClusterInfo, Deployment, GpuInfo, Placement } from '../src/policy/types.js';
 import { predictOnGpu, shareLevels } from '../src/policy/util.js';
 
@@ -253,9 +253,7 @@ function meetsSloAlone(cluster: ClusterInfo, p: Placement, options: BdaOptions):
   const key = (Math.round(p.pct * 1e4) * 4096 + p.gpu) * 4096 + p.model;
   let ok = memo.get(key);
   if (ok === undefined) {
-    ok =
-      bda(cluster.gpus, [{ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: 0 }], options).feasible[0] ??
-      false;
+    ok = bda(cluster.gpus, [bdaInput(cluster, p, 0)], options).feasible[0] ?? false;
     memo.set(key, ok);
   }
   return ok;
@@ -277,11 +275,7 @@ export function scorePlacements(
   options: ScoreOptions = {},
 ): StepOutcome {
   const weights = replicaWeights(cluster, placements, options.interference ?? true);
-  const inputs = placements.map((p, i) => ({
-    placement: p,
-    sloMs: cluster.models[p.model]!.sloMs,
-    ratePerS: ratePerS[p.model]! * weights[i]!,
-  }));
+  const inputs = placements.map((p, i) => bdaInput(cluster, p, ratePerS[p.model]! * weights[i]!));
   const r = bda(cluster.gpus, inputs, options);
   const deployment: Deployment = { placements: placements.map((p, i) => ({ ...p, batch: r.batches[i]! })) };
   const capacity = new Array<number>(cluster.models.length).fill(0);

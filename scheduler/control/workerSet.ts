@@ -373,10 +373,12 @@ export class WorkerSet {
     const gpu = this.clusterInfo.gpus[g]!;
     const serving = this.list.filter((w) => w.gpu === g && (w.role === 'active' || w.role === 'retiring') && w.wanted);
     const timeshare = this.modes[g] === 'timeshare';
-    serving.forEach((w, k) => predictionTable(gpu, serving, k, timeshare, w.predicted));
+    const models = this.clusterInfo.models;
+    const plan = (m: number) => models[m]?.cost?.plan;
+    serving.forEach((w, k) => predictionTable(gpu, serving, k, timeshare, w.predicted, plan(w.model)));
     // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
     for (const w of this.list)
-      if (w.gpu === g && !serving.includes(w)) predictionTable(gpu, [w], 0, timeshare, w.predicted);
+      if (w.gpu === g && !serving.includes(w)) predictionTable(gpu, [w], 0, timeshare, w.predicted, plan(w.model));
     let share = 0;
     let mem = 0;
     for (const w of this.list) {

@@ -8,8 +8,12 @@
 // - Line 10 stops the search when (4a) and (4b) hold but (4c) does not. Throughput rises with the
 //   batch, so a larger batch may still meet all three; `onThroughputShort: 'search-up'` (the
 //   default) searches upward instead, `'break'` is the literal algorithm.
+// A model whose cost depends on the input and is batched against its tail (`BdaInput.plan`,
+// src/model/costDistribution.ts) is checked with its batch time's quantile in (4b) and its mean in (4c):
+// a batch of b padded to its longest sample takes t_inf(b) times the max of b draws (docs/bda.md).
+import { type CostPlan, planFactor } from '../model/costDistribution.js';
 import { taskLatencyMs, throughputPerS } from '../model/latency.js';
-import type { GpuInfo, Placement } from './types.js';
+import type { ClusterInfo, GpuInfo, Placement } from './types.js';
 
 export const BDA_MIN_BATCH = 1;
 export const BDA_MAX_BATCH = 32;
@@ -31,7 +35,7 @@ export interface BdaResult {
   readonly feasible: boolean[];
   /** All placements feasible (Algorithm 1's returned flag). */
   readonly ok: boolean;
-  /** Per placement: the predicted t_inf (ms) at the batch returned. */
+  /** Per placement: the predicted t_inf (ms) at the batch returned (its mean over the cost plan's draws). */
   readonly tInfMs: number[];
 }
 
@@ -47,6 +51,19 @@ export interface BdaInput {
   readonly placement: Pick<Placement, 'model' | 'gpu' | 'pct'>;
   readonly sloMs: number;
   readonly ratePerS: number;
+  /** The model's cost plan (ServedModel.cost.plan); absent: every sample costs the profile's. */
+  readonly plan?: CostPlan;
+}
+
+/** BDA's input for a placement of a served model carrying `ratePerS`: its SLO and cost plan from the cluster. */
+export function bdaInput(
+  cluster: ClusterInfo,
+  placement: Pick<Placement, 'model' | 'gpu' | 'pct'>,
+  ratePerS: number,
+): BdaInput {
+  const m = cluster.models[placement.model]!;
+  const plan = m.cost?.plan;
+  return plan ? { placement, sloMs: m.sloMs, ratePerS, plan } : { placement, sloMs: m.sloMs, ratePerS };
 }
 
 /**
@@ -100,9 +117,12 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
     let maxB = BDA_MAX_BATCH;
     while (minB <= maxB) {
       const mid = Math.floor((minB + maxB) / 2);
-      const tInf = model.predictOne(models, pcts, peers.length, k, mid, interference);
+      const base = model.predictOne(models, pcts, peers.length, k, mid, interference);
+      // Without a plan both are the profile's t_inf: the paper's algorithm to the last bit.
+      const tailMs = inp.plan ? base * planFactor(inp.plan.latency, mid) : base;
+      const tInf = inp.plan ? base * planFactor(inp.plan.throughput, mid) : base;
       const memOk = memOthers + model.memoryMb(models[k]!, mid) <= gpu.memMb; // (4a)
-      const latOk = worstTaskLatencyMs(mid, tInf, inp.ratePerS) <= budgetMs; // (4b)
+      const latOk = worstTaskLatencyMs(mid, tailMs, inp.ratePerS) <= budgetMs; // (4b)
       if (!memOk || !latOk) {
         maxB = mid - 1;
       } else if (throughputPerS(mid, tInf) >= inp.ratePerS) {
@@ -118,7 +138,8 @@ export function bda(gpus: readonly GpuInfo[], inputs: readonly BdaInput[], optio
     }
     if (!feasible[i]) {
       ok = false;
-      tInfMs[i] = model.predictOne(models, pcts, peers.length, k, batches[i]!, interference);
+      const base = model.predictOne(models, pcts, peers.length, k, batches[i]!, interference);
+      tInfMs[i] = inp.plan ? base * planFactor(inp.plan.throughput, batches[i]!) : base;
     }
   }
   return { batches, feasible, ok, tInfMs };

@@ -1,5 +1,6 @@
 // Builds the ClusterInfo policies see from profiles and the served models. Pure: profiles come in
 // already loaded; each distinct profile is compiled once and shared by its GPUs.
+import type { ServedCost } from '../model/costDistribution.js';
 import { LatencyModel } from '../model/predictor.js';
 import type { Profile } from '../profile/schema.js';
 import { DEFAULT_POOLED_GPU_MODE, type PooledGpuMode } from '../model/pooledGpu.js';
@@ -15,7 +16,7 @@ const compiledByProfile = new WeakMap<Profile, LatencyModel>();
  */
 export function buildCluster(
   gpuProfiles: readonly Profile[],
-  models: readonly { name: string; sloMs: number; profileModel?: string | undefined }[],
+  models: readonly { name: string; sloMs: number; profileModel?: string | undefined; cost?: ServedCost }[],
   pooled: PooledGpuMode | readonly PooledGpuMode[] = DEFAULT_POOLED_GPU_MODE,
 ): ClusterInfo {
   if (typeof pooled !== 'string' && pooled.length !== gpuProfiles.length)
@@ -25,11 +26,13 @@ export function buildCluster(
     const c = compiledByProfile.get(p);
     if (c) compiled.set(p.id, c);
   }
-  const served: ServedModel[] = models.map((m, index) =>
-    m.profileModel !== undefined && m.profileModel !== m.name
-      ? { index, name: m.name, sloMs: m.sloMs, profileModel: m.profileModel }
-      : { index, name: m.name, sloMs: m.sloMs },
-  );
+  const served: ServedModel[] = models.map((m, index) => ({
+    index,
+    name: m.name,
+    sloMs: m.sloMs,
+    ...(m.profileModel !== undefined && m.profileModel !== m.name ? { profileModel: m.profileModel } : {}),
+    ...(m.cost ? { cost: m.cost } : {}),
+  }));
   const gpus: GpuInfo[] = gpuProfiles.map((p, index) => {
     let model = compiled.get(p.id);
     if (!model) {

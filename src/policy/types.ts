@@ -2,6 +2,7 @@
 // oracle) implements `Policy` and is created by a `PolicyFactory` registered by name in
 // cli/registry.ts. A policy is pure: it sees the cluster and an observation with the time in
 // it, and returns the deployment it wants; the simulator (or the scheduler service) applies it.
+import type { ServedCost } from '../model/costDistribution.js';
 import type { LatencyModel } from '../model/predictor.js';
 import type { PooledGpuMode } from '../model/pooledGpu.js';
 
@@ -35,6 +36,8 @@ export interface ServedModel {
   readonly sloMs: number;
   /** The profile model it runs (its latency and memory); absent: the one named `name`. */
   readonly profileModel?: string;
+  /** Its per-sample cost varies with the input (src/model/costDistribution.ts); absent: every sample the same. */
+  readonly cost?: ServedCost;
 }
 
 export interface ClusterInfo {

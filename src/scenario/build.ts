@@ -1,5 +1,7 @@
 // Turns a validated scenario into what the simulator needs. Pure: profiles and trace files come in
 // already read (the CLI reads them).
+import { servedCost } from '../model/costDistribution.js';
+import { DEFAULT_ATTAINMENT_TARGET } from '../policy/attainment.js';
 import { resolveQueuePolicy } from '../serving/queuePolicy.js';
 import { servingSettings } from '../serving/settings.js';
 import { buildCluster } from '../policy/cluster.js';
@@ -14,6 +16,17 @@ import type { Scenario } from './schema.js';
 /** Expected problems with a scenario that only show once profiles are known. */
 export class ScenarioError extends Error {
   override readonly name = 'ScenarioError';
+}
+
+/**
+ * The served models with their input-dependent cost, where they declare one: planned against the
+ * quantile at the scenario's attainment target with `costBatching: tail` (Orloj's rule).
+ */
+function servedModels(s: Scenario) {
+  const quantile = s.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET;
+  return s.models.map(({ cost, ...m }) =>
+    cost ? { ...m, cost: servedCost(cost.classes, s.costBatching, quantile) } : m,
+  );
 }
 
 /** The GPUs in order: each entry of `gpus` expanded `count` times. */
@@ -36,7 +49,7 @@ export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profi
           `no GPU profile of this scenario has model '${what}'`,
       );
   });
-  return buildCluster(gpuProfiles, s.models, pooled);
+  return buildCluster(gpuProfiles, servedModels(s), pooled);
 }
 
 /** The served models marked `unprofiled`, by name. */
@@ -81,7 +94,7 @@ export function plannerCluster(s: Scenario, profiles: ReadonlyMap<string, Profil
       pooled.push(g.timeshareGpu ?? s.timeshareGpu);
     }
   });
-  return buildCluster(gpuProfiles, s.models, pooled);
+  return buildCluster(gpuProfiles, servedModels(s), pooled);
 }
 
 /** Arrival streams for one run; `loadScale` multiplies every rate; `runSeed` varies the draw. */

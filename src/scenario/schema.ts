@@ -2,6 +2,7 @@
 // with their SLOs and arrival processes, how long to run, the decision epoch and the seed.
 // Validated before anything runs; every problem is reported with its field path.
 import { z } from 'zod';
+import { COST_BATCHING_MODES } from '../model/costDistribution.js';
 import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
 import { MONITOR_KINDS } from '../serving/monitor.js';
 import { QueuePolicySchema } from '../serving/queuePolicy.js';
@@ -105,6 +106,20 @@ export const ScenarioSchema = z
              * simulator's ground truth still times it from its true profile.
              */
             unprofiled: z.boolean().default(false),
+            /**
+             * Its per-sample cost depends on the input (src/model/costDistribution.ts): classes of a sample's
+             * cost relative to the others' (e.g. sequence-length buckets) with their weights, normalised so
+             * that the mean cost is the profile's; a batch costs what its most expensive sample costs.
+             */
+            cost: z
+              .object({
+                classes: z
+                  .array(z.object({ relative: positive, weight: positive }).strict())
+                  .min(1)
+                  .max(64),
+              })
+              .strict()
+              .optional(),
           })
           .strict(),
       )
@@ -133,6 +148,11 @@ export const ScenarioSchema = z
      * every GPU entry that does not say.
      */
     timeshareGpu: z.enum(POOLED_GPU_MODES).default(DEFAULT_POOLED_GPU_MODE),
+    /**
+     * How models with a `cost` are batched (docs/bda.md): `tail` against the batch time's quantile at the
+     * attainment target, `mean` as if every sample cost the mean (the profile's time as it is).
+     */
+    costBatching: z.enum(COST_BATCHING_MODES).default('tail'),
     groundTruth: z
       .object({
         systematicErrorPct: nonNegative.default(3),

@@ -1,6 +1,7 @@
 // The predictions the dispatch rule (dispatch.ts) rests on: per worker, a table of its predicted
 // GPU time t_inf at each batch size, given the other workers on its GPU, from the latency model. The
 // simulator and the scheduler fill it when a GPU's placements change. Pure.
+import { type CostPlan, planFactor } from '../model/costDistribution.js';
 import type { GpuInfo } from '../policy/types.js';
 
 /** Predicted batch times are tabulated for batches 1..MAX_PRED_BATCH-1; beyond, scaled linearly. */
@@ -26,7 +27,9 @@ const scratch = { models: [] as number[], batches: [] as number[], pcts: [] as n
  * count as interference). On a timeshare GPU each model runs alone on the whole GPU. A model the GPU's
  * profile lacks (profileIndex -1, an unprofiled model: docs/online-profiling.md) has no prediction: its
  * table is all 0, so the rule starts its batches by its placement's timeout, and it counts as no
- * interference to its neighbours.
+ * interference to its neighbours. A model whose cost depends on the input and is batched against its tail
+ * (`plan`, the served model's `cost.plan`) has each entry multiplied by its batch cost's quantile: the
+ * rule then starts, sizes and drops its batches by the time a batch takes at that quantile (Orloj).
  */
 export function predictionTable(
   gpu: GpuInfo,
@@ -34,6 +37,7 @@ export function predictionTable(
   self: number,
   timeshare: boolean,
   out: Float64Array,
+  plan?: CostPlan,
 ): void {
   const me = peers[self]!;
   if ((gpu.profileIndex[me.model] ?? -1) < 0) {
@@ -54,6 +58,6 @@ export function predictionTable(
   for (let b = 1; b < MAX_PRED_BATCH; b++) {
     s.batches[at] = b;
     gpu.model.predictGpu(s.models, s.batches, s.pcts, n, s.out);
-    out[b] = s.out[at]!;
+    out[b] = plan ? s.out[at]! * planFactor(plan.latency, b) : s.out[at]!;
   }
 }

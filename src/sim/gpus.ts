@@ -4,7 +4,7 @@
 // different models overlap or run one at a time (src/model/pooledGpu.ts).
 import type { BesideBatch, ClusterInfo, GpuMode } from '../policy/types.js';
 import { pooledConcurrency } from '../model/pooledGpu.js';
-import { predictionTable } from '../serving/dispatch.js';
+import { predictedMs, predictionTable } from '../serving/dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import type { SimTrace } from './types.js';
 import type { SimStats } from './stats.js';
@@ -65,7 +65,9 @@ export class SimGpus {
     // Workers that serve: a shadow still warming up runs no task batches and is not counted.
     const onGpu = this.liveOn(g).filter(serves);
     const gpu = this.cluster.gpus[g]!;
-    onGpu.forEach((w, k) => predictionTable(gpu, onGpu, k, this.timeshared(g), w.predicted));
+    onGpu.forEach((w, k) =>
+      predictionTable(gpu, onGpu, k, this.timeshared(g), w.predicted, this.cluster.models[w.model]!.cost?.plan),
+    );
   }
 
   /** The memory its live workers (shadows included) need is more than GPU g has. */
@@ -119,6 +121,7 @@ export class SimGpus {
     }
     this.scratchOut.length = models.length;
     const pooled = timeshared ? gpu.pooled : null;
+    // Samples whose cost depends on the input: the batch is padded to its most expensive one.
     const t = this.truth.batchMs(
       gpu.model,
       this.gpuType[g]!,
@@ -128,6 +131,7 @@ export class SimGpus {
       pcts,
       models.length,
       this.scratchOut,
+      this.truthCluster.models[w.model]!.cost?.distribution,
     );
     // On a pooled GPU the ground truth rewrote the shares to the even split it timed the batches at.
     if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
@@ -140,7 +144,7 @@ export class SimGpus {
     w.execMs = t;
     w.doneAtMs = nowMs + t + transportLeftMs;
     // Told at its start on the GPU; a batch held by pipelining was sent earlier (tMs = when it was sent).
-    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs);
+    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs, predictedMs(w.predicted, size));
     this.stats.batchStarted(w.model, size);
   }
 }

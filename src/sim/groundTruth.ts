@@ -8,6 +8,10 @@
 // - DRAM bandwidth contention, an interference channel the predictor does not model: each running
 //   neighbour j adds dramAlpha * (pct_j / 100) * intensity_j, with intensity_j in [0.5, 1.5] drawn
 //   per model from the seed.
+// A model whose cost depends on the input (src/model/costDistribution.ts) has each batch's time multiplied
+// by its batch's cost factor: each sample's class drawn from the model's distribution, padded to the
+// longest (`batchCost`, from a stream of its own, so that models without one draw as they would alone).
+import { type CostDistribution, drawBatchCost } from '../model/costDistribution.js';
 import { pooledBatchMs, type PooledGpuMode } from '../model/pooledGpu.js';
 import type { LatencyModel } from '../model/predictor.js';
 import { stableHash } from '../serving/hash.js';
@@ -61,12 +65,14 @@ function hashedNormal(seed: number, a: number, b: number, c: number, d: number):
 
 export class GroundTruth {
   private readonly noise: Rng;
+  private readonly costs: Rng;
   private readonly sigmaSys: number;
   private readonly sigmaNoise: number;
   private readonly cache = new Map<number, number>();
 
   constructor(readonly settings: GroundTruthSettings) {
     this.noise = new Rng(mixSeed(settings.seed, 0x6e6f6973));
+    this.costs = new Rng(mixSeed(settings.seed, 0x636f7374));
     this.sigmaSys = settings.systematicErrorPct / 100;
     this.sigmaNoise = settings.noisePct / 100;
   }
@@ -118,8 +124,9 @@ export class GroundTruth {
    * entries, the layout LatencyModel.predictGpu takes) is the batch, the others the batches running
    * beside it on its GPU. On MPS partitions (`pooled` null) the latency model at their shares; on a
    * pooled GPU its mode's rule (src/model/pooledGpu.ts), which rewrites `pcts` with the even split it
-   * times them at. Then this batch's factor. `out`: scratch of at least `count` entries. The simulator
-   * and the simulated worker (agent/simWorker.ts) time every batch with it.
+   * times them at. Then this batch's factor, and for a model whose cost depends on the input (`cost`,
+   * its distribution) its samples' drawn cost (`batchCost`). `out`: scratch of at least `count` entries.
+   * The simulator and the simulated worker (agent/simWorker.ts) time every batch with it.
    */
   batchMs(
     lm: LatencyModel,
@@ -130,6 +137,7 @@ export class GroundTruth {
     pcts: number[],
     count: number,
     out: number[],
+    cost?: CostDistribution,
   ): number {
     let modelMs: number;
     if (pooled !== null) modelMs = pooledBatchMs(lm, pooled, models, batches, count, pcts, out);
@@ -137,7 +145,13 @@ export class GroundTruth {
       lm.predictGpu(models, batches, pcts, count, out);
       modelMs = out[0]!;
     }
-    return modelMs * this.batchFactor(gpuType, models, batches, pcts);
+    const ms = modelMs * this.batchFactor(gpuType, models, batches, pcts);
+    return cost ? ms * this.batchCost(cost, batches[0]!) : ms;
+  }
+
+  /** The cost factor of a batch of `size` samples of a model with distribution `d`: its samples' classes drawn. */
+  batchCost(d: CostDistribution, size: number): number {
+    return drawBatchCost(d, size, () => this.costs.next());
   }
 
   /** DRAM intensity of a model, in [0.5, 1.5], fixed by the seed. */

@@ -92,8 +92,11 @@ export interface WorkerFailure {
 }
 
 export interface SimTrace {
-  /** A batch of `size` tasks of `model` starts on `gpu`; it will take `durationMs` (transport included). */
-  batchStart?(tMs: number, model: number, gpu: number, size: number, durationMs: number): void;
+  /**
+   * A batch of `size` tasks of `model` starts on `gpu`; it will take `durationMs` (transport included);
+   * the dispatch rule predicted `predictedMs` of GPU time for it (its cost plan's factor included).
+   */
+  batchStart?(tMs: number, model: number, gpu: number, size: number, durationMs: number, predictedMs: number): void;
   /** A task of `model` is dropped (it timed out and its policy rejects, or its queue was full). */
   drop?(tMs: number, model: number): void;
   /** A task of `model` timed out and moved to its delayed lane. */

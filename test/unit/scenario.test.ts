@@ -33,6 +33,8 @@ describe('scenario files', () => {
     'surge-6',
     'mix-5',
     'mixed-32x24',
+    'text-6',
+    'text-6-relaxed',
   ])('built-in %s is valid', (name) => {
     const r = ScenarioSchema.safeParse(builtIn(name));
     expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);

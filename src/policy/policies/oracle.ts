@@ -1,7 +1,7 @@
 // oracle: exhaustive search of problem (1) of the InSS paper (section 3.3) on small instances
 // (oracleSearch.ts), as a policy: the upper reference for how close a policy gets. It searches again
 // when a rate moves; on a small move BDA alone re-picks the batches, as InSS does.
-import { bda } from '../bda.js';
+import { bda, bdaInput } from '../bda.js';
 import { alignToCurrent, deploymentProblem } from '../util.js';
 import type { ClusterInfo, Deployment, Observation, Policy, PolicyFactory, PolicyOptions } from '../types.js';
 import { ratesMoved } from '../replan.js';
@@ -33,11 +33,7 @@ class OraclePolicy implements Policy {
     ) {
       // Small rate change: keep placement and shares (no swap) and let BDA re-pick the batches (free),
       // as InSS does (section 5.5, case 1). Re-search only if BDA finds them infeasible.
-      const inputs = this.plan.placements.map((p) => ({
-        placement: p,
-        sloMs: this.cluster.models[p.model]!.sloMs,
-        ratePerS: rates[p.model]!,
-      }));
+      const inputs = this.plan.placements.map((p) => bdaInput(this.cluster, p, rates[p.model]!));
       const r = bda(this.cluster.gpus, inputs);
       if (r.ok || rates.every((x, i) => x === last[i])) {
         if (r.ok) {

@@ -2,7 +2,8 @@
 // each pooled server at time sharing's batch cap alone at the whole GPU, each MPS partition at BDA's
 // batch beside its co-located partitions, and each model's rate split over its servers in proportion to
 // their rates (what one shared queue with free workers pulling from it does).
-import { bda, BDA_MAX_BATCH } from '../bda.js';
+import { planFactor } from '../../model/costDistribution.js';
+import { bda, BDA_MAX_BATCH, bdaInput } from '../bda.js';
 import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from '../types.js';
 import { memoryOnGpu, predictOnGpu } from '../util.js';
 import type { PoolingContext } from './context.js';
@@ -162,7 +163,7 @@ function mpsGpu(
 ): { batches: number[]; tInfMs: number[] } {
   const r = bda(
     cluster.gpus,
-    on.map((p, k) => ({ placement: p, sloMs: cluster.models[p.model]!.sloMs, ratePerS: rates[k]! })),
+    on.map((p, k) => bdaInput(cluster, p, rates[k]!)),
     { interference, sloFraction },
   );
   const batches = [...r.batches];
@@ -175,9 +176,10 @@ function mpsGpu(
     for (let b = BDA_MAX_BATCH; b > batches[k]!; b--) {
       peers[k] = { ...peers[k]!, batch: b };
       const t = predictOnGpu(g, peers, interference)[k]!;
-      if (2 * t <= budget && memoryOnGpu(g, peers) <= g.memMb) {
+      const plan = cluster.models[p.model]!.cost?.plan;
+      if (2 * t * planFactor(plan?.latency, b) <= budget && memoryOnGpu(g, peers) <= g.memMb) {
         batches[k] = b;
-        tInfMs[k] = t;
+        tInfMs[k] = t * planFactor(plan?.throughput, b);
         break;
       }
     }
