@@ -39,6 +39,12 @@ export const INSS_ABLATIONS: readonly PolicyFactory[] = [
     description:
       'inss with feedback from measured misses: a model missing > 2% over 5 epochs is planned for more rate (ablation)',
   }),
+  inssVariantFactory({
+    name: 'inss-nopf',
+    interference: true,
+    additions: { ...ALL_ADDITIONS, planFeedback: false },
+    description: 'inss keeping a deployment predicted to meet the target whatever it was measured to miss (ablation)',
+  }),
 ];
 
 /**

@@ -28,7 +28,8 @@ import type {
 } from '../src/policy/types.js';
 import { ActorForward } from './actorForward.js';
 import { MissFeedback } from './missFeedback.js';
-import { sameLayout, switchRate } from './switching.js';
+import { PlanFeedback } from './planFeedback.js';
+import { keepInForce, sameLayout } from './switching.js';
 import {
   type ActionSpace,
   actionSpace,
@@ -54,7 +55,6 @@ import {
   POOLING_BUDGET,
   RATE_CHANGE,
   REFINE_BUDGET,
-  SWITCH_LOSS_S,
   SWITCH_MARGIN,
 } from './inssTuning.js';
 import { inssMargins, type InssMargins } from './inssMargins.js';
@@ -72,6 +72,8 @@ export class InssPolicy implements Policy {
   private switchedTo: Deployment | null = null;
   /** Feedback from measured misses: each model's rate multiplier (missFeedback.ts). */
   private readonly feedback: MissFeedback;
+  /** What the deployment in force was measured to miss (planFeedback.ts). */
+  private readonly planFeedback: PlanFeedback;
   private readonly refPerS: number[];
   private readonly masks: Uint8Array[];
   private readonly state: Float32Array<ArrayBuffer>;
@@ -116,6 +118,7 @@ export class InssPolicy implements Policy {
     this.poolingOptions = { sloFraction: this.margins.sloFraction, interference, budget: POOLING_BUDGET };
     this.pooling = new PoolingContext(cluster);
     this.feedback = new MissFeedback(cluster.models.length);
+    this.planFeedback = new PlanFeedback();
   }
 
   /** Per model: the rate multiplier measured misses have earned it (1: none); read by tests. */
@@ -127,12 +130,20 @@ export class InssPolicy implements Policy {
     const boosted = this.add.pooling && this.add.missFeedback && this.feedback.update(obs);
     const rates = obs.ratePerS.map((r, i) => r * this.headroom * this.missBoost[i]!);
     const current = obs.current;
+    const measuredMissedPerS =
+      this.add.pooling && this.add.planFeedback ? this.planFeedback.verdict(obs, this.margins.meetsMissed) : null;
     if (current.placements.length > 0) {
-      const changed = boosted || this.lastRates === null || ratesMoved(this.lastRates, rates, INSS_REPLAN);
+      const changed =
+        boosted ||
+        measuredMissedPerS !== null ||
+        this.lastRates === null ||
+        ratesMoved(this.lastRates, rates, INSS_REPLAN);
       if (!changed) return current;
     }
     this.lastRates = rates;
-    return this.add.pooling ? this.decidePooling(obs, rates, current) : this.decidePaper(obs, rates, current);
+    return this.add.pooling
+      ? this.decidePooling(obs, rates, current, measuredMissedPerS)
+      : this.decidePaper(obs, rates, current);
   }
 
   private count(source: string): void {
@@ -171,7 +182,12 @@ export class InssPolicy implements Policy {
    * sharing's deployment and hybrids under the queueing model; the deployment in force (re-batched)
    * is kept unless the best beats it by SWITCH_MARGIN (hysteresis: no flapping between near-equal plans).
    */
-  private decidePooling(obs: Observation, rates: number[], current: Deployment): Deployment {
+  private decidePooling(
+    obs: Observation,
+    rates: number[],
+    current: Deployment,
+    measuredMissedPerS: number | null,
+  ): Deployment {
     // How bursty each model's arrivals were (the monitor's measure), for the queueing model.
     const options: PoolingOptions = obs.arrivalCv2
       ? { ...this.poolingOptions, arrivalCv2: obs.arrivalCv2 }
@@ -198,7 +214,7 @@ export class InssPolicy implements Policy {
     if (kept && Number.isFinite(kept.score)) {
       const total = rates.reduce((a, b) => a + b, 0);
       const noHigher = this.plannedFor !== null && rates.every((r, i) => r <= this.plannedFor![i]! * (1 + RATE_CHANGE));
-      if (noHigher && kept.missedPerS <= this.margins.keepMissed * total) {
+      if (noHigher && measuredMissedPerS === null && kept.missedPerS <= this.margins.keepMissed * total) {
         this.count('kept');
         return kept.deployment;
       }
@@ -236,26 +252,19 @@ export class InssPolicy implements Policy {
         keptAt = kept ? scoreDeployment(this.pooling, current, measured, options) : null;
       }
     }
-    // Stability: a deployment in force predicted to meet the attainment target (at most
-    // margins.meetsMissed of the tasks missed) is left only for one that saves at least
-    // margins.switchSaves of the tasks, whatever the utilisation term says: measured rates move
-    // every epoch (most of all under bursty arrivals), each re-plan can land on another plan of
-    // about the same score, and every switch starts shadow workers (without this rule the plan
-    // flaps between near-equal plans). Otherwise the best must beat it by SWITCH_MARGIN.
-    const total = planned.reduce((a, b) => a + b, 0);
-    const meets = keptAt !== null && keptAt.missedPerS <= this.margins.meetsMissed * total;
-    // The switch's own cost (SWITCH_LOSS_S of the moved models' tasks, spread over the dwell) is
-    // added to the best plan's predicted misses before it is compared with the deployment in force.
-    const switchCost =
-      keptAt !== null
-        ? (SWITCH_LOSS_S / (DWELL_MS / 1000)) * switchRate(this.cluster, current, plan.best.deployment, planned)
-        : 0;
-    const saves =
-      keptAt !== null && plan.best.missedPerS + switchCost < keptAt.missedPerS - this.margins.switchSaves * total;
+    if (measuredMissedPerS !== null) this.planFeedback.restart();
     if (
       keptAt &&
-      Number.isFinite(keptAt.score) &&
-      ((meets && !saves) || !(plan.best.score + switchCost < keptAt.score - SWITCH_MARGIN * keptAt.score - 1e-9))
+      keepInForce({
+        cluster: this.cluster,
+        current,
+        kept: keptAt,
+        best: plan.best,
+        planned,
+        margins: this.margins,
+        measuredMissedPerS,
+        inForceMs: this.planFeedback.inForceMs(obs.nowMs),
+      })
     ) {
       this.count('kept');
       return keptAt.deployment;
@@ -341,27 +350,16 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
       if ('reason' in a) {
         if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
         if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
-        return new InssPolicy(
-          v.name,
-          cluster,
-          null,
-          null,
-          v.interference,
-          v.additions,
-          `model-based planner (${a.reason})`,
-          target,
-        );
       }
-      return new InssPolicy(
-        v.name,
-        cluster,
-        a.space,
-        a.actor,
-        v.interference,
-        v.additions,
-        v.additions.pooling ? 'trained actor + pooling planner' : 'trained actor',
-        target,
-      );
+      const trained = 'reason' in a ? null : a;
+      const source =
+        'reason' in a
+          ? `model-based planner (${a.reason})`
+          : v.additions.pooling
+            ? 'trained actor + pooling planner'
+            : 'trained actor';
+      const [space, actor] = [trained?.space ?? null, trained?.actor ?? null];
+      return new InssPolicy(v.name, cluster, space, actor, v.interference, v.additions, source, target);
     },
   };
 }

@@ -81,6 +81,12 @@ export interface InssAdditions {
    * it helps some workloads and hurts others (docs/inss.md, "Feedback from measured misses").
    */
   readonly missFeedback: boolean;
+  /**
+   * The deployment in force is not kept on a prediction its measured misses contradict: more than twice
+   * the misses the planner counts as meeting the target over FEEDBACK_EPOCHS epochs past its dwell
+   * (planFeedback.ts) stand in for its predicted ones.
+   */
+  readonly planFeedback: boolean;
 }
 
 export const PAPER_ONLY: InssAdditions = {
@@ -90,6 +96,7 @@ export const PAPER_ONLY: InssAdditions = {
   capacityCredit: false,
   pooling: false,
   missFeedback: false,
+  planFeedback: false,
 };
 export const ALL_ADDITIONS: InssAdditions = {
   refine: true,
@@ -98,6 +105,7 @@ export const ALL_ADDITIONS: InssAdditions = {
   capacityCredit: true,
   pooling: true,
   missFeedback: false,
+  planFeedback: true,
 };
 /**
  * After the pooling planner replaces a deployment, it keeps the new one (re-batched) this long (ms):
@@ -111,5 +119,10 @@ export const DWELL_MS = 3000;
  * the misses a switch saves.
  */
 export const SWITCH_LOSS_S = 0.3;
+/**
+ * The longest time a switch's cost is spread over, for a deployment in force measured to miss (inss.ts): a
+ * layout that has missed for this long is charged a tenth of the dwell's rate of switch cost.
+ */
+export const SWITCH_HORIZON_MS = 30_000;
 /** Deployment evaluations the pooling planner's local search may spend (each scores every model's queue). */
 export const POOLING_BUDGET = 40;
