@@ -14,11 +14,12 @@
 // `--warm` (default min(200, --n)) bounds the warm-up decisions, each a second or more at 1024 GPUs.
 //
 //   npm run bench:decide -- --scenario gen-1024x512 --n 30 --warm 10
+//   npm run bench:decide -- --scenario gen-256x128 --n 20 --warm 5 --whole   (one planner, no pools)
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { inssFactory } from '../rl/inss.js';
+import { ALL_ADDITIONS, inssFactory, InssPolicy } from '../rl/inss.js';
 import { quantile } from '../tools/bench/run.js';
 import { initialRates, scenarioCluster } from '../src/scenario/build.js';
 import type { Observation } from '../src/policy/types.js';
@@ -33,6 +34,8 @@ const { values } = parseArgs({
     n: { type: 'string', default: '2000' },
     load: { type: 'string', default: '1' },
     warm: { type: 'string' },
+    /** Plan a cluster past one pool's size whole, as one planner (docs/inss.md, "Large clusters"), to compare. */
+    whole: { type: 'boolean', default: false },
   },
 });
 
@@ -55,9 +58,15 @@ const baseRates = loaded.scenario.models.map(
 );
 const setup = { name: loaded.scenario.name, cluster };
 const options = policyData !== undefined ? { policyData } : {};
-const policy = inssFactory.create(cluster, options);
+if (values.whole && policyData !== undefined)
+  throw new RangeError('--whole: times the model-based planner, which decides only where no trained policy fits');
+const create = () =>
+  values.whole
+    ? new InssPolicy('inss', cluster, null, null, true, ALL_ADDITIONS, 'model-based planner, whole cluster')
+    : inssFactory.create(cluster, options);
+const policy = create();
 // Deployments in force to decide from, made for other random rates by a second instance.
-const maker = inssFactory.create(cluster, options);
+const maker = create();
 const rng = new Rng(7);
 const n = Number(values.n);
 if (!Number.isInteger(n) || n < 1) throw new RangeError(`--n: expected a positive integer, got '${values.n}'`);

@@ -3,7 +3,8 @@
 // rate) under the scenario's seeded load; counts every arrival the simulator handles.
 //
 //   npm run bench:sim [-- --scenario v100-4 --scale 4 --rounds 5]
-//   npm run bench:sim -- --scenario gen-1024x512 --rounds 3   (a generated cluster: src/scenario/generate.ts)
+//   npm run bench:sim -- --scenario gen-1024x512 --rounds 3 --duration 2   (a generated cluster:
+//   src/scenario/generate.ts; --duration: simulated seconds, default the scenario's)
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { bda } from '../src/policy/bda.js';
@@ -17,9 +18,14 @@ const { values } = parseArgs({
     scenario: { type: 'string', default: 'v100-4' },
     scale: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '5' },
+    /** Simulated seconds of a run (default: the scenario's), to keep a run on a large cluster short. */
+    duration: { type: 'string' },
   },
 });
 const loaded = loadScenario(values.scenario);
+const durationS = values.duration === undefined ? loaded.scenario.durationS : Number(values.duration);
+if (!(durationS > 0) || !Number.isFinite(durationS))
+  throw new RangeError(`--duration: expected a positive number of seconds, got '${values.duration}'`);
 const cluster = scenarioCluster(loaded.scenario, loaded.profiles);
 const scale = Number(values.scale);
 if (!(scale > 0) || !Number.isFinite(scale))
@@ -51,7 +57,7 @@ for (let r = 0; r < rounds; r++) {
     streams: scenarioStreams(loaded.scenario, loaded.traces, scale),
     initialRatePerS: initialRates(loaded.scenario, loaded.traces, scale),
     policy,
-    settings: scenarioSettings(loaded.scenario),
+    settings: { ...scenarioSettings(loaded.scenario), durationMs: durationS * 1000 },
   });
   const s = (performance.now() - t0) / 1000;
   rates.push(res.arrivals / s);
@@ -63,6 +69,7 @@ console.log(
     benchmark: 'sim',
     scenario: loaded.scenario.name,
     loadScale: scale,
+    durationS,
     tasksPerRun: last.arrivals,
     eventsPerRun: last.events,
     sloViolationPct: Number(last.sloViolationPct.toFixed(3)),
