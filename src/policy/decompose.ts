@@ -18,8 +18,13 @@ export interface ClusterPool {
   readonly models: readonly number[];
 }
 
-/** How many pools a cluster is split into: 1 (planned whole) up to POOL_MAX_GPUS GPUs and POOL_MAX_MODELS models. */
+/**
+ * How many pools a cluster is split into: 1 (planned whole) up to POOL_MAX_GPUS GPUs and POOL_MAX_MODELS models,
+ * and where some GPU lacks a served model's profile (a model only some GPU types can run, or one not profiled
+ * yet): the split deals models to pools without regard to which GPUs can hold them.
+ */
 export function poolCount(cluster: ClusterInfo): number {
+  if (cluster.gpus.some((g) => g.profileIndex.some((k) => k < 0))) return 1;
   const k = Math.max(
     Math.ceil(cluster.gpus.length / POOL_MAX_GPUS),
     Math.ceil(cluster.models.length / POOL_MAX_MODELS),

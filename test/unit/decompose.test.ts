@@ -60,6 +60,19 @@ describe('decomposeCluster', () => {
     }
   });
 
+  it('plans whole a large cluster where some GPU lacks a served model', () => {
+    const { cluster } = generated(64, 8);
+    expect(poolCount(cluster)).toBe(2);
+    const lacking = {
+      ...cluster,
+      gpus: cluster.gpus.map((g, i) =>
+        i === 5 ? { ...g, profileIndex: g.profileIndex.map((k, m) => (m === 2 ? -1 : k)) } : g,
+      ),
+    };
+    expect(poolCount(lacking)).toBe(1);
+    expect(inssFactory.create(lacking, {})).toBeInstanceOf(InssPolicy);
+  });
+
   it('covers every GPU and every model exactly once, with both GPU types in every pool', () => {
     for (const [g, m] of [
       [256, 128],
