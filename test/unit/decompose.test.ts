@@ -155,4 +155,19 @@ describe('inss on a large cluster', () => {
     }
     expect((policy as PooledInssPolicy).splits).toBe(1);
   });
+
+  it('splits again when the load moves between pools past REBALANCE_FACTOR, and only then', () => {
+    const { cluster, rates } = generated(72, 36);
+    const policy = inssFactory.create(cluster, {}) as PooledInssPolicy;
+    let current = policy.decide(observation(rates, { placements: [] }));
+    const first = policy.currentPools;
+    // Every model of pool 0 at 1.3x: its share of the demand rises by less than 1.5x its share of the GPUs.
+    const up = (f: number) => rates.map((r, i) => (first[0]!.models.includes(i) ? r * f : r));
+    current = policy.decide({ ...observation(up(1.3), current), nowMs: 10_000 });
+    expect(policy.splits).toBe(1);
+    current = policy.decide({ ...observation(up(6), current), nowMs: 20_000 });
+    expect(policy.splits).toBe(2);
+    expect(deploymentProblem(cluster, current)).toBeNull();
+    expect(new Set(current.placements.map((p) => p.model)).size).toBe(36);
+  });
 });
