@@ -39,7 +39,7 @@ export class PooledInssPolicy implements Policy {
     this.note = `model-based planner in ${poolCount(cluster)} pools (${why})`;
   }
 
-  /** The pools in force (empty before the first decision); read by tests and the benchmark. */
+  /** The pools in force (empty before the first decision); read by tests. */
   get currentPools(): readonly ClusterPool[] {
     return this.pools;
   }
