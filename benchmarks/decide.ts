@@ -10,11 +10,16 @@
 // (scenarios/mixed-32x24.json: 16 rtx2060s + 16 rtx2060, 24 served models, the eight profiled networks
 // at three SLO tiers through `profileModel`); its rates are 30-50% of what the cluster carries, so
 // `--load 2.5` draws rates up to about what the old hand-built benchmark cluster drew (1.5x its peak).
+// Generated clusters (`--scenario gen-256x128`: src/scenario/generate.ts) measure it at scale; there
+// `--warm` (default min(200, --n)) bounds the warm-up decisions, each a second or more at 1024 GPUs.
+//
+//   npm run bench:decide -- --scenario gen-1024x512 --n 30 --warm 10
+//   npm run bench:decide -- --scenario gen-256x128 --n 20 --warm 5 --whole   (one planner, no pools)
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { inssFactory } from '../rl/inss.js';
+import { ALL_ADDITIONS, inssFactory, InssPolicy } from '../rl/inss.js';
 import { quantile } from '../tools/bench/run.js';
 import { initialRates, scenarioCluster } from '../src/scenario/build.js';
 import type { Observation } from '../src/policy/types.js';
@@ -28,6 +33,9 @@ const { values } = parseArgs({
     'policy-file': { type: 'string' },
     n: { type: 'string', default: '2000' },
     load: { type: 'string', default: '1' },
+    warm: { type: 'string' },
+    /** Plan a cluster past one pool's size whole, as one planner (docs/inss.md, "Large clusters"), to compare. */
+    whole: { type: 'boolean', default: false },
   },
 });
 
@@ -50,13 +58,21 @@ const baseRates = loaded.scenario.models.map(
 );
 const setup = { name: loaded.scenario.name, cluster };
 const options = policyData !== undefined ? { policyData } : {};
-const policy = inssFactory.create(cluster, options);
+if (values.whole && policyData !== undefined)
+  throw new RangeError('--whole: times the model-based planner, which decides only where no trained policy fits');
+const create = () =>
+  values.whole
+    ? new InssPolicy('inss', cluster, null, null, true, ALL_ADDITIONS, 'model-based planner, whole cluster')
+    : inssFactory.create(cluster, options);
+const policy = create();
 // Deployments in force to decide from, made for other random rates by a second instance.
-const maker = inssFactory.create(cluster, options);
+const maker = create();
 const rng = new Rng(7);
 const n = Number(values.n);
 if (!Number.isInteger(n) || n < 1) throw new RangeError(`--n: expected a positive integer, got '${values.n}'`);
-const warm = Math.min(200, n);
+const warm = values.warm === undefined ? Math.min(200, n) : Number(values.warm);
+if (!Number.isInteger(warm) || warm < 0)
+  throw new RangeError(`--warm: expected a non-negative integer, got '${values.warm}'`);
 const times: number[] = [];
 // CPU time of the decision (user + system), ms: the machine is shared, wall time includes waiting for a core
 const cpuTimes: number[] = [];
@@ -99,6 +115,8 @@ console.log(
     maxMs: Number(Math.max(...times).toFixed(4)),
     cpuP50Ms: Number(quantile(cpuTimes, 0.5).toFixed(4)),
     cpuP99Ms: Number(quantile(cpuTimes, 0.99).toFixed(4)),
+    // Peak resident memory of the process (the two planners and their memos), MB.
+    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
     node: process.version,
   }),
 );

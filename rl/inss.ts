@@ -59,6 +59,8 @@ import {
 } from './inssTuning.js';
 import { inssMargins, type InssMargins } from './inssMargins.js';
 import { attainmentTargetProblem, DEFAULT_ATTAINMENT_TARGET } from '../src/policy/attainment.js';
+import { poolCount } from '../src/policy/decompose.js';
+import { PooledInssPolicy } from './inssPools.js';
 
 export * from './inssTuning.js';
 
@@ -350,6 +352,10 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
       if ('reason' in a) {
         if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
         if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
+        // Past one pool's size: planned as pools, each as a cluster of that size is (inssPools.ts).
+        const plan = (c: ClusterInfo) =>
+          new InssPolicy(v.name, c, null, null, v.interference, v.additions, 'model-based planner', target);
+        if (poolCount(cluster) > 1) return new PooledInssPolicy(v.name, cluster, plan, a.reason);
       }
       const trained = 'reason' in a ? null : a;
       const source =
