@@ -242,11 +242,17 @@ export class InssPolicy implements Policy {
     // little above it. Where no plan meets the SLOs at the headroom's rates the GPUs cannot give that
     // room, and the best plan for rates that cannot be met may be a poor one for the rates measured (it
     // gives up a model the measured rates would not): the plan is then chosen, and compared with the
-    // deployment in force, at the measured rates.
+    // deployment in force, at the measured rates. Where the monitor's tuner raised a rate on a burst, the
+    // rates measured are the window's means: a burst's rate that no plan meets would otherwise have a model
+    // given up for as long as the tuner holds it.
     let planned = rates;
     let keptAt = kept;
-    if (this.headroom > 1 && plan.best.missedPerS > this.margins.meetsMissed * rates.reduce((a, b) => a + b, 0)) {
-      const measured = rates.map((r) => r / this.headroom);
+    const means = obs.meanRatePerS;
+    if (
+      (this.headroom > 1 || means !== undefined) &&
+      plan.best.missedPerS > this.margins.meetsMissed * rates.reduce((a, b) => a + b, 0)
+    ) {
+      const measured = means ? means.map((r, i) => r * this.missBoost[i]!) : rates.map((r) => r / this.headroom);
       const bare = planPooling(this.pooling, measured, mpsPlans, options);
       if (bare.best.score < scoreDeployment(this.pooling, plan.best.deployment, measured, options).score - 1e-9) {
         plan = { ...bare, source: `${bare.source}+measured` };

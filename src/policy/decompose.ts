@@ -147,6 +147,7 @@ export class PoolView {
     return {
       nowMs: obs.nowMs,
       ratePerS: pick(obs.ratePerS),
+      ...(obs.meanRatePerS ? { meanRatePerS: pick(obs.meanRatePerS) } : {}),
       ...(obs.arrivalCv2 ? { arrivalCv2: pick(obs.arrivalCv2) } : {}),
       queued: pick(obs.queued),
       lastEpoch: {

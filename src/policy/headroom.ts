@@ -30,7 +30,8 @@ export function clusterWithHeadroom(cluster: ClusterInfo, h: Headroom): ClusterI
 
 /** The observation as a policy planning with `h` sees it: every rate x rateX. */
 export function observationWithHeadroom(obs: Observation, h: Headroom): Observation {
-  return { ...obs, ratePerS: obs.ratePerS.map((r) => r * h.rateX) };
+  const mean = obs.meanRatePerS?.map((r) => r * h.rateX);
+  return { ...obs, ratePerS: obs.ratePerS.map((r) => r * h.rateX), ...(mean ? { meanRatePerS: mean } : {}) };
 }
 
 /** `factory`'s policy planning with headroom `h`, registered as `<name>-h`. */

@@ -77,6 +77,11 @@ export interface Observation {
   /** Estimated arrival rate per model (tasks/s), in `ClusterInfo.models` order. */
   readonly ratePerS: readonly number[];
   /**
+   * Per model, the window's mean rate (tasks/s) where the monitor's tuner raised `ratePerS` above it on a burst
+   * (src/serving/tuner.ts); absent with the mean-rate monitor, where the two are the same.
+   */
+  readonly meanRatePerS?: readonly number[];
+  /**
    * Per model, the squared coefficient of variation of its inter-arrival gaps over the monitor window (1: Poisson;
    * absent: unknown).
    */

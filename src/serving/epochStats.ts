@@ -104,7 +104,8 @@ export class EpochStats {
 
   /**
    * The policy's observation at `nowMs`: the monitor's rates (its warm-up rule: at least
-   * `initialRatePerS` until a full window is seen, src/serving/monitor.ts) and burstiness, the tasks
+   * `initialRatePerS` until a full window is seen, src/serving/monitor.ts; with its tuner, the mean rates
+   * beside the raised ones) and burstiness, the tasks
    * queued per model (on-time lane), this epoch's outcomes and the deployment in force.
    */
   observe(
@@ -117,6 +118,7 @@ export class EpochStats {
     return {
       nowMs,
       ratePerS: monitor.ratesPerS(initialRatePerS),
+      ...(monitor.tuned ? { meanRatePerS: monitor.meanRatesPerS(initialRatePerS) } : {}),
       arrivalCv2: monitor.arrivalCv2(),
       queued,
       lastEpoch: this.outcomes(),

@@ -116,10 +116,18 @@ export class RateMonitor {
    * where it holds a higher rate (`envelope` monitor).
    */
   ratesPerS(initialRatePerS: readonly number[]): number[] {
+    const means = this.meanRatesPerS(initialRatePerS);
+    return this.tuner ? means.map((mean, m) => this.tuner!.ratePerS(m, mean)) : means;
+  }
+
+  /** Tasks/s per model over the window with the warm-up rule, never raised by the tuner. */
+  meanRatesPerS(initialRatePerS: readonly number[]): number[] {
     const full = this.history.every((h) => h.length >= this.k);
-    return this.measured().map((r, m) => {
-      const mean = full ? r : Math.max(r, initialRatePerS[m] ?? 0);
-      return this.tuner ? this.tuner.ratePerS(m, mean) : mean;
-    });
+    return this.measured().map((r, m) => (full ? r : Math.max(r, initialRatePerS[m] ?? 0)));
+  }
+
+  /** Whether a tuner runs on top of the mean rate (`envelope`). */
+  get tuned(): boolean {
+    return this.tuner !== null;
   }
 }

@@ -88,9 +88,11 @@ export function toInnerObservation(obs: Observation, v: InnerView, current: Depl
       beside: b.beside.filter((x) => (v.back[x.model] ?? -1) >= 0).map((x) => ({ ...x, model: v.back[x.model]! })),
     }));
   const cv2 = pick(obs.arrivalCv2, m);
+  const mean = pick(obs.meanRatePerS, m);
   return {
     nowMs: obs.nowMs,
     ratePerS: pick(obs.ratePerS, m)!,
+    ...(mean ? { meanRatePerS: mean } : {}),
     ...(cv2 ? { arrivalCv2: cv2 } : {}),
     queued: pick(obs.queued, m)!,
     lastEpoch: {
