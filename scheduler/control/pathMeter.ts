@@ -93,17 +93,21 @@ export class PathMeter {
    */
   snapshot(): Record<string, unknown> {
     return Object.fromEntries(
-      [...this.transport].map(([agentId, f]) => [
-        agentId,
-        {
-          ...f.model(),
-          batches: f.samples,
-          ...this.ways(),
-          ...(f.spread() ? { spread: f.spread() } : {}),
-          ...(f.spreadLag1() !== null ? { spreadLag1: f.spreadLag1() } : {}),
-          ...(f.modelFactors() ? { modelFactors: f.modelFactors() } : {}),
-        },
-      ]),
+      [...this.transport].map(([agentId, f]) => {
+        // Each is computed over the fit's samples: once per snapshot.
+        const [spread, lag1, factors] = [f.spread(), f.spreadLag1(), f.modelFactors()];
+        return [
+          agentId,
+          {
+            ...f.model(),
+            batches: f.samples,
+            ...this.ways(),
+            ...(spread ? { spread } : {}),
+            ...(lag1 !== null ? { spreadLag1: lag1 } : {}),
+            ...(factors ? { modelFactors: factors } : {}),
+          },
+        ];
+      }),
     );
   }
 
