@@ -349,7 +349,7 @@ export class Control {
     this.decide(this.observation());
   }
 
-  /** Agents away for `agentLostMs` leave the plan and their models are re-placed (agents.ts); each epoch. */
+  /** At an epoch's end, agents away for `agentLostMs` leave the plan (agents.ts), as a cluster change. */
   private replaceLost(): void {
     const now = this.opts.clock();
     const lost = this.opts.agentLostMs ? this.agents.replaceLost(now, this.opts.agentLostMs) : [];
@@ -360,7 +360,6 @@ export class Control {
   /** One decision epoch: monitor -> policy -> apply. Runs every `epochMs` and when the cluster changes. */
   epoch(): void {
     if (this.stopped) return;
-    this.replaceLost();
     this.loop.endMonitorEpoch();
     for (let m = 0; m < this.models.length; m++) this.dispatcher.expire(m);
     this.meter.endEpoch(this.set.workers);
@@ -369,6 +368,7 @@ export class Control {
     this.dispatcher.retune(obs.ratePerS);
     this.loop.endEpoch(obs);
     this.decide(obs);
+    this.replaceLost();
   }
 
   /**
