@@ -9,9 +9,10 @@
 // HTTPS, open loop at --rate tasks/s (the models in turn): 5 s of warm-up, not recorded, then --seconds of
 // load. One markdown row per link: the tasks, those answered 200 by the right model (each answer's output is
 // checked), the others by status and reason, the rate the client managed to send at (a loaded machine's
-// timers lag), the throughput (200s per second, from the first task sent to the last answer), the client's p50 and p99 latency of the 200s (nearest rank), and from the scheduler's
-// /metrics over the load the mean batch size and the mean time a batch spent outside its worker (the
-// network legs between the hosts, inss_batch_transport_seconds).
+// timers lag), the throughput (200s per second, from the first task sent to the last answer), the client's
+// p50 and p99 latency of the 200s (nearest rank), and from the scheduler's /metrics over the load the mean
+// batch size and the mean time a batch spent outside its worker (the network legs between the hosts,
+// inss_batch_transport_seconds).
 // The second row puts --delay-ms of netem delay on every host's outgoing traffic; on a kernel without the
 // sch_netem module it says that delay injection is unavailable there (with tc's reason) and measures nothing.
 // Exit status 2 when the cluster cannot be made (not root, no `ip netns`, no openssl, no build).
@@ -121,7 +122,8 @@ async function row(delayMs: number): Promise<string> {
     const ms = (x: number | null) => (x === null ? '-' : x.toFixed(0));
     return (
       `| ${link} | ${out.length} | ${ok.length - wrong}${wrong > 0 ? ` (${wrong} WRONG)` : ''} | ${others(out)} | ` +
-      `${sentPerS.toFixed(1)} | ${(ok.length / spanS).toFixed(1)} | ${ms(percentile(lat, 50))} | ${ms(percentile(lat, 99))} | ` +
+      `${sentPerS.toFixed(1)} | ${(ok.length / spanS).toFixed(1)} | ` +
+      `${ms(percentile(lat, 50))} | ${ms(percentile(lat, 99))} | ` +
       `${size.count > 0 ? (size.sum / size.count).toFixed(2) : '-'} | ` +
       `${transport.count > 0 ? ((transport.sum / transport.count) * 1000).toFixed(1) : '-'} |`
     );
@@ -142,8 +144,8 @@ console.log(
     `${SCENARIO}; ${RATE} tasks/s for ${SECONDS} s after ${WARMUP_S} s of warm-up; policy timeshare; TLS on\n`,
 );
 console.log(
-  '| link | tasks | answered 200 (right model) | others | sent/s | throughput (200/s) | p50 ms | p99 ms | mean batch | ' +
-    'batch transport mean ms |',
+  '| link | tasks | answered 200 (right model) | others | sent/s | throughput (200/s) | p50 ms | p99 ms | ' +
+    'mean batch | batch transport mean ms |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 console.log(await row(0));

@@ -118,7 +118,8 @@ describe.skipIf(SKIP !== null)('faults of a host on a cluster of network namespa
     console.log(
       `netns-faults restart: kill to endpoint ${upMs} ms, to the deployment restored ${restoredMs} ms, to the ` +
         `first 200 of a task sent after the kill ${firstOk - killAt} ms; ` +
-        `${out.filter((o) => o.status === 200).length}/${out.length} answered 200; others ${JSON.stringify(tally(out))}`,
+        `${out.filter((o) => o.status === 200).length}/${out.length} answered 200; ` +
+        `others ${JSON.stringify(tally(out))}`,
     );
     // Each agent saw the connection close and joined the new scheduler (its workers kept running).
     for (const a of c.agents.values()) {
@@ -127,7 +128,7 @@ describe.skipIf(SKIP !== null)('faults of a host on a cluster of network namespa
     }
   });
 
-  it('a GPU host lost: its model re-placed on the other host after --agent-lost-ms, and back home on return', async () => {
+  it('a GPU host lost: its model re-placed on the other host after --agent-lost-ms, back home on return', async () => {
     const before = await c.answered();
     const sent = c.load(300, 40);
     await sleep(2000);
