@@ -57,13 +57,13 @@ export class TlsCluster {
   constructor(readonly opts: TlsClusterOptions) {
     const schedIp = `${opts.subnet}.2`; // the first host's address (netns.ts)
     this.base = `https://${schedIp}:8000`;
-    selfSignedCert(this.file('key.pem'), this.file('cert.pem'), 'sched', `IP:${schedIp}`);
-    this.ca = readFileSync(this.file('cert.pem'));
-    const tokens = GPU_HOSTS.map((a) => `${a} ${a}-token-0123456789abcdef\n`).join('');
-    writeFileSync(this.file('agents.txt'), tokens, { mode: 0o600 });
-    for (const a of GPU_HOSTS) writeFileSync(this.file(`${a}.token`), `${a}-token-0123456789abcdef\n`, { mode: 0o600 });
-    writeFileSync(this.file('clients.txt'), `${CLIENT_TOKEN}\n`, { mode: 0o600 });
     try {
+      selfSignedCert(this.file('key.pem'), this.file('cert.pem'), 'sched', `IP:${schedIp}`);
+      this.ca = readFileSync(this.file('cert.pem'));
+      const token = (a: string) => `${a}-token-0123456789abcdef`;
+      writeFileSync(this.file('agents.txt'), GPU_HOSTS.map((a) => `${a} ${token(a)}\n`).join(''), { mode: 0o600 });
+      for (const a of GPU_HOSTS) writeFileSync(this.file(`${a}.token`), `${token(a)}\n`, { mode: 0o600 });
+      writeFileSync(this.file('clients.txt'), `${CLIENT_TOKEN}\n`, { mode: 0o600 });
       this.cluster = NetnsCluster.create({
         prefix: opts.prefix,
         subnet: opts.subnet,
