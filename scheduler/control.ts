@@ -1,7 +1,7 @@
-// The scheduler's control plane. It owns no socket: the hub hands it agent messages and it sends
-// through `AgentLink`; the HTTP layer hands it tasks. Time comes from the injected `clock` (ms,
-// monotonic). This class is the coordinator: each job is a manager in scheduler/control/, and each
-// entry point here is a short list of calls to them:
+// The scheduler's control plane. It owns no socket: the hub hands it agent messages and it sends through
+// `AgentLink`; the HTTP layer hands it tasks. Time comes from the injected `clock` (ms, monotonic). This class
+// is the coordinator: each job is a manager in scheduler/control/, and each entry point here is a short list
+// of calls to them:
 // - the task buffer (taskBuffer.ts): per model, the tasks on time, the delayed lane, the dispatch timer;
 // - the dispatcher (dispatcher.ts): the shared dispatch rule (src/serving/dispatch.ts) and batch sending;
 // - the batches in flight (batches.ts): one `resolve` for every way a batch ends, relayed or direct;
@@ -10,14 +10,11 @@
 // - the policy loop (policyLoop.ts), with the epoch's statistics (src/serving/epochStats.ts);
 // - the path meter (pathMeter.ts): the way in, each batch's transport, the way out.
 //
-// Workers follow the serving rules in src/serving/ that the simulator follows too, so the running
-// system behaves as the digital twin predicts. Queueing follows each model's queue policy
-// (src/serving/queuePolicy.ts, the simulator's too): a task that times out is dropped or moved to the
-// model's delayed lane, served late when a worker has nothing on time to start; a task arriving at a
-// full queue makes room by dropping the oldest delayed task, or is rejected (`queue-full`).
-// Every accepted task is answered exactly once: a result, or an error with its reason (dropped because
-// it cannot meet its SLO, queue full, model not deployed, worker failed, shutting down). A batch
-// refused because its worker was retiring goes back to the head of its queue.
+// Workers follow the serving rules in src/serving/ that the simulator follows too, so the running system
+// behaves as the digital twin predicts; queueing follows each model's queue policy (src/serving/queuePolicy.ts).
+// Every accepted task is answered exactly once: a result, or an error with its reason (dropped because it
+// cannot meet its SLO, queue full, model not deployed, worker failed, shutting down). A batch refused because
+// its worker was retiring goes back to the head of its queue.
 import type { Logger } from 'pino';
 import type { Observation } from '../src/policy/types.js';
 import type { FromAgent, WorkerStatus } from '../src/protocol/agent.js';
@@ -39,7 +36,7 @@ import type {
   TaskArrival,
   TaskInput,
 } from './control/types.js';
-import { namedDeployment, snapshot, workerViews } from './control/views.js';
+import { namedDeployment, notDeployed, snapshot, workerViews } from './control/views.js';
 import { WorkerSet } from './control/workerSet.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
 import { type ControlObserver, fanOut } from './observer.js';
@@ -58,6 +55,8 @@ export type {
 
 type Hello = Extract<FromAgent, { type: 'hello' }>;
 
+const DISCONNECTED = 'agent disconnected; its tasks go to other workers, its placements kept for replaceAfterMs';
+const LOST = 'agent lost: its GPUs leave the plan and its models are re-placed on the other agents until it is back';
 const SHUTDOWN: TaskAnswer = { ok: false, reason: 'shutdown', error: 'the scheduler is shutting down' };
 
 export class Control {
@@ -213,7 +212,8 @@ export class Control {
     };
     if (this.stopped) return this.finish(task, SHUTDOWN, 'shutdown');
     if (!this.set.deployedOrComing(m)) {
-      this.finish(task, { ok: false, reason: 'not-deployed', error: this.notDeployedMessage(m) }, 'not_deployed');
+      const error = notDeployed(this.models[m]!.name, this.loop.error, this.set.gpuRefs.length);
+      this.finish(task, { ok: false, reason: 'not-deployed', error }, 'not_deployed');
       return;
     }
     // A full queue makes room by dropping its oldest delayed task, or refuses the new one (queuePolicy.ts).
@@ -243,14 +243,6 @@ export class Control {
    */
   answerSent(wayOutMs: number): void {
     this.meter.answerSent(wayOutMs);
-  }
-
-  private notDeployedMessage(m: number): string {
-    const name = this.models[m]!.name;
-    const policyError = this.loop.error;
-    if (policyError) return `model '${name}' is not deployed: the policy cannot run on this cluster (${policyError})`;
-    if (this.set.gpuRefs.length === 0) return `model '${name}' is not deployed: no agent with GPUs is connected`;
-    return `model '${name}' is not deployed: the policy placed it on no GPU`;
   }
 
   private finish(t: Task, a: TaskAnswer, outcome: TaskOutcome): void {
@@ -300,7 +292,7 @@ export class Control {
   }
 
   agentDisconnected(agentId: string): void {
-    if (this.stopped || !this.agents.disconnected(agentId)) return;
+    if (this.stopped || !this.agents.disconnected(agentId, this.opts.clock())) return;
     this.observe.agentLeft(agentId, this.nowIso());
     this.observe.agentCount(this.agents.connectedCount());
     // Whether its batches in flight ran is unknown (it may be cut off, not dead): their tasks go back to
@@ -311,7 +303,7 @@ export class Control {
     for (const b of this.batches.where((x) => x.worker.agentId === agentId && !x.direct))
       this.batches.resolve(b, { kind: 'not-run', workerState: 'unknown' });
     for (const w of this.set.workers) if (w.agentId === agentId) this.direct.close(w, true);
-    this.log.warn({ agentId }, 'agent disconnected; its tasks go to other workers, its placements are kept');
+    this.log.warn({ agentId, replaceAfterMs: this.opts.agentLostMs ?? 0 }, DISCONNECTED);
     this.dispatcher.dispatchAll();
   }
 
@@ -349,12 +341,20 @@ export class Control {
 
   /** An agent's GPUs changed: a new cluster, a new policy for it, and its first decision. */
   private rebuildCluster(adopt: Hello | null): void {
-    const view = clusterView(this.agents.all(), this.opts.profiles, this.models);
+    const view = clusterView(this.agents.planned(), this.opts.profiles, this.models);
     this.set.rebuild(view, adopt);
     this.loop.clusterChanged(view.cluster);
     if (view.cluster === null) return;
     this.set.rebuilt();
     this.decide(this.observation());
+  }
+
+  /** At an epoch's end, agents away for `agentLostMs` leave the plan (agents.ts), as a cluster change. */
+  private replaceLost(): void {
+    const now = this.opts.clock();
+    const lost = this.opts.agentLostMs ? this.agents.replaceLost(now, this.opts.agentLostMs) : [];
+    for (const a of lost) this.log.warn({ agentId: a.agentId, awayMs: Math.round(now - a.lostSinceMs!) }, LOST);
+    if (lost.length > 0) this.rebuildCluster(null);
   }
 
   /** One decision epoch: monitor -> policy -> apply. Runs every `epochMs` and when the cluster changes. */
@@ -368,6 +368,7 @@ export class Control {
     this.dispatcher.retune(obs.ratePerS);
     this.loop.endEpoch(obs);
     this.decide(obs);
+    this.replaceLost();
   }
 
   /**

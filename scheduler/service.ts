@@ -68,6 +68,8 @@ export interface SchedulerOptions {
   readonly grpcPort?: number;
   /** The agent link's heartbeat (src/protocol/heartbeat.ts; default DEFAULT_HEARTBEAT_MS). */
   readonly heartbeatMs?: number;
+  /** An agent disconnected this long has its models re-placed (ControlOptions.agentLostMs); absent: never. */
+  readonly agentLostMs?: number;
 }
 
 /** The body limit of routes that take no body. */
@@ -157,6 +159,7 @@ export class SchedulerService {
       ...(opts.store ? { storedPlacements: () => opts.store!.placements() } : {}),
       ...(opts.settings ? { settings: opts.settings } : {}),
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
+      ...(opts.agentLostMs !== undefined ? { agentLostMs: opts.agentLostMs } : {}),
     });
 
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none);

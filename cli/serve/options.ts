@@ -35,6 +35,18 @@ function heartbeatMs(v: string): number {
   return n;
 }
 
+/** --agent-lost-ms's default: past the heartbeats' detection (3-4 s at 1 s beats), a host not back at once. */
+export const DEFAULT_AGENT_LOST_MS = 5000;
+/** The longest --agent-lost-ms: an hour (0 turns re-placing off). */
+export const MAX_AGENT_LOST_MS = 3_600_000;
+
+export function parseAgentLostMs(v: string): number {
+  const n = v.trim() === '' ? NaN : Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > MAX_AGENT_LOST_MS)
+    throw new InvalidArgumentError(`must be an integer number of ms from 0 (never) to ${MAX_AGENT_LOST_MS}`);
+  return n;
+}
+
 function factorAtLeastOne(v: string): number {
   const x = Number(v);
   if (!Number.isFinite(x) || x < 1 || x > 100) throw new InvalidArgumentError('must be a number from 1 to 100');
@@ -60,6 +72,8 @@ export interface ServeOptions {
   maxConnectionsPerClient: number;
   shmMb: number;
   heartbeatMs: number;
+  /** --agent-lost-ms: an agent away this long has its models re-placed on the others (0: never). */
+  agentLostMs: number;
   tlsCert?: string;
   tlsKey?: string;
   authTokensFile?: string;
@@ -209,6 +223,13 @@ export function addSchedulerOptions(c: Command): Command {
         'to other workers) and an agent that hears nothing for as long reconnects',
       heartbeatMs,
       DEFAULT_HEARTBEAT_MS,
+    )
+    .option(
+      '--agent-lost-ms <ms>',
+      'an agent disconnected for <ms> leaves the plan: the policy re-places its models on the other agents ' +
+        'until it is back (0: never; its models wait for it)',
+      parseAgentLostMs,
+      DEFAULT_AGENT_LOST_MS,
     )
     .option('--port <port>', 'HTTP port (0: any free port)', portNumber, 8000)
     .option(

@@ -251,6 +251,7 @@ export async function startScheduler(
     },
     shmMb: opts.shmMb,
     heartbeatMs: opts.heartbeatMs,
+    agentLostMs: opts.agentLostMs,
   }).catch((e: unknown) => {
     store.close();
     throw listenError(e, opts.host, opts.port);

@@ -100,6 +100,11 @@ export interface ControlOptions {
    */
   readonly storedPlacements?: () => readonly PlacementRow[];
   readonly settings?: Partial<ControlSettings>;
+  /**
+   * An agent disconnected this long (ms) leaves the plan: its models are re-placed on the other agents'
+   * GPUs until it is back (docs/reliability.md, "A lost host"). 0 or absent: never; its placements wait.
+   */
+  readonly agentLostMs?: number;
   /** Rates to plan for before traffic is seen (per model name); default 0 (the first epochs learn them). */
   readonly initialRatePerS?: Readonly<Record<string, number>>;
   /**

@@ -91,3 +91,10 @@ export function snapshot(p: SnapshotParts): unknown {
     transport: p.meter.snapshot(),
   };
 }
+
+/** Why a task of model `name` finds it not deployed: the policy cannot run, no GPU is planned, or none placed it. */
+export function notDeployed(name: string, policyError: string | null, gpus: number): string {
+  if (policyError) return `model '${name}' is not deployed: the policy cannot run on this cluster (${policyError})`;
+  if (gpus === 0) return `model '${name}' is not deployed: no agent with GPUs is connected`;
+  return `model '${name}' is not deployed: the policy placed it on no GPU`;
+}

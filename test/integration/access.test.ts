@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { INSS_BIN, REPO_ROOT } from '../support/paths.js';
-import { opensslWorks, selfSignedCert } from '../support/tls.js';
+import { opensslWorks, selfSignedCert } from '../../benchmarks/tls.js';
 import { binaryInferRequest, startInss, stopAll, waitFor } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-access-'));

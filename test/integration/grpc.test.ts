@@ -21,7 +21,7 @@ import { LoadgenReportSchema } from '../../tools/loadgen/report.js';
 import { runCli } from '../support/cli.js';
 import { bytesTensor, IMAGENET, inceptionBatch, jpegFile, parseModel, topClasses } from '../support/imageClient.js';
 import { REPO_ROOT } from '../support/paths.js';
-import { opensslWorks, selfSignedCert } from '../support/tls.js';
+import { opensslWorks, selfSignedCert } from '../../benchmarks/tls.js';
 import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
 type Reply =

@@ -85,6 +85,8 @@ export function controlHarness(opts: {
   observers?: readonly Partial<ControlObserver>[];
   /** The direct path to workers' data sockets (a fake: test/support/fakes.ts `FakeDirectLink`). */
   direct?: DirectLink;
+  /** ControlOptions.agentLostMs: an agent away this long is re-placed (absent: never). */
+  agentLostMs?: number;
 }): Harness {
   const sent: Sent[] = [];
   const metrics = new Metrics();
@@ -105,6 +107,7 @@ export function controlHarness(opts: {
     observers: opts.observers ?? [metrics],
     firstGeneration: 1,
     ...(opts.direct ? { direct: opts.direct } : {}),
+    ...(opts.agentLostMs !== undefined ? { agentLostMs: opts.agentLostMs } : {}),
     ...(opts.settings ? { settings: opts.settings } : {}),
     ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
   });

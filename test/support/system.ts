@@ -1,20 +1,14 @@
 // Starts the running system as a user would: `inss up`, `inss scheduler`, `inss agent` as real
 // processes, and waits on their HTTP endpoint. Every started process is killed by `stopAll()`.
-import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import { spawn } from 'node:child_process';
+import { type Running, running } from '../../benchmarks/processes.js';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { standInForward } from '../../src/serving/standIn.js';
 import { INSS_BIN, REPO_ROOT } from './paths.js';
 import { fp32ImageRequest } from '../../tools/loadgen/binary.js';
 
-export interface Running {
-  readonly child: ChildProcess;
-  /** Everything printed so far. */
-  stdout: string;
-  stderr: string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+export { type Running, running };
 
 const started: Running[] = [];
 
@@ -26,19 +20,6 @@ export function startInss(args: readonly string[], env: Record<string, string> =
   });
   const r = running(child);
   started.push(r);
-  return r;
-}
-
-/** A child started with piped stdout and stderr, its output gathered as it comes and its exit awaited. */
-export function running(child: ChildProcessByStdio<null, Readable, Readable>): Running {
-  const r: Running = {
-    child,
-    stdout: '',
-    stderr: '',
-    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
-  };
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
   return r;
 }
 

@@ -1,5 +1,5 @@
-// Self-signed certificates for the TLS tests, made by openssl as docs/tls.md's recipe does; the tests that
-// need one skip where openssl is absent.
+// Self-signed certificates for the TLS tests and the cluster bench (benchmarks/cluster.ts), made by openssl
+// as docs/tls.md's recipe does; the tests that need one skip where openssl is absent.
 import { execFileSync } from 'node:child_process';
 
 /** Whether an `openssl` the tests can run is on the PATH. */

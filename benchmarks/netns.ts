@@ -1,13 +1,21 @@
-// A cluster of hosts made as Linux network namespaces, for system tests of what one host cannot show:
-// processes on different network stacks, reached over a bridge (not loopback), each GPU host with its
-// own /dev/shm, and links that can be delayed, lossy or cut. docs/reliability.md, "A cluster of
+// A cluster of hosts made as Linux network namespaces, for system tests and the cluster bench
+// (benchmarks/cluster.ts) of what one host cannot show: processes on different network stacks, reached over
+// a bridge (not loopback), each GPU host with its own /dev/shm, and links that can be delayed, lossy or
+// cut. docs/reliability.md, "A cluster of
 // network namespaces", tells how to run it. Needs root and `ip` (iproute2); `netnsUnusable` says why
 // not. Every name starts with the cluster's prefix: `create` first removes what a crashed run of the same
 // prefix left (its processes, namespaces and links), and `destroy` (also run on process exit) removes
 // everything it made. It kills only processes inside its own namespaces, by pid.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { type Running, running } from './system.js';
-import { INSS_BIN, REPO_ROOT } from './paths.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { type Running, running } from './processes.js';
+
+/** The repository root (where bin/inss.js is), from the source (benchmarks/) or the build (dist/benchmarks/). */
+export const REPO_ROOT = [resolve(import.meta.dirname, '..'), resolve(import.meta.dirname, '..', '..')].find((d) =>
+  existsSync(join(d, 'bin', 'inss.js')),
+)!;
+const INSS_BIN = join(REPO_ROOT, 'bin', 'inss.js');
 
 /** One host: its namespace, its address on the bridge, and its link (the bridge's end of its veth). */
 export interface NetnsHost {
