@@ -74,7 +74,7 @@ describe('keepInForce', () => {
     ...o,
   });
 
-  it('keeps a deployment predicted to meet the target unless a switch saves enough, whatever it has been in force', () => {
+  it('keeps a deployment predicted to meet the target unless a switch saves enough, however long in force', () => {
     expect(keepInForce(input({}))).toBe(true);
     expect(keepInForce(input({ inForceMs: 1_000_000 }))).toBe(true);
   });
@@ -101,7 +101,7 @@ describe('keepInForce', () => {
 });
 
 describe('inss with measured misses of the deployment in force', () => {
-  it('decides as without them when nothing is measured missing, and leaves a layout it would keep when it misses', () => {
+  it('decides as without them when none is measured missing, and leaves a layout it would keep when it misses', () => {
     const { cluster } = builtInScenario('paper-6');
     const base = [300, 250, 125, 250, 275, 250];
     const withPf = inssVariantFactory({ name: 'pf', interference: true, additions: ALL_ADDITIONS, description: '' });
