@@ -1,8 +1,11 @@
 // A config.pbtxt with variable input dimensions and inss's own parameters (src/repository/config.ts,
 // src/repository/parameters.ts): -1 dims of a pytorch model kept with their longest, refused in an ONNX
-// model and in outputs; `max_variable_dim` and `cost_classes` read, and each bad value refused naming it.
+// model and in outputs; `max_variable_dim` and `cost_classes` read, and each bad value refused naming it;
+// the declared cost reaching the served model as the planner takes it (cli/serve/scheduler.ts).
 import { describe, expect, it } from 'vitest';
-import { readModelConfig, RepositoryConfigError } from '../../src/repository/config.js';
+import { repositoryServed } from '../../cli/serve/scheduler.js';
+import { servedCost } from '../../src/model/costDistribution.js';
+import { readModelConfig, RepositoryConfigError, repositoryModel } from '../../src/repository/config.js';
 
 const VARIABLE_ONNX =
   '-1 (variable dimensions are served by the pytorch backend only: the ONNX Runtime worker takes fixed shapes)';
@@ -66,10 +69,38 @@ describe('variable dimensions and inss parameters', () => {
     ['cost_classes', '16:0.5 32', 'class 1 "32": expected relative:weight, both positive numbers'],
     ['cost_classes', '16:-1', 'class 0 "16:-1": expected relative:weight'],
   ])('refuses %s %j, naming the parameter', (key, value, why) => {
-    const text = `${TEXT.replace(/parameters.*\n/g, '')}parameters { key: "${key}" value: { string_value: "${value}" } }`;
+    const entry = `parameters { key: "${key}" value: { string_value: "${value}" } }`;
+    const text = `${TEXT.replace(/parameters.*\n/g, '')}${entry}`;
     const problems = problemsOf(text);
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain(`text/config.pbtxt: parameters["${key}"].value.string_value: `);
     expect(problems[0]).toContain(why);
+  });
+});
+
+describe('the declared cost, served', () => {
+  const model = (text: string) => {
+    const c = readModelConfig(text, 'text', 'text/config.pbtxt');
+    return repositoryModel(c, 1, [1], '/models/text/1/model.pt');
+  };
+
+  it('reaches the planner as the cost a scenario declares: its distribution and the tail plan', () => {
+    const served = repositoryServed(model(TEXT), { batching: 'tail', quantile: 0.99 });
+    const want = servedCost(
+      [
+        { relative: 16, weight: 0.5 },
+        { relative: 64, weight: 0.25 },
+        { relative: 256, weight: 0.25 },
+      ],
+      'tail',
+      0.99,
+    );
+    expect(served.cost).toEqual(want);
+    expect(served.cost!.plan!.latency[8]).toBeGreaterThan(1);
+  });
+
+  it('gives a model without cost_classes no cost', () => {
+    const served = repositoryServed(model(TEXT.replace(/parameters.*\n/g, '')), { batching: 'tail', quantile: 0.99 });
+    expect(served.cost).toBeUndefined();
   });
 });

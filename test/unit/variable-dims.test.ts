@@ -45,19 +45,12 @@ describe('the codec: a variable dimension', () => {
     expect(r.ok).toBe(true);
   });
 
+  const expected =
+    "inputs[0].shape: expected [k,-1] with 1 <= k <= 8 (-1 in input 'input_ids': any length from 1 to 16)";
   it.each([
-    [
-      [1, 17],
-      "inputs[0].shape: expected [k,-1] with 1 <= k <= 8 (-1 in input 'input_ids': any length from 1 to 16), got [1,17]",
-    ],
-    [
-      [1, 0],
-      "inputs[0].shape: expected [k,-1] with 1 <= k <= 8 (-1 in input 'input_ids': any length from 1 to 16), got [1,0]",
-    ],
-    [
-      [4],
-      "inputs[0].shape: expected [k,-1] with 1 <= k <= 8 (-1 in input 'input_ids': any length from 1 to 16), got [4] (the first dimension is the batch dimension: add it)",
-    ],
+    [[1, 17], `${expected}, got [1,17]`],
+    [[1, 0], `${expected}, got [1,0]`],
+    [[4], `${expected}, got [4] (the first dimension is the batch dimension: add it)`],
   ])('refuses shape %j, naming the input', (shape, error) => {
     const n = shape.reduce((a, b) => a * b, 1);
     const r = parse([ids(shape, new Array<number>(n).fill(1)), mask([1, 1], [1])]);
