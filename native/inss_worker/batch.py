@@ -84,8 +84,8 @@ def _check_inputs(inputs: list[Message], payload: Sized, size: int, sig: Signatu
         # A variable dimension is the batch's own length (the samples padded to the longest).
         if spec.variable and isinstance(shape, list) and spec.fits(shape[1:] if sig.batch_dim else shape):
             want = shape
-        else:
-            want = sig.shape_of(spec, size)
+        else:  # an error names a variable dimension as -1
+            want = [size, *spec.shape] if sig.batch_dim else list(spec.shape)
         problem = _check_head(t, k, spec, want, order)
         if problem:
             return problem
