@@ -231,7 +231,10 @@ describe.skipIf(!torchOk)(
         { name: 'input_ids', data_type: 'TYPE_INT64', dims: [-1] },
         { name: 'attention_mask', data_type: 'TYPE_INT64', dims: [-1] },
       ]);
-      expect(config['parameters']).toMatchObject({ max_variable_dim: { string_value: '512' } });
+      expect(config['parameters']).toMatchObject({
+        max_variable_dim: { string_value: '512' },
+        cost_classes: { string_value: '16:0.22 32:0.28 64:0.28 128:0.16 256:0.05 512:0.01' },
+      });
       const meta = (await (await fetch(`${base}/v2/models/text`)).json()) as { inputs: { shape: number[] }[] };
       expect(meta.inputs[0]!.shape).toEqual([-1, -1]);
     });
