@@ -2,6 +2,7 @@
 // of every agent (agents in id order, GPUs in their order) whose profile is known gets the next
 // cluster index, with the mode it reports for pooling; GPU references map between a cluster index and
 // (agent, local GPU). The control plane (scheduler/control.ts) rebuilds it whenever an agent's GPUs change.
+import type { ServedCost } from '../src/model/costDistribution.js';
 import { buildCluster } from '../src/policy/cluster.js';
 import type { ClusterInfo, GpuMode } from '../src/policy/types.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
@@ -37,7 +38,7 @@ export interface ClusterView {
 export function clusterView(
   agents: Iterable<{ readonly agentId: string; readonly gpus: readonly AgentGpu[] }>,
   profiles: ReadonlyMap<string, Profile>,
-  models: readonly { readonly name: string; readonly sloMs: number }[],
+  models: readonly { readonly name: string; readonly sloMs: number; readonly cost?: ServedCost }[],
 ): ClusterView {
   const refs: GpuRef[] = [];
   const gpuProfiles: Profile[] = [];

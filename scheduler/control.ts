@@ -21,6 +21,7 @@ import type { FromAgent, WorkerStatus } from '../src/protocol/agent.js';
 import { DEFAULT_SERVING_SETTINGS } from '../src/serving/settings.js';
 import { clusterView, gpuIndex } from './clusterView.js';
 import { AgentRegistry } from './control/agents.js';
+import { taskShapes } from './control/batchInputs.js';
 import { InFlightBatches, relayedErrorOutcome } from './control/batches.js';
 import { DirectPath } from './control/directPath.js';
 import { Dispatcher } from './control/dispatcher.js';
@@ -205,6 +206,7 @@ export class Control {
       model: m,
       arrivalMs,
       inputs,
+      ...taskShapes(this.models[m]!, input),
       encoding: ('data' in input ? input : input[0])?.encoding,
       answer,
       submittedMs: now,
@@ -222,8 +224,7 @@ export class Control {
     const name = this.models[m]!.name;
     if (admission === 'reject') {
       const error = `rejected: the queue of model '${name}' is full (maxQueueSize ${max} tasks, none of them late)`;
-      this.finish(task, { ok: false, reason: 'queue-full', error }, 'dropped_queue_full');
-      return;
+      return this.finish(task, { ok: false, reason: 'queue-full', error }, 'dropped_queue_full');
     }
     if (admission === 'evict-delayed') {
       const old = this.buffer.delayed(m).shift();

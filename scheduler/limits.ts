@@ -4,7 +4,7 @@
 // the body limit and the timeouts; the codec (scheduler/kserve.ts) runs scanJson before JSON.parse, so
 // a body of nested brackets or millions of values is refused after one cheap pass over its bytes,
 // before any object is built. docs/reliability.md explains the numbers.
-import { elementCount, type ModelSignature } from '../src/protocol/tensor.js';
+import { elementCount, longestShape, type ModelSignature } from '../src/protocol/tensor.js';
 import { MAX_IMAGE_BYTES } from '../src/serving/image.js';
 
 export interface InputLimits {
@@ -104,7 +104,8 @@ export function requestBudget(signature: ModelSignature, factor: number, maxBatc
     let rank = 0;
     let bytes = JSON_OVERHEAD_BYTES;
     for (const s of signature.inputs) {
-      const shape = [k, ...s.shape];
+      // A variable dimension (a text model's sequence) at its longest: the largest legitimate request.
+      const shape = [k, ...longestShape(s)];
       const n = elementCount(shape);
       values += n;
       containers += nestedArrays(shape);

@@ -10,6 +10,7 @@ import { matchProfile, normaliseGpuName, queryGpus, type SmiGpu } from '../../ag
 import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
 import type { WorkerLaunch } from '../../agent/workerProcess.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
+import { hasVariableDim } from '../../src/protocol/tensor.js';
 import { listProfileIds, loadProfile } from '../profiles.js';
 import { startProgress } from '../progress.js';
 import { type MeasuredModel, measureModel, pointCount } from './driver.js';
@@ -89,6 +90,12 @@ async function targetAndPeers(
       throw new InvalidInputError(
         `--model ${o.model}: max_batch_size is 0 (no batch dimension); a profile needs two batch sizes`,
       );
+    const variable = m.signature.inputs.find((i) => hasVariableDim(i.shape));
+    if (variable)
+      throw new InvalidInputError(
+        `--model ${o.model}: input '${variable.name}' has a variable dimension (-1); measure times fixed shapes, ` +
+          'and such a model is profiled while it serves (docs/online-profiling.md)',
+      );
     target = repositoryWorker(m);
   } else target = zooWorker(o.model);
   if (!PROFILE_MODEL_NAME.test(o.model))
@@ -103,6 +110,8 @@ async function targetAndPeers(
         `--peers: profile ${profile.id} has no model '${n}' (it has ` + `${Object.keys(profile.models).join(', ')})`,
       );
     const m = byName.get(n);
+    if (m?.signature.inputs.some((i) => hasVariableDim(i.shape)))
+      throw new InvalidInputError(`--peers: ${n} has a variable input dimension (-1); measure times fixed shapes`);
     return m ? repositoryWorker(m) : zooWorker(n);
   });
   if ([target, ...peers].some((w) => w.worker.startsWith('PyTorch')) && !(await torchAvailable()))

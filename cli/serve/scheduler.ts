@@ -13,6 +13,8 @@ import { withLearnedProfiles } from '../../scheduler/clusterView.js';
 import { Store } from '../../scheduler/store.js';
 import type { ClusterInfo } from '../../src/policy/types.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
+import { type CostBatching, servedCost } from '../../src/model/costDistribution.js';
+import { DEFAULT_ATTAINMENT_TARGET } from '../../src/policy/attainment.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
@@ -36,19 +38,32 @@ function allProfiles(extra: ReadonlyMap<string, Profile> = new Map()): Map<strin
   return m;
 }
 
+/** How the planner takes a model's cost classes: the scenario's costBatching, at the attainment target. */
+export interface CostPlanning {
+  readonly batching: CostBatching;
+  readonly quantile: number;
+}
+
 /**
  * The served model of a repository model. Its SLO: the configuration's `slo_ms` parameter, else the
  * scenario's for a model of that name, else DEFAULT_REPOSITORY_SLO_MS; its queue policy: the
- * scenario's, else the configuration's default_queue_policy (docs/model-repository.md, "SLO").
+ * scenario's, else the configuration's default_queue_policy (docs/model-repository.md, "SLO"); its
+ * input-dependent cost: the configuration's `cost_classes`, else the scenario model's `cost`.
  */
-function repositoryServed(r: RepositoryModel, fromScenario?: ScenarioModel): ServedModelConfig {
+export function repositoryServed(
+  r: RepositoryModel,
+  planning: CostPlanning,
+  fromScenario?: ScenarioModel,
+): ServedModelConfig {
   const queuePolicy = fromScenario?.queuePolicy ?? r.queuePolicy;
+  const classes = r.costClasses ?? fromScenario?.cost?.classes;
   return {
     name: r.name,
     sloMs: r.sloMs ?? fromScenario?.sloMs ?? DEFAULT_REPOSITORY_SLO_MS,
     signature: r.signature,
     maxBatchSize: r.maxBatchSize,
     ...(queuePolicy ? { queuePolicy } : {}),
+    ...(classes ? { cost: servedCost(classes, planning.batching, planning.quantile) } : {}),
     repository: r,
   };
 }
@@ -61,6 +76,10 @@ type ScenarioModel = ReturnType<typeof loadScenario>['scenario']['models'][numbe
  * no --scenario, the repository's alone.
  */
 function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario>, logger: Logger) {
+  const planning: CostPlanning = {
+    batching: loaded.scenario.costBatching,
+    quantile: opts.attainmentTarget ?? loaded.scenario.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET,
+  };
   const repository = opts.modelRepository !== undefined ? loadRepository(opts.modelRepository) : undefined;
   const byName = new Map((repository?.models ?? []).map((r) => [r.name, r]));
   const failed = new Set((repository?.failures ?? []).map((f) => f.name));
@@ -82,7 +101,7 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
           { model: m.name, configSloMs: r.sloMs, scenarioSloMs: m.sloMs },
           "the configuration's slo_ms parameter overrides the scenario's SLO",
         );
-      models.push(repositoryServed(r, m));
+      models.push(repositoryServed(r, planning, m));
       return;
     }
     // A model the repository does not have is a zoo model: a profile must have it (its signature).
@@ -97,7 +116,7 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
     });
   });
   for (const r of repository?.models ?? [])
-    if (!models.some((m) => m.name === r.name)) models.push(repositoryServed(r));
+    if (!models.some((m) => m.name === r.name)) models.push(repositoryServed(r, planning));
   if (models.length === 0)
     throw new InvalidInputError(
       `no model to serve: every model of --model-repository ${opts.modelRepository} failed ` +

@@ -6,10 +6,11 @@ worker identity it names. Pure: no torch, no I/O."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sized
 
 from .protocol import IDENTITY_KEYS, PROTOCOL_VERSION, Message
-from .signature import Signature, Spec
+from .signature import DATATYPE_BYTES, Signature, Spec
 
 BATCH_KEYS = {"v", "type", "id", "model", "size", "inputs", "running", "worker", "slots"}
 TENSOR_KEYS = {"name", "datatype", "shape", "byteLength"}
@@ -79,12 +80,18 @@ def _check_inputs(inputs: list[Message], payload: Sized, size: int, sig: Signatu
     total = 0
     for k, (t, spec) in enumerate(zip(inputs, sig.inputs)):
         order = f"'{spec.name}' (the inputs in the signature's order: {names})" if len(inputs) > 1 else ""
-        problem = _check_head(t, k, spec, sig.shape_of(spec, size), order)
+        shape = t["shape"]
+        # A variable dimension is the batch's own length (the samples padded to the longest).
+        if spec.variable and isinstance(shape, list) and spec.fits(shape[1:] if sig.batch_dim else shape):
+            want = shape
+        else:  # an error names a variable dimension as -1
+            want = [size, *spec.shape] if sig.batch_dim else list(spec.shape)
+        problem = _check_head(t, k, spec, want, order)
         if problem:
             return problem
         if "samples" in t:
             return f"input '{spec.name}': samples: only an image input takes per-sample encodings"
-        expected = size * spec.sample_bytes
+        expected = DATATYPE_BYTES[spec.datatype] * math.prod(want)
         if t["byteLength"] != expected:
             return f"input '{spec.name}': byteLength {json.dumps(t['byteLength'])}, expected {expected}"
         total += expected

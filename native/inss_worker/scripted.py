@@ -6,13 +6,14 @@ uses it too."""
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 import torch
 
 from .protocol import UsageError
-from .signature import Signature, Spec
+from .signature import DATATYPE_BYTES, Signature, Spec
 
 # torch's name of each datatype of src/protocol/tensor.ts. UINT16/32/64 have no torch dtype before torch 2.3.
 TORCH_NAMES = {
@@ -65,14 +66,15 @@ def load_scripted(path: str, device: torch.device) -> torch.jit.ScriptModule:
     return module.eval()
 
 
-def input_tensors(sig: Signature, payload: bytearray, size: int) -> list[torch.Tensor]:
-    """A checked batch's inputs over its payload (their bytes one after another in signature order), in place
-    where the offset suits the element size; BOOL bytes read as nonzero = true."""
+def input_tensors(sig: Signature, payload: bytearray, shapes: list[list[int]]) -> list[torch.Tensor]:
+    """A checked batch's inputs over its payload (their bytes one after another in signature order), each
+    of its shape in the batch message (a variable dimension's length is the batch's), in place where the
+    offset suits the element size; BOOL bytes read as nonzero = true."""
     xs = []
     at = 0
-    for spec in sig.inputs:
-        n = size * spec.sample_bytes
-        xs.append(_tensor(payload, at, n, spec).view(*sig.shape_of(spec, size)))
+    for spec, shape in zip(sig.inputs, shapes):
+        n = DATATYPE_BYTES[spec.datatype] * math.prod(shape)
+        xs.append(_tensor(payload, at, n, spec).view(*shape))
         at += n
     return xs
 

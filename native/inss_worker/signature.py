@@ -1,6 +1,7 @@
 """A model's tensor signature (src/repository/types.ts WorkerSignature, `--signature` JSON): its inputs and
-outputs in order, each a name, a datatype of src/protocol/tensor.ts and a fixed shape without the batch
-dimension, and whether the model takes a batch dimension. The zoo's torchvision classifiers have the
+outputs in order, each a name, a datatype of src/protocol/tensor.ts and a shape without the batch
+dimension (an input's may have variable dimensions, -1: each batch gives their lengths), and whether the
+model takes a batch dimension. The zoo's torchvision classifiers have the
 signature IMAGE_SIGNATURE. Pure: no torch, no I/O."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ DATATYPE_BYTES = {
 }
 SIGNATURE_KEYS = {"inputs", "outputs", "batchDim"}
 SPEC_KEYS = {"name", "datatype", "shape"}
+VARIABLE_DIM = -1  # an input dimension whose length each batch gives (Triton's dims -1)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,18 @@ class Spec:
     datatype: str
     shape: tuple[int, ...]
     image: bool = False  # an FP32 [3, S, S] image input: also takes per-sample UINT8/JPEG/PNG and slots
+
+    @property
+    def variable(self) -> bool:
+        """Whether a dimension's length is each batch's (the batch pads its samples to the longest)."""
+        return VARIABLE_DIM in self.shape
+
+    def fits(self, sample: list[int]) -> bool:
+        """Whether a sample shape (without the batch dimension) is this spec's: fixed dims equal, variable >= 1."""
+        return len(sample) == len(self.shape) and all(
+            isinstance(d, int) and not isinstance(d, bool) and (d >= 1 if w == VARIABLE_DIM else d == w)
+            for d, w in zip(sample, self.shape)
+        )
 
     @property
     def values(self) -> int:
@@ -63,9 +77,11 @@ class Signature:
         slots), or None."""
         return self.inputs[0] if len(self.inputs) == 1 and self.inputs[0].image else None
 
-    def shape_of(self, spec: Spec, size: int) -> list[int]:
-        """A batch tensor's shape: [size, ...shape], or exactly shape (size 1) without a batch dimension."""
-        return [size, *spec.shape] if self.batch_dim else list(spec.shape)
+    def shape_of(self, spec: Spec, size: int, length: int = 1) -> list[int]:
+        """A batch tensor's shape: [size, ...shape], or exactly shape (size 1) without a batch dimension;
+        each variable dimension `length` long (warm-up and measurement batches)."""
+        shape = [length if d == VARIABLE_DIM else d for d in spec.shape]
+        return [size, *shape] if self.batch_dim else shape
 
     def describe(self) -> str:
         def side(specs: tuple[Spec, ...]) -> str:
@@ -126,10 +142,16 @@ def _spec(raw: object, field: str, is_input: bool) -> Spec:
         raise UsageError(f"{field}.name: expected a non-empty string, got {json.dumps(name)}")
     if datatype not in DATATYPE_BYTES:
         raise UsageError(f"{field}.datatype: {json.dumps(datatype)} is not one of {', '.join(DATATYPE_BYTES)}")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape):
-        raise UsageError(f"{field}.shape: expected an array of positive integers (fixed dims), got {json.dumps(shape)}")
+    least = VARIABLE_DIM if is_input else 1
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and (d >= 1 or d == least) for d in shape
+    ):
+        dims = "positive integers, or -1 for a variable dimension" if is_input else "positive integers (fixed dims)"
+        raise UsageError(f"{field}.shape: expected an array of {dims}, got {json.dumps(shape)}")
     if not isinstance(image, bool):
         raise UsageError(f"{field}.image: expected true or false, got {json.dumps(image)}")
-    if image and (datatype != "FP32" or len(shape) != 3 or shape[0] != 3 or shape[1] != shape[2]):
+    if image and (
+        datatype != "FP32" or VARIABLE_DIM in shape or len(shape) != 3 or shape[0] != 3 or shape[1] != shape[2]
+    ):
         raise UsageError(f"{field}.image: an image input is FP32 [3, S, S], not {datatype} {json.dumps(shape)}")
     return Spec(name, datatype, tuple(shape), image)

@@ -96,7 +96,7 @@ class Worker:
                 xs = [x]
             else:
                 assert isinstance(payload, bytearray)  # no slots
-                xs = input_tensors(self.sig, payload, size)
+                xs = input_tensors(self.sig, payload, [t["shape"] for t in msg["inputs"]])
             y, ms = self.forward(xs)
         except (RuntimeError, torch.jit.Error) as e:  # a TorchScript `raise` is a torch.jit.Error
             self._failed(e, bid, out)

@@ -2,10 +2,25 @@
 // any signature"): one TensorRef per input of the model's signature, in signature order, each
 // [size, ...spec.shape] (exactly spec.shape for a model without a batch dimension); the payload is the
 // inputs' bytes one after another, each input's samples one after another. The parts are the tasks'
-// own buffers (views of the request bodies): nothing is copied here.
-import type { SampleEncoding, TensorRef, TensorSpec } from '../../src/protocol/tensor.js';
+// own buffers (views of the request bodies): nothing is copied here, but the samples a variable
+// dimension pads.
+import { DATATYPE_BYTES, hasVariableDim, type SampleEncoding, type TensorRef } from '../../src/protocol/tensor.js';
+import { longestOf, padSample } from '../../src/serving/padding.js';
 import type { Task } from './records.js';
-import type { ServedModelConfig } from './types.js';
+import type { ServedModelConfig, TaskInput } from './types.js';
+
+/**
+ * A task's `shapes` (Task.shapes) for a model with a variable input dimension: each input's sample
+ * shape without the batch dimension (the codec checked it against the spec); none for other models.
+ */
+export function taskShapes(
+  model: ServedModelConfig,
+  input: TaskInput | readonly TaskInput[],
+): { shapes?: (readonly number[])[] } {
+  if (!model.signature.inputs.some((s) => hasVariableDim(s.shape))) return {};
+  const list = 'data' in input ? [input] : input;
+  return { shapes: list.map((i) => (model.maxBatchSize === 0 ? i.shape : i.shape.slice(1))) };
+}
 
 /**
  * How many of the `want` tasks the dispatch rule starts one batch takes: at most the model's
@@ -23,16 +38,30 @@ export interface BatchInputs {
   readonly bytes: number;
 }
 
-/** The batch of `tasks` (each holding one sample of every input, in signature order) for the model's worker. */
+/**
+ * The batch of `tasks` (each holding one sample of every input, in signature order) for the model's
+ * worker. An input with a variable dimension is padded to the batch's longest sample
+ * (src/serving/padding.ts): its samples of another shape are copied; the others are not.
+ */
 export function batchInputs(model: ServedModelConfig, tasks: readonly Task[]): BatchInputs {
   const specs = model.signature.inputs;
   const size = tasks.length;
-  const shape = (spec: TensorSpec) => (model.maxBatchSize === 0 ? [...spec.shape] : [size, ...spec.shape]);
+  const sampleOf = (j: number): { shape: readonly number[]; samples: Buffer[] } => {
+    const spec = specs[j]!;
+    const own = tasks.map((t) => t.inputs[j]!);
+    if (!hasVariableDim(spec.shape)) return { shape: spec.shape, samples: own };
+    const shapes = tasks.map((t) => t.shapes?.[j] ?? spec.shape);
+    const longest = longestOf(shapes);
+    const bytes = DATATYPE_BYTES[spec.datatype];
+    return { shape: longest, samples: own.map((b, i) => padSample(b, shapes[i]!, longest, bytes)) };
+  };
+  const shape = (sample: readonly number[]) => (model.maxBatchSize === 0 ? [...sample] : [size, ...sample]);
   if (specs.length === 1) {
     // The one-input path (the zoo's models): its samples may be sent encoded (UINT8, JPEG, PNG) and
     // are then listed, so the worker can decode each.
     const spec = specs[0]!;
-    const parts = tasks.map((t) => t.inputs[0]!);
+    const one = sampleOf(0);
+    const parts = one.samples;
     const bytes = byteSum(parts);
     const encoded = tasks.some((t) => t.encoding !== undefined && t.encoding !== spec.datatype);
     const samples = encoded
@@ -44,7 +73,7 @@ export function batchInputs(model: ServedModelConfig, tasks: readonly Task[]): B
         }
       : {};
     return {
-      inputs: [{ name: spec.name, datatype: spec.datatype, shape: shape(spec), byteLength: bytes, ...samples }],
+      inputs: [{ name: spec.name, datatype: spec.datatype, shape: shape(one.shape), byteLength: bytes, ...samples }],
       parts,
       bytes,
     };
@@ -53,10 +82,11 @@ export function batchInputs(model: ServedModelConfig, tasks: readonly Task[]): B
   let bytes = 0;
   const inputs = specs.map((spec, j): TensorRef => {
     const first = parts.length;
-    for (const t of tasks) parts.push(t.inputs[j]!);
+    const one = sampleOf(j);
+    parts.push(...one.samples);
     const byteLength = byteSum(parts, first);
     bytes += byteLength;
-    return { name: spec.name, datatype: spec.datatype, shape: shape(spec), byteLength };
+    return { name: spec.name, datatype: spec.datatype, shape: shape(one.shape), byteLength };
   });
   return { inputs, parts, bytes };
 }

@@ -14,6 +14,12 @@ export interface Task {
   readonly arrivalMs: number;
   /** Its sample of every input of the model's signature, in signature order (one for the zoo's models). */
   readonly inputs: readonly Buffer[];
+  /**
+   * A model with a variable input dimension only: each input's sample shape (without the batch
+   * dimension), in signature order, which the batch pads to its longest (src/serving/padding.ts).
+   * Absent: every input has its spec's fixed shape.
+   */
+  readonly shapes?: readonly (readonly number[])[];
   /** How the first input's bytes are sent when not as its tensor (an image input: UINT8, JPEG, PNG). */
   readonly encoding: SampleEncoding | undefined;
   readonly answer: (a: TaskAnswer) => void;

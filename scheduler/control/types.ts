@@ -1,6 +1,7 @@
 // The control plane's public types: what the HTTP and gRPC layers hand it (tasks), what it answers,
 // and how it is built (`ControlOptions`). scheduler/control.ts re-exports them all.
 import type { Logger } from 'pino';
+import type { ServedCost } from '../../src/model/costDistribution.js';
 import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import type { ToAgent } from '../../src/protocol/agent.js';
@@ -25,6 +26,11 @@ export interface ServedModelConfig {
   readonly maxBatchSize?: number;
   /** Its queue policy (src/serving/queuePolicy.ts; the scenario's `models[i].queuePolicy`); absent: the default. */
   readonly queuePolicy?: QueuePolicyConfig;
+  /**
+   * Its input-dependent cost (src/model/costDistribution.ts): a repository model's `cost_classes`, planned
+   * as the simulator plans a scenario's `cost`; absent: every sample costs the profile's.
+   */
+  readonly cost?: ServedCost;
   /** The repository model it is (--model-repository; src/repository/types.ts); absent for a scenario's zoo model. */
   readonly repository?: RepositoryModel;
 }

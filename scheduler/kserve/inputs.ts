@@ -1,12 +1,19 @@
 // One input of an infer request, read against its spec: the batch dimension, the form it is sent in
 // (the model's tensor, UINT8 pixels or encoded images) and where its bytes are (JSON, binary data, a
 // shared-memory region).
-import { elementCount, inputForms, type TensorSpec, tensorBytes } from '../../src/protocol/tensor.js';
+import {
+  elementCount,
+  fitsSpec,
+  hasVariableDim,
+  inputForms,
+  type TensorSpec,
+  tensorBytes,
+} from '../../src/protocol/tensor.js';
 import { type BinaryCursor, EMPTY } from './binary.js';
 import { readImageElements } from './images.js';
 import { regionInput } from './regions.js';
 import type { RequestJson } from './schema.js';
-import { clip, dims, flatten, sameShape, show } from './text.js';
+import { clip, dims, flatten, show } from './text.js';
 import type { InferInput } from './types.js';
 import { encodeValues } from './values.js';
 
@@ -25,27 +32,32 @@ function formsText(spec: TensorSpec): string {
  * The batch dimension of an input's shape `[k, ...sample]`: k and the shape, or an error naming the
  * field. A shape of the sample alone (no batch dimension) gets a hint, as does a k beyond
  * max_batch_size. `maxBatch` 0: the model has no batch dimension (Triton's max_batch_size 0), and the
- * shape must be `sample` itself (one sample).
+ * shape must be `sample` itself (one sample). A variable dimension of `sample` (-1) takes any length
+ * from 1 to `maxDim`; the shape returned is the request's own.
  */
 function batchDimension(
   where: string,
   shape: readonly number[],
-  sample: readonly number[],
+  spec: Pick<TensorSpec, 'name' | 'shape' | 'maxDim'>,
   maxBatch: number,
   what: string,
 ): { ok: true; k: number; shape: number[] } | { ok: false; error: string } {
+  const sample = spec.shape;
+  const fits = (s: readonly number[]) => fitsSpec(s, spec);
+  const variable = hasVariableDim(sample) ? ` (-1 in input '${spec.name}': any length from 1 to ${spec.maxDim})` : '';
   if (maxBatch === 0) {
-    if (sameShape(shape, sample)) return { ok: true, k: 1, shape: [...sample] };
+    if (fits(shape)) return { ok: true, k: 1, shape: [...shape] };
     const hint =
-      shape.length === sample.length + 1 && sameShape(shape.slice(1), sample)
+      shape.length === sample.length + 1 && fits(shape.slice(1))
         ? ' (the model has no batch dimension, max_batch_size 0: leave it out)'
         : ' (the model has no batch dimension, max_batch_size 0)';
-    return { ok: false, error: `${where}.shape: expected ${dims(sample)}${what}, got ${shown(shape)}${hint}` };
+    const expected = `${dims(sample)}${what}${variable}`;
+    return { ok: false, error: `${where}.shape: expected ${expected}, got ${shown(shape)}${hint}` };
   }
-  const want = `[k,${sample.join(',')}] with 1 <= k <= ${maxBatch}${what}`;
-  if (shape.length === sample.length + 1 && sameShape(shape.slice(1), sample)) {
+  const want = `[k,${sample.join(',')}] with 1 <= k <= ${maxBatch}${what}${variable}`;
+  if (shape.length === sample.length + 1 && fits(shape.slice(1))) {
     const k = shape[0]!;
-    if (k >= 1 && k <= maxBatch) return { ok: true, k, shape: [k, ...sample] };
+    if (k >= 1 && k <= maxBatch) return { ok: true, k, shape: [...shape] };
     if (k === 0)
       return {
         ok: false,
@@ -58,7 +70,7 @@ function batchDimension(
         `request)`,
     };
   }
-  const hint = sameShape(shape, sample) ? ' (the first dimension is the batch dimension: add it)' : '';
+  const hint = fits(shape) ? ' (the first dimension is the batch dimension: add it)' : '';
   return { ok: false, error: `${where}.shape: expected ${want}, got ${shown(shape)}${hint}` };
 }
 
@@ -90,7 +102,7 @@ export function readInput(
     return { ok: false, error: `${where}.datatype: expected ${spec.datatype}, got ${clip(inp.datatype)}${also}` };
   }
   if (form.content !== 'tensor') return readImageInput(where, inp, spec, form.content, binary, maxBatch);
-  const batch = batchDimension(where, inp.shape, spec.shape, maxBatch, '');
+  const batch = batchDimension(where, inp.shape, spec, maxBatch, '');
   if (!batch.ok) return batch;
   const want = batch.shape;
   const bytes = tensorBytes(spec.datatype, want);
@@ -184,7 +196,7 @@ function readImageInput(
   const sample = content === 'uint8-image' ? spec.shape : [1];
   // BYTES images: [k,1] as tritonclient sends them, or [k].
   const flat = content === 'encoded-image' && inp.shape.length === 1 ? [inp.shape[0]!, 1] : inp.shape;
-  const batch = batchDimension(where, flat, sample, maxBatch, what);
+  const batch = batchDimension(where, flat, { name: spec.name, shape: sample }, maxBatch, what);
   if (!batch.ok) return batch;
   const k = batch.k;
   const model = { name: spec.name, datatype: spec.datatype, shape: [k, ...spec.shape] };

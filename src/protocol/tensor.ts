@@ -90,6 +90,34 @@ export interface TensorSpec {
    * image as UINT8 of the same shape, or as one encoded image (BYTES, JPEG or PNG, shape [1]).
    */
   readonly image?: boolean;
+  /**
+   * A repository model's input whose `shape` has variable dimensions (-1, Triton's dims: a text
+   * model's sequence length): the longest each may be in a request. Absent: every dimension is fixed.
+   */
+  readonly maxDim?: number;
+}
+
+/** A dimension whose length each request chooses (Triton's `dims: [-1]`); only inputs have them. */
+export const VARIABLE_DIM = -1;
+
+/** Whether a spec's shape (without the batch dimension) has a variable dimension. */
+export function hasVariableDim(shape: readonly number[]): boolean {
+  return shape.includes(VARIABLE_DIM);
+}
+
+/**
+ * Whether a sample's shape is one the spec allows: the same rank, each fixed dimension equal, each
+ * variable one from 1 to the spec's maxDim.
+ */
+export function fitsSpec(sample: readonly number[], spec: Pick<TensorSpec, 'shape' | 'maxDim'>): boolean {
+  if (sample.length !== spec.shape.length) return false;
+  const max = spec.maxDim ?? 0;
+  return sample.every((d, i) => (spec.shape[i] === VARIABLE_DIM ? d >= 1 && d <= max : d === spec.shape[i]));
+}
+
+/** The spec's shape with each variable dimension at its longest (what the request limits allow for). */
+export function longestShape(spec: Pick<TensorSpec, 'shape' | 'maxDim'>): number[] {
+  return spec.shape.map((d) => (d === VARIABLE_DIM ? (spec.maxDim ?? 1) : d));
 }
 
 /** One form an input is accepted in (model metadata, Triton's model config). */

@@ -2,9 +2,10 @@
 // what it refuses (a field whose meaning inss cannot honour, named with its path and why), and the
 // configuration as Triton's JSON. Every field and what becomes of it: docs/model-repository.md. Pure.
 import { InvalidInputError } from '../profile/schema.js';
-import { type Datatype, DATATYPE_BYTES, type TensorSpec } from '../protocol/tensor.js';
+import { type Datatype, DATATYPE_BYTES, hasVariableDim, type TensorSpec, VARIABLE_DIM } from '../protocol/tensor.js';
 import type { QueuePolicyConfig } from '../serving/queuePolicy.js';
 import { Fields, messageJson, Problems } from './fields.js';
+import { DEFAULT_MAX_VARIABLE_DIM, parametersOf } from './parameters.js';
 import { parsePbtxt, PbtxtError } from './pbtxt.js';
 import {
   DATATYPES,
@@ -40,6 +41,7 @@ export interface ModelConfigRead {
   readonly maxBatchSize: number;
   readonly signature: RepositoryModel['signature'];
   readonly sloMs?: number;
+  readonly costClasses?: RepositoryModel['costClasses'];
   readonly dynamicBatching?: RepositoryModel['dynamicBatching'];
   readonly queuePolicy?: QueuePolicyConfig;
   readonly versionPolicy: VersionPolicy;
@@ -56,8 +58,19 @@ const BACKEND_OF_PLATFORM: Readonly<Record<string, RepositoryBackend>> = {
 };
 const DEFAULT_FILE: Readonly<Record<RepositoryBackend, string>> = { onnxruntime: 'model.onnx', pytorch: 'model.pt' };
 
-/** One input or output: its tensor spec (when valid) and its JSON as Triton writes it. */
-function tensor(f: Fields, kind: 'input' | 'output'): { spec?: TensorSpec; json: Record<string, unknown> } {
+const VARIABLE_OUTPUT = "an output's dims are fixed: each request's rows are cut from the batch's by their size";
+const VARIABLE_ONNX =
+  'variable dimensions are served by the pytorch backend only: the ONNX Runtime worker takes fixed shapes';
+
+/**
+ * One input or output: its tensor spec (when valid) and its JSON as Triton writes it. A variable input
+ * dimension (-1) is kept for the pytorch backend (src/serving/padding.ts pads a batch of them).
+ */
+function tensor(
+  f: Fields,
+  kind: 'input' | 'output',
+  backend: RepositoryBackend | undefined,
+): { spec?: TensorSpec; json: Record<string, unknown> } {
   f.check(kind === 'input' ? 'ModelInput' : 'ModelOutput', kind === 'input' ? INPUT : OUTPUT);
   const name = f.str('name');
   if (name === undefined || name === '') f.problems.add(`${f.path}name`, `missing (every ${kind} has a name)`);
@@ -66,8 +79,9 @@ function tensor(f: Fields, kind: 'input' | 'output'): { spec?: TensorSpec; json:
   else if (type !== undefined && type in UNSUPPORTED_TYPES)
     f.problems.add(`${f.path}data_type`, `${type} (${UNSUPPORTED_TYPES[type]})`);
   const dims = f.all('dims').map((d, i) => {
-    if (d.value.kind === 'number' && d.value.integer && d.value.value === -1) {
-      f.problems.add(`${f.path}dims[${i}]`, '-1 (variable dimensions are not supported)');
+    if (d.value.kind === 'number' && d.value.integer && d.value.value === VARIABLE_DIM) {
+      if (kind === 'input' && backend !== 'onnxruntime') return VARIABLE_DIM;
+      f.problems.add(`${f.path}dims[${i}]`, `-1 (${kind === 'input' ? VARIABLE_ONNX : VARIABLE_OUTPUT})`);
       return undefined;
     }
     return f.int('dims', { min: 1 }, d, i);
@@ -143,30 +157,6 @@ function versionPolicyOf(top: Fields): { policy: VersionPolicy; json: Record<str
   if (s && versions.length === 0 && s.all('versions').length === 0)
     s.problems.add(`${s.path}versions`, 'missing (the versions to serve)');
   return { policy: { kind: 'specific', versions }, json: { specific: { versions } } };
-}
-
-/** parameters: Triton's map<string, {string_value}>; `slo_ms` is inss's (a positive number of ms). */
-function parametersOf(top: Fields): { sloMs?: number; json: Record<string, unknown> } {
-  const json: Record<string, { string_value: string }> = {};
-  let sloMs: number | undefined;
-  top.subs('parameters').forEach((entry, i) => {
-    entry.check('ModelConfig.ParametersEntry', { key: 'one', value: 'one' });
-    const key = entry.str('key');
-    if (key === undefined) return entry.problems.add(`parameters[${i}].key`, 'missing');
-    const value = entry.sub('value');
-    value?.check('ModelParameter', { string_value: 'one' });
-    const text = value?.str('string_value') ?? '';
-    json[key] = { string_value: text };
-    if (key !== 'slo_ms') return;
-    const ms = Number(text);
-    if (text.trim() === '' || !Number.isFinite(ms) || ms <= 0)
-      entry.problems.add(
-        `parameters["slo_ms"].value.string_value`,
-        `${JSON.stringify(text)} (a positive number of ms)`,
-      );
-    else sloMs = ms;
-  });
-  return { ...(sloMs !== undefined ? { sloMs } : {}), json };
 }
 
 function dynamicBatchingOf(
@@ -255,8 +245,8 @@ export function readModelConfig(text: string, dirName: string, source: string): 
     problems.add('name', `${JSON.stringify(name)} (must be the model's directory name, ${JSON.stringify(dirName)})`);
   const backend = backendOf(top);
   const maxBatchSize = top.int('max_batch_size', { min: 0 }) ?? 0;
-  const inputs = top.subs('input').map((f) => tensor(f, 'input'));
-  const outputs = top.subs('output').map((f) => tensor(f, 'output'));
+  const inputs = top.subs('input').map((f) => tensor(f, 'input', backend));
+  const outputs = top.subs('output').map((f) => tensor(f, 'output', backend));
   if (inputs.length === 0) problems.add('input', 'missing (a model takes at least one input)');
   if (outputs.length === 0) problems.add('output', 'missing (a model gives at least one output)');
   for (const [kind, list] of [
@@ -271,6 +261,8 @@ export function readModelConfig(text: string, dirName: string, source: string): 
   const versions = versionPolicyOf(top);
   const params = parametersOf(top);
   const batching = dynamicBatchingOf(top, maxBatchSize);
+  const maxDim = params.maxVariableDim ?? DEFAULT_MAX_VARIABLE_DIM;
+  const inputSpecs = inputs.map((t) => (t.spec && hasVariableDim(t.spec.shape) ? { ...t.spec, maxDim } : t.spec!));
   const filename = top.str('default_model_filename');
   if (filename !== undefined && (filename === '' || /[/\\]/.test(filename) || filename === '..' || filename === '.'))
     problems.add('default_model_filename', `${JSON.stringify(filename)} (a file name inside the version directory)`);
@@ -295,8 +287,9 @@ export function readModelConfig(text: string, dirName: string, source: string): 
     name: dirName,
     backend,
     maxBatchSize,
-    signature: { inputs: inputs.map((t) => t.spec!), outputs: outputs.map((t) => t.spec!) },
+    signature: { inputs: inputSpecs, outputs: outputs.map((t) => t.spec!) },
     ...(params.sloMs !== undefined ? { sloMs: params.sloMs } : {}),
+    ...(params.costClasses !== undefined ? { costClasses: params.costClasses } : {}),
     ...(batching.dynamicBatching ? { dynamicBatching: batching.dynamicBatching } : {}),
     ...(batching.queuePolicy ? { queuePolicy: batching.queuePolicy } : {}),
     versionPolicy: versions.policy,
@@ -335,6 +328,7 @@ export function repositoryModel(
     maxBatchSize: c.maxBatchSize,
     signature: c.signature,
     ...(c.sloMs !== undefined ? { sloMs: c.sloMs } : {}),
+    ...(c.costClasses !== undefined ? { costClasses: c.costClasses } : {}),
     ...(c.dynamicBatching ? { dynamicBatching: c.dynamicBatching } : {}),
     ...(c.queuePolicy ? { queuePolicy: c.queuePolicy } : {}),
     version: String(version),

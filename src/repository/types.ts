@@ -2,6 +2,7 @@
 // and DIR/<name>/<version>/model.onnx or model.pt. What the scheduler serves it by (its signature and
 // batch limit), what an agent launches its worker from (its backend and file), and what
 // GET /v2/models/<name>/config answers (the configuration as loaded). Pure types.
+import type { CostClass } from '../model/costDistribution.js';
 import type { ModelSignature } from '../protocol/tensor.js';
 import type { QueuePolicyConfig } from '../serving/queuePolicy.js';
 
@@ -26,6 +27,11 @@ export interface RepositoryModel {
   readonly signature: ModelSignature;
   /** The latency SLO (ms) from `parameters { key: "slo_ms" ... }`; absent: the scenario's or the default. */
   readonly sloMs?: number;
+  /**
+   * The input-dependent cost from `parameters { key: "cost_classes" ... }` (src/model/costDistribution.ts):
+   * a sample's cost relative to the others', with weights; absent: every sample costs the profile's.
+   */
+  readonly costClasses?: readonly CostClass[];
   /** dynamic_batching, when configured: the preferred batch sizes and the longest a task waits to fill one. */
   readonly dynamicBatching?: {
     readonly preferredBatchSize: readonly number[];

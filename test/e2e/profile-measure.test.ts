@@ -54,6 +54,22 @@ describe('inss profile measure --model: refusals, before anything runs', () => {
     }
     expect(existsSync(join(dir, 'rtx2060s-resnet18.json'))).toBe(false);
   });
+
+  it('refuses a repository model with a variable input dimension, naming the input', async () => {
+    const model = join(dir, 'varrepo', 'text');
+    mkdirSync(join(model, '1'), { recursive: true });
+    writeFileSync(join(model, '1', 'model.pt'), 'not read: refused before');
+    writeFileSync(
+      join(model, 'config.pbtxt'),
+      'backend: "pytorch"\nmax_batch_size: 8\n' +
+        'input [ { name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] } ]\n' +
+        'output [ { name: "logits" data_type: TYPE_FP32 dims: [ 4 ] } ]\n',
+    );
+    const args = ['--model-repository', join(dir, 'varrepo'), '--model', 'text', '--work-dir', join(dir, 'refused')];
+    const r = await inss(['profile', 'measure', ...args]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--model text: input 'input_ids' has a variable dimension \(-1\); measure times fixed/);
+  });
 });
 
 const noTorch = torchOk ? '' : ` (skipped: ${resolvePython()} cannot import torch)`;

@@ -54,7 +54,8 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
 parameters { key: "slo_ms" value: { string_value: "5000" } }
 `;
 
-// A variable dimension: Triton takes it, inss refuses it (docs/model-repository.md).
+// A variable dimension of an ONNX model: Triton takes it, inss serves it with the pytorch backend only
+// (docs/model-repository.md).
 const BROKEN_CONFIG = `name: "broken"
 platform: "onnxruntime_onnx"
 max_batch_size: 4

@@ -178,7 +178,9 @@ describe('inss scheduler --model-repository', () => {
     expect((await get(`${base}/v2/models/resnet50`)).status).toBe(404);
 
     // The broken models: not served, not ready, their reason naming the field or the file.
-    const brokenReason = 'broken/config.pbtxt: input[0].dims[0]: -1 (variable dimensions are not supported)';
+    const brokenReason =
+      'broken/config.pbtxt: input[0].dims[0]: -1 (variable dimensions are served by the pytorch backend only: the ' +
+      'ONNX Runtime worker takes fixed shapes)';
     const ready = await get(`${base}/v2/models/broken/ready`);
     expect(ready).toEqual({ status: 503, body: { name: 'broken', ready: false, reason: brokenReason } });
     const broken = await get(`${base}/v2/models/broken`);

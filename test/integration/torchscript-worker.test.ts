@@ -411,9 +411,9 @@ describe.skipIf(!torchOk)(
           /^--signature\.batchDim: expected true or false, got null$/,
         ],
         [
-          'a shape with a variable dim',
-          () => launch('two', { ...two, inputs: [spec('x', 'FP32', [-1]), two.inputs[1]] }),
-          /^--signature\.inputs\.0\.shape: expected an array of positive integers/,
+          'an output with a variable dim',
+          () => launch('two', { ...two, outputs: [spec('y', 'FP32', [-1]), two.outputs[1]] }),
+          /^--signature\.outputs\.0\.shape: expected an array of positive integers \(fixed dims\)/,
         ],
         [
           'an unknown datatype',

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { carryModes, clusterView, gpuIndex } from '../../scheduler/clusterView.js';
+import { servedCost } from '../../src/model/costDistribution.js';
+import { withProfiles } from '../../src/policy/online/clusterMap.js';
 import type { AgentGpu } from '../../src/protocol/agent.js';
 import { loadProfileFile } from '../support/clusters.js';
 
@@ -78,5 +80,23 @@ describe('clusterView: agents and profiles -> the policy cluster and GPU referen
       { agentId: 'b', local: 0 },
     ];
     expect(carryModes(old, ['mps', 'timeshare'], now)).toEqual(['mps', 'mps', 'timeshare']);
+  });
+
+  it("carries a model's input-dependent cost to the policy's cluster, and through new profiles", () => {
+    const cost = servedCost(
+      [
+        { relative: 16, weight: 3 },
+        { relative: 128, weight: 1 },
+      ],
+      'tail',
+      0.99,
+    );
+    const v = clusterView([{ agentId: 'a', gpus: [gpu(0, 'rtx2060s')] }], profiles, [
+      MODELS[0]!,
+      { ...MODELS[1]!, cost },
+    ]);
+    expect(v.cluster!.models[1]!.cost).toBe(cost);
+    expect(v.cluster!.models[0]!.cost).toBeUndefined();
+    expect(withProfiles(v.cluster!, profiles).models[1]!.cost).toBe(cost);
   });
 });

@@ -24,7 +24,13 @@ export function profilesOf(cluster: ClusterInfo): Map<string, Profile> {
 export function withProfiles(cluster: ClusterInfo, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
   return buildCluster(
     cluster.gpus.map((g) => profiles.get(g.profileId) ?? g.model.profile),
-    cluster.models.map((m) => ({ name: m.name, sloMs: m.sloMs, profileModel: m.profileModel })),
+    // A model keeps its input-dependent cost: the inner policy plans against it as the simulator does.
+    cluster.models.map((m) => ({
+      name: m.name,
+      sloMs: m.sloMs,
+      profileModel: m.profileModel,
+      ...(m.cost ? { cost: m.cost } : {}),
+    })),
     cluster.gpus.map((g) => g.pooled),
   );
 }
