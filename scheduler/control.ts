@@ -12,9 +12,8 @@
 //
 // Workers follow the serving rules in src/serving/ that the simulator follows too, so the running system
 // behaves as the digital twin predicts; queueing follows each model's queue policy (src/serving/queuePolicy.ts).
-// Every accepted task is answered exactly once: a result, or an error with its reason (dropped because it
-// cannot meet its SLO, queue full, model not deployed, worker failed, shutting down). A batch refused because
-// its worker was retiring goes back to the head of its queue.
+// Every accepted task is answered exactly once: a result, or an error with its reason (dropped: cannot meet its
+// SLO, queue full, not deployed, worker failed, shutting down); a batch its retiring worker refused is requeued.
 import type { Logger } from 'pino';
 import type { Observation } from '../src/policy/types.js';
 import type { FromAgent, WorkerStatus } from '../src/protocol/agent.js';
