@@ -69,6 +69,11 @@ export interface Deployment {
   readonly placements: readonly Placement[];
   /** Per GPU; absent means every GPU is `mps`. */
   readonly gpuModes?: readonly GpuMode[];
+  /**
+   * Per pipeline name, its SLO split across its steps (src/serving/pipeline.ts); a pipeline absent here runs
+   * with its SLO split evenly.
+   */
+  readonly pipelineBudgetsMs?: Readonly<Record<string, readonly number[]>>;
 }
 
 /** What the monitor tells a policy at a decision epoch. */
