@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { COST_BATCHING_MODES } from '../model/costDistribution.js';
 import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
 import { MONITOR_KINDS } from '../serving/monitor.js';
+import { pipelineWiringError } from '../serving/pipeline.js';
 import { QueuePolicySchema } from '../serving/queuePolicy.js';
 
 const positive = z.number().finite().positive();
@@ -51,6 +52,18 @@ const RateSchema = z.discriminatedUnion('kind', [
     })
     .strict(),
 ]);
+
+const NAME = /^[a-z0-9][a-z0-9_-]*$/;
+const TENSOR = z.string().min(1).max(64);
+
+/** A pipeline's step (src/serving/pipeline.ts): the served model it runs, and how its tensors are wired. */
+const PipelineStepSchema = z
+  .object({
+    model: z.string().regex(NAME),
+    inputMap: z.record(TENSOR, TENSOR).default({}),
+    outputMap: z.record(TENSOR, TENSOR).default({}),
+  })
+  .strict();
 
 const ArrivalSchema = z.discriminatedUnion('process', [
   z.object({ process: z.literal('poisson') }).strict(),
@@ -124,6 +137,27 @@ export const ScenarioSchema = z
           .strict(),
       )
       .min(1),
+    /**
+     * Pipelines (src/serving/pipeline.ts, docs/pipelines.md): requests that run `steps` in order under one
+     * end-to-end `sloMs`, arriving at `rate`. A step names a served model of `models`, which then serves that
+     * pipeline only (its own rate must be constant 0, its sloMs is unused).
+     */
+    pipelines: z
+      .array(
+        z
+          .object({
+            name: z.string().regex(NAME),
+            sloMs: positive,
+            arrival: ArrivalSchema.default({ process: 'poisson' }),
+            rate: RateSchema,
+            steps: z.array(PipelineStepSchema).min(1).max(16),
+            /** The pipeline's input and output tensors (names the steps' maps use); empty where unwired. */
+            inputs: z.array(TENSOR).default([]),
+            outputs: z.array(TENSOR).default([]),
+          })
+          .strict(),
+      )
+      .default([]),
     durationS: positive,
     epochS: positive.default(1),
     swapS: nonNegative.default(3),
@@ -187,6 +221,34 @@ export const ScenarioSchema = z
             `must not exceed the model's sloMs (${m.sloMs}): ` +
             'a task served after its SLO is late whatever its timeout',
         });
+    });
+    const stepOf = new Map<string, string>();
+    s.pipelines.forEach((p, i) => {
+      if (seen.has(p.name))
+        ctx.addIssue({ code: 'custom', path: ['pipelines', i, 'name'], message: `name '${p.name}' is already used` });
+      seen.add(p.name);
+      p.steps.forEach((step, k) => {
+        const path = ['pipelines', i, 'steps', k, 'model'];
+        const m = s.models.find((x) => x.name === step.model);
+        if (m === undefined) {
+          ctx.addIssue({ code: 'custom', path, message: `no model '${step.model}' in models` });
+          return;
+        }
+        const other = stepOf.get(step.model);
+        if (other !== undefined)
+          ctx.addIssue({ code: 'custom', path, message: `model '${step.model}' is already a step of ${other}` });
+        stepOf.set(step.model, `pipeline '${p.name}'`);
+        if (m.rate.kind !== 'constant' || m.rate.ratePerS !== 0)
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message:
+              `model '${step.model}' is a step of pipeline '${p.name}': its own rate must be ` +
+              "{ kind: 'constant', ratePerS: 0 } (its tasks come at the pipeline's rate)",
+          });
+      });
+      const wiring = pipelineWiringError(p, p.inputs, p.outputs);
+      if (wiring !== undefined) ctx.addIssue({ code: 'custom', path: ['pipelines', i, 'steps'], message: wiring });
     });
     if (s.epochS > s.durationS)
       ctx.addIssue({ code: 'custom', path: ['epochS'], message: 'must not exceed durationS' });
