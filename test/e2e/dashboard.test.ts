@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { startInss, startUp, stopAll } from '../support/system.js';
 import { type ScenarioSpec, writeScenario } from '../support/scenario.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -56,21 +56,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the dashboard in headless Chromium${HAVE_CHROMI
 
   beforeAll(async () => {
     const scenario = writeScenario(join(state, 'scenario.json'), SCENARIO);
-    const up = startInss([
-      'up',
-      '--port',
-      '0',
-      '--state-dir',
-      state,
-      '--scenario',
-      scenario,
-      '--policy',
-      'igniter',
-      '--log-level',
-      'warn',
-    ]);
-    base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
-    await waitHttp200(`${base}/v2/health/ready`, 60_000);
+    ({ base } = await startUp(state, ['--scenario', scenario, '--policy', 'igniter']));
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     page.on('console', (m) => {

@@ -18,7 +18,7 @@ import { inferenceService } from '../../scheduler/grpcProto.js';
 import { binaryInferBody } from '../../tools/loadgen/binary.js';
 import { difference, reference, testBatch } from '../support/onnxData.js';
 import { twoInTwoOut, writeOnnxModel } from '../support/onnxModel.js';
-import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { stopAll, waitHttp200, startUp } from '../support/system.js';
 
 const python = resolvePython();
 const torchOk = await torchAvailable(python);
@@ -97,24 +97,14 @@ beforeAll(async () => {
     await promisify(execFile)(python, [join(dir, 'tiny.py'), 'save', path]);
   }
   inference = await ort.InferenceSession.create(pairFile);
-  const up = startInss([
-    'up',
-    '--port',
-    '0',
-    '--grpc-port',
-    '0',
-    '--model-repository',
-    repo,
-    '--simulate',
-    'rtx2060s:2',
-    '--state-dir',
+  const { address } = ({ base } = await startUp(
     join(dir, 'state'),
-    '--log-level',
-    'warn',
-  ]);
-  base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
-  const address = await waitFor(up, /grpc (\S+:\d+)/, 10_000);
-  await waitHttp200(`${base}/v2/models/pair/ready`, 120_000);
+    ['--model-repository', repo, '--simulate', 'rtx2060s:2'],
+    {
+      readyPath: '/v2/models/pair/ready',
+      grpc: true,
+    },
+  ));
   if (torchOk) await waitHttp200(`${base}/v2/models/tiny/ready`, 120_000);
   const Service = inferenceService();
   client = new Service(address, grpc.credentials.createInsecure());

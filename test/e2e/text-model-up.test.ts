@@ -17,7 +17,7 @@ import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
 import { inferenceService } from '../../scheduler/grpcProto.js';
 import { binaryInferBody } from '../../tools/loadgen/binary.js';
 import { REPO_ROOT } from '../support/paths.js';
-import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { stopAll, startUp } from '../support/system.js';
 
 const run = promisify(execFile);
 const python = resolvePython();
@@ -55,26 +55,11 @@ describe.skipIf(!torchOk)(
       writeFileSync(join(dir, 'seqs.json'), JSON.stringify(seqs));
       const ref = await run(python, [SCRIPT, 'ref', file, join(dir, 'seqs.json')], { timeout: 110_000 });
       want = JSON.parse(ref.stdout) as number[][];
-      const up = startInss([
-        'up',
-        '--port',
-        '0',
-        '--grpc-port',
-        '0',
-        '--model-repository',
-        repo,
-        '--simulate',
-        'rtx2060s:1',
-        '--state-dir',
+      const { address } = ({ base } = await startUp(
         join(dir, 'state'),
-        '--log-level',
-        'warn',
-        '--epoch-ms',
-        '500',
-      ]);
-      base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
-      const address = await waitFor(up, /grpc (\S+:\d+)/, 10_000);
-      await waitHttp200(`${base}/v2/models/text/ready`, 120_000);
+        ['--model-repository', repo, '--simulate', 'rtx2060s:1', '--epoch-ms', '500'],
+        { readyPath: '/v2/models/text/ready', grpc: true },
+      ));
       const Service = inferenceService();
       client = new Service(address, grpc.credentials.createInsecure());
     }, 240_000);

@@ -19,7 +19,7 @@ import { modelSignature, type TensorRef } from '../../src/protocol/tensor.js';
 import { encodeJpeg, encodePng, imageRequest, syntheticPicture, uint8Chw } from '../../tools/loadgen/images.js';
 import { bytesTensor, IMAGENET, inceptionBatch, jpegFile, parseModel, topClasses } from '../support/imageClient.js';
 import { REPO_ROOT } from '../support/paths.js';
-import { binaryInferRequest, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { binaryInferRequest, simForward, stopAll, startUp } from '../support/system.js';
 
 interface Raw {
   status: number;
@@ -130,21 +130,7 @@ beforeAll(async () => {
   scenario.name = 'triton-e2e';
   for (const m of scenario.models) m.sloMs = 10_000;
   writeFileSync(join(state, 'scenario.json'), JSON.stringify(scenario));
-  const up = startInss([
-    'up',
-    '--port',
-    '0',
-    '--state-dir',
-    state,
-    '--log-level',
-    'warn',
-    '--scenario',
-    join(state, 'scenario.json'),
-    '--policy',
-    'static-even',
-  ]);
-  base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 60_000);
-  await waitHttp200(`${base}/v2/health/ready`, 90_000);
+  ({ base } = await startUp(state, ['--scenario', join(state, 'scenario.json'), '--policy', 'static-even']));
 }, 180_000);
 afterAll(async () => {
   await stopAll();

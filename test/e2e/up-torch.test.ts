@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolvePython, torchAvailable } from '../../agent/torchWorker.js';
-import { binaryInferRequest, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { binaryInferRequest, stopAll, startUp } from '../support/system.js';
 import { writeScenario } from '../support/scenario.js';
 
 const python = resolvePython();
@@ -45,24 +45,15 @@ describe.skipIf(!torchOk)(`inss up --worker torch (${python})`, () => {
     const inputFile = join(dir, 'x.f32');
     writeFileSync(inputFile, Buffer.from(x.buffer));
     const reference = promisify(execFile)(python, ['-c', REFERENCE, inputFile], { maxBuffer: 16 << 20 });
-    const up = startInss([
-      'up',
-      '--port',
-      '0',
+    // Checking for torch imports it: slow on a busy machine.
+    const { up, base } = await startUp(join(dir, 'state'), [
       '--worker',
       'torch',
       '--scenario',
       scenario,
       '--policy',
       'static-even',
-      '--state-dir',
-      join(dir, 'state'),
-      '--log-level',
-      'warn',
     ]);
-    // Checking for torch imports it: slow on a busy machine.
-    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
-    await waitHttp200(`${base}/v2/health/ready`, 90_000);
     const req = binaryInferRequest(x);
     const res = await fetch(`${base}/v2/models/resnet18/infer`, {
       method: 'POST',

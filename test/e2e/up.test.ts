@@ -11,7 +11,15 @@ import { modelOffset } from '../../src/serving/standIn.js';
 import { loadShmAddon } from '../../src/protocol/shmMap.js';
 import { runCli } from '../support/cli.js';
 import { writeScenario } from '../support/scenario.js';
-import { binaryInferRequest, simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import {
+  binaryInferRequest,
+  simForward,
+  startInss,
+  stopAll,
+  waitFor,
+  waitHttp200,
+  startUp,
+} from '../support/system.js';
 
 const state = mkdtempSync(join(tmpdir(), 'inss-up-'));
 afterAll(async () => {
@@ -78,12 +86,7 @@ it(
   async () => {
     const dir = mkdtempSync(join(tmpdir(), 'inss-up-tcp-'));
     const scenario = join(import.meta.dirname, '..', '..', 'benchmarks', 'scenarios', 'system-one.json');
-    const up = startInss([
-      'up',
-      '--port',
-      '0',
-      '--state-dir',
-      dir,
+    const { up, base } = await startUp(dir, [
       '--scenario',
       scenario,
       '--policy',
@@ -93,11 +96,7 @@ it(
       'tcp',
       '--pooled-gpu',
       'serial',
-      '--log-level',
-      'warn',
     ]);
-    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
-    await waitHttp200(`${base}/v2/health/ready`);
     // The local agent reported its simulated GPUs as serial, and the policy's cluster carries it.
     const view = (await (await fetch(`${base}/v2/inss/cluster`)).json()) as {
       agents: { gpus: { pooled: string }[] }[];
@@ -159,12 +158,7 @@ it.each([
         { name: 'mobilenet', sloMs: 2000, ratePerS: 20 },
       ],
     });
-    const up = startInss([
-      'up',
-      '--port',
-      '0',
-      '--state-dir',
-      dir,
+    const { up, base } = await startUp(dir, [
       '--scenario',
       scenario,
       '--policy',
@@ -172,11 +166,7 @@ it.each([
       '--zero-time',
       '--shm-mb',
       String(shmMb),
-      '--log-level',
-      'warn',
     ]);
-    const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/);
-    await waitHttp200(`${base}/v2/health/ready`);
     const regions = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`inss-${up.child.pid}-`));
     expect(regions()).toHaveLength(byDescriptor ? 1 : 0);
     // Both workers connected on their Unix sockets (descriptors only go there).

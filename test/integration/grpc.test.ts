@@ -22,7 +22,7 @@ import { runCli } from '../support/cli.js';
 import { bytesTensor, IMAGENET, inceptionBatch, jpegFile, parseModel, topClasses } from '../support/imageClient.js';
 import { REPO_ROOT } from '../support/paths.js';
 import { opensslWorks, selfSignedCert } from '../../benchmarks/tls.js';
-import { simForward, startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { simForward, startInss, stopAll, waitFor, startUp } from '../support/system.js';
 
 type Reply =
   { ok: true; value: Record<string, unknown>; trailer: grpc.Metadata } | { ok: false; code: number; details: string };
@@ -75,24 +75,9 @@ beforeAll(async () => {
   scenario.name = 'grpc-e2e';
   for (const m of scenario.models) m.sloMs = 10_000;
   writeFileSync(join(state, 'scenario.json'), JSON.stringify(scenario));
-  const up = startInss([
-    'up',
-    '--port',
-    '0',
-    '--grpc-port',
-    '0',
-    '--state-dir',
-    state,
-    '--log-level',
-    'warn',
-    '--scenario',
-    join(state, 'scenario.json'),
-    '--policy',
-    'static-even',
-  ]);
-  base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 60_000);
-  address = await waitFor(up, /grpc (\S+:\d+)/, 10_000);
-  await waitHttp200(`${base}/v2/health/ready`, 90_000);
+  ({ base, address } = await startUp(state, ['--scenario', join(state, 'scenario.json'), '--policy', 'static-even'], {
+    grpc: true,
+  }));
   const Service = inferenceService();
   client = new Service(address, grpc.credentials.createInsecure());
 }, 180_000);

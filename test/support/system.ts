@@ -77,3 +77,29 @@ export const binaryInferRequest = fp32ImageRequest;
 export function simForward(x: Float32Array, model: string, outputs = 1000): Float32Array {
   return standInForward(model, x, 1, x.length, outputs);
 }
+
+/** A started `inss up`: its process, its HTTP endpoint (`http://host:port`) and its gRPC address ('' unless asked). */
+export interface Up {
+  readonly up: Running;
+  readonly base: string;
+  readonly address: string;
+}
+
+/**
+ * `inss up` as a user starts it, on free ports, with its state in `stateDir`, logging warnings only, plus `args`;
+ * resolves once `readyPath` answers 200 (default: the server's readiness). `grpc`: a gRPC port too, its address
+ * awaited.
+ */
+export async function startUp(
+  stateDir: string,
+  args: readonly string[],
+  o: { readyPath?: string; grpc?: boolean; timeoutMs?: number; env?: Record<string, string> } = {},
+): Promise<Up> {
+  const ports = ['--port', '0', ...(o.grpc ? ['--grpc-port', '0'] : [])];
+  const up = startInss(['up', ...ports, '--state-dir', stateDir, '--log-level', 'warn', ...args], o.env);
+  const timeoutMs = o.timeoutMs ?? 120_000;
+  const base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, timeoutMs);
+  const address = o.grpc ? await waitFor(up, /grpc (\S+:\d+)/, 10_000) : '';
+  await waitHttp200(`${base}${o.readyPath ?? '/v2/health/ready'}`, timeoutMs);
+  return { up, base, address };
+}
