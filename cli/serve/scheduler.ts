@@ -26,6 +26,7 @@ import { loadRepository } from '../repository.js';
 import { loadScenario } from '../scenarios.js';
 import { accessFrom, sharedToken, tlsFiles, tokensFrom, warnIfExposed } from './access.js';
 import { addSchedulerOptions, grpcPortOf, type ServeOptions } from './options.js';
+import { servedPipelines } from './pipelines.js';
 import { grpcShown, makeLogger, untilSignal } from './process.js';
 
 const VERSION = '0.1.0';
@@ -127,7 +128,7 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
     fromScenario.map((m, i) => [m.name, rates[i]!] as const).filter(([n]) => models.some((m) => m.name === n)),
   );
   return {
-    models,
+    ...servedPipelines(repository?.ensembles ?? [], models, logger),
     initialRatePerS,
     unavailable: repository?.failures ?? [],
     repositoryOnly: fromScenario.length === 0,
@@ -144,7 +145,8 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     plannerProfiles(loaded.scenario, allProfiles(loaded.profiles)),
     store.learnedProfiles(),
   );
-  const { models, initialRatePerS, unavailable, repositoryOnly } = servedModels(opts, loaded, logger);
+  const served = servedModels(opts, loaded, logger);
+  const { models, pipelines, initialRatePerS, unavailable, repositoryOnly } = served;
   const registry = new PolicyRegistry();
   // Models without a profile (a repository's, a scenario's unprofiled ones) are served with AIMD
   // batching and profiled while they serve (docs/online-profiling.md), the fit kept in the store.
@@ -170,10 +172,15 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     throw new InvalidInputError(`--epoch-ms / --monitor-window-ms / --monitor: ${(e as Error).message}`);
   }
   return {
-    scenario: loaded,
+    // The repository's ensembles join the scenario's pipelines: the planner sees them as the simulator does.
+    scenario: {
+      ...loaded,
+      scenario: { ...loaded.scenario, pipelines: [...loaded.scenario.pipelines, ...served.scenarioPipelines] },
+    },
     settings,
     profiles,
     models,
+    pipelines,
     unavailable,
     initialRatePerS,
     policyFile,
@@ -254,6 +261,7 @@ export async function startScheduler(
     access,
     ...(tls ? { tls } : {}),
     models: config.models,
+    pipelines: config.pipelines,
     unavailableModels: config.unavailable,
     profiles: config.profiles,
     policyName: opts.policy,
