@@ -68,8 +68,10 @@ input [ ${inputs.map(([n, d]) => `{ name: "${n}" data_type: TYPE_FP32 dims: [ ${
 output [ { name: "y" data_type: TYPE_FP32 dims: [ ${output} ] } ]
 `;
 
-const STEP_PRE = `{ model_name: "pre" model_version: -1 input_map { key: "x" value: "IN" } output_map { key: "y" value: "t1" } }`;
-const STEP_MID = `{ model_name: "mid" model_version: -1 input_map { key: "x" value: "t1" } output_map { key: "y" value: "t2" } }`;
+const STEP_PRE =
+  '{ model_name: "pre" model_version: -1 input_map { key: "x" value: "IN" } output_map { key: "y" value: "t1" } }';
+const STEP_MID =
+  '{ model_name: "mid" model_version: -1 input_map { key: "x" value: "t1" } output_map { key: "y" value: "t2" } }';
 const STEP_POST =
   `{ model_name: "post" model_version: -1 input_map [ { key: "a" value: "t2" }, { key: "b" value: "IN" } ] ` +
   `output_map { key: "y" value: "OUT" } }`;
@@ -188,15 +190,16 @@ function expectClose(got: readonly number[], want: readonly number[]): void {
 
 const sample = (k: number, seed: number) => floats(Buffer.from(randomFloats(4 * k, seed)));
 
-function grpcInfer(req: object): Promise<Record<string, unknown>> {
+function grpcCall(method: string, req: object): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const c = client as unknown as Record<
       string,
       (r: object, cb: (e: grpc.ServiceError | null, v?: Record<string, unknown>) => void) => void
     >;
-    c['ModelInfer']!.call(client, req, (e, v) => (e ? reject(e) : resolve(v!)));
+    c[method]!.call(client, req, (e, v) => (e ? reject(e) : resolve(v!)));
   });
 }
+const grpcInfer = (req: object) => grpcCall('ModelInfer', req);
 
 describe('inss up --model-repository: a three-step ensemble', () => {
   it('answers a 3-sample request over HTTP binary as its steps run by hand', async () => {
@@ -257,6 +260,19 @@ describe('inss up --model-repository: a three-step ensemble', () => {
         ],
       },
     });
+  });
+
+  it('answers ModelMetadata, ModelConfig and ModelReady over gRPC as for an ensemble', async () => {
+    expect(await grpcCall('ModelMetadata', { name: 'chain' })).toMatchObject({ platform: 'ensemble', versions: ['1'] });
+    const { config } = (await grpcCall('ModelConfig', { name: 'chain' })) as { config: Record<string, unknown> };
+    expect(config).toMatchObject({ platform: 'ensemble', max_batch_size: 8 });
+    const steps = (config['ensemble_scheduling'] as { step: Record<string, unknown>[] }).step;
+    expect(steps.map((s) => [s['model_name'], String(s['model_version']), s['input_map'], s['output_map']])).toEqual([
+      ['pre', '-1', { x: 'IN' }, { y: 't1' }],
+      ['mid', '-1', { x: 't1' }, { y: 't2' }],
+      ['post', '-1', { a: 't2', b: 'IN' }, { y: 'OUT' }],
+    ]);
+    expect(await grpcCall('ModelReady', { name: 'chain' })).toMatchObject({ ready: true });
   });
 
   it('refuses an ensemble whose steps are out of order, naming the field, and serves the others', async () => {
