@@ -2,11 +2,16 @@
 // pipeline of served models under its end-to-end SLO (its `slo_ms` parameter, else DEFAULT_REPOSITORY_SLO_MS),
 // each step model served with its step's share of that SLO (the even split; the plan's split moves its tasks'
 // deadline stamps, src/serving/pipelineChain.ts), and the scenario's matching `pipelines` entry, so that the
-// planner sees the pipeline as the simulator does.
+// planner sees the pipeline as the simulator does. A scenario's own pipelines (`pipelines`, over its models) are
+// served the same way, as the ensemble they describe.
 import type { Logger } from 'pino';
 import type { ServedModelConfig } from '../../scheduler/control.js';
+import { DEFAULT_MAX_BATCH_SIZE } from '../../scheduler/kserve.js';
 import type { ServedPipeline } from '../../scheduler/pipelineFront.js';
-import { ensemblePipeline } from '../../src/repository/ensemble.js';
+import { configDatatype } from '../../scheduler/triton.js';
+import { InvalidInputError } from '../../src/profile/schema.js';
+import type { TensorSpec } from '../../src/protocol/tensor.js';
+import { ENSEMBLE_PLATFORM, ensemblePipeline } from '../../src/repository/ensemble.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryEnsemble } from '../../src/repository/types.js';
 import type { Scenario } from '../../src/scenario/schema.js';
 import { evenBudgets } from '../../src/serving/pipeline.js';
@@ -19,11 +24,93 @@ export interface ServedPipelines {
   readonly scenarioPipelines: Scenario['pipelines'];
 }
 
-/** The ensembles of the repository over `models` (each step model among them: the repository's loader checked). */
+/**
+ * A scenario's pipeline over its served models as the ensemble it describes: its inputs take the spec of the
+ * first step input that reads them, its outputs that of the step output that writes them, and every tensor must
+ * be read as written (datatype and shape); its batch limit is the smallest of its step models'. Throws
+ * InvalidInputError naming the field (`where`: the scenario).
+ */
+export function scenarioEnsemble(
+  p: Scenario['pipelines'][number],
+  index: number,
+  served: readonly ServedModelConfig[],
+  where: string,
+): RepositoryEnsemble {
+  const specs = new Map<string, TensorSpec>();
+  const field = `${where}: pipelines[${index}]`;
+  const models = p.steps.map((step, k) => {
+    const m = served.find((x) => x.name === step.model);
+    if (!m) throw new InvalidInputError(`${field}.steps[${k}].model: '${step.model}' is not served`);
+    for (const t of m.signature.inputs) {
+      const from = step.inputMap[t.name];
+      if (from === undefined)
+        throw new InvalidInputError(
+          `${field}.steps[${k}].inputMap: input '${t.name}' of '${m.name}' is read from no tensor`,
+        );
+      const have = specs.get(from);
+      // A pipeline input is taken as its tensor (an image input's other forms are the step model's own).
+      if (!have) specs.set(from, { name: from, datatype: t.datatype, shape: t.shape });
+      else if (have.datatype !== t.datatype || have.shape.join() !== t.shape.join())
+        throw new InvalidInputError(
+          `${field}.steps[${k}].inputMap.${t.name}: tensor '${from}' is ${have.datatype} [${have.shape.join(', ')}], ` +
+            `input '${t.name}' of '${m.name}' is ${t.datatype} [${t.shape.join(', ')}]`,
+        );
+    }
+    for (const [own, to] of Object.entries(step.outputMap)) {
+      const t = m.signature.outputs.find((x) => x.name === own);
+      if (!t) throw new InvalidInputError(`${field}.steps[${k}].outputMap.${own}: '${m.name}' has no output '${own}'`);
+      specs.set(to, { name: to, datatype: t.datatype, shape: t.shape });
+    }
+    return m;
+  });
+  const spec = (kind: 'inputs' | 'outputs') => (name: string) => {
+    const t = specs.get(name);
+    if (!t) throw new InvalidInputError(`${field}.${kind}: '${name}' is wired to no step`);
+    return t;
+  };
+  const signature = { inputs: p.inputs.map(spec('inputs')), outputs: p.outputs.map(spec('outputs')) };
+  const maxBatchSize = Math.min(...models.map((m) => m.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE));
+  const steps = p.steps.map((s) => ({ model: s.model, version: -1, inputMap: s.inputMap, outputMap: s.outputMap }));
+  const tensor = (t: TensorSpec) => ({ name: t.name, data_type: configDatatype(t.datatype), dims: [...t.shape] });
+  return {
+    name: p.name,
+    maxBatchSize,
+    signature,
+    sloMs: p.sloMs,
+    steps,
+    version: '1',
+    versions: ['1'],
+    config: {
+      name: p.name,
+      platform: ENSEMBLE_PLATFORM,
+      backend: '',
+      version_policy: { latest: { num_versions: 1 } },
+      max_batch_size: maxBatchSize,
+      input: signature.inputs.map(tensor),
+      output: signature.outputs.map(tensor),
+      ensemble_scheduling: {
+        step: steps.map((s) => ({
+          model_name: s.model,
+          model_version: -1,
+          input_map: s.inputMap,
+          output_map: s.outputMap,
+          model_namespace: '',
+        })),
+      },
+      parameters: { slo_ms: { string_value: String(p.sloMs) } },
+    },
+  };
+}
+
+/**
+ * The ensembles over `served` (each step model among them: the repository's loader, or scenarioEnsemble,
+ * checked). `fromScenario` names those the scenario has already: they get no new `pipelines` entry.
+ */
 export function servedPipelines(
   ensembles: readonly RepositoryEnsemble[],
   served: readonly ServedModelConfig[],
   logger: Logger,
+  fromScenario: ReadonlySet<string> = new Set(),
 ): ServedPipelines {
   const models = [...served];
   const pipelines: ServedPipeline[] = [];
@@ -51,19 +138,20 @@ export function servedPipelines(
       pipeline,
       stepModels,
     });
-    scenarioPipelines.push({
-      name: e.name,
-      sloMs,
-      arrival: { process: 'poisson' },
-      rate: { kind: 'constant', ratePerS: 0 },
-      steps: pipeline.steps.map((s) => ({
-        model: s.model,
-        inputMap: { ...s.inputMap },
-        outputMap: { ...s.outputMap },
-      })),
-      inputs: e.signature.inputs.map((t) => t.name),
-      outputs: e.signature.outputs.map((t) => t.name),
-    });
+    if (!fromScenario.has(e.name))
+      scenarioPipelines.push({
+        name: e.name,
+        sloMs,
+        arrival: { process: 'poisson' },
+        rate: { kind: 'constant', ratePerS: 0 },
+        steps: pipeline.steps.map((s) => ({
+          model: s.model,
+          inputMap: { ...s.inputMap },
+          outputMap: { ...s.outputMap },
+        })),
+        inputs: e.signature.inputs.map((t) => t.name),
+        outputs: e.signature.outputs.map((t) => t.name),
+      });
   }
   return { models, pipelines, scenarioPipelines };
 }

@@ -26,7 +26,7 @@ import { loadRepository } from '../repository.js';
 import { loadScenario } from '../scenarios.js';
 import { accessFrom, sharedToken, tlsFiles, tokensFrom, warnIfExposed } from './access.js';
 import { addSchedulerOptions, grpcPortOf, type ServeOptions } from './options.js';
-import { servedPipelines } from './pipelines.js';
+import { scenarioEnsemble, servedPipelines } from './pipelines.js';
 import { grpcShown, makeLogger, untilSignal } from './process.js';
 
 const VERSION = '0.1.0';
@@ -127,8 +127,12 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
   const initialRatePerS = Object.fromEntries(
     fromScenario.map((m, i) => [m.name, rates[i]!] as const).filter(([n]) => models.some((m) => m.name === n)),
   );
+  // The scenario's pipelines, then the repository's ensembles (a name is one or the other).
+  const pipelines = fromScenario.length === 0 ? [] : loaded.scenario.pipelines;
+  const own = pipelines.map((p, i) => scenarioEnsemble(p, i, models, `scenario ${opts.scenario}`));
+  const ensembles = [...own, ...(repository?.ensembles ?? []).filter((e) => !own.some((o) => o.name === e.name))];
   return {
-    ...servedPipelines(repository?.ensembles ?? [], models, logger),
+    ...servedPipelines(ensembles, models, logger, new Set(own.map((e) => e.name))),
     initialRatePerS,
     unavailable: repository?.failures ?? [],
     repositoryOnly: fromScenario.length === 0,

@@ -4,14 +4,15 @@
 // over HTTP (binary and JSON) and gRPC as running its three steps by hand does (each step model called
 // directly, its outputs fed to the next), within 1e-4; its metadata and configuration answer as Triton's do
 // for an ensemble; an ensemble whose steps are listed out of order is refused with the field named while the
-// others serve.
+// others serve. A scenario's own pipeline (over the zoo's models, simulated workers) is served the same way.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inferenceService } from '../../scheduler/grpcProto.js';
-import { binaryInferBody } from '../../tools/loadgen/binary.js';
+import { ScenarioSchema } from '../../src/scenario/schema.js';
+import { binaryInferBody, fp32ImageRequest } from '../../tools/loadgen/binary.js';
 import { type OnnxGraph, randomFloats, writeOnnxModel } from '../support/onnxModel.js';
 import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
 
@@ -285,4 +286,76 @@ describe('inss up --model-repository: a three-step ensemble', () => {
     const infer = await fetch(`${base}/v2/models/tangle/infer`, { method: 'POST', body: '{}' });
     expect(infer.status).toBe(404);
   });
+});
+
+describe('inss up --scenario: a scenario pipeline over simulated workers', () => {
+  it("answers the last step's outputs, as its model answers the same input", async () => {
+    const file = join(dir, 'twostep.json');
+    const scenario = {
+      name: 'twostep',
+      description: 'two zoo models in sequence, each reading the image',
+      gpus: [{ profile: 'rtx2060s', count: 1 }],
+      models: ['resnet50', 'vgg16'].map((name) => ({ name, sloMs: 100, rate: { kind: 'constant', ratePerS: 0 } })),
+      pipelines: [
+        {
+          name: 'twostep',
+          sloMs: 400,
+          rate: { kind: 'constant', ratePerS: 5 },
+          steps: [
+            { model: 'resnet50', inputMap: { input: 'IMAGE' }, outputMap: { output: 'f1' } },
+            { model: 'vgg16', inputMap: { input: 'IMAGE' }, outputMap: { output: 'SCORES' } },
+          ],
+          inputs: ['IMAGE'],
+          outputs: ['SCORES'],
+        },
+      ],
+      durationS: 10,
+      epochS: 1,
+      swapS: 1,
+      monitorWindowS: 3,
+      seed: 1,
+    };
+    writeFileSync(file, JSON.stringify(ScenarioSchema.parse(scenario)));
+    const up = startInss([
+      'up',
+      '--scenario',
+      file,
+      '--policy',
+      'static-even',
+      '--port',
+      '0',
+      '--no-grpc',
+      '--state-dir',
+      join(dir, 'scenario-state'),
+      '--log-level',
+      'warn',
+    ]);
+    const url = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
+    await waitHttp200(`${url}/v2/models/twostep/ready`, 120_000);
+    const image = Float32Array.from(floats(Buffer.from(randomFloats(3 * 224 * 224, 44))));
+    const direct = fp32ImageRequest(image);
+    const viaPipeline = binaryInferBody(
+      {
+        inputs: [
+          {
+            name: 'IMAGE',
+            shape: [1, 3, 224, 224],
+            datatype: 'FP32',
+            parameters: { binary_data_size: image.byteLength },
+          },
+        ],
+        outputs: [{ name: 'SCORES', parameters: { binary_data: true } }],
+      },
+      [Buffer.from(image.buffer)],
+    );
+    const answer = async (model: string, r: { headers: Record<string, string>; body: Buffer }) => {
+      const res = await fetch(`${url}/v2/models/${model}/infer`, { method: 'POST', headers: r.headers, body: r.body });
+      const body = Buffer.from(await res.arrayBuffer());
+      expect(res.status, body.toString('utf8', 0, 300)).toBe(200);
+      return floats(body.subarray(Number(res.headers.get('inference-header-content-length'))));
+    };
+    const got = await answer('twostep', viaPipeline);
+    expect(got).toHaveLength(1000);
+    expect(got).toEqual(await answer('vgg16', direct));
+  }, 240_000);
 });
