@@ -20,6 +20,7 @@ import { modelSignature } from '../../src/protocol/tensor.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
 import { initialRates, plannerProfiles } from '../../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../../src/serving/settings.js';
+import { rateFunction } from '../../src/workload/arrivals.js';
 import { BUILTIN_POLICY_DIR, listProfileIds, loadProfile, readJsonFile } from '../profiles.js';
 import { PolicyRegistry } from '../registry.js';
 import { loadRepository } from '../repository.js';
@@ -131,6 +132,9 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
   const pipelines = fromScenario.length === 0 ? [] : loaded.scenario.pipelines;
   const own = pipelines.map((p, i) => scenarioEnsemble(p, i, models, `scenario ${opts.scenario}`));
   const ensembles = [...own, ...(repository?.ensembles ?? []).filter((e) => !own.some((o) => o.name === e.name))];
+  // A step model's tasks come at its pipeline's rate (a trace's is learned as it serves).
+  for (const p of pipelines)
+    if (p.rate.kind !== 'trace') for (const s of p.steps) initialRatePerS[s.model] = rateFunction(p.rate).rateAt(0);
   return {
     ...servedPipelines(ensembles, models, logger, new Set(own.map((e) => e.name))),
     initialRatePerS,
