@@ -69,7 +69,8 @@ export interface TaskArrival {
   /**
    * A pipeline step's task (scheduler/pipelineFront.ts): its deadline stamp (src/serving/pipelineChain.ts),
    * which may be ahead of the clock. Its deadline and latency count from the stamp; the monitor counts it as
-   * arriving when submitted, and no way in is measured (the pipeline request's was, at its first step).
+   * arriving when submitted, and no way in is measured (a pipeline request's is, at a first step stamped at its
+   * arrival, which is submitted without a stamp).
    */
   readonly stampMs?: number;
 }

@@ -139,8 +139,9 @@ describe('the pipeline front', () => {
     // pre adds 10, mid 20, post adds the input back: 2 x + 30.
     expect(a.response.outputs.map((o) => [o.name, o.shape])).toEqual([['OUT', [3, 2]]]);
     expect(f32(a.response.outputs[0]!.data)).toEqual([32, 34, 36, 38, 40, 42]);
+    // The first step is the request itself (its way in measured): no stamp.
     expect(calls.map((c) => [c.m, c.ctx.receivedMs, c.ctx.stampMs])).toEqual([
-      [0, 1000, 1000],
+      [0, 1000, undefined],
       [1, 1000, 1100],
       [2, 1000, 1200],
     ]);
