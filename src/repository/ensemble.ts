@@ -206,7 +206,8 @@ export function ensembleProblems(e: EnsembleConfigRead, ctx: EnsembleContext): s
     }
     if (s.version !== -1 && String(s.version) !== m.version)
       problems.push(
-        `${at}.model_version: ${s.version} (inss serves one version of '${m.name}', ${m.version}: give -1 or ${m.version})`,
+        `${at}.model_version: ${s.version} (inss serves one version of '${m.name}', ${m.version}: ` +
+          `give -1 or ${m.version})`,
       );
     if (e.maxBatchSize > 0 && (m.maxBatchSize === 0 || m.maxBatchSize < e.maxBatchSize))
       problems.push(

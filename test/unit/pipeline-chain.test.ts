@@ -130,7 +130,7 @@ const request = (values: number[], k: number): InferRequest => ({
 });
 
 describe('the pipeline front', () => {
-  it("runs each step on its model with the step's stamp, k samples each, and answers the last step's outputs", async () => {
+  it("runs each step on its model with its stamp, k samples each, and answers the last step's outputs", async () => {
     const { p, calls, finished } = pipelineFront();
     const a = await p.infer(0, request([1, 2, 3, 4, 5, 6], 3), { receivedMs: 1000, local: false });
     expect(a.ok).toBe(true);
