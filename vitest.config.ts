@@ -23,6 +23,7 @@ export const SYSTEM_TEST_FILES = [
   'test/integration/netns-faults.test.ts',
   'test/e2e/repository-up.test.ts',
   'test/e2e/text-model-up.test.ts',
+  'test/e2e/pipeline-up.test.ts',
   'test/e2e/profile-measure.test.ts',
 ];
 

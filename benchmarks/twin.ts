@@ -2,7 +2,9 @@
 // paper-6, with its default policy), `inss loadgen` at a fraction of the scenario's rates, then the
 // simulator on the same scenario, policy and arrivals, given the transport the scheduler fitted during
 // the run (fixed + per MB, its spread and runs, GET /v2/inss/cluster `transport`; docs/serving.md "The
-// path in the twin"). Prints, per model, SLO attainment and mean latency at the client and in the twin.
+// path in the twin"). Prints, per model, SLO attainment and mean latency at the client and in the twin; per
+// pipeline of the scenario (driven at its own rate, its step models at none), its attainment end to end
+// (benchmarks/twinPipelines.ts).
 //
 // npm run bench:twin [-- --scenario paper-6 --policy inss --scale 0.25 --seconds 60 --shape constant|scenario
 // --client-leg others|calibrate (default others) --calibrate-seconds S (default: --seconds) --repeat N (default 1)]
@@ -38,6 +40,7 @@ import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
 import { clientLegOf, type LiveRun } from './twinLeg.js';
+import { pipelineLine, replayedScenario, withPipelineEntries } from './twinPipelines.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -84,12 +87,16 @@ const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
 const modelNames = s.models.map((m) => m.name);
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
-// The arrivals of a run, drawn with `seed`: one trace file per model (the scenario trace format).
-const atZero = initialRates(s, loaded.traces, SCALE);
+const entries = withPipelineEntries(s);
+// The arrivals of a run, drawn with `seed`: one trace file per model and pipeline (the scenario trace format).
+const atZero = initialRates(entries, loaded.traces, SCALE);
 const drawn =
   values.shape === 'scenario'
-    ? s
-    : { ...s, models: s.models.map((m, i) => ({ ...m, rate: { kind: 'constant' as const, ratePerS: atZero[i]! } })) };
+    ? entries
+    : {
+        ...entries,
+        models: entries.models.map((m, i) => ({ ...m, rate: { kind: 'constant' as const, ratePerS: atZero[i]! } })),
+      };
 function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs: number[][]; files: string[] } {
   const arrivalsMs = scenarioStreams(drawn, loaded.traces, values.shape === 'scenario' ? SCALE : 1, seed).map(
     (stream) => {
@@ -98,7 +105,7 @@ function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs:
       return out;
     },
   );
-  const files = s.models.map((m, i) => {
+  const files = entries.models.map((m, i) => {
     const file = join(state, `${m.name}-${tag}-arrivals.txt`);
     writeFileSync(
       file,
@@ -112,10 +119,7 @@ function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs:
 // The arrivals of the run, the same for the live system and the twin.
 const { arrivalsMs, files: traceFiles } = drawArrivals(s.seed, SECONDS, 'run');
 // The simulator reads the same files as the scenario's traces (the scenario trace format, as loadgen).
-const replayed = {
-  ...s,
-  models: s.models.map((m, i) => ({ ...m, rate: { kind: 'trace' as const, file: traceFiles[i]! } })),
-};
+const replayed = replayedScenario(s, traceFiles);
 const replayedTraces = new Map(traceFiles.map((f) => [f, parseTrace(readFileSync(f, 'utf8'), f)]));
 console.log(
   `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg()
@@ -126,7 +130,7 @@ console.log(
   `scenario ${s.name}, policy ${values.policy}, ${SCALE} x its rates ` +
     `(${values.shape === 'scenario' ? 'its rate shapes' : 'at time 0, constant'}), ${SECONDS} s, the same ` +
     `arrivals live and in the twin ` +
-    `(${s.models
+    `(${entries.models
       .map((m, i) => `${m.name} ${arrivalsMs[i]!.length} = ${(arrivalsMs[i]!.length / SECONDS).toFixed(1)}/s`)
       .join(', ')})`,
 );
@@ -166,7 +170,8 @@ async function liveRun(files: readonly string[], seconds: number, tag: string): 
     'loadgen',
     '--url',
     base,
-    ...s.models.flatMap((m, i) => ['--trace', `${m.name}=${files[i]!}`]),
+    // A pipeline's step models get no requests of their own (their rate is 0): their trace is empty.
+    ...entries.models.flatMap((m, i) => (arrivalsMs[i]!.length > 0 ? ['--trace', `${m.name}=${files[i]!}`] : [])),
     '--duration',
     String(seconds),
     '--json',
@@ -224,8 +229,8 @@ interface Gaps {
   readonly attainment: number;
 }
 
-/** One measured run, its twin and their comparison, printed; its gaps per model. */
-function compare(run: LiveRun, calibrated: number | null, k: number): Gaps[] {
+/** One measured run, its twin and their comparison, printed; its gaps per model (none for a step model). */
+function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | undefined)[] {
   const { report, transport, metricsText } = run;
   const metric = (name: string, labels: string) =>
     Number(new RegExp(`^${name}\\{${labels}\\} ([0-9.e+-]+)$`, 'm').exec(metricsText)?.[1] ?? 0);
@@ -290,10 +295,11 @@ function compare(run: LiveRun, calibrated: number | null, k: number): Gaps[] {
     'model          live SLO%  sched SLO%  twin SLO%   live mean ms  sched mean ms  twin mean ms  gap %  ' +
       'sched/twin gap %',
   );
-  const gaps: Gaps[] = [];
+  const gaps: (Gaps | undefined)[] = [];
   let worst = 0;
   for (const [i, m] of s.models.entries()) {
     const live = report.models.find((x) => x.model === m.name);
+    if (!live) continue; // a pipeline's step model: its tasks are the pipeline's (below)
     const t = twinOf(i);
     const clientMs = legs[i]!;
     const twinAtt = t.arrivals > 0 ? (100 * t.good) / t.arrivals : NaN;
@@ -314,7 +320,7 @@ function compare(run: LiveRun, calibrated: number | null, k: number): Gaps[] {
         metric('inss_task_latency_seconds_count', `model="${m.name}"`) +
       (transport.wayOutMs ?? 0);
     const schedGap = Math.abs(schedMean - (t.latencyMs.mean - clientMs)) / (t.latencyMs.mean - clientMs);
-    gaps.push({ client: meanGap, sched: schedGap, attainment: attGap });
+    gaps[i] = { client: meanGap, sched: schedGap, attainment: attGap };
     console.log(
       `${m.name.padEnd(14)} ${liveAtt.toFixed(2).padStart(8)}  ${schedAtt.toFixed(2).padStart(10)}  ` +
         `${twinAtt.toFixed(2).padStart(9)}   ${liveMean.toFixed(1).padStart(12)}  ` +
@@ -322,6 +328,9 @@ function compare(run: LiveRun, calibrated: number | null, k: number): Gaps[] {
         `${(100 * meanGap).toFixed(1).padStart(5)}  ${(100 * schedGap).toFixed(1).padStart(16)}`,
     );
   }
+  // A pipeline's line (end to end), against the twin that takes the client's leg over all tasks.
+  const twinAll = s.pipelines.length > 0 ? twinWith({ ...transport, clientMs: calibrated ?? ownLeg.ms }) : null;
+  for (const p of s.pipelines) console.log(pipelineLine(p, report, metric, twinAll));
   // Where the time goes, per model (means): the task's wait for its batch (live: request arrival at the
   // scheduler -> batch sent; twin: arrival -> batch sent, the way in included), the batch's GPU time
   // (live: what the worker reports), its transport (live: per batch, inss_batch_transport_seconds; twin:
@@ -333,6 +342,7 @@ function compare(run: LiveRun, calibrated: number | null, k: number): Gaps[] {
       'batch live / twin',
   );
   for (const [i, m] of s.models.entries()) {
+    if (!report.models.some((x) => x.model === m.name)) continue;
     const t = twinOf(i);
     const clientMs = legs[i]!;
     const cells = (live: number, x: number) => `${live.toFixed(2)} / ${x.toFixed(2)}`;
@@ -360,7 +370,7 @@ const median = (xs: readonly number[]) => {
   const v = [...xs].sort((a, b) => a - b);
   return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
-const repeats: Gaps[][] = [];
+const repeats: (Gaps | undefined)[][] = [];
 let before = CALIBRATE ? await calibrate(0) : null;
 for (let k = 1; k <= REPEAT; k++) {
   const run = await liveRun(traceFiles, SECONDS, `run-${k}`);
@@ -376,6 +386,7 @@ console.log(
 );
 let worstMedian = 0;
 for (const [i, m] of s.models.entries()) {
+  if (repeats[0]![i] === undefined) continue;
   const med = (g: keyof Gaps) => 100 * median(repeats.map((r) => r[i]![g]));
   worstMedian = Math.max(worstMedian, med('client'), med('attainment'));
   console.log(

@@ -197,10 +197,10 @@ export class Control {
    */
   submit(m: number, input: TaskInput | readonly TaskInput[], answer: (a: TaskAnswer) => void, arrival?: TaskArrival) {
     const now = this.opts.clock();
-    const arrivalMs = arrival && arrival.receivedMs <= now ? arrival.receivedMs : now;
-    this.loop.arrival(m, arrivalMs);
+    const arrivalMs = arrival?.stampMs ?? (arrival && arrival.receivedMs <= now ? arrival.receivedMs : now);
+    this.loop.arrival(m, arrival?.stampMs === undefined ? arrivalMs : now);
     const inputs = 'data' in input ? [input.data] : input.map((i) => i.data);
-    if (arrival) this.meter.requestArrived(inputs, now - arrivalMs);
+    if (arrival && arrival.stampMs === undefined) this.meter.requestArrived(inputs, now - arrivalMs);
     const task: Task = {
       model: m,
       arrivalMs,
@@ -248,7 +248,7 @@ export class Control {
   private finish(t: Task, a: TaskAnswer, outcome: TaskOutcome): void {
     const now = this.opts.clock();
     const name = this.models[t.model]!.name;
-    const lat = now - t.arrivalMs;
+    const lat = Math.max(0, now - t.arrivalMs); // from a pipeline step's stamp, which may be ahead of its answer
     this.observe.taskFinished(name, outcome, lat / 1000);
     // Per-task tracing (docs/results.md, "The live system against its twin").
     if (this.log.isLevelEnabled('debug'))

@@ -31,6 +31,8 @@ export interface InferContext {
   readonly receivedMs?: number;
   /** The client is on this host: it may name registered system shared-memory regions. */
   readonly local: boolean;
+  /** A pipeline step's request: its tasks' deadline stamp (TaskArrival.stampMs); needs `receivedMs`. */
+  readonly stampMs?: number;
 }
 
 export type InferOutcome =
@@ -81,7 +83,8 @@ export class InferFront {
     return new Promise((resolve) => {
       const answers = new Array<TaskAnswer | undefined>(k);
       let left = k;
-      const arrival = ctx.receivedMs !== undefined ? { receivedMs: ctx.receivedMs } : undefined;
+      const stamp = ctx.stampMs !== undefined ? { stampMs: ctx.stampMs } : {};
+      const arrival = ctx.receivedMs !== undefined ? { receivedMs: ctx.receivedMs, ...stamp } : undefined;
       for (let i = 0; i < k; i++)
         this.control.submit(
           m,

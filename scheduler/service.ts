@@ -29,6 +29,7 @@ import { DirectLinks } from './workerLink.js';
 import { SharedMemoryRegistry } from './sharedMemory.js';
 import { registerSharedMemoryRoutes } from './sharedMemoryRoutes.js';
 import { type GrpcOptions, GrpcService } from './grpc.js';
+import { PipelineFront, PlannedBudgets, type ServedPipeline } from './pipelineFront.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -43,6 +44,8 @@ export interface SchedulerOptions {
   /** Serve HTTPS (and wss:// for agents) with this certificate and key (PEM). */
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   readonly models: readonly ServedModelConfig[];
+  /** Pipelines (repository ensembles) of those models, served after them (scheduler/pipelineFront.ts). */
+  readonly pipelines?: readonly ServedPipeline[];
   /** Models of the repository that failed to load (docs/model-repository.md): listed UNAVAILABLE, not served. */
   readonly unavailableModels?: readonly UnavailableModel[];
   readonly profiles: ReadonlyMap<string, Profile>;
@@ -105,9 +108,12 @@ export class SchedulerService {
   static async start(opts: SchedulerOptions): Promise<SchedulerService> {
     const metrics = new Metrics();
     const limits: InputLimits = { ...DEFAULT_LIMITS, ...opts.limits };
-    // Each model's body limit and JSON budget, from its signature.
-    const maxBatchSizes = opts.models.map((m) => m.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
-    const budgets = opts.models.map((m, i) => requestBudget(m.signature, limits.bodyLimitFactor, maxBatchSizes[i]));
+    // What requests name: the models, then the pipelines (endpoints of the protocols, not of the control plane).
+    const pipelines = opts.pipelines ?? [];
+    const endpoints = [...opts.models, ...pipelines.map((p) => p.endpoint)];
+    // Each endpoint's body limit and JSON budget, from its signature.
+    const maxBatchSizes = endpoints.map((m) => m.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
+    const budgets = endpoints.map((m, i) => requestBudget(m.signature, limits.bodyLimitFactor, maxBatchSizes[i]));
     const bodyLimits = budgets.map((b) => opts.bodyLimitBytes ?? b.bodyLimitBytes);
     const guardOptions = {
       limits,
@@ -146,6 +152,8 @@ export class SchedulerService {
       sent: (shm, inline) => metrics.directSamples(shm, inline),
     });
     const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens, opts.heartbeatMs);
+    const regions = new SharedMemoryRegistry();
+    const planned = new PlannedBudgets();
     const control = new Control({
       models: opts.models,
       profiles: opts.profiles,
@@ -155,7 +163,7 @@ export class SchedulerService {
       direct,
       clock: () => performance.now(),
       logger: opts.logger.child({ part: 'control' }),
-      observers: opts.store ? [metrics, opts.store] : [metrics],
+      observers: [metrics, ...(opts.store ? [opts.store] : []), planned],
       ...(opts.store ? { storedPlacements: () => opts.store!.placements() } : {}),
       ...(opts.settings ? { settings: opts.settings } : {}),
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
@@ -175,43 +183,44 @@ export class SchedulerService {
     app.addContentTypeParser('*', bodies.parse);
     // A body is read only up to the limit of the model its route names (other routes take none).
     const bodyLimitOf = (name: string | undefined): number => {
-      const m = name === undefined ? -1 : control.modelIndex(name);
+      const m = name === undefined ? -1 : endpoints.findIndex((e) => e.name === name);
       return m < 0 ? NO_BODY_LIMIT : bodyLimits[m]!;
     };
     const isInfer = (req: FastifyRequest) => req.routeOptions.url?.endsWith('/infer') === true;
     const routeBodyLimit = (req: FastifyRequest) =>
       bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined);
     // An infer route naming a model or version not served: 404 before its body is read (scheduler/triton.ts).
-    app.addHook('onRequest', unknownModelHook(opts.models, isInfer, guardOptions.maxBodyBytes));
+    app.addHook('onRequest', unknownModelHook(endpoints, isInfer, guardOptions.maxBodyBytes));
     guard(app, guardOptions, routeBodyLimit);
     const takeReservation = admitParses(app, parser, isInfer);
 
     registerTriton(app, {
       control,
       metrics,
-      models: opts.models,
+      models: endpoints,
       unavailable: opts.unavailableModels ?? [],
       bodyLimit: routeBodyLimit,
     });
-    const regions = new SharedMemoryRegistry();
     registerSharedMemoryRoutes(app, regions);
-    // What every protocol does with a validated request (scheduler/infer.ts).
-    const front = new InferFront(control, opts.models, regions);
+    // What every protocol does with a validated request (scheduler/infer.ts), to a model or to a pipeline.
+    const models = new InferFront(control, opts.models, regions);
+    const pipes = new PipelineFront(models, opts.models, pipelines, planned, regions, metrics);
+    const { front, ready } = endpointFront(control, models, pipes);
     app.addHook('onClose', (_app, done) => {
       regions.close();
       done();
     });
     registerKserve(app, {
-      models: opts.models,
+      models: endpoints,
       unavailable: opts.unavailableModels ?? [],
       version: opts.version,
-      control,
+      control: ready,
       metrics,
       front,
       parser,
       bodies,
       bodyLimits,
-      parseModels: opts.models.map((c, m) => ({
+      parseModels: endpoints.map((c, m) => ({
         name: c.name,
         signature: c.signature,
         maxBatchSize: maxBatchSizes[m]!,
@@ -237,7 +246,8 @@ export class SchedulerService {
         grpc = await startGrpc(
           opts,
           opts.grpcPort,
-          { access, bodyLimits, control, metrics, regions, front },
+          { access, bodyLimits, control: ready, metrics, regions, front },
+          endpoints,
           region,
           direct,
         );
@@ -293,6 +303,7 @@ function startGrpc(
   opts: SchedulerOptions,
   port: number,
   shared: Pick<GrpcOptions, 'access' | 'bodyLimits' | 'control' | 'metrics' | 'regions' | 'front'>,
+  models: readonly ServedModelConfig[],
   region: ShmRegion | null,
   direct: DirectLinks,
 ): Promise<GrpcService> {
@@ -307,10 +318,30 @@ function startGrpc(
     port,
     ...(opts.tls ? { tls: opts.tls } : {}),
     ...shared,
-    models: opts.models,
+    models,
     unavailable: opts.unavailableModels ?? [],
     ...(slots ? { slots } : {}),
     version: opts.version,
     logger: opts.logger.child({ part: 'grpc' }),
   });
+}
+
+/**
+ * The protocols' view of the endpoints, models then pipelines: a request to endpoint `m` runs on the model
+ * front or the pipeline front, and a pipeline is ready when each of its step models is.
+ */
+function endpointFront(control: Control, models: InferFront, pipes: PipelineFront) {
+  const n = control.models.length;
+  const modelReady = (m: number): boolean =>
+    m < n ? control.modelReady(m) : pipes.pipelines[m - n]!.stepModels.every((s) => control.modelReady(s));
+  const front: Pick<InferFront, 'infer' | 'answerSent'> = {
+    infer: (m, request, ctx) => (m < n ? models.infer(m, request, ctx) : pipes.infer(m - n, request, ctx)),
+    answerSent: (wayOutMs) => models.answerSent(wayOutMs),
+  };
+  const ready: Pick<Control, 'readiness' | 'modelReady' | 'workerViews'> = {
+    readiness: () => control.readiness(),
+    modelReady,
+    workerViews: () => control.workerViews(),
+  };
+  return { front, ready };
 }

@@ -20,12 +20,14 @@ import { modelSignature } from '../../src/protocol/tensor.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
 import { initialRates, plannerProfiles } from '../../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../../src/serving/settings.js';
+import { rateFunction } from '../../src/workload/arrivals.js';
 import { BUILTIN_POLICY_DIR, listProfileIds, loadProfile, readJsonFile } from '../profiles.js';
 import { PolicyRegistry } from '../registry.js';
 import { loadRepository } from '../repository.js';
 import { loadScenario } from '../scenarios.js';
 import { accessFrom, sharedToken, tlsFiles, tokensFrom, warnIfExposed } from './access.js';
 import { addSchedulerOptions, grpcPortOf, type ServeOptions } from './options.js';
+import { scenarioEnsemble, servedPipelines } from './pipelines.js';
 import { grpcShown, makeLogger, untilSignal } from './process.js';
 
 const VERSION = '0.1.0';
@@ -126,8 +128,15 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
   const initialRatePerS = Object.fromEntries(
     fromScenario.map((m, i) => [m.name, rates[i]!] as const).filter(([n]) => models.some((m) => m.name === n)),
   );
+  // The scenario's pipelines, then the repository's ensembles (a name is one or the other).
+  const pipelines = fromScenario.length === 0 ? [] : loaded.scenario.pipelines;
+  const own = pipelines.map((p, i) => scenarioEnsemble(p, i, models, `scenario ${opts.scenario}`));
+  const ensembles = [...own, ...(repository?.ensembles ?? []).filter((e) => !own.some((o) => o.name === e.name))];
+  // A step model's tasks come at its pipeline's rate (a trace's is learned as it serves).
+  for (const p of pipelines)
+    if (p.rate.kind !== 'trace') for (const s of p.steps) initialRatePerS[s.model] = rateFunction(p.rate).rateAt(0);
   return {
-    models,
+    ...servedPipelines(ensembles, models, logger, new Set(own.map((e) => e.name))),
     initialRatePerS,
     unavailable: repository?.failures ?? [],
     repositoryOnly: fromScenario.length === 0,
@@ -144,7 +153,8 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     plannerProfiles(loaded.scenario, allProfiles(loaded.profiles)),
     store.learnedProfiles(),
   );
-  const { models, initialRatePerS, unavailable, repositoryOnly } = servedModels(opts, loaded, logger);
+  const served = servedModels(opts, loaded, logger);
+  const { models, pipelines, initialRatePerS, unavailable, repositoryOnly } = served;
   const registry = new PolicyRegistry();
   // Models without a profile (a repository's, a scenario's unprofiled ones) are served with AIMD
   // batching and profiled while they serve (docs/online-profiling.md), the fit kept in the store.
@@ -170,10 +180,15 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     throw new InvalidInputError(`--epoch-ms / --monitor-window-ms / --monitor: ${(e as Error).message}`);
   }
   return {
-    scenario: loaded,
+    // The repository's ensembles join the scenario's pipelines: the planner sees them as the simulator does.
+    scenario: {
+      ...loaded,
+      scenario: { ...loaded.scenario, pipelines: [...loaded.scenario.pipelines, ...served.scenarioPipelines] },
+    },
     settings,
     profiles,
     models,
+    pipelines,
     unavailable,
     initialRatePerS,
     policyFile,
@@ -254,6 +269,7 @@ export async function startScheduler(
     access,
     ...(tls ? { tls } : {}),
     models: config.models,
+    pipelines: config.pipelines,
     unavailableModels: config.unavailable,
     profiles: config.profiles,
     policyName: opts.policy,

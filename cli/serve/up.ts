@@ -63,7 +63,8 @@ export function registerUpCommand(program: Command): void {
     );
     console.log(
       `inss up: endpoint ${service.url}/v2  ${grpcShown(service)}(models: ` +
-        `${config.models.map((m) => m.name).join(', ')}; policy ${opts.policy})`,
+        `${[...config.models, ...config.pipelines.map((p) => p.endpoint)].map((m) => m.name).join(', ')}; ` +
+        `policy ${opts.policy})`,
     );
     console.log(`inss up: agents ${service.agentUrl}  token ${token}`);
     console.log(`inss up: try  curl ${service.url}/v2/health/ready`);

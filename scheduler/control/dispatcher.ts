@@ -260,7 +260,8 @@ export class Dispatcher {
     observe.batchSent(
       models[w.model]!.name,
       size,
-      tasks.map((t) => (now - t.arrivalMs) / 1000),
+      // From a pipeline step's deadline stamp (TaskArrival.stampMs), which may be ahead of its dispatch.
+      tasks.map((t) => Math.max(0, now - t.arrivalMs) / 1000),
     );
   }
 }

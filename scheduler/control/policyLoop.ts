@@ -29,6 +29,8 @@ export interface PolicyLoopDeps {
 export interface NamedDeployment {
   readonly placements: unknown[];
   readonly gpuModes?: readonly GpuMode[];
+  /** The plan's step budgets per pipeline (Deployment.pipelineBudgetsMs), which scheduler/pipelineFront.ts reads. */
+  readonly pipelineBudgetsMs?: Readonly<Record<string, readonly number[]>>;
 }
 
 export class PolicyLoop {

@@ -6,7 +6,7 @@ import type { ClusterInfo, Policy } from '../../src/policy/types.js';
 import type { Profile } from '../../src/profile/schema.js';
 import type { ToAgent } from '../../src/protocol/agent.js';
 import type { ModelSignature, SampleEncoding, TensorRef } from '../../src/protocol/tensor.js';
-import type { RepositoryModel } from '../../src/repository/types.js';
+import type { RepositoryEnsemble, RepositoryModel } from '../../src/repository/types.js';
 import type { QueuePolicyConfig } from '../../src/serving/queuePolicy.js';
 import type { ServingSettings } from '../../src/serving/settings.js';
 import type { ControlObserver } from '../observer.js';
@@ -33,6 +33,11 @@ export interface ServedModelConfig {
   readonly cost?: ServedCost;
   /** The repository model it is (--model-repository; src/repository/types.ts); absent for a scenario's zoo model. */
   readonly repository?: RepositoryModel;
+  /**
+   * The repository ensemble it is: a pipeline of served models (scheduler/pipelineFront.ts), an endpoint of the
+   * protocols only; the control plane never holds one.
+   */
+  readonly ensemble?: RepositoryEnsemble;
 }
 
 /** The scenario's serving settings (src/serving/settings.ts), the same the simulator runs by. */
@@ -61,6 +66,13 @@ export interface TaskInput {
  */
 export interface TaskArrival {
   readonly receivedMs: number;
+  /**
+   * A pipeline step's task (scheduler/pipelineFront.ts): its deadline stamp (src/serving/pipelineChain.ts),
+   * which may be ahead of the clock. Its deadline and latency count from the stamp; the monitor counts it as
+   * arriving when submitted, and no way in is measured (a pipeline request's is, at a first step stamped at its
+   * arrival, which is submitted without a stamp).
+   */
+  readonly stampMs?: number;
 }
 
 export interface TaskOutput {

@@ -34,6 +34,7 @@ export function namedDeployment(d: Deployment, set: WorkerSet, models: readonly 
       gpu: `${refs[p.gpu]?.agentId}:${refs[p.gpu]?.local}`,
     })),
     ...(d.gpuModes ? { gpuModes: d.gpuModes } : {}),
+    ...(d.pipelineBudgetsMs ? { pipelineBudgetsMs: d.pipelineBudgetsMs } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 // GET /v2 and GET /v2/models/{name}: what the server and each model say of themselves.
 import { inputForms, type ModelSignature, type TensorSpec } from '../../src/protocol/tensor.js';
 import { PLATFORM_OF } from '../../src/repository/types.js';
+import { ENSEMBLE_PLATFORM } from '../../src/repository/ensemble.js';
 import type { ServedModelConfig } from '../control.js';
 import { MODEL_VERSION } from '../metricsTypes.js';
 import type { MetadataForm, MetadataTensor, ModelMetadata, ServerMetadata } from './types.js';
@@ -71,16 +72,18 @@ export function modelMetadata(model: {
 }
 
 /**
- * The metadata of a served model: a repository model's platform (onnxruntime_onnx, pytorch_libtorch)
+ * The metadata of a served model: a repository model's platform (onnxruntime_onnx, pytorch_libtorch; `ensemble`)
  * and the one version inss serves of it; a scenario's model is platform `inss`, version 1.
  */
 export function servedModelMetadata(c: ServedModelConfig): ModelMetadata {
   const r = c.repository;
+  const e = c.ensemble;
   return modelMetadata({
     name: c.name,
     signature: c.signature,
     sloMs: c.sloMs,
-    versions: [r?.version ?? MODEL_VERSION],
+    versions: [r?.version ?? e?.version ?? MODEL_VERSION],
     ...(r ? { platform: PLATFORM_OF[r.backend], batchDim: r.maxBatchSize > 0 } : {}),
+    ...(e ? { platform: ENSEMBLE_PLATFORM, batchDim: e.maxBatchSize > 0 } : {}),
   });
 }

@@ -139,7 +139,7 @@ export type ModelConfigAnswer = TritonModelConfig | Readonly<Record<string, unkn
 
 /** The version of a model that inss serves: a repository model's (its highest allowed), else MODEL_VERSION. */
 export function servedVersion(model: ServedModelConfig): string {
-  return model.repository?.version ?? MODEL_VERSION;
+  return model.repository?.version ?? model.ensemble?.version ?? MODEL_VERSION;
 }
 
 /**
@@ -148,7 +148,8 @@ export function servedVersion(model: ServedModelConfig): string {
  * scenario's model (modelConfigJson).
  */
 export function servedModelConfig(model: ServedModelConfig, workers: readonly WorkerView[]): ModelConfigAnswer {
-  return model.repository ? model.repository.config : modelConfigJson(model, workers);
+  const loaded = model.repository?.config ?? model.ensemble?.config;
+  return loaded ?? modelConfigJson(model, workers);
 }
 
 /** The largest batch dimension one request to the model may carry: Triton's max_batch_size. */
@@ -263,7 +264,7 @@ export function repositoryIndex(
 ): IndexEntry[] {
   const served = models.flatMap((m): IndexEntry[] => {
     const version = servedVersion(m);
-    const others = (m.repository?.versions ?? [])
+    const others = (m.repository?.versions ?? m.ensemble?.versions ?? [])
       .filter((v) => v !== version)
       .map((v): IndexEntry => ({
         name: m.name,
@@ -271,6 +272,12 @@ export function repositoryIndex(
         state: 'UNAVAILABLE',
         reason: `not served: inss serves one version of a model, the highest its version policy allows (${version})`,
       }));
+    if (m.ensemble) {
+      // A pipeline is ready when each of its step models is.
+      const idle = m.ensemble.steps.find((s) => !workers.some((w) => w.model === s.model && w.serving));
+      const reason = idle ? `step model '${idle.model}' is not ready` : '';
+      return [{ name: m.name, version, state: idle ? 'UNAVAILABLE' : 'READY', reason }, ...others];
+    }
     const own = workers.filter((w) => w.model === m.name);
     if (own.some((w) => w.serving)) return [{ name: m.name, version, state: 'READY', reason: '' }, ...others];
     let reason: string;

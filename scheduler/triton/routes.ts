@@ -36,7 +36,7 @@ export function resolveModel(
   const model = models[index]!;
   const served = servedVersion(model);
   if (version === undefined || version === served) return { ok: true, index };
-  if (model.repository?.versions.includes(version))
+  if ((model.repository ?? model.ensemble)?.versions.includes(version))
     return {
       ok: false,
       error:

@@ -66,7 +66,7 @@ const VARIABLE_ONNX =
  * One input or output: its tensor spec (when valid) and its JSON as Triton writes it. A variable input
  * dimension (-1) is kept for the pytorch backend (src/serving/padding.ts pads a batch of them).
  */
-function tensor(
+export function tensor(
   f: Fields,
   kind: 'input' | 'output',
   backend: RepositoryBackend | undefined,
@@ -128,7 +128,7 @@ function backendOf(top: Fields): RepositoryBackend | undefined {
   return b !== undefined && b in PLATFORM_OF ? (b as RepositoryBackend) : undefined;
 }
 
-function versionPolicyOf(top: Fields): { policy: VersionPolicy; json: Record<string, unknown> } {
+export function versionPolicyOf(top: Fields): { policy: VersionPolicy; json: Record<string, unknown> } {
   const latest1 = {
     policy: { kind: 'latest', numVersions: 1 } as VersionPolicy,
     json: { latest: { num_versions: 1 } },

@@ -37,7 +37,7 @@ export const REFUSED: Readonly<Record<string, string>> = {
   batch_input: 'batch inputs, which the backend adds from the whole batch, are not supported',
   batch_output: 'batch outputs are not supported',
   sequence_batching: 'sequence batching (stateful models) is not supported',
-  ensemble_scheduling: 'ensembles are not supported',
+  ensemble_scheduling: 'ensemble_scheduling is read with platform "ensemble" only (an ensemble runs no model file)',
   model_operations: 'custom operation libraries are not loaded',
   model_repository_agents: 'repository agents (which change the model files at load) are not run',
 };

@@ -64,3 +64,34 @@ export interface UnavailableModel {
 
 /** The SLO (ms) of a repository model that neither its `slo_ms` parameter nor the scenario gives one. */
 export const DEFAULT_REPOSITORY_SLO_MS = 100;
+
+/** One step of a repository ensemble: the model it runs and how its tensors are wired (Triton's names). */
+export interface EnsembleStep {
+  /** The step model (`model_name`), a model of the same repository. */
+  readonly model: string;
+  /** `model_version`: -1 (the version served) or a version number. */
+  readonly version: number;
+  /** The step model's input -> the ensemble tensor it reads (`input_map`). */
+  readonly inputMap: Readonly<Record<string, string>>;
+  /** The step model's output -> the ensemble tensor it becomes (`output_map`). */
+  readonly outputMap: Readonly<Record<string, string>>;
+}
+
+/**
+ * A Triton ensemble (`platform: "ensemble"`), served as a pipeline (src/serving/pipeline.ts): its steps run
+ * in the order listed, under one end-to-end SLO. It has no model file and no worker of its own.
+ */
+export interface RepositoryEnsemble {
+  readonly name: string;
+  /** Triton's max_batch_size: at most each step model's, 0 only when every step model's is 0. */
+  readonly maxBatchSize: number;
+  /** The ensemble's own inputs (what a request carries) and outputs (what it is answered). */
+  readonly signature: ModelSignature;
+  /** The end-to-end SLO (ms) from `parameters { key: "slo_ms" ... }`; absent: DEFAULT_REPOSITORY_SLO_MS. */
+  readonly sloMs?: number;
+  readonly steps: readonly EnsembleStep[];
+  readonly version: string;
+  readonly versions: readonly string[];
+  /** The configuration as Triton's JSON (what GET /v2/models/<name>/config returns). */
+  readonly config: Readonly<Record<string, unknown>>;
+}

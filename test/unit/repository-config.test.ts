@@ -261,7 +261,7 @@ describe('readModelConfig', () => {
   it.each([
     ['name: "other"', 'name: "other" (must be the model\'s directory name, "m")'],
     ['sequence_batching { }', 'sequence_batching: sequence batching (stateful models) is not supported'],
-    ['ensemble_scheduling { }', 'ensemble_scheduling: ensembles are not supported'],
+    ['ensemble_scheduling { }', 'ensemble_scheduling: ensemble_scheduling is read with platform "ensemble" only'],
     ['batch_input { }', 'batch_input: batch inputs, which the backend adds from the whole batch, are not supported'],
     ['model_transaction_policy { decoupled: true }', 'model_transaction_policy.decoupled: true (decoupled'],
     ['max_batch_size: -1', 'max_batch_size: -1 (line 5; expected an integer >= 0)'],
