@@ -6,7 +6,7 @@ import { type Datatype, DATATYPE_BYTES, hasVariableDim, type TensorSpec, VARIABL
 import type { QueuePolicyConfig } from '../serving/queuePolicy.js';
 import { Fields, messageJson, Problems } from './fields.js';
 import { DEFAULT_MAX_VARIABLE_DIM, parametersOf } from './parameters.js';
-import { parsePbtxt, PbtxtError } from './pbtxt.js';
+import { parsePbtxt, type PbMessage, PbtxtError } from './pbtxt.js';
 import {
   DATATYPES,
   FORMATS,
@@ -221,10 +221,10 @@ function dynamicBatchingOf(
 }
 
 /**
- * Reads `text`, the config.pbtxt of the model in directory `dirName`; `source` prefixes every problem
- * (e.g. `resnet/config.pbtxt`). Throws RepositoryConfigError listing every problem found.
+ * The configuration's text parsed and its top-level fields checked against Triton's ModelConfig (any model's
+ * first step); a syntax error throws RepositoryConfigError prefixed with `source`.
  */
-export function readModelConfig(text: string, dirName: string, source: string): ModelConfigRead {
+export function readConfigTop(text: string, source: string): { msg: PbMessage; problems: Problems; top: Fields } {
   let msg;
   try {
     msg = parsePbtxt(text);
@@ -235,6 +235,15 @@ export function readModelConfig(text: string, dirName: string, source: string): 
   const problems = new Problems();
   const top = new Fields(msg, '', problems);
   top.check('ModelConfig', MODEL_CONFIG);
+  return { msg, problems, top };
+}
+
+/**
+ * Reads `text`, the config.pbtxt of the model in directory `dirName`; `source` prefixes every problem
+ * (e.g. `resnet/config.pbtxt`). Throws RepositoryConfigError listing every problem found.
+ */
+export function readModelConfig(text: string, dirName: string, source: string): ModelConfigRead {
+  const { msg, problems, top } = readConfigTop(text, source);
   for (const [field, why] of Object.entries(REFUSED)) if (top.has(field)) problems.add(field, why);
   const tp = top.sub('model_transaction_policy');
   tp?.check('ModelTransactionPolicy', { decoupled: 'one' });

@@ -7,7 +7,7 @@
 // (docs/model-repository.md, "Ensembles"). Pure.
 import { type Datatype, type TensorSpec, VARIABLE_DIM } from '../protocol/tensor.js';
 import { type Pipeline, pipelineWiringError } from '../serving/pipeline.js';
-import { RepositoryConfigError, tensor, type VersionPolicy, versionPolicyOf } from './config.js';
+import { readConfigTop, RepositoryConfigError, tensor, type VersionPolicy, versionPolicyOf } from './config.js';
 import { Fields, Problems } from './fields.js';
 import { parametersOf } from './parameters.js';
 import { parsePbtxt, PbtxtError } from './pbtxt.js';
@@ -86,16 +86,7 @@ function stepOf(f: Fields): EnsembleStep | undefined {
  * Throws RepositoryConfigError listing every problem found in the configuration itself.
  */
 export function readEnsembleConfig(text: string, dirName: string, source: string): EnsembleConfigRead {
-  let msg;
-  try {
-    msg = parsePbtxt(text);
-  } catch (e) {
-    if (e instanceof PbtxtError) throw new RepositoryConfigError([`${source}:${e.message}`]);
-    throw e;
-  }
-  const problems = new Problems();
-  const top = new Fields(msg, '', problems);
-  top.check('ModelConfig', MODEL_CONFIG);
+  const { msg, problems, top } = readConfigTop(text, source);
   for (const f of new Set(msg.fields.map((x) => x.name)))
     if (f in MODEL_CONFIG && !ENSEMBLE_FIELDS.has(f))
       problems.add(

@@ -14,7 +14,7 @@ import { inferenceService } from '../../scheduler/grpcProto.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { binaryInferBody, fp32ImageRequest } from '../../tools/loadgen/binary.js';
 import { type OnnxGraph, randomFloats, writeOnnxModel } from '../support/onnxModel.js';
-import { startInss, stopAll, waitFor, waitHttp200 } from '../support/system.js';
+import { startUp, stopAll } from '../support/system.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'inss-pipeline-up-'));
 const repo = join(dir, 'models');
@@ -109,24 +109,11 @@ beforeAll(async () => {
   entry('chain', ensemble('chain', [STEP_PRE, STEP_MID, STEP_POST]));
   // post before mid: post reads t2 before any step wrote it.
   entry('tangle', ensemble('tangle', [STEP_PRE, STEP_POST, STEP_MID]));
-  const up = startInss([
-    'up',
-    '--port',
-    '0',
-    '--grpc-port',
-    '0',
-    '--model-repository',
-    repo,
-    '--simulate',
-    'rtx2060s:2',
-    '--state-dir',
+  const { address } = ({ base } = await startUp(
     join(dir, 'state'),
-    '--log-level',
-    'warn',
-  ]);
-  base = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
-  const address = await waitFor(up, /grpc (\S+:\d+)/, 10_000);
-  await waitHttp200(`${base}/v2/models/chain/ready`, 120_000);
+    ['--model-repository', repo, '--simulate', 'rtx2060s:2'],
+    { readyPath: '/v2/models/chain/ready', grpc: true },
+  ));
   const Service = inferenceService();
   client = new Service(address, grpc.credentials.createInsecure());
 }, 240_000);
@@ -316,22 +303,11 @@ describe('inss up --scenario: a scenario pipeline over simulated workers', () =>
       seed: 1,
     };
     writeFileSync(file, JSON.stringify(ScenarioSchema.parse(scenario)));
-    const up = startInss([
-      'up',
-      '--scenario',
-      file,
-      '--policy',
-      'static-even',
-      '--port',
-      '0',
-      '--no-grpc',
-      '--state-dir',
+    const { base: url } = await startUp(
       join(dir, 'scenario-state'),
-      '--log-level',
-      'warn',
-    ]);
-    const url = await waitFor(up, /endpoint (http:\/\/[^ ]+)\/v2/, 120_000);
-    await waitHttp200(`${url}/v2/models/twostep/ready`, 120_000);
+      ['--scenario', file, '--policy', 'static-even', '--no-grpc'],
+      { readyPath: '/v2/models/twostep/ready' },
+    );
     const image = Float32Array.from(floats(Buffer.from(randomFloats(3 * 224 * 224, 44))));
     const direct = fp32ImageRequest(image);
     const viaPipeline = binaryInferBody(
