@@ -110,16 +110,28 @@ export class PipelineSplitPolicy implements Policy {
     const [current, plan] = this.scoreSplit(this.split, rates, arrivalCv2);
     const perPipeline = pipelines.map((p) => candidateSplits(p, this.stepMs(p, plan, rates)));
     const n = Math.max(...perPipeline.map((c) => c.length));
-    let best = this.split;
-    let bestScore = current;
+    const splits = [this.split];
+    const missed = [current];
     for (let k = 0; k < n; k++) {
       const split = Object.fromEntries(
         pipelines.map((p, i) => [p.name, perPipeline[i]![Math.min(k, perPipeline[i]!.length - 1)]!]),
       );
-      const [s] = this.scoreSplit(split, rates, arrivalCv2);
-      if (s < bestScore - 1e-9) [best, bestScore] = [split, s];
+      splits.push(split);
+      missed.push(this.scoreSplit(split, rates, arrivalCv2)[0]);
     }
+    // Among the splits predicted to miss no more than the fewest (by SPLIT_SAVES), the one giving the pipelines'
+    // last steps the most: the planner's prediction does not see a last step's misses grow as its room shrinks.
     const total = rates.reduce((a, b) => a + b, 0);
-    return bestScore < current - SWITCH_MARGIN * current - SPLIT_SAVES * total ? best : this.split;
+    const fewest = Math.min(...missed);
+    const lastRoom = (sp: Split) => pipelines.reduce((a, p) => a + sp[p.name]!.at(-1)!, 0);
+    let best = 0;
+    splits.forEach((sp, i) => {
+      if (missed[i]! <= fewest + SPLIT_SAVES * total && lastRoom(sp) > lastRoom(splits[best]!) + 1e-9) best = i;
+    });
+    if (missed[best]! > fewest + SPLIT_SAVES * total) best = missed.indexOf(fewest);
+    const bestScore = missed[best]!;
+    if (lastRoom(splits[best]!) > lastRoom(this.split) + 1e-9 && bestScore <= current + SPLIT_SAVES * total)
+      return splits[best]!;
+    return bestScore < current - SWITCH_MARGIN * current - SPLIT_SAVES * total ? splits[best]! : this.split;
   }
 }

@@ -10,7 +10,7 @@ import type { ClusterInfo, ClusterPipeline } from './types.js';
 /** The largest batch a step's predicted time is looked up at. */
 const MAX_STEP_BATCH = 64;
 /** Weights of the proportional split in each candidate, the even split taking the rest (0: even). */
-export const SPLIT_BLENDS = [0, 0.25, 0.5, 0.75, 1] as const;
+export const SPLIT_BLENDS = [0, 0.25, 0.5, 0.75] as const;
 /** Budgets are rounded to this (ms) so that near-equal candidates are the same split. */
 const ROUND_MS = 0.5;
 
@@ -68,11 +68,23 @@ export function candidateSplits(p: ClusterPipeline, stepMs: readonly number[]): 
   const usable = Number.isFinite(total) && stepMs.every((t) => t > 0);
   const prop = usable ? stepMs.map((t) => (p.sloMs * t) / total) : evenBudgets(p);
   const out: number[][] = [];
-  for (const w of SPLIT_BLENDS) {
-    const b = w === 0 ? evenBudgets(p) : blendBudgets(p, prop, w);
+  const add = (b: number[]) => {
     if (!out.some((o) => o.every((x, k) => Math.abs(x - b[k]!) < 1e-9))) out.push(b);
-  }
+  };
+  for (const w of SPLIT_BLENDS) add(w === 0 ? evenBudgets(p) : toLastStep(p, blendBudgets(p, prop, w)));
   return out;
+}
+
+/**
+ * `budgets` with every earlier step above its even share brought back to it and what that frees given to the last
+ * step: the time the light steps do not need goes where a miss is the pipeline's, not to a heavy step (which would
+ * spend it holding its tasks for larger batches).
+ */
+export function toLastStep(p: ClusterPipeline, budgets: readonly number[]): number[] {
+  const even = evenBudgets(p);
+  const out = budgets.map((b, k) => (k < budgets.length - 1 ? Math.min(b, even[k]!) : b));
+  out[out.length - 1] = p.sloMs - out.slice(0, -1).reduce((a, b) => a + b, 0);
+  return budgetsError(p, out) === undefined ? out : even;
 }
 
 /** `cluster` with each pipeline's step models given their step's budget (per pipeline name) as their SLO. */
