@@ -1,12 +1,12 @@
 // inss on a cluster with pipelines (docs/pipelines.md): it chooses each pipeline's split of its SLO with its plan.
-// When the rates moved (or at the start), each candidate split (src/policy/pipelineSplit.ts: the even split blended
-// with one in proportion to each step's batch time in the plan for the split in force) is scored by the pooling
-// planner's own prediction: the cluster with every step model's SLO set to its step's budget, a greedy partition
-// for the planned rates and the pooling planner's search over it, its predicted missed tasks/s the candidate's.
-// The utilisation term of the planner's score takes no part: among splits that all meet the SLOs it would pick the
-// one giving the slowest step the most, for room the twin does not confirm (docs/pipelines.md), so the split in
-// force (even at the start) is replaced only by one predicted to miss fewer tasks, by SWITCH_MARGIN and SPLIT_SAVES.
-// inss then plans each step model with its step's budget as its SLO (a planner for that cluster), and the
+// When the rates moved by a tenth (or at the start), each candidate split (src/policy/pipelineSplit.ts: what the
+// light earlier steps do not need, by their batch times in the plan for the split in force, given to the last
+// step) is scored by the pooling planner's own prediction: the cluster with every step model's SLO set to its
+// step's budget, a greedy partition for the planned rates and the pooling planner's search over it, its predicted
+// missed tasks/s the candidate's. Among the splits predicted to miss no more than the fewest (by SPLIT_SAVES), the
+// one giving the last steps the most is taken: the prediction does not see a last step's misses grow as its room
+// shrinks (docs/pipelines.md). A split predicted to miss clearly fewer (SWITCH_MARGIN) replaces the one in force
+// too. inss then plans each step model with its step's budget as its SLO (a planner for that cluster), and the
 // deployment carries the split (`pipelineBudgetsMs`) that the twin and the scheduler budget step tasks with.
 // `inss-even` is inss with the split even and each step planned alone: the cluster as given.
 import {

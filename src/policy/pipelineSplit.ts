@@ -1,9 +1,12 @@
 // Candidate splits of a pipeline's SLO across its steps (src/serving/pipeline.ts), for a planner that chooses the
-// split with its plan (InferLine's planner: a step's latency is what it is given of the end-to-end SLO, and a step
-// that is slow at the batch its rate needs should get more of it). Each candidate is the even split blended with
-// the split in proportion to each step's predicted batch time: in the planner's plan, or (`stepBatchMs`) at the
-// smallest batch that carries the pipeline's rate on a whole GPU of the kind where that step runs fastest. The
-// planner scores the candidates with its own prediction and keeps the best. Pure.
+// split with its plan (InferLine's planner: each step gets the part of the end-to-end SLO its latency needs).
+// In the twin and the scheduler alike, the dispatch rule holds a step's tasks toward their deadline to fill
+// batches, so an earlier step spends whatever it is given, and the time passes on to the next steps; the last
+// step's deadline is the pipeline's whatever the split, and its budget is the only room its misses have. So each
+// candidate starts from the even split blended with the split in proportion to each step's predicted batch time
+// (in the planner's plan, or `stepBatchMs`), keeps every earlier step at no more than its even share, and gives
+// what the light earlier steps do not need to the last step (`toLastStep`). The planner scores the candidates with
+// its own prediction. Pure.
 import { budgetsError, evenBudgets } from '../serving/pipeline.js';
 import type { ClusterInfo, ClusterPipeline } from './types.js';
 
