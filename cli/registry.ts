@@ -1,6 +1,6 @@
 // The policy registry: the one module that imports every scheduling policy, so each is chosen by
 // name (`inss bench --policies gpulet,inss`). A duplicate name is an error at start.
-import { inssFactory, inssNiFactory, inssPaperFactory } from '../rl/inss.js';
+import { inssEvenFactory, inssFactory, inssNiFactory, inssPaperFactory } from '../rl/inss.js';
 import { gpuletFactory } from '../src/policy/policies/gpulet.js';
 import { gsliceFactory } from '../src/policy/policies/gslice.js';
 import { timeshareFactory } from '../src/policy/policies/timeshare.js';
@@ -12,6 +12,7 @@ import { parseAttainmentLabel, readsAttainmentTarget, withAttainmentTarget } fro
 
 const FACTORIES: readonly PolicyFactory[] = [
   inssFactory,
+  inssEvenFactory,
   inssNiFactory,
   inssPaperFactory,
   gpuletFactory,

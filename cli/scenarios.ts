@@ -51,7 +51,7 @@ export function loadScenario(nameOrPath: string): LoadedScenario {
     if (!profiles.has(g.profile))
       profiles.set(g.profile, loadProfile(g.profile.includes('/') ? resolve(dirname(path), g.profile) : g.profile));
   const traces = new Map<string, readonly number[]>();
-  for (const m of scenario.models) {
+  for (const m of [...scenario.models, ...scenario.pipelines]) {
     if (m.rate.kind !== 'trace' || traces.has(m.rate.file)) continue;
     const f = resolve(dirname(path), m.rate.file);
     let text: string;

@@ -26,13 +26,12 @@ import type {
   PolicyFactory,
   PolicyOptions,
 } from '../src/policy/types.js';
-import { ActorForward } from './actorForward.js';
+import type { ActorForward } from './actorForward.js';
 import { MissFeedback } from './missFeedback.js';
 import { PlanFeedback } from './planFeedback.js';
 import { keepInForce, sameLayout } from './switching.js';
 import {
   type ActionSpace,
-  actionSpace,
   decodeAction,
   encodeState,
   memoryUsed,
@@ -41,9 +40,7 @@ import {
   scorePlacements,
   staticMasks,
 } from './mdp.js';
-import { policyMismatch, PolicyFileSchema } from './policyFile.js';
 import { refine, type RefineOptions } from './refine.js';
-import { formatIssues } from '../src/profile/schema.js';
 import { ratesMoved } from '../src/policy/replan.js';
 import {
   ALL_ADDITIONS,
@@ -61,6 +58,8 @@ import { inssMargins, type InssMargins } from './inssMargins.js';
 import { attainmentTargetProblem, DEFAULT_ATTAINMENT_TARGET } from '../src/policy/attainment.js';
 import { poolCount } from '../src/policy/decompose.js';
 import { PooledInssPolicy } from './inssPools.js';
+import { loadActor } from './inssActor.js';
+import { PipelineSplitPolicy } from './inssPipelines.js';
 
 export * from './inssTuning.js';
 
@@ -314,32 +313,34 @@ export interface InssVariant {
   readonly interference: boolean;
   /** What it adds to the paper's TS. */
   readonly additions: InssAdditions;
+  /** On a cluster with pipelines, choose each one's split of its SLO with the plan (inssPipelines.ts). */
+  readonly splitsPipelines?: boolean;
   readonly description: string;
-}
-
-/**
- * `malformed`: a policy file was given and is not one (no variant runs with it); otherwise it is absent or
- * does not fit.
- */
-type LoadedActor =
-  | { readonly space: ActionSpace; readonly actor: ActorForward }
-  | { readonly reason: string; readonly malformed?: true };
-
-/** The trained actor in `policyData` when it fits the cluster (GPU types, models, SLOs, action space), else why not. */
-function loadActor(cluster: ClusterInfo, policyData: unknown): LoadedActor {
-  if (policyData === undefined)
-    return { reason: `no trained policy for this cluster (train one with \`inss train\`, or pass --policy-file)` };
-  const parsed = PolicyFileSchema.safeParse(policyData);
-  if (!parsed.success) return { reason: `policy file: ${formatIssues(parsed.error)}`, malformed: true };
-  const space = actionSpace(cluster);
-  const mismatch = policyMismatch(parsed.data, cluster, space);
-  if (mismatch)
-    return { reason: `the policy file (scenario ${parsed.data.scenario}) does not fit this cluster: ${mismatch}` };
-  return { space, actor: ActorForward.fromSnapshot(parsed.data.actor) };
 }
 
 /** A factory for a variant of the TS policy (the registered three, or an ablation's). */
 export function inssVariantFactory(v: InssVariant): PolicyFactory {
+  const createFor = (cluster: ClusterInfo, options: PolicyOptions): Policy => {
+    const target = options.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET;
+    const a = loadActor(cluster, options.policyData);
+    if ('reason' in a) {
+      if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
+      if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
+      // Past one pool's size: planned as pools, each as a cluster of that size is (inssPools.ts).
+      const plan = (c: ClusterInfo) =>
+        new InssPolicy(v.name, c, null, null, v.interference, v.additions, 'model-based planner', target);
+      if (poolCount(cluster) > 1) return new PooledInssPolicy(v.name, cluster, plan, a.reason);
+    }
+    const trained = 'reason' in a ? null : a;
+    const source =
+      'reason' in a
+        ? `model-based planner (${a.reason})`
+        : v.additions.pooling
+          ? 'trained actor + pooling planner'
+          : 'trained actor';
+    const [space, actor] = [trained?.space ?? null, trained?.actor ?? null];
+    return new InssPolicy(v.name, cluster, space, actor, v.interference, v.additions, source, target);
+  };
   return {
     name: v.name,
     description: v.description,
@@ -353,25 +354,10 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
       return `${v.name} needs a trained policy that fits: ${a.reason}`;
     },
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
+      if (!v.splitsPipelines || !cluster.pipelines?.length) return createFor(cluster, options);
       const target = options.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET;
-      const a = loadActor(cluster, options.policyData);
-      if ('reason' in a) {
-        if (a.malformed) throw new PolicyFileError(`${v.name}: ${a.reason}`);
-        if (!v.additions.pooling) throw new PolicyFileError(`${v.name} needs a trained policy that fits: ${a.reason}`);
-        // Past one pool's size: planned as pools, each as a cluster of that size is (inssPools.ts).
-        const plan = (c: ClusterInfo) =>
-          new InssPolicy(v.name, c, null, null, v.interference, v.additions, 'model-based planner', target);
-        if (poolCount(cluster) > 1) return new PooledInssPolicy(v.name, cluster, plan, a.reason);
-      }
-      const trained = 'reason' in a ? null : a;
-      const source =
-        'reason' in a
-          ? `model-based planner (${a.reason})`
-          : v.additions.pooling
-            ? 'trained actor + pooling planner'
-            : 'trained actor';
-      const [space, actor] = [trained?.space ?? null, trained?.actor ?? null];
-      return new InssPolicy(v.name, cluster, space, actor, v.interference, v.additions, source, target);
+      const plan = (c: ClusterInfo) => createFor(c, options);
+      return new PipelineSplitPolicy(v.name, cluster, plan, target, v.interference, plan(cluster).note ?? '');
     },
   };
 }
@@ -380,15 +366,23 @@ export const inssFactory = inssVariantFactory({
   name: 'inss',
   interference: true,
   additions: ALL_ADDITIONS,
+  splitsPipelines: true,
   description:
     'InSS: MPS partitions (trained SAC-Discrete actor where a policy fits, else a model-based plan) ' +
     'refined on the latency model, against time-shared pooling and hybrids under a queueing model; ' +
-    'BDA batch sizes (docs/inss.md)',
+    "BDA batch sizes; each pipeline's SLO split with the plan (docs/inss.md, docs/pipelines.md)",
+});
+export const inssEvenFactory = inssVariantFactory({
+  name: 'inss-even',
+  interference: true,
+  additions: ALL_ADDITIONS,
+  description: "inss with each pipeline's SLO split evenly and each step planned alone (docs/pipelines.md)",
 });
 export const inssNiFactory = inssVariantFactory({
   name: 'inss-ni',
   interference: false,
   additions: ALL_ADDITIONS,
+  splitsPipelines: true,
   description: 'inss with interference ignored in the latency model it decides on',
 });
 export const inssPaperFactory = inssVariantFactory({

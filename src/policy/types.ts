@@ -5,6 +5,7 @@
 import type { ServedCost } from '../model/costDistribution.js';
 import type { LatencyModel } from '../model/predictor.js';
 import type { PooledGpuMode } from '../model/pooledGpu.js';
+import type { Pipeline } from '../serving/pipeline.js';
 
 /** One GPU of the cluster as a policy sees it. */
 export interface GpuInfo {
@@ -40,9 +41,20 @@ export interface ServedModel {
   readonly cost?: ServedCost;
 }
 
+/**
+ * A pipeline the cluster serves (src/serving/pipeline.ts): `stepModels[k]` is the served model (ServedModel.index)
+ * step k runs. A step model serves its pipeline only; its `sloMs` in the cluster is its step's even budget, what a
+ * policy that knows nothing of pipelines plans it with.
+ */
+export interface ClusterPipeline extends Pipeline {
+  readonly stepModels: readonly number[];
+}
+
 export interface ClusterInfo {
   readonly gpus: readonly GpuInfo[];
   readonly models: readonly ServedModel[];
+  /** Pipelines over the served models; absent or empty: none. */
+  readonly pipelines?: readonly ClusterPipeline[];
 }
 
 /**

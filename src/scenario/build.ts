@@ -5,7 +5,7 @@ import { DEFAULT_ATTAINMENT_TARGET } from '../policy/attainment.js';
 import { resolveQueuePolicy } from '../serving/queuePolicy.js';
 import { servingSettings } from '../serving/settings.js';
 import { buildCluster } from '../policy/cluster.js';
-import type { ClusterInfo } from '../policy/types.js';
+import type { ClusterInfo, ClusterPipeline } from '../policy/types.js';
 import type { Profile } from '../profile/schema.js';
 import type { PooledGpuMode } from '../model/pooledGpu.js';
 import { DEFAULT_SIM_SETTINGS, type SimSettings } from '../sim/simulator.js';
@@ -20,13 +20,34 @@ export class ScenarioError extends Error {
 
 /**
  * The served models with their input-dependent cost, where they declare one: planned against the
- * quantile at the scenario's attainment target with `costBatching: tail` (Orloj's rule).
+ * quantile at the scenario's attainment target with `costBatching: tail` (Orloj's rule). A pipeline's step
+ * model has its step's even budget as its SLO (its own `sloMs` is unused): what a policy that knows nothing of
+ * pipelines plans it with, and what the twin budgets its tasks with until a plan splits the SLO otherwise.
  */
 function servedModels(s: Scenario) {
   const quantile = s.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET;
-  return s.models.map(({ cost, ...m }) =>
-    cost ? { ...m, cost: servedCost(cost.classes, s.costBatching, quantile) } : m,
-  );
+  const stepSlo = new Map<string, number>();
+  for (const p of s.pipelines) for (const st of p.steps) stepSlo.set(st.model, p.sloMs / p.steps.length);
+  return s.models.map(({ cost, ...m }) => {
+    const served = { ...m, sloMs: stepSlo.get(m.name) ?? m.sloMs };
+    return cost ? { ...served, cost: servedCost(cost.classes, s.costBatching, quantile) } : served;
+  });
+}
+
+/** The scenario's pipelines with their step models' indices (the schema has checked that each step names one). */
+export function scenarioPipelines(s: Scenario): ClusterPipeline[] {
+  return s.pipelines.map((p) => ({
+    name: p.name,
+    sloMs: p.sloMs,
+    steps: p.steps,
+    stepModels: p.steps.map((st) => s.models.findIndex((m) => m.name === st.model)),
+  }));
+}
+
+/** `cluster` with the scenario's pipelines, where it has any (the same object otherwise). */
+function withPipelines(s: Scenario, cluster: ClusterInfo): ClusterInfo {
+  if (s.pipelines.length === 0) return cluster;
+  return { ...cluster, pipelines: scenarioPipelines(s) };
 }
 
 /** The GPUs in order: each entry of `gpus` expanded `count` times. */
@@ -49,7 +70,7 @@ export function scenarioCluster(s: Scenario, profiles: ReadonlyMap<string, Profi
           `no GPU profile of this scenario has model '${what}'`,
       );
   });
-  return buildCluster(gpuProfiles, servedModels(s), pooled);
+  return withPipelines(s, buildCluster(gpuProfiles, servedModels(s), pooled));
 }
 
 /** The served models marked `unprofiled`, by name. */
@@ -94,7 +115,7 @@ export function plannerCluster(s: Scenario, profiles: ReadonlyMap<string, Profil
       pooled.push(g.timeshareGpu ?? s.timeshareGpu);
     }
   });
-  return buildCluster(gpuProfiles, servedModels(s), pooled);
+  return withPipelines(s, buildCluster(gpuProfiles, servedModels(s), pooled));
 }
 
 /** Arrival streams for one run; `loadScale` multiplies every rate; `runSeed` varies the draw. */
@@ -118,16 +139,52 @@ export function scenarioStreams(
   });
 }
 
-/** The rate each model has at time 0 (what an operator would configure before traffic arrives). */
-export function initialRates(s: Scenario, traces: ReadonlyMap<string, readonly number[]>, loadScale = 1): number[] {
-  return s.models.map((m) => {
-    if (m.rate.kind === 'trace') {
-      const t = traces.get(m.rate.file) ?? [];
-      const firstS = t.filter((x) => x < 1).length;
-      return firstS * loadScale;
+/**
+ * One arrival stream per pipeline (scenarioPipelines' order), as `scenarioStreams`; each from its own seeded
+ * stream, so the models' draws are the same with or without pipelines.
+ */
+export function pipelineStreams(
+  s: Scenario,
+  traces: ReadonlyMap<string, readonly number[]>,
+  loadScale = 1,
+  runSeed = s.seed,
+): ArrivalStream[] {
+  return s.pipelines.map((p, i) => {
+    if (p.rate.kind === 'trace') {
+      const times = traces.get(p.rate.file);
+      if (!times) throw new ScenarioError(`pipelines[${i}].rate.file: trace '${p.rate.file}' not loaded`);
+      return new TraceStream(
+        times.map((t) => t * 1000),
+        loadScale,
+      );
     }
-    return rateFunction(m.rate, loadScale).rateAt(0);
+    const cv = p.arrival.process === 'gamma' ? p.arrival.cv : 1;
+    return new RenewalStream(rateFunction(p.rate, loadScale), new Rng(mixSeed(runSeed, i, 0x70697065)), cv);
   });
+}
+
+type RateSpecOf = Scenario['models'][number]['rate'];
+
+function rateAtStart(rate: RateSpecOf, traces: ReadonlyMap<string, readonly number[]>, loadScale: number): number {
+  if (rate.kind === 'trace') {
+    const t = traces.get(rate.file) ?? [];
+    const firstS = t.filter((x) => x < 1).length;
+    return firstS * loadScale;
+  }
+  return rateFunction(rate, loadScale).rateAt(0);
+}
+
+/**
+ * The rate each model has at time 0 (what an operator would configure before traffic arrives); a pipeline's step
+ * model, its pipeline's (each pipeline request is one task of every step).
+ */
+export function initialRates(s: Scenario, traces: ReadonlyMap<string, readonly number[]>, loadScale = 1): number[] {
+  const stepRate = new Map<string, number>();
+  for (const p of s.pipelines) {
+    const r = rateAtStart(p.rate, traces, loadScale);
+    for (const st of p.steps) stepRate.set(st.model, r);
+  }
+  return s.models.map((m) => stepRate.get(m.name) ?? rateAtStart(m.rate, traces, loadScale));
 }
 
 export function scenarioSettings(s: Scenario): SimSettings {

@@ -77,6 +77,26 @@ export class TaskQueue<T> {
     return t;
   }
 
+  /**
+   * Where a task of time `ms` goes to keep a queue in time order (its place from the head, after every task no
+   * later): the simulator's pipeline step lanes, whose tasks come in by their batches' ends, not by their stamps.
+   */
+  orderedIndex(ms: number, msOf: (t: T) => number): number {
+    const mask = this.buf.length - 1;
+    let i = this.n;
+    while (i > 0 && msOf(this.buf[(this.head + i - 1) & mask]!) > ms) i--;
+    return i;
+  }
+
+  /** Inserts a task `index` places from the head (0: the new head; `length`: the tail). */
+  insertAt(index: number, t: T): void {
+    if (this.n === this.buf.length) this.grow(this.n + 1);
+    const mask = this.buf.length - 1;
+    for (let i = this.n; i > index; i--) this.buf[(this.head + i) & mask] = this.buf[(this.head + i - 1) & mask]!;
+    this.buf[(this.head + index) & mask] = t;
+    this.n++;
+  }
+
   /** Puts tasks back at the head, in their order (a batch its worker refused). */
   unshiftAll(ts: readonly T[]): void {
     if (this.n + ts.length > this.buf.length) this.grow(this.n + ts.length);

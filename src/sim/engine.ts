@@ -2,6 +2,9 @@
 // loop, over the task buffer (taskBuffer.ts) and the simulated GPUs (gpus.ts). simulator.ts states the model;
 // `simulate` (simulator.ts) is the entry point. Event order and seeded draws are part of the contract:
 // the conformance suite and recorded decision digests depend on them.
+// Over 400 lines because the event loop's handlers (model and pipeline arrivals, dispatch, batch ends,
+// reconfiguration, failures) all act on the simulation's private state in an order that is part of the contract;
+// what needs none of it lives in its own module (pipelines.ts, taskBuffer.ts, gpus.ts, requests.ts, stats.ts).
 import type { ClusterInfo, Deployment, Observation, Placement, Policy } from '../policy/types.js';
 import {
   type DispatchRules,
@@ -13,10 +16,10 @@ import {
 import { EpochStats } from '../serving/epochStats.js';
 import { RateMonitor } from '../serving/monitor.js';
 import { nextModelsOnFreedGpu } from '../serving/rules.js';
-import type { TaskQueue } from '../serving/taskQueue.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs } from '../serving/transport.js';
 import { onReady, planApply } from '../serving/workerSet.js';
 import { SimGpus } from './gpus.js';
+import { SimPipelines } from './pipelines.js';
 import { Requests } from './requests.js';
 import { simResult, SimStats } from './stats.js';
 import { TaskBuffer } from './taskBuffer.js';
@@ -39,9 +42,12 @@ export class Simulation {
   /** The dispatch rule's arrival rates: the monitor's estimate, taken at each decision as the policy's. */
   private ratesPerS: readonly number[];
   private readonly buffer: TaskBuffer;
+  /** Per model, its tasks' SLO (a pipeline step model's: its step's budget in force). */
   private readonly sloMs: number[];
   /** Added to a task's latency after its batch ends: the answer's way out and the client's own leg. */
   private readonly answeredAfterMs: number;
+  private readonly wayOutMs: number;
+  private readonly pipelines: SimPipelines;
   private readonly rules: DispatchRules;
   /** Per model, when the dispatch rule asked to be called again (Infinity: on the next arrival). */
   private readonly timer: Float64Array;
@@ -66,15 +72,24 @@ export class Simulation {
     // SLO less it (`dispatchBudgetMs`, the scheduler's rule). The client's own leg counts in each
     // task's latency as its client sees it, not in the budget: the scheduler cannot see it.
     const wayOutMs = transport?.wayOutMs ?? 0;
+    this.wayOutMs = wayOutMs;
     this.answeredAfterMs = wayOutMs + (transport?.clientMs ?? 0);
-    const budgetMs = this.sloMs.map((slo) => dispatchBudgetMs(slo, wayOutMs));
     this.rules = { slack: settings.dispatchSlack, marginMs: settings.dispatchMarginMs ?? 0 };
     this.requests = new Requests(cluster, input.streams, transport, this.fixedTransportMs, settings.groundTruth.seed);
+    this.pipelines = new SimPipelines(cluster, input.pipelineStreams ?? [], this.requests.wayInMs);
+    // A step model's tasks are budgeted their step's share of its pipeline's SLO, only the last step's less the way
+    // out (the even split until a deployment says otherwise).
+    const pipes = this.pipelines;
+    const wayOutOf = (m: number) => (pipes.pipelineOf[m]! < 0 || pipes.isLast(m) ? wayOutMs : 0);
+    this.sloMs.forEach((_, m) => {
+      if (pipes.pipelineOf[m]! >= 0) this.sloMs[m] = pipes.budgetMs(m);
+    });
+    const budgetMs = this.sloMs.map((slo, m) => dispatchBudgetMs(slo, wayOutOf(m)));
     this.timer = new Float64Array(n).fill(Infinity);
     this.monitor = new RateMonitor(n, settings.epochMs, settings.monitorWindowMs, settings.monitor);
     this.ratesPerS = this.monitor.ratesPerS(input.initialRatePerS);
     this.epoch = new EpochStats(n);
-    this.buffer = new TaskBuffer(budgetMs, settings.queuePolicies, this.stats, this.epoch, input.trace);
+    this.buffer = new TaskBuffer(budgetMs, settings.queuePolicies, this.stats, this.epoch, input.trace, this.pipelines);
   }
 
   /** The dispatch loop's view of this simulation (src/serving/dispatch.ts, shared with the scheduler). */
@@ -96,14 +111,11 @@ export class Simulation {
     queued: (m) => this.buffer.onTime[m]!.length,
     headArrivalMs: (m) => this.buffer.onTime[m]!.peek(),
     delayed: (m) => this.buffer.delayed[m]!.length,
-    drop: (m) => {
-      // The head task cannot meet its deadline even if its batch starts now.
-      this.buffer.onTime[m]!.shift();
-      this.buffer.dropped(m, this.dispatchNowMs);
-    },
+    // The head task cannot meet its deadline even if its batch starts now.
+    drop: (m) => this.buffer.dropHead(m, this.dispatchNowMs),
     delay: (m) => this.buffer.delay(m, this.dispatchNowMs),
-    start: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, this.buffer.onTime[w.model]!),
-    startDelayed: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, this.buffer.delayed[w.model]!),
+    start: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, false),
+    startDelayed: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, true),
     idle: (w) => !w.busy && !w.held,
     pipelinedAtMs: (w) =>
       w.busy && !w.held && serves(w)
@@ -140,8 +152,27 @@ export class Simulation {
     this.tryDispatch(m, nowMs);
   }
 
-  /** Sends a batch of the `size` oldest tasks of `q` to `w`: it runs now, or after the one running (pipelining). */
-  private sendBatch(w: SimWorker, nowMs: number, size: number, q: TaskQueue<number>): void {
+  /** Pipeline p's request queued at `nowMs`: its step-0 task (pipelines.ts). */
+  private arrivePipeline(p: number, nowMs: number): void {
+    const m = this.pipelines.taken(p, nowMs);
+    const arrivalMs = this.pipelines.arrivalMs[p]!;
+    this.queueStep(m, arrivalMs, nowMs);
+    this.pipelines.next(p);
+    this.tryDispatch(m, nowMs);
+  }
+
+  /** A task of step model m for a request that arrived at `originMs` enters its queue at `nowMs`. */
+  private queueStep(m: number, originMs: number, nowMs: number): void {
+    this.stats.arrivals[m]! += 1;
+    this.monitor.arrival(m, nowMs);
+    this.buffer.admit(m, this.pipelines.stampMs(m, originMs), nowMs, originMs);
+  }
+
+  /**
+   * Sends a batch of the `size` oldest tasks of its model's on-time (or delayed) lane to `w`: it runs now, or after
+   * the one running (pipelining).
+   */
+  private sendBatch(w: SimWorker, nowMs: number, size: number, fromDelayed: boolean): void {
     w.lastSentMs = nowMs;
     w.lastPredMs = predictedMs(w.predicted, size);
     if (w.busy) {
@@ -150,16 +181,17 @@ export class Simulation {
         sentMs: 0,
         transportMs: 0,
         arrivals: new Float64Array(Math.max(size, w.batch)),
+        origins: new Float64Array(0),
       });
       if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
-      for (let i = 0; i < size; i++) h.arrivals[i] = q.shift();
+      this.buffer.take(w.model, fromDelayed, h, size);
       h.size = size;
       h.sentMs = nowMs;
       h.transportMs = this.requests.batchTransportMs(w.model, size);
       return;
     }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
-    for (let i = 0; i < size; i++) w.arrivals[i] = q.shift();
+    this.buffer.take(w.model, fromDelayed, w, size);
     w.transportMs = this.requests.batchTransportMs(w.model, size);
     this.gpus.startBatch(w, nowMs, size, nowMs, w.transportMs);
   }
@@ -169,6 +201,7 @@ export class Simulation {
     const h = w.held!;
     w.held = null;
     w.arrivals = h.arrivals;
+    w.origins = h.origins;
     // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures
     // it).
     w.transportMs = Math.max(0, h.transportMs - (nowMs - h.sentMs));
@@ -200,18 +233,28 @@ export class Simulation {
     const m = w.model;
     const slo = this.sloMs[m]!;
     const exec = w.execMs;
+    // A pipeline's inner step answers the scheduler, not a client (pipelines.ts): no way out, and its tasks
+    // go on to the next step; the last step's answers are its requests'.
+    const step = this.pipelines.pipelineOf[m]! >= 0;
+    const last = !step || this.pipelines.isLast(m);
+    const after = last ? this.answeredAfterMs : 0;
+    const next = last ? -1 : this.pipelines.nextModel(m);
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
-      const lat = nowMs - a + this.answeredAfterMs;
+      const lat = nowMs - a + after;
       const good = lat <= slo;
       this.stats.answered(m, lat, w.startMs - a, exec, good);
       this.epoch.answered(m, lat, !good);
+      if (!step) continue;
+      if (last) this.pipelines.answered(m, nowMs - w.origins[i]! + after);
+      else this.queueStep(next, w.origins[i]!, nowMs);
     }
     this.stats.served[m]! += w.size;
     this.epoch.batchTimed(m, exec, w.detail ?? undefined);
     w.overheadMs = this.learnsTransport ? learnedOverheadMs(w.overheadMs, w.transportMs) : this.fixedTransportMs;
     w.batchesThisEpoch++;
     this.batchEnded(w, nowMs);
+    if (next >= 0) this.tryDispatch(next, nowMs);
   }
 
   /** A worker dies (simulator.ts, "Worker failures"): the batches it runs and holds are lost. */
@@ -227,6 +270,7 @@ export class Simulation {
     w.held = null;
     this.stats.dropped[w.model]! += lost;
     this.epoch.dropped(w.model, lost);
+    if (this.pipelines.pipelineOf[w.model]! >= 0) this.pipelines.droppedTasks(w.model, lost);
     this.batchEnded(w, nowMs);
   }
 
@@ -262,6 +306,11 @@ export class Simulation {
     }
     for (const w of plan.release) w.state = w.busy ? State.Draining : State.Stopped;
     gpus.modes = plan.modes;
+    // A pipeline's new split: its step models' budgets follow it (pipelines.ts).
+    for (const m of this.pipelines.apply(d)) {
+      this.sloMs[m] = this.pipelines.budgetMs(m);
+      this.buffer.setBudget(m, dispatchBudgetMs(this.sloMs[m], this.pipelines.isLast(m) ? this.wayOutMs : 0));
+    }
     gpus.workers = gpus.workers.filter((w) => w.state !== State.Stopped || w.busy);
     for (let g = 0; g < nGpus; g++) {
       gpus.refreshPredictions(g);
@@ -318,7 +367,7 @@ export class Simulation {
   /**
    * Runs to `settings.durationMs`. Event sources are few (one next arrival and one timer per model,
    * one event per worker, the epoch), so the next event is found by scanning rather than with a heap;
-   * at equal times the epoch goes first, then arrivals and timers by model, workers, failures.
+   * at equal times the epoch goes first, then arrivals and timers by model, pipeline arrivals, workers, failures.
    */
   run(): SimResult {
     const { settings, requests, timer, gpus } = this;
@@ -329,7 +378,7 @@ export class Simulation {
     const end = settings.durationMs;
     for (;;) {
       let tMin = nextEpochMs;
-      let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker, 4 failure
+      let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker, 4 failure, 5 pipeline arrival
       let which = -1;
       for (let m = 0; m < this.nModels; m++) {
         if (requests.queuedMs[m]! < tMin) {
@@ -343,6 +392,12 @@ export class Simulation {
           which = m;
         }
       }
+      for (let p = 0; p < this.pipelines.count; p++)
+        if (this.pipelines.queuedMs[p]! < tMin) {
+          tMin = this.pipelines.queuedMs[p]!;
+          kind = 5;
+          which = p;
+        }
       let worker: SimWorker | null = null;
       for (const w of gpus.workers) {
         const t = w.busy ? w.doneAtMs : w.state === State.Starting ? w.readyAtMs : w.downUntilMs;
@@ -368,6 +423,8 @@ export class Simulation {
         if (w.state === State.Stopped) gpus.workers = gpus.workers.filter((x) => x !== w);
       } else if (kind === 4) {
         this.fail(failures[nextFailure++]!, tMin);
+      } else if (kind === 5) {
+        this.arrivePipeline(which, tMin);
       } else {
         this.endEpoch(tMin);
         this.decide(tMin, false);
@@ -387,6 +444,15 @@ export class Simulation {
         .filter((w) => w.model === i && w.busy)
         .reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0),
     }));
-    return simResult(this.cluster, this.stats, leftover, this.gpus.shareTime, end);
+    const p = this.pipelines;
+    const pipelines =
+      p.count > 0
+        ? {
+            stats: p.stats((m) => this.buffer.delayed[m]!.length),
+            latencyMs: p.latencies(),
+            isStep: (m: number) => p.pipelineOf[m]! >= 0,
+          }
+        : undefined;
+    return simResult(this.cluster, this.stats, leftover, this.gpus.shareTime, end, pipelines);
   }
 }

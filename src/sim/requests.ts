@@ -14,7 +14,8 @@ export class Requests {
   private readonly lastQueuedMs: Float64Array;
   /** Per served model, the bytes of one task's input (the profile's), for the per-megabyte transport. */
   private readonly inputBytes: number[];
-  private readonly wayInMs: number[];
+  /** Per served model, a request's way in (ms; 0 without a transport model). */
+  readonly wayInMs: number[];
   /** Per served model, its own factor on the host's batch transport (`TransportModel.modelFactors`). */
   private readonly modelFactor: number[];
   private readonly spreadRng: Rng | null;

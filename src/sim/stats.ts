@@ -3,7 +3,7 @@
 // src/serving/epochStats.ts (the scheduler's too).
 import type { ClusterInfo } from '../policy/types.js';
 import { LogHistogram } from './histogram.js';
-import type { ModelStats, SimResult, Summary, TimelinePoint } from './types.js';
+import type { ModelStats, PipelineStats, SimResult, Summary, TimelinePoint } from './types.js';
 
 export class SimStats {
   readonly arrivals: Float64Array;
@@ -62,9 +62,18 @@ export interface Leftover {
   readonly running: number;
 }
 
+/** The pipelines' end-to-end figures (pipelines.ts) and which served models are their steps. */
+export interface PipelineResult {
+  readonly stats: readonly PipelineStats[];
+  readonly latencyMs: readonly LogHistogram[];
+  /** Per served model: it runs a pipeline's step (its tasks are not clients' requests). */
+  readonly isStep: (m: number) => boolean;
+}
+
 /**
- * The run's result: per model, then all together. `shareTimePct`: per GPU, the MPS share held
- * integrated over the run (% x ms).
+ * The run's result: per model, then all together, over what clients see (SimResult): with `pipelines`, the
+ * step models' tasks are left out of the totals and each pipeline request counts once. `shareTimePct`: per
+ * GPU, the MPS share held integrated over the run (% x ms).
  */
 export function simResult(
   cluster: ClusterInfo,
@@ -72,6 +81,7 @@ export function simResult(
   leftover: readonly Leftover[],
   shareTimePct: Float64Array,
   durationMs: number,
+  pipelines?: PipelineResult,
 ): SimResult {
   const summary = (h: LogHistogram): Summary => ({ p50: h.quantile(0.5), p99: h.quantile(0.99), mean: h.mean() });
   const models: ModelStats[] = cluster.models.map((m, i) => ({
@@ -89,15 +99,22 @@ export function simResult(
     execMs: summary(stats.execMs[i]!),
     meanBatch: stats.batchCount[i]! > 0 ? stats.batchTasks[i]! / stats.batchCount[i]! : NaN,
   }));
-  const sum = (f: (s: ModelStats) => number) => models.reduce((a, s) => a + f(s), 0);
+  const direct = pipelines ? models.filter((_, i) => !pipelines.isStep(i)) : models;
+  type Counts = Omit<ModelStats, 'model' | 'delayed' | 'latencyMs' | 'queueMs' | 'execMs' | 'meanBatch'>;
+  const visible: readonly Counts[] = pipelines ? [...direct, ...pipelines.stats] : models;
+  const sum = (f: (s: Counts) => number) => visible.reduce((a, s) => a + f(s), 0);
   const totalLat = new LogHistogram();
-  stats.latencyMs.forEach((h) => totalLat.merge(h));
+  stats.latencyMs.forEach((h, i) => {
+    if (!pipelines?.isStep(i)) totalLat.merge(h);
+  });
+  pipelines?.latencyMs.forEach((h) => totalLat.merge(h));
   const finished = sum((s) => s.served + s.dropped + s.unfinishedLate);
   const pct = (x: number) => (finished > 0 ? (100 * x) / finished : 0);
   const secs = durationMs / 1000;
   return {
     durationMs,
     models,
+    ...(pipelines ? { pipelines: pipelines.stats } : {}),
     arrivals: sum((s) => s.arrivals),
     served: sum((s) => s.served),
     good: sum((s) => s.good),

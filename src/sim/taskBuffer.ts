@@ -1,12 +1,21 @@
 // The simulator's task buffer (paper section 3.1): per model an on-time FIFO and a delayed one, of
 // task arrival times, under the model's queue policy (src/serving/queuePolicy.ts), the scheduler's too.
-// A task's on-time deadline is arrival + its SLO budget (or its policy's shorter timeout).
+// A task's on-time deadline is arrival + its SLO budget (or its policy's shorter timeout). A pipeline's step
+// task (pipelines.ts) is held by its deadline stamp in place of an arrival, in stamp order, and its request's
+// arrival (its origin) rides beside it in a lane of origins kept in the same order.
 import type { EpochStats } from '../serving/epochStats.js';
 import { admit, DEFAULT_QUEUE_POLICY, onTimeBudgetMs, type QueuePolicy } from '../serving/queuePolicy.js';
 import { pastDeadline } from '../serving/rules.js';
 import { TaskQueue } from '../serving/taskQueue.js';
+import type { SimPipelines } from './pipelines.js';
 import type { SimStats } from './stats.js';
 import type { SimTrace } from './types.js';
+
+/** A batch's tasks: their arrivals (or stamps) and, for a step model, their requests' arrivals. */
+export interface BatchSlots {
+  arrivals: Float64Array;
+  origins: Float64Array;
+}
 
 export class TaskBuffer {
   /** Per model, its on-time lane and its delayed one (tasks that timed out), of arrival times. */
@@ -15,6 +24,9 @@ export class TaskBuffer {
   readonly policies: QueuePolicy[];
   /** Per model, a task's on-time deadline after its arrival (ms). */
   readonly onTimeMs: number[];
+  /** Per model, its lanes' tasks' request arrivals, in the lanes' order: a pipeline's step models only. */
+  private readonly originOnTime: (TaskQueue<number> | null)[];
+  private readonly originDelayed: (TaskQueue<number> | null)[];
 
   /** `budgetMs`: per model, the SLO a task is budgeted in the task buffer (its way out excluded). */
   constructor(
@@ -23,37 +35,70 @@ export class TaskBuffer {
     private readonly stats: SimStats,
     private readonly epoch: EpochStats,
     private readonly trace: SimTrace | undefined,
+    private readonly pipelines?: SimPipelines,
   ) {
     this.onTime = budgetMs.map(() => TaskQueue.ofTimes());
     this.delayed = budgetMs.map(() => TaskQueue.ofTimes());
     this.policies = budgetMs.map((_, m) => queuePolicies?.[m] ?? DEFAULT_QUEUE_POLICY);
     this.onTimeMs = budgetMs.map((b, m) => onTimeBudgetMs(b, this.policies[m]!));
+    const origins = () => budgetMs.map((_, m) => ((pipelines?.pipelineOf[m] ?? -1) >= 0 ? TaskQueue.ofTimes() : null));
+    this.originOnTime = origins();
+    this.originDelayed = origins();
   }
 
-  /** A task of model m arriving at `arrivalMs` is queued at `nowMs`, makes room, or is dropped. */
-  admit(m: number, arrivalMs: number, nowMs: number): void {
+  /** Model m's budget changed (a pipeline's new split): a task's on-time deadline follows it from now on. */
+  setBudget(m: number, budgetMs: number): void {
+    this.onTimeMs[m] = onTimeBudgetMs(budgetMs, this.policies[m]!);
+  }
+
+  /**
+   * A task of model m arriving (or stamped) at `arrivalMs` is queued at `nowMs`, makes room, or is dropped;
+   * `originMs`: a step task's request arrival.
+   */
+  admit(m: number, arrivalMs: number, nowMs: number, originMs = arrivalMs): void {
     const q = this.onTime[m]!;
     const delayed = this.delayed[m]!;
     // A full queue makes room by dropping its oldest delayed task, or drops the arrival (queuePolicy.ts).
     const admission = admit(q.length, delayed.length, this.policies[m]!.maxQueueSize);
     if (admission === 'evict-delayed') {
       delayed.shift();
+      this.originDelayed[m]?.shift();
       this.dropped(m, nowMs);
     }
     if (admission === 'reject') this.dropped(m, nowMs);
-    else q.push(arrivalMs);
+    else {
+      const origins = this.originOnTime[m];
+      if (!origins) q.push(arrivalMs);
+      else {
+        // Step tasks come in as their batches end, not by their stamps: the lane keeps them in stamp order, as
+        // the scheduler's queue keeps its tasks in arrival order (src/serving/taskQueue.ts).
+        const at = q.orderedIndex(arrivalMs, (t) => t);
+        q.insertAt(at, arrivalMs);
+        origins.insertAt(at, originMs);
+      }
+    }
   }
 
-  /** A task of model m (already taken off its queue) is dropped at `nowMs`. */
+  /** A task of model m (already taken off its queue) is dropped at `nowMs`; a step task drops its request. */
   dropped(m: number, nowMs: number): void {
     this.stats.dropped[m]! += 1;
     this.epoch.dropped(m);
+    if (this.originOnTime[m]) this.pipelines!.droppedTasks(m, 1);
     this.trace?.drop?.(nowMs, m);
+  }
+
+  /** Model m's on-time head is dropped (it cannot meet its deadline). */
+  dropHead(m: number, nowMs: number): void {
+    this.onTime[m]!.shift();
+    this.originOnTime[m]?.shift();
+    this.dropped(m, nowMs);
   }
 
   /** Model m's on-time head moves to its delayed lane. */
   delay(m: number, nowMs: number): void {
     this.delayed[m]!.push(this.onTime[m]!.shift());
+    const o = this.originOnTime[m];
+    if (o) this.originDelayed[m]!.push(o.shift());
     this.stats.delayed[m]! += 1;
     this.trace?.delay?.(nowMs, m);
   }
@@ -61,10 +106,20 @@ export class TaskBuffer {
   /** Model m's on-time head timed out: dropped, or moved to the delayed lane, by its queue policy. */
   timeOut(m: number, nowMs: number): void {
     if (this.policies[m]!.delay) this.delay(m, nowMs);
-    else {
-      this.onTime[m]!.shift();
-      this.dropped(m, nowMs);
-    }
+    else this.dropHead(m, nowMs);
+  }
+
+  /**
+   * Takes the `size` oldest tasks of model m's on-time (or delayed) lane into a batch's slots: their arrivals
+   * (stamps) and, for a step model, their requests' arrivals (`origins`, grown as needed).
+   */
+  take(m: number, fromDelayed: boolean, slots: BatchSlots, size: number): void {
+    const q = fromDelayed ? this.delayed[m]! : this.onTime[m]!;
+    for (let i = 0; i < size; i++) slots.arrivals[i] = q.shift();
+    const o = fromDelayed ? this.originDelayed[m] : this.originOnTime[m];
+    if (!o) return;
+    if (slots.origins.length < size) slots.origins = new Float64Array(Math.max(size, slots.origins.length * 2));
+    for (let i = 0; i < size; i++) slots.origins[i] = o.shift();
   }
 
   /** On-time tasks already past their deadline can no longer meet it: they time out (src/serving/rules.ts). */

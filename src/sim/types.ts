@@ -81,6 +81,8 @@ export interface SimInput {
   readonly trace?: SimTrace;
   /** Workers that die during the run (simulator.ts, "Worker failures"); none by default. */
   readonly failures?: readonly WorkerFailure[];
+  /** One arrival stream per pipeline of `cluster.pipelines`, in its order (pipelines.ts); none without pipelines. */
+  readonly pipelineStreams?: readonly ArrivalStream[];
 }
 
 /** The worker serving `model` on `gpu` (active or retiring) dies at `tMs` and is back `downMs` later. */
@@ -135,6 +137,25 @@ export interface ModelStats {
   readonly meanBatch: number;
 }
 
+/** A pipeline's requests, end to end (pipelines.ts): each counts once, whatever its steps. */
+export interface PipelineStats {
+  readonly pipeline: string;
+  readonly arrivals: number;
+  /** Answered by the last step. */
+  readonly served: number;
+  /** Answered within the pipeline's SLO of their arrival. */
+  readonly good: number;
+  readonly late: number;
+  /** A step's task was dropped or lost. */
+  readonly dropped: number;
+  /** Still in some step's queue or batch at the end. */
+  readonly unfinished: number;
+  /** Of those, waiting in a step's delayed lane: they count as missed. */
+  readonly unfinishedLate: number;
+  /** End to end, answered requests. */
+  readonly latencyMs: Summary;
+}
+
 export interface TimelinePoint {
   readonly tMs: number;
   readonly servedPerS: number;
@@ -142,9 +163,16 @@ export interface TimelinePoint {
   readonly missedPerS: number;
 }
 
+/**
+ * The run's figures. `models` holds every served model's tasks, a pipeline's step tasks included; the totals
+ * (arrivals to latencyMs) count what clients see: the tasks of models that are no pipeline's steps, and each
+ * pipeline request once (`pipelines`).
+ */
 export interface SimResult {
   readonly durationMs: number;
   readonly models: readonly ModelStats[];
+  /** Per pipeline of the cluster, end to end; absent without pipelines. */
+  readonly pipelines?: readonly PipelineStats[];
   readonly arrivals: number;
   readonly served: number;
   readonly good: number;

@@ -22,6 +22,8 @@ export interface HeldBatch {
   sentMs: number;
   transportMs: number;
   arrivals: Float64Array;
+  /** A pipeline step's tasks: their requests' arrivals (taskBuffer.ts). */
+  origins: Float64Array;
 }
 
 export interface SimWorker {
@@ -44,8 +46,10 @@ export interface SimWorker {
   /** The running batch counts in its GPU's timeshare `gpuBusy` (it started while the GPU was timeshare). */
   timeshared: boolean;
   size: number;
-  /** Arrival times of the running batch's tasks. */
+  /** Arrival times of the running batch's tasks (a pipeline step's: their deadline stamps). */
   arrivals: Float64Array;
+  /** A pipeline step's running batch: its tasks' requests' arrivals (taskBuffer.ts). */
+  origins: Float64Array;
   /** When the latest batch sent to it was sent, and that batch's predicted GPU time (pipelining). */
   lastSentMs: number;
   lastPredMs: number;
@@ -62,6 +66,8 @@ export interface SimWorker {
   /** Dead until its agent restarts it at this time (Infinity: up); it takes no batch meanwhile. */
   downUntilMs: number;
 }
+
+const EMPTY = new Float64Array(0);
 
 /** Takes task batches: serving, and not a shadow still warming up. */
 export function serves(w: SimWorker): boolean {
@@ -94,6 +100,7 @@ export function newWorker(
     timeshared: false,
     size: 0,
     arrivals: new Float64Array(Math.max(1, p.batch)),
+    origins: EMPTY,
     lastSentMs: -Infinity,
     lastPredMs: 0,
     held: null,

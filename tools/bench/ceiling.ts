@@ -33,6 +33,9 @@ export class CeilingError extends Error {
  */
 export function rateBins(s: Scenario, minLengthS: number): RateBin[] {
   const endMs = s.durationS * 1000;
+  // Its bound takes each model's tasks as independent under the model's SLO; a pipeline's tasks share one SLO.
+  if (s.pipelines.length > 0)
+    throw new CeilingError("pipelines: no ceiling (the bound takes every task as one model's, under its own SLO)");
   const fns = s.models.map((m, i) => {
     if (m.rate.kind === 'trace')
       throw new CeilingError(`models[${i}].rate: a trace has no ceiling (its load multiplier compresses time)`);

@@ -2,6 +2,7 @@
 // apart from the injected clock that times decisions.
 import {
   initialRates,
+  pipelineStreams,
   plannerCluster,
   scenarioCluster,
   scenarioSettings,
@@ -67,6 +68,7 @@ export function runPolicy(
     cluster: c,
     truthCluster: truth,
     streams: scenarioStreams(s, ctx.traces, loadScale),
+    ...(s.pipelines.length > 0 ? { pipelineStreams: pipelineStreams(s, ctx.traces, loadScale) } : {}),
     initialRatePerS: initialRates(s, ctx.traces, loadScale),
     policy,
     settings: { ...scenarioSettings(s), ...(ctx.transport ? { transport: ctx.transport } : {}) },
