@@ -40,7 +40,7 @@ import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
 import { clientLegOf, type LiveRun } from './twinLeg.js';
-import { pipelineLine, replayedScenario, withPipelineEntries } from './twinPipelines.js';
+import { pipelineLine, replayedScenario, twinPipelineInput, withPipelineEntries } from './twinPipelines.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -89,7 +89,8 @@ const modelNames = s.models.map((m) => m.name);
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
 const entries = withPipelineEntries(s);
 // The arrivals of a run, drawn with `seed`: one trace file per model and pipeline (the scenario trace format).
-const atZero = initialRates(entries, loaded.traces, SCALE);
+// Each entry at its own rate: a step model's own is 0 (initialRates gives it its pipeline's, the monitor's floor).
+const atZero = initialRates({ ...entries, pipelines: [] }, loaded.traces, SCALE);
 const drawn =
   values.shape === 'scenario'
     ? entries
@@ -274,6 +275,7 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
     simulate({
       cluster,
       streams: scenarioStreams(replayed, replayedTraces),
+      ...twinPipelineInput(replayed, replayedTraces),
       // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
       initialRatePerS: initialRates(s, loaded.traces),
       policy: registry
