@@ -18,7 +18,7 @@ import { DEFAULT_ATTAINMENT_TARGET } from '../../src/policy/attainment.js';
 import { InvalidInputError, type Profile } from '../../src/profile/schema.js';
 import { modelSignature } from '../../src/protocol/tensor.js';
 import { DEFAULT_REPOSITORY_SLO_MS, type RepositoryModel } from '../../src/repository/types.js';
-import { initialRates, plannerProfiles } from '../../src/scenario/build.js';
+import { initialRates, plannerProfiles, withPipelinesByName } from '../../src/scenario/build.js';
 import { servingSettings, withOverrides } from '../../src/serving/settings.js';
 import { rateFunction } from '../../src/workload/arrivals.js';
 import { BUILTIN_POLICY_DIR, listProfileIds, loadProfile, readJsonFile } from '../profiles.js';
@@ -179,11 +179,12 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
   } catch (e) {
     throw new InvalidInputError(`--epoch-ms / --monitor-window-ms / --monitor: ${(e as Error).message}`);
   }
+  const pipelinesPlanned = [...loaded.scenario.pipelines, ...served.scenarioPipelines];
   return {
     // The repository's ensembles join the scenario's pipelines: the planner sees them as the simulator does.
     scenario: {
       ...loaded,
-      scenario: { ...loaded.scenario, pipelines: [...loaded.scenario.pipelines, ...served.scenarioPipelines] },
+      scenario: { ...loaded.scenario, pipelines: pipelinesPlanned },
     },
     settings,
     profiles,
@@ -194,7 +195,9 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     policyFile,
     // A cluster the policy does not support (e.g. too large for the oracle) is refused with its reason,
     // which the control plane reports; an error from `create` on a supported cluster is a real failure.
-    createPolicy: (cluster: ClusterInfo) => {
+    createPolicy: (served: ClusterInfo) => {
+      // The planner splits each pipeline's SLO over its steps, as in the twin (Deployment.pipelineBudgetsMs).
+      const cluster = withPipelinesByName(served, pipelinesPlanned);
       const options = {
         seed: loaded.scenario.seed,
         ...(policyData !== undefined ? { policyData } : {}),

@@ -44,6 +44,19 @@ export function scenarioPipelines(s: Scenario): ClusterPipeline[] {
   }));
 }
 
+/**
+ * `cluster` with `pipelines` over its served models, their steps found by name (the live scheduler's cluster, whose
+ * models are in its own order); a pipeline with a step the cluster does not serve is left out.
+ */
+export function withPipelinesByName(cluster: ClusterInfo, pipelines: Scenario['pipelines']): ClusterInfo {
+  const found: ClusterPipeline[] = [];
+  for (const p of pipelines) {
+    const stepModels = p.steps.map((st) => cluster.models.findIndex((m) => m.name === st.model));
+    if (stepModels.every((m) => m >= 0)) found.push({ name: p.name, sloMs: p.sloMs, steps: p.steps, stepModels });
+  }
+  return found.length === 0 ? cluster : { ...cluster, pipelines: found };
+}
+
 /** `cluster` with the scenario's pipelines, where it has any (the same object otherwise). */
 function withPipelines(s: Scenario, cluster: ClusterInfo): ClusterInfo {
   if (s.pipelines.length === 0) return cluster;

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { buildCluster } from '../../src/policy/cluster.js';
+import { withPipelinesByName } from '../../src/scenario/build.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
+import { type Profile, ProfileSchema } from '../../src/profile/schema.js';
+import { ProfileBuilder } from '../support/builders.js';
 
 const zero = { kind: 'constant', ratePerS: 0 };
 const base = {
@@ -62,5 +66,31 @@ describe('scenario pipelines', () => {
     expect(issues({ ...base, pipelines: [wired] })).toEqual([
       expect.stringMatching(/^pipelines\.0\.steps: pipeline 'chain' step 0 \(resize\): input 'x' reads 'small'/),
     ]);
+  });
+});
+
+const M = { runAtB1Full: 1, batchExp: 0.5, pctExp: 1 };
+
+describe("a live cluster's pipelines", () => {
+  const profile: Profile = ProfileSchema.parse(
+    new ProfileBuilder().model('classify', M).model('resize', M).model('direct', M).build(),
+  );
+  // The scheduler's models come in its own order, not the scenario's.
+  const cluster = buildCluster(
+    [profile],
+    ['direct', 'classify', 'resize'].map((name) => ({ name, sloMs: 50 })),
+  );
+
+  it('finds each step model by name in the served models', () => {
+    const s = ScenarioSchema.parse({ ...base, pipelines: [pipeline] });
+    const c = withPipelinesByName(cluster, s.pipelines);
+    expect(c.pipelines).toEqual([{ name: 'chain', sloMs: 200, steps: s.pipelines[0]!.steps, stepModels: [2, 1] }]);
+  });
+
+  it('leaves out a pipeline whose step is not served, and the cluster as it was without any', () => {
+    const s = ScenarioSchema.parse({ ...base, pipelines: [pipeline] });
+    const partial = buildCluster([profile], [{ name: 'resize', sloMs: 50 }]);
+    expect(withPipelinesByName(partial, s.pipelines)).toBe(partial);
+    expect(withPipelinesByName(cluster, [])).toBe(cluster);
   });
 });
