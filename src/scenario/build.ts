@@ -138,18 +138,9 @@ export function scenarioStreams(
   loadScale = 1,
   runSeed = s.seed,
 ): ArrivalStream[] {
-  return s.models.map((m, i) => {
-    if (m.rate.kind === 'trace') {
-      const times = traces.get(m.rate.file);
-      if (!times) throw new ScenarioError(`models[${i}].rate.file: trace '${m.rate.file}' not loaded`);
-      return new TraceStream(
-        times.map((t) => t * 1000),
-        loadScale,
-      );
-    }
-    const cv = m.arrival.process === 'gamma' ? m.arrival.cv : 1;
-    return new RenewalStream(rateFunction(m.rate, loadScale), new Rng(mixSeed(runSeed, i, 0x61727269)), cv);
-  });
+  return s.models.map((m, i) =>
+    arrivalStream(m, `models[${i}]`, traces, loadScale, () => new Rng(mixSeed(runSeed, i, 0x61727269))),
+  );
 }
 
 /**
@@ -162,18 +153,29 @@ export function pipelineStreams(
   loadScale = 1,
   runSeed = s.seed,
 ): ArrivalStream[] {
-  return s.pipelines.map((p, i) => {
-    if (p.rate.kind === 'trace') {
-      const times = traces.get(p.rate.file);
-      if (!times) throw new ScenarioError(`pipelines[${i}].rate.file: trace '${p.rate.file}' not loaded`);
-      return new TraceStream(
-        times.map((t) => t * 1000),
-        loadScale,
-      );
-    }
-    const cv = p.arrival.process === 'gamma' ? p.arrival.cv : 1;
-    return new RenewalStream(rateFunction(p.rate, loadScale), new Rng(mixSeed(runSeed, i, 0x70697065)), cv);
-  });
+  return s.pipelines.map((p, i) =>
+    arrivalStream(p, `pipelines[${i}]`, traces, loadScale, () => new Rng(mixSeed(runSeed, i, 0x70697065))),
+  );
+}
+
+/** A model's or a pipeline's arrivals: its trace replayed, or its renewal process drawn from `rng()`. */
+function arrivalStream(
+  e: Pick<Scenario['models'][number], 'rate' | 'arrival'>,
+  where: string,
+  traces: ReadonlyMap<string, readonly number[]>,
+  loadScale: number,
+  rng: () => Rng,
+): ArrivalStream {
+  if (e.rate.kind === 'trace') {
+    const times = traces.get(e.rate.file);
+    if (!times) throw new ScenarioError(`${where}.rate.file: trace '${e.rate.file}' not loaded`);
+    return new TraceStream(
+      times.map((t) => t * 1000),
+      loadScale,
+    );
+  }
+  const cv = e.arrival.process === 'gamma' ? e.arrival.cv : 1;
+  return new RenewalStream(rateFunction(e.rate, loadScale), rng(), cv);
 }
 
 type RateSpecOf = Scenario['models'][number]['rate'];
