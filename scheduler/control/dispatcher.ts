@@ -16,7 +16,6 @@ import {
   type DispatchRules,
   type DispatchView,
   nextBatchAtMs,
-  predictedMs,
 } from '../../src/serving/dispatch.js';
 import type { ControlObserver } from '../observer.js';
 import type { AgentRegistry } from './agents.js';
@@ -80,7 +79,7 @@ export class Dispatcher {
         const t = buffer.onTime(m).shift();
         const error =
           `dropped: the task cannot meet its ${models[m]!.sloMs} ms SLO (predicted batch time ` +
-          `${w.predicted[1]!.toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, ` +
+          `${w.predicted.ms(1).toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, ` +
           `after waiting ${(this.nowMs - t.arrivalMs).toFixed(1)} ms)`;
         deps.finish(t, { ok: false, reason: 'slo', error }, 'dropped_slo');
       },
@@ -250,7 +249,7 @@ export class Dispatcher {
       direct,
       sentWallMs,
       bytes,
-      predictedMs: predictedMs(w.predicted, size),
+      predictedMs: w.predicted.ms(size),
       timeshared: set.timeshared(w.gpu),
     };
     set.batchSent(batch);

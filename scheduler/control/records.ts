@@ -5,7 +5,7 @@
 import type { SampleEncoding } from '../../src/protocol/tensor.js';
 import { type DataEndpoint, type WorkerIdentity, workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import type { WorkerView as PlanView } from '../../src/serving/workerSet.js';
-import { MAX_PRED_BATCH } from '../../src/serving/dispatch.js';
+import { WorkerTimes } from '../../src/serving/dispatch.js';
 import type { TaskOutcome } from '../metrics.js';
 import type { ServedModelConfig, TaskAnswer } from './types.js';
 
@@ -54,7 +54,7 @@ export interface Worker {
   replaces: Worker | null;
   /** Its batches sent and not yet answered, oldest first (at most PIPELINE_DEPTH). */
   inFlight: Batch[];
-  predicted: Float64Array;
+  readonly predicted: WorkerTimes;
   /** Moving average of (round trip of a batch) - (time the worker reports for it), ms. */
   overheadMs: number;
   /** Batches answered since the last epoch (an idle worker's overhead estimate decays). */
@@ -109,7 +109,7 @@ export function newWorker(spec: WorkerSpec): Worker {
     pid: null,
     replaces: null,
     inFlight: [],
-    predicted: new Float64Array(MAX_PRED_BATCH),
+    predicted: new WorkerTimes(),
     overheadMs: 0,
     batchesThisEpoch: 0,
     lastAnsweredMs: -Infinity,

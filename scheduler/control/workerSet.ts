@@ -11,7 +11,7 @@ import { pooledConcurrency } from '../../src/model/pooledGpu.js';
 import type { ClusterInfo, Deployment, GpuMode, Placement } from '../../src/policy/types.js';
 import { AGENT_PROTOCOL_VERSION, type FromAgent, workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import { onReady, planApply } from '../../src/serving/workerSet.js';
-import { predictionTable } from '../../src/serving/dispatch.js';
+import { refreshTimes, RunningBatches } from '../../src/serving/dispatch.js';
 import { carryModes, type ClusterView, gpuIndex, type GpuRef } from '../clusterView.js';
 import type { ControlObserver } from '../observer.js';
 import type { PlacementRow } from '../store.js';
@@ -44,8 +44,8 @@ export class WorkerSet {
   /** Cluster GPU index -> (agent, local index). */
   private refs: readonly GpuRef[] = [];
   private modes: GpuMode[] = [];
-  /** Time-shared GPUs: batches in flight on each (send -> answer, transport included). */
-  private running: number[] = [];
+  /** Time-shared GPUs: batches in flight on each (send -> answer), which a pooled batch is predicted beside. */
+  private running: RunningBatches[] = [];
   /** Per cluster GPU: batches that may run on it at once when pooled (its agent's reported mode). */
   private pooledLimit: number[] = [];
   private deployment: Deployment = { placements: [] };
@@ -96,26 +96,25 @@ export class WorkerSet {
 
   /** A time-shared GPU g has batches in flight. */
   gpuBusy(g: number): boolean {
-    return (this.running[g] ?? 0) > 0;
+    return (this.running[g]?.size ?? 0) > 0;
   }
 
   /** A time-shared GPU g runs as many batches as its pooled mode allows. */
   gpuFull(g: number): boolean {
-    return this.running[g]! >= this.pooledLimit[g]!;
+    return this.running[g]!.size >= this.pooledLimit[g]!;
   }
 
   batchSent(b: Batch): void {
     b.worker.inFlight.push(b);
-    if (b.timeshared) this.running[b.worker.gpu]! += 1;
+    if (b.timeshared) this.running[b.worker.gpu]?.add(b, b.worker, b.worker.model, b.tasks.length);
   }
 
   /** Batch b left flight: a worker let go with nothing left is forgotten. */
   batchFinished(b: Batch): void {
     const w = b.worker;
     w.inFlight = w.inFlight.filter((x) => x !== b);
+    for (const r of this.running) r.remove(b);
     if (!w.wanted) this.keep((x) => x !== w);
-    // (A cluster rebuilt while the batch ran counted from 0 again: never below it.)
-    if (b.timeshared && w.gpu >= 0) this.running[w.gpu] = Math.max(0, (this.running[w.gpu] ?? 0) - 1);
   }
 
   /** Keeps the workers `keep` selects; the others' direct connections are closed (their batches are done). */
@@ -170,10 +169,12 @@ export class WorkerSet {
     const refs = view.refs;
     this.modes = carryModes(this.refs, this.modes, refs);
     this.refs = refs;
-    this.running = refs.map(() => 0);
     this.pooledLimit = view.cluster?.gpus.map((g) => pooledConcurrency(g.pooled)) ?? [];
     for (const w of this.list) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);
     this.keep((w) => w.gpu >= 0);
+    this.running = refs.map(() => new RunningBatches());
+    for (const w of this.list)
+      for (const b of w.inFlight) if (b.timeshared) this.running[w.gpu]!.add(b, w, w.model, b.tasks.length);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);
     this.clusterInfo = view.cluster;
     if (view.cluster === null) return;
@@ -375,10 +376,11 @@ export class WorkerSet {
     const timeshare = this.modes[g] === 'timeshare';
     const models = this.clusterInfo.models;
     const plan = (m: number) => models[m]?.cost?.plan;
-    serving.forEach((w, k) => predictionTable(gpu, serving, k, timeshare, w.predicted, plan(w.model)));
+    const running = this.running[g]!;
+    serving.forEach((w, k) => refreshTimes(gpu, serving, k, timeshare, running, w.predicted, plan(w.model)));
     // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
     for (const w of this.list)
-      if (w.gpu === g && !serving.includes(w)) predictionTable(gpu, [w], 0, timeshare, w.predicted, plan(w.model));
+      if (w.gpu === g && !serving.includes(w)) refreshTimes(gpu, [w], 0, timeshare, null, w.predicted, plan(w.model));
     let share = 0;
     let mem = 0;
     for (const w of this.list) {

@@ -2,8 +2,9 @@
 // (src/policy/pooling/), the simulator (src/sim/gpus.ts), the scheduler's dispatch
 // (scheduler/control.ts) and the simulated worker (agent/simWorker.ts) all follow. Pure. It lives with
 // the latency model, not with the serving rules (src/serving/): it says how long a batch takes on a
-// pooled GPU (`pooledMs`, `pooledBatchMs`), which the planner predicts with and the ground truth
-// times by; the dispatch side reads only `pooledConcurrency`.
+// pooled GPU (`pooledMs`, `pooledBatchMs`), which the planner predicts with, the ground truth times by
+// and the dispatch rule predicts a batch by from the batches running beside it
+// (src/serving/prediction.ts, `WorkerTimes`); the dispatch side also reads `pooledConcurrency`.
 //
 // A pooled GPU (GpuMode `timeshare`) runs one worker per model, each at the whole GPU, and the
 // scheduler sends them batches. What happens when two of them have a batch at once is a property of

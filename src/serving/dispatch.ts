@@ -7,8 +7,9 @@
 // Each model has an on-time lane and a delayed lane (src/serving/queuePolicy.ts). A task's deadline is
 // its arrival plus its model's budget: the SLO less the answer's way out, or the queue policy's shorter
 // timeout. t_pred(q) is a worker's predicted GPU time for a batch of q given the other workers on its
-// GPU (prediction.ts); `transport` is the time a batch spends outside the GPU (0 in the simulator unless
-// it is given one, learnt by the scheduler). A free serving worker takes a batch of the on-time lane when
+// GPU, and on a pooled overlap GPU the batches running there now (prediction.ts); `transport` is the
+// time a batch spends outside the GPU (0 in the simulator unless it is given one, learnt by the
+// scheduler). A free serving worker takes a batch of the on-time lane when
 //   (a) `batch` tasks are queued, or
 //   (b) the oldest task has waited the placement's `timeoutMs`, or
 //   (c) waiting longer is not expected to bring another task before the oldest task's latest start:
@@ -30,9 +31,19 @@
 // for an arrival that may not come.
 // Pipelining (`nextBatchAtMs`): where batches pay transport, on a GPU that is not time-shared, a worker
 // with a batch in flight takes the next once the first's predicted GPU time since it was sent is over.
-import { predictedMs } from './prediction.js';
+import type { BatchTimes } from './prediction.js';
 
-export { MAX_PRED_BATCH, type PeerPlacement, predictedMs, predictionTable } from './prediction.js';
+export {
+  type BatchTimes,
+  MAX_PRED_BATCH,
+  type PeerPlacement,
+  predictedMs,
+  predictionTable,
+  refreshTimes,
+  RunningBatches,
+  tableTimes,
+  WorkerTimes,
+} from './prediction.js';
 
 /** What the worker should do next about its model's queue. */
 export type DispatchStep =
@@ -53,8 +64,8 @@ export interface DispatchInput {
   /** NaN: no timeout. */
   readonly timeoutMs: number;
   readonly slack: number;
-  /** The worker's predicted t_inf table (index = batch size), from `predictionTable`. */
-  readonly predicted: Float64Array;
+  /** The worker's predicted t_inf by batch size (prediction.ts). */
+  readonly predicted: BatchTimes;
   /** A batch's transport: time outside the GPU on its way to the worker and back (ms; default 0). */
   readonly overheadMs?: number;
   /**
@@ -78,7 +89,7 @@ export interface LaneInput {
   readonly sloMs: number;
   readonly batch: number;
   readonly slack: number;
-  readonly predicted: Float64Array;
+  readonly predicted: BatchTimes;
   readonly overheadMs?: number;
   readonly marginMs?: number;
   /** Arrival rate (tasks/s): the head's batch counts the tasks expected by its deadline (absent: those queued). */
@@ -96,7 +107,7 @@ export function latestStartMs(x: LaneInput): number {
   const deadline = (x.queued > 0 ? x.headArrivalMs : x.nowMs) + x.sloMs;
   const coming = x.ratePerS === undefined ? 0 : Math.max(0, ((deadline - x.nowMs) * x.ratePerS) / 1000);
   const q = Math.min(x.batch, Math.max(1, x.queued + Math.floor(coming)));
-  return deadline - (1 + x.slack) * (predictedMs(x.predicted, q) + (x.overheadMs ?? 0)) - (x.marginMs ?? 0);
+  return deadline - (1 + x.slack) * (x.predicted.ms(q) + (x.overheadMs ?? 0)) - (x.marginMs ?? 0);
 }
 
 /** What `delayedBatchSize` reads: a worker's delayed lane and what its on-time lane leaves it. */
@@ -106,7 +117,7 @@ export interface DelayedInput {
   readonly delayed: number;
   /** The worker's placed batch. */
   readonly batch: number;
-  readonly predicted: Float64Array;
+  readonly predicted: BatchTimes;
   readonly overheadMs: number;
   readonly slack: number;
   /** When the batch must end: the latest start of its model's on-time lane (`latestStartMs`). */
@@ -127,7 +138,7 @@ export interface DelayedInput {
  * batch, so that its neighbours on an MPS GPU see no more interference than their predictions count.
  */
 export function delayedBatchSize(x: DelayedInput): number {
-  const busyMs = (size: number) => (1 + x.slack) * (predictedMs(x.predicted, size) + x.overheadMs);
+  const busyMs = (size: number) => (1 + x.slack) * (x.predicted.ms(size) + x.overheadMs);
   const keepsUp = (ms: number) => ms <= x.sharedBusyMs && x.onTimeQueued + (x.ratePerS * ms) / 1000 <= x.batch;
   for (let size = Math.min(x.delayed, x.batch); size > 0; size--) {
     if (x.nowMs + busyMs(size) <= x.endByMs && keepsUp(busyMs(size))) return size;
@@ -144,13 +155,13 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
   const over = x.overheadMs ?? 0;
   // A backlog: a head that cannot finish within its SLO in a full batch times out (the early drop in
   // the file head) rather than being served in a smaller batch.
-  if (x.queued > x.batch && x.nowMs + predictedMs(x.predicted, full) + over > deadline) return DROP;
+  if (x.queued > x.batch && x.nowMs + x.predicted.ms(full) + over > deadline) return DROP;
   // Otherwise the largest batch of the oldest tasks that still lets the head finish within its SLO:
   // a short queue that built up (a burst, a swap, requests parsed together) is served in a smaller
   // batch rather than dropped. The head is dropped only when even a batch of one would finish late.
   let size = full;
-  while (size > 1 && x.nowMs + predictedMs(x.predicted, size) + over > deadline) size--;
-  const t = predictedMs(x.predicted, size) + over;
+  while (size > 1 && x.nowMs + x.predicted.ms(size) + over > deadline) size--;
+  const t = x.predicted.ms(size) + over;
   if (x.nowMs + t > deadline) return DROP;
   if (size < full) return { kind: 'start', size };
   const latestStart = deadline - (1 + x.slack) * t - (x.marginMs ?? 0);
@@ -175,7 +186,7 @@ export interface DispatchView<W> {
   batch(w: W): number;
   /** NaN: no timeout. */
   timeoutMs(w: W): number;
-  predicted(w: W): Float64Array;
+  predicted(w: W): BatchTimes;
   /** Transport a batch pays beyond its GPU time (the scheduler's learned estimate; the simulator's setting). */
   overheadMs(w: W): number;
   /** The worker's GPU (cluster index), whether it is time-shared, and whether a batch runs on it now. */
@@ -228,12 +239,7 @@ function otherCanServe<W>(
   v: DispatchView<W>,
 ): boolean {
   for (const o of workers)
-    if (
-      o !== w &&
-      v.model(o) === m &&
-      v.canRun(o) &&
-      nowMs + predictedMs(v.predicted(o), 1) + v.overheadMs(o) <= deadlineMs
-    )
+    if (o !== w && v.model(o) === m && v.canRun(o) && nowMs + v.predicted(o).ms(1) + v.overheadMs(o) <= deadlineMs)
       return true;
   return false;
 }

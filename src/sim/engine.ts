@@ -6,13 +6,7 @@
 // reconfiguration, failures) all act on the simulation's private state in an order that is part of the contract;
 // what needs none of it lives in its own module (pipelines.ts, taskBuffer.ts, gpus.ts, requests.ts, stats.ts).
 import type { ClusterInfo, Deployment, Observation, Placement, Policy } from '../policy/types.js';
-import {
-  type DispatchRules,
-  type DispatchView,
-  dispatchModel,
-  nextBatchAtMs,
-  predictedMs,
-} from '../serving/dispatch.js';
+import { type DispatchRules, type DispatchView, dispatchModel, nextBatchAtMs } from '../serving/dispatch.js';
 import { EpochStats } from '../serving/epochStats.js';
 import { RateMonitor } from '../serving/monitor.js';
 import { nextModelsOnFreedGpu } from '../serving/rules.js';
@@ -174,7 +168,7 @@ export class Simulation {
    */
   private sendBatch(w: SimWorker, nowMs: number, size: number, fromDelayed: boolean): void {
     w.lastSentMs = nowMs;
-    w.lastPredMs = predictedMs(w.predicted, size);
+    w.lastPredMs = w.predicted.ms(size);
     if (w.busy) {
       const h = (w.held ??= {
         size: 0,
@@ -215,7 +209,7 @@ export class Simulation {
     w.busy = false;
     w.doneAtMs = Infinity;
     w.size = 0;
-    if (w.timeshared) gpus.busy[w.gpu]! -= 1;
+    gpus.endBatch(w);
     // Pipelining: the batch sent ahead starts now that the GPU is free.
     if (w.held) this.startHeld(w, nowMs);
     if (w.state === State.Draining && !w.busy) w.state = State.Stopped;

@@ -4,7 +4,7 @@
 // different models overlap or run one at a time (src/model/pooledGpu.ts).
 import type { BesideBatch, ClusterInfo, GpuMode } from '../policy/types.js';
 import { pooledConcurrency } from '../model/pooledGpu.js';
-import { predictedMs, predictionTable } from '../serving/dispatch.js';
+import { refreshTimes, RunningBatches } from '../serving/dispatch.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import type { SimTrace } from './types.js';
 import type { SimStats } from './stats.js';
@@ -15,6 +15,8 @@ export class SimGpus {
   modes: GpuMode[];
   /** Timeshare GPUs: batches running now. */
   readonly busy: Uint8Array;
+  /** Per GPU, the batches running on it (what the dispatch rule predicts a pooled batch beside). */
+  readonly running: RunningBatches[];
   /** Per GPU, the MPS share held integrated over time (% x ms; timeshare GPUs count 100 while busy). */
   readonly shareTime: Float64Array;
   /** How many batches may run at once on each GPU when pooled (its mode's rule). */
@@ -41,6 +43,7 @@ export class SimGpus {
     const n = cluster.gpus.length;
     this.modes = new Array<GpuMode>(n).fill('mps');
     this.busy = new Uint8Array(n);
+    this.running = cluster.gpus.map(() => new RunningBatches());
     this.shareTime = new Float64Array(n);
     this.pooledLimit = cluster.gpus.map((g) => pooledConcurrency(g.pooled));
     this.truth = new GroundTruth(truth);
@@ -65,8 +68,10 @@ export class SimGpus {
     // Workers that serve: a shadow still warming up runs no task batches and is not counted.
     const onGpu = this.liveOn(g).filter(serves);
     const gpu = this.cluster.gpus[g]!;
+    const timeshared = this.timeshared(g);
+    const running = this.running[g]!;
     onGpu.forEach((w, k) =>
-      predictionTable(gpu, onGpu, k, this.timeshared(g), w.predicted, this.cluster.models[w.model]!.cost?.plan),
+      refreshTimes(gpu, onGpu, k, timeshared, running, w.predicted, this.cluster.models[w.model]!.cost?.plan),
     );
   }
 
@@ -89,6 +94,12 @@ export class SimGpus {
     for (let g = 0; g < this.busy.length; g++)
       if (this.timeshared(g) && this.busy[g]! > 0) this.shareTime[g]! += 100 * dt;
     this.lastShareMs = nowMs;
+  }
+
+  /** `w`'s batch ended (answered or lost): it no longer runs on its GPU. */
+  endBatch(w: SimWorker): void {
+    if (w.timeshared) this.busy[w.gpu]! -= 1;
+    this.running[w.gpu]!.remove(w);
   }
 
   /**
@@ -137,6 +148,7 @@ export class SimGpus {
     if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
     w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside };
     if (timeshared) this.busy[g]! += 1;
+    this.running[g]!.add(w, w, w.model, size);
     w.timeshared = timeshared;
     w.busy = true;
     w.size = size;
@@ -144,7 +156,7 @@ export class SimGpus {
     w.execMs = t;
     w.doneAtMs = nowMs + t + transportLeftMs;
     // Told at its start on the GPU; a batch held by pipelining was sent earlier (tMs = when it was sent).
-    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs, predictedMs(w.predicted, size));
+    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs, w.predicted.ms(size));
     this.stats.batchStarted(w.model, size);
   }
 }

@@ -3,7 +3,7 @@
 // sent ahead of it (pipelining).
 import type { Placement } from '../policy/types.js';
 import type { BatchDetail } from '../serving/epochStats.js';
-import { MAX_PRED_BATCH } from '../serving/dispatch.js';
+import { WorkerTimes } from '../serving/dispatch.js';
 import type { Phase, WorkerView } from '../serving/workerSet.js';
 
 export enum State {
@@ -60,8 +60,8 @@ export interface SimWorker {
   /** The dispatch rule's transport estimate, learned from its batches as the scheduler learns it. */
   overheadMs: number;
   batchesThisEpoch: number;
-  /** Predicted t_inf at batch 1..MAX_PRED_BATCH-1 (index b) given the GPU's placements: the task buffer's view. */
-  predicted: Float64Array;
+  /** Predicted t_inf by batch size given the GPU's placements and what runs on it: the dispatch rule's view. */
+  readonly predicted: WorkerTimes;
   replaces: SimWorker | null;
   /** Dead until its agent restarts it at this time (Infinity: up); it takes no batch meanwhile. */
   downUntilMs: number;
@@ -107,7 +107,7 @@ export function newWorker(
     transportMs: 0,
     overheadMs,
     batchesThisEpoch: 0,
-    predicted: new Float64Array(MAX_PRED_BATCH),
+    predicted: new WorkerTimes(),
     replaces: null,
     downUntilMs: Infinity,
   };

@@ -12,10 +12,11 @@ import {
   dispatchStep,
   latestStartMs,
   MAX_PRED_BATCH,
+  tableTimes,
 } from '../../src/serving/dispatch.js';
 
 /** t_inf = 4 + 3 b ms. */
-const table = Float64Array.from({ length: MAX_PRED_BATCH }, (_, b) => (b === 0 ? 0 : 4 + 3 * b));
+const table = tableTimes(Float64Array.from({ length: MAX_PRED_BATCH }, (_, b) => (b === 0 ? 0 : 4 + 3 * b)));
 const RULES = { slack: 0, marginMs: 0 };
 const base = {
   nowMs: 1000,

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { buildCluster } from '../../src/policy/cluster.js';
 import { ProfileSchema } from '../../src/profile/schema.js';
 import { DEFAULT_SIM_SETTINGS, simulate, type SimSettings } from '../../src/sim/simulator.js';
+import type { SimTrace } from '../../src/sim/types.js';
+import { predictionTable, RunningBatches, WorkerTimes } from '../../src/serving/dispatch.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import {
   parsePooledGpuMode,
@@ -37,6 +39,7 @@ function run(
   ratePerS: number,
   pooled: 'overlap' | 'serial',
   over: Partial<SimSettings> = {},
+  trace?: SimTrace,
 ) {
   const cluster = buildCluster(
     [profile],
@@ -56,6 +59,7 @@ function run(
     initialRatePerS: [ratePerS, ratePerS],
     policy: new FixedPolicy(dep),
     settings: settings(over),
+    ...(trace ? { trace } : {}),
   });
 }
 
@@ -131,5 +135,58 @@ describe('pooled GPU model', () => {
     expect(overlap.models[0]!.execMs.mean).toBeGreaterThan(1.1 * alone);
     expect(overlap.models[0]!.execMs.mean).toBeLessThanOrEqual(2 * alone + 1e-9);
     expect(overlap.throughputPerS).toBeLessThanOrEqual(serial.throughputPerS * 1.01);
+  });
+
+  it('the dispatch rule predicts a batch by what runs beside it, as the GPU times it', () => {
+    // c and d slow each other down when overlapped: each batch's time is fixed by the batches running when it
+    // starts, and the rule's prediction for it (made as it was sent) is the same time.
+    const ratios: number[] = [];
+    let slower = 0;
+    const trace: SimTrace = {
+      batchStart: (_t, _m, _g, _size, durationMs, predictedMs) => {
+        ratios.push(durationMs / predictedMs);
+        if (predictedMs > 2.2) slower++; // beyond c's or d's solo time at batch 1 (2 ms)
+      },
+    };
+    run(['c', 'd'], 200, 'overlap', {}, trace);
+    expect(ratios.length).toBeGreaterThan(5000);
+    expect(slower).toBeGreaterThan(100);
+    for (const r of ratios) expect(r).toBeCloseTo(1, 9);
+  });
+
+  it("a worker's batch times follow the batches running on its pooled GPU", () => {
+    const cluster = buildCluster(
+      [profile],
+      ['c', 'd', 'a'].map((name) => ({ name, sloMs: 1000 })),
+      'overlap',
+    );
+    const gpu = cluster.gpus[0]!;
+    const lm = gpu.model;
+    const [c, d, a] = ['c', 'd', 'a'].map((x) => lm.modelIndex(x));
+    const peers = [0, 1, 2].map((model) => ({ model, batch: 4, pct: 100 }));
+    const running = new RunningBatches();
+    const times = new WorkerTimes();
+    predictionTable(gpu, peers, 0, true, times.table);
+    times.follow({ gpu, running, worker: 'w0', model: 0, plan: undefined });
+    const pcts: number[] = [];
+    const out: number[] = [];
+    // Nothing beside it: its solo time (its own batch in flight does not count).
+    running.add('b0', 'w0', 0, 8);
+    expect(times.ms(4)).toBeCloseTo(soloBatchMs(lm, c!, 4), 9);
+    // d's batch of 2 and a's of 6 running: the pooled rule with them, for each size asked.
+    running.add('b1', 'w1', 1, 2);
+    expect(times.ms(4)).toBeCloseTo(pooledBatchMs(lm, 'overlap', [c!, d!], [4, 2], 2, pcts, out), 9);
+    expect(times.ms(4)).toBeGreaterThan(1.4 * soloBatchMs(lm, c!, 4));
+    running.add('b2', 'w2', 2, 6);
+    expect(times.ms(3)).toBeCloseTo(pooledBatchMs(lm, 'overlap', [c!, d!, a!], [3, 2, 6], 3, pcts, out), 9);
+    // A batch ends: the prediction follows.
+    running.remove('b1');
+    expect(times.ms(4)).toBeCloseTo(pooledBatchMs(lm, 'overlap', [c!, a!], [4, 6], 2, pcts, out), 9);
+    running.remove('b2');
+    expect(times.ms(4)).toBeCloseTo(soloBatchMs(lm, c!, 4), 9);
+    // Not following (an MPS partition, or a serial GPU): the table alone.
+    running.add('b3', 'w1', 1, 2);
+    times.follow(null);
+    expect(times.ms(4)).toBe(times.table[4]);
   });
 });
