@@ -10,7 +10,7 @@
 // per-configuration error and noise only: per batch size with at least 1000 batches, p99 measured / predicted.
 //
 //   npm run build && npm run bench:cost-batching [-- --scenarios text-6,text-6-relaxed --loads 1,1.5 \
-//     --seeds 1,2,3 --policy inss] [-- --tail-check --scenarios text-6-relaxed]
+//     --seeds 1,2,3 --policy inss --pooled-prediction running] [-- --tail-check --scenarios text-6-relaxed]
 import { parseArgs } from 'node:util';
 import { type CostBatching, maxCostQuantile } from '../src/model/costDistribution.js';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
@@ -20,6 +20,7 @@ import { quantile } from '../tools/bench/run.js';
 import { benchRegistry } from '../cli/benchCell.js';
 import { PolicyRegistry } from '../cli/registry.js';
 import { loadScenario } from '../cli/scenarios.js';
+import { type PooledPrediction, POOLED_PREDICTIONS } from '../src/serving/settings.js';
 
 const TAIL_Q = 0.99;
 const CHECK_BATCH = 8;
@@ -31,6 +32,7 @@ const { values } = parseArgs({
     seeds: { type: 'string', default: '1,2,3' },
     policy: { type: 'string', default: 'inss' },
     'tail-check': { type: 'boolean', default: false },
+    'pooled-prediction': { type: 'string' },
   },
 });
 const numbers = (flag: string, v: string, ok: (x: number) => boolean): number[] => {
@@ -41,6 +43,10 @@ const numbers = (flag: string, v: string, ok: (x: number) => boolean): number[] 
 const loads = numbers('loads', values.loads, (x) => Number.isFinite(x) && x > 0);
 const seeds = numbers('seeds', values.seeds, (x) => Number.isInteger(x) && x >= 0);
 const factory = benchRegistry(new PolicyRegistry()).get(values.policy);
+const pp = values['pooled-prediction'];
+if (pp !== undefined && !(POOLED_PREDICTIONS as readonly string[]).includes(pp))
+  throw new RangeError(`--pooled-prediction: must be ${POOLED_PREDICTIONS.join(' or ')}, got '${pp}'`);
+const pooled = pp === undefined ? {} : { pooledPrediction: pp as PooledPrediction };
 
 /** One simulation of a scenario; `ratios`: per batch size of its model with a cost, measured / mean-cost predicted. */
 function simulateWith(
@@ -51,7 +57,7 @@ function simulateWith(
   policyFor: (cluster: ClusterInfo, varying: number) => Policy,
 ): { sim: SimResult; cluster: ClusterInfo; varying: number; ratios: Map<number, number[]> } {
   const loaded = loadScenario(name);
-  const s = { ...loaded.scenario, seed, costBatching: mode };
+  const s = { ...loaded.scenario, seed, costBatching: mode, ...pooled };
   const cluster = scenarioCluster(s, loaded.profiles);
   const varying = cluster.models.findIndex((m) => m.cost);
   if (varying < 0) throw new RangeError(`scenario '${name}': no model declares a cost distribution`);

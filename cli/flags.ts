@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from 'commander';
 import { attainmentTargetProblem } from '../src/policy/attainment.js';
 import { type MonitorKind, MONITOR_KINDS } from '../src/serving/monitor.js';
+import { type PooledPrediction, POOLED_PREDICTIONS } from '../src/serving/settings.js';
 
 export function nonNegativeInt(v: string): number {
   const n = Number(v);
@@ -29,6 +30,18 @@ export function monitorKind(v: string): MonitorKind {
     throw new InvalidArgumentError(`must be ${MONITOR_KINDS.join(' or ')}, got '${v}'`);
   return v as MonitorKind;
 }
+
+/** `--pooled-prediction`: how the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts). */
+export function pooledPrediction(v: string): PooledPrediction {
+  if (!(POOLED_PREDICTIONS as readonly string[]).includes(v))
+    throw new InvalidArgumentError(`must be ${POOLED_PREDICTIONS.join(' or ')}, got '${v}'`);
+  return v as PooledPrediction;
+}
+
+/** The help text of `--pooled-prediction`. */
+export const POOLED_PREDICTION_FLAG_HELP =
+  'how the dispatch rule predicts a batch on a pooled overlap GPU: solo (alone on the GPU) or running (beside the ' +
+  "batches running there; docs/dispatch.md) (default: the scenario's pooledPrediction, else solo)";
 
 /** The help text of `--monitor`. */
 export const MONITOR_FLAG_HELP =

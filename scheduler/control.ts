@@ -106,6 +106,7 @@ export class Control {
       storedPlacements: () => opts.storedPlacements?.() ?? [],
       nowIso,
       firstGeneration: opts.firstGeneration ?? (opts.wallClock?.() ?? new Date()).getTime(),
+      followRunning: settings.pooledPrediction === 'running',
     });
     this.batches = new InFlightBatches(models, log, {
       clock,

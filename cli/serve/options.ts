@@ -13,7 +13,15 @@ import {
 import { POOLED_GPU_MODES, type PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { InvalidInputError } from '../../src/profile/schema.js';
 import type { MonitorKind } from '../../src/serving/monitor.js';
-import { attainmentTarget, MONITOR_FLAG_HELP, monitorKind, positiveInt } from '../flags.js';
+import {
+  attainmentTarget,
+  MONITOR_FLAG_HELP,
+  monitorKind,
+  POOLED_PREDICTION_FLAG_HELP,
+  pooledPrediction,
+  positiveInt,
+} from '../flags.js';
+import type { PooledPrediction } from '../../src/serving/settings.js';
 
 function portNumber(v: string): number {
   const n = Number(v);
@@ -94,6 +102,7 @@ export interface ServeOptions {
   epochMs?: number;
   monitorWindowMs?: number;
   monitor?: MonitorKind;
+  pooledPrediction?: PooledPrediction;
   stateDir?: string;
   logLevel: string;
 }
@@ -168,6 +177,7 @@ export function addSchedulerOptions(c: Command): Command {
       positiveInt,
     )
     .option('--monitor <kind>', MONITOR_FLAG_HELP, monitorKind)
+    .option('--pooled-prediction <kind>', POOLED_PREDICTION_FLAG_HELP, pooledPrediction)
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
     .option(

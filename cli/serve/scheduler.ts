@@ -175,6 +175,7 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
       epochMs: opts.epochMs,
       monitorWindowMs: opts.monitorWindowMs,
       monitor: opts.monitor,
+      pooledPrediction: opts.pooledPrediction,
     });
   } catch (e) {
     throw new InvalidInputError(`--epoch-ms / --monitor-window-ms / --monitor: ${(e as Error).message}`);

@@ -36,6 +36,8 @@ export interface WorkerSetDeps {
   readonly storedPlacements: () => readonly PlacementRow[];
   readonly nowIso: () => string;
   readonly firstGeneration: number;
+  /** The dispatch rule predicts a pooled overlap batch beside the batches in flight (src/serving/settings.ts). */
+  readonly followRunning?: boolean;
 }
 
 export class WorkerSet {
@@ -376,7 +378,7 @@ export class WorkerSet {
     const timeshare = this.modes[g] === 'timeshare';
     const models = this.clusterInfo.models;
     const plan = (m: number) => models[m]?.cost?.plan;
-    const running = this.running[g]!;
+    const running = this.deps.followRunning === true ? this.running[g]! : null;
     serving.forEach((w, k) => refreshTimes(gpu, serving, k, timeshare, running, w.predicted, plan(w.model)));
     // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
     for (const w of this.list)

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { COST_BATCHING_MODES } from '../model/costDistribution.js';
 import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
 import { MONITOR_KINDS } from '../serving/monitor.js';
+import { POOLED_PREDICTIONS } from '../serving/settings.js';
 import { pipelineWiringError } from '../serving/pipeline.js';
 import { QueuePolicySchema } from '../serving/queuePolicy.js';
 
@@ -167,6 +168,8 @@ export const ScenarioSchema = z
      * raised by the tuner where the traffic envelope outgrows the plan's (src/serving/tuner.ts); absent, the default.
      */
     monitor: z.enum(MONITOR_KINDS).optional(),
+    /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent, `solo`. */
+    pooledPrediction: z.enum(POOLED_PREDICTIONS).optional(),
     seed: z.number().int().min(0).default(1),
     /**
      * The fraction of tasks the operator wants within SLO, which inss plans for (src/policy/attainment.ts):

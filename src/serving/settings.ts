@@ -6,6 +6,14 @@
 import { z } from 'zod';
 import { type MonitorKind, MONITOR_KINDS } from './monitor.js';
 
+/**
+ * How the dispatch rule predicts a batch on a pooled `overlap` GPU (src/serving/prediction.ts): `solo`, its
+ * time alone on the GPU; `running`, beside the batches running there when it would start, by the pooled
+ * rule the ground truth and the planner follow. docs/dispatch.md says what each is worth.
+ */
+export const POOLED_PREDICTIONS = ['solo', 'running'] as const;
+export type PooledPrediction = (typeof POOLED_PREDICTIONS)[number];
+
 export const ServingSettingsSchema = z
   .object({
     /** Decision epoch: the policy is asked every `epochMs`. */
@@ -16,6 +24,8 @@ export const ServingSettingsSchema = z
     dispatchSlack: z.number().nonnegative().max(10),
     /** The rate the policy is told: the window's mean, or that raised by the envelope tuner (src/serving/tuner.ts). */
     monitor: z.enum(MONITOR_KINDS),
+    /** How the dispatch rule predicts a batch on a pooled overlap GPU (POOLED_PREDICTIONS). */
+    pooledPrediction: z.enum(POOLED_PREDICTIONS),
   })
   .strict();
 export type ServingSettings = z.infer<typeof ServingSettingsSchema>;
@@ -25,6 +35,7 @@ export const DEFAULT_SERVING_SETTINGS: ServingSettings = {
   monitorWindowMs: 3000,
   dispatchSlack: 0.1,
   monitor: 'mean',
+  pooledPrediction: 'solo',
 };
 
 /** The fields of a scenario (src/scenario/schema.ts) that the serving settings read, in seconds. */
@@ -33,15 +44,17 @@ export interface ScenarioTiming {
   readonly monitorWindowS: number;
   /** Absent: the default (DEFAULT_SERVING_SETTINGS). */
   readonly monitor?: MonitorKind | undefined;
+  readonly pooledPrediction?: PooledPrediction | undefined;
 }
 
-/** The scenario's settings (its epochS, monitorWindowS and monitor), with the defaults for the rest. */
+/** The scenario's settings (epochS, monitorWindowS, monitor, pooledPrediction), with the defaults for the rest. */
 export function servingSettings(s: ScenarioTiming): ServingSettings {
   return ServingSettingsSchema.parse({
     ...DEFAULT_SERVING_SETTINGS,
     epochMs: Math.round(s.epochS * 1000),
     monitorWindowMs: Math.round(s.monitorWindowS * 1000),
     ...(s.monitor !== undefined ? { monitor: s.monitor } : {}),
+    ...(s.pooledPrediction !== undefined ? { pooledPrediction: s.pooledPrediction } : {}),
   });
 }
 

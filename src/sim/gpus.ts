@@ -17,6 +17,8 @@ export class SimGpus {
   readonly busy: Uint8Array;
   /** Per GPU, the batches running on it (what the dispatch rule predicts a pooled batch beside). */
   readonly running: RunningBatches[];
+  /** The dispatch rule predicts a batch on a pooled overlap GPU beside the batches running there (`running`). */
+  followRunning = false;
   /** Per GPU, the MPS share held integrated over time (% x ms; timeshare GPUs count 100 while busy). */
   readonly shareTime: Float64Array;
   /** How many batches may run at once on each GPU when pooled (its mode's rule). */
@@ -69,7 +71,7 @@ export class SimGpus {
     const onGpu = this.liveOn(g).filter(serves);
     const gpu = this.cluster.gpus[g]!;
     const timeshared = this.timeshared(g);
-    const running = this.running[g]!;
+    const running = this.followRunning ? this.running[g]! : null;
     onGpu.forEach((w, k) =>
       refreshTimes(gpu, onGpu, k, timeshared, running, w.predicted, this.cluster.models[w.model]!.cost?.plan),
     );

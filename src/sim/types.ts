@@ -3,7 +3,7 @@
 import type { ClusterInfo, Policy } from '../policy/types.js';
 import type { MonitorKind } from '../serving/monitor.js';
 import type { QueuePolicy } from '../serving/queuePolicy.js';
-import { DEFAULT_SERVING_SETTINGS } from '../serving/settings.js';
+import { DEFAULT_SERVING_SETTINGS, type PooledPrediction } from '../serving/settings.js';
 import type { TransportModel } from '../serving/transport.js';
 import type { ArrivalStream } from '../workload/arrivals.js';
 import type { GroundTruthSettings } from './groundTruth.js';
@@ -20,6 +20,8 @@ export interface SimSettings {
   readonly monitor?: MonitorKind;
   /** Safety margin of the dispatch rule (c), as a fraction of the predicted batch time. */
   readonly dispatchSlack: number;
+  /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent: `solo`. */
+  readonly pooledPrediction?: PooledPrediction;
   /**
    * Time each batch spends outside the GPU on its way to the worker and back (ms), before its GPU
    * time: 0 by default (batches start where they are decided). The running system measures it

@@ -88,7 +88,7 @@ interface Trace {
   failedAnswers?: number;
 }
 
-type SimRun = Trace & { durations: number[][]; ends: [number, number, number][]; delays: number };
+type SimRun = Trace & { durations: number[][]; ends: [number, number, number][]; delays: number; predicted: number[] };
 
 /** What a trace varies: the arrivals, the queue policy, the rates the monitor starts from. */
 interface Load {
@@ -99,6 +99,8 @@ interface Load {
 const STEADY_REJECT: Load = { arrivals: ARRIVALS, queuePolicy: REJECT, initialRatePerS: [60, 70] };
 
 const TRUTH = { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 };
+/** The serving settings both sides run by (a case may set how a pooled batch is predicted). */
+let SETTINGS = DEFAULT_SERVING_SETTINGS;
 
 function runSimulator(
   script: readonly Deployment[],
@@ -106,7 +108,16 @@ function runSimulator(
   failures: readonly WorkerFailure[] = [],
   load: Load = STEADY_REJECT,
 ): SimRun {
-  const t: SimRun = { batches: [], drops: [], activations: [], failures: [], durations: [[], []], ends: [], delays: 0 };
+  const t: SimRun = {
+    batches: [],
+    drops: [],
+    activations: [],
+    failures: [],
+    durations: [[], []],
+    ends: [],
+    delays: 0,
+    predicted: [],
+  };
   simulate({
     cluster: buildCluster([rtx], MODELS, pooled),
     streams: load.arrivals.map((a) => new TimesStream(a)),
@@ -114,15 +125,16 @@ function runSimulator(
     policy: new ScriptedPolicy(script),
     failures,
     settings: {
-      ...DEFAULT_SERVING_SETTINGS,
+      ...SETTINGS,
       swapMs: SWAP_MS,
       durationMs: END_MS,
       groundTruth: TRUTH,
       queuePolicies: MODELS.map(() => resolveQueuePolicy(load.queuePolicy)),
     },
     trace: {
-      batchStart: (tMs, model, _gpu, size, durationMs) => {
+      batchStart: (tMs, model, _gpu, size, durationMs, predictedMs) => {
         t.batches.push([r6(tMs), model, size]);
+        t.predicted.push(predictedMs);
         t.durations[model]!.push(durationMs);
         t.ends.push([tMs, model, tMs + durationMs]);
       },
@@ -179,7 +191,7 @@ function runControl(
     profiles: new Map([[rtx.id, rtx]]),
     policy: () => new ScriptedPolicy(script),
     gpus: simGpus('rtx2060s', 1, pooled),
-    settings: DEFAULT_SERVING_SETTINGS,
+    settings: SETTINGS,
     initialRatePerS: { resnet50: load.initialRatePerS[0], mobilenet: load.initialRatePerS[1] },
   });
   harnesses.push(h);
@@ -429,6 +441,22 @@ describe('conformance: the simulator and the control plane on one scripted trace
       }
     },
   );
+
+  it('on a pooled overlap GPU, predict each batch beside the batches running there alike on both sides', () => {
+    const load: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
+    const solo = runSimulator([TS], 'overlap', [], load);
+    SETTINGS = { ...DEFAULT_SERVING_SETTINGS, pooledPrediction: 'running' };
+    try {
+      const sim = runSimulator([TS], 'overlap', [], load);
+      // Batches that start beside another are predicted slower than alone.
+      expect(sim.predicted.filter((ms, i) => ms > solo.predicted[i]! * 1.05).length).toBeGreaterThan(20);
+      const live = runControl([TS], 'worker', [], load, 'overlap');
+      expect(live.drops).toEqual(sim.drops);
+      expect(live.batches).toEqual(sim.batches);
+    } finally {
+      SETTINGS = DEFAULT_SERVING_SETTINGS;
+    }
+  });
 
   it('at a low rate, start each lone task at once on both sides, not at its latest start', () => {
     // Batches of 4 and about 3 tasks/s per model: no batch fills, and no task waits for one.

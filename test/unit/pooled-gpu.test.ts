@@ -148,7 +148,7 @@ describe('pooled GPU model', () => {
         if (predictedMs > 2.2) slower++; // beyond c's or d's solo time at batch 1 (2 ms)
       },
     };
-    run(['c', 'd'], 200, 'overlap', {}, trace);
+    run(['c', 'd'], 200, 'overlap', { pooledPrediction: 'running' }, trace);
     expect(ratios.length).toBeGreaterThan(5000);
     expect(slower).toBeGreaterThan(100);
     for (const r of ratios) expect(r).toBeCloseTo(1, 9);
