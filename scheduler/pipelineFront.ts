@@ -101,12 +101,13 @@ export class PipelineFront {
         tensors,
       );
       if (!inputs.ok) return this.failed(c.name, k, arrivalMs, 500, undefined, inputs.error);
-      // A first step stamped at the request's arrival is the request itself: its way in is measured.
+      // The first step is the request read and parsed: its way in is measured, whatever its stamp.
       const stampMs = stepTaskStampMs(arrivalMs, budgets, step, model.sloMs);
       const stamp = step === 0 && stampMs === arrivalMs ? {} : { stampMs };
       const a = await this.front.infer(m, stepRequest(request, inputs.inputs, model), {
         receivedMs: arrivalMs,
         ...stamp,
+        wayIn: step === 0,
         local: true,
       });
       const where = `pipeline '${c.name}' step ${step} (model '${model.name}')`;
