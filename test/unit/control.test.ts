@@ -322,23 +322,6 @@ describe('the request\'s way in and the answer\'s way out (docs/serving.md, "The
     expect(entry.wayIn!.fixedMs).toBeCloseTo((995 + 7) / 2, 6); // one size: all of it fixed
   });
 
-  it("a pipeline's first step measures its request's way in whatever its stamp; a later step does not", () => {
-    const h = harness({ models: rejecting });
-    h.report('ready');
-    h.now = 1000;
-    const ignore = () => undefined;
-    h.control.submit(0, input, ignore, { receivedMs: 1000 - 7, stampMs: 950, wayIn: true }); // the plan's split
-    h.control.submit(0, input, ignore, { receivedMs: 1000 - 40, stampMs: 1100 }); // a later step: no way in
-    for (const b of h.batches()) h.result(b.batchId); // the host's transport entry comes with its first batch
-    const entry = (
-      h.control.snapshot() as {
-        transport: Record<string, { wayIn?: { fixedMs: number; perMbMs: number }; requests?: number }>;
-      }
-    ).transport.a1!;
-    expect(entry.requests).toBe(1);
-    expect(entry.wayIn!.fixedMs).toBeCloseTo(7, 6);
-  });
-
   it("the dispatch rule budgets each task its SLO less the answers' expected way out", () => {
     const h = harness({ models: rejecting });
     h.report('ready');
