@@ -41,7 +41,7 @@ import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
 import { clientLegOf, type LiveRun } from './twinLeg.js';
-import { pipelineLine, replayedScenario, twinPipelineInput, withPipelineEntries } from './twinPipelines.js';
+import * as pipes from './twinPipelines.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -87,7 +87,7 @@ function transportOf(entry: unknown): TransportModel {
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
-const entries = withPipelineEntries(s);
+const entries = pipes.withPipelineEntries(s);
 const entryNames = entries.models.map((m) => m.name);
 // The arrivals of a run, drawn with `seed`: one trace file per model and pipeline (the scenario trace format).
 // Each entry at its own rate: a step model's own is 0 (initialRates gives it its pipeline's, the monitor's floor).
@@ -121,7 +121,7 @@ function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs:
 // The arrivals of the run, the same for the live system and the twin.
 const { arrivalsMs, files: traceFiles } = drawArrivals(s.seed, SECONDS, 'run');
 // The simulator reads the same files as the scenario's traces (the scenario trace format, as loadgen).
-const replayed = replayedScenario(s, traceFiles);
+const replayed = pipes.replayedScenario(s, traceFiles);
 const replayedTraces = new Map(traceFiles.map((f) => [f, parseTrace(readFileSync(f, 'utf8'), f)]));
 console.log(
   `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg()
@@ -157,16 +157,11 @@ async function liveRun(files: readonly string[], seconds: number, tag: string): 
     'warn',
   ]);
   const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
-  for (
-    let i = 0;
-    i < 600 &&
-    (await fetch(`${base}/v2/health/ready`).then(
-      (r) => r.status,
-      () => 0,
-    )) !== 200;
-    i++
-  )
-    await new Promise((r) => setTimeout(r, 100));
+  const ready = () =>
+    fetch(`${base}/v2/health/ready`)
+      .then((r) => r.status === 200)
+      .catch(() => false);
+  for (let i = 0; i < 600 && !(await ready()); i++) await new Promise((r) => setTimeout(r, 100));
   const lg = start([
     BIN,
     'loadgen',
@@ -276,7 +271,7 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
     simulate({
       cluster,
       streams: scenarioStreams(replayed, replayedTraces),
-      ...twinPipelineInput(replayed, replayedTraces),
+      ...pipes.twinPipelineInput(replayed, replayedTraces),
       // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
       initialRatePerS: initialRates(s, loaded.traces),
       policy: registry
@@ -331,8 +326,12 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
         `${(100 * meanGap).toFixed(1).padStart(5)}  ${(100 * schedGap).toFixed(1).padStart(16)}`,
     );
   }
-  // A pipeline's line (end to end), against the twin with its client leg (the others' tasks'), as a model's.
-  for (const [j, p] of s.pipelines.entries()) console.log(pipelineLine(p, report, metric, twinAt(s.models.length + j)));
+  // A pipeline's line (end to end), against the twin with its client leg (the others' tasks'), as a model's, and
+  // that twin with no way in (withoutWayIn).
+  for (const [j, p] of s.pipelines.entries()) {
+    const noWayIn = twinWith({ ...pipes.withoutWayIn(transport), clientMs: legs[s.models.length + j]! });
+    console.log(pipes.pipelineLine(p, report, metric, twinAt(s.models.length + j), noWayIn));
+  }
   // Where the time goes, per model (means): the task's wait for its batch (live: request arrival at the
   // scheduler -> batch sent; twin: arrival -> batch sent, the way in included), the batch's GPU time
   // (live: what the worker reports), its transport (live: per batch, inss_batch_transport_seconds; twin:
