@@ -19,9 +19,10 @@
 //
 // The client's own leg (what the client sees beyond the scheduler's span of a task, from inss's
 // Server-Timing answers) is added to the twin's latencies (TransportModel.clientMs). With `--client-leg
-// others` each model's twin takes the leg the client measured in the same run on the other models'
-// tasks: a property of the client and the host, as the scheduler's transport is, never from the
-// model's own latencies. With `--client-leg calibrate` it comes from calibration runs of
+// others` each model's and pipeline's twin takes the leg the client measured in the same run on the others'
+// tasks (none: no leg): a property of the client and the host, as the scheduler's transport is, never from
+// its own latencies (overloaded, they hold the client's waits for a socket its backlog keeps busy).
+// With `--client-leg calibrate` it comes from calibration runs of
 // `--calibrate-seconds` with other arrivals at the same rates (the next seed), one before the measured
 // run and one after it, the smaller of the two. `--repeat N` measures N runs (with calibrations, each
 // between two: N + 1 in all) and prints per model the median gap over them: the host's speed drifts
@@ -40,7 +41,7 @@ import { simulate } from '../src/sim/simulator.js';
 import { LoadgenReportSchema } from '../tools/loadgen/report.js';
 import { waitFor } from './processes.js';
 import { clientLegOf, type LiveRun } from './twinLeg.js';
-import { pipelineLine, replayedScenario, twinPipelineInput, withPipelineEntries } from './twinPipelines.js';
+import * as pipes from './twinPipelines.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'inss.js');
@@ -85,9 +86,9 @@ function transportOf(entry: unknown): TransportModel {
 
 const loaded = loadScenario(values.scenario);
 const s = loaded.scenario;
-const modelNames = s.models.map((m) => m.name);
 const state = mkdtempSync(join(tmpdir(), 'inss-twin-'));
-const entries = withPipelineEntries(s);
+const entries = pipes.withPipelineEntries(s);
+const entryNames = entries.models.map((m) => m.name);
 // The arrivals of a run, drawn with `seed`: one trace file per model and pipeline (the scenario trace format).
 // Each entry at its own rate: a step model's own is 0 (initialRates gives it its pipeline's, the monitor's floor).
 const atZero = initialRates({ ...entries, pipelines: [] }, loaded.traces, SCALE);
@@ -120,7 +121,7 @@ function drawArrivals(seed: number, seconds: number, tag: string): { arrivalsMs:
 // The arrivals of the run, the same for the live system and the twin.
 const { arrivalsMs, files: traceFiles } = drawArrivals(s.seed, SECONDS, 'run');
 // The simulator reads the same files as the scenario's traces (the scenario trace format, as loadgen).
-const replayed = replayedScenario(s, traceFiles);
+const replayed = pipes.replayedScenario(s, traceFiles);
 const replayedTraces = new Map(traceFiles.map((f) => [f, parseTrace(readFileSync(f, 'utf8'), f)]));
 console.log(
   `machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loadavg()
@@ -156,16 +157,11 @@ async function liveRun(files: readonly string[], seconds: number, tag: string): 
     'warn',
   ]);
   const base = await waitFor(up.out, /endpoint (http:\/\/[^ ]+)\/v2/);
-  for (
-    let i = 0;
-    i < 600 &&
-    (await fetch(`${base}/v2/health/ready`).then(
-      (r) => r.status,
-      () => 0,
-    )) !== 200;
-    i++
-  )
-    await new Promise((r) => setTimeout(r, 100));
+  const ready = () =>
+    fetch(`${base}/v2/health/ready`)
+      .then((r) => r.status === 200)
+      .catch(() => false);
+  for (let i = 0; i < 600 && !(await ready()); i++) await new Promise((r) => setTimeout(r, 100));
   const lg = start([
     BIN,
     'loadgen',
@@ -205,7 +201,7 @@ async function liveRun(files: readonly string[], seconds: number, tag: string): 
 const calibrationFiles = drawArrivals(s.seed + 1, CALIBRATE_S, 'calibration').files;
 async function calibrate(k: number): Promise<number> {
   const cal = await liveRun(calibrationFiles, CALIBRATE_S, `calibration-${k}`);
-  const leg = clientLegOf(cal, `calibration ${k}`, modelNames);
+  const leg = clientLegOf(cal, `calibration ${k}`, entryNames);
   console.log(
     `calibration ${k} (${CALIBRATE_S} s of other arrivals at the same rates, seed ${s.seed + 1}): the client's ` +
       `leg ${leg.ms} ms a task (${leg.perModel}), of it way out ${cal.transport.wayOutMs ?? '-'} ms removed; ` +
@@ -257,14 +253,14 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
       `the scheduler's event-loop delay p50/p99/max ` +
       `${elDelay ? `${elDelay.p50}/${elDelay.p99}/${elDelay.max}` : '-'} ms`,
   );
-  // Per model, the client's leg its twin takes: the calibrations' or the other models' in this run.
-  const ownLeg = clientLegOf(run, `run ${k}`, modelNames);
-  const legs = calibrated !== null ? s.models.map(() => calibrated) : ownLeg.others;
+  // Per model, then pipeline, the client's leg its twin takes: the calibrations' or the others' in this run.
+  const ownLeg = clientLegOf(run, `run ${k}`, entryNames);
+  const legs = calibrated !== null ? entryNames.map(() => calibrated) : ownLeg.others;
   console.log(
     `run ${k}: the client's leg the twin takes ` +
       (calibrated !== null
         ? `${calibrated} ms a task (the smaller of the calibrations around it)`
-        : `per model, the other models' in this run: ${s.models.map((m, i) => `${m.name} ${legs[i]}`).join(', ')}`) +
+        : `per entry, the others' in this run: ${entryNames.map((m, i) => `${m} ${legs[i]}`).join(', ')}`) +
       `; this run's own, over all its tasks, ${ownLeg.ms} ms (${ownLeg.perModel})`,
   );
 
@@ -275,7 +271,7 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
     simulate({
       cluster,
       streams: scenarioStreams(replayed, replayedTraces),
-      ...twinPipelineInput(replayed, replayedTraces),
+      ...pipes.twinPipelineInput(replayed, replayedTraces),
       // As `inss up`: the scenario's full rates are the monitor's floor until a window of epochs is seen.
       initialRatePerS: initialRates(s, loaded.traces),
       policy: registry
@@ -284,11 +280,11 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
       settings: { ...scenarioSettings(s), durationMs: SECONDS * 1000, transport: path },
     });
   const twins = new Map<number, ReturnType<typeof simulate>>();
-  const twinOf = (i: number) => {
+  const twinAt = (i: number) => {
     const leg = legs[i]!;
-    if (!twins.has(leg)) twins.set(leg, twinWith({ ...transport, clientMs: leg }));
-    return twins.get(leg)!.models[i]!;
+    return twins.get(leg) ?? twins.set(leg, twinWith({ ...transport, clientMs: leg })).get(leg)!;
   };
+  const twinOf = (i: number) => twinAt(i).models[i]!;
   // The same twin with each batch's and request's draw independent: what the runs of slow ones add.
   const { spreadLag1: _b, wayInSpreadLag1: _w, ...independent } = transport;
   const twinIndependent = twinWith(independent);
@@ -330,9 +326,12 @@ function compare(run: LiveRun, calibrated: number | null, k: number): (Gaps | un
         `${(100 * meanGap).toFixed(1).padStart(5)}  ${(100 * schedGap).toFixed(1).padStart(16)}`,
     );
   }
-  // A pipeline's line (end to end), against the twin that takes the client's leg over all tasks.
-  const twinAll = s.pipelines.length > 0 ? twinWith({ ...transport, clientMs: calibrated ?? ownLeg.ms }) : null;
-  for (const p of s.pipelines) console.log(pipelineLine(p, report, metric, twinAll));
+  // A pipeline's line (end to end), against the twin with its client leg (the others' tasks'), as a model's, and
+  // that twin with no way in (withoutWayIn).
+  for (const [j, p] of s.pipelines.entries()) {
+    const noWayIn = twinWith({ ...pipes.withoutWayIn(transport), clientMs: legs[s.models.length + j]! });
+    console.log(pipes.pipelineLine(p, report, metric, twinAt(s.models.length + j), noWayIn));
+  }
   // Where the time goes, per model (means): the task's wait for its batch (live: request arrival at the
   // scheduler -> batch sent; twin: arrival -> batch sent, the way in included), the batch's GPU time
   // (live: what the worker reports), its transport (live: per batch, inss_batch_transport_seconds; twin:

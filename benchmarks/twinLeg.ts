@@ -39,7 +39,7 @@ export function clientLegOf(
   return {
     ms: outside(rows),
     perModel: rows.map((m) => `${m.model} ${(m.outsideServerMeanMs! - wayOutMs).toFixed(2)}`).join(', '),
-    // Per model of `models`, the leg over every other model's tasks.
+    // Per name of `models` (a model's or a pipeline's), the leg over every other one's tasks (0 where none).
     others: models.map((name) => outside(rows.filter((r) => r.model !== name))),
   };
 }

@@ -4,6 +4,7 @@
 // counted under its name, scheduler/pipelineFront.ts) and in the twin, where the simulator reports pipelines.
 import { pipelineStreams } from '../src/scenario/build.js';
 import type { Scenario } from '../src/scenario/schema.js';
+import type { TransportModel } from '../src/serving/transport.js';
 import type { SimResult } from '../src/sim/types.js';
 import type { LoadgenReport } from '../tools/loadgen/report.js';
 
@@ -37,22 +38,40 @@ export function twinPipelineInput(
   return replayed.pipelines.length > 0 ? { pipelineStreams: pipelineStreams(replayed, traces) } : {};
 }
 
-/** Pipeline `p`'s line: the share of its requests answered within its SLO at the client, the scheduler, the twin. */
+/**
+ * The path without the request's way in. The scheduler's clock starts a request at its headers read, so a request
+ * that waits to be read while the scheduler's event loop stalls is not charged the wait there; in the twin every
+ * request keeps its arrival and is queued no earlier than the one before it, so a slow way in (the stall, as the
+ * request read before it measured it) delays every request behind it. The twin without it bounds that from the
+ * other side: no way in at all.
+ */
+export function withoutWayIn(t: TransportModel): TransportModel {
+  const { wayIn: _w, wayInSpread: _s, wayInSpreadLag1: _l, ...rest } = t;
+  return rest;
+}
+
+/**
+ * Pipeline `p`'s line: the share of its requests answered within its SLO at the client, the scheduler, the twin,
+ * and the twin without the way in (`withoutWayIn`).
+ */
 export function pipelineLine(
   p: Scenario['pipelines'][number],
   report: LoadgenReport,
   metric: (name: string, labels: string) => number,
-  twin: SimResult | null,
+  twin: SimResult,
+  noWayIn: SimResult,
 ): string {
   const live = report.models.find((x) => x.model === p.name);
   const outcomes = (o: string) => metric('inss_requests_total', `model="${p.name}",outcome="${o}"`);
   const all = ['ok', 'late', 'dropped_slo', 'dropped_queue_full', 'not_deployed', 'worker_failed', 'shutdown'];
   const schedAtt = (100 * outcomes('ok')) / all.reduce((a, o) => a + outcomes(o), 0);
-  const t = twin?.pipelines?.find((x) => x.pipeline === p.name);
+  const within = (r: SimResult) => {
+    const t = r.pipelines?.find((x) => x.pipeline === p.name);
+    return t ? `${((100 * t.good) / t.arrivals).toFixed(2)}% (mean ${t.latencyMs.mean.toFixed(1)} ms)` : '-';
+  };
   return (
     `pipeline ${p.name}: within its ${p.sloMs} ms SLO end to end: live ` +
     `${live?.sloAttainmentPct?.toFixed(2) ?? '-'}% (mean ${live?.latency.meanMs?.toFixed(1) ?? '-'} ms), ` +
-    `at the scheduler ${schedAtt.toFixed(2)}%, twin ` +
-    (t ? `${((100 * t.good) / t.arrivals).toFixed(2)}% (mean ${t.latencyMs.mean.toFixed(1)} ms)` : '-')
+    `at the scheduler ${schedAtt.toFixed(2)}%, twin ${within(twin)}, twin without the way in ${within(noWayIn)}`
   );
 }

@@ -201,7 +201,7 @@ export class Control {
     const arrivalMs = arrival?.stampMs ?? (arrival && arrival.receivedMs <= now ? arrival.receivedMs : now);
     this.loop.arrival(m, arrival?.stampMs === undefined ? arrivalMs : now);
     const inputs = 'data' in input ? [input.data] : input.map((i) => i.data);
-    if (arrival && arrival.stampMs === undefined) this.meter.requestArrived(inputs, now - arrivalMs);
+    this.meter.taskSubmitted(inputs, now, arrival);
     const task: Task = {
       model: m,
       arrivalMs,

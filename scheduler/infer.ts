@@ -33,6 +33,8 @@ export interface InferContext {
   readonly local: boolean;
   /** A pipeline step's request: its tasks' deadline stamp (TaskArrival.stampMs); needs `receivedMs`. */
   readonly stampMs?: number;
+  /** Whether its tasks measure their request's way in (TaskArrival.wayIn). */
+  readonly wayIn?: boolean;
 }
 
 export type InferOutcome =
@@ -83,7 +85,10 @@ export class InferFront {
     return new Promise((resolve) => {
       const answers = new Array<TaskAnswer | undefined>(k);
       let left = k;
-      const stamp = ctx.stampMs !== undefined ? { stampMs: ctx.stampMs } : {};
+      const stamp = {
+        ...(ctx.stampMs !== undefined ? { stampMs: ctx.stampMs } : {}),
+        ...(ctx.wayIn !== undefined ? { wayIn: ctx.wayIn } : {}),
+      };
       const arrival = ctx.receivedMs !== undefined ? { receivedMs: ctx.receivedMs, ...stamp } : undefined;
       for (let i = 0; i < k; i++)
         this.control.submit(

@@ -11,7 +11,7 @@ import type { ServedModelConfig, TaskErrorReason } from './control.js';
 import type { InferContext, InferFront, InferOutcome } from './infer.js';
 import type { InferInput, InferRequest, ResponseOutput } from './kserve.js';
 import { requestBatch } from './kserve.js';
-import { classifyAnswer } from './classes.js';
+import { classifyAnswer, modelLabels } from './classes.js';
 import { resolveRegions, type SharedMemoryRegistry } from './sharedMemory.js';
 import type { Pipeline } from '../src/serving/pipeline.js';
 import { budgetsInForce, type Named, passOutputs, stepInputs, stepTaskStampMs } from '../src/serving/pipelineChain.js';
@@ -60,6 +60,12 @@ export class PlannedBudgets implements Pick<ControlObserver, 'decided'> {
 }
 
 export class PipelineFront {
+  /**
+   * Per pipeline, the labels of each of its tensors a step writes from a labelled output: the classification
+   * extension answers a pipeline output's classes as the step model that wrote it answers its own.
+   */
+  private readonly labels: ReadonlyMap<string, readonly string[]>[];
+
   constructor(
     private readonly front: Pick<InferFront, 'infer'>,
     private readonly models: readonly ServedModelConfig[],
@@ -68,7 +74,16 @@ export class PipelineFront {
     private readonly regions: SharedMemoryRegistry,
     private readonly observe: Pick<ControlObserver, 'taskFinished'>,
     private readonly clock: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.labels = pipelines.map((s) => {
+      const out = new Map<string, readonly string[]>();
+      s.pipeline.steps.forEach((step, k) => {
+        const own = modelLabels(models[s.stepModels[k]!]!.signature);
+        for (const [name, to] of Object.entries(step.outputMap)) if (own.has(name)) out.set(to, own.get(name)!);
+      });
+      return out;
+    });
+  }
 
   /** The step budgets (ms) pipeline `p`'s next request runs under (src/serving/pipelineChain.ts budgetsInForce). */
   budgets(p: number): readonly number[] {
@@ -101,12 +116,13 @@ export class PipelineFront {
         tensors,
       );
       if (!inputs.ok) return this.failed(c.name, k, arrivalMs, 500, undefined, inputs.error);
-      // A first step stamped at the request's arrival is the request itself: its way in is measured.
+      // The first step is the request read and parsed: its way in is measured, whatever its stamp.
       const stampMs = stepTaskStampMs(arrivalMs, budgets, step, model.sloMs);
       const stamp = step === 0 && stampMs === arrivalMs ? {} : { stampMs };
       const a = await this.front.infer(m, stepRequest(request, inputs.inputs, model), {
         receivedMs: arrivalMs,
         ...stamp,
+        wayIn: step === 0,
         local: true,
       });
       const where = `pipeline '${c.name}' step ${step} (model '${model.name}')`;
@@ -117,24 +133,24 @@ export class PipelineFront {
       if (missing !== undefined)
         return this.failed(c.name, k, arrivalMs, 500, undefined, `${where}: its answer has no output '${missing}'`);
     }
-    return this.answer(s, resolved, tensors, arrivalMs, k);
+    return this.answer(p, resolved, tensors, arrivalMs, k);
   }
 
   private answer(
-    s: ServedPipeline,
+    p: number,
     request: InferRequest,
     tensors: ReadonlyMap<string, Tensor>,
     arrivalMs: number,
     k: number,
   ): InferOutcome {
-    const c = s.endpoint;
+    const c = this.pipelines[p]!.endpoint;
     const gathered: ResponseOutput[] = request.outputs.map((want) => {
       const t = tensors.get(want.name)!;
       const shape = [...t.shape];
       const region = want.region ? { region: want.region } : {};
       return { name: want.name, datatype: t.datatype, shape, data: t.data, binary: want.binary, ...region };
     });
-    const classified = classifyAnswer(gathered, request.outputs, new Map(), request.batchDim !== false);
+    const classified = classifyAnswer(gathered, request.outputs, this.labels[p]!, request.batchDim !== false);
     if (!classified.ok) return this.failed(c.name, k, arrivalMs, 500, undefined, classified.error);
     for (const o of classified.outputs) {
       const wrote = o.region ? this.regions.write(o.region, o.data, `output '${o.name}'`) : undefined;

@@ -5,7 +5,7 @@
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs, TransportFit } from '../../src/serving/transport.js';
 import type { ControlObserver } from '../observer.js';
 import type { Batch, Worker } from './records.js';
-import type { ServedModelConfig } from './types.js';
+import type { ServedModelConfig, TaskArrival } from './types.js';
 
 export class PathMeter {
   /** Per agent (host): its batches' transport fitted to fixed + per-megabyte cost. */
@@ -22,11 +22,15 @@ export class PathMeter {
     private readonly observe: ControlObserver,
   ) {}
 
-  /** A request whose task has these input bytes took `wayInMs` from its headers to its submission. */
-  requestArrived(inputs: readonly Buffer[], wayInMs: number): void {
+  /**
+   * A task with these input bytes was submitted at `nowMs`: where it measures its request's way in
+   * (`TaskArrival.wayIn`), the time from the request's headers to now.
+   */
+  taskSubmitted(inputs: readonly Buffer[], nowMs: number, arrival: TaskArrival | undefined): void {
+    if (!arrival || !(arrival.wayIn ?? arrival.stampMs === undefined)) return;
     let bytes = 0;
     for (const d of inputs) bytes += d.length;
-    this.wayIn.add(bytes, wayInMs);
+    this.wayIn.add(bytes, nowMs - Math.min(arrival.receivedMs, nowMs));
   }
 
   /** A task's answer was handed to the kernel `wayOutMs` after the control plane answered it. */

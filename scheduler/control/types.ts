@@ -69,10 +69,15 @@ export interface TaskArrival {
   /**
    * A pipeline step's task (scheduler/pipelineFront.ts): its deadline stamp (src/serving/pipelineChain.ts),
    * which may be ahead of the clock. Its deadline and latency count from the stamp; the monitor counts it as
-   * arriving when submitted, and no way in is measured (a pipeline request's is, at a first step stamped at its
-   * arrival, which is submitted without a stamp).
+   * arriving when submitted.
    */
   readonly stampMs?: number;
+  /**
+   * Whether the time from `receivedMs` to the task's submission is its request's way in (measured for the twin).
+   * Absent: whether it has no stamp. A pipeline's first step is its request read and parsed: its way in is
+   * measured whatever its stamp (the plan's split moves it); a later step's is not.
+   */
+  readonly wayIn?: boolean;
 }
 
 export interface TaskOutput {

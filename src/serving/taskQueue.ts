@@ -1,7 +1,8 @@
 // A model's task buffer lane: a FIFO in a growable ring buffer, generic in what it holds. The
 // simulator holds arrival times (`TaskQueue.ofTimes()`, on a Float64Array: no allocation per task);
 // the scheduler's control plane holds its task objects (`TaskQueue.ofTasks(arrivalMsOf)`), kept in
-// arrival order, since a request whose body took longer to read may be queued after a later one. The
+// arrival order, since a request whose body took longer to read may be queued after a later one (a
+// pipeline step's task in its stamp's order, its `arrivalMs` being its stamp). The
 // dispatch rule and expiry read the head, the oldest task. Pure.
 
 /** The slots a queue keeps its elements in: an array, or a Float64Array for times. */
@@ -44,22 +45,10 @@ export class TaskQueue<T> {
 
   /**
    * Adds a task at the tail; with `arrivalMsOf`, it moves ahead of the tasks that arrived after it
-   * (usually none, so O(1)).
+   * (usually none, so O(1)): `orderedIndex`, the one rule of both sides' lanes.
    */
   push(t: T): void {
-    if (this.n === this.buf.length) this.grow(this.n + 1);
-    const mask = this.buf.length - 1;
-    let i = this.n;
-    if (this.arrivalMsOf) {
-      const at = this.arrivalMsOf(t);
-      for (; i > 0; i--) {
-        const prev = this.buf[(this.head + i - 1) & mask]!;
-        if (!(this.arrivalMsOf(prev) > at)) break;
-        this.buf[(this.head + i) & mask] = prev;
-      }
-    }
-    this.buf[(this.head + i) & mask] = t;
-    this.n++;
+    this.insertAt(this.arrivalMsOf ? this.orderedIndex(this.arrivalMsOf(t), this.arrivalMsOf) : this.n, t);
   }
 
   /** The oldest task; call only when length > 0. */
@@ -79,7 +68,9 @@ export class TaskQueue<T> {
 
   /**
    * Where a task of time `ms` goes to keep a queue in time order (its place from the head, after every task no
-   * later): the simulator's pipeline step lanes, whose tasks come in by their batches' ends, not by their stamps.
+   * later): by arrival, or for a pipeline's step task by its deadline stamp (src/serving/pipeline.ts), since step
+   * tasks come in as their earlier steps' batches end, not by their stamps. The scheduler's queues (`push`) and the
+   * simulator's step lanes (with their origins beside them) keep this order.
    */
   orderedIndex(ms: number, msOf: (t: T) => number): number {
     const mask = this.buf.length - 1;

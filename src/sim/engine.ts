@@ -71,7 +71,7 @@ export class Simulation {
     this.answeredAfterMs = wayOutMs + (transport?.clientMs ?? 0);
     this.rules = { slack: settings.dispatchSlack, marginMs: settings.dispatchMarginMs ?? 0 };
     this.requests = new Requests(cluster, input.streams, transport, this.fixedTransportMs, settings.groundTruth.seed);
-    this.pipelines = new SimPipelines(cluster, input.pipelineStreams ?? [], this.requests.wayInMs);
+    this.pipelines = new SimPipelines(cluster, input.pipelineStreams ?? [], (m) => this.requests.drawWayInMs(m));
     // A step model's tasks are budgeted their step's share of its pipeline's SLO, only the last step's less the way
     // out (the even split until a deployment says otherwise).
     const pipes = this.pipelines;

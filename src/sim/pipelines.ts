@@ -29,11 +29,11 @@ export class SimPipelines {
   readonly dropped: Float64Array;
   private readonly latencyMs: LogHistogram[];
 
-  /** `wayInMs`: per served model, a request's way in to it (0 without a transport model). */
+  /** `wayInMs(m)`: the way in of a request whose first task is served model m's (0 without a transport model). */
   constructor(
     cluster: ClusterInfo,
     private readonly streams: readonly ArrivalStream[],
-    private readonly wayInMs: readonly number[],
+    private readonly wayInMs: (m: number) => number,
   ) {
     this.list = cluster.pipelines ?? [];
     const n = this.list.length;
@@ -67,7 +67,7 @@ export class SimPipelines {
   next(p: number): void {
     const t = this.streams[p]!.next();
     this.arrivalMs[p] = t;
-    this.queuedMs[p] = Math.max(t + this.wayInMs[this.list[p]!.stepModels[0]!]!, this.lastQueuedMs[p]!);
+    this.queuedMs[p] = Math.max(t + this.wayInMs(this.list[p]!.stepModels[0]!), this.lastQueuedMs[p]!);
   }
 
   /** Pipeline p's request queued at `nowMs` is taken; returns its step-0 model. */

@@ -15,7 +15,7 @@ export class Requests {
   /** Per served model, the bytes of one task's input (the profile's), for the per-megabyte transport. */
   private readonly inputBytes: number[];
   /** Per served model, a request's way in (ms; 0 without a transport model). */
-  readonly wayInMs: number[];
+  private readonly wayInMs: number[];
   /** Per served model, its own factor on the host's batch transport (`TransportModel.modelFactors`). */
   private readonly modelFactor: number[];
   private readonly spreadRng: Rng | null;
@@ -68,8 +68,15 @@ export class Requests {
   next(m: number): void {
     const t = this.streams[m]!.next();
     this.arrivalMs[m] = t;
-    const wayIn = this.wayInRng ? this.wayInMs[m]! * this.wayInChain.factor(this.wayInRng.next()) : this.wayInMs[m]!;
-    this.queuedMs[m] = Math.max(t + wayIn, this.lastQueuedMs[m]!);
+    this.queuedMs[m] = Math.max(t + this.drawWayInMs(m), this.lastQueuedMs[m]!);
+  }
+
+  /**
+   * The way in of a request whose first task is model m's (a pipeline's request too: the scheduler measures it at
+   * its first step, in the same fit): model m's fitted one times the next draw of the one chain.
+   */
+  drawWayInMs(m: number): number {
+    return this.wayInRng ? this.wayInMs[m]! * this.wayInChain.factor(this.wayInRng.next()) : this.wayInMs[m]!;
   }
 
   /** The transport of a batch of `size` tasks of model m (ms). */

@@ -4,8 +4,10 @@
 // over HTTP (binary and JSON) and gRPC as running its three steps by hand does (each step model called
 // directly, its outputs fed to the next), within 1e-4; its metadata and configuration answer as Triton's do
 // for an ensemble; an ensemble whose steps are listed out of order is refused with the field named while the
-// others serve. A scenario's own pipeline (over the zoo's models, simulated workers) is served the same way.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// others serve. A scenario's own pipeline (over the zoo's models, simulated workers) is served the same way: its
+// answer, its classes (the classification extension, ImageNet labels) and its answer through a system shared-memory
+// region are vgg16's (its last step's) own.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -333,5 +335,59 @@ describe('inss up --scenario: a scenario pipeline over simulated workers', () =>
     const got = await answer('twostep', viaPipeline);
     expect(got).toHaveLength(1000);
     expect(got).toEqual(await answer('vgg16', direct));
+    // The classification extension on the pipeline's output: the classes (with ImageNet labels) vgg16 answers.
+    const classes = async (model: string, input: string, output: string) => {
+      const header = Buffer.from(
+        JSON.stringify({
+          inputs: [
+            { name: input, shape: [1, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: 602112 } },
+          ],
+          outputs: [{ name: output, parameters: { classification: 3, binary_data: false } }],
+        }),
+      );
+      const res = await fetch(`${url}/v2/models/${model}/infer`, {
+        method: 'POST',
+        headers: { 'inference-header-content-length': String(header.length) },
+        body: Buffer.concat([header, Buffer.from(image.buffer)]),
+      });
+      const body = (await res.json()) as { outputs: { name: string; datatype: string; data: string[] }[] };
+      expect(res.status, JSON.stringify(body).slice(0, 300)).toBe(200);
+      expect(body.outputs[0]).toMatchObject({ name: output, datatype: 'BYTES' });
+      return body.outputs[0]!.data;
+    };
+    const labelled = await classes('vgg16', 'input', 'output');
+    for (const s of labelled) expect(s).toMatch(/^-?\d+\.\d{6}:\d+:[^:]+$/);
+    expect(await classes('twostep', 'IMAGE', 'SCORES')).toEqual(labelled);
+    // Input and output in a system shared-memory region of this host: no tensor crosses HTTP, and the region
+    // holds what vgg16 answers.
+    const key = `inss_pipeline_${process.pid}`;
+    writeFileSync(`/dev/shm/${key}`, Buffer.concat([Buffer.from(image.buffer), Buffer.alloc(4000)]));
+    try {
+      const post = (path: string, body: object) =>
+        fetch(`${url}${path}`, { method: 'POST', body: JSON.stringify(body) }).then(async (r) => ({
+          status: r.status,
+          text: await r.text(),
+        }));
+      const region = { key: `/${key}`, offset: 0, byte_size: 606112 };
+      expect((await post('/v2/systemsharedmemory/region/io/register', region)).status).toBe(200);
+      const shm = (size: number, offset: number) => ({
+        shared_memory_region: 'io',
+        shared_memory_byte_size: size,
+        shared_memory_offset: offset,
+      });
+      const r = await post('/v2/models/twostep/infer', {
+        inputs: [{ name: 'IMAGE', shape: [1, 3, 224, 224], datatype: 'FP32', parameters: shm(602112, 0) }],
+        outputs: [{ name: 'SCORES', parameters: shm(4000, 602112) }],
+      });
+      expect(r.status, r.text.slice(0, 300)).toBe(200);
+      expect(r.text.length).toBeLessThan(1000);
+      const inRegion = { shared_memory_region: 'io', shared_memory_byte_size: 4000 };
+      expect(JSON.parse(r.text)).toMatchObject({
+        outputs: [{ name: 'SCORES', datatype: 'FP32', shape: [1, 1000], parameters: inRegion }],
+      });
+      expect(floats(readFileSync(`/dev/shm/${key}`).subarray(602112))).toEqual(got);
+    } finally {
+      rmSync(`/dev/shm/${key}`, { force: true });
+    }
   }, 240_000);
 });

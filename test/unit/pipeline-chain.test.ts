@@ -140,10 +140,10 @@ describe('the pipeline front', () => {
     expect(a.response.outputs.map((o) => [o.name, o.shape])).toEqual([['OUT', [3, 2]]]);
     expect(f32(a.response.outputs[0]!.data)).toEqual([32, 34, 36, 38, 40, 42]);
     // The first step is the request itself (its way in measured): no stamp.
-    expect(calls.map((c) => [c.m, c.ctx.receivedMs, c.ctx.stampMs])).toEqual([
-      [0, 1000, undefined],
-      [1, 1000, 1100],
-      [2, 1000, 1200],
+    expect(calls.map((c) => [c.m, c.ctx.receivedMs, c.ctx.stampMs, c.ctx.wayIn])).toEqual([
+      [0, 1000, undefined, true],
+      [1, 1000, 1100, false],
+      [2, 1000, 1200, false],
     ]);
     expect(calls.map((c) => c.request.inputs.map((i) => [i.name, i.shape]))).toEqual([
       [['x', [3, 2]]],
@@ -169,6 +169,8 @@ describe('the pipeline front', () => {
     expect(p.budgets(0)).toEqual([50, 150, 100]);
     await p.infer(0, request([1, 2], 1), { receivedMs: 1000, local: false });
     expect(calls.map((c) => c.ctx.stampMs)).toEqual([950, 1100, 1200]);
+    // The first step's stamp moved with the split: its request's way in is still measured there.
+    expect(calls.map((c) => c.ctx.wayIn)).toEqual([true, false, false]);
     planned.decided({ ...record, deployment: { placements: [] } });
     expect(p.budgets(0)).toEqual([100, 100, 100]);
   });

@@ -113,6 +113,18 @@ describe('pipelines in the simulator', () => {
     expect(even).toBeLessThan(toFast - 20);
   });
 
+  it("draws a request's way in from the fitted spread, as a model's request's", () => {
+    // At 5/s nothing queues: a request's latency is its way in (5 ms fitted) plus 1 + 12 ms of batches.
+    const wayIn = { fixedMs: 0, perMbMs: 0, wayIn: { fixedMs: 5, perMbMs: 0 } };
+    const latency = (transport: typeof wayIn & { wayInSpread?: number[] }) =>
+      run(pipelineCluster(60), { placements: placements(1, 1) }, 5, 0, { transport }).pipelines![0]!.latencyMs;
+    const exact = latency(wayIn);
+    // Half the requests take no time on the way in, the other half 0-20 ms: the mean stays, the median falls.
+    const spread = latency({ ...wayIn, wayInSpread: [0, 0, 4] });
+    expect(exact.p50).toBeGreaterThan(spread.p50 + 4);
+    expect(Math.abs(spread.mean - exact.mean)).toBeLessThan(1);
+  });
+
   it("refuses a deployment whose split is not the pipeline's", () => {
     const d = { placements: placements(1, 1), pipelineBudgetsMs: { p: [20, 20] } };
     expect(() => run(pipelineCluster(30), d, 5, 0)).toThrow(/budgets sum to 40 ms, not its SLO of 30 ms/);
