@@ -1,7 +1,6 @@
-// The scheduler's control plane. It owns no socket: the hub hands it agent messages and it sends through
-// `AgentLink`; the HTTP layer hands it tasks. Time comes from the injected `clock` (ms, monotonic). This class
-// is the coordinator: each job is a manager in scheduler/control/, and each entry point here is a short list
-// of calls to them:
+// The scheduler's control plane. It owns no socket: the hub hands it agent messages and it sends through `AgentLink`;
+// the HTTP layer hands it tasks. Time comes from the injected `clock` (ms, monotonic). This class is the coordinator:
+// each job is a manager in scheduler/control/, and each entry point here is a short list of calls to them:
 // - the task buffer (taskBuffer.ts): per model, the tasks on time, the delayed lane, the dispatch timer;
 // - the dispatcher (dispatcher.ts): the shared dispatch rule (src/serving/dispatch.ts) and batch sending;
 // - the batches in flight (batches.ts): one `resolve` for every way a batch ends, relayed or direct;

@@ -1,10 +1,9 @@
-// The worker set: the workers the control plane wants and what their agents report of them, on the
-// cluster the agents' GPUs make. It applies the policy's deployments by the simulator's plan
-// (src/serving/workerSet.ts): a placement whose worker already runs (same model, GPU and share) keeps it
-// and only its batch size and timeout change, at once; any other placement gets a new worker, a shadow
-// of the model's worker it replaces (same GPU preferred): the old one keeps serving until the new one
-// reports ready, then it leaves the desired set, finishes its batch and is stopped by its agent; workers
-// no longer wanted leave the desired set at once (their batches in flight finish). A restarted scheduler
+// The worker set: the workers the control plane wants and what their agents report of them, on the cluster the agents'
+// GPUs make. It applies the policy's deployments by the simulator's plan (src/serving/workerSet.ts): a placement whose
+// worker already runs (same model, GPU and share) keeps it and only its batch size and timeout change, at once; any
+// other placement gets a new worker, a shadow of the model's worker it replaces (same GPU preferred): the old one keeps
+// serving until the new one reports ready, then it leaves the desired set, finishes its batch and is stopped by its
+// agent; workers no longer wanted leave the desired set at once (their batches in flight finish). A restarted scheduler
 // adopts the workers its agents still run.
 import type { Logger } from 'pino';
 import { pooledConcurrency } from '../../src/model/pooledGpu.js';
@@ -36,8 +35,7 @@ export interface WorkerSetDeps {
   readonly storedPlacements: () => readonly PlacementRow[];
   readonly nowIso: () => string;
   readonly firstGeneration: number;
-  /** The dispatch rule predicts a pooled overlap batch beside the batches in flight (src/serving/settings.ts). */
-  readonly followRunning?: boolean;
+  readonly followRunning?: boolean; // a pooled batch predicted beside those in flight (`pooledPrediction: running`)
 }
 
 export class WorkerSet {
@@ -128,8 +126,8 @@ export class WorkerSet {
   }
 
   /**
-   * The agent reported its workers. Matched by the whole identity: a process under the same id running
-   * another model, GPU, share or generation is not this worker (it stays 'unknown' and takes no batch).
+   * The agent reported its workers. Matched by the whole identity: a process under the same id running another
+   * model, GPU, share or generation is not this worker (it stays 'unknown' and takes no batch).
    */
   reported(agentId: string, statuses: readonly WorkerStatus[]): void {
     const byKey = new Map(statuses.map((s) => [workerKey(s), s]));
@@ -159,8 +157,8 @@ export class WorkerSet {
   }
 
   /**
-   * Moves onto a new cluster view (an agent's GPUs changed): GPUs keep their mode, workers on GPUs
-   * gone are forgotten, and `adopt`'s workers are adopted. The caller then makes a policy for it.
+   * Moves onto a new cluster view (an agent's GPUs changed): GPUs keep their mode, workers on GPUs gone are forgotten,
+   * and `adopt`'s workers are adopted. The caller then makes a policy for it.
    */
   rebuild(view: ClusterView, adopt: Extract<FromAgent, { type: 'hello' }> | null): void {
     for (const g of view.unprofiled)
@@ -175,8 +173,8 @@ export class WorkerSet {
     for (const w of this.list) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);
     this.keep((w) => w.gpu >= 0);
     this.running = refs.map(() => new RunningBatches());
-    for (const w of this.list)
-      for (const b of w.inFlight) if (b.timeshared) this.running[w.gpu]!.add(b, w, w.model, b.tasks.length);
+    for (const b of this.list.flatMap((w) => w.inFlight.filter((x) => x.timeshared)))
+      this.running[b.worker.gpu]!.add(b, b.worker, b.worker.model, b.tasks.length);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);
     this.clusterInfo = view.cluster;
     if (view.cluster === null) return;
@@ -194,9 +192,9 @@ export class WorkerSet {
   }
 
   /**
-   * Adopts workers an agent reports that this scheduler does not know (after a scheduler restart): each
-   * keeps its whole identity (id, model, GPU, share, generation), so its batches go to that process and
-   * no other; the policy's first decision then keeps, retunes or replaces it like any worker.
+   * Adopts workers an agent reports that this scheduler does not know (after a scheduler restart): each keeps its
+   * whole identity (id, model, GPU, share, generation), so its batches go to that process and no other; the policy's
+   * first decision then keeps, retunes or replaces it like any worker.
    */
   adopt(agentId: string, statuses: readonly WorkerStatus[]): void {
     const { models, log } = this.deps;
