@@ -5,9 +5,11 @@
 //   queues are): a GPU without a door goes to the door with the fewest workers of the GPU's models, then the
 //   fewest workers in all, then the lowest index (`pickDoor`); a GPU whose door died is placed again the same way
 //   (`assignDoors`);
-// - a model's tasks go to the doors that have its workers in proportion to their number of them, in a smooth
-//   weighted round robin (`DoorRouter`): a door with none of the model's workers forwards its tasks there, and a
-//   door with twice the workers takes twice the tasks, so no door's queue outgrows its workers.
+// - a model's task goes to the door, of those that hold the model's workers, with the fewest of the model's tasks
+//   waiting per share of its workers (`leastWaiting`; the shares from `DoorRouter`): a door with none of the
+//   model's workers forwards its tasks there, and a door whose workers fall behind (a pooled GPU busy with other
+//   models) gets fewer, so no door's queue outgrows its workers. Without waiting counts (a fallback), the shares
+//   are kept by a smooth weighted round robin (`DoorRouter.next`).
 
 /**
  * The door for a GPU whose workers serve `models`: the fewest workers of those models, then the fewest in all,
@@ -63,6 +65,25 @@ export function assignDoors(
     add(live[k]!, gpus[i]!.models);
   });
   return out;
+}
+
+/**
+ * The door model m's next task goes to: of the doors holding its workers (`share(d)` > 0), the one with the fewest
+ * waiting tasks of the model (`waiting(d)`) per share, ties to the lowest index; -1 when no door holds one.
+ */
+export function leastWaiting(doors: number, share: (d: number) => number, waiting: (d: number) => number): number {
+  let best = -1;
+  let bestScore = Infinity;
+  for (let d = 0; d < doors; d++) {
+    const s = share(d);
+    if (!(s > 0)) continue;
+    const score = (waiting(d) + 1) / s;
+    if (score < bestScore) {
+      best = d;
+      bestScore = score;
+    }
+  }
+  return best;
 }
 
 /**

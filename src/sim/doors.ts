@@ -1,7 +1,7 @@
 // The simulator's front doors (docs/front-doors.md; the rules are src/serving/frontDoors.ts): per door its own task
 // buffer (taskBuffer.ts, pipeline step lanes included), its own dispatch timers and its share of the workers. One
 // door is the plain simulator: its buffer holds every task and its worker list is the simulation's own.
-import { assignDoors, DoorRouter } from '../serving/frontDoors.js';
+import { assignDoors, DoorRouter, leastWaiting } from '../serving/frontDoors.js';
 import type { TaskBuffer } from './taskBuffer.js';
 import { type SimWorker, serves, State } from './worker.js';
 
@@ -70,21 +70,28 @@ export class SimDoors {
       for (let d = 0; d < this.count; d++) {
         const b = this.buffers[d]!;
         if (this.router.holds(d, m) || b.onTime[m]!.length + b.delayed[m]!.length === 0) continue;
-        const to = this.buffers[this.router.next(m)]!;
+        const to = this.buffers[this.route(m)]!;
         b.handOver(m, to, b.onTime[m]!.length);
         b.handOver(m, to, b.delayed[m]!.length, true);
       }
     }
   }
 
-  /** The door model m's next request goes to. */
+  /** The door model m's next request goes to: the fewest waiting per share of its workers (`leastWaiting`). */
   route(m: number): number {
-    return this.count === 1 ? 0 : this.router.next(m);
+    if (this.count === 1) return 0;
+    const b = this.buffers;
+    const d = leastWaiting(
+      this.count,
+      (x) => this.router.share(x, m),
+      (x) => b[x]!.onTime[m]!.length + b[x]!.delayed[m]!.length,
+    );
+    return d >= 0 ? d : this.router.next(m);
   }
 
   /** A pipeline's next step task stays at door d where d has a worker of its model, else is forwarded. */
   routeStep(m: number, d: number): number {
-    return this.count === 1 || this.router.holds(d, m) ? d : this.router.next(m);
+    return this.count === 1 || this.router.holds(d, m) ? d : this.route(m);
   }
 
   /** The arrival rate door d sees of model m, given the model's over all doors. */
