@@ -9,7 +9,7 @@ import { parseGrid, parseSeeds } from '../tools/bench/capacity.js';
 import { runBench } from './bench.js';
 import { DEFAULT_SUITE_POLICIES, runSuite } from './benchSuite.js';
 import { benchRegistry, HEADROOM_VARIANTS, labelForTarget } from './benchCell.js';
-import { attainmentTarget, MONITOR_FLAG_HELP, monitorKind, positiveInt } from './flags.js';
+import { attainmentTarget, frontDoorCount, MONITOR_FLAG_HELP, monitorKind, positiveInt } from './flags.js';
 import type { MonitorKind } from '../src/serving/monitor.js';
 import { readJsonFile } from './profiles.js';
 import { PolicyRegistry } from './registry.js';
@@ -76,7 +76,7 @@ export function registerBench(program: Command): void {
       '--front-doors <n>',
       'front doors, each with its own queues over its share of the workers (docs/front-doors.md) (default: the ' +
         "scenario's frontDoors, else 1)",
-      positiveInt,
+      frontDoorCount,
     )
     .option(
       '--attainment-target <x>',

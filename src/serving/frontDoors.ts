@@ -11,6 +11,9 @@
 //   models) gets fewer, so no door's queue outgrows its workers. Without waiting counts (a fallback), the shares
 //   are kept by a smooth weighted round robin (`DoorRouter.next`).
 
+/** The most front doors a scenario or `inss bench --front-doors` may ask for. */
+export const MAX_FRONT_DOORS = 64;
+
 /**
  * The door for a GPU whose workers serve `models`: the fewest workers of those models, then the fewest in all,
  * then the lowest index. `ofModel(d, m)` and `total(d)` count the workers each door holds now.
