@@ -99,20 +99,6 @@ export class SimDoors {
     return this.count === 1 ? ratePerS : ratePerS * this.router.share(d, m);
   }
 
-  /**
-   * Door d has an idle worker `w` of model m and no task of m: it takes the oldest waiting ones (up to a batch) from
-   * the door with the oldest head among those none of whose workers of m can take a batch now (`free`).
-   */
-  steal(m: number, d: number, batch: number, free: (w: SimWorker) => boolean): void {
-    let from = -1;
-    for (let x = 0; x < this.count; x++) {
-      if (x === d || this.buffers[x]!.onTime[m]!.length === 0) continue;
-      if (this.lists[x]!.some((w) => w.model === m && free(w))) continue;
-      if (from < 0 || this.buffers[x]!.headArrivalMs(m) < this.buffers[from]!.headArrivalMs(m)) from = x;
-    }
-    if (from >= 0) this.buffers[from]!.handOver(m, this.buffers[d]!, batch);
-  }
-
   /** Model m's tasks on time, over every door. */
   queued(m: number): number {
     let n = 0;

@@ -143,7 +143,6 @@ export class Simulation {
     const doors = this.doors;
     const [from, to] = door < 0 ? [0, doors.count] : [door, door + 1];
     for (let d = from; d < to; d++) {
-      if (doors.count > 1 && doors.buffers[d]!.onTime[m]!.length === 0) this.steal(m, d);
       doors.timer[d * this.nModels + m] = dispatchModel(
         m,
         nowMs,
@@ -152,14 +151,6 @@ export class Simulation {
         this.views[d]!,
       );
     }
-  }
-
-  /** Door d's idle worker of m with nothing queued takes waiting tasks from a door whose workers are busy. */
-  private steal(m: number, d: number): void {
-    const view = this.views[d]!;
-    const free = (w: SimWorker) => w.model === m && view.idle(w) && this.canRun(w);
-    const w = this.doors.workers(d, this.gpus.workers).find(free);
-    if (w) this.doors.steal(m, d, w.batch, free);
   }
 
   /** Model m's request queued at `nowMs`: its tasks are admitted (or make room, or are dropped). */
