@@ -45,6 +45,8 @@ export interface BenchOptions {
   readonly timeshareGpu?: PooledGpuMode;
   /** The monitor every run uses (src/serving/monitor.ts); absent: the scenario's. */
   readonly monitor?: MonitorKind;
+  /** Front doors every run uses (src/sim/doors.ts); absent: the scenario's. */
+  readonly frontDoors?: number;
   /** The transport a running system measured on a host (`inss bench --transport FILE`). */
   readonly transport?: TransportModel;
   readonly out?: string;
@@ -121,6 +123,7 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     scenario: opts.scenario,
     ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
     ...(opts.monitor ? { monitor: opts.monitor } : {}),
+    ...(opts.frontDoors ? { frontDoors: opts.frontDoors } : {}),
   });
   const names = opts.policies
     ? opts.policies
@@ -161,6 +164,7 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     policy: f.name,
     ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
     ...(opts.monitor ? { monitor: opts.monitor } : {}),
+    ...(opts.frontDoors ? { frontDoors: opts.frontDoors } : {}),
     ...(opts.policyFile ? { policyFile: opts.policyFile } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}),
   });
@@ -175,6 +179,7 @@ export async function runBench(registry: PolicyRegistry, opts: BenchOptions): Pr
     durationS: loaded.scenario.durationS,
     timeshareGpu: loaded.scenario.timeshareGpu,
     monitor: scenarioSettings(loaded.scenario).monitor,
+    frontDoors: loaded.scenario.frontDoors ?? 1,
     ...(opts.sweep ? { grid: opts.grid ?? DEFAULT_GRID, seeds } : {}),
     results: results.map((r) => ({
       policy: r.policy,

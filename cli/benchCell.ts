@@ -105,6 +105,8 @@ export interface CellJob {
   readonly timeshareGpu?: PooledGpuMode;
   /** The monitor every run uses (src/serving/monitor.ts); absent: the scenario's. */
   readonly monitor?: MonitorKind;
+  /** Front doors every run uses (src/sim/doors.ts); absent: the scenario's. */
+  readonly frontDoors?: number;
   readonly policyFile?: string;
 }
 
@@ -112,12 +114,19 @@ const loadedCache = new Map<string, LoadedScenario>();
 let registry: PolicyRegistry | null = null;
 
 /**
- * The scenario as a cell runs it: loaded once per process, with the time-shared GPU model and the monitor
- * overridden when asked.
+ * The scenario as a cell runs it: loaded once per process, with the time-shared GPU model, the monitor and the
+ * front doors overridden when asked.
  */
-export function cellScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu' | 'monitor'>): LoadedScenario {
+export function cellScenario(
+  job: Pick<CellJob, 'scenario' | 'timeshareGpu' | 'monitor' | 'frontDoors'>,
+): LoadedScenario {
   const loaded = timeshareScenario(job);
-  return job.monitor ? { ...loaded, scenario: { ...loaded.scenario, monitor: job.monitor } } : loaded;
+  const scenario = {
+    ...loaded.scenario,
+    ...(job.monitor ? { monitor: job.monitor } : {}),
+    ...(job.frontDoors ? { frontDoors: job.frontDoors } : {}),
+  };
+  return job.monitor || job.frontDoors ? { ...loaded, scenario } : loaded;
 }
 
 function timeshareScenario(job: Pick<CellJob, 'scenario' | 'timeshareGpu'>): LoadedScenario {
@@ -170,6 +179,7 @@ export interface PolicyJob {
   readonly policy: string;
   readonly timeshareGpu?: PooledGpuMode;
   readonly monitor?: MonitorKind;
+  readonly frontDoors?: number;
   readonly policyFile?: string;
   readonly transport?: TransportModel;
 }

@@ -9,7 +9,7 @@ import { parseGrid, parseSeeds } from '../tools/bench/capacity.js';
 import { runBench } from './bench.js';
 import { DEFAULT_SUITE_POLICIES, runSuite } from './benchSuite.js';
 import { benchRegistry, HEADROOM_VARIANTS, labelForTarget } from './benchCell.js';
-import { attainmentTarget, MONITOR_FLAG_HELP, monitorKind, positiveInt } from './flags.js';
+import { attainmentTarget, frontDoorCount, MONITOR_FLAG_HELP, monitorKind, positiveInt } from './flags.js';
 import type { MonitorKind } from '../src/serving/monitor.js';
 import { readJsonFile } from './profiles.js';
 import { PolicyRegistry } from './registry.js';
@@ -73,6 +73,12 @@ export function registerBench(program: Command): void {
     )
     .option('--monitor <kind>', MONITOR_FLAG_HELP, monitorKind)
     .option(
+      '--front-doors <n>',
+      'front doors, each with its own queues over its share of the workers (docs/front-doors.md) (default: the ' +
+        "scenario's frontDoors, else 1)",
+      frontDoorCount,
+    )
+    .option(
       '--attainment-target <x>',
       "fraction of tasks inss plans to serve within SLO, in (0.5, 1), over the scenario's; inss runs labelled " +
         'inss@<pct> (e.g. inss@95)',
@@ -106,6 +112,7 @@ export function registerBench(program: Command): void {
         jobs: number;
         timeshareGpu?: string;
         monitor?: MonitorKind;
+        frontDoors?: number;
         out?: string;
         policyFile?: string;
         skipUnsupported?: boolean;
@@ -174,6 +181,7 @@ export function registerBench(program: Command): void {
               jobs: opts.jobs,
               ...(mode ? { timeshareGpu: mode } : {}),
               ...(opts.monitor ? { monitor: opts.monitor } : {}),
+              ...(opts.frontDoors ? { frontDoors: opts.frontDoors } : {}),
               ...(out ? { out } : {}),
               ...(opts.json ? { json: true } : {}),
               ...(opts.skipUnsupported ? { skipUnsupported: true } : {}),
@@ -206,6 +214,7 @@ export function registerBench(program: Command): void {
           ...(seeds ? { seeds } : {}),
           ...(timeshareGpu ? { timeshareGpu } : {}),
           ...(opts.monitor ? { monitor: opts.monitor } : {}),
+          ...(opts.frontDoors ? { frontDoors: opts.frontDoors } : {}),
           ...(opts.out ? { out: opts.out } : {}),
           ...(opts.policyFile !== undefined ? { policyFile: opts.policyFile } : {}),
           jobs: opts.jobs,

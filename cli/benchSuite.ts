@@ -56,6 +56,8 @@ export interface SuiteOptions {
   readonly timeshareGpu?: PooledGpuMode;
   /** The monitor every cell uses (src/serving/monitor.ts); absent: each scenario's. */
   readonly monitor?: MonitorKind;
+  /** Front doors every cell uses (src/sim/doors.ts); absent: each scenario's. */
+  readonly frontDoors?: number;
   readonly out?: string;
   readonly json?: boolean;
   /**
@@ -114,6 +116,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       scenario: s,
       ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
       ...(opts.monitor ? { monitor: opts.monitor } : {}),
+      ...(opts.frontDoors ? { frontDoors: opts.frontDoors } : {}),
     }),
   ); // validates every scenario first
   for (const l of loadedAll) scenarioCluster(l.scenario, l.profiles);
@@ -167,6 +170,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
           stopAtAttainment: stopAt,
           ...(opts.timeshareGpu ? { timeshareGpu: opts.timeshareGpu } : {}),
           ...(opts.monitor ? { monitor: opts.monitor } : {}),
+          ...(opts.frontDoors ? { frontDoors: opts.frontDoors } : {}),
         });
   const t0 = performance.now();
   const progress = startProgress({
@@ -197,6 +201,7 @@ export async function runSuite(registry: PolicyRegistry, opts: SuiteOptions): Pr
       wallS,
       timeshareGpu: opts.timeshareGpu ?? 'per scenario (default overlap)',
       monitor: opts.monitor ?? 'per scenario (default mean)',
+      frontDoors: opts.frontDoors ?? 'per scenario (default 1)',
       node: process.version,
     },
     summary,

@@ -1,6 +1,7 @@
 // Flag parsers the commands share; commander reports a parser's message with the flag it was given to.
 import { InvalidArgumentError } from 'commander';
 import { attainmentTargetProblem } from '../src/policy/attainment.js';
+import { MAX_FRONT_DOORS } from '../src/serving/frontDoors.js';
 import { type MonitorKind, MONITOR_KINDS } from '../src/serving/monitor.js';
 import { type PooledPrediction, POOLED_PREDICTIONS } from '../src/serving/settings.js';
 
@@ -13,6 +14,14 @@ export function nonNegativeInt(v: string): number {
 export function positiveInt(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be an integer >= 1');
+  return n;
+}
+
+/** `--front-doors`: 1 to MAX_FRONT_DOORS (src/serving/frontDoors.ts). */
+export function frontDoorCount(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_FRONT_DOORS)
+    throw new InvalidArgumentError(`must be an integer from 1 to ${MAX_FRONT_DOORS}`);
   return n;
 }
 

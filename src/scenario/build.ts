@@ -212,6 +212,7 @@ export function scenarioSettings(s: Scenario): SimSettings {
     groundTruth: { ...s.groundTruth, seed: s.seed },
     queuePolicies: s.models.map((m) => resolveQueuePolicy(m.queuePolicy)),
     samplesPerRequest: s.models.map((m) => m.samplesPerRequest),
+    ...(s.frontDoors !== undefined ? { frontDoors: s.frontDoors } : {}),
   };
 }
 

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { COST_BATCHING_MODES } from '../model/costDistribution.js';
 import { DEFAULT_POOLED_GPU_MODE, POOLED_GPU_MODES } from '../model/pooledGpu.js';
+import { MAX_FRONT_DOORS } from '../serving/frontDoors.js';
 import { MONITOR_KINDS } from '../serving/monitor.js';
 import { POOLED_PREDICTIONS } from '../serving/settings.js';
 import { pipelineWiringError } from '../serving/pipeline.js';
@@ -170,6 +171,11 @@ export const ScenarioSchema = z
     monitor: z.enum(MONITOR_KINDS).optional(),
     /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent, `solo`. */
     pooledPrediction: z.enum(POOLED_PREDICTIONS).optional(),
+    /**
+     * Front doors (docs/front-doors.md): each with its own queues over its share of the workers, every model's
+     * tasks split over them; absent, one. `inss bench --front-doors` overrides it.
+     */
+    frontDoors: z.number().int().min(1).max(MAX_FRONT_DOORS).optional(),
     seed: z.number().int().min(0).default(1),
     /**
      * The fraction of tasks the operator wants within SLO, which inss plans for (src/policy/attainment.ts):

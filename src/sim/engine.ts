@@ -4,7 +4,8 @@
 // the conformance suite and recorded decision digests depend on them.
 // Over 400 lines because the event loop's handlers (model and pipeline arrivals, dispatch, batch ends,
 // reconfiguration, failures) all act on the simulation's private state in an order that is part of the contract;
-// what needs none of it lives in its own module (pipelines.ts, taskBuffer.ts, gpus.ts, requests.ts, stats.ts).
+// what needs none of it lives in its own module (pipelines.ts, taskBuffer.ts, doors.ts, gpus.ts, requests.ts,
+// stats.ts).
 import type { ClusterInfo, Deployment, Observation, Placement, Policy } from '../policy/types.js';
 import { type DispatchRules, type DispatchView, dispatchModel, nextBatchAtMs } from '../serving/dispatch.js';
 import { EpochStats } from '../serving/epochStats.js';
@@ -12,6 +13,7 @@ import { RateMonitor } from '../serving/monitor.js';
 import { nextModelsOnFreedGpu } from '../serving/rules.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs } from '../serving/transport.js';
 import { onReady, planApply } from '../serving/workerSet.js';
+import { SimDoors } from './doors.js';
 import { SimGpus } from './gpus.js';
 import { SimPipelines } from './pipelines.js';
 import { Requests } from './requests.js';
@@ -35,7 +37,10 @@ export class Simulation {
   private readonly monitor: RateMonitor;
   /** The dispatch rule's arrival rates: the monitor's estimate, taken at each decision as the policy's. */
   private ratesPerS: readonly number[];
-  private readonly buffer: TaskBuffer;
+  /** The front doors (doors.ts): per door a task buffer, dispatch timers and a share of the workers. */
+  private readonly doors: SimDoors;
+  /** Per door, the dispatch rule's view of it. */
+  private readonly views: DispatchView<SimWorker>[];
   /** Per model, its tasks' SLO (a pipeline step model's: its step's budget in force). */
   private readonly sloMs: number[];
   /** Added to a task's latency after its batch ends: the answer's way out and the client's own leg. */
@@ -43,8 +48,6 @@ export class Simulation {
   private readonly wayOutMs: number;
   private readonly pipelines: SimPipelines;
   private readonly rules: DispatchRules;
-  /** Per model, when the dispatch rule asked to be called again (Infinity: on the next arrival). */
-  private readonly timer: Float64Array;
   private current: Deployment = { placements: [] };
   private nextWorkerId = 0;
   private dispatchNowMs = 0;
@@ -80,15 +83,17 @@ export class Simulation {
       if (pipes.pipelineOf[m]! >= 0) this.sloMs[m] = pipes.budgetMs(m);
     });
     const budgetMs = this.sloMs.map((slo, m) => dispatchBudgetMs(slo, wayOutOf(m)));
-    this.timer = new Float64Array(n).fill(Infinity);
     this.monitor = new RateMonitor(n, settings.epochMs, settings.monitorWindowMs, settings.monitor);
     this.ratesPerS = this.monitor.ratesPerS(input.initialRatePerS);
     this.epoch = new EpochStats(n);
-    this.buffer = new TaskBuffer(budgetMs, settings.queuePolicies, this.stats, this.epoch, input.trace, this.pipelines);
+    const buffer = () =>
+      new TaskBuffer(budgetMs, settings.queuePolicies, this.stats, this.epoch, input.trace, this.pipelines);
+    this.doors = new SimDoors(settings.frontDoors ?? 1, n, cluster.gpus.length, buffer);
+    this.views = this.doors.buffers.map((b, d) => this.dispatchView(b, d));
   }
 
-  /** The dispatch loop's view of this simulation (src/serving/dispatch.ts, shared with the scheduler). */
-  private readonly dispatchView: DispatchView<SimWorker> = {
+  /** The dispatch loop's view of door d (src/serving/dispatch.ts, shared with the scheduler), its buffer `b`. */
+  private dispatchView = (b: TaskBuffer, d: number): DispatchView<SimWorker> => ({
     model: (w) => w.model,
     canRun: (w) => this.canRun(w),
     batch: (w) => w.batch,
@@ -100,15 +105,15 @@ export class Simulation {
     gpu: (w) => w.gpu,
     timeshared: (w) => this.gpus.timeshared(w.gpu),
     gpuBusy: (w) => this.gpus.busy[w.gpu]! > 0,
-    budgetMs: (m) => this.buffer.onTimeMs[m]!,
-    ratePerS: (m) => this.ratesPerS[m]!,
-    delays: (m) => this.buffer.policies[m]!.delay,
-    queued: (m) => this.buffer.onTime[m]!.length,
-    headArrivalMs: (m) => this.buffer.onTime[m]!.peek(),
-    delayed: (m) => this.buffer.delayed[m]!.length,
+    budgetMs: (m) => b.onTimeMs[m]!,
+    ratePerS: (m) => this.doors.ratePerS(d, m, this.ratesPerS[m]!),
+    delays: (m) => b.policies[m]!.delay,
+    queued: (m) => b.onTime[m]!.length,
+    headArrivalMs: (m) => b.onTime[m]!.peek(),
+    delayed: (m) => b.delayed[m]!.length,
     // The head task cannot meet its deadline even if its batch starts now.
-    drop: (m) => this.buffer.dropHead(m, this.dispatchNowMs),
-    delay: (m) => this.buffer.delay(m, this.dispatchNowMs),
+    drop: (m) => b.dropHead(m, this.dispatchNowMs),
+    delay: (m) => b.delay(m, this.dispatchNowMs),
     start: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, false),
     startDelayed: (w, size) => this.sendBatch(w, this.dispatchNowMs, size, true),
     idle: (w) => !w.busy && !w.held,
@@ -116,7 +121,7 @@ export class Simulation {
       w.busy && !w.held && serves(w)
         ? nextBatchAtMs(1, w.lastSentMs, w.lastPredMs, w.overheadMs, this.gpus.timeshared(w.gpu))
         : Infinity,
-  };
+  });
 
   private canRun(w: SimWorker): boolean {
     const timeshared = this.gpus.timeshared(w.gpu);
@@ -129,38 +134,53 @@ export class Simulation {
     );
   }
 
-  /** Starts batches of `m` on its free workers as the dispatch rule allows; arms the model's timer otherwise. */
-  private tryDispatch(m: number, nowMs: number): void {
+  /**
+   * Starts batches of `m` on its free workers as the dispatch rule allows, at door `door` (-1: at every door); arms
+   * the door's timer for the model otherwise.
+   */
+  private tryDispatch(m: number, nowMs: number, door = -1): void {
     this.dispatchNowMs = nowMs;
-    this.timer[m] = dispatchModel(m, nowMs, this.rules, this.gpus.workers, this.dispatchView);
+    const doors = this.doors;
+    const [from, to] = door < 0 ? [0, doors.count] : [door, door + 1];
+    for (let d = from; d < to; d++) {
+      doors.timer[d * this.nModels + m] = dispatchModel(
+        m,
+        nowMs,
+        this.rules,
+        doors.workers(d, this.gpus.workers),
+        this.views[d]!,
+      );
+    }
   }
 
   /** Model m's request queued at `nowMs`: its tasks are admitted (or make room, or are dropped). */
   private arrive(m: number, nowMs: number): void {
     this.requests.taken(m, nowMs);
+    const door = this.doors.route(m);
     for (let k = this.settings.samplesPerRequest?.[m] ?? 1; k > 0; k--) {
       this.stats.arrivals[m]! += 1;
       this.monitor.arrival(m, nowMs);
-      this.buffer.admit(m, this.requests.arrivalMs[m]!, nowMs);
+      this.doors.buffers[door]!.admit(m, this.requests.arrivalMs[m]!, nowMs);
     }
     this.requests.next(m);
-    this.tryDispatch(m, nowMs);
+    this.tryDispatch(m, nowMs, door);
   }
 
   /** Pipeline p's request queued at `nowMs`: its step-0 task (pipelines.ts). */
   private arrivePipeline(p: number, nowMs: number): void {
     const m = this.pipelines.taken(p, nowMs);
     const arrivalMs = this.pipelines.arrivalMs[p]!;
-    this.queueStep(m, arrivalMs, nowMs);
+    const door = this.doors.route(m);
+    this.queueStep(m, arrivalMs, nowMs, door);
     this.pipelines.next(p);
-    this.tryDispatch(m, nowMs);
+    this.tryDispatch(m, nowMs, door);
   }
 
-  /** A task of step model m for a request that arrived at `originMs` enters its queue at `nowMs`. */
-  private queueStep(m: number, originMs: number, nowMs: number): void {
+  /** A task of step model m for a request that arrived at `originMs` enters door `door`'s queue at `nowMs`. */
+  private queueStep(m: number, originMs: number, nowMs: number, door: number): void {
     this.stats.arrivals[m]! += 1;
     this.monitor.arrival(m, nowMs);
-    this.buffer.admit(m, this.pipelines.stampMs(m, originMs), nowMs, originMs);
+    this.doors.buffers[door]!.admit(m, this.pipelines.stampMs(m, originMs), nowMs, originMs);
   }
 
   /**
@@ -179,14 +199,14 @@ export class Simulation {
         origins: new Float64Array(0),
       });
       if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
-      this.buffer.take(w.model, fromDelayed, h, size);
+      this.doors.buffers[w.door]!.take(w.model, fromDelayed, h, size);
       h.size = size;
       h.sentMs = nowMs;
       h.transportMs = this.requests.batchTransportMs(w.model, size);
       return;
     }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
-    this.buffer.take(w.model, fromDelayed, w, size);
+    this.doors.buffers[w.door]!.take(w.model, fromDelayed, w, size);
     w.transportMs = this.requests.batchTransportMs(w.model, size);
     this.gpus.startBatch(w, nowMs, size, nowMs, w.transportMs);
   }
@@ -217,10 +237,10 @@ export class Simulation {
     if (gpus.timeshared(w.gpu)) {
       // The GPU is free: the model whose oldest task's deadline is soonest goes next (src/serving/rules.ts).
       const onGpu = gpus.workers.filter((x) => x.gpu === w.gpu && x.state !== State.Stopped).map((x) => x.model);
-      const deadline = (m: number) => this.buffer.headArrivalMs(m) + this.sloMs[m]!;
+      const deadline = (m: number) => this.doors.headArrivalMs(m) + this.sloMs[m]!;
       for (const x of nextModelsOnFreedGpu(onGpu, deadline)) this.tryDispatch(x, nowMs);
     } else {
-      this.tryDispatch(w.model, nowMs);
+      this.tryDispatch(w.model, nowMs, w.door);
     }
   }
 
@@ -234,6 +254,7 @@ export class Simulation {
     const last = !step || this.pipelines.isLast(m);
     const after = last ? this.answeredAfterMs : 0;
     const next = last ? -1 : this.pipelines.nextModel(m);
+    const nextDoor = next < 0 ? 0 : this.doors.routeStep(next, w.door);
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
       const lat = nowMs - a + after;
@@ -242,14 +263,14 @@ export class Simulation {
       this.epoch.answered(m, lat, !good);
       if (!step) continue;
       if (last) this.pipelines.answered(m, nowMs - w.origins[i]! + after);
-      else this.queueStep(next, w.origins[i]!, nowMs);
+      else this.queueStep(next, w.origins[i]!, nowMs, nextDoor);
     }
     this.stats.served[m]! += w.size;
     this.epoch.batchTimed(m, exec, w.detail ?? undefined);
     w.overheadMs = this.learnsTransport ? learnedOverheadMs(w.overheadMs, w.transportMs) : this.fixedTransportMs;
     w.batchesThisEpoch++;
     this.batchEnded(w, nowMs);
-    if (next >= 0) this.tryDispatch(next, nowMs);
+    if (next >= 0) this.tryDispatch(next, nowMs, nextDoor);
   }
 
   /** A worker dies (simulator.ts, "Worker failures"): the batches it runs and holds are lost. */
@@ -300,17 +321,20 @@ export class Simulation {
       gpus.workers.push(w);
     }
     for (const w of plan.release) w.state = w.busy ? State.Draining : State.Stopped;
+    this.doors.place(gpus.workers);
     gpus.modes = plan.modes;
     // A pipeline's new split: its step models' budgets follow it (pipelines.ts).
     for (const m of this.pipelines.apply(d)) {
       this.sloMs[m] = this.pipelines.budgetMs(m);
-      this.buffer.setBudget(m, dispatchBudgetMs(this.sloMs[m], this.pipelines.isLast(m) ? this.wayOutMs : 0));
+      const budgetMs = dispatchBudgetMs(this.sloMs[m], this.pipelines.isLast(m) ? this.wayOutMs : 0);
+      for (const b of this.doors.buffers) b.setBudget(m, budgetMs);
     }
     gpus.workers = gpus.workers.filter((w) => w.state !== State.Stopped || w.busy);
     for (let g = 0; g < nGpus; g++) {
       gpus.refreshPredictions(g);
       if (gpus.overcommitted(g)) this.stats.memoryOvercommits++;
     }
+    this.doors.refresh(gpus.workers);
     this.current = d;
   }
 
@@ -323,11 +347,12 @@ export class Simulation {
     if (old) old.state = old.busy ? State.Draining : State.Stopped;
     w.replaces = null;
     this.gpus.refreshPredictions(w.gpu);
+    this.doors.refresh(this.gpus.workers);
     this.tryDispatch(w.model, nowMs);
   }
 
   private observation(nowMs: number): Observation {
-    const queued = this.buffer.onTime.map((q) => q.length);
+    const queued = this.cluster.models.map((_, m) => this.doors.queued(m));
     return this.epoch.observe(nowMs, this.monitor, this.input.initialRatePerS, queued, this.current);
   }
 
@@ -348,7 +373,7 @@ export class Simulation {
       if (this.learnsTransport && w.batchesThisEpoch === 0) w.overheadMs = idleOverheadMs(w.overheadMs);
       w.batchesThisEpoch = 0;
     }
-    for (let m = 0; m < this.nModels; m++) this.buffer.expire(m, nowMs);
+    for (const b of this.doors.buffers) for (let m = 0; m < this.nModels; m++) b.expire(m, nowMs);
     const sec = this.settings.epochMs / 1000;
     const t = this.epoch.totals();
     this.stats.timeline.push({
@@ -365,7 +390,8 @@ export class Simulation {
    * at equal times the epoch goes first, then arrivals and timers by model, pipeline arrivals, workers, failures.
    */
   run(): SimResult {
-    const { settings, requests, timer, gpus } = this;
+    const { settings, requests, gpus } = this;
+    const { timer, count: nDoors } = this.doors;
     this.decide(0, true);
     const failures = [...(this.input.failures ?? [])].sort((a, b) => a.tMs - b.tMs);
     let nextFailure = 0;
@@ -375,17 +401,20 @@ export class Simulation {
       let tMin = nextEpochMs;
       let kind = 0; // 0 epoch, 1 arrival, 2 timer, 3 worker, 4 failure, 5 pipeline arrival
       let which = -1;
+      let door = 0;
       for (let m = 0; m < this.nModels; m++) {
         if (requests.queuedMs[m]! < tMin) {
           tMin = requests.queuedMs[m]!;
           kind = 1;
           which = m;
         }
-        if (timer[m]! < tMin) {
-          tMin = timer[m]!;
-          kind = 2;
-          which = m;
-        }
+        for (let d = 0; d < nDoors; d++)
+          if (timer[d * this.nModels + m]! < tMin) {
+            tMin = timer[d * this.nModels + m]!;
+            kind = 2;
+            which = m;
+            door = d;
+          }
       }
       for (let p = 0; p < this.pipelines.count; p++)
         if (this.pipelines.queuedMs[p]! < tMin) {
@@ -409,7 +438,7 @@ export class Simulation {
       if (tMin > end) break;
       this.stats.events++;
       if (kind === 1) this.arrive(which, tMin);
-      else if (kind === 2) this.tryDispatch(which, tMin);
+      else if (kind === 2) this.tryDispatch(which, tMin, door);
       else if (kind === 3) {
         const w = worker!;
         if (w.busy) this.finishBatch(w, tMin);
@@ -433,8 +462,8 @@ export class Simulation {
 
   private result(end: number): SimResult {
     const leftover = this.cluster.models.map((_, i) => ({
-      queued: this.buffer.onTime[i]!.length,
-      delayed: this.buffer.delayed[i]!.length,
+      queued: this.doors.queued(i),
+      delayed: this.doors.delayed(i),
       running: this.gpus.workers
         .filter((w) => w.model === i && w.busy)
         .reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0),
@@ -443,7 +472,7 @@ export class Simulation {
     const pipelines =
       p.count > 0
         ? {
-            stats: p.stats((m) => this.buffer.delayed[m]!.length),
+            stats: p.stats((m) => this.doors.delayed(m)),
             latencyMs: p.latencies(),
             isStep: (m: number) => p.pipelineOf[m]! >= 0,
           }

@@ -122,6 +122,23 @@ export class TaskBuffer {
     for (let i = 0; i < size; i++) slots.origins[i] = o.shift();
   }
 
+  /**
+   * Hands model m's `n` oldest on-time (or delayed) tasks, with their requests' arrivals, to another front door's
+   * buffer `to` (doors.ts), each in its place by time there.
+   */
+  handOver(m: number, to: TaskBuffer, n: number, fromDelayed = false): void {
+    const q = (fromDelayed ? this.delayed : this.onTime)[m]!;
+    const o = (fromDelayed ? this.originDelayed : this.originOnTime)[m];
+    const into = (fromDelayed ? to.delayed : to.onTime)[m]!;
+    const intoOrigins = (fromDelayed ? to.originDelayed : to.originOnTime)[m];
+    for (let i = 0; i < n && q.length > 0; i++) {
+      const t = q.shift();
+      const at = into.orderedIndex(t, (x) => x);
+      into.insertAt(at, t);
+      if (o) intoOrigins!.insertAt(at, o.shift());
+    }
+  }
+
   /** On-time tasks already past their deadline can no longer meet it: they time out (src/serving/rules.ts). */
   expire(m: number, nowMs: number): void {
     const q = this.onTime[m]!;

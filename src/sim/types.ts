@@ -53,6 +53,11 @@ export interface SimSettings {
    * the running system's measured timer jitter, to replay it (the simulator's own timers are exact).
    */
   readonly dispatchMarginMs?: number;
+  /**
+   * Front doors (src/sim/doors.ts, docs/front-doors.md): each with its own queues over its share of the workers,
+   * each model's tasks split over them by their workers; absent or 1: one door, every task in one queue.
+   */
+  readonly frontDoors?: number;
 }
 
 export const DEFAULT_SIM_SETTINGS: Omit<SimSettings, 'durationMs' | 'groundTruth'> = {

@@ -65,6 +65,8 @@ export interface SimWorker {
   replaces: SimWorker | null;
   /** Dead until its agent restarts it at this time (Infinity: up); it takes no batch meanwhile. */
   downUntilMs: number;
+  /** The front door whose queues it serves (doors.ts; 0 with one door). */
+  door: number;
 }
 
 const EMPTY = new Float64Array(0);
@@ -110,6 +112,7 @@ export function newWorker(
     predicted: new WorkerTimes(),
     replaces: null,
     downUntilMs: Infinity,
+    door: 0,
   };
 }
 
