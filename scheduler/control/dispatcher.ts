@@ -11,12 +11,7 @@ import { type RunningBatch, WORKER_PROTOCOL_VERSION } from '../../src/protocol/w
 import { LatenessWindow } from '../../src/serving/lateness.js';
 import { onTimeBudgetMs } from '../../src/serving/queuePolicy.js';
 import { nextModelsOnFreedGpu } from '../../src/serving/rules.js';
-import {
-  dispatchModel,
-  type DispatchRules,
-  type DispatchView,
-  nextBatchAtMs,
-} from '../../src/serving/dispatch.js';
+import { dispatchModel, type DispatchRules, type DispatchView, nextBatchAtMs } from '../../src/serving/dispatch.js';
 import type { ControlObserver } from '../observer.js';
 import type { AgentRegistry } from './agents.js';
 import type { InFlightBatches } from './batches.js';
