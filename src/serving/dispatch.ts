@@ -22,6 +22,8 @@
 // its deadline. With a backlog (more than `batch` queued), a head that cannot finish in a full batch
 // times out instead (Nexus's early drop): shrinking batches to save heads near their deadlines lowers
 // the worker's throughput while the queue is long and brings the next heads nearer theirs, a spiral.
+// The same holds for any queue of two or more where the worker's prediction follows the batches running
+// on its pooled GPU (prediction.ts): there a smaller batch also overlaps more batches, each slower.
 // A head that no free worker of its model can finish in time, even alone and started now, times out:
 // it is dropped, or moved to the delayed lane, by its queue policy.
 // A worker with nothing to start from the on-time lane and no batch in flight takes the largest batch
@@ -154,9 +156,11 @@ export function dispatchStep(x: DispatchInput): DispatchStep {
   const full = Math.min(x.queued, x.batch);
   const deadline = x.headArrivalMs + x.sloMs;
   const over = x.overheadMs ?? 0;
-  // A backlog: a head that cannot finish within its SLO in a full batch times out (the early drop in
-  // the file head) rather than being served in a smaller batch.
-  if (x.queued > x.batch && x.nowMs + x.predicted.ms(full) + over > deadline) return DROP;
+  // A backlog, or a worker predicted beside the batches running on its pooled GPU: a head that cannot
+  // finish within its SLO in a full batch times out (the early drop in the file head) rather than being
+  // served in a smaller batch.
+  const early = x.queued > x.batch || (x.predicted.followsRunning === true && x.queued > 1);
+  if (early && x.nowMs + x.predicted.ms(full) + over > deadline) return DROP;
   // Otherwise the largest batch of the oldest tasks that still lets the head finish within its SLO:
   // a short queue that built up (a burst, a swap, requests parsed together) is served in a smaller
   // batch rather than dropped. The head is dropped only when even a batch of one would finish late.

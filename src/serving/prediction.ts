@@ -103,6 +103,8 @@ export class RunningBatches {
 /** A worker's predicted t_inf by batch size, as the dispatch rule reads it. */
 export interface BatchTimes {
   ms(size: number): number;
+  /** The times follow the batches running on a pooled overlap GPU (`WorkerTimes`). */
+  readonly followsRunning?: boolean;
 }
 
 /** Batch times from a table alone (index = batch size), as `predictionTable` fills it. */
@@ -134,6 +136,10 @@ export class WorkerTimes implements BatchTimes {
   private beside: Beside | null = null;
   private readonly memo = new Float64Array(MAX_PRED_BATCH);
   private memoVersion = -1;
+
+  get followsRunning(): boolean {
+    return this.beside !== null;
+  }
 
   /** Follow the batches `running` on its pooled overlap GPU (null: the table alone). */
   follow(beside: Beside | null): void {

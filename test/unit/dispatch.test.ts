@@ -42,6 +42,17 @@ describe('dispatchStep', () => {
     expect(dispatchStep({ ...base, queued: 1, overheadMs: 77 })).toEqual({ kind: 'drop' });
   });
 
+  it('where the times follow the batches running on a pooled GPU, times out a head a full batch cannot serve', () => {
+    // A burst of 30 under the batch of 32: served in a batch of 25 by a worker on its own, but where a smaller batch
+    // would overlap more batches on a pooled GPU the head times out and the next heads go in a full batch.
+    const following = { ms: table.ms, followsRunning: true };
+    expect(dispatchStep({ ...base, queued: 30, predicted: following })).toEqual({ kind: 'drop' });
+    // 25 queued: a full batch the head makes (79 ms), held toward its latest start as anywhere.
+    expect(dispatchStep({ ...base, queued: 25, predicted: following })).toEqual({ kind: 'wait', untilMs: 1001 });
+    // A lone task is not held to a full batch it does not have.
+    expect(dispatchStep({ ...base, queued: 1, nowMs: 1073, predicted: following })).toEqual({ kind: 'start', size: 1 });
+  });
+
   it(
     'under a backlog (more queued than a batch) drops a head that a full batch cannot serve in time, ' +
       'rather than shrinking the batch',
