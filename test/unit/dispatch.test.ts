@@ -45,7 +45,7 @@ describe('dispatchStep', () => {
   it('where the times follow the batches running on a pooled GPU, times out a head a full batch cannot serve', () => {
     // A burst of 30 under the batch of 32: served in a batch of 25 by a worker on its own, but where a smaller batch
     // would overlap more batches on a pooled GPU the head times out and the next heads go in a full batch.
-    const following = { ms: table.ms, followsRunning: true };
+    const following = { ms: (b: number) => table.ms(b), followsRunning: true };
     expect(dispatchStep({ ...base, queued: 30, predicted: following })).toEqual({ kind: 'drop' });
     // 25 queued: a full batch the head makes (79 ms), held toward its latest start as anywhere.
     expect(dispatchStep({ ...base, queued: 25, predicted: following })).toEqual({ kind: 'wait', untilMs: 1001 });
