@@ -3,10 +3,10 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import { ProfileSchema } from '../../src/profile/schema.js';
 import { DEFAULT_SIM_SETTINGS, simulate, type SimSettings } from '../../src/sim/simulator.js';
 import { DEFAULT_MAX_QUEUE_SIZE, type QueuePolicy } from '../../src/serving/queuePolicy.js';
-import { rateFunction, RenewalStream, TraceStream } from '../../src/workload/arrivals.js';
-import { mixSeed, Rng } from '../../src/workload/random.js';
+import { TraceStream } from '../../src/workload/arrivals.js';
 import { FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
 import { makeProfile } from '../support/builders.js';
+import { constantPoisson } from '../support/simInput.js';
 
 // A GPU whose running time does not depend on the batch's share and grows linearly with batch:
 // o_r = 2 ms * b (pctExp 0), tiny transfers; scheduling 0.
@@ -26,9 +26,7 @@ const settings = (over: Partial<SimSettings> = {}): SimSettings => ({
   ...over,
 });
 
-function poisson(ratePerS: number, seed: number) {
-  return new RenewalStream(rateFunction({ kind: 'constant', ratePerS }), new Rng(mixSeed(seed)));
-}
+const poisson = constantPoisson;
 
 describe('simulator against closed forms', () => {
   it('an M/D/1 queue with batch size 1 matches its mean waiting time rho*D / (2(1 - rho))', () => {
