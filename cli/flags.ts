@@ -50,7 +50,7 @@ export function pooledPrediction(v: string): PooledPrediction {
 /** The help text of `--pooled-prediction`. */
 export const POOLED_PREDICTION_FLAG_HELP =
   'how the dispatch rule predicts a batch on a pooled overlap GPU: solo (alone on the GPU) or running (beside the ' +
-  "batches running there; docs/dispatch.md) (default: the scenario's pooledPrediction, else solo)";
+  "batches running there; docs/dispatch.md) (default: the scenario's pooledPrediction, else running)";
 
 /** The help text of `--monitor`. */
 export const MONITOR_FLAG_HELP =

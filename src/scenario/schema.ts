@@ -169,7 +169,7 @@ export const ScenarioSchema = z
      * raised by the tuner where the traffic envelope outgrows the plan's (src/serving/tuner.ts); absent, the default.
      */
     monitor: z.enum(MONITOR_KINDS).optional(),
-    /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent, `solo`. */
+    /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent, `running`. */
     pooledPrediction: z.enum(POOLED_PREDICTIONS).optional(),
     /**
      * Front doors (docs/front-doors.md): each with its own queues over its share of the workers, every model's

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { type MonitorKind, MONITOR_KINDS } from './monitor.js';
 
 /**
- * How the dispatch rule predicts a batch on a pooled `overlap` GPU (src/serving/prediction.ts): `solo`, its
- * time alone on the GPU; `running`, beside the batches running there when it would start, by the pooled
- * rule the ground truth and the planner follow. docs/dispatch.md says what each is worth.
+ * How the dispatch rule predicts a batch on a pooled `overlap` GPU (src/serving/prediction.ts): `running` (the
+ * default), beside the batches running there when it would start, by the pooled rule the ground truth and the
+ * planner follow; `solo`, its time alone on the GPU. docs/dispatch.md says what each is worth.
  */
 export const POOLED_PREDICTIONS = ['solo', 'running'] as const;
 export type PooledPrediction = (typeof POOLED_PREDICTIONS)[number];
@@ -35,7 +35,7 @@ export const DEFAULT_SERVING_SETTINGS: ServingSettings = {
   monitorWindowMs: 3000,
   dispatchSlack: 0.1,
   monitor: 'mean',
-  pooledPrediction: 'solo',
+  pooledPrediction: 'running',
 };
 
 /** The fields of a scenario (src/scenario/schema.ts) that the serving settings read, in seconds. */

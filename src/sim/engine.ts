@@ -64,7 +64,7 @@ export class Simulation {
     this.learnsTransport = transport !== undefined;
     this.stats = new SimStats(n);
     this.gpus = new SimGpus(cluster, input.truthCluster ?? cluster, settings.groundTruth, this.stats, input.trace);
-    this.gpus.followRunning = settings.pooledPrediction === 'running';
+    this.gpus.followRunning = settings.pooledPrediction !== 'solo';
     this.sloMs = cluster.models.map((m) => m.sloMs);
     // The answer's way out (the transport model's): the dispatch rule and expiry budget each task its
     // SLO less it (`dispatchBudgetMs`, the scheduler's rule). The client's own leg counts in each

@@ -20,7 +20,7 @@ export interface SimSettings {
   readonly monitor?: MonitorKind;
   /** Safety margin of the dispatch rule (c), as a fraction of the predicted batch time. */
   readonly dispatchSlack: number;
-  /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent: `solo`. */
+  /** How the dispatch rule predicts a batch on a pooled overlap GPU (src/serving/settings.ts); absent: `running`. */
   readonly pooledPrediction?: PooledPrediction;
   /**
    * Time each batch spends outside the GPU on its way to the worker and back (ms), before its GPU

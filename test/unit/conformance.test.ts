@@ -444,6 +444,7 @@ describe('conformance: the simulator and the control plane on one scripted trace
 
   it('on a pooled overlap GPU, predict each batch beside the batches running there alike on both sides', () => {
     const load: Load = { ...STEADY_REJECT, queuePolicy: DELAY };
+    SETTINGS = { ...DEFAULT_SERVING_SETTINGS, pooledPrediction: 'solo' };
     const solo = runSimulator([TS], 'overlap', [], load);
     SETTINGS = { ...DEFAULT_SERVING_SETTINGS, pooledPrediction: 'running' };
     try {
