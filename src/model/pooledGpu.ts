@@ -3,7 +3,7 @@
 // (scheduler/control.ts) and the simulated worker (agent/simWorker.ts) all follow. Pure. It lives with
 // the latency model, not with the serving rules (src/serving/): it says how long a batch takes on a
 // pooled GPU (`pooledMs`, `pooledBatchMs`), which the planner predicts with, the ground truth times by
-// and the dispatch rule may predict a batch by from the batches running beside it
+// and the dispatch rule predicts a batch by from the batches running beside it
 // (src/serving/prediction.ts, `WorkerTimes`); the dispatch side also reads `pooledConcurrency`.
 //
 // A pooled GPU (GpuMode `timeshare`) runs one worker per model, each at the whole GPU, and the

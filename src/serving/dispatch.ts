@@ -7,8 +7,8 @@
 // Each model has an on-time lane and a delayed lane (src/serving/queuePolicy.ts). A task's deadline is
 // its arrival plus its model's budget: the SLO less the answer's way out, or the queue policy's shorter
 // timeout. t_pred(q) is a worker's predicted GPU time for a batch of q given the other workers on its
-// GPU, and on a pooled overlap GPU, where the serving settings say so, the batches running there now
-// (prediction.ts); `transport` is the
+// GPU, and on a pooled overlap GPU the batches running there now (unless the serving settings say
+// `solo`; prediction.ts); `transport` is the
 // time a batch spends outside the GPU (0 in the simulator unless it is given one, learnt by the
 // scheduler). A free serving worker takes a batch of the on-time lane when
 //   (a) `batch` tasks are queued, or
