@@ -44,14 +44,22 @@ async function settingsOf(args: string[]): Promise<unknown> {
 
 describe('the scheduler takes its epoch and monitor window from the scenario', () => {
   it('by default, and from the flags when given', async () => {
-    expect(await settingsOf([])).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1, monitor: 'mean' });
+    expect(await settingsOf([])).toEqual({
+      epochMs: 500,
+      monitorWindowMs: 2000,
+      dispatchSlack: 0.1,
+      monitor: 'mean',
+      pooledPrediction: 'running',
+    });
     expect(await settingsOf(['--monitor-window-ms', '4000'])).toEqual({
       epochMs: 500,
       monitorWindowMs: 4000,
       dispatchSlack: 0.1,
       monitor: 'mean',
+      pooledPrediction: 'running',
     });
     expect(await settingsOf(['--monitor', 'envelope'])).toMatchObject({ monitor: 'envelope' });
+    expect(await settingsOf(['--pooled-prediction', 'solo'])).toMatchObject({ pooledPrediction: 'solo' });
   });
 
   it('refuses a flag that is not a positive whole number of ms', async () => {
@@ -61,5 +69,8 @@ describe('the scheduler takes its epoch and monitor window from the scenario', (
     const m = await runCli(['scheduler', '--port', '0', '--scenario', scenarioFile, '--monitor', 'peak']);
     expect(m.code).not.toBe(0);
     expect(m.stderr).toMatch(/--monitor.*mean or envelope/);
+    const p = await runCli(['scheduler', '--port', '0', '--scenario', scenarioFile, '--pooled-prediction', 'peak']);
+    expect(p.code).not.toBe(0);
+    expect(p.stderr).toMatch(/--pooled-prediction.*solo or running/);
   });
 });

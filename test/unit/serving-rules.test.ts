@@ -266,7 +266,14 @@ describe('epoch and monitor window from the scenario (src/serving/settings.ts)',
 
   it('the simulator and the scheduler read the same settings, which flags may override, validated', () => {
     const s = servingSettings(scenario);
-    expect(s).toEqual({ epochMs: 500, monitorWindowMs: 2000, dispatchSlack: 0.1, monitor: 'mean' });
+    expect(s).toEqual({
+      epochMs: 500,
+      monitorWindowMs: 2000,
+      dispatchSlack: 0.1,
+      monitor: 'mean',
+      pooledPrediction: 'running',
+    });
+    expect(servingSettings({ ...scenario, pooledPrediction: 'solo' }).pooledPrediction).toBe('solo');
     expect(scenarioSettings(scenario)).toMatchObject(s);
     expect(withOverrides(s, { epochMs: 250, monitorWindowMs: undefined })).toEqual({ ...s, epochMs: 250 });
     expect(() => withOverrides(s, { epochMs: 0 })).toThrow(/epochMs/);
