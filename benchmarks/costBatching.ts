@@ -10,7 +10,7 @@
 // per-configuration error and noise only: per batch size with at least 1000 batches, p99 measured / predicted.
 //
 //   npm run build && npm run bench:cost-batching [-- --scenarios text-6,text-6-relaxed --loads 1,1.5 \
-//     --seeds 1,2,3 --policy inss --pooled-prediction running] [-- --tail-check --scenarios text-6-relaxed]
+//     --seeds 1,2,3 --policy inss --pooled-prediction solo] [-- --tail-check --scenarios text-6-relaxed]
 import { parseArgs } from 'node:util';
 import { type CostBatching, maxCostQuantile } from '../src/model/costDistribution.js';
 import type { ClusterInfo, Policy } from '../src/policy/types.js';
