@@ -113,7 +113,7 @@ export class WorkerSet {
   batchFinished(b: Batch): void {
     const w = b.worker;
     w.inFlight = w.inFlight.filter((x) => x !== b);
-    for (const r of this.running) r.remove(b);
+    if (b.timeshared) this.running[w.gpu]?.remove(b);
     if (!w.wanted) this.keep((x) => x !== w);
   }
 

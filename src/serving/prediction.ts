@@ -136,6 +136,8 @@ export class WorkerTimes implements BatchTimes {
   private beside: Beside | null = null;
   private readonly memo = new Float64Array(MAX_PRED_BATCH);
   private memoVersion = -1;
+  /** Nothing of another known model runs beside it at `memoVersion`: the table holds. */
+  private alone = true;
 
   get followsRunning(): boolean {
     return this.beside !== null;
@@ -149,11 +151,13 @@ export class WorkerTimes implements BatchTimes {
 
   ms(size: number): number {
     const b = this.beside;
-    if (b === null || !runsBeside(b)) return predictedMs(this.table, size);
+    if (b === null) return predictedMs(this.table, size);
     if (this.memoVersion !== b.running.version) {
       this.memo.fill(NaN);
       this.memoVersion = b.running.version;
+      this.alone = !runsBeside(b);
     }
+    if (this.alone) return predictedMs(this.table, size);
     const at = Math.min(size, MAX_PRED_BATCH - 1);
     let ms = this.memo[at]!;
     if (Number.isNaN(ms)) ms = this.memo[at] = pooledPrediction(b, at);

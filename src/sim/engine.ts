@@ -104,7 +104,7 @@ export class Simulation {
     overheadMs: (w) => (this.learnsTransport ? w.overheadMs : this.fixedTransportMs),
     gpu: (w) => w.gpu,
     timeshared: (w) => this.gpus.timeshared(w.gpu),
-    gpuBusy: (w) => this.gpus.busy[w.gpu]! > 0,
+    gpuBusy: (w) => this.gpus.running[w.gpu]!.size > 0,
     budgetMs: (m) => b.onTimeMs[m]!,
     ratePerS: (m) => this.doors.ratePerS(d, m, this.ratesPerS[m]!),
     delays: (m) => b.policies[m]!.delay,

@@ -13,9 +13,7 @@ import { serves, type SimWorker, State } from './worker.js';
 export class SimGpus {
   workers: SimWorker[] = [];
   modes: GpuMode[];
-  /** Timeshare GPUs: batches running now. */
-  readonly busy: Uint8Array;
-  /** Per GPU, the batches running on it (what the dispatch rule predicts a pooled batch beside). */
+  /** Per timeshare GPU, the batches running on it now (what the dispatch rule predicts a pooled batch beside). */
   readonly running: RunningBatches[];
   /** The dispatch rule predicts a batch on a pooled overlap GPU beside the batches running there (`running`). */
   followRunning = false;
@@ -44,7 +42,6 @@ export class SimGpus {
   ) {
     const n = cluster.gpus.length;
     this.modes = new Array<GpuMode>(n).fill('mps');
-    this.busy = new Uint8Array(n);
     this.running = cluster.gpus.map(() => new RunningBatches());
     this.shareTime = new Float64Array(n);
     this.pooledLimit = cluster.gpus.map((g) => pooledConcurrency(g.pooled));
@@ -58,7 +55,7 @@ export class SimGpus {
 
   /** A pooled GPU that runs as many batches as its mode allows. */
   full(g: number): boolean {
-    return this.timeshared(g) && this.busy[g]! >= this.pooledLimit[g]!;
+    return this.timeshared(g) && this.running[g]!.size >= this.pooledLimit[g]!;
   }
 
   liveOn(g: number): SimWorker[] {
@@ -93,15 +90,14 @@ export class SimGpus {
       if (!this.timeshared(w.gpu)) this.shareTime[w.gpu]! += w.pct * dt;
     }
     // A timeshare GPU counts 100 while any batch runs on it, however many overlap.
-    for (let g = 0; g < this.busy.length; g++)
-      if (this.timeshared(g) && this.busy[g]! > 0) this.shareTime[g]! += 100 * dt;
+    for (let g = 0; g < this.running.length; g++)
+      if (this.timeshared(g) && this.running[g]!.size > 0) this.shareTime[g]! += 100 * dt;
     this.lastShareMs = nowMs;
   }
 
   /** `w`'s batch ended (answered or lost): it no longer runs on its GPU. */
   endBatch(w: SimWorker): void {
-    if (w.timeshared) this.busy[w.gpu]! -= 1;
-    this.running[w.gpu]!.remove(w);
+    if (w.timeshared) this.running[w.gpu]!.remove(w);
   }
 
   /**
@@ -149,8 +145,7 @@ export class SimGpus {
     // On a pooled GPU the ground truth rewrote the shares to the even split it timed the batches at.
     if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
     w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside };
-    if (timeshared) this.busy[g]! += 1;
-    this.running[g]!.add(w, w, w.model, size);
+    if (timeshared) this.running[g]!.add(w, w, w.model, size);
     w.timeshared = timeshared;
     w.busy = true;
     w.size = size;
