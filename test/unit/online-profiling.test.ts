@@ -159,6 +159,18 @@ function observation(n: number, batches: BatchRecord[], nowMs: number): Observat
   };
 }
 
+// A GPU type where every model runs twice as long.
+const slow: Profile = {
+  ...full,
+  id: 'slow',
+  models: Object.fromEntries(
+    Object.entries(full.models).map(([n, m]) => [
+      n,
+      { ...m, runSamples: m.runSamples.map((x) => ({ ...x, runMs: 2 * x.runMs })) },
+    ]),
+  ),
+};
+
 describe('the online-profiling decorator', () => {
   const models = [
     { name: 'a', sloMs: 100 },
@@ -189,6 +201,7 @@ describe('the online-profiling decorator', () => {
     ]);
     // Epochs of full batches alone on GPU 1: AIMD grows the batch, the fit passes, the model is promoted.
     let batch = 1;
+    let inForce = d0;
     for (let e = 1; e <= 8 && promoted.length === 0; e++) {
       const recs: BatchRecord[] = Array.from({ length: 32 }, () => ({
         model: 1,
@@ -199,7 +212,8 @@ describe('the online-profiling decorator', () => {
         pooled: false,
         beside: [],
       }));
-      const d = policy.decide(observation(3, recs, e * 1000));
+      const d = policy.decide({ ...observation(3, recs, e * 1000), current: inForce });
+      inForce = d;
       const mine = d.placements.find((p) => p.model === 1)!;
       if (promoted.length === 0) {
         expect(mine.batch).toBe(Math.min(32, batch * 2));
@@ -207,6 +221,8 @@ describe('the online-profiling decorator', () => {
       }
     }
     expect(promoted).toEqual(['new']);
+    // The policy made anew plans from nothing in force: not from the AIMD placement it did not plan.
+    expect(seen[seen.length - 1]!.current).toEqual({ placements: [] });
     // Re-created on the larger cluster: every GPU, 'new' among its models at its own index.
     const last = created[created.length - 1]!;
     expect(last.models.map((m) => m.name)).toEqual(['a', 'new', 'b']);
@@ -222,17 +238,6 @@ describe('the online-profiling decorator', () => {
   });
 
   it('carries a fit over to another GPU type by the ratio of the other models there', () => {
-    // A GPU type where every model runs twice as long.
-    const slow: Profile = {
-      ...full,
-      id: 'slow',
-      models: Object.fromEntries(
-        Object.entries(full.models).map(([n, m]) => [
-          n,
-          { ...m, runSamples: m.runSamples.map((x) => ({ ...x, runMs: 2 * x.runMs })) },
-        ]),
-      ),
-    };
     const cluster = buildCluster([slow, full], models);
     const { factory, created } = recordingFactory();
     const policy = withOnlineProfiling(factory, { unprofiled: ['new'] }).create(cluster, {});
@@ -255,6 +260,30 @@ describe('the online-profiling decorator', () => {
     expect(onSlow / onFull).toBeGreaterThan(1.8);
     expect(onSlow / onFull).toBeLessThan(2.05);
     expect(policy.note).toMatch(/new on slow: profile carried over from synthetic/);
+  });
+
+  it('keeps the fastest GPU for the unprofiled model, wherever it is, and maps GPUs in and out', () => {
+    const cluster = buildCluster([full, slow, slow], models);
+    const { factory, created, seen } = recordingFactory();
+    const policy = withOnlineProfiling(factory, { unprofiled: ['new'] }).create(cluster, {});
+    // The inner policy gets the two slow GPUs as 0 and 1; the fast GPU 0 is kept for 'new'.
+    const inner = created[created.length - 1]!;
+    expect(inner.gpus.map((g) => [g.index, g.profileId])).toEqual([
+      [0, 'slow'],
+      [1, 'slow'],
+    ]);
+    const recs: BatchRecord[] = [
+      { model: 0, gpu: 2, batch: 3, pct: 50, execMs: 5, pooled: false, beside: [{ model: 2, batch: 1, pct: 50 }] },
+      { model: 1, gpu: 0, batch: 1, pct: 100, execMs: 5, pooled: false, beside: [] },
+    ];
+    const d = policy.decide(observation(3, recs, 0));
+    // The inner policy saw only its own model's batch, on its GPU 1 (the cluster's GPU 2).
+    expect(seen[seen.length - 1]!.lastEpoch.batches).toEqual([
+      { model: 0, gpu: 1, batch: 3, pct: 50, execMs: 5, pooled: false, beside: [{ model: 1, batch: 1, pct: 50 }] },
+    ]);
+    expect(d.placements.filter((p) => p.model !== 1).every((p) => p.gpu === 1)).toBe(true);
+    expect(d.placements.find((p) => p.model === 1)).toMatchObject({ model: 1, gpu: 0, pct: 100 });
+    expect(d.gpuModes ?? []).not.toContain('timeshare');
   });
 
   it('time-shares the least loaded GPU when the cluster has one GPU', () => {

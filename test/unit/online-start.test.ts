@@ -5,7 +5,7 @@ import { LatencyModel } from '../../src/model/predictor.js';
 import { addSample, emptyFitState, type FitState, runAtFull } from '../../src/policy/online/fit.js';
 import { gpuPrior, median } from '../../src/policy/online/prior.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
-import { estimatedMs, rateBatch } from '../../src/policy/online/startBatch.js';
+import { estimatedMs, flooredBatch, rateBatch } from '../../src/policy/online/startBatch.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import type { BatchRecord, Observation, PolicyFactory } from '../../src/policy/types.js';
 import { type Profile, ProfileSchema } from '../../src/profile/schema.js';
@@ -67,6 +67,25 @@ describe('the batch before the fit', () => {
     const target = estimatedMs(st, prior, 6) + 1e-9;
     expect(rateBatch(st, prior, 1e6, target)).toBe(6);
     expect(rateBatch(st, prior, 1e6, estimatedMs(st, prior, 1) / 2)).toBe(1);
+  });
+
+  it('goes over the target to the smallest batch that serves the rate where no batch within it does', () => {
+    const st = seenAt([1, 8, 16]);
+    // The target sits at batch 6's time; the rate is just over what batch 6 serves alone, under batch 8's.
+    const target = estimatedMs(st, prior, 6) + 1e-9;
+    const rate = (1000 * 6) / estimatedMs(st, prior, 6) + 1;
+    const b = rateBatch(st, prior, rate, target)!;
+    expect(b).toBeGreaterThan(6);
+    expect((1000 * b) / estimatedMs(st, prior, b)).toBeGreaterThanOrEqual(rate);
+    expect((1000 * (b - 1)) / estimatedMs(st, prior, b - 1)).toBeLessThan(rate);
+    expect(estimatedMs(st, prior, b)).toBeLessThanOrEqual(2 * target);
+    // Not where that batch would take more than the SLO (twice the target): then the largest within the target.
+    expect(rateBatch(st, prior, rate, estimatedMs(st, prior, b) / 2.01)).toBeLessThan(b);
+    // After a batch over the target AIMD lowers to a floor within it, but not under a floor over it.
+    const within = rateBatch(st, prior, 10, target)!;
+    expect(flooredBatch(12, true, st, prior, 10, target)).toBe(within);
+    expect(flooredBatch(12, false, st, prior, 10, target)).toBe(12);
+    expect(flooredBatch(b - 1, true, st, prior, rate, target)).toBe(b);
   });
 
   it('says nothing without a profiled model and no batch of its own', () => {

@@ -48,38 +48,64 @@ export interface InnerView {
   readonly map: readonly number[];
   /** Outer model index -> inner model index, or -1. */
   readonly back: readonly number[];
+  /** Inner GPU index -> outer GPU index. */
+  readonly gpus: readonly number[];
+  /** Outer GPU index -> inner GPU index, or -1 (a GPU kept for unprofiled models). */
+  readonly gpuBack: readonly number[];
 }
 
 /**
- * The known cluster restricted to the models some GPU has a profile for, and to its first `gpuCount` GPUs
- * (the others are kept for unprofiled models); null when there is no such model.
+ * The known cluster restricted to the models some GPU has a profile for, and to the GPUs `gpus` (outer
+ * indices, ascending; the others are kept for unprofiled models; every GPU by default); null when there is no
+ * such model.
  */
-export function innerCluster(known: ClusterInfo, gpuCount = known.gpus.length): InnerView | null {
+export function innerCluster(
+  known: ClusterInfo,
+  gpus: readonly number[] = known.gpus.map((g) => g.index),
+): InnerView | null {
   const unprofiled = new Set(unprofiledIndices(known));
   const map = known.models.filter((m) => !unprofiled.has(m.index)).map((m) => m.index);
   if (map.length === 0) return null;
   const back = known.models.map((m) => map.indexOf(m.index));
+  const gpuBack = known.gpus.map((g) => gpus.indexOf(g.index));
   const models: ServedModel[] = map.map((o, index) => ({ ...known.models[o]!, index }));
-  const gpus = known.gpus.slice(0, gpuCount).map((g) => ({ ...g, profileIndex: map.map((o) => g.profileIndex[o]!) }));
-  return { cluster: { gpus, models }, map, back };
+  const inner = gpus.map((o, index) => {
+    const g = known.gpus[o]!;
+    return { ...g, index, profileIndex: map.map((m) => g.profileIndex[m]!) };
+  });
+  return { cluster: { gpus: inner, models }, map, back, gpus, gpuBack };
+}
+
+/**
+ * The GPUs an inner policy keeps when `keep` are held back for unprofiled models: all but the `keep` fastest
+ * by the median profiled model's time alone at batch 8 (`typicalMs`, one per GPU index; the fastest carries a
+ * model whose rate one GPU barely holds, before its fit can place it on more), ties to the last GPUs.
+ */
+export function innerGpus(typicalMs: readonly number[], keep: number): number[] {
+  const order = typicalMs.map((ms, i) => ({ ms: Number.isFinite(ms) ? ms : Infinity, i }));
+  order.sort((a, b) => a.ms - b.ms || b.i - a.i);
+  const kept = new Set(order.slice(0, keep).map((o) => o.i));
+  return typicalMs.map((_, i) => i).filter((i) => !kept.has(i));
 }
 
 function pick<T>(xs: readonly T[] | undefined, map: readonly number[]): T[] | undefined {
   return xs === undefined ? undefined : map.map((o) => xs[o]!);
 }
 
-/** A deployment of the outer cluster as the inner policy sees it: its models' placements only, renumbered. */
+/** A deployment of the outer cluster as the inner policy sees it: its models' placements on its GPUs, renumbered. */
 export function toInnerDeployment(d: Deployment, v: InnerView): Deployment {
   const placements = d.placements
-    .filter((p) => (v.back[p.model] ?? -1) >= 0)
-    .map((p) => ({ ...p, model: v.back[p.model]! }));
-  return d.gpuModes ? { placements, gpuModes: d.gpuModes } : { placements };
+    .filter((p) => (v.back[p.model] ?? -1) >= 0 && (v.gpuBack[p.gpu] ?? -1) >= 0)
+    .map((p) => ({ ...p, model: v.back[p.model]!, gpu: v.gpuBack[p.gpu]! }));
+  return d.gpuModes ? { placements, gpuModes: v.gpus.map((o) => d.gpuModes![o]!) } : { placements };
 }
 
-/** The inner policy's deployment in outer model indices. */
+/** The inner policy's deployment in outer model and GPU indices (a kept GPU's mode: `mps`, nothing on it yet). */
 export function toOuterDeployment(d: Deployment, v: InnerView): Deployment {
-  const placements = d.placements.map((p) => ({ ...p, model: v.map[p.model]! }));
-  return d.gpuModes ? { placements, gpuModes: d.gpuModes } : { placements };
+  const placements = d.placements.map((p) => ({ ...p, model: v.map[p.model]!, gpu: v.gpus[p.gpu]! }));
+  if (!d.gpuModes) return { placements };
+  const gpuModes = v.gpuBack.map((i): GpuMode => (i >= 0 ? d.gpuModes![i]! : 'mps'));
+  return { placements, gpuModes };
 }
 
 /** The observation renumbered for the inner policy; `current`: the deployment it is told is in force. */
@@ -87,10 +113,11 @@ export function toInnerObservation(obs: Observation, v: InnerView, current: Depl
   const m = v.map;
   const e = obs.lastEpoch;
   const batches = e.batches
-    ?.filter((b) => (v.back[b.model] ?? -1) >= 0)
+    ?.filter((b) => (v.back[b.model] ?? -1) >= 0 && (v.gpuBack[b.gpu] ?? -1) >= 0)
     .map((b): BatchRecord => ({
       ...b,
       model: v.back[b.model]!,
+      gpu: v.gpuBack[b.gpu]!,
       beside: b.beside.filter((x) => (v.back[x.model] ?? -1) >= 0).map((x) => ({ ...x, model: v.back[x.model]! })),
     }));
   const cv2 = pick(obs.arrivalCv2, m);

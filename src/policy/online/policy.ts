@@ -36,6 +36,7 @@ import { type AimdBatch, aimdEpoch, aimdTargetMs, type AimdSettings, DEFAULT_AIM
 import {
   hideModels,
   innerCluster,
+  innerGpus,
   leastLoadedGpu,
   type InnerView,
   profileName,
@@ -56,7 +57,7 @@ import {
   recordSample,
 } from './fit.js';
 import { gpuPrior, type Prior, transferProfile } from './prior.js';
-import { DEFAULT_START, rateBatch, type StartBatchSettings } from './startBatch.js';
+import { DEFAULT_START, flooredBatch, type StartBatchSettings } from './startBatch.js';
 import { type LearnerState, learnerFromJson, learnerToJson, type OnlineStatePort } from './state.js';
 
 export interface OnlineProfilingOptions {
@@ -327,29 +328,30 @@ export class OnlineProfilingPolicy implements Policy {
       );
       return;
     }
-    this.inner = { view: v, policy: this.factory.create(v.cluster, this.options), last: null };
+    // A model just promoted: plan afresh, as for one profiled from the start, not from its AIMD placement.
+    const last = this.inner !== null && v.map.length > this.inner.view.map.length ? { placements: [] } : null;
+    this.inner = { view: v, policy: this.factory.create(v.cluster, this.options), last };
   }
 
   /**
-   * The inner view: while models are unprofiled, the last GPUs (one per such model, leaving the inner policy
-   * at least one) are kept out of it, so that each is served alone on a GPU of its own and every batch it runs
-   * is a clean sample; when the factory refuses that smaller cluster, every GPU (then the unprofiled models
-   * time-share).
+   * The inner view: less the fastest GPUs while models are unprofiled, one each (`innerGpus`), so that their
+   * batches run alone; every GPU where the factory refuses that cluster (the unprofiled models time-share).
    */
   private innerView(): InnerView | null {
     const n = this.known.gpus.length;
     const keep = Math.min(unprofiledIndices(this.known).length, n - 1);
     if (keep > 0) {
-      const v = innerCluster(this.known, n - keep);
+      const typical = this.known.gpus.map((g) => this.prior(g.profileId).typicalMs(8));
+      const v = innerCluster(this.known, innerGpus(typical, keep));
       if (v && this.factory.supports(v.cluster, this.options) === null) return v;
     }
     return innerCluster(this.known);
   }
 
-  /** The inner view's latency models are the known cluster's (a refreshed profile needs a new inner policy). */
+  /** The inner view's GPUs and latency models as the known cluster's (a refreshed profile needs a new policy). */
   private sameProfiles(v: InnerView): boolean {
-    const gpus = this.inner!.view.cluster.gpus;
-    return gpus.length === v.cluster.gpus.length && gpus.every((g, i) => g.model === v.cluster.gpus[i]!.model);
+    const { cluster, gpus } = this.inner!.view;
+    return gpus.join() === v.gpus.join() && cluster.gpus.every((g, i) => g.model === v.cluster.gpus[i]!.model);
   }
 
   /** Placements of models the serving side cannot predict get the timeout of the file head. */
@@ -388,12 +390,11 @@ export class OnlineProfilingPolicy implements Policy {
     }
   }
 
-  /** AIMD's batch raised to the rate's floor (startBatch.ts); after a batch over target, lowered to it. */
+  /** AIMD's batch held to the rate's floor (startBatch.ts, `flooredBatch`). */
   private floorBatch(l: LearnerState, ratePerS: number, sloMs: number): void {
     const s = this.opts.start === undefined ? DEFAULT_START : this.opts.start;
     if (s === null) return;
-    const floor = rateBatch(l.fit, this.prior(l.profileId), ratePerS, aimdTargetMs(sloMs), s);
-    if (floor === null) return;
-    l.batch = this.overTarget.has(l) ? Math.min(l.batch, floor) : Math.max(l.batch, floor);
+    const over = this.overTarget.has(l);
+    l.batch = flooredBatch(l.batch, over, l.fit, this.prior(l.profileId), ratePerS, aimdTargetMs(sloMs), s);
   }
 }

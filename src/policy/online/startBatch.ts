@@ -2,8 +2,8 @@
 // profile is fitted (docs/online-profiling.md, "The batch before the fit"). AIMD alone starts at batch 1 and
 // grows by at most a doubling per epoch, so a model whose rate needs batch 8 misses its SLO for the epochs the
 // ramp takes while its queue grows. This gives AIMD a floor instead: the smallest batch b whose service rate
-// alone on the GPU, b / t(b), covers the observed rate with `headroom`, and never a batch whose predicted time
-// is over AIMD's target (half the SLO, aimd.ts). Pure.
+// alone on the GPU, b / t(b), covers the observed rate with `headroom`, and a batch whose predicted time is over
+// AIMD's target (half the SLO, aimd.ts) only where no batch within it serves the rate at all. Pure.
 //
 // t(b) is estimated from the model's own batches alone at 100% (geometric mean per batch, log-log between
 // batches, the prior's batch shape beyond them: fit.ts, `runAtFull`); before any, from the prior's median
@@ -37,7 +37,11 @@ export function estimatedMs(st: FitState, prior: Prior, b: number): number {
 
 /**
  * The floor of the file head for a model arriving at `ratePerS` with AIMD target `targetMs`: the smallest batch
- * that covers the rate, else the largest within the target (1 at least); null when nothing is known of t(b).
+ * that covers the rate with headroom within the target; else, where the largest batch within the target
+ * (`within`) does not serve the rate at all, the smallest batch that does (without headroom) whose time is
+ * within twice the target (the SLO): its tasks may miss by waiting for a batch over the target, while under
+ * `within` the queue grows without end and nearly every task misses; else `within` (1 at least). Null when
+ * nothing is known of t(b).
  */
 export function rateBatch(
   st: FitState,
@@ -48,12 +52,40 @@ export function rateBatch(
 ): number | null {
   if (!(ratePerS >= 0)) return null;
   let within = 1;
+  let withinServes = true;
   for (let b = 1; b <= s.maxBatch; b++) {
     const t = estimatedMs(st, prior, b);
     if (!(t > 0)) return null;
-    if (t > targetMs) break;
-    within = b;
-    if ((1000 * b) / t >= s.headroom * ratePerS) return b;
+    const serves = (1000 * b) / t;
+    if (t <= targetMs) {
+      within = b;
+      withinServes = serves >= ratePerS;
+      if (serves >= s.headroom * ratePerS) return b;
+    } else if (withinServes || t > 2 * targetMs) {
+      break;
+    } else if (serves >= ratePerS) {
+      return b;
+    }
   }
   return within;
+}
+
+/**
+ * AIMD's batch `batch` after an epoch, held to the rate's floor: raised to it; after a batch over the target
+ * (`overTarget`), lowered to it instead, unless the floor is itself over the target (the smallest batch that
+ * serves the rate: under it the queue grows).
+ */
+export function flooredBatch(
+  batch: number,
+  overTarget: boolean,
+  st: FitState,
+  prior: Prior,
+  ratePerS: number,
+  targetMs: number,
+  s: StartBatchSettings = DEFAULT_START,
+): number {
+  const floor = rateBatch(st, prior, ratePerS, targetMs, s);
+  if (floor === null) return batch;
+  const lower = overTarget && estimatedMs(st, prior, floor) <= targetMs;
+  return lower ? Math.min(batch, floor) : Math.max(batch, floor);
 }
