@@ -54,7 +54,7 @@ export function withSharedTiers(cluster: ClusterInfo, create: (c: ClusterInfo) =
         violated: sum(e.violated),
         dropped: sum(e.dropped),
         // Batches run under the lead's name: its GPU times are the lane's.
-        meanExecMs: leads.map((m) => e.meanExecMs[m]!),
+        meanExecMs: leads.map((m) => e.meanExecMs[m] ?? NaN),
         meanLatencyMs: mean(e.meanLatencyMs, e.served),
         ...(e.batches
           ? {
