@@ -56,6 +56,7 @@ import {
 } from './inssTuning.js';
 import { inssMargins, type InssMargins } from './inssMargins.js';
 import { attainmentTargetProblem, DEFAULT_ATTAINMENT_TARGET } from '../src/policy/attainment.js';
+import { clusterTiers, withSharedTiers } from '../src/policy/tiers.js';
 import { poolCount } from '../src/policy/decompose.js';
 import { PooledInssPolicy } from './inssPools.js';
 import { loadActor } from './inssActor.js';
@@ -354,6 +355,8 @@ export function inssVariantFactory(v: InssVariant): PolicyFactory {
       return `${v.name} needs a trained policy that fits: ${a.reason}`;
     },
     create(cluster: ClusterInfo, options: PolicyOptions): Policy {
+      // SLO tiers of one network planned as one model where the cluster shares them (src/policy/tiers.ts).
+      if (clusterTiers(cluster)) return withSharedTiers(cluster, (c) => createFor(c, options));
       if (!v.splitsPipelines || !cluster.pipelines?.length) return createFor(cluster, options);
       const target = options.attainmentTarget ?? DEFAULT_ATTAINMENT_TARGET;
       const plan = (c: ClusterInfo) => createFor(c, options);

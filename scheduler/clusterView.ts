@@ -38,7 +38,12 @@ export interface ClusterView {
 export function clusterView(
   agents: Iterable<{ readonly agentId: string; readonly gpus: readonly AgentGpu[] }>,
   profiles: ReadonlyMap<string, Profile>,
-  models: readonly { readonly name: string; readonly sloMs: number; readonly cost?: ServedCost }[],
+  models: readonly {
+    readonly name: string;
+    readonly sloMs: number;
+    readonly profileModel?: string;
+    readonly cost?: ServedCost;
+  }[],
 ): ClusterView {
   const refs: GpuRef[] = [];
   const gpuProfiles: Profile[] = [];
@@ -57,7 +62,9 @@ export function clusterView(
     }
   }
   if (refs.length === 0) return { refs, cluster: null, unprofiled, missingModels: [] };
-  const missingModels = models.filter((m) => !gpuProfiles.some((p) => p.models[m.name])).map((m) => m.name);
+  const missingModels = models
+    .filter((m) => !gpuProfiles.some((p) => p.models[m.profileModel ?? m.name]))
+    .map((m) => m.name);
   return { refs, cluster: buildCluster(gpuProfiles, models, pooled), unprofiled, missingModels };
 }
 

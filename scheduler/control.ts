@@ -158,9 +158,9 @@ export class Control {
     return this.models.findIndex((m) => m.name === name);
   }
 
-  /** A model is ready when it has a worker that takes batches. */
+  /** A model is ready when it has a worker that takes batches (a shared tier: its lane's). */
   modelReady(m: number): boolean {
-    return this.set.modelReady(m);
+    return this.set.modelReady(this.buffer.laneOf(m));
   }
 
   /** What /v2/health/ready and `inss up` report. */
@@ -212,28 +212,18 @@ export class Control {
       dispatchedMs: NaN,
     };
     if (this.stopped) return this.finish(task, SHUTDOWN, 'shutdown');
-    if (!this.set.deployedOrComing(m)) {
+    if (!this.set.deployedOrComing(this.buffer.laneOf(m))) {
       const error = notDeployed(this.models[m]!.name, this.loop.error, this.set.gpuRefs.length);
       this.finish(task, { ok: false, reason: 'not-deployed', error }, 'not_deployed');
       return;
     }
-    // A full queue makes room by dropping its oldest delayed task, or refuses the new one (queuePolicy.ts).
-    const max = this.buffer.policy(m).maxQueueSize;
-    const admission = this.buffer.admit(m);
-    const name = this.models[m]!.name;
-    if (admission === 'reject') {
-      const error = `rejected: the queue of model '${name}' is full (maxQueueSize ${max} tasks, none of them late)`;
-      return this.finish(task, { ok: false, reason: 'queue-full', error }, 'dropped_queue_full');
-    }
-    if (admission === 'evict-delayed') {
-      const old = this.buffer.delayed(m).shift();
-      const error =
-        `dropped: the task missed its ${this.models[m]!.sloMs} ms SLO and waited for a free worker ` +
-        `until its queue was full (maxQueueSize ${max})`;
-      this.finish(old, { ok: false, reason: 'slo', error }, 'dropped_slo');
-    }
-    this.buffer.onTime(m).push(task);
-    this.dispatcher.tryDispatch(m);
+    // Into its lane (a shared tier's: its network's, src/serving/tiers.ts), making room or refused (queuePolicy.ts).
+    const lane = this.buffer.enqueue(
+      task,
+      (x) => this.dispatcher.onTimeMs(x),
+      (t, a, o) => this.finish(t, a, o),
+    );
+    if (lane >= 0) this.dispatcher.tryDispatch(lane);
   }
 
   /**
@@ -381,6 +371,7 @@ export class Control {
     this.loop.decide(
       obs,
       (d) => {
+        this.buffer.sharedBy = d.sharedBy;
         const changed = this.set.apply(d);
         this.dispatcher.dispatchAll();
         return changed;

@@ -103,6 +103,8 @@ export interface ServeOptions {
   monitorWindowMs?: number;
   monitor?: MonitorKind;
   pooledPrediction?: PooledPrediction;
+  /** --share-tiers: names of one network share workers under inss (default: the scenario's `shareTiers`). */
+  shareTiers?: boolean;
   stateDir?: string;
   logLevel: string;
 }
@@ -178,6 +180,11 @@ export function addSchedulerOptions(c: Command): Command {
     )
     .option('--monitor <kind>', MONITOR_FLAG_HELP, monitorKind)
     .option('--pooled-prediction <kind>', POOLED_PREDICTION_FLAG_HELP, pooledPrediction)
+    .option(
+      '--share-tiers',
+      'names that run one network (profileModel) share workers under inss, batching across their SLO tiers earliest ' +
+        "deadline first (default: the scenario's shareTiers, else apart; docs/inss.md)",
+    )
     .option('--state-dir <dir>', 'where the SQLite state lives (default ~/.inss)')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug)', 'info')
     .option(

@@ -1,6 +1,7 @@
 // `inss scheduler`, and the scheduler half of `inss up`: the models, SLOs, rates and policy of a scenario
 // (the one place that reads scenarios and policy files), the SQLite state, and the service that serves
 // them, with a failed listen turned into a line an operator can act on.
+import { tierGroups } from '../../src/serving/tiers.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -89,11 +90,20 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
     logger.error({ model: f.name, reason: f.reason }, `model repository: '${f.name}' is not served`);
   const fromScenario = repository !== undefined && !opts.scenarioGiven ? [] : loaded.scenario.models;
   const models: ServedModelConfig[] = [];
+  // Live workers load a model by its name: a name that runs another's network is served only as a shared tier, by
+  // the workers of its network's tightest tier, which must be named as the network (src/serving/tiers.ts).
+  const shared = opts.shareTiers === true || loaded.scenario.shareTiers === true;
+  const lanes = tierGroups(fromScenario);
   fromScenario.forEach((m, i) => {
-    if (m.profileModel !== undefined && m.profileModel !== m.name)
+    if (
+      m.profileModel !== undefined &&
+      m.profileModel !== m.name &&
+      !(shared && fromScenario[lanes[i]!]!.name === m.profileModel)
+    )
       throw new InvalidInputError(
-        `scenario ${opts.scenario}: models[${i}].profileModel is for the simulator only (live workers load a ` +
-          `model by its name, '${m.name}')`,
+        `scenario ${opts.scenario}: models[${i}].profileModel: live workers load a model by its name; a name that ` +
+          `runs '${m.profileModel}' is served only with shareTiers (--share-tiers), as a tier of the served model ` +
+          `'${m.profileModel}', whose SLO must be the tightest of its tiers`,
       );
     if (failed.has(m.name)) return;
     const r = byName.get(m.name);
@@ -107,13 +117,15 @@ function servedModels(opts: ServeOptions, loaded: ReturnType<typeof loadScenario
       return;
     }
     // A model the repository does not have is a zoo model: a profile must have it (its signature).
-    const p = [...loaded.profiles.values()].find((x) => x.models[m.name]);
-    if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${m.name}'`);
-    const mp = p.models[m.name]!;
+    const net = m.profileModel ?? m.name;
+    const p = [...loaded.profiles.values()].find((x) => x.models[net]);
+    if (!p) throw new InvalidInputError(`scenario ${opts.scenario}: no profile has model '${net}'`);
+    const mp = p.models[net]!;
     models.push({
       name: m.name,
       sloMs: m.sloMs,
       signature: modelSignature(mp.inputBytes, mp.outputBytes),
+      ...(net !== m.name ? { profileModel: net } : {}),
       ...(m.queuePolicy ? { queuePolicy: m.queuePolicy } : {}),
     });
   });
@@ -198,7 +210,8 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
     // which the control plane reports; an error from `create` on a supported cluster is a real failure.
     createPolicy: (served: ClusterInfo) => {
       // The planner splits each pipeline's SLO over its steps, as in the twin (Deployment.pipelineBudgetsMs).
-      const cluster = withPipelinesByName(served, pipelinesPlanned);
+      const shared = opts.shareTiers === true || loaded.scenario.shareTiers === true;
+      const cluster = withPipelinesByName(shared ? { ...served, shareTiers: true } : served, pipelinesPlanned);
       const options = {
         seed: loaded.scenario.seed,
         ...(policyData !== undefined ? { policyData } : {}),

@@ -12,12 +12,13 @@ import { LatenessWindow } from '../../src/serving/lateness.js';
 import { onTimeBudgetMs } from '../../src/serving/queuePolicy.js';
 import { nextModelsOnFreedGpu } from '../../src/serving/rules.js';
 import { dispatchModel, type DispatchRules, type DispatchView, nextBatchAtMs } from '../../src/serving/dispatch.js';
+import { laneRatePerS } from '../../src/serving/tiers.js';
 import type { ControlObserver } from '../observer.js';
 import type { AgentRegistry } from './agents.js';
 import type { InFlightBatches } from './batches.js';
 import type { DirectPath } from './directPath.js';
 import type { PathMeter } from './pathMeter.js';
-import { type Batch, type Finish, identity, type Task, type Worker } from './records.js';
+import { type Batch, type Finish, identity, laneMsOf, type Task, type Worker } from './records.js';
 import type { TaskQueue } from '../../src/serving/taskQueue.js';
 import type { TaskBuffer } from './taskBuffer.js';
 import { batchInputs, batchLimit } from './batchInputs.js';
@@ -65,15 +66,15 @@ export class Dispatcher {
       timeshared: (w) => set.timeshared(w.gpu),
       gpuBusy: (w) => set.gpuBusy(w.gpu),
       budgetMs: (m) => this.onTimeMs(m),
-      ratePerS: (m) => this.ratesPerS[m]!,
+      ratePerS: (m) => laneRatePerS(buffer.sharedBy, m, this.ratesPerS),
       delays: (m) => buffer.policy(m).delay,
       queued: (m) => buffer.onTime(m).length,
-      headArrivalMs: (m) => buffer.onTime(m).peek().arrivalMs,
+      headArrivalMs: (m) => laneMsOf(buffer.onTime(m).peek()),
       delayed: (m) => buffer.delayed(m).length,
       drop: (m, w) => {
         const t = buffer.onTime(m).shift();
         const error =
-          `dropped: the task cannot meet its ${models[m]!.sloMs} ms SLO (predicted batch time ` +
+          `dropped: the task cannot meet its ${models[t.model]!.sloMs} ms SLO (predicted batch time ` +
           `${w.predicted.ms(1).toFixed(1)} ms or more, plus ${w.overheadMs.toFixed(1)} ms of measured transport, ` +
           `after waiting ${(this.nowMs - t.arrivalMs).toFixed(1)} ms)`;
         deps.finish(t, { ok: false, reason: 'slo', error }, 'dropped_slo');
@@ -126,7 +127,7 @@ export class Dispatcher {
     // Tasks of a model with no serving worker wait (a worker is starting); drop them once past their
     // deadline (the timer's 1 ms granularity: it fires after the deadline, when pastDeadline holds).
     if (q.length > 0 && !set.workers.some((w) => w.model === m && set.serving(w)))
-      wake = Math.min(wake, q.peek().arrivalMs + slo + 1);
+      wake = Math.min(wake, laneMsOf(q.peek()) + slo + 1);
     this.deps.observe.queueChanged(this.deps.models[m]!.name, buffer.waiting(m));
     buffer.arm(m, wake, (atMs) => {
       this.lateness.add(atMs, clock());
@@ -137,14 +138,13 @@ export class Dispatcher {
 
   /** On-time tasks already past their deadline time out (no worker could take them in time). */
   expire(m: number): void {
-    const slo = this.deps.models[m]!.sloMs;
     this.deps.buffer.expire(
       m,
       this.deps.clock(),
       () => this.onTimeMs(m),
       (t) => {
         const why = this.deps.set.modelReady(m) ? 'its queue was too long' : 'no worker of the model was ready in time';
-        const error = `dropped: the task missed its ${slo} ms SLO while waiting (${why})`;
+        const error = `dropped: the task missed its ${this.deps.models[t.model]!.sloMs} ms SLO while waiting (${why})`;
         this.deps.finish(t, { ok: false, reason: 'slo', error }, 'dropped_slo');
       },
     );

@@ -26,6 +26,16 @@ export interface Task {
   /** When it was submitted (arrivalMs + the request's way in). */
   readonly submittedMs: number;
   dispatchedMs: number;
+  /**
+   * A shared SLO tier's task (src/serving/tiers.ts): the stamp it is held by in its lane, `arrivalMs` plus its
+   * budget less the lane's; absent, it is held by `arrivalMs`.
+   */
+  laneMs?: number;
+}
+
+/** When a task stands in its lane's order: its stamp in a lane of shared tiers, else its arrival. */
+export function laneMsOf(t: Task): number {
+  return t.laneMs ?? t.arrivalMs;
 }
 
 /** Answers a task (exactly once), records its outcome and counts it in the epoch's statistics. */

@@ -1,10 +1,12 @@
 // The task buffer: per model, the queue of tasks waiting on time, the delayed lane of those that timed
 // out under a delaying queue policy (src/serving/queuePolicy.ts), and the one dispatch timer. It owns
-// no rule: the dispatcher decides what leaves and when, and arms the timer through `arm`.
+// no rule: the dispatcher decides what leaves and when, and arms the timer through `arm`. Under a deployment
+// whose tiers share workers, a tier's tasks are held in its lane by their stamps (src/serving/tiers.ts).
 import { admit, type QueuePolicy, resolveQueuePolicy } from '../../src/serving/queuePolicy.js';
 import { pastDeadline } from '../../src/serving/rules.js';
 import { TaskQueue } from '../../src/serving/taskQueue.js';
-import type { Task } from './records.js';
+import { laneOf, tierStampMs } from '../../src/serving/tiers.js';
+import { type Finish, laneMsOf, type Task } from './records.js';
 import type { ServedModelConfig } from './types.js';
 
 export class TaskBuffer {
@@ -15,17 +17,51 @@ export class TaskBuffer {
   private readonly timers: (NodeJS.Timeout | null)[];
   private readonly timerAt: number[];
   private stopped = false;
+  /** The deployment's `sharedBy`: per model, the lane its tasks are held in (absent: its own). */
+  sharedBy: readonly number[] | undefined;
 
   constructor(
-    models: readonly ServedModelConfig[],
+    private readonly models: readonly ServedModelConfig[],
     private readonly clock: () => number,
-    newQueue: () => TaskQueue<Task> = () => TaskQueue.ofTasks<Task>((t) => t.arrivalMs),
+    newQueue: () => TaskQueue<Task> = () => TaskQueue.ofTasks<Task>(laneMsOf),
   ) {
     this.queues = models.map(() => newQueue());
     this.delayedQueues = models.map(() => newQueue());
     this.policies = models.map((m) => resolveQueuePolicy(m.queuePolicy));
     this.timers = new Array<NodeJS.Timeout | null>(models.length).fill(null);
     this.timerAt = new Array<number>(models.length).fill(Infinity);
+  }
+
+  /** The lane model m's tasks are held in. */
+  laneOf(m: number): number {
+    return laneOf(this.sharedBy, m);
+  }
+
+  /**
+   * Queues task t in its lane, a shared tier's by its stamp (`onTimeMs`: a model's on-time budget). A full queue
+   * makes room by dropping its oldest delayed task, or refuses t (queuePolicy.ts), answered through `finish`.
+   * Returns the lane, or -1 when t was refused.
+   */
+  enqueue(t: Task, onTimeMs: (m: number) => number, finish: Finish): number {
+    const l = this.laneOf(t.model);
+    const max = this.policies[l]!.maxQueueSize;
+    const admission = this.admit(l);
+    if (admission === 'reject') {
+      const name = this.models[l]!.name;
+      const error = `rejected: the queue of model '${name}' is full (maxQueueSize ${max} tasks, none of them late)`;
+      finish(t, { ok: false, reason: 'queue-full', error }, 'dropped_queue_full');
+      return -1;
+    }
+    if (admission === 'evict-delayed') {
+      const old = this.delayedQueues[l]!.shift();
+      const error =
+        `dropped: the task missed its ${this.models[old.model]!.sloMs} ms SLO and waited for a free worker ` +
+        `until its queue was full (maxQueueSize ${max})`;
+      finish(old, { ok: false, reason: 'slo', error }, 'dropped_slo');
+    }
+    if (l !== t.model) t.laneMs = tierStampMs(t.arrivalMs, onTimeMs(t.model), onTimeMs(l));
+    this.queues[l]!.push(t);
+    return l;
   }
 
   /** Model m's tasks on time. */
@@ -47,10 +83,10 @@ export class TaskBuffer {
     return this.queues[m]!.length + this.delayedQueues[m]!.length;
   }
 
-  /** The arrival of model m's oldest task on time; Infinity when none waits. */
+  /** The arrival (a shared tier's: its stamp) of model m's oldest task on time; Infinity when none waits. */
   oldestArrivalMs(m: number): number {
     const q = this.queues[m]!;
-    return q.length > 0 ? q.peek().arrivalMs : Infinity;
+    return q.length > 0 ? laneMsOf(q.peek()) : Infinity;
   }
 
   /** Whether model m's queue takes one more task (queuePolicy.ts `admit`). */
@@ -84,7 +120,7 @@ export class TaskBuffer {
    */
   expire(m: number, nowMs: number, onTimeMs: () => number, drop: (t: Task) => void): void {
     const q = this.queues[m]!;
-    while (q.length > 0 && pastDeadline(q.peek().arrivalMs, onTimeMs(), nowMs)) {
+    while (q.length > 0 && pastDeadline(laneMsOf(q.peek()), onTimeMs(), nowMs)) {
       const t = q.shift();
       if (this.policies[m]!.delay) {
         this.delayedQueues[m]!.push(t);

@@ -24,6 +24,11 @@ export interface ServedModelConfig {
    * its tensors are exactly their specs' shapes. Absent (the zoo's models): batches as placed.
    */
   readonly maxBatchSize?: number;
+  /**
+   * The network it runs when that is another served name's (the scenario's `profileModel`): served only as a
+   * shared SLO tier, by the workers of the network's tightest tier, named as the network (src/serving/tiers.ts).
+   */
+  readonly profileModel?: string;
   /** Its queue policy (src/serving/queuePolicy.ts; the scenario's `models[i].queuePolicy`); absent: the default. */
   readonly queuePolicy?: QueuePolicyConfig;
   /**

@@ -55,6 +55,11 @@ export interface ClusterInfo {
   readonly models: readonly ServedModel[];
   /** Pipelines over the served models; absent or empty: none. */
   readonly pipelines?: readonly ClusterPipeline[];
+  /**
+   * Names that run one network share workers where the policy supports it (the scenario's `shareTiers`, the flag
+   * `--share-tiers`; src/policy/tiers.ts): inss plans each network's tiers as one model. Absent: apart.
+   */
+  readonly shareTiers?: boolean;
 }
 
 /**
@@ -86,6 +91,11 @@ export interface Deployment {
    * with its SLO split evenly.
    */
   readonly pipelineBudgetsMs?: Readonly<Record<string, readonly number[]>>;
+  /**
+   * Per model, the model whose lane and workers serve it (src/serving/tiers.ts): SLO tiers of one network served
+   * together by the workers placed for their tightest tier. Absent: every model by its own workers.
+   */
+  readonly sharedBy?: readonly number[];
 }
 
 /** What the monitor tells a policy at a decision epoch. */

@@ -1,5 +1,6 @@
 // Helpers shared by the policies: share arithmetic in MPS units, per-GPU views of a deployment,
 // and predictions for a worker given its co-located workers. Pure.
+import { sharedByProblem } from '../serving/tiers.js';
 import type { ClusterInfo, Deployment, GpuInfo, Placement } from './types.js';
 
 /** Largest multiple of the GPU's MPS unit not above `pct` (at least one unit). */
@@ -81,6 +82,12 @@ export function deploymentProblem(cluster: ClusterInfo, d: Deployment): string |
     const list = perGpu.get(p.gpu) ?? [];
     list.push(p);
     perGpu.set(p.gpu, list);
+  }
+  if (d.sharedBy) {
+    const why = sharedByProblem(d.sharedBy, cluster.models.length);
+    if (why !== null) return why;
+    const i = d.placements.findIndex((p) => d.sharedBy![p.model] !== p.model);
+    if (i >= 0) return `placements[${i}].model: model ${d.placements[i]!.model} is served by its lane's workers`;
   }
   for (const [g, pct] of perGpuPct.entries()) if (pct > 100 + 1e-6) return `gpu ${g}: shares sum to ${pct}%`;
   for (const [g, list] of perGpu) {

@@ -57,10 +57,11 @@ export function withPipelinesByName(cluster: ClusterInfo, pipelines: Scenario['p
   return found.length === 0 ? cluster : { ...cluster, pipelines: found };
 }
 
-/** `cluster` with the scenario's pipelines, where it has any (the same object otherwise). */
+/** `cluster` with the scenario's pipelines and tier sharing, where it has them (the same object otherwise). */
 function withPipelines(s: Scenario, cluster: ClusterInfo): ClusterInfo {
-  if (s.pipelines.length === 0) return cluster;
-  return { ...cluster, pipelines: scenarioPipelines(s) };
+  const shared = s.shareTiers === true ? { ...cluster, shareTiers: true } : cluster;
+  if (s.pipelines.length === 0) return shared;
+  return { ...shared, pipelines: scenarioPipelines(s) };
 }
 
 /** The GPUs in order: each entry of `gpus` expanded `count` times. */

@@ -187,6 +187,12 @@ export const ScenarioSchema = z
       .lt(1, 'must be a number in (0.5, 1): no queue under random arrivals serves every task in time')
       .optional(),
     /**
+     * Served names that run one network (`profileModel`) share workers under inss: one worker per placement serves
+     * every tier, batching across them earliest deadline first (src/serving/tiers.ts); absent, false (apart).
+     * `inss up --share-tiers` sets it.
+     */
+    shareTiers: z.boolean().optional(),
+    /**
      * What a pooled (time-shared) GPU does with different models' batches ready at once (src/model/pooledGpu.ts), for
      * every GPU entry that does not say.
      */

@@ -56,6 +56,11 @@ export class TaskQueue<T> {
     return this.buf[this.head]!;
   }
 
+  /** The task `i` places from the head (0: the oldest); call only with 0 <= i < length. */
+  at(i: number): T {
+    return this.buf[(this.head + i) & (this.buf.length - 1)]!;
+  }
+
   /** Takes the oldest task off; call only when length > 0. */
   shift(): T {
     const t = this.buf[this.head]!;

@@ -12,6 +12,7 @@ import { EpochStats } from '../serving/epochStats.js';
 import { RateMonitor } from '../serving/monitor.js';
 import { nextModelsOnFreedGpu } from '../serving/rules.js';
 import { dispatchBudgetMs, idleOverheadMs, learnedOverheadMs } from '../serving/transport.js';
+import { laneOf, laneRatePerS } from '../serving/tiers.js';
 import { onReady, planApply } from '../serving/workerSet.js';
 import { SimDoors } from './doors.js';
 import { SimGpus } from './gpus.js';
@@ -106,7 +107,7 @@ export class Simulation {
     timeshared: (w) => this.gpus.timeshared(w.gpu),
     gpuBusy: (w) => this.gpus.running[w.gpu]!.size > 0,
     budgetMs: (m) => b.onTimeMs[m]!,
-    ratePerS: (m) => this.doors.ratePerS(d, m, this.ratesPerS[m]!),
+    ratePerS: (m) => this.doors.ratePerS(d, m, laneRatePerS(this.current.sharedBy, m, this.ratesPerS)),
     delays: (m) => b.policies[m]!.delay,
     queued: (m) => b.onTime[m]!.length,
     headArrivalMs: (m) => b.onTime[m]!.peek(),
@@ -156,14 +157,16 @@ export class Simulation {
   /** Model m's request queued at `nowMs`: its tasks are admitted (or make room, or are dropped). */
   private arrive(m: number, nowMs: number): void {
     this.requests.taken(m, nowMs);
-    const door = this.doors.route(m);
+    // A shared tier's task goes to its lane's door and queue (src/serving/tiers.ts).
+    const lane = laneOf(this.current.sharedBy, m);
+    const door = this.doors.route(lane);
     for (let k = this.settings.samplesPerRequest?.[m] ?? 1; k > 0; k--) {
       this.stats.arrivals[m]! += 1;
       this.monitor.arrival(m, nowMs);
       this.doors.buffers[door]!.admit(m, this.requests.arrivalMs[m]!, nowMs);
     }
     this.requests.next(m);
-    this.tryDispatch(m, nowMs, door);
+    this.tryDispatch(lane, nowMs, door);
   }
 
   /** Pipeline p's request queued at `nowMs`: its step-0 task (pipelines.ts). */
@@ -197,16 +200,18 @@ export class Simulation {
         transportMs: 0,
         arrivals: new Float64Array(Math.max(size, w.batch)),
         origins: new Float64Array(0),
+        names: new Int32Array(0),
+        tiers: false,
       });
       if (h.arrivals.length < size) h.arrivals = new Float64Array(size);
-      this.doors.buffers[w.door]!.take(w.model, fromDelayed, h, size);
+      h.tiers = this.doors.buffers[w.door]!.take(w.model, fromDelayed, h, size);
       h.size = size;
       h.sentMs = nowMs;
       h.transportMs = this.requests.batchTransportMs(w.model, size);
       return;
     }
     if (w.arrivals.length < size) w.arrivals = new Float64Array(Math.max(size, w.arrivals.length * 2));
-    this.doors.buffers[w.door]!.take(w.model, fromDelayed, w, size);
+    w.tiers = this.doors.buffers[w.door]!.take(w.model, fromDelayed, w, size);
     w.transportMs = this.requests.batchTransportMs(w.model, size);
     this.gpus.startBatch(w, nowMs, size, nowMs, w.transportMs);
   }
@@ -217,6 +222,8 @@ export class Simulation {
     w.held = null;
     w.arrivals = h.arrivals;
     w.origins = h.origins;
+    [w.names, h.names] = [h.names, w.names];
+    w.tiers = h.tiers;
     // What its dispatch estimate learns: the transport not hidden behind the batch before (as the scheduler measures
     // it).
     w.transportMs = Math.max(0, h.transportMs - (nowMs - h.sentMs));
@@ -258,14 +265,17 @@ export class Simulation {
     for (let i = 0; i < w.size; i++) {
       const a = w.arrivals[i]!;
       const lat = nowMs - a + after;
-      const good = lat <= slo;
-      this.stats.answered(m, lat, w.startMs - a, exec, good);
-      this.epoch.answered(m, lat, !good);
+      // From a lane of shared tiers, each task is answered, timed and counted under its own name.
+      const name = w.tiers ? w.names[i]! : m;
+      const good = lat <= (w.tiers ? this.sloMs[name]! : slo);
+      this.stats.answered(name, lat, w.startMs - a, exec, good);
+      this.epoch.answered(name, lat, !good);
+      if (w.tiers) this.stats.served[name]! += 1;
       if (!step) continue;
       if (last) this.pipelines.answered(m, nowMs - w.origins[i]! + after);
       else this.queueStep(next, w.origins[i]!, nowMs, nextDoor);
     }
-    this.stats.served[m]! += w.size;
+    if (!w.tiers) this.stats.served[m]! += w.size;
     this.epoch.batchTimed(m, exec, w.detail ?? undefined);
     w.overheadMs = this.learnsTransport ? learnedOverheadMs(w.overheadMs, w.transportMs) : this.fixedTransportMs;
     w.batchesThisEpoch++;
@@ -283,11 +293,20 @@ export class Simulation {
     this.input.trace?.fail?.(nowMs, w.model, w.gpu, lost);
     w.downUntilMs = nowMs + f.downMs;
     if (!w.busy) return;
+    this.lost(w.model, w.tiers ? w.names : null, w.size);
+    if (w.held) this.lost(w.model, w.held.tiers ? w.held.names : null, w.held.size);
     w.held = null;
-    this.stats.dropped[w.model]! += lost;
-    this.epoch.dropped(w.model, lost);
     if (this.pipelines.pipelineOf[w.model]! >= 0) this.pipelines.droppedTasks(w.model, lost);
     this.batchEnded(w, nowMs);
+  }
+
+  /** `size` tasks of a lost batch of model m are dropped, each under its name where they came from shared tiers. */
+  private lost(m: number, names: Int32Array | null, size: number): void {
+    for (let i = 0; i < size; i++) {
+      const name = names ? names[i]! : m;
+      this.stats.dropped[name]! += 1;
+      this.epoch.dropped(name, 1);
+    }
   }
 
   private recover(w: SimWorker, nowMs: number): void {
@@ -322,6 +341,7 @@ export class Simulation {
     }
     for (const w of plan.release) w.state = w.busy ? State.Draining : State.Stopped;
     this.doors.place(gpus.workers);
+    for (const b of this.doors.buffers) b.route(d.sharedBy);
     gpus.modes = plan.modes;
     // A pipeline's new split: its step models' budgets follow it (pipelines.ts).
     for (const m of this.pipelines.apply(d)) {
@@ -461,12 +481,16 @@ export class Simulation {
   }
 
   private result(end: number): SimResult {
+    // Counted under each task's name where lanes hold shared tiers.
+    const held = (i: number, delayed: boolean) => this.doors.buffers.reduce((s, b) => s + b.held(i, delayed), 0);
+    const count = (names: Int32Array, size: number, i: number) => names.subarray(0, size).filter((x) => x === i).length;
+    const ofName = (w: SimWorker, i: number) =>
+      (w.tiers ? count(w.names, w.size, i) : w.model === i ? w.size : 0) +
+      (!w.held ? 0 : w.held.tiers ? count(w.held.names, w.held.size, i) : w.model === i ? w.held.size : 0);
     const leftover = this.cluster.models.map((_, i) => ({
-      queued: this.doors.queued(i),
-      delayed: this.doors.delayed(i),
-      running: this.gpus.workers
-        .filter((w) => w.model === i && w.busy)
-        .reduce((s, w) => s + w.size + (w.held?.size ?? 0), 0),
+      queued: held(i, false),
+      delayed: held(i, true),
+      running: this.gpus.workers.filter((w) => w.busy).reduce((s, w) => s + ofName(w, i), 0),
     }));
     const p = this.pipelines;
     const pipelines =

@@ -24,6 +24,9 @@ export interface HeldBatch {
   arrivals: Float64Array;
   /** A pipeline step's tasks: their requests' arrivals (taskBuffer.ts). */
   origins: Float64Array;
+  /** A shared tiers' lane: its tasks' names (taskBuffer.ts), and whether it came from one. */
+  names: Int32Array;
+  tiers: boolean;
 }
 
 export interface SimWorker {
@@ -50,6 +53,10 @@ export interface SimWorker {
   arrivals: Float64Array;
   /** A pipeline step's running batch: its tasks' requests' arrivals (taskBuffer.ts). */
   origins: Float64Array;
+  /** The running batch's tasks' names where its lane holds shared tiers (`tiers`), as `take` fills them. */
+  names: Int32Array;
+  /** The running batch came from a lane of shared tiers: each task is counted under `names[i]`. */
+  tiers: boolean;
   /** When the latest batch sent to it was sent, and that batch's predicted GPU time (pipelining). */
   lastSentMs: number;
   lastPredMs: number;
@@ -70,6 +77,7 @@ export interface SimWorker {
 }
 
 const EMPTY = new Float64Array(0);
+const NO_NAMES = new Int32Array(0);
 
 /** Takes task batches: serving, and not a shadow still warming up. */
 export function serves(w: SimWorker): boolean {
@@ -103,6 +111,8 @@ export function newWorker(
     size: 0,
     arrivals: new Float64Array(Math.max(1, p.batch)),
     origins: EMPTY,
+    names: NO_NAMES,
+    tiers: false,
     lastSentMs: -Infinity,
     lastPredMs: 0,
     held: null,

@@ -67,6 +67,8 @@ export function simGpus(profile: string, count: number, pooled: PooledGpuMode = 
 export interface HarnessModel {
   readonly name: string;
   readonly sloMs: number;
+  /** A shared SLO tier's network (ServedModelConfig.profileModel). */
+  readonly profileModel?: string;
   readonly queuePolicy?: QueuePolicyConfig;
   readonly signature?: ModelSignature;
   readonly maxBatchSize?: number;

@@ -10,7 +10,13 @@ export interface ScenarioSpec {
   readonly description?: string;
   /** GPU profile id -> count, in order. */
   readonly gpus: Readonly<Record<string, number>>;
-  readonly models: readonly { readonly name: string; readonly sloMs: number; readonly ratePerS: number }[];
+  readonly models: readonly {
+    readonly name: string;
+    readonly sloMs: number;
+    readonly ratePerS: number;
+    /** The network it runs when another name's (a shared SLO tier, live). */
+    readonly profileModel?: string;
+  }[];
   readonly durationS?: number;
   readonly epochS?: number;
   readonly swapS?: number;
@@ -29,6 +35,7 @@ export function scenarioJson(s: ScenarioSpec): unknown {
     gpus,
     models: s.models.map((m) => ({
       name: m.name,
+      ...(m.profileModel !== undefined ? { profileModel: m.profileModel } : {}),
       sloMs: m.sloMs,
       arrival: { process: 'poisson' },
       rate: { kind: 'constant', ratePerS: m.ratePerS },

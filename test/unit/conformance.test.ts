@@ -8,7 +8,7 @@
 // The control plane's batches complete after the time the simulator's ground truth gave the same
 // batch, so any difference is a difference of rules. A failure plays as the agent plays it: the
 // batch in flight is answered `worker-failed`, then the worker is reported failed, then ready again.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PooledGpuMode } from '../../src/model/pooledGpu.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import { buildCluster } from '../../src/policy/cluster.js';
@@ -26,10 +26,22 @@ import { controlHarness, type Harness, simGpus } from '../support/control.js';
 import { ScriptedPolicy } from '../support/fakes.js';
 
 const rtx = loadProfileFile('rtx2060s');
-const MODELS = [
+interface TraceModel {
+  readonly name: string;
+  readonly sloMs: number;
+  readonly profileModel?: string;
+}
+const PAIR: readonly TraceModel[] = [
   { name: 'resnet50', sloMs: 100 },
   { name: 'mobilenet', sloMs: 40 },
 ];
+/** Two SLO tiers of one network (src/serving/tiers.ts): the tight one named as the network, as `inss up` serves it. */
+const TIERS: readonly TraceModel[] = [
+  { name: 'mobilenet', sloMs: 40 },
+  { name: 'mobilenet-bulk', sloMs: 200, profileModel: 'mobilenet' },
+];
+/** The served models both sides run (a case may serve TIERS). */
+let MODELS = PAIR;
 /** Queue policies (src/serving/queuePolicy.ts) as a scenario gives them, the same for both models. */
 const REJECT: QueuePolicyConfig = { timeoutAction: 'reject' };
 const DELAY: QueuePolicyConfig = { timeoutAction: 'delay' };
@@ -86,6 +98,8 @@ interface Trace {
   failures: [number, number, number][]; // t, model, tasks lost
   /** Control plane only: tasks answered `worker-failed`. */
   failedAnswers?: number;
+  /** Per model, its tasks answered with a result (the simulator's `served`). */
+  answered?: number[];
 }
 
 type SimRun = Trace & { durations: number[][]; ends: [number, number, number][]; delays: number; predicted: number[] };
@@ -118,7 +132,7 @@ function runSimulator(
     delays: 0,
     predicted: [],
   };
-  simulate({
+  const result = simulate({
     cluster: buildCluster([rtx], MODELS, pooled),
     streams: load.arrivals.map((a) => new TimesStream(a)),
     initialRatePerS: load.initialRatePerS,
@@ -144,6 +158,7 @@ function runSimulator(
       fail: (tMs, model, _gpu, lost) => t.failures.push([r6(tMs), model, lost]),
     },
   });
+  t.answered = result.models.map((m) => m.served);
   return t;
 }
 
@@ -175,13 +190,16 @@ function runControl(
   failures: readonly WorkerFailure[] = [],
   load: Load = STEADY_REJECT,
   pooled: PooledGpuMode = 'overlap',
-): Trace & { ends: [number, number, number][] } {
-  const out: Trace & { ends: [number, number, number][] } = {
+  firesTimers = false,
+): Trace & { ends: [number, number, number][]; answeredAt: [number, number][] } {
+  const out: Trace & { ends: [number, number, number][]; answeredAt: [number, number][] } = {
     batches: [],
     drops: [],
     activations: [],
     failures: [],
     ends: [],
+    answered: MODELS.map(() => 0),
+    answeredAt: [],
   };
   const durations = timing === 'worker' ? null : timing;
   const truth = new GroundTruth(TRUTH);
@@ -192,7 +210,7 @@ function runControl(
     policy: () => new ScriptedPolicy(script),
     gpus: simGpus('rtx2060s', 1, pooled),
     settings: SETTINGS,
-    initialRatePerS: { resnet50: load.initialRatePerS[0], mobilenet: load.initialRatePerS[1] },
+    initialRatePerS: Object.fromEntries(MODELS.map((m, i) => [m.name, load.initialRatePerS[i]!])),
   });
   harnesses.push(h);
   const c = h.control;
@@ -209,11 +227,11 @@ function runControl(
   const inFlight = new Map<string, { batchId: string; model: number; size: number; lost: boolean }>();
   /** What the simulated worker takes for this batch beside the batches in flight (agent/simWorker.ts `batchMs`). */
   const workerMs = (m: number, size: number): number => {
-    const models = [profileModelIndex(lm.modelIndex(MODELS[m]!.name))];
+    const models = [profileModelIndex(lm.modelIndex(MODELS[m]!.profileModel ?? MODELS[m]!.name))];
     const batches = [size];
     const pcts = [100];
     for (const r of inFlight.values()) {
-      models.push(profileModelIndex(lm.modelIndex(MODELS[r.model]!.name)));
+      models.push(profileModelIndex(lm.modelIndex(MODELS[r.model]!.profileModel ?? MODELS[r.model]!.name)));
       batches.push(r.size);
       pcts.push(100);
     }
@@ -272,6 +290,10 @@ function runControl(
     for (const a of answers) {
       if (a.seen || a.box.answer === null) continue;
       a.seen = true;
+      if (a.box.answer.ok) {
+        out.answered![a.m]! += 1;
+        out.answeredAt.push([h.now, a.m]);
+      }
       // A task refused at a full queue is a drop in the simulator's count.
       if (!a.box.answer.ok && (a.box.answer.reason === 'slo' || a.box.answer.reason === 'queue-full'))
         out.drops.push([r6(h.now), a.m]);
@@ -319,8 +341,19 @@ function runControl(
       at(h.now + f.downMs, 3, report);
     });
   }
+  // `firesTimers`: the control plane's dispatch timers fire at the instants they are armed for (fake timers, the
+  // one armed timer at a time), between arrivals at a tie as the simulator's do; otherwise they never fire.
+  const armed = (c as unknown as { buffer: { timerAt: number[] } }).buffer.timerAt;
   for (;;) {
     events.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
+    const due = Math.min(...armed);
+    const first = events[0];
+    if (firesTimers && due <= END_MS && (!first || due < first[0] || (due === first[0] && first[1] > 2))) {
+      h.now = due;
+      vi.advanceTimersToNextTimer();
+      sync();
+      continue;
+    }
     const e = events.shift();
     if (!e || e[0] > END_MS) break;
     h.now = e[0];
@@ -489,4 +522,43 @@ describe('conformance: the simulator and the control plane on one scripted trace
     expect(live.batches).toEqual(sim.batches);
     expect(live.drops).toEqual([]);
   });
+
+  it(
+    'serve two SLO tiers of one network in one worker: the same mixed-tier batches and drops, each task ' +
+      'answered under its own name',
+    () => {
+      // The bulk tier's burst at 2.5 s waits behind the tight tier's tasks, which are due first.
+      const SHARED: Deployment = { placements: [{ model: 0, gpu: 0, pct: 100, batch: 4 }], sharedBy: [0, 0] };
+      MODELS = TIERS;
+      try {
+        for (const queuePolicy of [REJECT, DELAY]) {
+          const load: Load = { ...STEADY_REJECT, queuePolicy };
+          const sim = runSimulator([SHARED], 'overlap', [], load);
+          expect(sim.batches.length).toBeGreaterThan(150);
+          expect(sim.batches.every(([, m]) => m === 0)).toBe(true);
+          vi.useFakeTimers();
+          const live = runControl(
+            [SHARED],
+            sim.durations.map((d) => [...d]),
+            [],
+            load,
+            'overlap',
+            true,
+          );
+          vi.useRealTimers();
+          expect(live.drops).toEqual(sim.drops);
+          expect(live.batches).toEqual(sim.batches);
+          expect(live.answered).toEqual(sim.answered);
+          expect(sim.answered![1]).toBeGreaterThan(300);
+          // One batch ends at a time: answers at one instant are one batch's, and many hold both names.
+          const at = new Map<number, Set<number>>();
+          for (const [t, m] of live.answeredAt) at.set(t, (at.get(t) ?? new Set()).add(m));
+          expect([...at.values()].filter((names) => names.size === 2).length).toBeGreaterThan(20);
+        }
+      } finally {
+        vi.useRealTimers();
+        MODELS = PAIR;
+      }
+    },
+  );
 });
