@@ -255,8 +255,8 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
           type: 'result',
           batchId,
           workerId,
-          latencyMs: o.latencyMs,
-          outputs: [...o.outputs],
+          ...{ latencyMs: o.latencyMs, outputs: [...o.outputs] },
+          ...(o.memoryMb !== undefined ? { memoryMb: o.memoryMb } : {}),
         },
         o.payload,
       );

@@ -45,6 +45,8 @@ export interface BatchAnswer {
   readonly payload: Uint8Array;
   /** The device's time for the batch (ms): what the scheduler learns as t_inf. */
   readonly latencyMs: number;
+  /** The most GPU memory the process used while it ran the batch (MB), where the worker measures it. */
+  readonly memoryMb?: number;
 }
 
 /**
@@ -283,6 +285,7 @@ export class NodeWorkerHost {
           id: msg.id,
           latencyMs: answer.latencyMs,
           outputs: [...answer.outputs],
+          ...(answer.memoryMb !== undefined ? { memoryMb: answer.memoryMb } : {}),
           receivedAtMs,
           answeredAtMs: wallMs(),
         },

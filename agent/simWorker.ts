@@ -184,7 +184,8 @@ async function run(msg: Batch, input: BatchInput, release: () => void) {
     byteLength: out.length,
     ...(failed.length > 0 ? { failed } : {}),
   };
-  return { outputs: [ref], payload: out, latencyMs: t };
+  // Its process's GPU memory at this batch, the profile's (a real worker measures it: torchWorker's peak).
+  return { outputs: [ref], payload: out, latencyMs: t, memoryMb: latency.memoryMb(modelIdx, msg.size) };
 }
 
 // "Loading and warming up the model": the time a real worker needs before its first batch.

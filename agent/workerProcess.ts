@@ -28,6 +28,7 @@ export type BatchOutcome =
       readonly latencyMs: number;
       readonly outputs: readonly TensorRef[];
       readonly payload: Buffer;
+      readonly memoryMb?: number;
     }
   | { readonly kind: 'error'; readonly message: string }
   | { readonly kind: 'died'; readonly message: string };
@@ -184,7 +185,13 @@ export class WorkerProcess extends EventEmitter<{ exit: [message: string]; stder
           this.readyResolve(m);
           break;
         case 'result':
-          this.settle(m.id, { kind: 'result', latencyMs: m.latencyMs, outputs: m.outputs, payload: f.payload });
+          this.settle(m.id, {
+            kind: 'result',
+            latencyMs: m.latencyMs,
+            outputs: m.outputs,
+            payload: f.payload,
+            ...(m.memoryMb !== undefined ? { memoryMb: m.memoryMb } : {}),
+          });
           break;
         case 'error':
           this.settle(m.id, { kind: 'error', message: m.message });

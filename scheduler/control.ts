@@ -111,9 +111,9 @@ export class Control {
       clock,
       finish,
       requeue: (m, tasks) => this.buffer.onTime(m).unshiftAll(tasks),
-      executed: (b, latencyMs, nowMs) => {
+      executed: (b, latencyMs, nowMs, memoryMb) => {
         observe.batchExecuted(models[b.worker.model]!.name, b.tasks.length, latencyMs / 1000);
-        this.loop.batchTimed(b, latencyMs, this.set.workers);
+        this.loop.batchTimed(b, latencyMs, this.set.workers, memoryMb);
         this.meter.batchAnswered(b, latencyMs, nowMs);
       },
       done: (b) => {
@@ -306,7 +306,8 @@ export class Control {
     const b = this.batches.find(msg.batchId, { direct: false, agentId, workerId: msg.workerId });
     if (!b) return;
     this.log.debug({ batchId: msg.batchId, backAt: Date.now() }, 'batch back');
-    this.batches.resolve(b, { kind: 'result', latencyMs: msg.latencyMs, outputs: msg.outputs, payload });
+    const { latencyMs, outputs, memoryMb } = msg;
+    this.batches.resolve(b, { kind: 'result', latencyMs, outputs, payload, ...(memoryMb ? { memoryMb } : {}) });
   }
 
   batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void {

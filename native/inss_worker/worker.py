@@ -45,16 +45,20 @@ class Worker:
         self.device = device
         self.max_batch = max_batch
         self.cuda = device.type == "cuda"
+        # The allocator's peak while the last batch ran (MB), reported as `memoryMb`; None on the CPU.
+        self.memory_mb: float | None = None
 
     def forward(self, xs: list[torch.Tensor]) -> tuple[Any, float]:
         """t_inf of one batch: upload, forward, download, synchronised. Returns (outputs on host, ms)."""
         if self.cuda:
             torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats(self.device)
         t0 = time.perf_counter()
         with torch.inference_mode():
             y = to_host(self.model(*[x.to(self.device, non_blocking=False) for x in xs]))
         if self.cuda:
             torch.cuda.synchronize()
+            self.memory_mb = torch.cuda.max_memory_reserved(self.device) / 2**20
         return y, (time.perf_counter() - t0) * 1000.0
 
     def warm_up(self, batches: int) -> None:
@@ -122,6 +126,8 @@ class Worker:
             "receivedAtMs": item.received_at_ms,
             "answeredAtMs": wall_ms(),
         }
+        if self.memory_mb:
+            result["memoryMb"] = self.memory_mb
         out.send(result, blobs[0] if len(blobs) == 1 else b"".join(blobs))
 
     def _failed(self, e: Exception, bid: str, out: Sender) -> None:

@@ -20,6 +20,8 @@ export type BatchOutcome =
       readonly latencyMs: number;
       readonly outputs: readonly TensorRef[];
       readonly payload: Buffer;
+      /** The worker's GPU memory while it ran (MB), where it measured it. */
+      readonly memoryMb?: number;
     }
   | { readonly kind: 'wrong-worker'; readonly message: string }
   | { readonly kind: 'not-run'; readonly workerState?: 'draining' | 'unknown' }
@@ -59,8 +61,11 @@ export interface BatchPorts {
   readonly finish: Finish;
   /** Puts tasks of model m back at the head of its queue, keeping their order. */
   requeue(m: number, tasks: readonly Task[]): void;
-  /** Batch b ran `latencyMs` of GPU time and was answered at `nowMs` (metrics, epoch, path meter). */
-  executed(b: Batch, latencyMs: number, nowMs: number): void;
+  /**
+   * Batch b ran `latencyMs` of GPU time and was answered at `nowMs` (metrics, epoch, path meter); its worker used
+   * `memoryMb` of GPU memory, where measured.
+   */
+  executed(b: Batch, latencyMs: number, nowMs: number, memoryMb?: number): void;
   /** Batch b left flight: its worker (and GPU) may take the next. */
   done(b: Batch): void;
   /** Closes the worker's direct connection, if it has one. */
@@ -115,7 +120,7 @@ export class InFlightBatches {
     const w = b.worker;
     switch (outcome.kind) {
       case 'result':
-        this.answer(b, outcome.latencyMs, outcome.outputs, outcome.payload);
+        this.answer(b, outcome);
         break;
       case 'wrong-worker':
         this.log.warn(
@@ -147,10 +152,11 @@ export class InFlightBatches {
   }
 
   /** Each task gets its slice of the outputs, or the reason it has none. */
-  private answer(b: Batch, latencyMs: number, outputs: readonly TensorRef[], payload: Buffer): void {
+  private answer(b: Batch, result: Extract<BatchOutcome, { kind: 'result' }>): void {
+    const { outputs, payload } = result;
     const now = this.ports.clock();
     const model = this.models[b.worker.model]!;
-    this.ports.executed(b, latencyMs, now);
+    this.ports.executed(b, result.latencyMs, now, result.memoryMb);
     const split = splitOutputs(b.tasks.length, outputs, payload, {
       outputs: model.signature.outputs,
       batchDim: model.maxBatchSize !== 0,

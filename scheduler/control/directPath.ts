@@ -79,7 +79,8 @@ export class DirectPath implements DirectPort {
           'batch back',
         );
       }
-      batches.resolve(b, { kind: 'result', latencyMs: m.latencyMs, outputs: m.outputs, payload });
+      const { latencyMs, outputs, memoryMb } = m;
+      batches.resolve(b, { kind: 'result', latencyMs, outputs, payload, ...(memoryMb ? { memoryMb } : {}) });
     } else if (m.reason === 'wrong-worker') {
       batches.resolve(b, { kind: 'wrong-worker', message: m.message });
     } else {

@@ -121,7 +121,7 @@ export class PolicyLoop {
    * its GPU as it ends (the scheduler does not see when a batch starts on the GPU); on a time-shared GPU the
    * overlapping batches are timed at an even split (src/model/pooledGpu.ts).
    */
-  batchTimed(b: Batch, latencyMs: number, workers: readonly Worker[]): void {
+  batchTimed(b: Batch, latencyMs: number, workers: readonly Worker[], memoryMb?: number): void {
     const w = b.worker;
     if (w.gpu < 0) return this.stats.batchTimed(w.model, latencyMs);
     const others = workers.filter((x) => x !== w && x.gpu === w.gpu && x.inFlight.length > 0);
@@ -134,6 +134,7 @@ export class PolicyLoop {
       pct: pct(w),
       pooled: b.timeshared,
       beside,
+      ...(memoryMb !== undefined ? { memoryMb } : {}),
     });
   }
 

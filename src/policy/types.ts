@@ -159,6 +159,8 @@ export interface BatchRecord {
   readonly pooled: boolean;
   /** The other models' batches running on its GPU when it started. */
   readonly beside: readonly BesideBatch[];
+  /** The most GPU memory its worker's process used while it ran (MB), as measured; absent where not measured. */
+  readonly memoryMb?: number;
 }
 
 export interface Policy {

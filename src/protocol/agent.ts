@@ -141,6 +141,8 @@ export const FromAgentSchema = z.discriminatedUnion('type', [
       workerId: z.string(),
       latencyMs: z.number().nonnegative(),
       outputs: z.array(TensorRefSchema),
+      /** The worker's GPU memory while it ran the batch (MB), where it measured it (the worker protocol's). */
+      memoryMb: z.number().positive().finite().optional(),
     })
     .strict(),
   z

@@ -90,6 +90,8 @@ export const FromWorkerSchema = z.discriminatedUnion('type', [
       id: z.string(),
       latencyMs: z.number().nonnegative(),
       outputs: z.array(TensorRefSchema),
+      /** The most GPU memory the worker's process used while it ran the batch (MB), where it can measure it. */
+      memoryMb: z.number().positive().finite().optional(),
       /**
        * Wall-clock ms (Unix epoch, fractional) when the batch's last byte was read and when the answer was written:
        * per-hop tracing.

@@ -20,6 +20,8 @@ export interface BatchDetail {
   readonly pct: number;
   readonly pooled: boolean;
   readonly beside: readonly BesideBatch[];
+  /** The worker's GPU memory, measured (BatchRecord.memoryMb). */
+  readonly memoryMb?: number;
 }
 
 /** The outcomes of the epoch that ended, per model (Observation.lastEpoch). */

@@ -144,7 +144,9 @@ export class SimGpus {
     );
     // On a pooled GPU the ground truth rewrote the shares to the even split it timed the batches at.
     if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
-    w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside };
+    // The most GPU memory its process uses while running it, as the worker measures it (its profile's).
+    const memoryMb = gpu.model.memoryMb(gpu.profileIndex[w.model]!, size);
+    w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside, memoryMb };
     if (timeshared) this.running[g]!.add(w, w, w.model, size);
     w.timeshared = timeshared;
     w.busy = true;

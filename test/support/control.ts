@@ -48,7 +48,8 @@ export interface Harness {
   /** Submits a task of model m; its answer lands in `answers`. */
   submit(m: number): { answer: TaskAnswer | null };
   /** The agent answers batch `batchId` with one FP32 [n,1000] output after `latencyMs` of GPU time. */
-  result(batchId: string, latencyMs?: number): void;
+  /** Batch `batchId` answered by its worker, which says it ran in `latencyMs` using `memoryMb` of GPU memory. */
+  result(batchId: string, latencyMs?: number, memoryMb?: number): void;
 }
 
 export function simGpus(profile: string, count: number, pooled: PooledGpuMode = 'overlap'): AgentGpu[] {
@@ -133,7 +134,7 @@ export function controlHarness(opts: {
       );
       return box;
     },
-    result: (batchId: string, latencyMs = 1) => {
+    result: (batchId: string, latencyMs = 1, memoryMb?: number) => {
       const b = h.batches().find((x) => x.batchId === batchId)!;
       const msg: Extract<FromAgent, { type: 'result' }> = {
         v: AGENT_PROTOCOL_VERSION,
@@ -142,6 +143,7 @@ export function controlHarness(opts: {
         workerId: b.workerId,
         latencyMs,
         outputs: [{ name: 'output', datatype: 'FP32', shape: [b.size, 1000], byteLength: b.size * 4000 }],
+        ...(memoryMb !== undefined ? { memoryMb } : {}),
       };
       control.batchResult('a1', msg, Buffer.alloc(b.size * 4000));
     },

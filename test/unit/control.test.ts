@@ -369,3 +369,19 @@ describe('the task queue keeps the order of arrival', () => {
     expect(answers).toEqual(['first', 'second']);
   });
 });
+
+describe("a batch's telemetry", () => {
+  it("carries the GPU memory its worker measured into the policy's batch records, and none where not measured", () => {
+    const policy = new FixedPolicy({ placements: [{ model: 0, gpu: 0, pct: 100, batch: 1 }] });
+    const h = harness({ policy: () => policy });
+    h.report('ready');
+    h.submit(0);
+    h.result(h.batches()[0]!.batchId, 5, 2048.5);
+    h.submit(0);
+    h.result(h.batches()[1]!.batchId, 5);
+    h.control.epoch();
+    const records = policy.observations.at(-1)!.lastEpoch.batches!;
+    expect(records.map((r) => r.memoryMb)).toEqual([2048.5, undefined]);
+    expect(records[0]).toMatchObject({ model: 0, gpu: 0, batch: 1, execMs: 5 });
+  });
+});

@@ -2,7 +2,15 @@
 // under AIMD's batch, the fit's bound above the batches seen, and the prior's memory.
 import { describe, expect, it } from 'vitest';
 import { LatencyModel } from '../../src/model/predictor.js';
-import { addSample, emptyFitState, type FitState, runAtFull } from '../../src/policy/online/fit.js';
+import {
+  addSample,
+  emptyFitState,
+  type FitState,
+  fittedMemory,
+  runAtFull,
+  takeRecord,
+} from '../../src/policy/online/fit.js';
+import { learnerFromJson, learnerToJson, newLearner } from '../../src/policy/online/state.js';
 import { gpuPrior, median } from '../../src/policy/online/prior.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import { estimatedMs, flooredBatch, rateBatch } from '../../src/policy/online/startBatch.js';
@@ -180,5 +188,46 @@ describe('the decorator with the floor', () => {
       {},
     );
     expect(batchOf(policy.decide(obs(1500, [])))).toBe(1);
+  });
+});
+
+describe('the memory its workers measured', () => {
+  const gpu = buildCluster([full], [{ name: 'new', sloMs: 100 }]).gpus[0]!;
+  const record = (batch: number, memoryMb?: number): BatchRecord => ({
+    model: 0,
+    gpu: 0,
+    batch,
+    pct: 100,
+    execMs: trueMs(batch),
+    pooled: false,
+    beside: [],
+    ...(memoryMb !== undefined ? { memoryMb } : {}),
+  });
+
+  it('replaces the prior: a line through the batch sizes read, the prior per batch where one size was read', () => {
+    const st = emptyFitState();
+    takeRecord(st, record(4), gpu);
+    expect(fittedMemory(st, prior)).toEqual(prior.memory);
+    for (const b of [2, 8, 8, 16]) takeRecord(st, record(b, 3000 + 40 * b), gpu);
+    const fit = fittedMemory(st, prior);
+    expect(fit.baseMb).toBeCloseTo(3000, 6);
+    expect(fit.perBatchMb).toBeCloseTo(40, 6);
+    const one = emptyFitState();
+    takeRecord(one, record(8, 3400), gpu);
+    expect(fittedMemory(one, prior)).toEqual({ baseMb: 3400 - 8 * prior.memory.perBatchMb, perBatchMb: 10 });
+    // Readings that are no memory are not taken; the batch's time still is.
+    const bad = emptyFitState();
+    takeRecord(bad, record(8, Number.NaN), gpu);
+    expect([bad.memory, bad.seen]).toEqual([[], 1]);
+  });
+
+  it('is kept with the learner state, and state saved without it reads back with none', () => {
+    const st = emptyFitState();
+    takeRecord(st, record(8, 3400), gpu);
+    const state = { ...newLearner('new', full.id), batch: 8, fit: st };
+    expect(learnerFromJson(JSON.parse(JSON.stringify(learnerToJson(state))), 'test').fit.memory).toEqual(st.memory);
+    const old = JSON.parse(JSON.stringify(learnerToJson(state))) as { fit: Record<string, unknown> };
+    delete old.fit.memory;
+    expect(learnerFromJson(old, 'test').fit.memory).toEqual([]);
   });
 });

@@ -9,10 +9,12 @@
 // - the share shape: the prior's raised to a fitted exponent, once batches were seen at two shares or more;
 // - alpha_cache, by least squares through the origin on batches that ran beside profiled models on MPS
 //   shares, once there are `minColocated` of them.
+// - memory, from the GPU memory its workers measured while they ran its batches (BatchRecord.memoryMb), where
+//   they did.
 // The rest is the prior's (prior.ts): o_r at batches under those seen (the prior's batch shape from the
 // smallest seen; above them it is bounded by the model's own slope, `runAtFull`), the share shape before two
-// shares are seen, kernels and scheduling time, L2 utilisation and memory; input and output bytes are 0 (their
-// transfer is inside the measured o_r).
+// shares are seen, kernels and scheduling time, L2 utilisation, and memory where no worker measured it; input
+// and output bytes are 0 (their transfer is inside the measured o_r).
 //
 // Held out: every `heldOutEvery`-th usable batch is kept out of the fit and predicted by it; the fit passes
 // when the mean absolute relative error over the latest `maxHeldOut` held-out batches is at most `maxRelErr`
@@ -43,12 +45,21 @@ export interface SoloConfig {
   sumLogMs: number;
 }
 
+/** The measured GPU memory of the model's worker at one batch size: how many readings and their sum (MB). */
+export interface MemoryReading {
+  readonly batch: number;
+  n: number;
+  sumMb: number;
+}
+
 export interface FitState {
   /** Usable batches taken (fitted and held out). */
   seen: number;
   solo: SoloConfig[];
   colocated: FitSample[];
   heldOut: FitSample[];
+  /** Batches whose worker measured its GPU memory (BatchRecord.memoryMb), per batch size. */
+  memory: MemoryReading[];
 }
 
 export interface FitSettings {
@@ -89,7 +100,7 @@ export interface HeldOutCheck {
 }
 
 export function emptyFitState(): FitState {
-  return { seen: 0, solo: [], colocated: [], heldOut: [] };
+  return { seen: 0, solo: [], colocated: [], heldOut: [], memory: [] };
 }
 
 /** Takes one usable batch: held out every `heldOutEvery`-th, fitted otherwise. */
@@ -214,7 +225,7 @@ export function fitModel(
     schedPerKernelMs: schedMs / prior.kernels,
     l2: { ...prior.l2 },
     alphaCache: prior.alphaCache,
-    memory: { ...prior.memory },
+    memory: fittedMemory(st, prior),
     runSamples: [],
     notes: [],
   };
@@ -234,8 +245,9 @@ export function fitModel(
     notes: [
       `fitted online from ${st.seen} batches (batches seen alone: ${seenList.join(', ')}; ` +
         `share exponent ${c.gamma.toFixed(1)})`,
-      "from the GPU type's other models: kernels, scheduling time, L2 utilisation, memory, the share shape of o_r" +
-        (fitted ? '' : ', alpha_cache'),
+      `from the GPU type's other models: kernels, scheduling time, L2 utilisation, ` +
+        `${st.memory.length > 0 ? '' : 'memory, '}the share shape of o_r${fitted ? '' : ', alpha_cache'}` +
+        (st.memory.length > 0 ? `; memory from its workers' readings at batches ${memoryBatches(st)}` : ''),
     ],
   };
   return { profile, alphaCacheFitted: fitted, batchesSeen: seenList, points: toLwrPoints(runSamples) };
@@ -305,6 +317,54 @@ export function heldOutCheck(
 
 /** A record as a fit sample: null where it cannot be predicted (overlapped on a pooled GPU, or beside a model
  * the GPU's profile lacks). */
+/** Takes one batch record: its GPU time where usable (`recordSample`, `addSample`), its memory where measured. */
+export function takeRecord(st: FitState, r: BatchRecord, gpu: GpuInfo, s: FitSettings = DEFAULT_FIT): void {
+  const x = recordSample(r, gpu);
+  if (x) addSample(st, x, s);
+  if (r.memoryMb === undefined || !(r.memoryMb > 0) || !Number.isFinite(r.memoryMb) || !(r.batch >= 1)) return;
+  let m = st.memory.find((k) => k.batch === r.batch);
+  if (!m) {
+    m = { batch: r.batch, n: 0, sumMb: 0 };
+    st.memory.push(m);
+  }
+  m.n += 1;
+  m.sumMb += r.memoryMb;
+}
+
+function memoryBatches(st: FitState): string {
+  return st.memory
+    .map((m) => m.batch)
+    .sort((a, b) => a - b)
+    .join(', ');
+}
+
+/**
+ * The model's memory from its workers' readings: base and per-batch MB by least squares over the batch sizes
+ * read (weighted by readings; the slope at least 0), the prior's per-batch MB where one size was read, the
+ * prior's memory where none was.
+ */
+export function fittedMemory(st: FitState, prior: Prior): { baseMb: number; perBatchMb: number } {
+  const pts = st.memory;
+  if (pts.length === 0) return { ...prior.memory };
+  let n = 0;
+  let sb = 0;
+  let sm = 0;
+  for (const p of pts) {
+    n += p.n;
+    sb += p.n * p.batch;
+    sm += p.sumMb;
+  }
+  const [mb, mm] = [sb / n, sm / n];
+  let sxy = 0;
+  let sxx = 0;
+  for (const p of pts) {
+    sxy += p.n * (p.batch - mb) * (p.sumMb / p.n - mm);
+    sxx += p.n * (p.batch - mb) ** 2;
+  }
+  const perBatchMb = pts.length > 1 && sxx > 0 ? Math.max(0, sxy / sxx) : prior.memory.perBatchMb;
+  return { baseMb: Math.max(0, mm - perBatchMb * mb), perBatchMb };
+}
+
 export function recordSample(r: BatchRecord, gpu: GpuInfo): FitSample | null {
   if (r.pooled && r.beside.length > 0) return null;
   if (!(r.execMs > 0) || !(r.batch >= 1) || !(r.pct > 0 && r.pct <= 100)) return null;

@@ -47,18 +47,10 @@ import {
   unprofiledIndices,
   withProfiles,
 } from './clusterMap.js';
-import {
-  addSample,
-  DEFAULT_FIT,
-  emptyFitState,
-  type FitSettings,
-  fitModel,
-  heldOutCheck,
-  recordSample,
-} from './fit.js';
+import { DEFAULT_FIT, type FitSettings, fitModel, heldOutCheck, takeRecord } from './fit.js';
 import { gpuPrior, type Prior, transferProfile } from './prior.js';
 import { DEFAULT_START, flooredBatch, type StartBatchSettings } from './startBatch.js';
-import { type LearnerState, learnerFromJson, learnerToJson, type OnlineStatePort } from './state.js';
+import { type LearnerState, learnerFromJson, learnerToJson, newLearner, type OnlineStatePort } from './state.js';
 
 export interface OnlineProfilingOptions {
   /** Served models to treat as unprofiled even where a GPU profile has them (their profile is hidden). */
@@ -181,19 +173,7 @@ export class OnlineProfilingPolicy implements Policy {
   }
 
   private restore(model: string, profileId: string): LearnerState {
-    const fresh: LearnerState = {
-      model,
-      profileId,
-      batch: 1,
-      fit: emptyFitState(),
-      profile: null,
-      promotedAfter: NaN,
-      alphaCacheFitted: false,
-      refreshedAt: 0,
-      transferredFrom: null,
-      heldOut: 0,
-      meanRelErr: NaN,
-    };
+    const fresh = newLearner(model, profileId);
     const raw = this.opts.store?.load(model, profileId);
     if (raw === null || raw === undefined) return fresh;
     try {
@@ -232,8 +212,7 @@ export class OnlineProfilingPolicy implements Policy {
         epochBatches.set(l, list);
       }
       dirty.add(l);
-      const x = recordSample(r, gpu);
-      if (x) addSample(l.fit, x, this.fitSettings);
+      takeRecord(l.fit, r, gpu, this.fitSettings);
     }
     for (const [l, list] of epochBatches) {
       const target = aimdTargetMs(this.known.models.find((m) => m.name === l.model)!.sloMs);
@@ -298,7 +277,15 @@ export class OnlineProfilingPolicy implements Policy {
     for (const l of this.learners.values()) {
       if (l.model !== from.model || l.profile || l.profileId === from.profileId) continue;
       const note = `carried over from ${from.profileId} by the ratio of the other models' running times`;
-      const p = transferProfile(from.profile!, lm(from.profileId), lm(l.profileId), this.prior(l.profileId), note);
+      const read = from.fit.memory.length > 0;
+      const p = transferProfile(
+        from.profile!,
+        lm(from.profileId),
+        lm(l.profileId),
+        this.prior(l.profileId),
+        note,
+        read,
+      );
       if (!p) continue;
       l.profile = p;
       l.transferredFrom = from.profileId;

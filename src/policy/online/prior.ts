@@ -89,7 +89,8 @@ export function gpuPrior(lm: LatencyModel, exclude: ReadonlySet<string> = new Se
 /**
  * A profile fitted on GPU type `from` carried over to type `to`: each running-time sample scaled by the median,
  * over the models both types' profiles have, of their `o_r` on `to` over their `o_r` on `from` at that batch and
- * share; kernels, scheduling, L2 and memory from `to`'s prior. Null when the two share no model.
+ * share; kernels, scheduling, L2 and memory from `to`'s prior, but memory `m`'s own where its workers measured it
+ * (`measuredMemory`: a model's memory is its own on any GPU type). Null when the two share no model.
  */
 export function transferProfile(
   m: ModelProfile,
@@ -97,6 +98,7 @@ export function transferProfile(
   to: LatencyModel,
   toPrior: Prior,
   note: string,
+  measuredMemory = false,
 ): ModelProfile | null {
   const both = from.modelNames.filter((n) => to.modelIndex(n) >= 0);
   if (both.length === 0) return null;
@@ -107,7 +109,7 @@ export function transferProfile(
     kernels: toPrior.kernels,
     schedPerKernelMs: toPrior.schedPerKernelMs,
     l2: { ...toPrior.l2 },
-    memory: { ...toPrior.memory },
+    memory: measuredMemory ? { ...m.memory } : { ...toPrior.memory },
     runSamples: m.runSamples.map((s) => ({ ...s, runMs: s.runMs * ratio(s.batch, s.pct) })),
     notes: [...m.notes, note],
   };

@@ -3,7 +3,7 @@
 // restart resumes where the fit was. Validated when read back, like every input from outside.
 import { z } from 'zod';
 import { formatIssues, InvalidInputError, type ModelProfile, ModelProfileSchema } from '../../profile/schema.js';
-import type { FitState } from './fit.js';
+import { emptyFitState, type FitState } from './fit.js';
 
 export interface LearnerState {
   /** Served model name. */
@@ -60,6 +60,14 @@ export const LearnerStateSchema = z
         ),
         colocated: z.array(SampleSchema),
         heldOut: z.array(SampleSchema),
+        // State saved before memory was read has none.
+        memory: z
+          .array(
+            z
+              .object({ batch: z.number().int().min(1), n: z.number().int().min(1), sumMb: z.number().finite().min(0) })
+              .strict(),
+          )
+          .default([]),
       })
       .strict(),
     profile: ModelProfileSchema.nullable(),
@@ -72,6 +80,23 @@ export const LearnerStateSchema = z
     meanRelErr: z.number().nullable(),
   })
   .strict();
+
+/** A model's state on a GPU type before any batch: batch 1, nothing fitted. */
+export function newLearner(model: string, profileId: string): LearnerState {
+  return {
+    model,
+    profileId,
+    batch: 1,
+    fit: emptyFitState(),
+    profile: null,
+    promotedAfter: NaN,
+    alphaCacheFitted: false,
+    refreshedAt: 0,
+    transferredFrom: null,
+    heldOut: 0,
+    meanRelErr: NaN,
+  };
+}
 
 /** The state as JSON (NaN written as null). */
 export function learnerToJson(s: LearnerState): unknown {
@@ -86,7 +111,13 @@ export function learnerFromJson(raw: unknown, where: string): LearnerState {
   const d = r.data;
   return {
     ...d,
-    fit: { seen: d.fit.seen, solo: d.fit.solo, colocated: d.fit.colocated, heldOut: d.fit.heldOut },
+    fit: {
+      seen: d.fit.seen,
+      solo: d.fit.solo,
+      colocated: d.fit.colocated,
+      heldOut: d.fit.heldOut,
+      memory: d.fit.memory,
+    },
     promotedAfter: d.promotedAfter ?? NaN,
     meanRelErr: d.meanRelErr ?? NaN,
   };
