@@ -21,6 +21,7 @@ const DOOR_LINK = linkSpec<FromDoor>(DOOR_PATH, 'front door', DOOR_PROTOCOL_VERS
 interface Slot {
   readonly id: string;
   url: string;
+  grpc: string | undefined;
   alive: boolean;
 }
 
@@ -42,7 +43,7 @@ export class DoorDesk {
     private readonly changed: (t: Omit<DoorTable, 'v' | 'type'>) => void,
   ) {
     this.hub = new LinkHub(DOOR_LINK, token, log, tokens, heartbeatMs);
-    this.slots = [{ id: '', url: 'http://127.0.0.1', alive: true }];
+    this.slots = [{ id: '', url: 'http://127.0.0.1', grpc: undefined, alive: true }];
   }
 
   /** The door of an agent's GPU (one without a door yet is the scheduler's). */
@@ -50,17 +51,19 @@ export class DoorDesk {
     return this.gpuDoor.get(`${agentId}/${localGpu}`) ?? 0;
   }
 
-  /** Takes doors from now on; `selfUrl`: where doors forward to the scheduler. */
-  start(control: Control, selfUrl: string): void {
+  /** Takes doors from now on; `selfUrl` and `selfGrpc`: where doors forward to the scheduler. */
+  start(control: Control, selfUrl: string, selfGrpc?: string): void {
     this.control = control;
     this.slots[0]!.url = selfUrl;
+    this.slots[0]!.grpc = selfGrpc;
     this.hub.start({
       hello: (id, m) => {
         let slot = this.slots.findIndex((s) => s.id === id);
         if (slot < 0 && this.slots.length >= MAX_FRONT_DOORS)
           return this.log.error({ door: id }, `more than ${MAX_FRONT_DOORS} front doors; this one gets no workers`);
-        if (slot < 0) slot = this.slots.push({ id, url: m.url, alive: true }) - 1;
+        if (slot < 0) slot = this.slots.push({ id, url: m.url, grpc: m.grpc, alive: true }) - 1;
         this.slots[slot]!.url = m.url;
+        this.slots[slot]!.grpc = m.grpc;
         this.slots[slot]!.alive = true;
         this.pushed.delete(id);
         // A door that joins gets its share: every GPU is placed again by the rule, over the doors alive.
@@ -110,7 +113,13 @@ export class DoorDesk {
     });
     if (moved) control.dispatchAll();
     const rows = control.doorRows((a, g) => this.doorOf(a, g));
-    const alive = this.slots.flatMap((s, index) => (s.alive ? [{ index, id: s.id || 'scheduler', url: s.url }] : []));
+    const peer = (s: Slot, index: number) => ({
+      index,
+      id: s.id || 'scheduler',
+      url: s.url,
+      ...(s.grpc ? { grpc: s.grpc } : {}),
+    });
+    const alive = this.slots.flatMap((s, index) => (s.alive ? [peer(s, index)] : []));
     const table = { door: 0, doors: alive, ...rows };
     this.changed(table);
     this.slots.forEach((s, door) => {

@@ -17,6 +17,7 @@ export const FORWARDED_HEADER = 'x-inss-forwarded';
 export class DoorRoutes {
   private router: DoorRouter | null = null;
   private readonly urls = new Map<number, string>();
+  private readonly grpcs = new Map<number, string>();
   /** Models with a worker (starting or serving) at this door: their requests are served here. */
   private here = new Set<number>();
   private self = 0;
@@ -27,10 +28,16 @@ export class DoorRoutes {
   }
 
   /** A new table: this door's index, the doors alive (index, base URL), every worker with its GPU's door. */
-  update(self: number, doors: readonly { index: number; url: string }[], workers: readonly DoorWorker[]): void {
+  update(
+    self: number,
+    doors: readonly { index: number; url: string; grpc?: string | undefined }[],
+    workers: readonly DoorWorker[],
+  ): void {
     this.self = self;
     this.urls.clear();
+    this.grpcs.clear();
     for (const d of doors) this.urls.set(d.index, d.url);
+    for (const d of doors) if (d.grpc) this.grpcs.set(d.index, d.grpc);
     const serving = workers.filter(
       (w) => w.wanted && w.state === 'ready' && w.role !== 'shadow' && this.urls.has(w.door) && this.index.has(w.model),
     );
@@ -51,14 +58,26 @@ export class DoorRoutes {
     return m !== undefined && r !== null && [...this.urls.keys()].some((d) => d !== this.self && r.holds(d, m));
   }
 
-  /** The base URL of the door to forward model `name`'s request to; null: served here. */
+  /** The base URL of the door to forward model `name`'s HTTP request to; null: served here. */
   target(name: string): string | null {
+    const d = this.pick(name);
+    return d === null ? null : (this.urls.get(d) ?? null);
+  }
+
+  /** The gRPC address (host:port) of the door to forward model `name`'s gRPC request to; null: served here. */
+  grpcTarget(name: string): string | null {
+    const d = this.pick(name);
+    return d === null ? null : (this.grpcs.get(d) ?? null);
+  }
+
+  /** The door model `name`'s next request goes to when not here; null: served here. */
+  private pick(name: string): number | null {
     const m = this.index.get(name);
     const r = this.router;
     if (m === undefined || r === null || this.here.has(m)) return null;
     if (![...this.urls.keys()].some((d) => r.holds(d, m))) return null;
     const d = r.next(m);
-    return d === this.self ? null : (this.urls.get(d) ?? null);
+    return d === this.self ? null : d;
   }
 }
 

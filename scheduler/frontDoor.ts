@@ -76,9 +76,16 @@ export class DoorLink {
     routes: DoorRoutes,
     private readonly report: LoadReport,
     selfUrl: string,
+    selfGrpc?: string,
   ) {
     this.client = opts.connect(
-      () => ({ v: DOOR_PROTOCOL_VERSION, type: 'hello', doorId: opts.doorId, url: selfUrl }),
+      () => ({
+        v: DOOR_PROTOCOL_VERSION,
+        type: 'hello',
+        doorId: opts.doorId,
+        url: selfUrl,
+        ...(selfGrpc ? { grpc: selfGrpc } : {}),
+      }),
       (m) => {
         if (m.type === 'error') return opts.log.error({ err: m.message }, 'the scheduler reports an error');
         if (m.type !== 'table') return;

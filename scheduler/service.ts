@@ -33,6 +33,7 @@ import { PipelineFront, PlannedBudgets, type ServedPipeline } from './pipelineFr
 import { DoorDesk } from './doorDesk.js';
 import { DoorRoutes, forwardHook } from './doorRoute.js';
 import { DoorLink, type DoorLinkOptions, LoadReport } from './frontDoor.js';
+import { GrpcForwarder } from './grpcForward.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -172,6 +173,7 @@ export class SchedulerService {
     // Front doors (docs/front-doors.md): where requests for models held elsewhere go, and this door's GPUs.
     const routes = new DoorRoutes(opts.models.map((m) => m.name));
     const report = door ? new LoadReport() : null;
+    const forwarder = new GrpcForwarder(routes, opts.tls !== undefined, door?.ca);
     const desk = door
       ? null
       : new DoorDesk(
@@ -277,7 +279,7 @@ export class SchedulerService {
         grpc = await startGrpc(
           opts,
           opts.grpcPort,
-          { access, bodyLimits, control: ready, metrics, regions, front },
+          { access, bodyLimits, control: ready, metrics, regions, front, forward: (m, md) => forwarder.forward(m, md) },
           endpoints,
           region,
           direct,
@@ -297,10 +299,13 @@ export class SchedulerService {
     const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
     const url = `${opts.tls ? 'https' : 'http'}://${local}:${port}`;
     const self = opts.advertiseUrl ?? url;
+    // Where peer doors forward gRPC requests: the advertised host, this process's gRPC port.
+    const selfGrpc = grpc ? `${new URL(self).hostname}:${grpc.port}` : undefined;
     const link =
-      door && new DoorLink({ ...door, log: opts.logger.child({ part: 'door' }) }, control, routes, report!, self);
+      door &&
+      new DoorLink({ ...door, log: opts.logger.child({ part: 'door' }) }, control, routes, report!, self, selfGrpc);
     if (link) link.start();
-    else desk!.start(control, self);
+    else desk!.start(control, self, selfGrpc);
     const doors = link || desk!;
     control.start();
     opts.store?.recordPolicy({
@@ -309,7 +314,11 @@ export class SchedulerService {
       data: undefined,
       nowIso: new Date().toISOString(),
     });
-    return new SchedulerService(app, control, hub, { close: () => doors.close() }, parser, direct, metrics, url, grpc);
+    const close = () => {
+      doors.close();
+      forwarder.close();
+    };
+    return new SchedulerService(app, control, hub, { close }, parser, direct, metrics, url, grpc);
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */
@@ -332,7 +341,7 @@ export class SchedulerService {
 function startGrpc(
   opts: SchedulerOptions,
   port: number,
-  shared: Pick<GrpcOptions, 'access' | 'bodyLimits' | 'control' | 'metrics' | 'regions' | 'front'>,
+  shared: Pick<GrpcOptions, 'access' | 'bodyLimits' | 'control' | 'metrics' | 'regions' | 'front' | 'forward'>,
   models: readonly ServedModelConfig[],
   region: ShmRegion | null,
   direct: DirectLinks,

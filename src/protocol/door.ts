@@ -48,8 +48,20 @@ export const DoorAgentSchema = z
   .strict();
 export type DoorAgent = z.infer<typeof DoorAgentSchema>;
 
+/** A gRPC endpoint peers dial, host:port. */
+const GrpcAddress = z
+  .string()
+  .min(3)
+  .max(300)
+  .regex(/^\S+:\d+$/, 'host:port');
+
 export const DoorPeerSchema = z
-  .object({ index: z.number().int().nonnegative(), id: z.string().min(1), url: z.string().url() })
+  .object({
+    index: z.number().int().nonnegative(),
+    id: z.string().min(1),
+    url: z.string().url(),
+    grpc: GrpcAddress.optional(),
+  })
   .strict();
 
 export const ToDoorSchema = z.discriminatedUnion('type', [
@@ -91,6 +103,8 @@ export const FromDoorSchema = z.discriminatedUnion('type', [
       doorId: z.string().min(1).max(200),
       /** Where peers forward requests for models this door holds (its HTTP base URL). */
       url: z.string().url(),
+      /** Where peers forward gRPC requests (host:port); absent: it serves no gRPC. */
+      grpc: GrpcAddress.optional(),
     })
     .strict(),
   /** Since the last report: per model, tasks answered (arrivals), and each batch's time (ms). */
