@@ -91,7 +91,8 @@ export class DoorDesk {
   /** Places every GPU with workers on a door alive (`assignDoors`), then pushes each door its table if it changed. */
   private push(): void {
     const control = this.control;
-    if (!control) return;
+    // No door ever joined: every GPU is the scheduler's, and there is no table to push.
+    if (!control || this.slots.length === 1) return;
     const now = control.doorRows((a, g) => this.gpuDoor.get(`${a}/${g}`) ?? -1);
     const gpus = now.agents.flatMap((a) =>
       a.gpus.map((g) => {

@@ -199,7 +199,8 @@ export class SchedulerService {
       ...(opts.store ? { storedPlacements: () => opts.store!.placements() } : {}),
       ...(opts.settings ? { settings: opts.settings } : {}),
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
-      ...(opts.agentLostMs !== undefined ? { agentLostMs: opts.agentLostMs } : {}),
+      // A front door re-places nothing: its agents and workers are its table's.
+      ...(opts.agentLostMs !== undefined && !door ? { agentLostMs: opts.agentLostMs } : {}),
     });
 
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none);
