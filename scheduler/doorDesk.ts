@@ -16,7 +16,14 @@ export const DOOR_PATH = '/doors';
 /** How often the table is recomputed and pushed where it changed (ms). */
 const PUSH_MS = 100;
 
-const DOOR_LINK = linkSpec<FromDoor>(DOOR_PATH, 'front door', DOOR_PROTOCOL_VERSION, FromDoorSchema, (h) => h.doorId);
+const DOOR_LINK = linkSpec<FromDoor>(
+  DOOR_PATH,
+  'front door',
+  'doorId',
+  DOOR_PROTOCOL_VERSION,
+  FromDoorSchema,
+  (h) => h.doorId,
+);
 
 interface Slot {
   readonly id: string;

@@ -27,7 +27,14 @@ export interface AgentEvents {
   batchError(agentId: string, msg: Extract<FromAgent, { type: 'batchError' }>): void;
 }
 
-const AGENT_LINK = linkSpec<FromAgent>(AGENT_PATH, 'agent', AGENT_PROTOCOL_VERSION, FromAgentSchema, (h) => h.agentId);
+const AGENT_LINK = linkSpec<FromAgent>(
+  AGENT_PATH,
+  'agent',
+  'agentId',
+  AGENT_PROTOCOL_VERSION,
+  FromAgentSchema,
+  (h) => h.agentId,
+);
 
 export class AgentHub implements AgentLink {
   private readonly hub: LinkHub<FromAgent>;

@@ -20,6 +20,8 @@ import { agentIdentity } from './auth.js';
 export interface LinkSpec<In extends { type: string }> {
   readonly path: string;
   readonly what: string;
+  /** The id's field in the hub's log lines (`agentId`, `doorId`). */
+  readonly idField: string;
   readonly version: number;
   readonly schema: z.ZodType<In>;
   /** The id a `hello` registers. */
@@ -29,11 +31,12 @@ export interface LinkSpec<In extends { type: string }> {
 export function linkSpec<In extends { type: string }>(
   path: string,
   what: string,
+  idField: string,
   version: number,
   schema: z.ZodType<In>,
   idOf: LinkSpec<In>['idOf'],
 ): LinkSpec<In> {
-  return { path, what, version, schema, idOf };
+  return { path, what, idField, version, schema, idOf };
 }
 
 /** What the hub tells of its peers, each message validated. */
@@ -113,7 +116,7 @@ export class LinkHub<In extends { type: string }> {
       }
       this.silence.delete(ws);
       this.log.warn(
-        { id: s.id(), silentMs: s.silence.missedBeats * this.heartbeatMs },
+        { [this.spec.idField]: s.id(), silentMs: s.silence.missedBeats * this.heartbeatMs },
         `${this.spec.what} unreachable: no heartbeat answered; dropping its connection`,
       );
       ws.terminate();
@@ -128,7 +131,7 @@ export class LinkHub<In extends { type: string }> {
     this.silence.set(ws, { silence, id: () => id });
     ws.on('pong', () => silence.heard());
     const refuse = (why: string) => {
-      this.log.warn({ id, err: why }, `${what} message refused; closing its connection`);
+      this.log.warn({ [this.spec.idField]: id, err: why }, `${what} message refused; closing its connection`);
       if (ws.readyState === WebSocket.OPEN) ws.send(encodeFrame({ v: version, type: 'error', message: why }));
       ws.close(1008, why.slice(0, 120));
     };
@@ -168,7 +171,7 @@ export class LinkHub<In extends { type: string }> {
         events.closed(id);
       }
     });
-    ws.on('error', (e) => this.log.warn({ id, err: e.message }, `${what} connection error`));
+    ws.on('error', (e) => this.log.warn({ [this.spec.idField]: id, err: e.message }, `${what} connection error`));
   }
 }
 

@@ -22,7 +22,14 @@ afterEach(async () => {
 
 async function doorHub(): Promise<{ url: string; seen: string[] }> {
   const seen: string[] = [];
-  const spec = linkSpec<FromDoor>('/doors', 'front door', DOOR_PROTOCOL_VERSION, FromDoorSchema, (h) => h.doorId);
+  const spec = linkSpec<FromDoor>(
+    '/doors',
+    'front door',
+    'doorId',
+    DOOR_PROTOCOL_VERSION,
+    FromDoorSchema,
+    (h) => h.doorId,
+  );
   const hub = new LinkHub(spec, 'tok', pino({ level: 'silent' }), new Map([['d9', 'own-token']]));
   hubs.push(hub);
   hub.start({
