@@ -147,8 +147,8 @@ describe('deploy/k8s', () => {
       const svc = named('Service', 'inss-scheduler') as Manifest & {
         spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] };
       };
-      const pod = d!.spec.template.spec;
-      expect(svc!.spec.selector).toEqual(d!.spec.template.metadata.labels);
+      const pod = d.spec.template.spec;
+      expect(svc.spec.selector).toEqual(d.spec.template.metadata.labels);
       const c = pod.containers[0]!;
       const inv = inssInvocation(c);
       expect(inv.sub).toBe('scheduler');
@@ -156,7 +156,7 @@ describe('deploy/k8s', () => {
       for (const f of inv.flags) expect(known, `inss scheduler has no flag ${f}`).toContain(f);
       // The port it listens on is the one the Service targets.
       const port = Number(argValue(inv.args, '--port'));
-      expect(c.ports!.find((p) => p.name === svc!.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
+      expect(c.ports!.find((p) => p.name === svc.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
       expect(argValue(inv.args, '--host')).toBe('0.0.0.0');
       // Each path it is given is a mounted volume of the right kind.
       const mountOf = (path: string) => {
@@ -198,8 +198,8 @@ describe('deploy/k8s', () => {
       const svc = named('Service', 'inss-scheduler') as Manifest & { spec: { ports: { port: number }[] } };
       const url = new URL(argValue(inv.args, '--scheduler')!);
       expect(url.protocol).toBe('ws:');
-      expect(url.hostname).toBe(svc!.metadata.name);
-      expect(Number(url.port)).toBe(svc!.spec.ports[0]!.port);
+      expect(url.hostname).toBe(svc.metadata.name);
+      expect(Number(url.port)).toBe(svc.spec.ports[0]!.port);
       // The state dir (MPS pipe and log directories under it) is a host directory.
       const stateDir = argValue(inv.args, '--state-dir')!;
       const mount = c.volumeMounts!.find((v) => stateDir.startsWith(v.mountPath))!;
