@@ -19,6 +19,7 @@ export const SYSTEM_TEST_FILES = [
   'test/integration/hostile.test.ts',
   'test/integration/access.test.ts',
   'test/integration/chaos.test.ts',
+  'test/integration/front-doors.test.ts',
   'test/integration/netns-cluster.test.ts',
   'test/integration/netns-faults.test.ts',
   'test/e2e/repository-up.test.ts',

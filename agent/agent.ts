@@ -25,20 +25,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import WebSocket from 'ws';
-import { HANDSHAKE_TIMEOUT_MS, upgradeRefusal, watchScheduler } from './connect.js';
+import { LinkClient } from './linkClient.js';
 import {
   AGENT_PROTOCOL_VERSION,
   type DataEndpoint,
   type DesiredWorker,
-  describeZodError,
   type FromAgent,
+  type ToAgent,
   ToAgentSchema,
   type WorkerIdentity,
   workerKey,
   type WorkerStatus,
 } from '../src/protocol/agent.js';
-import { decodeFrame, encodeFrame } from '../src/protocol/frames.js';
 import type { TensorRef } from '../src/protocol/tensor.js';
 import type { AgentOptions } from './agentOptions.js';
 import { routeBatch, runningBeside } from './batchRoute.js';
@@ -48,13 +46,11 @@ import { type WorkerLaunch, WorkerProcess } from './workerProcess.js';
 
 export class Agent extends EventEmitter<{ connected: []; disconnected: []; workers: [WorkerStatus[]] }> {
   readonly agentId: string;
-  private ws: WebSocket | null = null;
+  private link: LinkClient<ToAgent> | null = null;
   private desired = new Map<string, DesiredWorker>();
   private readonly workers = new Map<string, Managed>();
   private closed = false;
-  private backoffMs: number;
   private timers: NodeJS.Timeout[] = [];
-  private reconnectTimer: NodeJS.Timeout | null = null;
   private readonly log: Logger;
   /** The private directory of the workers' Unix data sockets (dataPath 'unix'), made on first use. */
   private socketDir: string | null = null;
@@ -62,7 +58,6 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   constructor(private readonly opts: AgentOptions) {
     super();
     this.agentId = opts.agentId ?? hostname();
-    this.backoffMs = opts.reconnectMinMs ?? 200;
     this.log = opts.logger.child({ agent: this.agentId });
   }
 
@@ -98,8 +93,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   async stop(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.ws?.close();
+    this.link?.stop();
     await Promise.all([...this.workers.values()].map((w) => w.proc.stop()));
     this.workers.clear();
     if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
@@ -130,19 +124,15 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
   }
 
   private connect(): void {
-    if (this.closed) return;
-    const ws = new WebSocket(this.opts.schedulerUrl, {
-      headers: { authorization: `Bearer ${this.opts.token}` },
-      maxPayload: 1 << 30,
-      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
-      ...this.opts.tls,
-    });
-    this.ws = ws;
-    ws.binaryType = 'nodebuffer';
-    ws.on('open', () => {
-      this.backoffMs = this.opts.reconnectMinMs ?? 200;
-      this.log.info({ url: this.opts.schedulerUrl }, 'connected to the scheduler');
-      this.send({
+    this.link ??= new LinkClient({
+      url: this.opts.schedulerUrl,
+      token: this.opts.token,
+      ...(this.opts.tls ? { tls: this.opts.tls } : {}),
+      log: this.log,
+      ...(this.opts.reconnectMinMs !== undefined ? { reconnectMinMs: this.opts.reconnectMinMs } : {}),
+      ...(this.opts.reconnectMaxMs !== undefined ? { reconnectMaxMs: this.opts.reconnectMaxMs } : {}),
+      schema: ToAgentSchema,
+      hello: (): FromAgent => ({
         v: AGENT_PROTOCOL_VERSION,
         type: 'hello',
         agentId: this.agentId,
@@ -150,55 +140,20 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
         workerKind: this.opts.workerKind,
         gpus: [...this.opts.gpus],
         workers: this.status(),
-      });
-      this.emit('connected');
+      }),
+      message: (m, payload) => this.onMessage(m, payload),
+      connected: () => this.emit('connected'),
+      disconnected: () => this.emit('disconnected'),
     });
-    ws.on('message', (data: Buffer) => this.onMessage(ws, data));
-    // The refusal hook: a non-101 answer must end this attempt (ws does not abort it when this listener
-    // exists), so that `close` fires and the backoff below retries; agent/connect.ts names the reason.
-    ws.on('unexpected-response', (_req, res) => {
-      const refusal = upgradeRefusal(res.statusCode);
-      this.log[refusal.level]({ status: res.statusCode, url: this.opts.schedulerUrl }, refusal.reason);
-      ws.terminate();
-    });
-    ws.on('error', (e) => this.log.warn({ err: e.message }, 'scheduler connection error'));
-    ws.on('close', () => {
-      if (this.ws === ws) this.ws = null;
-      this.emit('disconnected');
-      if (this.closed) return;
-      const delay = this.backoffMs;
-      this.backoffMs = Math.min(this.opts.reconnectMaxMs ?? 5000, this.backoffMs * 2);
-      this.log.info({ retryInMs: delay }, 'scheduler connection closed; reconnecting');
-      this.reconnectTimer = setTimeout(() => this.connect(), delay);
-    });
+    this.link.start();
   }
 
   private send(msg: FromAgent, payload?: Uint8Array): void {
-    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeFrame(msg, payload));
+    this.link?.send(msg, payload);
   }
 
-  private onMessage(ws: WebSocket, data: Buffer): void {
-    let frame;
-    try {
-      frame = decodeFrame(data);
-    } catch (e) {
-      this.log.error({ err: (e as Error).message }, 'bad frame from the scheduler; closing');
-      this.ws?.close(1002, 'bad frame');
-      return;
-    }
-    const parsed = ToAgentSchema.safeParse(frame.header);
-    if (!parsed.success) {
-      this.log.error({ err: describeZodError(parsed.error) }, 'bad message from the scheduler; closing');
-      this.ws?.close(1002, 'bad message');
-      return;
-    }
-    const m = parsed.data;
+  private onMessage(m: ToAgent, payload: Buffer): void {
     switch (m.type) {
-      case 'welcome':
-        return watchScheduler(ws, m.heartbeatMs, (silentMs) => {
-          this.log.warn({ silentMs }, 'the scheduler is silent: no heartbeat; dropping the connection');
-          ws.terminate();
-        });
       case 'desired':
         this.desired = new Map(m.workers.map((w) => [workerKey(w), w]));
         this.reconcile();
@@ -209,7 +164,7 @@ export class Agent extends EventEmitter<{ connected: []; disconnected: []; worke
           { workerId: m.workerId, model: m.model, gpu: m.gpu, pct: m.pct, generation: m.generation },
           m.size,
           m.inputs,
-          frame.payload,
+          payload,
         );
         break;
       case 'error':

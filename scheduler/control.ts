@@ -13,9 +13,11 @@
 // behaves as the digital twin predicts; queueing follows each model's queue policy (src/serving/queuePolicy.ts).
 // Every accepted task is answered exactly once: a result, or an error with its reason (dropped: cannot meet its
 // SLO, queue full, not deployed, worker failed, shutting down); a batch its retiring worker refused is requeued.
+// Over 400 lines because it is the one entry point of every manager: the agents', the tasks' and the doors'.
 import type { Logger } from 'pino';
 import type { Observation } from '../src/policy/types.js';
 import type { FromAgent, WorkerStatus } from '../src/protocol/agent.js';
+import type { DoorLoad, DoorTable } from '../src/protocol/door.js';
 import { DEFAULT_SERVING_SETTINGS } from '../src/serving/settings.js';
 import { clusterView, gpuIndex } from './clusterView.js';
 import { AgentRegistry } from './control/agents.js';
@@ -35,7 +37,8 @@ import type {
   TaskArrival,
   TaskInput,
 } from './control/types.js';
-import { namedDeployment, notDeployed, snapshot, workerViews } from './control/views.js';
+import { doorRows, namedDeployment, notDeployed, snapshot, workerViews } from './control/views.js';
+import { followTable } from './control/follow.js';
 import { WorkerSet } from './control/workerSet.js';
 import type { TaskOutcome, WorkerView } from './metrics.js';
 import { type ControlObserver, fanOut } from './observer.js';
@@ -106,6 +109,7 @@ export class Control {
       nowIso,
       firstGeneration: opts.firstGeneration ?? (opts.wallClock?.() ?? new Date()).getTime(),
       followRunning: settings.pooledPrediction === 'running',
+      ...(opts.holds ? { holds: opts.holds } : {}),
     });
     this.batches = new InFlightBatches(models, log, {
       clock,
@@ -326,6 +330,30 @@ export class Control {
       if (w && t.meanLatencyMs !== null)
         this.observe.workerLatencyMeasured(w.workerId, this.models[w.model]!.name, w.gpu, t.meanLatencyMs / 1000);
     }
+  }
+
+  // ---- front doors (docs/front-doors.md) ----------------------------------------------------------
+
+  /** A front door's table from its scheduler (scheduler/frontDoor.ts): its worker set follows it. */
+  follow(t: DoorTable): void {
+    const { models, agents, set } = this;
+    followTable({ models, profiles: this.opts.profiles, agents, set, nowMs: this.opts.clock() }, t);
+    this.dispatcher.dispatchAll();
+  }
+
+  /** The agents and workers for the doors' tables, each worker with its GPU's door (`doorOf`). */
+  doorRows(doorOf: (agentId: string, localGpu: number) => number): ReturnType<typeof doorRows> {
+    return doorRows(this.agents, this.set, this.models, doorOf);
+  }
+
+  /** A front door's load since its last report counts as this process's (PolicyLoop.doorLoad). */
+  doorLoad(load: DoorLoad): void {
+    this.loop.doorLoad(load, (name) => this.modelIndex(name));
+  }
+
+  /** The workers this process dispatches to changed (a GPU changed doors): each model's rule runs again. */
+  dispatchAll(): void {
+    this.dispatcher.dispatchAll();
   }
 
   // ---- the cluster and the policy loop ----------------------------------------------------------

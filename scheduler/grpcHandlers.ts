@@ -22,6 +22,7 @@ import {
   serverMetadataMessage,
   sharedMemoryStatusMessage,
 } from './grpcCodec.js';
+import type { GrpcForward } from './grpcForward.js';
 import type { InferFront } from './infer.js';
 import { parseInferFields, servedModelMetadata, serverMetadata } from './kserve.js';
 import type { Metrics } from './metrics.js';
@@ -49,6 +50,8 @@ export interface HandlerOptions {
   readonly slots?: { take(bytes: number): Buffer | null; release(slot: Buffer): void };
   readonly version: string;
   readonly logger: Logger;
+  /** A front door's forward of a model's request to the door holding its workers (grpcForward.ts); null: here. */
+  readonly forward?: (model: string, md: grpc.Metadata) => GrpcForward | null;
 }
 
 /** An RPC's result: a message, or a status code and its text. */
@@ -109,6 +112,19 @@ export function handlers(o: HandlerOptions): grpc.UntypedServiceImplementation {
     return ok(action === 'status' ? { regions: {} } : {});
   };
   const ok = <T>(value: T): Answer<T> => ({ ok: true, value });
+
+  /** `infer`, or for a model a front door holds no worker of, its forward to the door that holds one. */
+  const inferAt =
+    (md: grpc.Metadata) =>
+    (msg: ModelInferRequestMessage, isLocal: boolean, receivedMs: number): ReturnType<typeof infer> => {
+      const forward = o.forward?.(msg.model_name, md);
+      if (!forward) return infer(msg, isLocal, receivedMs);
+      return forward(msg).then(
+        (response) => ok({ response, answeredMs: performance.now() }),
+        (e: Error & { code: GrpcCodeValue; peer: string }) =>
+          fail(e.code, `the front door holding this model (${e.peer}) answered: ${e.message}`),
+      );
+    };
 
   /**
    * One ModelInfer request, from its message to its answer. `receivedMs`: when its message was read
@@ -245,7 +261,7 @@ export function handlers(o: HandlerOptions): grpc.UntypedServiceImplementation {
       callback: grpc.sendUnaryData<unknown>,
     ) => {
       const receivedMs = performance.now();
-      infer(call.request, local(call), receivedMs).then(
+      inferAt(call.metadata)(call.request, local(call), receivedMs).then(
         (a) => {
           if (!a.ok) return callback({ code: a.code, details: a.error });
           // The scheduler's own span of the task (as the HTTP answer's Server-Timing).
@@ -274,7 +290,7 @@ export function handlers(o: HandlerOptions): grpc.UntypedServiceImplementation {
       call.on('data', (msg: ModelInferRequestMessage) => {
         const receivedMs = performance.now();
         pending++;
-        infer(msg, isLocal, receivedMs)
+        inferAt(call.metadata)(msg, isLocal, receivedMs)
           .then(
             (a) => {
               if (call.cancelled) return;

@@ -30,6 +30,10 @@ import { SharedMemoryRegistry } from './sharedMemory.js';
 import { registerSharedMemoryRoutes } from './sharedMemoryRoutes.js';
 import { type GrpcOptions, GrpcService } from './grpc.js';
 import { PipelineFront, PlannedBudgets, type ServedPipeline } from './pipelineFront.js';
+import { DoorDesk } from './doorDesk.js';
+import { DoorRoutes, forwardHook } from './doorRoute.js';
+import { DoorLink, type DoorLinkOptions, LoadReport } from './frontDoor.js';
+import { GrpcForwarder } from './grpcForward.js';
 
 export interface SchedulerOptions {
   readonly host: string;
@@ -73,7 +77,17 @@ export interface SchedulerOptions {
   readonly heartbeatMs?: number;
   /** An agent disconnected this long has its models re-placed (ControlOptions.agentLostMs); absent: never. */
   readonly agentLostMs?: number;
+  /**
+   * Serve as a front door of the scheduler this link reaches (`inss frontdoor`, scheduler/frontDoor.ts): no agents'
+   * hub and no policy; its workers from the scheduler's tables. Absent: the scheduler (door 0, with the doors' hub).
+   */
+  readonly frontDoor?: Omit<DoorLinkOptions, 'log'>;
+  /** The base URL peer doors forward requests to (default: this process's URL). */
+  readonly advertiseUrl?: string;
 }
+
+/** A front door sends batches only over its own data links to the workers, never through an agent. */
+const NO_AGENT_LINK = { send: () => false };
 
 /** The body limit of routes that take no body. */
 const NO_BODY_LIMIT = 64 * 1024;
@@ -82,7 +96,8 @@ export class SchedulerService {
   private constructor(
     readonly app: FastifyInstance,
     readonly control: Control,
-    private readonly hub: AgentHub,
+    private readonly hub: AgentHub | null,
+    private readonly doors: { close(): void } | null,
     private readonly parser: ParsePool,
     private readonly direct: DirectLinks,
     readonly metrics: Metrics,
@@ -151,7 +166,23 @@ export class SchedulerService {
       region,
       sent: (shm, inline) => metrics.directSamples(shm, inline),
     });
-    const hub = new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens, opts.heartbeatMs);
+    const door = opts.frontDoor;
+    const hub = door
+      ? null
+      : new AgentHub(opts.token, opts.logger.child({ part: 'hub' }), opts.agentTokens, opts.heartbeatMs);
+    // Front doors (docs/front-doors.md): where requests for models held elsewhere go, and this door's GPUs.
+    const routes = new DoorRoutes(opts.models.map((m) => m.name));
+    const report = door ? new LoadReport() : null;
+    const forwarder = new GrpcForwarder(routes, opts.tls !== undefined, door?.ca);
+    const desk = door
+      ? null
+      : new DoorDesk(
+          opts.token,
+          opts.agentTokens ?? new Map(),
+          opts.logger.child({ part: 'doors' }),
+          opts.heartbeatMs,
+          (t) => routes.update(0, t.doors, t.workers),
+        );
     const regions = new SharedMemoryRegistry();
     const planned = new PlannedBudgets();
     const control = new Control({
@@ -159,15 +190,17 @@ export class SchedulerService {
       profiles: opts.profiles,
       policyName: opts.policyName,
       createPolicy: opts.createPolicy,
-      link: hub,
+      link: hub ?? NO_AGENT_LINK,
       direct,
+      holds: desk ? (w) => desk.doorOf(w.agentId, w.localGpu) === 0 : (w) => w.data !== null,
       clock: () => performance.now(),
       logger: opts.logger.child({ part: 'control' }),
-      observers: [metrics, ...(opts.store ? [opts.store] : []), planned],
+      observers: [metrics, ...(opts.store ? [opts.store] : []), planned, ...(report ? [report] : [])],
       ...(opts.store ? { storedPlacements: () => opts.store!.placements() } : {}),
       ...(opts.settings ? { settings: opts.settings } : {}),
       ...(opts.initialRatePerS ? { initialRatePerS: opts.initialRatePerS } : {}),
-      ...(opts.agentLostMs !== undefined ? { agentLostMs: opts.agentLostMs } : {}),
+      // A front door re-places nothing: its agents and workers are its table's.
+      ...(opts.agentLostMs !== undefined && !door ? { agentLostMs: opts.agentLostMs } : {}),
     });
 
     // Bodies are parsed by the KServe codec, whatever their content type (JSON, binary extension, none);
@@ -191,6 +224,7 @@ export class SchedulerService {
       bodyLimitOf(isInfer(req) ? (req.params as { name?: string }).name : undefined);
     // An infer route naming a model or version not served: 404 before its body is read (scheduler/triton.ts).
     app.addHook('onRequest', unknownModelHook(endpoints, isInfer, guardOptions.maxBodyBytes));
+    app.addHook('onRequest', forwardHook(routes, isInfer, opts.logger.child({ part: 'forward' }), door?.ca));
     guard(app, guardOptions, routeBodyLimit);
     const takeReservation = admitParses(app, parser, isInfer);
 
@@ -205,7 +239,7 @@ export class SchedulerService {
     // What every protocol does with a validated request (scheduler/infer.ts), to a model or to a pipeline.
     const models = new InferFront(control, opts.models, regions);
     const pipes = new PipelineFront(models, opts.models, pipelines, planned, regions, metrics);
-    const { front, ready } = endpointFront(control, models, pipes);
+    const { front, ready } = endpointFront(control, models, pipes, (name) => routes.elsewhere(name));
     app.addHook('onClose', (_app, done) => {
       regions.close();
       done();
@@ -231,7 +265,7 @@ export class SchedulerService {
     });
     registerInss(app, { control, metrics, store: opts.store, epochMs: opts.settings?.epochMs });
 
-    hub.attach(app.server, control);
+    if (hub && desk) hub.attach(app.server, control, [desk.hub]);
     try {
       await app.listen({ host: opts.host, port: opts.port });
     } catch (e) {
@@ -246,13 +280,13 @@ export class SchedulerService {
         grpc = await startGrpc(
           opts,
           opts.grpcPort,
-          { access, bodyLimits, control: ready, metrics, regions, front },
+          { access, bodyLimits, control: ready, metrics, regions, front, forward: (m, md) => forwarder.forward(m, md) },
           endpoints,
           region,
           direct,
         );
       } catch (e) {
-        hub.close();
+        hub?.close();
         await app.close();
         await parser.close();
         await direct.stop();
@@ -263,6 +297,17 @@ export class SchedulerService {
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+    const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
+    const url = `${opts.tls ? 'https' : 'http'}://${local}:${port}`;
+    const self = opts.advertiseUrl ?? url;
+    // Where peer doors forward gRPC requests: the advertised host, this process's gRPC port.
+    const selfGrpc = grpc ? `${new URL(self).hostname}:${grpc.port}` : undefined;
+    const link =
+      door &&
+      new DoorLink({ ...door, log: opts.logger.child({ part: 'door' }) }, control, routes, report!, self, selfGrpc);
+    if (link) link.start();
+    else desk!.start(control, self, selfGrpc);
+    const doors = link || desk!;
     control.start();
     opts.store?.recordPolicy({
       name: opts.policyName,
@@ -270,24 +315,19 @@ export class SchedulerService {
       data: undefined,
       nowIso: new Date().toISOString(),
     });
-    const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-    return new SchedulerService(
-      app,
-      control,
-      hub,
-      parser,
-      direct,
-      metrics,
-      `${opts.tls ? 'https' : 'http'}://${local}:${port}`,
-      grpc,
-    );
+    const close = () => {
+      doors.close();
+      forwarder.close();
+    };
+    return new SchedulerService(app, control, hub, { close }, parser, direct, metrics, url, grpc);
   }
 
   /** Answers every waiting task (shutdown errors), closes the agents' connections and the port. */
   async close(): Promise<void> {
     this.control.stop();
     await this.grpc?.close();
-    this.hub.close();
+    this.doors?.close();
+    this.hub?.close();
     await this.app.close();
     await this.parser.close();
     await this.direct.stop();
@@ -302,7 +342,7 @@ export class SchedulerService {
 function startGrpc(
   opts: SchedulerOptions,
   port: number,
-  shared: Pick<GrpcOptions, 'access' | 'bodyLimits' | 'control' | 'metrics' | 'regions' | 'front'>,
+  shared: Pick<GrpcOptions, 'access' | 'bodyLimits' | 'control' | 'metrics' | 'regions' | 'front' | 'forward'>,
   models: readonly ServedModelConfig[],
   region: ShmRegion | null,
   direct: DirectLinks,
@@ -330,16 +370,22 @@ function startGrpc(
  * The protocols' view of the endpoints, models then pipelines: a request to endpoint `m` runs on the model
  * front or the pipeline front, and a pipeline is ready when each of its step models is.
  */
-function endpointFront(control: Control, models: InferFront, pipes: PipelineFront) {
+function endpointFront(control: Control, models: InferFront, pipes: PipelineFront, elsewhere: (n: string) => boolean) {
   const n = control.models.length;
+  // A model no worker here serves is ready where another front door serves it (requests go there).
+  const served = (m: number) => control.modelReady(m) || elsewhere(control.models[m]!.name);
   const modelReady = (m: number): boolean =>
-    m < n ? control.modelReady(m) : pipes.pipelines[m - n]!.stepModels.every((s) => control.modelReady(s));
+    m < n ? served(m) : pipes.pipelines[m - n]!.stepModels.every((s) => served(s));
   const front: Pick<InferFront, 'infer' | 'answerSent'> = {
     infer: (m, request, ctx) => (m < n ? models.infer(m, request, ctx) : pipes.infer(m - n, request, ctx)),
     answerSent: (wayOutMs) => models.answerSent(wayOutMs),
   };
   const ready: Pick<Control, 'readiness' | 'modelReady' | 'workerViews'> = {
-    readiness: () => control.readiness(),
+    readiness: () => {
+      const r = control.readiness();
+      const notReady = r.notReady.filter((name) => !elsewhere(name));
+      return { ...r, ready: notReady.length === 0, notReady };
+    },
     modelReady,
     workerViews: () => control.workerViews(),
   };

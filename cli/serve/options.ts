@@ -93,7 +93,7 @@ export interface ServeOptions {
   /** --model-repository: a model repository in Triton's layout (docs/model-repository.md). */
   modelRepository?: string;
   /** Which command runs (for its printed lines). */
-  command: 'scheduler' | 'up';
+  command: 'scheduler' | 'up' | 'frontdoor';
   policy: string;
   policyFile?: string;
   /** --attainment-target: overrides the scenario's `attainmentTarget` (undefined: the scenario's). */
@@ -140,6 +140,11 @@ export function grpcPortOf(opts: { grpc: boolean; grpcPort?: number; port: numbe
 }
 
 export function agentUrl(v: string): string {
+  return hubUrl(v, '/agents');
+}
+
+/** A scheduler hub's ws:// or wss:// URL; `path` where none is given. */
+export function hubUrl(v: string, path: string): string {
   let u: URL;
   try {
     u = new URL(v);
@@ -148,7 +153,7 @@ export function agentUrl(v: string): string {
   }
   if (u.protocol !== 'ws:' && u.protocol !== 'wss:')
     throw new InvalidArgumentError(`'${v}': must start with ws:// or wss://`);
-  if (u.pathname === '/' || u.pathname === '') u.pathname = '/agents';
+  if (u.pathname === '/' || u.pathname === '') u.pathname = path;
   return u.toString();
 }
 

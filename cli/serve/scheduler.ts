@@ -9,7 +9,7 @@ import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import { parseAgentTokens } from '../../scheduler/auth.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
-import { SchedulerService } from '../../scheduler/service.js';
+import { SchedulerService, type SchedulerOptions } from '../../scheduler/service.js';
 import { withLearnedProfiles } from '../../scheduler/clusterView.js';
 import { Store } from '../../scheduler/store.js';
 import type { ClusterInfo } from '../../src/policy/types.js';
@@ -258,7 +258,15 @@ function stateDbPath(stateDir: string | undefined): string {
 }
 
 export async function startScheduler(
-  opts: ServeOptions & { host: string; port: number; token: string | null; agentTokens?: ReadonlyMap<string, string> },
+  opts: ServeOptions & {
+    host: string;
+    port: number;
+    token: string | null;
+    agentTokens?: ReadonlyMap<string, string>;
+    /** `inss frontdoor`: the link to its scheduler (no state kept: its store is in memory). */
+    frontDoor?: SchedulerOptions['frontDoor'];
+    advertiseUrl?: string;
+  },
   logger: Logger,
 ): Promise<{
   service: SchedulerService;
@@ -268,7 +276,7 @@ export async function startScheduler(
 }> {
   const tls = tlsFiles(opts);
   const { access, generated } = accessFrom(opts);
-  const store = new Store(stateDbPath(opts.stateDir));
+  const store = new Store(opts.frontDoor ? ':memory:' : stateDbPath(opts.stateDir));
   let config: ReturnType<typeof schedulerConfig>;
   try {
     config = schedulerConfig(opts, logger, store);
@@ -292,7 +300,8 @@ export async function startScheduler(
     policyName: opts.policy,
     createPolicy: config.createPolicy,
     logger,
-    store,
+    ...(opts.frontDoor ? { frontDoor: opts.frontDoor } : { store }),
+    ...(opts.advertiseUrl !== undefined ? { advertiseUrl: opts.advertiseUrl } : {}),
     version: VERSION,
     settings: config.settings,
     initialRatePerS: config.initialRatePerS,

@@ -1,6 +1,7 @@
 // The policy loop: the decision epoch's clock, the monitor (arrivals per epoch; a window of them gives
 // the rates, src/serving/monitor.ts), the epoch's outcomes, and the policy made for the cluster. Each
 // epoch observes, asks the policy, and hands its deployment to the worker set.
+import type { DoorLoad } from '../../src/protocol/door.js';
 import type { Logger } from 'pino';
 import type { ClusterInfo, Deployment, GpuMode, Observation, Policy } from '../../src/policy/types.js';
 import { type MonitorKind, RateMonitor } from '../../src/serving/monitor.js';
@@ -136,6 +137,25 @@ export class PolicyLoop {
       beside,
       ...(memoryMb !== undefined ? { memoryMb } : {}),
     });
+  }
+
+  /**
+   * What a front door served since its last report (scheduler/doorDesk.ts): its arrivals, answers and batch
+   * times count in the monitor and the epoch as this process's own, so the policy sees the whole cluster's load.
+   */
+  doorLoad(load: DoorLoad, indexOf: (model: string) => number): void {
+    const now = this.deps.clock();
+    for (const r of load.models) {
+      const m = indexOf(r.model);
+      if (m < 0) continue;
+      for (let i = 0; i < r.arrivals; i++) this.monitor.arrival(m, now);
+      for (let i = 0; i < r.served; i++) this.stats.answered(m, r.latencySumMs / r.served, i < r.violated);
+      if (r.dropped > 0) this.stats.dropped(m, r.dropped);
+    }
+    for (const b of load.batches) {
+      const m = indexOf(b.model);
+      if (m >= 0) this.stats.batchTimed(m, b.latencyMs);
+    }
   }
 
   /** Publishes the epoch's rate and on-time ratio per model, and starts the next epoch's counts. */

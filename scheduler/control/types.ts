@@ -133,6 +133,8 @@ export interface ControlOptions {
    * GPUs until it is back (docs/reliability.md, "A lost host"). 0 or absent: never; its placements wait.
    */
   readonly agentLostMs?: number;
+  /** This front door dispatches to the worker (docs/front-doors.md); absent: to every worker. */
+  readonly holds?: (w: { readonly agentId: string; readonly localGpu: number; readonly data: unknown }) => boolean;
   /** Rates to plan for before traffic is seen (per model name); default 0 (the first epochs learn them). */
   readonly initialRatePerS?: Readonly<Record<string, number>>;
   /**

@@ -1,10 +1,13 @@
 // Read-only views of the control plane for operators, Triton's model configuration and the metrics:
 // GET /v2/inss/cluster's snapshot, the workers with the share and batch in force, a deployment named.
 import type { Deployment } from '../../src/policy/types.js';
+import type { DoorAgent, DoorWorker } from '../../src/protocol/door.js';
+import { gpuIndex } from '../clusterView.js';
 import type { WorkerView } from '../metrics.js';
 import type { AgentRegistry } from './agents.js';
 import type { PathMeter } from './pathMeter.js';
 import type { NamedDeployment } from './policyLoop.js';
+import { identity } from './records.js';
 import type { TaskBuffer } from './taskBuffer.js';
 import type { ControlSettings, ServedModelConfig } from './types.js';
 import type { WorkerSet } from './workerSet.js';
@@ -98,4 +101,35 @@ export function notDeployed(name: string, policyError: string | null, gpus: numb
   if (policyError) return `model '${name}' is not deployed: the policy cannot run on this cluster (${policyError})`;
   if (gpus === 0) return `model '${name}' is not deployed: no agent with GPUs is connected`;
   return `model '${name}' is not deployed: the policy placed it on no GPU`;
+}
+
+/** The agents and workers as a front door's table gives them (src/protocol/door.ts); `doorOf`: a GPU's door. */
+export function doorRows(
+  agents: AgentRegistry,
+  set: WorkerSet,
+  models: readonly ServedModelConfig[],
+  doorOf: (agentId: string, localGpu: number) => number,
+): { agents: DoorAgent[]; workers: DoorWorker[] } {
+  const mode = (agentId: string, local: number) => set.gpuModes[gpuIndex(set.gpuRefs, agentId, local)] ?? 'mps';
+  return {
+    agents: [...agents.all()].map((a) => ({
+      agentId: a.agentId,
+      hostname: a.hostname,
+      workerKind: a.workerKind,
+      connected: a.connected,
+      gpus: a.gpus,
+      modes: a.gpus.map((g) => mode(a.agentId, g.index)),
+    })),
+    workers: set.workers.map((w) => ({
+      ...identity(w, models),
+      agentId: w.agentId,
+      state: w.state,
+      ...(w.data ? { data: w.data } : {}),
+      batch: w.batch,
+      timeoutMs: Number.isNaN(w.timeoutMs) ? null : w.timeoutMs,
+      role: w.role,
+      wanted: w.wanted,
+      door: doorOf(w.agentId, w.localGpu),
+    })),
+  };
 }

@@ -36,6 +36,7 @@ export interface WorkerSetDeps {
   readonly nowIso: () => string;
   readonly firstGeneration: number;
   readonly followRunning?: boolean; // a pooled batch predicted beside those in flight (`pooledPrediction: running`)
+  readonly holds?: (w: Worker) => boolean; // this front door dispatches to the worker (docs/front-doors.md)
 }
 
 export class WorkerSet {
@@ -77,7 +78,8 @@ export class WorkerSet {
 
   /** The worker takes batches: wanted, ready, not a shadow, its agent connected. */
   serving(w: Worker): boolean {
-    return w.wanted && w.state === 'ready' && w.role !== 'shadow' && this.deps.agents.connected(w.agentId);
+    const ok = w.wanted && w.state === 'ready' && w.role !== 'shadow' && this.deps.agents.connected(w.agentId);
+    return ok && this.deps.holds?.(w) !== false;
   }
 
   /** A model is ready when it has a worker that takes batches. */
@@ -125,10 +127,7 @@ export class WorkerSet {
     for (const w of gone) this.deps.direct.close(w);
   }
 
-  /**
-   * The agent reported its workers. Matched by the whole identity: a process under the same id running another
-   * model, GPU, share or generation is not this worker (it stays 'unknown' and takes no batch).
-   */
+  /** The agent reported its workers, matched by whole identity (another model, GPU, share or generation: 'unknown'). */
   reported(agentId: string, statuses: readonly WorkerStatus[]): void {
     const byKey = new Map(statuses.map((s) => [workerKey(s), s]));
     for (const s of statuses) this.nextGeneration = Math.max(this.nextGeneration, s.generation + 1);
@@ -157,17 +156,17 @@ export class WorkerSet {
   }
 
   /**
-   * Moves onto a new cluster view (an agent's GPUs changed): GPUs keep their mode, workers on GPUs gone are forgotten,
-   * and `adopt`'s workers are adopted. The caller then makes a policy for it.
+   * Moves onto a new cluster view (an agent's GPUs changed): GPUs keep their mode (a front door's: `modes`, its
+   * table's), workers on GPUs gone are forgotten, and `adopt`'s workers are adopted. The caller makes a policy for it.
    */
-  rebuild(view: ClusterView, adopt: Extract<FromAgent, { type: 'hello' }> | null): void {
+  rebuild(view: ClusterView, adopt: Extract<FromAgent, { type: 'hello' }> | null, modes?: GpuMode[]): void {
     for (const g of view.unprofiled)
       this.deps.log.warn(
         { agentId: g.agentId, gpu: g.gpu, name: g.name, profile: g.profile },
         'GPU has no known profile; not used',
       );
     const refs = view.refs;
-    this.modes = carryModes(this.refs, this.modes, refs);
+    this.modes = modes ?? carryModes(this.refs, this.modes, refs);
     this.refs = refs;
     this.pooledLimit = view.cluster?.gpus.map((g) => pooledConcurrency(g.pooled)) ?? [];
     for (const w of this.list) w.gpu = gpuIndex(refs, w.agentId, w.localGpu);

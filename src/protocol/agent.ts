@@ -158,8 +158,15 @@ export const FromAgentSchema = z.discriminatedUnion('type', [
 ]);
 export type FromAgent = z.infer<typeof FromAgentSchema>;
 
+/** The hub's first answer, with the heartbeat's beat (every link's: the agents' and the front doors'). */
+export const LinkWelcomeSchema = z
+  .object({ v, type: z.literal('welcome'), heartbeatMs: z.number().int().positive() })
+  .strict();
+/** Why the hub refuses a message before it closes the link (every link's). */
+export const LinkErrorSchema = z.object({ v, type: z.literal('error'), message: z.string() }).strict();
+
 export const ToAgentSchema = z.discriminatedUnion('type', [
-  z.object({ v, type: z.literal('welcome'), heartbeatMs: z.number().int().positive() }).strict(),
+  LinkWelcomeSchema,
   /** The whole set of workers this agent should run; it reconciles toward it (shadow swaps for new shares). */
   z
     .object({
@@ -180,7 +187,7 @@ export const ToAgentSchema = z.discriminatedUnion('type', [
     size: z.number().int().positive(),
     inputs: z.array(TensorRefSchema),
   }).strict(),
-  z.object({ v, type: z.literal('error'), message: z.string() }).strict(),
+  LinkErrorSchema,
 ]);
 export type ToAgent = z.infer<typeof ToAgentSchema>;
 

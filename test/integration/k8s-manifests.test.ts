@@ -34,6 +34,7 @@ interface Container {
   args?: string[];
   ports?: { name?: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
+  env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
 }
 interface PodSpec {
   containers: Container[];
@@ -99,6 +100,7 @@ const argValue = (args: string[], flag: string): string | undefined => args[args
 
 const all = readManifests();
 const byKind = (kind: string): Manifest[] => [...all.values()].flat().filter((m) => m.kind === kind);
+const named = (kind: string, name: string): Manifest => byKind(kind).find((m) => m.metadata.name === name)!;
 const tmp = mkdtempSync(join(tmpdir(), 'inss-k8s-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -141,12 +143,12 @@ describe('deploy/k8s', () => {
     'the scheduler: a Deployment behind the Service, its state on the PVC, the scenario from the ConfigMap, the ' +
       'token from the Secret',
     async () => {
-      const [d] = byKind('Deployment') as Workload[];
-      const [svc] = byKind('Service') as (Manifest & {
+      const d = named('Deployment', 'inss-scheduler') as Workload;
+      const svc = named('Service', 'inss-scheduler') as Manifest & {
         spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] };
-      })[];
-      const pod = d!.spec.template.spec;
-      expect(svc!.spec.selector).toEqual(d!.spec.template.metadata.labels);
+      };
+      const pod = d.spec.template.spec;
+      expect(svc.spec.selector).toEqual(d.spec.template.metadata.labels);
       const c = pod.containers[0]!;
       const inv = inssInvocation(c);
       expect(inv.sub).toBe('scheduler');
@@ -154,7 +156,7 @@ describe('deploy/k8s', () => {
       for (const f of inv.flags) expect(known, `inss scheduler has no flag ${f}`).toContain(f);
       // The port it listens on is the one the Service targets.
       const port = Number(argValue(inv.args, '--port'));
-      expect(c.ports!.find((p) => p.name === svc!.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
+      expect(c.ports!.find((p) => p.name === svc.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
       expect(argValue(inv.args, '--host')).toBe('0.0.0.0');
       // Each path it is given is a mounted volume of the right kind.
       const mountOf = (path: string) => {
@@ -193,11 +195,11 @@ describe('deploy/k8s', () => {
       for (const f of inv.flags) expect(known, `inss agent has no flag ${f}`).toContain(f);
       expect(argValue(inv.args, '--worker')).toBe('torch');
       // It reaches the scheduler through the Service, on the Service's port.
-      const [svc] = byKind('Service') as (Manifest & { spec: { ports: { port: number }[] } })[];
+      const svc = named('Service', 'inss-scheduler') as Manifest & { spec: { ports: { port: number }[] } };
       const url = new URL(argValue(inv.args, '--scheduler')!);
       expect(url.protocol).toBe('ws:');
-      expect(url.hostname).toBe(svc!.metadata.name);
-      expect(Number(url.port)).toBe(svc!.spec.ports[0]!.port);
+      expect(url.hostname).toBe(svc.metadata.name);
+      expect(Number(url.port)).toBe(svc.spec.ports[0]!.port);
       // The state dir (MPS pipe and log directories under it) is a host directory.
       const stateDir = argValue(inv.args, '--state-dir')!;
       const mount = c.volumeMounts!.find((v) => stateDir.startsWith(v.mountPath))!;
@@ -207,4 +209,32 @@ describe('deploy/k8s', () => {
       expect(pod.volumes!.find((v) => v.name === tokenMount.name)?.secret?.secretName).toBe('inss-token');
     },
   );
+
+  it('the front doors: replicas behind their Service, linked to the scheduler through its Service', async () => {
+    const d = named('Deployment', 'inss-frontdoor') as Workload & { spec: { replicas: number } };
+    const svc = named('Service', 'inss-frontdoor') as Manifest & {
+      spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] };
+    };
+    expect(d.spec.replicas).toBeGreaterThan(1);
+    expect(svc.spec.selector).toEqual(d.spec.template.metadata.labels);
+    const c = d.spec.template.spec.containers[0]!;
+    const inv = inssInvocation(c);
+    expect(inv.sub).toBe('frontdoor');
+    const known = await cliFlags('frontdoor');
+    for (const f of inv.flags) expect(known, `inss frontdoor has no flag ${f}`).toContain(f);
+    const port = Number(argValue(inv.args, '--port'));
+    expect(c.ports!.find((p) => p.name === svc.spec.ports[0]!.targetPort)?.containerPort).toBe(port);
+    // Its link reaches the scheduler's door hub through the scheduler's Service, on that Service's port.
+    const sched = named('Service', 'inss-scheduler') as Manifest & { spec: { ports: { port: number }[] } };
+    const url = new URL(argValue(inv.args, '--scheduler')!);
+    expect(url.hostname).toBe(sched.metadata.name);
+    expect(Number(url.port)).toBe(sched.spec.ports[0]!.port);
+    expect(url.pathname).toBe('/doors');
+    // Peers forward to the pod's own address, on the port it listens on.
+    expect(argValue(inv.args, '--advertise')).toBe(`"http://$POD_IP:${port}"`);
+    expect(c.env!.find((e) => e.name === 'POD_IP')?.valueFrom?.fieldRef?.fieldPath).toBe('status.podIP');
+    const tokenFile = /--token-file (\S+)/.exec(c.args!.join(' '))![1]!;
+    const mount = c.volumeMounts!.find((v) => tokenFile.startsWith(v.mountPath))!;
+    expect(d.spec.template.spec.volumes!.find((v) => v.name === mount.name)?.secret?.secretName).toBe('inss-token');
+  });
 });
