@@ -22,6 +22,7 @@ export const SYSTEM_TEST_FILES = [
   'test/integration/front-doors.test.ts',
   'test/integration/netns-cluster.test.ts',
   'test/integration/netns-faults.test.ts',
+  'test/integration/netns-doors.test.ts',
   'test/e2e/repository-up.test.ts',
   'test/e2e/text-model-up.test.ts',
   'test/e2e/pipeline-up.test.ts',

@@ -30,6 +30,8 @@ export interface TlsClusterOptions {
   readonly schedulerFlags?: readonly string[];
   /** netem on every host (benchmarks/netns.ts; fails where the kernel lacks sch_netem). */
   readonly delayMs?: number;
+  /** Hosts of front doors (`inss frontdoor`, `startDoor`), after the client host; none by default. */
+  readonly doors?: readonly string[];
 }
 
 /** GET /v2/inss/cluster, as far as these users read it. */
@@ -49,25 +51,30 @@ export class TlsCluster {
   readonly cluster: NetnsCluster;
   readonly base: string;
   readonly agents = new Map<string, Running>();
+  readonly doors = new Map<string, Running>();
   sched!: Running;
   private readonly dir = mkdtempSync(join(tmpdir(), 'inss-netns-'));
   private readonly ca: Buffer;
 
-  /** Makes the hosts and the files; starts nothing (`startScheduler`, `startAgent`). */
+  /** Makes the hosts and the files; starts nothing (`startScheduler`, `startAgent`, `startDoor`). */
   constructor(readonly opts: TlsClusterOptions) {
-    const schedIp = `${opts.subnet}.2`; // the first host's address (netns.ts)
-    this.base = `https://${schedIp}:8000`;
+    const hosts = ['sched', ...GPU_HOSTS, 'client', ...(opts.doors ?? [])];
+    const ipOf = (h: string) => `${opts.subnet}.${hosts.indexOf(h) + 2}`; // netns.ts: hosts from .2 in order
+    this.base = `https://${ipOf('sched')}:8000`;
     try {
-      selfSignedCert(this.file('key.pem'), this.file('cert.pem'), 'sched', `IP:${schedIp}`);
+      // One certificate for the scheduler and the doors: every server's address in it.
+      const san = ['sched', ...(opts.doors ?? [])].map((h) => `IP:${ipOf(h)}`).join(',');
+      selfSignedCert(this.file('key.pem'), this.file('cert.pem'), 'sched', san);
       this.ca = readFileSync(this.file('cert.pem'));
       const token = (a: string) => `${a}-token-0123456789abcdef`;
-      writeFileSync(this.file('agents.txt'), GPU_HOSTS.map((a) => `${a} ${token(a)}\n`).join(''), { mode: 0o600 });
-      for (const a of GPU_HOSTS) writeFileSync(this.file(`${a}.token`), `${token(a)}\n`, { mode: 0o600 });
+      const linked = [...GPU_HOSTS, ...(opts.doors ?? [])]; // agents and doors: the tokens of the scheduler's links
+      writeFileSync(this.file('agents.txt'), linked.map((a) => `${a} ${token(a)}\n`).join(''), { mode: 0o600 });
+      for (const a of linked) writeFileSync(this.file(`${a}.token`), `${token(a)}\n`, { mode: 0o600 });
       writeFileSync(this.file('clients.txt'), `${CLIENT_TOKEN}\n`, { mode: 0o600 });
       this.cluster = NetnsCluster.create({
         prefix: opts.prefix,
         subnet: opts.subnet,
-        hosts: ['sched', ...GPU_HOSTS, 'client'],
+        hosts,
         ...(opts.delayMs ? { delayMs: opts.delayMs } : {}),
       });
     } catch (e) {
@@ -104,12 +111,38 @@ export class TlsCluster {
     return agent;
   }
 
-  /** GET `path` on the scheduler from the root namespace, over the bridge. */
-  get(path: string): Promise<string> {
+  /** Starts `inss frontdoor` on door host `name`, linked to the scheduler, serving HTTPS at `url(name)`. */
+  startDoor(name: string): Running {
+    const f = (n: string) => this.file(n);
+    const door = this.cluster.run(name, [
+      ...['frontdoor', '--host', '0.0.0.0', '--port', '8000', '--no-grpc', '--door-id', name],
+      ...[
+        '--scheduler',
+        this.base.replace('https:', 'wss:'),
+        '--ca',
+        f('cert.pem'),
+        '--token-file',
+        f(`${name}.token`),
+      ],
+      ...['--tls-cert', f('cert.pem'), '--tls-key', f('key.pem'), '--auth-tokens-file', f('clients.txt')],
+      ...['--advertise', this.url(name), '--scenario', this.opts.scenario, '--state-dir', f(`${name}-state`)],
+      ...['--log-level', 'info'],
+    ]);
+    this.doors.set(name, door);
+    return door;
+  }
+
+  /** The HTTPS endpoint of host `name`'s server (the scheduler's or a door's). */
+  url(name: string): string {
+    return `https://${this.cluster.host(name).ip}:8000`;
+  }
+
+  /** GET `path` on the scheduler (or at `base`, a door's) from the root namespace, over the bridge. */
+  get(path: string, base = this.base): Promise<string> {
     return new Promise((resolve, reject) => {
       const headers = { authorization: `Bearer ${CLIENT_TOKEN}` };
       https
-        .get(`${this.base}${path}`, { ca: this.ca, headers, timeout: 5000 }, (res) => {
+        .get(`${base}${path}`, { ca: this.ca, headers, timeout: 5000 }, (res) => {
           let body = '';
           res.setEncoding('utf8').on('data', (d: string) => (body += d));
           res.on('end', () =>
@@ -127,9 +160,9 @@ export class TlsCluster {
     return JSON.parse(await this.get('/v2/inss/cluster')) as ClusterView;
   }
 
-  /** The scheduler's `inss_requests_total`, over every outcome: the tasks it answered. */
-  async answered(): Promise<number> {
-    return [...(await this.get('/metrics')).matchAll(/^inss_requests_total\{[^}]*\} (\d+)$/gm)].reduce(
+  /** The scheduler's (or the door's at `base`) `inss_requests_total`, over every outcome: the tasks it answered. */
+  async answered(base = this.base): Promise<number> {
+    return [...(await this.get('/metrics', base)).matchAll(/^inss_requests_total\{[^}]*\} (\d+)$/gm)].reduce(
       (a, m) => a + Number(m[1]),
       0,
     );
@@ -160,10 +193,10 @@ export class TlsCluster {
     );
   }
 
-  /** Runs the client host: `tasks` tasks, one every `intervalMs`, the models in turn. */
-  async load(tasks: number, intervalMs: number, timeoutMs = 60_000): Promise<Outcome[]> {
+  /** Runs the client host: `tasks` tasks to the scheduler (or `base`), one every `intervalMs`, the models in turn. */
+  async load(tasks: number, intervalMs: number, timeoutMs = 60_000, base = this.base): Promise<Outcome[]> {
     const cfg: NetnsClientConfig = {
-      url: this.base,
+      url: base,
       ca: this.file('cert.pem'),
       token: CLIENT_TOKEN,
       models: this.opts.models,
