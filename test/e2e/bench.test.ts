@@ -261,7 +261,7 @@ describe('inss bench', () => {
       expect(j.results.every((x) => x.served > 0)).toBe(true);
       const live = await runCli(['scheduler', '--scenario', f, '--port', '0']);
       expect(live.code).not.toBe(0);
-      expect(live.stderr).toMatch(/models\[1\]\.profileModel is for the simulator only/);
+      expect(live.stderr).toMatch(/models\[1\]\.profileModel: live workers load a model by its name; .*shareTiers/);
     },
     120_000,
   );
