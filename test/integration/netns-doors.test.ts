@@ -82,7 +82,8 @@ describe.skipIf(SKIP !== null)('two front doors in a cluster of network namespac
     });
   });
 
-  it('the door host killed mid-load: every task answered or failed where the client sees it, then the scheduler serves', async () => {
+  const killed = 'the door host killed mid-load: every task answered or failed where the client sees it';
+  it(`${killed}, then the scheduler serves`, async () => {
     const sent = Promise.all([c.load(300, 20, 30_000), c.load(300, 20, 30_000, door)]);
     await new Promise((r) => setTimeout(r, 2000));
     c.cluster.killHost('door1');
