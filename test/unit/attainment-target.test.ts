@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { inssFactory } from '../../rl/inss.js';
-import { inssMargins, marginScale, missAllowance } from '../../rl/inssMargins.js';
+import { allowanceScale, inssMargins, marginScale, missAllowance } from '../../rl/inssMargins.js';
 import { normalQuantile } from '../../src/workload/normal.js';
 import {
   KEEP_MISSED_FRACTION,
@@ -133,11 +133,16 @@ describe('inss margins as functions of the target', () => {
     expect(marginScale(0.95)).toBe(1);
   });
 
-  it('scale with what the target allows to miss', () => {
+  it('scale with the allowance: in proportion for a stricter target, with its square root for a looser', () => {
     const m = inssMargins(0.95);
-    expect(m.meetsMissed).toBeCloseTo(0.05, 12);
-    expect(m.switchSaves).toBeCloseTo(0.025, 12);
-    expect(m.keepMissed).toBeCloseTo(0.005, 12);
+    expect(m.meetsMissed).toBeCloseTo(0.01 * Math.sqrt(5), 12);
+    expect(m.switchSaves).toBeCloseTo(0.005 * Math.sqrt(5), 12);
+    expect(m.keepMissed).toBeCloseTo(0.001 * Math.sqrt(5), 12);
+    expect(m.meetsMissed).toBeLessThan(0.05);
+    const strict = inssMargins(0.999);
+    expect(strict.meetsMissed).toBeCloseTo(0.001, 12);
+    expect(strict.switchSaves).toBeCloseTo(0.0005, 12);
+    expect(allowanceScale(0.99)).toBe(1);
     // A looser target keeps the 99% line's headroom and SLO margin.
     expect(m.rateHeadroom).toBe(RATE_HEADROOM);
     expect(m.sloFraction).toBe(SLO_FRACTION);
@@ -149,8 +154,8 @@ describe('inss margins as functions of the target', () => {
   it('change the plans inss makes', () => {
     const rates = Array.from({ length: 30 }, (_, k) => 0.5 + k * 0.12).map((x) => [900 * x, 300 * x, 120 * x]);
     const at99 = run(inssFactory.create(cluster, {}), rates);
-    const at95 = run(inssFactory.create(cluster, { attainmentTarget: 0.95 }), rates);
+    const at90 = run(inssFactory.create(cluster, { attainmentTarget: 0.9 }), rates);
     expect(run(inssFactory.create(cluster, { attainmentTarget: 0.99 }), rates)).toEqual(at99);
-    expect(at95).not.toEqual(at99);
+    expect(at90).not.toEqual(at99);
   });
 });
