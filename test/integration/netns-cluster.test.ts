@@ -5,27 +5,20 @@
 // host's workers of the same models, and once the link is back the host serves again.
 // Skipped, saying why, unless run as root with `ip netns` usable, openssl and a build (dist/).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NetnsCluster, netnsUnusable } from '../../benchmarks/netns.js';
+import { NetnsCluster } from '../../benchmarks/netns.js';
 import { type Outcome, TlsCluster, wrongAnswers } from '../../benchmarks/netnsTls.js';
-import { opensslWorks } from '../../benchmarks/tls.js';
-import { REPO_ROOT } from '../support/paths.js';
+import { netnsSkipReason } from '../support/netnsSkip.js';
 import { writeScenario } from '../support/scenario.js';
 import { waitFor } from '../support/system.js';
 
 const PREFIX = 'inssnt';
 const MODELS = ['resnet50', 'mobilenet'];
 
-function skipReason(): string | null {
-  if (!existsSync(join(REPO_ROOT, 'dist', 'benchmarks', 'netnsClient.js'))) return 'no build: run npm run build';
-  if (!opensslWorks()) return 'no openssl';
-  return netnsUnusable(PREFIX);
-}
-const SKIP = skipReason();
-if (SKIP) console.log(`netns-cluster: skipped: ${SKIP}`);
+const SKIP = netnsSkipReason('netns-cluster', PREFIX);
 
 /** Every 200 names the model it was sent to and carries that model's output. */
 const rightModel = (out: readonly Outcome[]) => expect(wrongAnswers(out)).toEqual([]);

@@ -6,27 +6,19 @@
 // or fails where the client sees it (an error status, a reset or refused connection; none answered by the wrong
 // model), and afterwards the scheduler serves both models on both GPU hosts itself.
 // Skipped, saying why, unless run as root with `ip netns` usable, openssl and a build (dist/).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { netnsUnusable } from '../../benchmarks/netns.js';
 import { type Outcome, TlsCluster, wrongAnswers } from '../../benchmarks/netnsTls.js';
-import { opensslWorks } from '../../benchmarks/tls.js';
-import { REPO_ROOT } from '../support/paths.js';
+import { netnsSkipReason } from '../support/netnsSkip.js';
 import { writeScenario } from '../support/scenario.js';
 import { waitFor } from '../support/system.js';
 
 const PREFIX = 'inssnd';
 const MODELS = ['resnet50', 'mobilenet'];
 
-function skipReason(): string | null {
-  if (!existsSync(join(REPO_ROOT, 'dist', 'benchmarks', 'netnsClient.js'))) return 'no build: run npm run build';
-  if (!opensslWorks()) return 'no openssl';
-  return netnsUnusable(PREFIX);
-}
-const SKIP = skipReason();
-if (SKIP) console.log(`netns-doors: skipped: ${SKIP}`);
+const SKIP = netnsSkipReason('netns-doors', PREFIX);
 
 /** The failures among `out`, by status and error. */
 const failures = (out: readonly Outcome[]) => out.filter((o) => o.status !== 200);

@@ -8,14 +8,12 @@
 // - A GPU host killed and not back: after --agent-lost-ms its GPU leaves the plan and the model only it
 //   served is placed on the other host, which serves its queued tasks; restarted, the host is used again.
 // Skipped, saying why, unless run as root with `ip netns` usable, openssl and a build (dist/).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { netnsUnusable } from '../../benchmarks/netns.js';
 import { type Outcome, TlsCluster, wrongAnswers } from '../../benchmarks/netnsTls.js';
-import { opensslWorks } from '../../benchmarks/tls.js';
-import { REPO_ROOT } from '../support/paths.js';
+import { netnsSkipReason } from '../support/netnsSkip.js';
 import { writeScenario } from '../support/scenario.js';
 import { waitFor } from '../support/system.js';
 
@@ -23,13 +21,7 @@ const PREFIX = 'inssnf';
 const MODELS = ['resnet50', 'mobilenet'];
 const ENDPOINT = /endpoint (https:\/\/[^ ]+)\/v2/;
 
-function skipReason(): string | null {
-  if (!existsSync(join(REPO_ROOT, 'dist', 'benchmarks', 'netnsClient.js'))) return 'no build: run npm run build';
-  if (!opensslWorks()) return 'no openssl';
-  return netnsUnusable(PREFIX);
-}
-const SKIP = skipReason();
-if (SKIP) console.log(`netns-faults: skipped: ${SKIP}`);
+const SKIP = netnsSkipReason('netns-faults', PREFIX);
 
 /** The outcomes that are not 200, counted by status and error (the reasons a log line can show). */
 function tally(out: readonly Outcome[]): Record<string, number> {
