@@ -10,7 +10,7 @@
 import { throughputPerS } from '../src/model/latency.js';
 import { bda, bdaInput, type BdaOptions } from '../src/policy/bda.js';
 import type { ClusterInfo, Deployment, GpuInfo, Placement } from '../src/policy/types.js';
-import { predictOnGpu, shareLevels } from '../src/policy/util.js';
+import { shareLevels } from '../src/policy/util.js';
 
 export const OMEGA = 100;
 
@@ -221,15 +221,26 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
   const count = new Array<number>(cluster.models.length).fill(0);
   for (const p of placements) count[p.model]!++;
   if (placements.every((p) => count[p.model] === 1)) return placements.map(() => 1);
+  // Each replica's t_inf at batch 1 beside its GPU's other workers (their shares, in placement order).
+  const byGpu = new Map<number, number[]>();
+  for (let i = 0; i < placements.length; i++) {
+    const g = placements[i]!.gpu;
+    const on = byGpu.get(g);
+    if (on) on.push(i);
+    else byGpu.set(g, [i]);
+  }
   const thr = new Array<number>(placements.length).fill(0);
-  for (const gpu of cluster.gpus) {
-    const idx = [...placements.keys()].filter((i) => placements[i]!.gpu === gpu.index);
-    const tInf = predictOnGpu(
-      gpu,
-      idx.map((i) => ({ ...placements[i]!, batch: 1 })),
-      interference,
-    );
-    idx.forEach((i, k) => (thr[i] = throughputPerS(1, tInf[k]!)));
+  const { models, pcts } = weightScratch;
+  for (let i = 0; i < placements.length; i++) {
+    const p = placements[i]!;
+    if (count[p.model] === 1) continue;
+    const gpu = cluster.gpus[p.gpu]!;
+    const on = byGpu.get(p.gpu)!;
+    for (let k = 0; k < on.length; k++) {
+      models[k] = gpu.profileIndex[placements[on[k]!]!.model]!;
+      pcts[k] = placements[on[k]!]!.pct;
+    }
+    thr[i] = throughputPerS(1, gpu.model.predictOne(models, pcts, on.length, on.indexOf(i), 1, interference));
   }
   const total = new Array<number>(cluster.models.length).fill(0);
   placements.forEach((p, i) => (total[p.model]! += thr[i]!));
@@ -237,6 +248,9 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
     count[p.model] === 1 ? 1 : total[p.model]! > 0 ? thr[i]! / total[p.model]! : 1 / count[p.model]!,
   );
 }
+
+/** replicaWeights' prediction inputs, reused (predictOne keeps none). */
+const weightScratch = { models: [] as number[], pcts: [] as number[] };
 
 /**
  * Per cluster, whether a (model, GPU, share) meets its SLO at batch 1 alone at rate 0: a pure function of

@@ -5,7 +5,6 @@
 // eq. (3) (with the capacity credit of ScoreOptions, when set). The actor proposes, the latency model
 // polishes: the actor's output is kept where it is already best. Pure; the evaluation budget bounds the decision time.
 import type { ClusterInfo, Placement } from '../src/policy/types.js';
-import { memoryOnGpu } from '../src/policy/util.js';
 import { type ScoreOptions, scorePlacements, type StepOutcome } from './mdp.js';
 
 export interface RefineOptions extends ScoreOptions {
@@ -16,13 +15,16 @@ export interface RefineOptions extends ScoreOptions {
 }
 
 function sharesValid(cluster: ClusterInfo, ps: readonly Placement[]): boolean {
-  const sum = new Array<number>(cluster.gpus.length).fill(0);
+  // Each GPU's shares and memory summed in placement order (memoryOnGpu's order) in one pass each.
+  const sum = new Float64Array(cluster.gpus.length);
   for (const p of ps) sum[p.gpu]! += p.pct;
-  for (let g = 0; g < sum.length; g++) {
-    if (sum[g]! > 100 + 1e-9) return false;
-    const on = ps.filter((p) => p.gpu === g);
-    if (on.length > 0 && memoryOnGpu(cluster.gpus[g]!, on) > cluster.gpus[g]!.memMb) return false;
+  for (let g = 0; g < sum.length; g++) if (sum[g]! > 100 + 1e-9) return false;
+  const mem = new Float64Array(cluster.gpus.length);
+  for (const p of ps) {
+    const gpu = cluster.gpus[p.gpu]!;
+    mem[p.gpu]! += gpu.model.memoryMb(gpu.profileIndex[p.model]!, p.batch);
   }
+  for (let g = 0; g < mem.length; g++) if (mem[g]! > cluster.gpus[g]!.memMb) return false;
   const seen = new Set<number>();
   for (const p of ps) {
     const key = p.model * sum.length + p.gpu;
@@ -42,13 +44,16 @@ function* neighbours(
   replicas: boolean,
 ): Generator<Placement[]> {
   const order = [...ps.keys()].sort((a, b) => short[ps[b]!.model]! - short[ps[a]!.model]!);
+  // Each GPU's shares in use, summed in placement order.
+  const usedOn = new Float64Array(cluster.gpus.length);
+  for (const q of ps) usedOn[q.gpu]! += q.pct;
   for (const i of order) {
     const p = ps[i]!;
     const gpu = cluster.gpus[p.gpu]!;
     const unit = gpu.mpsUnitPct;
-    const used = ps.filter((q) => q.gpu === p.gpu).reduce((s, q) => s + q.pct, 0);
     // Add a free unit.
-    if (used + unit <= 100 + 1e-9) yield ps.map((q, k) => (k === i ? { ...q, pct: round6(q.pct + unit) } : q));
+    if (usedOn[p.gpu]! + unit <= 100 + 1e-9)
+      yield ps.map((q, k) => (k === i ? { ...q, pct: round6(q.pct + unit) } : q));
     // Take a unit from a neighbour on the same GPU.
     for (const [j, q] of ps.entries()) {
       if (j === i || q.gpu !== p.gpu || q.pct - unit < unit - 1e-9) continue;
@@ -59,7 +64,7 @@ function* neighbours(
     // Move to another GPU, taking what is free there (at least the share it has, if it fits).
     for (const other of cluster.gpus) {
       if (other.index === p.gpu || (other.profileIndex[p.model] ?? -1) < 0) continue;
-      const free = 100 - ps.filter((q) => q.gpu === other.index).reduce((s, q) => s + q.pct, 0);
+      const free = 100 - usedOn[other.index]!;
       const pct = Math.floor(free / other.mpsUnitPct + 1e-9) * other.mpsUnitPct;
       if (pct < other.mpsUnitPct) continue;
       yield ps.map((q, k) => (k === i ? { ...q, gpu: other.index, pct: round6(pct) } : q));

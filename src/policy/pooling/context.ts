@@ -5,6 +5,7 @@
 // results, only slower. A score runs to its end without yielding, so no two ever share the scratch.
 import { pooledMs, pooledSharePct } from '../../model/pooledGpu.js';
 import { BDA_MAX_BATCH } from '../bda.js';
+import { NumberMemo } from './numberMemo.js';
 import { timeshareMaxBatch, timesharePlan } from '../policies/timeshare.js';
 import type { ClusterInfo, Deployment, GpuInfo, Placement } from '../types.js';
 import { predictOnGpu } from '../util.js';
@@ -12,7 +13,7 @@ import { predictOnGpu } from '../util.js';
 /** Most batches a pooled-GPU server is assumed to overlap with at once (itself included). */
 export const MAX_OVERLAP = 4;
 
-/** Most overlap times memoised (~10 MB): a long-running scheduler sees ever more batch mixes. */
+/** Most overlap times memoised (4 MB by number, more by name): a long-running scheduler sees ever more batch mixes. */
 const OVERLAP_MEMO_MAX = 100_000;
 
 /** Time sharing's batch for a model on a GPU and its solo t_inf (ms) there. */
@@ -44,10 +45,12 @@ export class PoolingContext {
   /** Entries of `solo` per GPU: models x (BDA_MAX_BATCH + 1). */
   private readonly perGpu: number;
   /**
-   * overlapMs by a numeric key of (GPU kind, models, batches), or a string one on large clusters;
-   * cleared when it reaches OVERLAP_MEMO_MAX entries (the batches seen drift with the load).
+   * overlapMs by a numeric key of (GPU kind, models, batches), or by a string one on large clusters
+   * (`overlapByName`); each cleared when it reaches OVERLAP_MEMO_MAX entries (the batches seen drift with
+   * the load).
    */
-  private readonly overlap = new Map<number | string, number>();
+  private readonly overlap = new NumberMemo(OVERLAP_MEMO_MAX);
+  private readonly overlapByName = new Map<string, number>();
   /** Whether overlap keys fit in a number exactly (up to 64 GPUs and 64 models). */
   private readonly numericKeys: boolean;
   /** pooledServer by GPU index x 4096 + model. */
@@ -118,32 +121,37 @@ export class PoolingContext {
    */
   overlapMs(gpu: GpuInfo, count: number): number {
     const { models, batches } = this.overlapMembers;
-    let key: number | string = this.kind[gpu.index]!;
+    let key = this.kind[gpu.index]!;
+    let name = '';
     if (this.numericKeys) {
       for (let k = 0; k < count; k++) key = key * this.perGpu + models[k]! * (BDA_MAX_BATCH + 1) + batches[k]!;
       key = key * (MAX_OVERLAP + 1) + count;
     } else {
-      const members = `${models.subarray(0, count).join(',')}|${batches.subarray(0, count).join(',')}`;
-      key = `${this.kind[gpu.index]!}|${members}`;
+      name = `${key}|${models.subarray(0, count).join(',')}|${batches.subarray(0, count).join(',')}`;
     }
-    let ms = this.overlap.get(key);
+    let ms = this.numericKeys ? this.overlap.get(key) : this.overlapByName.get(name);
     if (ms === undefined) {
       const pct = pooledSharePct(count);
-      const members: Placement[] = [];
+      const { models: indices, pcts } = this.batchOne;
       let series = 0;
       for (let k = 0; k < count; k++) {
-        members.push({ model: models[k]!, gpu: gpu.index, batch: batches[k]!, pct });
+        indices[k] = gpu.profileIndex[models[k]!]!;
+        pcts[k] = pct;
         series += this.soloMs(gpu, models[k]!, batches[k]!);
       }
       ms = pooledMs(
         gpu.pooled,
-        gpu.pooled === 'serial' ? series : predictOnGpu(gpu, members)[0]!,
+        // predictOnGpu's t_inf of the first member, to the last bit (the others' batches do not enter)
+        gpu.pooled === 'serial' ? series : gpu.model.predictOne(indices, pcts, count, 0, batches[0]!),
         this.soloMs(gpu, models[0]!, batches[0]!),
         count,
         series,
       );
-      if (this.overlap.size >= OVERLAP_MEMO_MAX) this.overlap.clear();
-      this.overlap.set(key, ms);
+      if (this.numericKeys) this.overlap.set(key, ms);
+      else {
+        if (this.overlapByName.size >= OVERLAP_MEMO_MAX) this.overlapByName.clear();
+        this.overlapByName.set(name, ms);
+      }
     }
     return ms;
   }

@@ -5,7 +5,7 @@
 import { planFactor } from '../../model/costDistribution.js';
 import { bda, BDA_MAX_BATCH, bdaInput } from '../bda.js';
 import type { ClusterInfo, Deployment, GpuInfo, GpuMode, Placement } from '../types.js';
-import { memoryOnGpu, predictOnGpu } from '../util.js';
+import { memoryOnGpu } from '../util.js';
 import type { PoolingContext } from './context.js';
 
 /** Per placement of one deployment (its order), the state the score's steps fill in. */
@@ -168,16 +168,21 @@ function mpsGpu(
   );
   const batches = [...r.batches];
   const tInfMs = [...r.tInfMs];
+  // A partition's t_inf does not depend on the others' batches (interference depends on shares):
+  // predictOne, predictOnGpu's number for the one partition, to the last bit.
+  const models = on.map((q) => g.profileIndex[q.model]!);
+  const pcts = on.map((q) => q.pct);
   on.forEach((p, k) => {
     if (r.feasible[k]) return;
     // Partitions after this one count at batch 1 here, as BDA's memory check (4a) counts them.
     const peers = on.map((q, j) => ({ ...q, batch: j <= k ? batches[j]! : 1 }));
     const budget = cluster.models[p.model]!.sloMs * sloFraction;
+    const plan = cluster.models[p.model]!.cost?.plan;
     for (let b = BDA_MAX_BATCH; b > batches[k]!; b--) {
+      const t = g.model.predictOne(models, pcts, on.length, k, b, interference);
+      if (2 * t * planFactor(plan?.latency, b) > budget) continue;
       peers[k] = { ...peers[k]!, batch: b };
-      const t = predictOnGpu(g, peers, interference)[k]!;
-      const plan = cluster.models[p.model]!.cost?.plan;
-      if (2 * t * planFactor(plan?.latency, b) <= budget && memoryOnGpu(g, peers) <= g.memMb) {
+      if (memoryOnGpu(g, peers) <= g.memMb) {
         batches[k] = b;
         tInfMs[k] = t * planFactor(plan?.throughput, b);
         break;
