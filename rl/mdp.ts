@@ -224,23 +224,23 @@ export function replicaWeights(cluster: ClusterInfo, placements: readonly Placem
   // Each replica's t_inf at batch 1 beside its GPU's other workers (their shares, in placement order).
   const byGpu = new Map<number, number[]>();
   for (let i = 0; i < placements.length; i++) {
-    const g = placements[i]!.gpu;
-    const on = byGpu.get(g);
+    const on = byGpu.get(placements[i]!.gpu);
     if (on) on.push(i);
-    else byGpu.set(g, [i]);
+    else byGpu.set(placements[i]!.gpu, [i]);
   }
   const thr = new Array<number>(placements.length).fill(0);
   const { models, pcts } = weightScratch;
-  for (let i = 0; i < placements.length; i++) {
-    const p = placements[i]!;
-    if (count[p.model] === 1) continue;
-    const gpu = cluster.gpus[p.gpu]!;
-    const on = byGpu.get(p.gpu)!;
-    for (let k = 0; k < on.length; k++) {
-      models[k] = gpu.profileIndex[placements[on[k]!]!.model]!;
-      pcts[k] = placements[on[k]!]!.pct;
-    }
-    thr[i] = throughputPerS(1, gpu.model.predictOne(models, pcts, on.length, on.indexOf(i), 1, interference));
+  for (const [g, on] of byGpu) {
+    if (on.every((i) => count[placements[i]!.model] === 1)) continue;
+    const gpu = cluster.gpus[g]!;
+    on.forEach((i, k) => {
+      models[k] = gpu.profileIndex[placements[i]!.model]!;
+      pcts[k] = placements[i]!.pct;
+    });
+    on.forEach((i, k) => {
+      if (count[placements[i]!.model]! > 1)
+        thr[i] = throughputPerS(1, gpu.model.predictOne(models, pcts, on.length, k, 1, interference));
+    });
   }
   const total = new Array<number>(cluster.models.length).fill(0);
   placements.forEach((p, i) => (total[p.model]! += thr[i]!));

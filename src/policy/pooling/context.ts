@@ -64,7 +64,7 @@ export class PoolingContext {
     prefixSig: new Int32Array(0),
     prefixMs: new Float64Array(0),
   };
-  /** predictOne's inputs for batchOneMs, reused (predictOne keeps none). */
+  /** predictOne's inputs for batchOneMs and overlapMs, reused (predictOne keeps none). */
   private readonly batchOne = { models: [] as number[], pcts: [] as number[] };
 
   /** The members of an overlap for overlapMs: model and (whole) batch of each, the first the one timed. */

@@ -6,9 +6,9 @@
 const EMPTY = -1;
 
 export class NumberMemo {
-  private keys: Float64Array;
-  private values: Float64Array;
-  private mask: number;
+  private readonly keys: Float64Array;
+  private readonly values: Float64Array;
+  private readonly mask: number;
   private count = 0;
 
   /** Holds up to `max` entries; when full, the next new key clears it (the keys asked for drift). */
