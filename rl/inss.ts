@@ -30,6 +30,7 @@ import type { ActorForward } from './actorForward.js';
 import { MissFeedback } from './missFeedback.js';
 import { PlanFeedback } from './planFeedback.js';
 import { keepInForce, sameLayout } from './switching.js';
+import { planBeyondReach } from './beyondReach.js';
 import {
   type ActionSpace,
   decodeAction,
@@ -237,29 +238,26 @@ export class InssPolicy implements Policy {
     // GPU in use, each model's share in proportion to its demand (unrefined: the scoring decides).
     if (this.cluster.gpus.some((g) => !mpsPlans[0]!.placements.some((p) => p.gpu === g.index)))
       mpsPlans.push({ placements: balancedPartition(this.pooling, rates) });
-    let plan = planPooling(this.pooling, rates, mpsPlans, options);
-    // The headroom plans for more than was measured, so that a plan chosen at one load still holds a
-    // little above it. Where no plan meets the SLOs at the headroom's rates the GPUs cannot give that
-    // room, and the best plan for rates that cannot be met may be a poor one for the rates measured (it
-    // gives up a model the measured rates would not): the plan is then chosen, and compared with the
-    // deployment in force, at the measured rates. Where the monitor's tuner raised a rate on a burst, the
-    // rates measured are the window's means: a burst's rate that no plan meets would otherwise have a model
-    // given up for as long as the tuner holds it.
-    let planned = rates;
-    let keptAt = kept;
+    // Where no plan meets the target at these rates: the measured rates, then the expected misses.
     const means = obs.meanRatePerS;
-    if (
-      (this.headroom > 1 || means !== undefined) &&
-      plan.best.missedPerS > this.margins.meetsMissed * rates.reduce((a, b) => a + b, 0)
-    ) {
-      const measured = means ? means.map((r, i) => r * this.missBoost[i]!) : rates.map((r) => r / this.headroom);
-      const bare = planPooling(this.pooling, measured, mpsPlans, options);
-      if (bare.best.score < scoreDeployment(this.pooling, plan.best.deployment, measured, options).score - 1e-9) {
-        plan = { ...bare, source: `${bare.source}+measured` };
-        planned = measured;
-        keptAt = kept ? scoreDeployment(this.pooling, current, measured, options) : null;
-      }
-    }
+    const measured =
+      this.headroom > 1 || means !== undefined
+        ? means
+          ? means.map((r, i) => r * this.missBoost[i]!)
+          : rates.map((r) => r / this.headroom)
+        : null;
+    const beyond = planBeyondReach({
+      pooling: this.pooling,
+      plan: planPooling(this.pooling, rates, mpsPlans, options),
+      mpsPlans,
+      rates,
+      measured,
+      options,
+      meetsMissed: this.margins.meetsMissed,
+      current,
+      kept,
+    });
+    const { plan, planned, keptAt } = beyond;
     if (measuredMissedPerS !== null) this.planFeedback.restart();
     if (
       keptAt &&

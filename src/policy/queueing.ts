@@ -89,3 +89,44 @@ export function erlangC(c: number, a: number): number {
   const last = (term * a) / c / (1 - a / c);
   return last / (sum + last);
 }
+
+/**
+ * The fraction of tasks an M/M/c+D pool misses: c servers of rate `mu` (tasks/s), Poisson arrivals at
+ * `lambda`, and every task that would wait longer than `patienceS` dropped (or served late, behind the
+ * on-time ones: the dispatch rule's early drop and its delayed lane), so that it neither counts as met
+ * nor holds up the tasks behind it. Monotone in the load and finite past utilisation 1, where it tends
+ * to the excess, 1 - 1/rho, as the patience grows; with no patience it is the loss system's blocking.
+ *
+ * Exact for exponential service (Baccelli and Hebuterne's virtual-wait density for M/M/c+G, with
+ * deterministic patience): below c busy the Erlang birth-death chain, above it the virtual wait's
+ * density lambda pi_{c-1} exp(lambda min(x, D) - c mu x), and a task misses when that wait exceeds D.
+ * `waitScale` multiplies every wait (as D / waitScale): Cosmetatos' factor for deterministic batches and
+ * the arrivals' squared CV for bursts, as poolQueue's mean wait is scaled.
+ */
+export function impatientMiss(lambda: number, c: number, mu: number, patienceS: number, waitScale = 1): number {
+  if (!(lambda > 0)) return 0;
+  if (!(c >= 1) || !(mu > 0) || patienceS < 0) return 1;
+  const d = waitScale > 0 ? patienceS / waitScale : Infinity;
+  const a = lambda / mu;
+  // u = pi_{c-1} / sum_{k<c} pi_k, by the ratio pi_k / pi_{k-1} = a / k.
+  let term = 1;
+  let sum = 1;
+  for (let k = 1; k < c; k++) {
+    term *= a / k;
+    sum += term;
+  }
+  const u = term / sum;
+  const cmu = c * mu;
+  const delta = lambda - cmu;
+  if (d === Infinity) return delta < 0 ? 0 : 1 - cmu / lambda;
+  // With E = e^{delta d}: P(miss) = lambda u E / (c mu) / (1 + lambda u ((E - 1) / delta + E / (c mu))),
+  // divided through by E where delta > 0 so that nothing overflows.
+  const x = delta * d;
+  if (x > 0) {
+    const inv = Math.exp(-x);
+    return (lambda * u) / cmu / (inv + lambda * u * ((1 - inv) / delta + 1 / cmu));
+  }
+  const e = Math.exp(x);
+  const ramp = x === 0 ? d : (d * Math.expm1(x)) / x; // (E - 1) / delta
+  return (lambda * u * e) / cmu / (1 + lambda * u * (ramp + e / cmu));
+}

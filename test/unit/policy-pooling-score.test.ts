@@ -118,6 +118,32 @@ describe('pooled servers in the score', () => {
     }
   });
 
+  it('expected misses: an overloaded pool misses about its excess, and never more than the bound says', () => {
+    // vgg19 alone on one MPS partition of paper-8's GPU 0 (the other GPUs idle).
+    const { cluster } = builtInScenario('paper-8');
+    const model = cluster.models.findIndex((m) => m.name === 'vgg19');
+    const d: Deployment = { placements: [{ model, gpu: 0, pct: 100, batch: 1 }] };
+    const rates = (r: number) => cluster.models.map((_, m) => (m === model ? r : 0));
+    let last = 0;
+    let over = 0;
+    for (let r = 25; r <= 1000; r += 25) {
+      const bound = scoreDeployment(cluster, d, rates(r), OPTS);
+      const expected = scoreDeployment(cluster, d, rates(r), { ...OPTS, expectedMisses: true });
+      const v = expected.violation[model]!;
+      expect(v).toBeLessThanOrEqual(bound.violation[model]! + 1e-12);
+      expect(v).toBeGreaterThanOrEqual(last - 1e-12); // rises with the load
+      last = v;
+      const util = expected.utilisation[model]!;
+      if (util > 1.1) {
+        over++;
+        expect(bound.violation[model]).toBe(1); // the bound: an overloaded pool misses everything
+        expect(v).toBeGreaterThanOrEqual(1 - 1 / util - 1e-9); // at least the excess
+        expect(v).toBeLessThan(1 - 1 / util + 0.1);
+      }
+    }
+    expect(over).toBeGreaterThan(0); // the loop reaches past the pool's capacity
+  });
+
   it('normalTail is the standard normal tail', () => {
     expect(normalTail(0)).toBeCloseTo(0.5, 6);
     expect(normalTail(1.959964)).toBeCloseTo(0.025, 5);

@@ -1,7 +1,8 @@
 // The queueing model of the pooling planner against closed forms: M/M/c (Erlang C, exact), M/D/1
 // (Pollaczek-Khinchine, exact), and SERF's interference-aware chain.
 import { describe, expect, it } from 'vitest';
-import { cosmetatosFactor, erlangC, poolQueue, waitExceeds } from '../../src/policy/queueing.js';
+import { cosmetatosFactor, erlangC, impatientMiss, poolQueue, waitExceeds } from '../../src/policy/queueing.js';
+import { Rng } from '../../src/workload/random.js';
 
 /** Erlang C from the textbook closed form, written independently of queueing.ts. */
 function erlangCClosedForm(c: number, a: number): number {
@@ -78,5 +79,72 @@ describe('poolQueue', () => {
     expect(waitExceeds(poolQueue(0, [100]), 0.01)).toBe(0);
     expect(poolQueue(10, []).utilisation).toBe(Infinity);
     expect(waitExceeds(poolQueue(50, [100]), -0.001)).toBe(1); // no time left for the wait: a miss
+  });
+});
+
+/**
+ * FCFS M/M/c where a task whose wait would pass `d` s leaves without service: each task's wait is known
+ * when it arrives (its service time is drawn when it joins), so this is the M/M/c+D queue by definition.
+ */
+function simulateImpatient(lambda: number, c: number, mu: number, d: number, tasks: number, seed: number): number {
+  const rng = new Rng(seed);
+  const exp = (rate: number) => -Math.log(1 - rng.next()) / rate;
+  const free = new Array<number>(c).fill(0);
+  let t = 0;
+  let missed = 0;
+  for (let i = 0; i < tasks; i++) {
+    t += exp(lambda);
+    let k = 0;
+    for (let j = 1; j < c; j++) if (free[j]! < free[k]!) k = j;
+    const start = Math.max(t, free[k]!);
+    if (start - t > d) missed++;
+    else free[k] = start + exp(mu);
+  }
+  return missed / tasks;
+}
+
+describe('impatientMiss (M/M/c+D)', () => {
+  it('matches a simulation of the queue, below, at and past utilisation 1', () => {
+    for (const [rho, d, c] of [
+      [0.9, 0.05, 2],
+      [1.1, 0.05, 2],
+      [0.95, 0.02, 4],
+      [1, 0.1, 1],
+      [0.7, 0, 3],
+    ] as const) {
+      const lambda = rho * c * 100;
+      const simulated = simulateImpatient(lambda, c, 100, d, 400_000, 11);
+      expect(Math.abs(impatientMiss(lambda, c, 100, d) - simulated)).toBeLessThan(0.005);
+    }
+  });
+
+  it('is M/M/1+D in closed form, Erlang B with no patience, and the excess with unbounded patience', () => {
+    // M/M/1+D: (1 - rho) rho e^{-(mu - lambda) D} / (1 - rho^2 e^{-(mu - lambda) D})
+    const e = Math.exp(-(100 - 80) * 0.03);
+    expect(impatientMiss(80, 1, 100, 0.03)).toBeCloseTo((0.2 * 0.8 * e) / (1 - 0.64 * e), 12);
+    // Erlang B(3, 2): (a^3 / 3!) / sum_{k<=3} a^k / k!
+    expect(impatientMiss(200, 3, 100, 0)).toBeCloseTo(8 / 6 / (1 + 2 + 2 + 8 / 6), 12);
+    expect(impatientMiss(300, 2, 100, Infinity)).toBeCloseTo(1 - 200 / 300, 12);
+    expect(impatientMiss(150, 2, 100, Infinity)).toBe(0);
+    expect(impatientMiss(300, 2, 100, 1e6)).toBeCloseTo(1 - 200 / 300, 9); // no overflow
+  });
+
+  it('rises with the load and falls with the patience, smoothly through utilisation 1', () => {
+    let last = 0;
+    for (let rho = 0.5; rho <= 1.5; rho += 0.01) {
+      const miss = impatientMiss(rho * 200, 2, 100, 0.05);
+      expect(miss).toBeGreaterThan(last);
+      expect(miss - last).toBeLessThan(0.02);
+      last = miss;
+    }
+    expect(impatientMiss(190, 2, 100, 0.1)).toBeLessThan(impatientMiss(190, 2, 100, 0.05));
+    expect(impatientMiss(190, 2, 100, 0.1, 2)).toBeCloseTo(impatientMiss(190, 2, 100, 0.05), 12);
+  });
+
+  it('counts every task missed with no servers or a negative patience, none with no load', () => {
+    expect(impatientMiss(10, 0, 100, 1)).toBe(1);
+    expect(impatientMiss(10, 2, 0, 1)).toBe(1);
+    expect(impatientMiss(10, 2, 100, -0.001)).toBe(1);
+    expect(impatientMiss(0, 2, 100, 1)).toBe(0);
   });
 });

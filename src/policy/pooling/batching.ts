@@ -84,6 +84,7 @@ export function pooledBatchMiss(
   cap: number,
   slow: number,
   budgetMs: number,
+  shrinking = false,
 ): number {
   if (!(lambdaPerS > 0)) return 0;
   const here = ctx.soloMsAt(gpu, model, fill);
@@ -97,6 +98,7 @@ export function pooledBatchMiss(
   const k = perMs * slow * c;
   if (k >= 1) return 1;
   const sd = Math.sqrt(fill / (1 - k * k));
+  if (shrinking) return shrinkingBatchMiss(lambdaPerS, fill, cap, slow, a, c, sd, budgetMs);
   let missed = 0;
   let time = 0;
   for (let j = 0; j < BATCH_NODES.length; j++) {
@@ -108,6 +110,45 @@ export function pooledBatchMiss(
     missed +=
       BATCH_WEIGHTS[j]! *
       (spread > 0 ? excessOver(mean, spread, 0) - excessOver(mean, spread, t) : Math.min(t, Math.max(0, mean)));
+    time += BATCH_WEIGHTS[j]! * t;
+  }
+  return Math.min(1, missed / time);
+}
+
+/**
+ * pooledBatchMiss where the dispatch rule's shrinking batches are counted: a batch takes the largest number
+ * of the oldest tasks with which the oldest still finishes by its deadline (docs/dispatch.md).
+ * The tasks of batch n + 1 came during batch n (time t, batches normal as in pooledBatchMiss), uniformly: one
+ * that came at fraction u of it has waited (1 - u) t when batch n + 1 starts. It misses when even a batch of
+ * one after that wait is too late, or when it is not among the oldest `fit` that batch n + 1 can take in
+ * time and a batch of one after batch n + 1 is too late for it too.
+ */
+function shrinkingBatchMiss(
+  lambdaPerS: number,
+  fill: number,
+  cap: number,
+  slow: number,
+  a: number,
+  c: number,
+  sd: number,
+  budgetMs: number,
+): number {
+  const perMs = lambdaPerS / 1000;
+  const one = slow * (a + c);
+  let missed = 0;
+  let time = 0;
+  for (let j = 0; j < BATCH_NODES.length; j++) {
+    const b = Math.min(cap, Math.max(1, fill + BATCH_NODES[j]! * sd));
+    const t = slow * (a + c * b);
+    const lost = Math.min(1, Math.max(0, (t + one - budgetMs) / t)); // no batch saves them
+    let late = lost;
+    const n = perMs * t;
+    const fit = Math.min(cap, n, Math.max(0, (budgetMs - t - slow * a) / (slow * c)));
+    if (fit < n) {
+      const next = fit >= 1 ? slow * (a + c * fit) : 0;
+      late += Math.max(0, Math.min(1, Math.max(0, 1 - (budgetMs - next - one) / t)) - Math.max(lost, fit / n));
+    }
+    missed += BATCH_WEIGHTS[j]! * t * late;
     time += BATCH_WEIGHTS[j]! * t;
   }
   return Math.min(1, missed / time);

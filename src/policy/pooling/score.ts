@@ -13,10 +13,11 @@
 // (gatedMeanBatch), capped.
 // A model's rate is split over its servers in proportion to their rates, and the pool is SERF's
 // M/D_interf/c queue (queueing.ts). A task misses when its wait exceeds SLO x sloFraction minus its batch's
-// time, by the larger of the estimates below (missesOf). A pool past utilisation 1 misses everything.
+// time, by the larger of the estimates below (missesOf). A pool past utilisation 1 misses everything: a bound,
+// pessimistic; with `expectedMisses` the misses the dispatch rule leaves instead (M/M/c+D, shrinking batches).
 // score = expected missed tasks/s + UTILISATION_WEIGHT x (rate-weighted utilisation): among deployments
 // that miss nothing at the planned rates, the one with the most room left wins.
-import { poolQueue, type QueueEstimate, waitExceeds } from '../queueing.js';
+import { cosmetatosFactor, impatientMiss, poolQueue, type QueueEstimate, waitExceeds } from '../queueing.js';
 import { TIMESHARE_MAX_QUEUE_DELAY_MS } from '../policies/timeshare.js';
 import type { ClusterInfo, Deployment, ServedModel } from '../types.js';
 import { deploymentProblem } from '../util.js';
@@ -41,6 +42,14 @@ export interface PoolingOptions {
    * approximation against M/D/c: (ca^2 + cs^2) / (1 + cs^2), cs^2 = 0 for deterministic batches).
    */
   readonly arrivalCv2?: readonly number[];
+  /**
+   * Score the misses the dispatch rule leaves rather than a bound on them (docs/inss.md, "The attainment
+   * target"): a task that would wait past its slack is dropped or served late behind the on-time ones, so
+   * the pool's tail is M/M/c+D's (`impatientMiss`, finite past utilisation 1), and a lone pooled server's
+   * batches shrink so that their oldest task finishes in time (`pooledBatchMiss`). Absent or false: the
+   * bound, as if no late task left the queue and every batch ran full.
+   */
+  readonly expectedMisses?: boolean;
 }
 
 export interface PlanScore {
@@ -109,7 +118,7 @@ function missesOf(ctx: PoolingContext, s: Servers, ratePerS: readonly number[], 
       continue;
     }
     const q = burstyQueue(poolQueue(rate, new Array<number>(c).fill(muSum / c)), options.arrivalCv2?.[m.index]);
-    violation[m.index] = Math.min(1, poolMiss(ctx, s, m, rate, q, options.sloFraction));
+    violation[m.index] = Math.min(1, poolMiss(ctx, s, m, rate, q, options, muSum));
     utilisation[m.index] = q.utilisation;
     missed += rate * violation[m.index]!;
     utilTerm += rate * Math.min(2, q.utilisation);
@@ -128,12 +137,18 @@ function poolMiss(
   m: ServedModel,
   rate: number,
   q: QueueEstimate,
-  sloFraction: number,
+  options: PoolingOptions,
+  muSum: number,
 ): number {
   const { ps, modes, lam, effMs, fill } = s;
   const mine = s.byModel[m.index]!;
   const c = mine.length;
-  const budgetMs = m.sloMs * sloFraction;
+  const budgetMs = m.sloMs * options.sloFraction;
+  const expected = options.expectedMisses ?? false;
+  // Waits scale as poolQueue's mean wait does: Cosmetatos' factor for deterministic batches, the arrivals' cv^2.
+  const waitScale = expected
+    ? cosmetatosFactor(c, Math.min(1, q.utilisation)) * burstiness(options.arrivalCv2?.[m.index])
+    : 1;
   // A batching server: a task that finds every server of its pool busy waits for the first to
   // finish its batch (a residual uniform on [0, t_inf]), then runs in the next batch. Each server
   // is busy a fraction lambda_i t_inf(b) / b of the time (b its batch at this load).
@@ -145,10 +160,14 @@ function poolMiss(
     const slackMs = budgetMs - effMs[i]!;
     let batchMiss = 1;
     if (slackMs >= 0) mine.forEach((k, j) => (batchMiss *= busy[j]! * Math.max(0, 1 - slackMs / effMs[k]!)));
-    const queueMiss = q.utilisation >= 1 ? 1 : waitExceeds(q, slackMs / 1000);
+    const queueMiss = expected
+      ? impatientMiss(rate, c, muSum / c, slackMs / 1000, waitScale)
+      : q.utilisation >= 1
+        ? 1
+        : waitExceeds(q, slackMs / 1000);
     const dynamicMiss =
       c === 1 && pooled
-        ? pooledBatchMiss(ctx, gpu, ps[i]!.model, lam[i]!, fill[i]!, s.batch[i]!, s.slow[i]!, budgetMs)
+        ? pooledBatchMiss(ctx, gpu, ps[i]!.model, lam[i]!, fill[i]!, s.batch[i]!, s.slow[i]!, budgetMs, expected)
         : 0;
     const turnMiss = pooled && gpu.pooled === 'serial' ? serialTurnMiss(ctx, s, i, budgetMs) : 0;
     v += (lam[i]! / rate) * Math.max(queueMiss, batchMiss, dynamicMiss, turnMiss);
@@ -173,6 +192,11 @@ function serialTurnMiss(ctx: PoolingContext, s: Servers, i: number, budgetMs: nu
     none *= 1 - Math.min(1, (lam[j]! * t) / (1000 * fill[j]!)) * Math.max(0, 1 - slackMs / t);
   }
   return 1 - none;
+}
+
+/** A model's squared CV of arrivals for the queue (absent or not finite: Poisson, 1). */
+function burstiness(cv2: number | undefined): number {
+  return cv2 === undefined || !Number.isFinite(cv2) ? 1 : Math.max(0, cv2);
 }
 
 /**
