@@ -48,12 +48,15 @@ function recorded(): Recorded[] {
       out.push({ where: `${f} ${c.policy}`, scenario: c.scenario, mode, seed: c.seed, capacity });
     }
   }
-  // The oracle's best fixed plans: capacity at 99% per seed, under the default mode (overlap).
+  // The oracle's best fixed plans: capacity at 99% per seed, under the default mode (overlap), or under serial
+  // for the sweeps in oracle/serial (of scenario copies with `timeshareGpu: serial`, kept beside them).
   for (const f of files(join(RESULTS, 'oracle'), (n) => n.endsWith('.json'))) {
-    const j = JSON.parse(readFileSync(f, 'utf8')) as { scenario: string; seeds: number[]; capacityBySeed: number[] };
+    const j = JSON.parse(readFileSync(f, 'utf8')) as { scenario: string; seeds?: number[]; capacityBySeed: number[] };
+    if (!j.seeds) continue; // a scenario file the sweeps ran on
     const scenario = j.scenario.replace(/^.*\//, '').replace(/\.json$/, '');
+    const mode: PooledGpuMode | undefined = f.includes(join('oracle', 'serial')) ? 'serial' : undefined;
     j.seeds.forEach((seed, i) =>
-      out.push({ where: `${f} oracle`, scenario, mode: undefined, seed, capacity: { 99: j.capacityBySeed[i]! } }),
+      out.push({ where: `${f} oracle`, scenario, mode, seed, capacity: { 99: j.capacityBySeed[i]! } }),
     );
   }
   return out;
