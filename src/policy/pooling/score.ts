@@ -204,8 +204,8 @@ function burstiness(cv2: number | undefined): number {
  * scaled by cv2 (see PoolingOptions.arrivalCv2).
  */
 function burstyQueue(q: QueueEstimate, cv2: number | undefined): QueueEstimate {
-  if (cv2 === undefined || !Number.isFinite(cv2) || cv2 === 1 || !Number.isFinite(q.meanWaitS)) return q;
-  return { ...q, meanWaitS: q.meanWaitS * Math.max(0, cv2) };
+  const k = burstiness(cv2);
+  return k === 1 || !Number.isFinite(q.meanWaitS) ? q : { ...q, meanWaitS: q.meanWaitS * k };
 }
 
 /** The scored deployment: placements by GPU then model, batches set, infeasible if it breaks a rule. */
