@@ -31,6 +31,15 @@ export function batchLimit(want: number, maxBatchSize: number | undefined): numb
   return maxBatchSize === undefined ? want : Math.min(want, Math.max(1, maxBatchSize));
 }
 
+/**
+ * `tasks` and, up to `size`, copies of the first: a padded batch (Placement.padBatch, src/serving/dispatch.ts
+ * `runBatchSize`) runs them all and answers the tasks alone. The copies are the same objects: nothing is copied.
+ */
+export function padded(tasks: readonly Task[], size: number): readonly Task[] {
+  if (size <= tasks.length) return tasks;
+  return [...tasks, ...new Array<Task>(size - tasks.length).fill(tasks[0]!)];
+}
+
 export interface BatchInputs {
   readonly inputs: TensorRef[];
   /** The payload's parts, in order: input 0's samples, then input 1's, ... */

@@ -157,7 +157,7 @@ export class InFlightBatches {
     const now = this.ports.clock();
     const model = this.models[b.worker.model]!;
     this.ports.executed(b, result.latencyMs, now, result.memoryMb);
-    const split = splitOutputs(b.tasks.length, outputs, payload, {
+    const split = splitOutputs(b.size, outputs, payload, {
       outputs: model.signature.outputs,
       batchDim: model.maxBatchSize !== 0,
     });

@@ -68,7 +68,7 @@ export class DirectPath implements DirectPort {
         this.log.debug(
           {
             batchId: b.batchId,
-            size: b.tasks.length,
+            size: b.size,
             bytes: b.bytes,
             toWorkerMs: m.receivedAtMs - b.sentWallMs,
             workerMs: m.latencyMs,

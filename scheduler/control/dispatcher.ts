@@ -12,6 +12,7 @@ import { LatenessWindow } from '../../src/serving/lateness.js';
 import { onTimeBudgetMs } from '../../src/serving/queuePolicy.js';
 import { nextModelsOnFreedGpu } from '../../src/serving/rules.js';
 import { dispatchModel, type DispatchRules, type DispatchView, nextBatchAtMs } from '../../src/serving/dispatch.js';
+import { runBatchSize } from '../../src/serving/padding.js';
 import { laneRatePerS } from '../../src/serving/tiers.js';
 import type { ControlObserver } from '../observer.js';
 import type { AgentRegistry } from './agents.js';
@@ -21,7 +22,7 @@ import type { PathMeter } from './pathMeter.js';
 import { type Batch, type Finish, identity, laneMsOf, type Task, type Worker } from './records.js';
 import type { TaskQueue } from '../../src/serving/taskQueue.js';
 import type { TaskBuffer } from './taskBuffer.js';
-import { batchInputs, batchLimit } from './batchInputs.js';
+import { batchInputs, batchLimit, padded } from './batchInputs.js';
 import type { AgentLink, ServedModelConfig } from './types.js';
 import type { WorkerSet } from './workerSet.js';
 
@@ -185,7 +186,7 @@ export class Dispatcher {
     const out: RunningBatch[] = [];
     for (const x of this.deps.set.workers)
       if (x !== w && x.gpu === w.gpu && x.inFlight.length > 0)
-        out.push({ model: this.deps.models[x.model]!.name, batch: x.inFlight[0]!.tasks.length, pct: x.pct });
+        out.push({ model: this.deps.models[x.model]!.name, batch: x.inFlight[0]!.size, pct: x.pct });
     return out;
   }
 
@@ -199,14 +200,16 @@ export class Dispatcher {
   private send(w: Worker, want: number, now: number, q: TaskQueue<Task> = this.deps.buffer.onTime(w.model)): void {
     const { models, set, batches, observe } = this.deps;
     const model = models[w.model]!;
-    const size = batchLimit(want, model.maxBatchSize);
+    const n = batchLimit(want, model.maxBatchSize);
     const tasks: Task[] = [];
-    for (let i = 0; i < size; i++) {
+    for (let i = 0; i < n; i++) {
       const t = q.shift();
       t.dispatchedMs = now;
       tasks.push(t);
     }
-    const { inputs, parts, bytes } = batchInputs(model, tasks);
+    // A padded batch (Placement.padBatch) runs the tasks and copies of the first; only the tasks are answered.
+    const size = runBatchSize(w, n, model.maxBatchSize);
+    const { inputs, parts, bytes } = batchInputs(model, padded(tasks, size));
     const batchId = batches.nextId();
     const id = identity(w, models);
     const running = this.deps.agents.simulatedGpu(w.agentId, w.localGpu) ? this.runningBeside(w) : undefined;
@@ -240,6 +243,7 @@ export class Dispatcher {
       batchId,
       worker: w,
       tasks,
+      size,
       sentMs: now,
       direct,
       sentWallMs,
@@ -253,7 +257,7 @@ export class Dispatcher {
     batches.add(batch);
     observe.batchSent(
       models[w.model]!.name,
-      size,
+      n,
       // From a pipeline step's deadline stamp (TaskArrival.stampMs), which may be ahead of its dispatch.
       tasks.map((t) => Math.max(0, now - t.arrivalMs) / 1000),
     );

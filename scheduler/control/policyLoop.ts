@@ -128,10 +128,10 @@ export class PolicyLoop {
     const others = workers.filter((x) => x !== w && x.gpu === w.gpu && x.inFlight.length > 0);
     const even = 100 / (1 + others.length);
     const pct = (x: Worker) => (b.timeshared ? even : x.pct);
-    const beside = others.map((x) => ({ model: x.model, batch: x.inFlight[0]!.tasks.length, pct: pct(x) }));
+    const beside = others.map((x) => ({ model: x.model, batch: x.inFlight[0]!.size, pct: pct(x) }));
     this.stats.batchTimed(w.model, latencyMs, {
       gpu: w.gpu,
-      batch: b.tasks.length,
+      batch: b.size,
       pct: pct(w),
       pooled: b.timeshared,
       beside,

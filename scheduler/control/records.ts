@@ -55,6 +55,10 @@ export interface Worker {
   readonly pct: number;
   batch: number;
   timeoutMs: number;
+  /** Every other batch runs at `batch`, padded (Placement.padBatch; src/serving/padding.ts `runBatchSize`). */
+  padBatch: boolean;
+  /** The previous batch was padded. */
+  padTurn: boolean;
   role: Role;
   /** In the desired set sent to its agent; false once it is let go (it finishes what it holds). */
   wanted: boolean;
@@ -85,6 +89,8 @@ export interface Batch {
   readonly batchId: string;
   readonly worker: Worker;
   readonly tasks: Task[];
+  /** The batch size it runs at: its tasks, or more where its worker pads (the rest copies of the first task). */
+  readonly size: number;
   readonly sentMs: number;
   /** Sent on the worker's data socket (true) or through its agent. */
   readonly direct: boolean;
@@ -108,12 +114,16 @@ export interface WorkerSpec {
   readonly pct: number;
   readonly batch: number;
   readonly timeoutMs: number;
+  /** Placement.padBatch (absent: false). */
+  readonly padBatch?: boolean;
   readonly role: Role;
 }
 
 export function newWorker(spec: WorkerSpec): Worker {
   return {
     ...spec,
+    padBatch: spec.padBatch === true,
+    padTurn: false,
     wanted: true,
     state: 'unknown',
     pid: null,

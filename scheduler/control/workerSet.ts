@@ -108,7 +108,7 @@ export class WorkerSet {
 
   batchSent(b: Batch): void {
     b.worker.inFlight.push(b);
-    if (b.timeshared) this.running[b.worker.gpu]?.add(b, b.worker, b.worker.model, b.tasks.length);
+    if (b.timeshared) this.running[b.worker.gpu]?.add(b, b.worker, b.worker.model, b.size);
   }
 
   /** Batch b left flight: a worker let go with nothing left is forgotten. */
@@ -173,7 +173,7 @@ export class WorkerSet {
     this.keep((w) => w.gpu >= 0);
     this.running = refs.map(() => new RunningBatches());
     for (const b of this.list.flatMap((w) => w.inFlight.filter((x) => x.timeshared)))
-      this.running[b.worker.gpu]!.add(b, b.worker, b.worker.model, b.tasks.length);
+      this.running[b.worker.gpu]!.add(b, b.worker, b.worker.model, b.size);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);
     this.clusterInfo = view.cluster;
     if (view.cluster === null) return;
@@ -250,13 +250,12 @@ export class WorkerSet {
       plan.abandon.length > 0;
     for (const { worker, placement } of plan.retune) {
       const t = placement.timeoutMs ?? NaN;
-      if (
-        worker.batch !== placement.batch ||
-        !(worker.timeoutMs === t || (Number.isNaN(t) && Number.isNaN(worker.timeoutMs)))
-      )
-        changed = true;
+      const pad = placement.padBatch === true;
+      const sameTimeout = Object.is(worker.timeoutMs, t); // NaN (no timeout) is NaN
+      if (worker.batch !== placement.batch || worker.padBatch !== pad || !sameTimeout) changed = true;
       worker.batch = placement.batch;
       worker.timeoutMs = t;
+      worker.padBatch = pad;
     }
     const letGo = (w: Worker) => {
       w.role = 'retiring';
@@ -281,6 +280,7 @@ export class WorkerSet {
         pct: st.pct,
         batch: p.batch,
         timeoutMs: p.timeoutMs ?? NaN,
+        padBatch: p.padBatch === true,
         role: 'shadow',
       });
       w.replaces = st.replaces;
@@ -335,6 +335,7 @@ export class WorkerSet {
         pct: w.pct,
         batch: w.batch,
         ...(Number.isNaN(w.timeoutMs) ? {} : { timeoutMs: w.timeoutMs }),
+        ...(w.padBatch ? { padBatch: true } : {}),
       }));
   }
 

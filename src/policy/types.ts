@@ -74,6 +74,13 @@ export interface Placement {
   readonly pct: number;
   readonly batch: number;
   readonly timeoutMs?: number;
+  /**
+   * Every batch runs at `batch` (at most the model's max batch size): one with fewer tasks is padded with
+   * copies of its first sample, whose answers are thrown away (`runBatchSize`, src/serving/padding.ts). The
+   * online profiler sets it on a model it is learning, on a GPU it has alone, so that its fit sees the batch
+   * sizes the load does not fill (docs/online-profiling.md). Absent: batches run at the tasks they hold.
+   */
+  readonly padBatch?: boolean;
 }
 
 /**
@@ -149,7 +156,7 @@ export interface BatchRecord {
   readonly model: number;
   /** Cluster GPU index. */
   readonly gpu: number;
-  /** Tasks in the batch. */
+  /** The batch size it ran at: its tasks, or more where its placement pads (`Placement.padBatch`). */
   readonly batch: number;
   /** The share it ran at, %: its MPS share, or on a pooled GPU the even split it ran at (100 alone). */
   readonly pct: number;

@@ -1,4 +1,6 @@
-// The padding rule of a batch of variable-length samples (docs/model-repository.md, "Variable
+// The padding rules of a batch. (1) A batch padded to its placed size (Placement.padBatch: the online profiler
+// learning a model's larger batches, docs/online-profiling.md): `runBatchSize`, which the simulator's engine and
+// the scheduler's dispatcher both call. (2) A batch of variable-length samples (docs/model-repository.md, "Variable
 // dimensions"): each input with a variable dimension is padded, per batch, to the longest sample of the
 // batch in every dimension, with zero bytes after each sample's own values (Hugging Face's
 // `padding_side="right"`, pad id 0, attention mask 0). A model that treats 0 as padding (an attention
@@ -34,4 +36,28 @@ export function padSample(data: Buffer, shape: readonly number[], to: readonly n
     }
   }
   return out;
+}
+
+/** What `runBatchSize` reads of a worker, and the turn it keeps. */
+export interface PaddingWorker {
+  /** Its placement pads (Placement.padBatch). */
+  readonly padBatch: boolean;
+  /** Its placed batch. */
+  readonly batch: number;
+  /** The previous batch was padded. */
+  padTurn: boolean;
+}
+
+/**
+ * The batch size worker `w` runs its next batch of `tasks` tasks at. Where its placement pads
+ * (Placement.padBatch), every other batch runs at its placed batch, the tasks and copies of the first
+ * one (their answers thrown away), never more than `maxBatchSize` (the model's; absent: no limit) nor
+ * fewer than the tasks: a fit then sees the sizes the load fills and the larger one AIMD has reached.
+ * Otherwise the tasks. Takes the turn: call once per batch.
+ */
+export function runBatchSize(w: PaddingWorker, tasks: number, maxBatchSize?: number): number {
+  if (!w.padBatch) return tasks;
+  w.padTurn = !w.padTurn;
+  if (!w.padTurn) return tasks;
+  return Math.max(tasks, maxBatchSize === undefined ? w.batch : Math.min(w.batch, Math.max(1, maxBatchSize)));
 }

@@ -237,6 +237,7 @@ export class Simulation {
     w.busy = false;
     w.doneAtMs = Infinity;
     w.size = 0;
+    w.runSize = 0;
     gpus.endBatch(w);
     // Pipelining: the batch sent ahead starts now that the GPU is free.
     if (w.held) this.startHeld(w, nowMs);
@@ -329,6 +330,7 @@ export class Simulation {
     for (const { worker, placement } of plan.retune) {
       worker.batch = placement.batch;
       worker.timeoutMs = placement.timeoutMs ?? NaN;
+      worker.padBatch = placement.padBatch === true;
     }
     for (const w of plan.reinstate) w.state = State.Active;
     for (const w of plan.abandon) w.state = State.Stopped;

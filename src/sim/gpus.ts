@@ -5,6 +5,7 @@
 import type { BesideBatch, ClusterInfo, GpuMode } from '../policy/types.js';
 import { pooledConcurrency } from '../model/pooledGpu.js';
 import { refreshTimes, RunningBatches } from '../serving/dispatch.js';
+import { runBatchSize } from '../serving/padding.js';
 import { GroundTruth, type GroundTruthSettings, gpuTypeIndex, type ProfileModelIndex } from './groundTruth.js';
 import type { SimTrace } from './types.js';
 import type { SimStats } from './stats.js';
@@ -107,6 +108,7 @@ export class SimGpus {
    */
   startBatch(w: SimWorker, nowMs: number, size: number, sentMs: number, transportLeftMs: number): void {
     const g = w.gpu;
+    const run = runBatchSize(w, size);
     const gpu = this.truthCluster.gpus[g]!;
     this.accountShares(nowMs);
     // The models running on this GPU now, and this batch: MPS partitions at their shares; on a pooled
@@ -117,15 +119,15 @@ export class SimGpus {
     const pcts = this.scratchPcts;
     models.length = batches.length = pcts.length = this.scratchOut.length = 0;
     models.push(gpu.profileIndex[w.model]! as ProfileModelIndex);
-    batches.push(size);
+    batches.push(run);
     pcts.push(w.pct);
     const beside: BesideBatch[] = [];
     for (const x of this.workers) {
       if (x !== w && x.gpu === g && x.busy) {
         models.push(gpu.profileIndex[x.model]! as ProfileModelIndex);
-        batches.push(x.size);
+        batches.push(x.runSize);
         pcts.push(x.pct);
-        beside.push({ model: x.model, batch: x.size, pct: x.pct });
+        beside.push({ model: x.model, batch: x.runSize, pct: x.pct });
       }
     }
     this.scratchOut.length = models.length;
@@ -145,17 +147,18 @@ export class SimGpus {
     // On a pooled GPU the ground truth rewrote the shares to the even split it timed the batches at.
     if (timeshared) for (let k = 0; k < beside.length; k++) beside[k] = { ...beside[k]!, pct: pcts[k + 1]! };
     // The most GPU memory its process uses while running it, as the worker measures it (its profile's).
-    const memoryMb = gpu.model.memoryMb(gpu.profileIndex[w.model]!, size);
-    w.detail = { gpu: g, batch: size, pct: pcts[0]!, pooled: timeshared, beside, memoryMb };
-    if (timeshared) this.running[g]!.add(w, w, w.model, size);
+    const memoryMb = gpu.model.memoryMb(gpu.profileIndex[w.model]!, run);
+    w.detail = { gpu: g, batch: run, pct: pcts[0]!, pooled: timeshared, beside, memoryMb };
+    if (timeshared) this.running[g]!.add(w, w, w.model, run);
     w.timeshared = timeshared;
     w.busy = true;
     w.size = size;
+    w.runSize = run;
     w.startMs = sentMs;
     w.execMs = t;
     w.doneAtMs = nowMs + t + transportLeftMs;
     // Told at its start on the GPU; a batch held by pipelining was sent earlier (tMs = when it was sent).
-    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs, w.predicted.ms(size));
+    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs, w.predicted.ms(run));
     this.stats.batchStarted(w.model, size);
   }
 }

@@ -37,6 +37,10 @@ export interface SimWorker {
   batch: number;
   /** NaN: no timeout. */
   timeoutMs: number;
+  /** Every other batch runs at `batch`, padded (Placement.padBatch; src/serving/padding.ts `runBatchSize`). */
+  padBatch: boolean;
+  /** The previous batch was padded. */
+  padTurn: boolean;
   state: State;
   readyAtMs: number;
   busy: boolean;
@@ -48,7 +52,10 @@ export interface SimWorker {
   detail: BatchDetail | null;
   /** The running batch counts in its GPU's timeshare `gpuBusy` (it started while the GPU was timeshare). */
   timeshared: boolean;
+  /** Tasks in the running batch. */
   size: number;
+  /** The batch size it runs at on the GPU: `size`, or more where it pads (`padBatch`). */
+  runSize: number;
   /** Arrival times of the running batch's tasks (a pipeline step's: their deadline stamps). */
   arrivals: Float64Array;
   /** A pipeline step's running batch: its tasks' requests' arrivals (taskBuffer.ts). */
@@ -100,6 +107,8 @@ export function newWorker(
     pct: p.pct,
     batch: p.batch,
     timeoutMs: p.timeoutMs ?? NaN,
+    padBatch: p.padBatch === true,
+    padTurn: false,
     state: ready ? State.Active : State.Starting,
     readyAtMs: ready ? nowMs : nowMs + swapMs,
     busy: false,
@@ -109,6 +118,7 @@ export function newWorker(
     detail: null,
     timeshared: false,
     size: 0,
+    runSize: 0,
     arrivals: new Float64Array(Math.max(1, p.batch)),
     origins: EMPTY,
     names: NO_NAMES,

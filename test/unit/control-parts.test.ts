@@ -139,6 +139,7 @@ describe('the batches in flight', () => {
       batchId: batches.nextId(),
       worker: w,
       tasks: [],
+      size: 0,
       sentMs: 0,
       direct,
       sentWallMs: 0,

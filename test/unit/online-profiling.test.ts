@@ -6,8 +6,8 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import { aimdEpoch, aimdTargetMs } from '../../src/policy/online/aimd.js';
 import { addSample, emptyFitState, type FitSample, fitModel, heldOutCheck } from '../../src/policy/online/fit.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
-import { gpuPrior } from '../../src/policy/online/prior.js';
-import { type Profile, ProfileSchema } from '../../src/profile/schema.js';
+import { gpuPrior, ownShapes } from '../../src/policy/online/prior.js';
+import { type ModelProfile, type Profile, ProfileSchema } from '../../src/profile/schema.js';
 import type {
   BatchRecord,
   ClusterInfo,
@@ -123,6 +123,29 @@ describe('the online fit', () => {
     const got = fitted.predict([{ model: 'new', batch: 4, pct: 40 }]).latencyMs[0]!;
     expect(Math.abs(got / trueMs(4, 40) - 1)).toBeLessThan(0.1);
   });
+
+  it('refits a profiled model with its own shapes: batches at one size refine it instead of going proportional', () => {
+    // Seen at batch 2 only (a model placed at one batch): with the median prior, above batch 2 the bound is
+    // proportional to the batch; with the model's own profile's shapes (ownShapes) it follows its own curve.
+    const st = emptyFitState();
+    for (let i = 0; i < 150; i++) addSample(st, solo(2));
+    const median = fitModel(st, prior, full.gpu, full.lwr)!;
+    const own = fitModel(st, ownShapes(prior, truth, 'new'), full.gpu, full.lwr)!;
+    const at = (p: ModelProfile, batch: number, pct: number) =>
+      LatencyModel.compile({ ...withoutNew, models: { ...known, new: p } }).predict([{ model: 'new', batch, pct }])
+        .latencyMs[0]!;
+    const err = (p: ModelProfile, b: number, pct: number) => Math.abs(at(p, b, pct) / trueMs(b, pct) - 1);
+    expect(err(median.profile, 32, 100)).toBeGreaterThan(0.3);
+    for (const [b, pct] of [
+      [1, 100],
+      [16, 100],
+      [32, 100],
+      [16, 50],
+    ] as const)
+      expect(err(own.profile, b, pct)).toBeLessThan(0.1);
+    // Without the model in the latency model, the prior itself.
+    expect(ownShapes(prior, LatencyModel.compile(withoutNew), 'new')).toBe(prior);
+  });
 });
 
 /** A fake inner policy: records what it is created on and sees, and places model i on GPU 0 at batch 4. */
@@ -197,7 +220,7 @@ describe('the online-profiling decorator', () => {
     expect(d0.placements).toEqual([
       { model: 0, gpu: 0, pct: 50, batch: 4 },
       { model: 2, gpu: 0, pct: 50, batch: 4 },
-      { model: 1, gpu: 1, pct: 100, batch: 1, timeoutMs: 0 },
+      { model: 1, gpu: 1, pct: 100, batch: 1, timeoutMs: 0, padBatch: true },
     ]);
     // Epochs of full batches alone on GPU 1: AIMD grows the batch, the fit passes, the model is promoted.
     let batch = 1;

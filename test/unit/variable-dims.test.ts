@@ -3,7 +3,9 @@
 // tasks of different lengths is padded with zeros to its longest (src/serving/padding.ts), each sample's
 // values first in its rows; the request limits allow for the longest.
 import { describe, expect, it } from 'vitest';
-import { batchInputs, taskShapes } from '../../scheduler/control/batchInputs.js';
+import { batchInputs, padded, taskShapes } from '../../scheduler/control/batchInputs.js';
+import { splitOutputs } from '../../scheduler/control/outputs.js';
+import { runBatchSize } from '../../src/serving/padding.js';
 import type { Task } from '../../scheduler/control/records.js';
 import type { ServedModelConfig } from '../../scheduler/control/types.js';
 import { parseInferRequest } from '../../scheduler/kserve.js';
@@ -130,6 +132,37 @@ describe("a batch of different lengths (the dispatcher's tensors)", () => {
     const b = batchInputs(model, t);
     expect(b.inputs[0]!.shape).toEqual([2, 2]);
     expect(b.parts[0]).toBe(t[0]!.inputs[0]);
+  });
+
+  it('pads a batch to its placed size with copies of its first task, answering the tasks alone', () => {
+    // A worker whose placement pads (Placement.padBatch): every other batch runs at its placed batch, at
+    // most the model's max_batch_size.
+    const w = { padBatch: true, batch: 6, padTurn: false };
+    expect([runBatchSize(w, 2), runBatchSize(w, 2), runBatchSize(w, 7), runBatchSize(w, 3, 4)]).toEqual([6, 2, 7, 3]);
+    expect(runBatchSize(w, 2, 4)).toBe(4);
+    expect(runBatchSize({ padBatch: false, batch: 6, padTurn: false }, 2)).toBe(2);
+    const t = [task([5, 6]), task([7])];
+    const list = padded(t, 4);
+    expect(list).toEqual([t[0], t[1], t[0], t[0]]);
+    expect(padded(t, 2)).toBe(t);
+    const b = batchInputs(model, list);
+    expect(b.inputs[0]!.shape).toEqual([4, 2]);
+    expect(values(Buffer.concat(b.parts)).slice(0, 8)).toEqual([5, 6, 7, 0, 5, 6, 5, 6]);
+    // The worker answers 4 rows; the tasks take the first 2.
+    const logits = Buffer.from(Float32Array.from({ length: 16 }, (_, i) => i).buffer);
+    const split = splitOutputs(4, [{ name: 'logits', datatype: 'FP32', shape: [4, 4], byteLength: 64 }], logits, {
+      outputs: TEXT.outputs,
+      batchDim: true,
+    });
+    expect(split.problem).toBeNull();
+    const row = (i: number) => {
+      const d = split.outputsOf(i)[0]!.data;
+      return Array.from(new Float32Array(d.buffer.slice(d.byteOffset, d.byteOffset + d.length)));
+    };
+    expect([row(0), row(1)]).toEqual([
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+    ]);
   });
 
   it('gives a model without variable dimensions no shapes', () => {

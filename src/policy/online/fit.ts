@@ -148,7 +148,8 @@ function seenAtFull(st: FitState, share: Share, schedMs: number): Map<number, nu
  * a doubling). A model's running time grows less than in proportion to its batch and more slowly the larger the
  * batch, so that slope is an upper bound where the prior's median shape (that of the profiled models, often
  * smaller ones) can be far under: a planner given the fit then never counts on batches it has not seen being
- * cheaper than the model's own batches say.
+ * cheaper than the model's own batches say. Where the prior's shapes are the model's own (a refit of a profiled
+ * model), its shape alone above them too.
  */
 export function runAtFull(seen: ReadonlyMap<number, number>, prior: Prior, b: number): number {
   const at = seen.get(b);
@@ -161,6 +162,8 @@ export function runAtFull(seen: ReadonlyMap<number, number>, prior: Prior, b: nu
     return Math.exp((1 - f) * Math.log(seen.get(lo)!) + f * Math.log(seen.get(hi)!));
   }
   if (hi !== undefined) return seen.get(hi)! * prior.batchRatio(b, hi);
+  // The model's own shape (a refit of a profiled model: prior.ts, `ownShapes`) already carries that bound.
+  if (prior.own === true) return seen.get(lo!)! * prior.batchRatio(b, lo!);
   const first = bs[0]!;
   const slope =
     lo! >= 2 * first

@@ -2,23 +2,24 @@
 // while they serve: a decorator around any policy (docs/online-profiling.md). Pure.
 //
 // The wrapped (inner) policy is created on the models some GPU has a profile for (clusterMap.ts) and
-// decides for them as it always does. Every other model gets a conservative placement of the
-// decorator's own, with its batch from AIMD (aimd.ts) and a timeout of 0 (a free worker takes what is
-// queued, up to the batch, as Clipper's does: the dispatch rule has no prediction for it):
-// - a GPU of its own, at 100%, when the inner deployment leaves one unused (the one it had, if still free);
+// decides for them as it always does. Every other model gets a conservative placement of the decorator's
+// own, its batch from AIMD (aimd.ts), a timeout of 0 (a free worker takes what is queued, up to the batch,
+// as Clipper's does: the dispatch rule has no prediction for it):
+// - a GPU of its own, at 100%, when the inner deployment leaves one unused (the one it had, if still free), every
+//   other batch padded to AIMD's size (Placement.padBatch) so that its fit sees sizes the load does not fill;
 // - else time-shared: the GPU it had, or the least loaded one (predicted busy fraction of its placements),
 //   switched to timeshare mode (src/model/pooledGpu.ts), its other placements kept.
-// Each epoch's batch records (Observation.lastEpoch.batches) feed AIMD and the model's fit on that GPU
-// type (fit.ts). When a fit passes its held-out test the fitted ModelProfile joins that GPU type's profile,
-// the latency models are recompiled and the inner policy is created anew on the larger cluster; if the
-// factory refuses that cluster the model keeps its conservative placement and the note says why. A
-// promoted model's profile is refreshed once more when its alpha_cache becomes identified.
+// Each epoch's batch records (Observation.lastEpoch.batches) feed AIMD and the model's fit on that GPU type
+// (fit.ts). When a fit passes its held-out test the fitted ModelProfile joins that GPU type's profile, the
+// latency models are recompiled and the inner policy is created anew on the larger cluster (if its factory
+// refuses it, the model keeps its conservative placement and the note says why). A promoted profile is
+// refitted with its own shapes (prior.ts, `ownShapes`) and refreshed (`promote`).
 //
-// The cluster the decorator is given is the one the serving side predicts with (its dispatch rule), where
-// a fitted model still has no profile: the decorator gives such a model's placements a timeout in its
-// place, the SLO less 2.2 predicted batch times (one batch ahead of it on the worker, its own, and the
-// dispatch rule's 10% slack on both).
+// The cluster the decorator is given is the one the serving side predicts with (its dispatch rule), where a
+// fitted model still has no profile: such a model's placements get a timeout in its place, the SLO less 2.2
+// predicted batch times (one batch ahead of it on the worker, its own, the dispatch rule's 10% slack on both).
 import { toLwrPoints } from '../../model/lwr.js';
+import { LatencyModel } from '../../model/predictor.js';
 import type { Profile } from '../../profile/schema.js';
 import { predictOnGpu } from '../util.js';
 import type {
@@ -48,7 +49,7 @@ import {
   withProfiles,
 } from './clusterMap.js';
 import { DEFAULT_FIT, type FitSettings, fitModel, heldOutCheck, takeRecord } from './fit.js';
-import { gpuPrior, type Prior, transferProfile } from './prior.js';
+import { gpuPrior, ownShapes, type Prior, transferProfile } from './prior.js';
 import { DEFAULT_START, flooredBatch, type StartBatchSettings } from './startBatch.js';
 import { type LearnerState, learnerFromJson, learnerToJson, newLearner, type OnlineStatePort } from './state.js';
 
@@ -59,6 +60,8 @@ export interface OnlineProfilingOptions {
   readonly store?: OnlineStatePort;
   readonly fit?: FitSettings;
   readonly aimd?: AimdSettings;
+  /** Pad every other batch of a model alone on its GPU to AIMD's size (Placement.padBatch; default true). */
+  readonly padAlone?: boolean;
   /** The floor under AIMD's batch from the model's arrival rate (startBatch.ts); null: AIMD alone. */
   readonly start?: StartBatchSettings | null;
   /** Told when a model's fit passes its held-out test and joins its GPU type's profile. */
@@ -195,6 +198,13 @@ export class OnlineProfilingPolicy implements Policy {
     return p;
   }
 
+  /** The prior a learner's fit extrapolates with: the GPU type's, or once profiled its own shapes (`ownShapes`). */
+  private refitPrior(l: LearnerState, p: Profile): Prior {
+    const m = this.base.models.find((x) => x.name === l.model);
+    const prior = this.prior(l.profileId);
+    return l.profile && m ? ownShapes(prior, LatencyModel.compile(p), profileName(m)) : prior;
+  }
+
   /** Feeds each record to its model's AIMD and fit on its GPU type; returns the learners that took one. */
   private ingest(records: readonly BatchRecord[]): Set<LearnerState> {
     const dirty = new Set<LearnerState>();
@@ -234,7 +244,7 @@ export class OnlineProfilingPolicy implements Policy {
     for (const l of dirty) {
       if (l.profile && l.fit.seen - l.refreshedAt < s.refreshEvery) continue;
       const p = this.profiles.get(l.profileId)!;
-      const fit = fitModel(l.fit, this.prior(l.profileId), p.gpu, p.lwr, s);
+      const fit = fitModel(l.fit, this.refitPrior(l, p), p.gpu, p.lwr, s);
       if (!fit) continue;
       const next = heldOutCheck(l.fit, fit, p.gpu, p.lwr, s);
       if (!l.profile) {
@@ -369,10 +379,12 @@ export class OnlineProfilingPolicy implements Policy {
           : free.length > 0
             ? free[0]!
             : (prev ?? leastLoadedGpu(this.known, obs, placements, modes));
-      if (used.has(g)) modes[g] = 'timeshare';
+      const alone = !used.has(g);
+      if (!alone) modes[g] = 'timeshare';
       const l = this.learners.get(key(m.name, this.known.gpus[g]!.profileId));
       if (l) this.floorBatch(l, obs.ratePerS[m.index] ?? 0, m.sloMs);
-      placements.push({ model: m.index, gpu: g, pct: 100, batch: l?.batch ?? 1, timeoutMs: 0 });
+      const pad = alone && this.opts.padAlone !== false ? { padBatch: true } : {};
+      placements.push({ model: m.index, gpu: g, pct: 100, batch: l?.batch ?? 1, timeoutMs: 0, ...pad });
       this.assigned.set(m.index, g);
     }
   }

@@ -25,6 +25,8 @@ export interface Prior {
   batchRatio(batch: number, b0: number): number;
   /** The median model's t_inf alone at 100% for a batch (ms; NaN without a profiled model): a first guess. */
   typicalMs(batch: number): number;
+  /** The shapes are the fitted model's own profile's (`ownShapes`), not the other models' median. */
+  readonly own?: boolean;
 }
 
 export function median(xs: readonly number[]): number {
@@ -83,6 +85,23 @@ export function gpuPrior(lm: LatencyModel, exclude: ReadonlySet<string> = new Se
     shareRatio: (b, pct) => ratio((i) => lm.soloRunMs(i, b, pct) / lm.soloRunMs(i, b, 100)),
     batchRatio: (b, b0) => ratio((i) => lm.soloRunMs(i, b, 100) / lm.soloRunMs(i, b0, 100)),
     typicalMs: (b) => median(names.map((n) => lm.predict([{ model: n, batch: b, pct: 100 }]).latencyMs[0]!)),
+  };
+}
+
+/**
+ * `prior` with the shapes in batch and share of `name`'s own profile in `lm` (the one in use, fitted or carried
+ * over): what a refit of a model already profiled extrapolates with, so that batches seen over a narrow range
+ * (a model placed at one batch size, one share) refine that profile instead of falling back to the median
+ * model's shapes. `prior` itself when `lm` lacks the model.
+ */
+export function ownShapes(prior: Prior, lm: LatencyModel, name: string): Prior {
+  const i = lm.modelIndex(name);
+  if (i < 0) return prior;
+  return {
+    ...prior,
+    own: true,
+    shareRatio: (b, pct) => lm.soloRunMs(i, b, pct) / lm.soloRunMs(i, b, 100),
+    batchRatio: (b, b0) => lm.soloRunMs(i, b, 100) / lm.soloRunMs(i, b0, 100),
   };
 }
 
