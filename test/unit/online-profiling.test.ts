@@ -1,39 +1,26 @@
 // Online profiling (docs/online-profiling.md): AIMD, the fit on telemetry drawn from a known profile,
 // and the decorator's index mapping and promotion.
 import { describe, expect, it } from 'vitest';
-import { LatencyModel } from '../../src/model/predictor.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import { aimdEpoch, aimdTargetMs } from '../../src/policy/online/aimd.js';
-import { addSample, emptyFitState, type FitSample, fitModel, heldOutCheck } from '../../src/policy/online/fit.js';
+import { addSample, emptyFitState, fitModel, heldOutCheck } from '../../src/policy/online/fit.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
-import { gpuPrior, ownShapes } from '../../src/policy/online/prior.js';
-import { type ModelProfile, type Profile, ProfileSchema } from '../../src/profile/schema.js';
-import type {
-  BatchRecord,
-  ClusterInfo,
-  Deployment,
-  Observation,
-  Policy,
-  PolicyFactory,
-} from '../../src/policy/types.js';
-import { Rng } from '../../src/workload/random.js';
-import { ProfileBuilder } from '../support/builders.js';
-
-const TRUE_NEW = { runAtB1Full: 3, batchExp: 0.8, pctExp: 1.3, alphaCache: 0.5 };
-const full: Profile = ProfileSchema.parse(
-  new ProfileBuilder()
-    .model('a', { runAtB1Full: 2, batchExp: 0.9, pctExp: 1 })
-    .model('b', { runAtB1Full: 1, batchExp: 0.7, pctExp: 1 })
-    .model('c', { runAtB1Full: 4, batchExp: 0.85, pctExp: 1 })
-    .model('new', TRUE_NEW)
-    .build(),
-);
-const { new: _hidden, ...known } = full.models;
-const withoutNew: Profile = { ...full, models: known };
-const truth = LatencyModel.compile(full);
-const rng = new Rng(7);
-const noisy = (ms: number) => ms * Math.exp(0.02 * rng.normal());
-const trueMs = (batch: number, pct: number) => truth.predict([{ model: 'new', batch, pct }]).latencyMs[0]!;
+import { LatencyModel } from '../../src/model/predictor.js';
+import type { Profile } from '../../src/profile/schema.js';
+import type { BatchRecord } from '../../src/policy/types.js';
+import {
+  full,
+  known,
+  models,
+  noisy,
+  observation,
+  prior0,
+  recordingFactory,
+  solo,
+  trueMs,
+  truth,
+  withoutNew,
+} from '../support/onlineFixtures.js';
 
 describe('AIMD', () => {
   const target = aimdTargetMs(60);
@@ -69,14 +56,7 @@ describe('AIMD', () => {
 });
 
 describe('the online fit', () => {
-  const prior = gpuPrior(LatencyModel.compile(withoutNew));
-  const solo = (batch: number, pct = 100): FitSample => ({
-    batch,
-    pct,
-    execMs: noisy(trueMs(batch, pct)),
-    models: 1,
-    othersL2: 0,
-  });
+  const prior = prior0;
 
   it('recovers a profile from solo batches within the threshold, and passes its held-out test', () => {
     const st = emptyFitState();
@@ -123,64 +103,7 @@ describe('the online fit', () => {
     const got = fitted.predict([{ model: 'new', batch: 4, pct: 40 }]).latencyMs[0]!;
     expect(Math.abs(got / trueMs(4, 40) - 1)).toBeLessThan(0.1);
   });
-
-  it('refits a profiled model with its own shapes: batches at one size refine it instead of going proportional', () => {
-    // Seen at batch 2 only (a model placed at one batch): with the median prior, above batch 2 the bound is
-    // proportional to the batch; with the model's own profile's shapes (ownShapes) it follows its own curve.
-    const st = emptyFitState();
-    for (let i = 0; i < 150; i++) addSample(st, solo(2));
-    const median = fitModel(st, prior, full.gpu, full.lwr)!;
-    const own = fitModel(st, ownShapes(prior, truth, 'new'), full.gpu, full.lwr)!;
-    const at = (p: ModelProfile, batch: number, pct: number) =>
-      LatencyModel.compile({ ...withoutNew, models: { ...known, new: p } }).predict([{ model: 'new', batch, pct }])
-        .latencyMs[0]!;
-    const err = (p: ModelProfile, b: number, pct: number) => Math.abs(at(p, b, pct) / trueMs(b, pct) - 1);
-    expect(err(median.profile, 32, 100)).toBeGreaterThan(0.3);
-    for (const [b, pct] of [
-      [1, 100],
-      [16, 100],
-      [32, 100],
-      [16, 50],
-    ] as const)
-      expect(err(own.profile, b, pct)).toBeLessThan(0.1);
-    // Without the model in the latency model, the prior itself.
-    expect(ownShapes(prior, LatencyModel.compile(withoutNew), 'new')).toBe(prior);
-  });
 });
-
-/** A fake inner policy: records what it is created on and sees, and places model i on GPU 0 at batch 4. */
-function recordingFactory(): { factory: PolicyFactory; created: ClusterInfo[]; seen: Observation[] } {
-  const created: ClusterInfo[] = [];
-  const seen: Observation[] = [];
-  const factory: PolicyFactory = {
-    name: 'rec',
-    description: 'records',
-    supports: () => null,
-    create(cluster): Policy {
-      created.push(cluster);
-      return {
-        name: 'rec',
-        decide(obs: Observation): Deployment {
-          seen.push(obs);
-          const pct = 100 / cluster.models.length;
-          return { placements: cluster.models.map((m) => ({ model: m.index, gpu: 0, pct, batch: 4 })) };
-        },
-      };
-    },
-  };
-  return { factory, created, seen };
-}
-
-function observation(n: number, batches: BatchRecord[], nowMs: number): Observation {
-  const z = new Array<number>(n).fill(0);
-  return {
-    nowMs,
-    ratePerS: Array.from({ length: n }, (_, i) => 10 * (i + 1)),
-    queued: z,
-    lastEpoch: { served: z, violated: z, dropped: z, meanExecMs: z, meanLatencyMs: z, batches },
-    current: { placements: [] },
-  };
-}
 
 // A GPU type where every model runs twice as long.
 const slow: Profile = {
@@ -195,18 +118,14 @@ const slow: Profile = {
 };
 
 describe('the online-profiling decorator', () => {
-  const models = [
-    { name: 'a', sloMs: 100 },
-    { name: 'new', sloMs: 100 },
-    { name: 'b', sloMs: 100 },
-  ];
-
   it('maps the profiled models in and out, keeps a GPU for the unprofiled one, and promotes its fit', () => {
     const cluster = buildCluster([full, full], models);
     const { factory, created, seen } = recordingFactory();
     const promoted: string[] = [];
+    // The share probe before promotion has a test of its own (below).
     const policy = withOnlineProfiling(factory, {
       unprofiled: ['new'],
+      probe: null,
       onPromote: (l) => promoted.push(l.model),
     }).create(cluster, {});
     // The inner policy sees a and b only, renumbered, on the first GPU (the second is kept for 'new').
@@ -263,7 +182,7 @@ describe('the online-profiling decorator', () => {
   it('carries a fit over to another GPU type by the ratio of the other models there', () => {
     const cluster = buildCluster([slow, full], models);
     const { factory, created } = recordingFactory();
-    const policy = withOnlineProfiling(factory, { unprofiled: ['new'] }).create(cluster, {});
+    const policy = withOnlineProfiling(factory, { unprofiled: ['new'], probe: null }).create(cluster, {});
     for (let e = 1; e <= 8; e++) {
       const recs: BatchRecord[] = Array.from({ length: 32 }, (_, i) => ({
         model: 1,

@@ -2,14 +2,8 @@
 // under AIMD's batch, the fit's bound above the batches seen, and the prior's memory.
 import { describe, expect, it } from 'vitest';
 import { LatencyModel } from '../../src/model/predictor.js';
-import {
-  addSample,
-  emptyFitState,
-  type FitState,
-  fittedMemory,
-  runAtFull,
-  takeRecord,
-} from '../../src/policy/online/fit.js';
+import { addSample, emptyFitState, type FitState, fittedMemory, takeRecord } from '../../src/policy/online/fit.js';
+import { runAtFull } from '../../src/policy/online/shapes.js';
 import { learnerFromJson, learnerToJson, newLearner } from '../../src/policy/online/state.js';
 import { gpuPrior, median } from '../../src/policy/online/prior.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';

@@ -44,7 +44,10 @@ function obs(records: BatchRecord[], nowMs: number): Observation {
   };
 }
 
-/** Epochs of batches of 'mine' alone on GPU 1, 2 ms per task plus 1 ms, until it is promoted. */
+/**
+ * Epochs of batches of 'mine' alone on GPU 1 at the share it is placed at (its share probe: probe.ts), every other
+ * one padded, 2 ms per task plus 1 ms at 100%, slower by the square root of the share, until it is promoted.
+ */
 function serveUntilPromoted(store: Store): LearnerState[] {
   const promoted: LearnerState[] = [];
   const cluster = buildCluster([profile, profile], models);
@@ -52,20 +55,23 @@ function serveUntilPromoted(store: Store): LearnerState[] {
     store: store.onlineStatePort(() => '2026-01-01T00:00:00.000Z'),
     onPromote: (l) => promoted.push(l),
   }).create(cluster, {});
-  for (let e = 0; e < 12 && promoted.length === 0; e++) {
+  let placed = { pct: 100, batch: 1 };
+  for (let e = 0; e < 16 && promoted.length === 0; e++) {
+    const { pct } = placed;
     const recs = Array.from({ length: 32 }, (_, i): BatchRecord => {
-      const batch = 1 + (i % 6);
+      // Every other batch padded to the batch in force (Placement.padBatch).
+      const batch = i % 2 === 0 ? placed.batch : 1 + (i % 6);
       return {
         model: 1,
         gpu: 1,
         batch,
-        pct: 100,
-        execMs: 1 + 2 * batch * (1 + 0.01 * ((i % 3) - 1)),
+        pct,
+        execMs: (1 + 2 * batch * (1 + 0.01 * ((i % 3) - 1))) * Math.sqrt(100 / pct),
         pooled: false,
         beside: [],
       };
     });
-    policy.decide(obs(recs, e * 1000));
+    placed = policy.decide(obs(recs, e * 1000)).placements.find((p) => p.model === 1)!;
   }
   return promoted;
 }
@@ -76,6 +82,8 @@ describe('online-profiling state in the store', () => {
     const a = new Store(path);
     const promoted = serveUntilPromoted(a);
     expect(promoted).toHaveLength(1);
+    // It probed a smaller share before promotion; that too is kept.
+    expect(promoted[0]!.probePct).toBeLessThan(100);
     a.close();
     const b = new Store(path);
     const raw = b.onlineState('mine', 'synthetic');

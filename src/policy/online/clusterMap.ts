@@ -177,3 +177,22 @@ export function leastLoadedGpu(
   }
   return best;
 }
+
+/**
+ * `d`'s placements, those of models the serving side cannot predict (no profile in `base`, the cluster it predicts
+ * with, though `known` has a fitted one) with a timeout in the dispatch rule's place: the SLO less 2.2 batch times
+ * predicted by `known` (one batch ahead of it on the worker, its own, the dispatch rule's 10% slack on both).
+ */
+export function blindTimeouts(d: Deployment, base: ClusterInfo, known: ClusterInfo): Placement[] {
+  return d.placements.map((p) => {
+    if ((base.gpus[p.gpu]?.profileIndex[p.model] ?? -1) >= 0) return p;
+    const gpu = known.gpus[p.gpu]!;
+    const ts = d.gpuModes?.[p.gpu] === 'timeshare';
+    const on = ts
+      ? [{ ...p, pct: 100 }]
+      : d.placements.filter((q) => q.gpu === p.gpu && (gpu.profileIndex[q.model] ?? -1) >= 0);
+    const t = predictOnGpu(gpu, on)[ts ? 0 : on.indexOf(p)] ?? 0;
+    const budget = Math.max(0, known.models[p.model]!.sloMs - 2.2 * t);
+    return { ...p, timeoutMs: Math.min(p.timeoutMs ?? Infinity, budget) };
+  });
+}

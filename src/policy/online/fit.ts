@@ -6,13 +6,14 @@
 // utilisation (from their profiles), and its GPU time t_inf. The fit identifies
 // - the running time o_r(b, p) at the batches and shares seen alone on the GPU (solo batches: t_inf less the
 //   prior's scheduling time), interpolated log-log between seen batches;
-// - the share shape: the prior's raised to a fitted exponent, once batches were seen at two shares or more;
+// - the share shape: the prior's raised to a fitted exponent, once batches were seen at two shares or more (one
+//   exponent per batch size where they ran at 100% and at a smaller share: shapes.ts, `batchExponents`);
 // - alpha_cache, by least squares through the origin on batches that ran beside profiled models on MPS
 //   shares, once there are `minColocated` of them.
 // - memory, from the GPU memory its workers measured while they ran its batches (BatchRecord.memoryMb), where
 //   they did.
 // The rest is the prior's (prior.ts): o_r at batches under those seen (the prior's batch shape from the
-// smallest seen; above them it is bounded by the model's own slope, `runAtFull`), the share shape before two
+// smallest seen; above them bounded by the model's own slope: shapes.ts, `runAtFull`), the share shape before two
 // shares are seen, kernels and scheduling time, L2 utilisation, and memory where no worker measured it; input
 // and output bytes are 0 (their transfer is inside the measured o_r).
 //
@@ -25,6 +26,7 @@ import { type LwrPoint, lwrRunMs, toLwrPoints } from '../../model/lwr.js';
 import type { GpuProfile, LwrSettings, ModelProfile, RunSample } from '../../profile/schema.js';
 import type { BatchRecord, GpuInfo } from '../types.js';
 import type { Prior } from './prior.js';
+import { batchExponents, type BatchExponents, GAMMAS, runAtFull, type Share, shareShape } from './shapes.js';
 
 /** One usable batch: its size, share, GPU time, the models on its GPU (itself included) and their L2. */
 export interface FitSample {
@@ -125,8 +127,6 @@ export function addSample(st: FitState, x: FitSample, s: FitSettings = DEFAULT_F
   c.sumLogMs += Math.log(x.execMs);
 }
 
-type Share = (batch: number, pct: number) => number;
-
 /** o_r at 100% for each batch size seen alone, from the solo configurations (geometric means). */
 function seenAtFull(st: FitState, share: Share, schedMs: number): Map<number, number> {
   const acc = new Map<number, { w: number; sumLog: number }>();
@@ -141,42 +141,9 @@ function seenAtFull(st: FitState, share: Share, schedMs: number): Map<number, nu
   return new Map([...acc].map(([b, a]) => [b, Math.exp(a.sumLog / a.w)]));
 }
 
-/**
- * o_r(b, 100) at any batch: seen, log-log between seen batches; below them, the prior's shape from the
- * smallest. Above them, the larger of the prior's shape and a power law from the largest seen batch whose
- * exponent is the slope (log-log) between the smallest and largest seen, at most 1 (1 when they span less than
- * a doubling). A model's running time grows less than in proportion to its batch and more slowly the larger the
- * batch, so that slope is an upper bound where the prior's median shape (that of the profiled models, often
- * smaller ones) can be far under: a planner given the fit then never counts on batches it has not seen being
- * cheaper than the model's own batches say. Where the prior's shapes are the model's own (a refit of a profiled
- * model), its shape alone above them too.
- */
-export function runAtFull(seen: ReadonlyMap<number, number>, prior: Prior, b: number): number {
-  const at = seen.get(b);
-  if (at !== undefined) return at;
-  const bs = [...seen.keys()].sort((x, y) => x - y);
-  const hi = bs.find((x) => x > b);
-  const lo = [...bs].reverse().find((x) => x < b);
-  if (lo !== undefined && hi !== undefined) {
-    const f = Math.log(b / lo) / Math.log(hi / lo);
-    return Math.exp((1 - f) * Math.log(seen.get(lo)!) + f * Math.log(seen.get(hi)!));
-  }
-  if (hi !== undefined) return seen.get(hi)! * prior.batchRatio(b, hi);
-  // The model's own shape (a refit of a profiled model: prior.ts, `ownShapes`) already carries that bound.
-  if (prior.own === true) return seen.get(lo!)! * prior.batchRatio(b, lo!);
-  const first = bs[0]!;
-  const slope =
-    lo! >= 2 * first
-      ? Math.min(1, Math.max(0, Math.log(seen.get(lo!)! / seen.get(first)!) / Math.log(lo! / first)))
-      : 1;
-  return seen.get(lo!)! * Math.max(prior.batchRatio(b, lo!), (b / lo!) ** slope);
-}
-
-/** Exponents of the prior's share shape tried when batches were seen at two shares or more. */
-const GAMMAS = Array.from({ length: 16 }, (_, i) => 0.5 + i * 0.1);
-
 interface Candidate {
-  readonly gamma: number;
+  readonly note: string;
+  readonly share: Share;
   readonly seen: Map<number, number>;
   readonly alphaCache: number;
   readonly sse: number;
@@ -192,9 +159,17 @@ function bestCandidate(st: FitState, prior: Prior, gpu: GpuProfile, m: ModelProf
   const pcts = new Set([...st.solo.map((c) => c.pct), ...st.colocated.map((c) => c.pct)]);
   const colocated = st.colocated.length >= s.minColocated ? st.colocated : [];
   let best: Candidate | null = null;
-  for (const gamma of pcts.size >= 2 ? GAMMAS : [1]) {
-    const share: Share = (b, p) => prior.shareRatio(b, p) ** gamma;
-    const seen = seenAtFull(st, share, sched);
+  const lowest = Math.min(...pcts);
+  const perBatch = batchExponents(st, prior, sched);
+  const shapes: BatchExponents[] = perBatch
+    ? [perBatch]
+    : (pcts.size >= 2 ? GAMMAS : [1]).map((g) => ({
+        full: null,
+        share: shareShape(prior, g, lowest),
+        note: `share exponent ${g.toFixed(1)}`,
+      }));
+  for (const { share, note, full } of shapes) {
+    const seen = full ?? seenAtFull(st, share, sched);
     const run = (b: number, p: number) => runAtFull(seen, prior, b) * share(b, p);
     let sse = 0;
     for (const c of st.solo) sse += c.n * (Math.log(sched + run(c.batch, c.pct)) - c.sumLogMs / c.n) ** 2;
@@ -204,7 +179,7 @@ function bestCandidate(st: FitState, prior: Prior, gpu: GpuProfile, m: ModelProf
       for (const x of colocated)
         sse += Math.log(predictWith(m, run(x.batch, x.pct), gpu, { ...x }, alphaCache) / x.execMs) ** 2;
     }
-    if (!best || sse < best.sse) best = { gamma, seen, alphaCache, sse };
+    if (!best || sse < best.sse) best = { note, share, seen, alphaCache, sse };
   }
   return best!;
 }
@@ -237,7 +212,7 @@ export function fitModel(
   const runSamples: RunSample[] = [];
   for (const b of batches) {
     const full = runAtFull(c.seen, prior, b);
-    for (const pct of prior.pcts) runSamples.push({ batch: b, pct, runMs: full * prior.shareRatio(b, pct) ** c.gamma });
+    for (const pct of prior.pcts) runSamples.push({ batch: b, pct, runMs: full * c.share(b, pct) });
   }
   const fitted = st.colocated.length >= s.minColocated;
   const seenList = [...c.seen.keys()].sort((a, b) => a - b);
@@ -246,8 +221,7 @@ export function fitModel(
     runSamples,
     alphaCache: c.alphaCache,
     notes: [
-      `fitted online from ${st.seen} batches (batches seen alone: ${seenList.join(', ')}; ` +
-        `share exponent ${c.gamma.toFixed(1)})`,
+      `fitted online from ${st.seen} batches (batches seen alone: ${seenList.join(', ')}; ` + `${c.note})`,
       `from the GPU type's other models: kernels, scheduling time, L2 utilisation, ` +
         `${st.memory.length > 0 ? '' : 'memory, '}the share shape of o_r${fitted ? '' : ', alpha_cache'}` +
         (st.memory.length > 0 ? `; memory from its workers' readings at batches ${memoryBatches(st)}` : ''),

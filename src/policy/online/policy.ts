@@ -21,7 +21,6 @@
 import { toLwrPoints } from '../../model/lwr.js';
 import { LatencyModel } from '../../model/predictor.js';
 import type { Profile } from '../../profile/schema.js';
-import { predictOnGpu } from '../util.js';
 import type {
   BatchRecord,
   ClusterInfo,
@@ -35,6 +34,7 @@ import type {
 } from '../types.js';
 import { type AimdBatch, aimdEpoch, aimdTargetMs, type AimdSettings, DEFAULT_AIMD } from './aimd.js';
 import {
+  blindTimeouts,
   hideModels,
   innerCluster,
   innerGpus,
@@ -50,6 +50,7 @@ import {
 } from './clusterMap.js';
 import { DEFAULT_FIT, type FitSettings, fitModel, heldOutCheck, takeRecord } from './fit.js';
 import { gpuPrior, ownShapes, type Prior, transferProfile } from './prior.js';
+import { DEFAULT_PROBE, probing, type ProbeSettings } from './probe.js';
 import { DEFAULT_START, flooredBatch, type StartBatchSettings } from './startBatch.js';
 import { type LearnerState, learnerFromJson, learnerToJson, newLearner, type OnlineStatePort } from './state.js';
 
@@ -64,6 +65,8 @@ export interface OnlineProfilingOptions {
   readonly padAlone?: boolean;
   /** The floor under AIMD's batch from the model's arrival rate (startBatch.ts); null: AIMD alone. */
   readonly start?: StartBatchSettings | null;
+  /** The share probe before promotion (probe.ts); null: none. */
+  readonly probe?: ProbeSettings | null;
   /** Told when a model's fit passes its held-out test and joins its GPU type's profile. */
   readonly onPromote?: (state: Readonly<LearnerState>) => void;
 }
@@ -102,8 +105,9 @@ export class OnlineProfilingPolicy implements Policy {
   private readonly learners = new Map<string, LearnerState>();
   private inner: Inner | null = null;
   private readonly notes: string[] = [];
-  /** Per outer model, the GPU of its conservative placement. */
+  /** Per outer model, the GPU of its conservative placement; the models placed alone on theirs. */
   private readonly assigned = new Map<number, number>();
+  private readonly alone = new Set<number>();
   private readonly fitSettings: FitSettings;
   private readonly aimd: AimdSettings;
   /** The learners that ran a batch over AIMD's target in the epoch just ingested. */
@@ -155,7 +159,7 @@ export class OnlineProfilingPolicy implements Policy {
 
   decide(obs: Observation): Deployment {
     const dirty = this.ingest(obs.lastEpoch.batches ?? []);
-    if (this.promote(dirty)) {
+    if (this.promote(dirty, obs)) {
       this.known = withProfiles(this.base, this.profiles);
       this.remakeInner();
     }
@@ -167,7 +171,7 @@ export class OnlineProfilingPolicy implements Policy {
       const d = this.inner.policy.decide(toInnerObservation(obs, v, current));
       this.inner.last = d;
       const od = toOuterDeployment(d, v);
-      placements = this.withBlindTimeouts(od);
+      placements = blindTimeouts(od, this.base, this.known);
       if (od.gpuModes) modes = [...od.gpuModes];
     }
     this.placeConservatively(obs, placements, modes);
@@ -238,7 +242,7 @@ export class OnlineProfilingPolicy implements Policy {
    * first time, or when the profile in use misses its held-out batches by more than the threshold (the model
    * now runs where it was not seen: other shares, other batches) and the refit misses them by less.
    */
-  private promote(dirty: ReadonlySet<LearnerState>): boolean {
+  private promote(dirty: ReadonlySet<LearnerState>, obs: Observation): boolean {
     let changed = false;
     const s = this.fitSettings;
     for (const l of dirty) {
@@ -250,7 +254,13 @@ export class OnlineProfilingPolicy implements Policy {
       if (!l.profile) {
         l.heldOut = next.heldOut;
         l.meanRelErr = next.meanRelErr;
-        if (!next.pass) continue;
+        const m = this.known.models.find((x) => x.name === l.model)!;
+        const probe = this.opts.probe === undefined ? DEFAULT_PROBE : this.opts.probe;
+        const rate = obs.ratePerS[m.index] ?? 0;
+        const prior = this.prior(l.profileId);
+        const alone = this.alone.has(m.index);
+        const padded = alone && this.opts.padAlone !== false;
+        if (!next.pass || probing(l, alone, padded, rate, aimdTargetMs(m.sloMs), prior, probe)) continue;
         l.promotedAfter = l.fit.seen;
       } else {
         const inUse = { ...fit, profile: l.profile, points: toLwrPoints(l.profile.runSamples) };
@@ -351,21 +361,6 @@ export class OnlineProfilingPolicy implements Policy {
     return gpus.join() === v.gpus.join() && cluster.gpus.every((g, i) => g.model === v.cluster.gpus[i]!.model);
   }
 
-  /** Placements of models the serving side cannot predict get the timeout of the file head. */
-  private withBlindTimeouts(d: Deployment): Placement[] {
-    return d.placements.map((p) => {
-      if ((this.base.gpus[p.gpu]?.profileIndex[p.model] ?? -1) >= 0) return p;
-      const gpu = this.known.gpus[p.gpu]!;
-      const ts = d.gpuModes?.[p.gpu] === 'timeshare';
-      const on = ts
-        ? [{ ...p, pct: 100 }]
-        : d.placements.filter((q) => q.gpu === p.gpu && (gpu.profileIndex[q.model] ?? -1) >= 0);
-      const t = predictOnGpu(gpu, on)[ts ? 0 : on.indexOf(p)] ?? 0;
-      const budget = Math.max(0, this.known.models[p.model]!.sloMs - 2.2 * t);
-      return { ...p, timeoutMs: Math.min(p.timeoutMs ?? Infinity, budget) };
-    });
-  }
-
   private placeConservatively(obs: Observation, placements: Placement[], modes: GpuMode[]): void {
     const back = this.inner?.view.back;
     const models = this.known.models.filter((m) => !back || (back[m.index] ?? -1) < 0);
@@ -384,7 +379,10 @@ export class OnlineProfilingPolicy implements Policy {
       const l = this.learners.get(key(m.name, this.known.gpus[g]!.profileId));
       if (l) this.floorBatch(l, obs.ratePerS[m.index] ?? 0, m.sloMs);
       const pad = alone && this.opts.padAlone !== false ? { padBatch: true } : {};
-      placements.push({ model: m.index, gpu: g, pct: 100, batch: l?.batch ?? 1, timeoutMs: 0, ...pad });
+      const pct = alone && l && l.probePct < 100 ? l.probePct : 100;
+      placements.push({ model: m.index, gpu: g, pct, batch: l?.batch ?? 1, timeoutMs: 0, ...pad });
+      if (alone) this.alone.add(m.index);
+      else this.alone.delete(m.index);
       this.assigned.set(m.index, g);
     }
   }
@@ -394,6 +392,7 @@ export class OnlineProfilingPolicy implements Policy {
     const s = this.opts.start === undefined ? DEFAULT_START : this.opts.start;
     if (s === null) return;
     const over = this.overTarget.has(l);
-    l.batch = flooredBatch(l.batch, over, l.fit, this.prior(l.profileId), ratePerS, aimdTargetMs(sloMs), s);
+    const pct = l.probePct < 100 ? l.probePct : 100;
+    l.batch = flooredBatch(l.batch, over, l.fit, this.prior(l.profileId), ratePerS, aimdTargetMs(sloMs), s, pct);
   }
 }

@@ -6,12 +6,12 @@
 // AIMD's target (half the SLO, aimd.ts) only where no batch within it serves the rate at all. Pure.
 //
 // t(b) is estimated from the model's own batches alone at 100% (geometric mean per batch, log-log between
-// batches, the prior's batch shape beyond them: fit.ts, `runAtFull`); before any, from the prior's median
+// batches, the prior's batch shape beyond them: shapes.ts, `runAtFull`); before any, from the prior's median
 // model (prior.ts, `typicalMs`): a guess, which the first epoch's batches replace. A guess too low gives a
 // batch over the target in the first epoch; the next one's floor then comes from the measured times, and
 // AIMD's decrease applies.
 import type { FitState } from './fit.js';
-import { runAtFull } from './fit.js';
+import { runAtFull } from './shapes.js';
 import type { Prior } from './prior.js';
 
 export interface StartBatchSettings {
@@ -29,10 +29,14 @@ function seenAlone(st: FitState): Map<number, number> {
   return seen;
 }
 
-/** The estimate of t_inf alone at 100% at batch b (ms; NaN when nothing is known): see the file head. */
-export function estimatedMs(st: FitState, prior: Prior, b: number): number {
+/**
+ * The estimate of t_inf alone at batch b (ms; NaN when nothing is known): see the file head. At a share under 100%
+ * (the share probe, probe.ts), that times the prior's share shape.
+ */
+export function estimatedMs(st: FitState, prior: Prior, b: number, pct = 100): number {
   const seen = seenAlone(st);
-  return seen.size > 0 ? runAtFull(seen, prior, b) : prior.typicalMs(b);
+  const full = seen.size > 0 ? runAtFull(seen, prior, b) : prior.typicalMs(b);
+  return pct < 100 ? full * prior.shareRatio(b, pct) : full;
 }
 
 /**
@@ -49,12 +53,13 @@ export function rateBatch(
   ratePerS: number,
   targetMs: number,
   s: StartBatchSettings = DEFAULT_START,
+  pct = 100,
 ): number | null {
   if (!(ratePerS >= 0)) return null;
   let within = 1;
   let withinServes = true;
   for (let b = 1; b <= s.maxBatch; b++) {
-    const t = estimatedMs(st, prior, b);
+    const t = estimatedMs(st, prior, b, pct);
     if (!(t > 0)) return null;
     const serves = (1000 * b) / t;
     if (t <= targetMs) {
@@ -83,9 +88,10 @@ export function flooredBatch(
   ratePerS: number,
   targetMs: number,
   s: StartBatchSettings = DEFAULT_START,
+  pct = 100,
 ): number {
-  const floor = rateBatch(st, prior, ratePerS, targetMs, s);
+  const floor = rateBatch(st, prior, ratePerS, targetMs, s, pct);
   if (floor === null) return batch;
-  const lower = overTarget && estimatedMs(st, prior, floor) <= targetMs;
+  const lower = overTarget && estimatedMs(st, prior, floor, pct) <= targetMs;
   return lower ? Math.min(batch, floor) : Math.max(batch, floor);
 }

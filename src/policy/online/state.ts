@@ -26,6 +26,8 @@ export interface LearnerState {
   /** The latest held-out test. */
   heldOut: number;
   meanRelErr: number;
+  /** The share probe (probe.ts): the share it runs at, 100 where there is none; NaN: not decided yet. */
+  probePct: number;
 }
 
 const positive = z.number().finite().positive();
@@ -78,6 +80,8 @@ export const LearnerStateSchema = z
     transferredFrom: z.string().min(1).nullable(),
     heldOut: count,
     meanRelErr: z.number().nullable(),
+    // State saved before the share probe has none: not decided.
+    probePct: z.number().gt(0).max(100).nullable().default(null),
   })
   .strict();
 
@@ -95,13 +99,14 @@ export function newLearner(model: string, profileId: string): LearnerState {
     transferredFrom: null,
     heldOut: 0,
     meanRelErr: NaN,
+    probePct: NaN,
   };
 }
 
 /** The state as JSON (NaN written as null). */
 export function learnerToJson(s: LearnerState): unknown {
   const nan = (x: number) => (Number.isNaN(x) ? null : x);
-  return { ...s, promotedAfter: nan(s.promotedAfter), meanRelErr: nan(s.meanRelErr) };
+  return { ...s, promotedAfter: nan(s.promotedAfter), meanRelErr: nan(s.meanRelErr), probePct: nan(s.probePct) };
 }
 
 /** Validates persisted state; `where` names its source in the error. */
@@ -120,6 +125,7 @@ export function learnerFromJson(raw: unknown, where: string): LearnerState {
     },
     promotedAfter: d.promotedAfter ?? NaN,
     meanRelErr: d.meanRelErr ?? NaN,
+    probePct: d.probePct ?? NaN,
   };
 }
 
