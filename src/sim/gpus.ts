@@ -158,7 +158,7 @@ export class SimGpus {
     w.execMs = t;
     w.doneAtMs = nowMs + t + transportLeftMs;
     // Told at its start on the GPU; a batch held by pipelining was sent earlier (tMs = when it was sent).
-    this.trace?.batchStart?.(sentMs, w.model, g, size, w.doneAtMs - sentMs, w.predicted.ms(run));
+    this.trace?.batchStart?.(sentMs, w.model, g, run, w.doneAtMs - sentMs, w.predicted.ms(run));
     this.stats.batchStarted(w.model, size);
   }
 }

@@ -102,7 +102,8 @@ export interface WorkerFailure {
 
 export interface SimTrace {
   /**
-   * A batch of `size` tasks of `model` starts on `gpu`; it will take `durationMs` (transport included);
+   * A batch of `model` starts on `gpu` at `size` (its tasks, or more where its worker pads: Placement.padBatch);
+   * it will take `durationMs` (transport included);
    * the dispatch rule predicted `predictedMs` of GPU time for it (its cost plan's factor included).
    */
   batchStart?(tMs: number, model: number, gpu: number, size: number, durationMs: number, predictedMs: number): void;

@@ -397,6 +397,38 @@ describe('conformance: the simulator and the control plane on one scripted trace
     },
   );
 
+  it('pad every other batch of a padding worker to its placed batch alike on both sides, answering tasks alone', () => {
+    // The online profiler's padded placements (Placement.padBatch): batch 6, one model's worker padding (the other
+    // at batch 1: two models at batches over 1 on one MPS GPU do not start alike on both sides yet).
+    const PAD: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 6, padBatch: true },
+        { model: 1, gpu: 0, pct: 50, batch: 1 },
+      ],
+    };
+    const sim = runSimulator([PAD]);
+    const padded = sim.batches.filter(([, m, size]) => m === 0 && size === 6).length;
+    const resnet = sim.batches.filter(([, m]) => m === 0).length;
+    // About every other batch of model 0 at 6 (the load fills fewer).
+    expect(padded).toBeGreaterThan(resnet / 2 - 2);
+    expect(padded).toBeLessThan(resnet);
+    // Batches over 1 wait for their latest start: the control plane's dispatch timers fire on the fake clock.
+    vi.useFakeTimers();
+    const live = runControl(
+      [PAD],
+      sim.durations.map((d) => [...d]),
+      [],
+      STEADY_REJECT,
+      'overlap',
+      true,
+    );
+    vi.useRealTimers();
+    expect(live.batches).toEqual(sim.batches);
+    expect(live.drops).toEqual(sim.drops);
+    // Each task is answered once: the copies that pad a batch are not.
+    expect(live.answered).toEqual(sim.answered);
+  });
+
   it('on a time-shared GPU, serve the same model next when it frees up, also when a worker dies', () => {
     const failures = [failMidBatch(runSimulator([TS], 'serial'), 0, 1500, 400)];
     const sim = runSimulator([TS], 'serial', failures);

@@ -26,7 +26,15 @@ import { type LwrPoint, lwrRunMs, toLwrPoints } from '../../model/lwr.js';
 import type { GpuProfile, LwrSettings, ModelProfile, RunSample } from '../../profile/schema.js';
 import type { BatchRecord, GpuInfo } from '../types.js';
 import type { Prior } from './prior.js';
-import { batchExponents, type BatchExponents, GAMMAS, runAtFull, type Share, shareShape } from './shapes.js';
+import {
+  batchExponents,
+  type BatchExponents,
+  GAMMAS,
+  runAtFull,
+  type Share,
+  shareShape,
+  type SoloConfig,
+} from './shapes.js';
 
 /** One usable batch: its size, share, GPU time, the models on its GPU (itself included) and their L2. */
 export interface FitSample {
@@ -39,13 +47,7 @@ export interface FitSample {
   readonly othersL2: number;
 }
 
-/** Solo batches at one (batch, share): how many, and the sum of the logs of their GPU times. */
-export interface SoloConfig {
-  readonly batch: number;
-  readonly pct: number;
-  n: number;
-  sumLogMs: number;
-}
+export type { SoloConfig };
 
 /** The measured GPU memory of the model's worker at one batch size: how many readings and their sum (MB). */
 export interface MemoryReading {
@@ -160,7 +162,7 @@ function bestCandidate(st: FitState, prior: Prior, gpu: GpuProfile, m: ModelProf
   const colocated = st.colocated.length >= s.minColocated ? st.colocated : [];
   let best: Candidate | null = null;
   const lowest = Math.min(...pcts);
-  const perBatch = batchExponents(st, prior, sched);
+  const perBatch = batchExponents(st.solo, prior, sched);
   const shapes: BatchExponents[] = perBatch
     ? [perBatch]
     : (pcts.size >= 2 ? GAMMAS : [1]).map((g) => ({

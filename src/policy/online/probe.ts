@@ -52,7 +52,7 @@ export function largestAt(st: FitState, pct: number): number {
   return b;
 }
 
-/** Solo batches the fit has taken at share `pct` (fitted and held out alike are counted by `seen`; these are fitted). */
+/** Solo batches the fit has taken at share `pct` (the fitted ones; `seen` counts the held-out ones too). */
 export function soloBatchesAt(st: FitState, pct: number): number {
   let n = 0;
   for (const c of st.solo) if (c.pct === pct) n += c.n;

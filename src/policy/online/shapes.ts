@@ -1,8 +1,15 @@
 // The shapes of a fitted model's running time o_r(b, p) that the online fit (fit.ts) extrapolates with: in batch
 // (`runAtFull`: above and below the sizes seen) and in share (`shareShape`, `batchExponents`), from what was seen
 // and the prior's shapes (prior.ts). Pure.
-import type { FitState } from './fit.js';
 import type { Prior } from './prior.js';
+
+/** Solo batches at one (batch, share): how many, and the sum of the logs of their GPU times. */
+export interface SoloConfig {
+  readonly batch: number;
+  readonly pct: number;
+  n: number;
+  sumLogMs: number;
+}
 
 /** o_r(b, p) / o_r(b, 100): how a model's running time grows as its share shrinks. */
 export type Share = (batch: number, pct: number) => number;
@@ -67,10 +74,10 @@ export function shareShape(prior: Prior, gamma: number, lowestPct: number): Shar
  * whole GPU at batch 8, 2.5 at batch 32, where the median model's is 3.4 at both): one exponent for every batch
  * fits neither end. Null where there is no such batch.
  */
-export function batchExponents(st: FitState, prior: Prior, schedMs: number): BatchExponents | null {
+export function batchExponents(solo: readonly SoloConfig[], prior: Prior, schedMs: number): BatchExponents | null {
   const full = new Map<number, number>();
-  for (const c of st.solo) if (c.pct === 100) full.set(c.batch, Math.exp(c.sumLogMs / c.n) - schedMs);
-  const lows = st.solo.filter((c) => c.pct < 100);
+  for (const c of solo) if (c.pct === 100) full.set(c.batch, Math.exp(c.sumLogMs / c.n) - schedMs);
+  const lows = solo.filter((c) => c.pct < 100);
   if (full.size === 0 || lows.length === 0) return null;
   const lo = Math.min(...full.keys());
   const hi = Math.max(...full.keys());
