@@ -8,7 +8,7 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import { addSample, emptyFitState, fitModel } from '../../src/policy/online/fit.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import { gpuPrior, ownShapes } from '../../src/policy/online/prior.js';
-import { DEFAULT_PROBE, probeShare, probing } from '../../src/policy/online/probe.js';
+import { batchesBetter, DEFAULT_PROBE, probeShare, probing } from '../../src/policy/online/probe.js';
 import { type LearnerState, newLearner } from '../../src/policy/online/state.js';
 import type { ModelProfile, Profile } from '../../src/profile/schema.js';
 import type { BatchRecord } from '../../src/policy/types.js';
@@ -85,6 +85,29 @@ describe('the fit in batch and share', () => {
 });
 
 describe('the share probe', () => {
+  it('is worth it for the models whose time grows more slowly with their batch than the median model', () => {
+    // On the RTX 2060 Super: the prior's share shape is 52-114% over for mnasnet, mobilenet and efficientnet,
+    // within 11% for the others; alexnet also grows slowly and is probed (its shape is near the prior's).
+    const rtx = loadProfile('rtx2060s');
+    const lm = LatencyModel.compile(rtx);
+    const worth = lm.modelNames.filter((name) => {
+      const { [name]: _own, ...others } = rtx.models;
+      const p = gpuPrior(LatencyModel.compile({ ...rtx, models: others }));
+      const st = emptyFitState();
+      const t = (batch: number) => lm.predict([{ model: name, batch, pct: 100 }]).latencyMs[0]!;
+      for (let i = 0; i < 60; i++) {
+        const batch = [1, 4, 16, 32][i % 4]!;
+        addSample(st, { batch, pct: 100, execMs: t(batch), models: 1, othersL2: 0 });
+      }
+      return batchesBetter(st, p);
+    });
+    expect(worth.sort()).toEqual(['alexnet', 'efficientnet', 'mnasnet', 'mobilenet']);
+    // One batch size, or less than a doubling apart: nothing to compare.
+    const st = emptyFitState();
+    for (let i = 0; i < 10; i++) addSample(st, { batch: 3 + (i % 2), pct: 100, execMs: 5, models: 1, othersL2: 0 });
+    expect(batchesBetter(st, prior0)).toBe(false);
+  });
+
   it('probes a smaller share of its GPU once its fit passes at 100%, and promotes with the share shape fitted', () => {
     const cluster = buildCluster([full, full], models);
     const { factory } = recordingFactory();

@@ -46,7 +46,8 @@ function obs(records: BatchRecord[], nowMs: number): Observation {
 
 /**
  * Epochs of batches of 'mine' alone on GPU 1 at the share it is placed at (its share probe: probe.ts), every other
- * one padded, 2 ms per task plus 1 ms at 100%, slower by the square root of the share, until it is promoted.
+ * one padded, 4 ms plus 0.1 ms per task at 100% (a model that batches well: worth a probe), slower by the
+ * square root of the share, until it is promoted.
  */
 function serveUntilPromoted(store: Store): LearnerState[] {
   const promoted: LearnerState[] = [];
@@ -66,7 +67,7 @@ function serveUntilPromoted(store: Store): LearnerState[] {
         gpu: 1,
         batch,
         pct,
-        execMs: (1 + 2 * batch * (1 + 0.01 * ((i % 3) - 1))) * Math.sqrt(100 / pct),
+        execMs: (4 + 0.1 * batch) * (1 + 0.01 * ((i % 3) - 1)) * Math.sqrt(100 / pct),
         pooled: false,
         beside: [],
       };
