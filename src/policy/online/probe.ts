@@ -1,6 +1,6 @@
 // The share probe (docs/online-profiling.md, "A second share before promotion"). An unprofiled model runs at
 // 100% of its GPU, so its fit has the prior's share shape: the median model's, within 3 to 11% of the plain
-// convolutional networks on the RTX 2060 Super but 50 to 114% over for those with depthwise convolutions, which
+// convolutional networks on the RTX 2060 Super but 52 to 114% over for those with depthwise convolutions, which
 // barely slow down on a smaller share. A pooled GPU under `overlap` times its batches at even shares, so the
 // planner would see such a model as far more expensive beside others than it is. So once its fit passes at
 // 100% and AIMD has reached its top there, a model alone on its GPU moves to a smaller share of that GPU (one
