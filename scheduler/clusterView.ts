@@ -6,7 +6,7 @@ import type { ServedCost } from '../src/model/costDistribution.js';
 import { buildCluster } from '../src/policy/cluster.js';
 import type { ClusterInfo, GpuMode } from '../src/policy/types.js';
 import type { PooledGpuMode } from '../src/model/pooledGpu.js';
-import type { ModelProfile, Profile } from '../src/profile/schema.js';
+import type { Profile } from '../src/profile/schema.js';
 import type { AgentGpu } from '../src/protocol/agent.js';
 
 /** A cluster GPU: the agent that has it and its index there. */
@@ -83,23 +83,4 @@ export function carryModes(
     const o = gpuIndex(oldRefs, r.agentId, r.local);
     return o >= 0 ? (oldModes[o] ?? 'mps') : 'mps';
   });
-}
-
-/**
- * The profiles with the models fitted online added (`learned`: per GPU profile id, model name -> its fitted
- * profile, from the store's online-profiling state): a model profiled online before a restart is profiled
- * from the start after it, for the dispatch rule's predictions too. A model a profile has already keeps its
- * measured numbers. Profiles without learned models are the same objects (their compiled latency models are
- * reused).
- */
-export function withLearnedProfiles(
-  profiles: ReadonlyMap<string, Profile>,
-  learned: ReadonlyMap<string, Readonly<Record<string, ModelProfile>>>,
-): Map<string, Profile> {
-  const out = new Map<string, Profile>();
-  for (const [id, p] of profiles) {
-    const add = Object.entries(learned.get(id) ?? {}).filter(([name]) => !p.models[name]);
-    out.set(id, add.length === 0 ? p : { ...p, models: { ...p.models, ...Object.fromEntries(add) } });
-  }
-  return out;
 }

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { parseAgentTokens } from '../../scheduler/auth.js';
 import type { ServedModelConfig } from '../../scheduler/control.js';
 import { SchedulerService, type SchedulerOptions } from '../../scheduler/service.js';
-import { withLearnedProfiles } from '../../scheduler/clusterView.js';
+import { withLearnedProfiles } from '../../src/policy/online/clusterMap.js';
 import { Store } from '../../scheduler/store.js';
 import type { ClusterInfo } from '../../src/policy/types.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
@@ -163,7 +163,7 @@ function schedulerConfig(opts: ServeOptions, logger: Logger, store: Store) {
   // the profiles learned online for models no profile had (scheduler/store.ts) join their GPU types'.
   const profiles = withLearnedProfiles(
     plannerProfiles(loaded.scenario, allProfiles(loaded.profiles)),
-    store.learnedProfiles(),
+    Object.fromEntries(store.learnedProfiles()),
   );
   const served = servedModels(opts, loaded, logger);
   const { models, pipelines, initialRatePerS, unavailable, repositoryOnly } = served;

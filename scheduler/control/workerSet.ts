@@ -1,12 +1,12 @@
 // The worker set: the workers the control plane wants and what their agents report of them, on the cluster the agents'
 // GPUs make. It applies the policy's deployments by the simulator's plan (src/serving/workerSet.ts): a placement whose
-// worker already runs (same model, GPU and share) keeps it and only its batch size and timeout change, at once; any
-// other placement gets a new worker, a shadow of the model's worker it replaces (same GPU preferred): the old one keeps
-// serving until the new one reports ready, then it leaves the desired set, finishes its batch and is stopped by its
-// agent; workers no longer wanted leave the desired set at once (their batches in flight finish). A restarted scheduler
-// adopts the workers its agents still run.
+// worker already runs (same model, GPU and share) keeps it (its batch size and timeout change at once); any other gets
+// a new worker, a shadow of the model's worker it replaces (same GPU preferred), which serves until the shadow reports
+// ready, then finishes its batch and is stopped by its agent; workers no longer wanted leave the desired set at once
+// (their batches in flight finish). A restarted scheduler adopts the workers its agents still run.
 import type { Logger } from 'pino';
 import { pooledConcurrency } from '../../src/model/pooledGpu.js';
+import { LearnedCluster } from '../../src/policy/online/clusterMap.js';
 import type { ClusterInfo, Deployment, GpuMode, Placement } from '../../src/policy/types.js';
 import { AGENT_PROTOCOL_VERSION, type FromAgent, workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import { onReady, planApply } from '../../src/serving/workerSet.js';
@@ -41,7 +41,7 @@ export interface WorkerSetDeps {
 
 export class WorkerSet {
   private list: Worker[] = [];
-  private clusterInfo: ClusterInfo | null = null;
+  private readonly dispatch = new LearnedCluster(); // what the dispatch rule predicts with: the view's + learned
   /** Cluster GPU index -> (agent, local index). */
   private refs: readonly GpuRef[] = [];
   private modes: GpuMode[] = [];
@@ -63,7 +63,7 @@ export class WorkerSet {
     return this.list;
   }
   get cluster(): ClusterInfo | null {
-    return this.clusterInfo;
+    return this.dispatch.cluster;
   }
   get gpuRefs(): readonly GpuRef[] {
     return this.refs;
@@ -175,7 +175,7 @@ export class WorkerSet {
     for (const b of this.list.flatMap((w) => w.inFlight.filter((x) => x.timeshared)))
       this.running[b.worker.gpu]!.add(b, b.worker, b.worker.model, b.size);
     if (adopt) this.adopt(adopt.agentId, adopt.workers);
-    this.clusterInfo = view.cluster;
+    this.dispatch.setGiven(view.cluster);
     if (view.cluster === null) return;
     if (view.missingModels.length > 0)
       this.deps.log.warn(
@@ -238,7 +238,9 @@ export class WorkerSet {
 
   /** Moves the worker set toward a deployment (see the file header). Returns whether anything changed. */
   apply(d: Deployment): boolean {
-    const nG = this.clusterInfo!.gpus.length;
+    const nG = this.dispatch.cluster!.gpus.length;
+    // The profiles the policy learned while serving (the simulator's rule too: src/sim/gpus.ts, `learn`).
+    if (this.dispatch.learn(d.learned)) for (let g = 0; g < nG; g++) this.refreshPredictions(g);
     // The plan is the simulator's too (src/serving/workerSet.ts); here it becomes desired sets.
     const plan = planApply(this.list, PLAN_VIEW, d, this.modes, this.deps.models.length, nG);
     for (const p of plan.invalid)
@@ -370,19 +372,17 @@ export class WorkerSet {
 
   /** Recomputes the predicted batch-time tables of the serving workers on GPU g. */
   private refreshPredictions(g: number): void {
-    if (!this.clusterInfo || g < 0 || g >= this.clusterInfo.gpus.length) return;
-    const gpu = this.clusterInfo.gpus[g]!;
+    if (!this.dispatch.cluster || g < 0 || g >= this.dispatch.cluster.gpus.length) return;
+    const gpu = this.dispatch.cluster.gpus[g]!;
     const serving = this.list.filter((w) => w.gpu === g && (w.role === 'active' || w.role === 'retiring') && w.wanted);
     const timeshare = this.modes[g] === 'timeshare';
-    const models = this.clusterInfo.models;
-    const plan = (m: number) => models[m]?.cost?.plan;
+    const plan = (m: number) => this.dispatch.cluster!.models[m]?.cost?.plan;
     const running = this.deps.followRunning === true ? this.running[g]! : null;
     serving.forEach((w, k) => refreshTimes(gpu, serving, k, timeshare, running, w.predicted, plan(w.model)));
     // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
     for (const w of this.list)
       if (w.gpu === g && !serving.includes(w)) refreshTimes(gpu, [w], 0, timeshare, null, w.predicted, plan(w.model));
-    let share = 0;
-    let mem = 0;
+    let [share, mem] = [0, 0];
     for (const w of this.list) {
       if (w.gpu !== g || !w.wanted) continue;
       share += timeshare ? 0 : w.pct;

@@ -6,6 +6,7 @@ import type { ServedCost } from '../model/costDistribution.js';
 import type { LatencyModel } from '../model/predictor.js';
 import type { PooledGpuMode } from '../model/pooledGpu.js';
 import type { Pipeline } from '../serving/pipeline.js';
+import type { ModelProfile } from '../profile/schema.js';
 
 /** One GPU of the cluster as a policy sees it. */
 export interface GpuInfo {
@@ -103,7 +104,18 @@ export interface Deployment {
    * together by the workers placed for their tightest tier. Absent: every model by its own workers.
    */
   readonly sharedBy?: readonly number[];
+  /**
+   * Models a policy profiled while serving them (src/policy/online/policy.ts): per GPU profile id, model name -> its
+   * fitted profile. The serving side predicts their batches with it (the dispatch rule: a batch's size and drops, and
+   * its neighbours' times on a pooled GPU), as it does a model its profiles carry; a model a profile already has keeps
+   * its own (src/policy/online/clusterMap.ts, `withLearned`). The same object until a profile in it changes.
+   * Absent: none.
+   */
+  readonly learned?: LearnedProfiles;
 }
+
+/** Per GPU profile id, model name -> a profile fitted online (`Deployment.learned`). */
+export type LearnedProfiles = Readonly<Record<string, Readonly<Record<string, ModelProfile>>>>;
 
 /** What the monitor tells a policy at a decision epoch. */
 export interface Observation {

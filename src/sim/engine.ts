@@ -324,6 +324,7 @@ export class Simulation {
   private apply(d: Deployment, nowMs: number, first: boolean): void {
     const gpus = this.gpus;
     gpus.accountShares(nowMs);
+    gpus.learn(d.learned);
     // The plan is the control plane's too (src/serving/workerSet.ts); here it runs in simulated time.
     const nGpus = this.cluster.gpus.length;
     const plan = planApply(gpus.workers, SIM_VIEW, d, gpus.modes, this.nModels, nGpus, first);

@@ -2,7 +2,8 @@
 // share held over time. A batch takes the ground truth's time (groundTruth.ts) for the models running
 // on its GPU when it starts; on a pooled (`timeshare`) GPU, the GPU's own mode says whether batches of
 // different models overlap or run one at a time (src/model/pooledGpu.ts).
-import type { BesideBatch, ClusterInfo, GpuMode } from '../policy/types.js';
+import { LearnedCluster } from '../policy/online/clusterMap.js';
+import type { BesideBatch, ClusterInfo, GpuMode, LearnedProfiles } from '../policy/types.js';
 import { pooledConcurrency } from '../model/pooledGpu.js';
 import { refreshTimes, RunningBatches } from '../serving/dispatch.js';
 import { runBatchSize } from '../serving/padding.js';
@@ -34,20 +35,26 @@ export class SimGpus {
    * `cluster`: the planner's (the dispatch rule predicts with it); `truthCluster`: every model with its true
    * profile, which batches are timed and memory is counted with (the same but for unprofiled models).
    */
+  /** The cluster the dispatch rule predicts with: the planner's, with the profiles the policy learned added. */
+  private readonly dispatch = new LearnedCluster();
+  private cluster: ClusterInfo;
+
   constructor(
-    private readonly cluster: ClusterInfo,
+    plannerCluster: ClusterInfo,
     private readonly truthCluster: ClusterInfo,
     truth: GroundTruthSettings,
     private readonly stats: SimStats,
     private readonly trace: SimTrace | undefined,
   ) {
-    const n = cluster.gpus.length;
+    this.dispatch.setGiven(plannerCluster);
+    this.cluster = plannerCluster;
+    const n = plannerCluster.gpus.length;
     this.modes = new Array<GpuMode>(n).fill('mps');
-    this.running = cluster.gpus.map(() => new RunningBatches());
+    this.running = plannerCluster.gpus.map(() => new RunningBatches());
     this.shareTime = new Float64Array(n);
-    this.pooledLimit = cluster.gpus.map((g) => pooledConcurrency(g.pooled));
+    this.pooledLimit = plannerCluster.gpus.map((g) => pooledConcurrency(g.pooled));
     this.truth = new GroundTruth(truth);
-    this.gpuType = cluster.gpus.map((g) => gpuTypeIndex(g.profileId));
+    this.gpuType = plannerCluster.gpus.map((g) => gpuTypeIndex(g.profileId));
   }
 
   timeshared(g: number): boolean {
@@ -61,6 +68,15 @@ export class SimGpus {
 
   liveOn(g: number): SimWorker[] {
     return this.workers.filter((w) => w.gpu === g && w.state !== State.Stopped);
+  }
+
+  /**
+   * A deployment's learned profiles (`Deployment.learned`): the dispatch rule predicts those models with them from
+   * now on, as the scheduler's does (`LearnedCluster`). The caller redoes every GPU's predictions (the engine's
+   * `apply` does at each deployment).
+   */
+  learn(learned: LearnedProfiles | undefined): void {
+    if (this.dispatch.learn(learned)) this.cluster = this.dispatch.cluster!;
   }
 
   /** Recomputes every worker's predicted t_inf table on a GPU (its placements as the scheduler sees them). */

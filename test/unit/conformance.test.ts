@@ -115,6 +115,8 @@ const STEADY_REJECT: Load = { arrivals: ARRIVALS, queuePolicy: REJECT, initialRa
 const TRUTH = { seed: 1, systematicErrorPct: 3, noisePct: 2, dramAlpha: 0.08 };
 /** The serving settings both sides run by (a case may set how a pooled batch is predicted). */
 let SETTINGS = DEFAULT_SERVING_SETTINGS;
+/** The profile both sides' dispatch rules start from (a case may hide a model from it); batches are timed by `rtx`. */
+let PLANNED = rtx;
 
 function runSimulator(
   script: readonly Deployment[],
@@ -133,7 +135,8 @@ function runSimulator(
     predicted: [],
   };
   const result = simulate({
-    cluster: buildCluster([rtx], MODELS, pooled),
+    cluster: buildCluster([PLANNED], MODELS, pooled),
+    truthCluster: buildCluster([rtx], MODELS, pooled),
     streams: load.arrivals.map((a) => new TimesStream(a)),
     initialRatePerS: load.initialRatePerS,
     policy: new ScriptedPolicy(script),
@@ -206,7 +209,7 @@ function runControl(
   const lm = LatencyModel.compile(rtx);
   const h = controlHarness({
     models: MODELS.map((m) => ({ ...m, queuePolicy: load.queuePolicy })),
-    profiles: new Map([[rtx.id, rtx]]),
+    profiles: new Map([[rtx.id, PLANNED]]),
     policy: () => new ScriptedPolicy(script),
     gpus: simGpus('rtx2060s', 1, pooled),
     settings: SETTINGS,
@@ -521,6 +524,27 @@ describe('conformance: the simulator and the control plane on one scripted trace
       expect(live.batches).toEqual(sim.batches);
     } finally {
       SETTINGS = DEFAULT_SERVING_SETTINGS;
+    }
+  });
+
+  it('predict a model profiled online with the profile its deployment carries, alike on both sides', () => {
+    // mobilenet has no profile at first (0 predicted: no drop for it) beside resnet50 on a pooled GPU; from the
+    // third decision the deployment carries its profile (Deployment.learned), as the online profiler's does.
+    const { mobilenet, ...others } = rtx.models;
+    const learned: Deployment = { ...TS, learned: { [rtx.id]: { mobilenet: mobilenet! } } };
+    const load = STEADY_REJECT;
+    PLANNED = { ...rtx, models: others };
+    try {
+      const sim = runSimulator([TS, TS, learned], 'overlap', [], load);
+      const live = runControl([TS, TS, learned], 'worker', [], load, 'overlap');
+      const mine = sim.batches.map(([t, m], i) => ({ t, m, ms: sim.predicted[i]! })).filter((b) => b.m === 1);
+      expect(mine.filter((b) => b.t < 2000).every((b) => b.ms === 0)).toBe(true);
+      expect(mine.filter((b) => b.t > 2000).every((b) => b.ms > 0)).toBe(true);
+      expect(mine.filter((b) => b.t > 2000).length).toBeGreaterThan(10);
+      expect(live.batches).toEqual(sim.batches);
+      expect(live.drops).toEqual(sim.drops);
+    } finally {
+      PLANNED = rtx;
     }
   });
 

@@ -8,7 +8,7 @@ import { buildCluster } from '../../src/policy/cluster.js';
 import { addSample, emptyFitState, fitModel } from '../../src/policy/online/fit.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import { gpuPrior, ownShapes } from '../../src/policy/online/prior.js';
-import { batchesBetter, DEFAULT_PROBE, probeShare, probing } from '../../src/policy/online/probe.js';
+import { batchesBetter, climbing, DEFAULT_PROBE, probeShare, probing } from '../../src/policy/online/probe.js';
 import { type LearnerState, newLearner } from '../../src/policy/online/state.js';
 import type { ModelProfile, Profile } from '../../src/profile/schema.js';
 import type { BatchRecord } from '../../src/policy/types.js';
@@ -81,6 +81,36 @@ describe('the fit in batch and share', () => {
       expect(err(own.profile, b, pct)).toBeLessThan(0.1);
     // Without the model in the latency model, the prior itself.
     expect(ownShapes(prior, LatencyModel.compile(withoutNew), 'new')).toBe(prior);
+  });
+});
+
+describe('promotion while AIMD climbs', () => {
+  it('waits until the fit has seen, alone at 100%, the batch AIMD stops at: its top, or where it backs off', () => {
+    const seen = (batches: readonly number[], ms: (b: number) => number, pct = 100) => {
+      const st = emptyFitState();
+      for (let i = 0; i < 40; i++) {
+        const batch = batches[i % batches.length]!;
+        addSample(st, { batch, pct, execMs: ms(batch), models: 1, othersL2: 0 });
+      }
+      return st;
+    };
+    const ms = (b: number) => 5 + 2 * b;
+    // Nothing at 100% yet, or AIMD's batch in force (16) not yet run, or run and under the target: it climbs.
+    expect(climbing(seen([1, 2, 4], ms, 50), 16, 50, 32)).toBe(true);
+    expect(climbing(seen([1, 2, 4, 8], ms), 16, 50, 32)).toBe(true);
+    expect(climbing(seen([1, 4, 16], ms), 16, 50, 32)).toBe(true);
+    // At the maximum; backed off below a larger batch it ran; or its largest batch already over the target.
+    expect(climbing(seen([1, 4, 32], ms), 32, 50, 32)).toBe(false);
+    expect(climbing(seen([1, 4, 20], ms), 18, 50, 32)).toBe(false);
+    expect(climbing(seen([1, 4, 24], ms), 24, 50, 32)).toBe(false);
+    expect(
+      climbing(
+        seen([1], () => 80),
+        1,
+        50,
+        32,
+      ),
+    ).toBe(false);
   });
 });
 

@@ -171,11 +171,11 @@ describe('the online-profiling decorator', () => {
     expect(last.gpus).toHaveLength(2);
     expect(last.gpus.every((g) => g.profileIndex[1]! >= 0)).toBe(true);
     const d = policy.decide(observation(3, [], 9000));
-    // The serving side still cannot predict 'new': its placement carries a timeout in its place.
+    // Placed like any profiled model, its fitted profile carried for the serving side's predictions.
     const p = d.placements.find((x) => x.model === 1)!;
     expect(p.gpu).toBe(0);
-    expect(p.timeoutMs).toBeGreaterThan(0);
-    expect(p.timeoutMs).toBeLessThan(100);
+    expect(p.timeoutMs).toBeUndefined();
+    expect(d.learned?.synthetic?.new?.notes[0]).toMatch(/fitted online/);
     expect(policy.note).toMatch(/new on synthetic: profiled online after \d+ batches/);
   });
 
@@ -183,17 +183,19 @@ describe('the online-profiling decorator', () => {
     const cluster = buildCluster([slow, full], models);
     const { factory, created } = recordingFactory();
     const policy = withOnlineProfiling(factory, { unprofiled: ['new'], probe: null }).create(cluster, {});
+    let inForce = 1;
     for (let e = 1; e <= 8; e++) {
+      // Every other batch padded to AIMD's batch in force, the others at what the load fills.
       const recs: BatchRecord[] = Array.from({ length: 32 }, (_, i) => ({
         model: 1,
         gpu: 1,
-        batch: 1 + (i % 4),
+        batch: i % 2 === 0 ? inForce : 1 + (i % 4),
         pct: 100,
-        execMs: noisy(trueMs(1 + (i % 4), 100)),
+        execMs: noisy(trueMs(i % 2 === 0 ? inForce : 1 + (i % 4), 100)),
         pooled: false,
         beside: [],
       }));
-      policy.decide(observation(3, recs, e * 1000));
+      inForce = policy.decide(observation(3, recs, e * 1000)).placements.find((p) => p.model === 1)!.batch;
     }
     const last = created[created.length - 1]!;
     expect(last.gpus.map((g) => g.profileIndex[1]! >= 0)).toEqual([true, true]);

@@ -15,12 +15,13 @@ import {
 } from '../../src/scenario/build.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { simulate } from '../../src/sim/simulator.js';
+import type { SimTrace } from '../../src/sim/types.js';
 import type { Deployment, Observation } from '../../src/policy/types.js';
 
 const profile = loadProfile('rtx2060s');
 const profiles = new Map([[profile.id, profile]]);
 
-function run(options: Parameters<typeof withOnlineProfiling>[1] = {}) {
+function run(options: Parameters<typeof withOnlineProfiling>[1] = {}, trace?: SimTrace) {
   const s = ScenarioSchema.parse({
     name: 'online',
     gpus: [{ profile: 'rtx2060s', count: 2 }],
@@ -52,6 +53,7 @@ function run(options: Parameters<typeof withOnlineProfiling>[1] = {}) {
     initialRatePerS: initialRates(s, new Map()),
     policy,
     settings: scenarioSettings(s),
+    ...(trace ? { trace } : {}),
   });
   return { s, planner, truth, inner, sim, observed, decided };
 }
@@ -100,5 +102,31 @@ describe('an unprofiled model in the simulator', () => {
     expect(inner.note).toMatch(/resnet50 on rtx2060s: profiled online after/);
     const r = sim.models[1]!;
     expect(r.good / r.arrivals).toBeGreaterThan(0.9);
+  });
+
+  it('is predicted by the dispatch rule with its fitted profile from the deployment that carries it on', () => {
+    const starts: { tMs: number; size: number; predictedMs: number }[] = [];
+    const trace: SimTrace = {
+      batchStart: (tMs, model, _gpu, size, _d, predictedMs) => {
+        if (model === 1) starts.push({ tMs, size, predictedMs });
+      },
+    };
+    const { decided, observed } = run({}, trace);
+    const k = decided.findIndex((d) => d.learned !== undefined);
+    expect(k).toBeGreaterThan(0);
+    // The fitted profile travels with every deployment from its promotion on, the same object until it changes.
+    const learned = decided[k]!.learned!;
+    expect(Object.keys(learned)).toEqual(['rtx2060s']);
+    expect(learned.rtx2060s!.resnet50!.notes[0]).toMatch(/fitted online/);
+    expect(decided[k + 1]!.learned).toBe(learned);
+    expect(decided.slice(0, k).every((d) => d.learned === undefined)).toBe(true);
+    // Before it the dispatch rule had no prediction for the model (0); after it, the fitted profile's.
+    const at = observed[k]!.nowMs;
+    const before = starts.filter((b) => b.tMs < at);
+    const after = starts.filter((b) => b.tMs > at + 1000);
+    expect(before.length).toBeGreaterThan(0);
+    expect(before.every((b) => b.predictedMs === 0)).toBe(true);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((b) => b.predictedMs > 0)).toBe(true);
   });
 });

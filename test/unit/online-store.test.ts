@@ -4,7 +4,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clusterView, withLearnedProfiles } from '../../scheduler/clusterView.js';
+import { clusterView } from '../../scheduler/clusterView.js';
+import { LearnedCluster, withLearned, withLearnedProfiles } from '../../src/policy/online/clusterMap.js';
 import { Store } from '../../scheduler/store.js';
 import { buildCluster } from '../../src/policy/cluster.js';
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
@@ -106,13 +107,40 @@ describe('online-profiling state in the store', () => {
     // The scheduler's profiles gain the fitted model: the cluster view has it, for dispatch predictions too.
     const learned = b.learnedProfiles();
     expect(Object.keys(learned.get('synthetic') ?? {})).toEqual(['mine']);
-    const merged = withLearnedProfiles(new Map([['synthetic', profile]]), learned);
+    const merged = withLearnedProfiles(new Map([['synthetic', profile]]), Object.fromEntries(learned));
     const gpu = { index: 0, uuid: 'u', name: 'g', profile: 'synthetic', memMb: 8000, simulated: true };
     const gpus = [{ ...gpu, pooled: 'overlap' as const }];
     const view = clusterView([{ agentId: 'x', gpus }], merged, models);
     expect(view.missingModels).toEqual([]);
     expect(view.cluster!.gpus[0]!.profileIndex[1]).toBeGreaterThanOrEqual(0);
+    // And its deployments carry the fitted profile from the first, for the dispatch rule (Deployment.learned).
+    expect(Object.keys(policy.decide(obs([], 0)).learned?.synthetic ?? {})).toEqual(['mine']);
     b.close();
+  });
+
+  it("adds a deployment's learned profiles to the cluster the dispatch rule predicts with, replacing old ones", () => {
+    const given = buildCluster([profile, profile], models);
+    const dispatch = new LearnedCluster();
+    dispatch.setGiven(given);
+    expect(dispatch.learn(undefined)).toBe(false);
+    expect(dispatch.cluster).toBe(given);
+    const fitted = (ms: number) => ({ ...profile.models.b!, runSamples: [{ batch: 1, pct: 100, runMs: ms }] });
+    const first = { synthetic: { mine: fitted(3) }, other: { mine: fitted(9) } };
+    expect(dispatch.learn(first)).toBe(true);
+    expect(dispatch.learn(first)).toBe(false);
+    const predict = () =>
+      dispatch.cluster!.gpus[1]!.model.predict([{ model: 'mine', batch: 1, pct: 100 }]).latencyMs[0]!;
+    expect(dispatch.cluster!.gpus.map((g) => g.profileIndex[1]! >= 0)).toEqual([true, true]);
+    const at3 = predict();
+    // A refreshed profile replaces the one learned before; a model the profile has keeps its own numbers.
+    expect(dispatch.learn({ synthetic: { mine: fitted(6), a: fitted(50) } })).toBe(true);
+    expect(predict()).toBeCloseTo(at3 + 3, 1);
+    expect(dispatch.cluster!.gpus[0]!.model.profile.models.a).toBe(profile.models.a);
+    // A new given cluster (the agents' GPUs changed) gets the learned profiles too.
+    dispatch.setGiven(buildCluster([profile], models));
+    expect(dispatch.cluster!.gpus[0]!.profileIndex[1]).toBeGreaterThanOrEqual(0);
+    // Nothing learned for the cluster's profiles: the given cluster itself.
+    expect(withLearned(given, { other: { mine: fitted(1) } })).toBe(given);
   });
 
   it('starts afresh, saying why, on stored state that does not validate', () => {

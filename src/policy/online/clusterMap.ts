@@ -6,8 +6,17 @@
 //   0..n-1 (`innerCluster`): what the wrapped policy is created on. `map[i]` is inner model i's index in the
 //   known (outer) cluster.
 import { buildCluster } from '../cluster.js';
-import type { Profile } from '../../profile/schema.js';
-import type { BatchRecord, ClusterInfo, Deployment, GpuMode, Observation, Placement, ServedModel } from '../types.js';
+import type { ModelProfile, Profile } from '../../profile/schema.js';
+import type {
+  BatchRecord,
+  ClusterInfo,
+  Deployment,
+  GpuMode,
+  LearnedProfiles,
+  Observation,
+  Placement,
+  ServedModel,
+} from '../types.js';
 import { predictOnGpu } from '../util.js';
 
 /** The name a served model has in a GPU profile. */
@@ -18,6 +27,74 @@ export function profileName(m: ServedModel): string {
 /** The cluster's GPU profiles by id (GPUs of one type share one). */
 export function profilesOf(cluster: ClusterInfo): Map<string, Profile> {
   return new Map(cluster.gpus.map((g) => [g.profileId, g.model.profile]));
+}
+
+/**
+ * The profiles with the models fitted online added (`learned`: per GPU profile id, model name -> its fitted
+ * profile): a model a profile has already keeps its measured numbers. Profiles without learned models are the same
+ * objects (their compiled latency models are reused).
+ */
+export function withLearnedProfiles(
+  profiles: ReadonlyMap<string, Profile>,
+  learned: LearnedProfiles,
+): Map<string, Profile> {
+  const out = new Map<string, Profile>();
+  for (const [id, p] of profiles) {
+    const add = Object.entries(learned[id] ?? {}).filter(([name]) => !p.models[name]);
+    out.set(id, add.length === 0 ? p : { ...p, models: { ...p.models, ...Object.fromEntries(add) } });
+  }
+  return out;
+}
+
+/**
+ * The cluster the serving side predicts with once a policy has profiled models while serving them
+ * (`Deployment.learned`): `cluster` with the learned profiles added to its GPUs' (`withLearnedProfiles`), everything
+ * else as it was. The simulator and the scheduler's worker set both call it: one rule.
+ */
+export function withLearned(cluster: ClusterInfo, learned: LearnedProfiles): ClusterInfo {
+  const profiles = profilesOf(cluster);
+  const merged = withLearnedProfiles(profiles, learned);
+  if ([...merged].every(([id, p]) => profiles.get(id) === p)) return cluster;
+  return { ...cluster, gpus: withProfiles(cluster, merged).gpus };
+}
+
+/**
+ * The cluster a serving side's dispatch rule predicts with: the one it was given, with the profiles its policy learned
+ * while serving added (`Deployment.learned`, `withLearned`). The simulator and the scheduler's worker set each keep
+ * one, so both predict a model profiled online alike from the deployment that carries its profile on.
+ */
+export class LearnedCluster {
+  private given: ClusterInfo | null = null;
+  private learned: LearnedProfiles | undefined;
+  cluster: ClusterInfo | null = null;
+
+  /** A new given cluster (the agents' GPUs changed): the profiles learned so far join it too. */
+  setGiven(given: ClusterInfo | null): void {
+    this.given = given;
+    this.cluster = given && this.learned ? withLearned(given, this.learned) : given;
+  }
+
+  /** A deployment's learned profiles; true when they changed the cluster (the caller redoes its predictions). */
+  learn(learned: LearnedProfiles | undefined): boolean {
+    if (learned === undefined || learned === this.learned) return false;
+    this.learned = learned;
+    this.setGiven(this.given);
+    return true;
+  }
+}
+
+/** `Deployment.learned` of the profiles fitted online (`fitted`: served model name, its GPU profile id, profile). */
+export function learnedOf(
+  cluster: ClusterInfo,
+  fitted: Iterable<{ readonly model: string; readonly profileId: string; readonly profile: ModelProfile | null }>,
+): LearnedProfiles | null {
+  const out: Record<string, Record<string, ModelProfile>> = {};
+  for (const f of fitted) {
+    const m = cluster.models.find((x) => x.name === f.model);
+    if (!f.profile || !m) continue;
+    (out[f.profileId] ??= {})[profileName(m)] = f.profile;
+  }
+  return Object.keys(out).length > 0 ? out : null;
 }
 
 /** The same cluster with each GPU's profile replaced by `profiles`' (by id): the latency models recompiled. */
@@ -176,23 +253,4 @@ export function leastLoadedGpu(
     }
   }
   return best;
-}
-
-/**
- * `d`'s placements, those of models the serving side cannot predict (no profile in `base`, the cluster it predicts
- * with, though `known` has a fitted one) with a timeout in the dispatch rule's place: the SLO less 2.2 batch times
- * predicted by `known` (one batch ahead of it on the worker, its own, the dispatch rule's 10% slack on both).
- */
-export function blindTimeouts(d: Deployment, base: ClusterInfo, known: ClusterInfo): Placement[] {
-  return d.placements.map((p) => {
-    if ((base.gpus[p.gpu]?.profileIndex[p.model] ?? -1) >= 0) return p;
-    const gpu = known.gpus[p.gpu]!;
-    const ts = d.gpuModes?.[p.gpu] === 'timeshare';
-    const on = ts
-      ? [{ ...p, pct: 100 }]
-      : d.placements.filter((q) => q.gpu === p.gpu && (gpu.profileIndex[q.model] ?? -1) >= 0);
-    const t = predictOnGpu(gpu, on)[ts ? 0 : on.indexOf(p)] ?? 0;
-    const budget = Math.max(0, known.models[p.model]!.sloMs - 2.2 * t);
-    return { ...p, timeoutMs: Math.min(p.timeoutMs ?? Infinity, budget) };
-  });
 }

@@ -15,9 +15,8 @@
 // refuses it, the model keeps its conservative placement and the note says why). A promoted profile is
 // refitted with its own shapes (prior.ts, `ownShapes`) and refreshed (`promote`).
 //
-// The cluster the decorator is given is the one the serving side predicts with (its dispatch rule), where a
-// fitted model still has no profile: such a model's placements get a timeout in its place, the SLO less 2.2
-// predicted batch times (one batch ahead of it on the worker, its own, the dispatch rule's 10% slack on both).
+// Each deployment carries the fitted profiles (Deployment.learned), which the serving side predicts with from then
+// on (its dispatch rule, clusterMap.ts `withLearned`), as for a model profiled from the start.
 import { toLwrPoints } from '../../model/lwr.js';
 import { LatencyModel } from '../../model/predictor.js';
 import type { Profile } from '../../profile/schema.js';
@@ -26,6 +25,7 @@ import type {
   ClusterInfo,
   Deployment,
   GpuMode,
+  LearnedProfiles,
   Observation,
   Placement,
   Policy,
@@ -34,10 +34,10 @@ import type {
 } from '../types.js';
 import { type AimdBatch, aimdEpoch, aimdTargetMs, type AimdSettings, DEFAULT_AIMD } from './aimd.js';
 import {
-  blindTimeouts,
   hideModels,
   innerCluster,
   innerGpus,
+  learnedOf,
   leastLoadedGpu,
   type InnerView,
   profileName,
@@ -50,9 +50,9 @@ import {
 } from './clusterMap.js';
 import { DEFAULT_FIT, type FitSettings, fitModel, heldOutCheck, takeRecord } from './fit.js';
 import { gpuPrior, ownShapes, type Prior, transferProfile } from './prior.js';
-import { DEFAULT_PROBE, probing, type ProbeSettings } from './probe.js';
+import { climbing, DEFAULT_PROBE, probing, type ProbeSettings } from './probe.js';
 import { DEFAULT_START, flooredBatch, type StartBatchSettings } from './startBatch.js';
-import { type LearnerState, learnerFromJson, learnerToJson, newLearner, type OnlineStatePort } from './state.js';
+import { type LearnerState, learnerToJson, type OnlineStatePort, restoreLearner } from './state.js';
 
 export interface OnlineProfilingOptions {
   /** Served models to treat as unprofiled even where a GPU profile has them (their profile is hidden). */
@@ -112,6 +112,8 @@ export class OnlineProfilingPolicy implements Policy {
   private readonly aimd: AimdSettings;
   /** The learners that ran a batch over AIMD's target in the epoch just ingested. */
   private readonly overTarget = new Set<LearnerState>();
+  /** The fitted profiles for the serving side's predictions (`Deployment.learned`); a new object at each change. */
+  private learned: LearnedProfiles | null = null;
 
   constructor(
     private readonly factory: PolicyFactory,
@@ -127,10 +129,11 @@ export class OnlineProfilingPolicy implements Policy {
     for (const m of unprofiledIndices(this.base)) {
       const name = this.base.models[m]!.name;
       for (const profileId of this.profiles.keys())
-        this.learners.set(key(name, profileId), this.restore(name, profileId));
+        this.learners.set(key(name, profileId), restoreLearner(this.opts.store, name, profileId, this.notes));
     }
     for (const l of this.learners.values()) if (l.profile) this.addToProfile(l);
     this.known = withProfiles(this.base, this.profiles);
+    this.learned = learnedOf(this.base, this.learners.values());
     this.remakeInner();
   }
 
@@ -161,6 +164,7 @@ export class OnlineProfilingPolicy implements Policy {
     const dirty = this.ingest(obs.lastEpoch.batches ?? []);
     if (this.promote(dirty, obs)) {
       this.known = withProfiles(this.base, this.profiles);
+      this.learned = learnedOf(this.base, this.learners.values());
       this.remakeInner();
     }
     let placements: Placement[] = [];
@@ -171,26 +175,13 @@ export class OnlineProfilingPolicy implements Policy {
       const d = this.inner.policy.decide(toInnerObservation(obs, v, current));
       this.inner.last = d;
       const od = toOuterDeployment(d, v);
-      placements = blindTimeouts(od, this.base, this.known);
+      placements = [...od.placements];
       if (od.gpuModes) modes = [...od.gpuModes];
     }
     this.placeConservatively(obs, placements, modes);
     if (this.opts.store) for (const l of dirty) this.opts.store.save(l.model, l.profileId, learnerToJson(l));
-    return modes.includes('timeshare') ? { placements, gpuModes: modes } : { placements };
-  }
-
-  private restore(model: string, profileId: string): LearnerState {
-    const fresh = newLearner(model, profileId);
-    const raw = this.opts.store?.load(model, profileId);
-    if (raw === null || raw === undefined) return fresh;
-    try {
-      const s = learnerFromJson(raw, `online-profiling state of ${model} on ${profileId}`);
-      if (s.model === model && s.profileId === profileId) return s;
-      this.notes.push(`stored state of ${model} on ${profileId} names another model or GPU profile: started afresh`);
-    } catch (e) {
-      this.notes.push(`${(e as Error).message}: started afresh`);
-    }
-    return fresh;
+    const learned = this.learned ? { learned: this.learned } : {};
+    return modes.includes('timeshare') ? { placements, gpuModes: modes, ...learned } : { placements, ...learned };
   }
 
   private prior(profileId: string): Prior {
@@ -260,7 +251,9 @@ export class OnlineProfilingPolicy implements Policy {
         const prior = this.prior(l.profileId);
         const alone = this.alone.has(m.index);
         const padded = alone && this.opts.padAlone !== false;
-        if (!next.pass || probing(l, alone, padded, rate, aimdTargetMs(m.sloMs), prior, probe)) continue;
+        const target = aimdTargetMs(m.sloMs);
+        if (!next.pass || (padded && climbing(l.fit, l.batch, target, this.aimd.maxBatch))) continue;
+        if (probing(l, alone, padded, rate, target, prior, probe)) continue;
         l.promotedAfter = l.fit.seen;
       } else {
         const inUse = { ...fit, profile: l.profile, points: toLwrPoints(l.profile.runSamples) };

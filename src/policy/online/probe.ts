@@ -14,7 +14,7 @@
 // shape is near the truth for the models it fits and over it for the ones it does not, so a share it allows is
 // one the model keeps up at; where it allows none (a model whose rate needs most of the GPU), no probe: the
 // model is promoted with the prior's shape, which is the one that fits such models.
-import type { FitState } from './fit.js';
+import type { FitState, SoloConfig } from './fit.js';
 import type { Prior } from './prior.js';
 import type { LearnerState } from './state.js';
 import { DEFAULT_START, estimatedMs, rateBatch, type StartBatchSettings } from './startBatch.js';
@@ -70,6 +70,21 @@ export function largestAt(st: FitState, pct: number): number {
   let b = 0;
   for (const c of st.solo) if (c.pct === pct) b = Math.max(b, c.batch);
   return b;
+}
+
+/**
+ * Whether AIMD may still climb for a model whose batches are padded to its size: the fit has not yet seen, alone at
+ * 100%, the batch AIMD stops at (`maxBatch`, or the size it backed off from: a larger batch seen than AIMD's
+ * `batch` now, or a largest batch already over `targetMs`). Above the batches seen the fit extrapolates with the
+ * model's own slope, an upper bound that can be far over a model whose time grows ever more slowly with its batch
+ * (vgg16 on the RTX 2060 Super: promoted having seen batches 1-8, its fit was 59% over at batch 32), and a
+ * planner never chooses the batches it overprices, so they would never be seen.
+ */
+export function climbing(st: FitState, batch: number, targetMs: number, maxBatch: number): boolean {
+  let top: SoloConfig | null = null;
+  for (const c of st.solo) if (c.pct === 100 && (!top || c.batch > top.batch)) top = c;
+  if (!top) return true;
+  return top.batch < maxBatch && top.batch <= batch && Math.exp(top.sumLogMs / top.n) <= targetMs;
 }
 
 /** Solo batches the fit has taken at share `pct` (the fitted ones; `seen` counts the held-out ones too). */

@@ -135,3 +135,26 @@ export interface OnlineStatePort {
   load(model: string, profileId: string): unknown;
   save(model: string, profileId: string, state: unknown): void;
 }
+
+/**
+ * The learner of `model` on GPU profile `profileId` as `store` saved it, or a fresh one where it saved none or what it
+ * saved does not validate or names another model or GPU profile (`notes` then says why).
+ */
+export function restoreLearner(
+  store: OnlineStatePort | undefined,
+  model: string,
+  profileId: string,
+  notes: string[],
+): LearnerState {
+  const fresh = newLearner(model, profileId);
+  const raw = store?.load(model, profileId);
+  if (raw === null || raw === undefined) return fresh;
+  try {
+    const s = learnerFromJson(raw, `online-profiling state of ${model} on ${profileId}`);
+    if (s.model === model && s.profileId === profileId) return s;
+    notes.push(`stored state of ${model} on ${profileId} names another model or GPU profile: started afresh`);
+  } catch (e) {
+    notes.push(`${(e as Error).message}: started afresh`);
+  }
+  return fresh;
+}
