@@ -61,7 +61,9 @@ export function followTable(d: FollowDeps, t: DoorTable): void {
     w.role = r.role;
     w.batch = r.batch;
     w.timeoutMs = r.timeoutMs ?? NaN;
+    w.padBatch = r.padBatch === true;
   }
+  set.learn(t.learned);
   set.rebuilt();
 }
 

@@ -2,6 +2,7 @@
 // flight. The managers in this folder share them; each record has one owner that mutates it (the task
 // buffer its tasks, the worker set its workers, the batches their batches, the path meter a worker's
 // transport estimate).
+import type { Placement } from '../../src/policy/types.js';
 import type { SampleEncoding } from '../../src/protocol/tensor.js';
 import { type DataEndpoint, type WorkerIdentity, workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import type { WorkerView as PlanView } from '../../src/serving/workerSet.js';
@@ -163,3 +164,17 @@ export const PLAN_VIEW: PlanView<Worker> = {
   phase: (w) => (!w.wanted ? 'draining' : w.role === 'shadow' ? 'starting' : w.role),
   replaces: (w) => w.replaces,
 };
+
+/** The placements the wanted active and shadow workers run (the deployment in force, as the worker set holds it). */
+export function placementsOf(workers: readonly Worker[]): Placement[] {
+  return workers
+    .filter((w) => w.wanted && (w.role === 'active' || w.role === 'shadow'))
+    .map((w) => ({
+      model: w.model,
+      gpu: w.gpu,
+      pct: w.pct,
+      batch: w.batch,
+      ...(Number.isNaN(w.timeoutMs) ? {} : { timeoutMs: w.timeoutMs }),
+      ...(w.padBatch ? { padBatch: true } : {}),
+    }));
+}

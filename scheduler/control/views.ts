@@ -1,7 +1,7 @@
 // Read-only views of the control plane for operators, Triton's model configuration and the metrics:
 // GET /v2/inss/cluster's snapshot, the workers with the share and batch in force, a deployment named.
 import type { Deployment } from '../../src/policy/types.js';
-import type { DoorAgent, DoorWorker } from '../../src/protocol/door.js';
+import type { DoorTable } from '../../src/protocol/door.js';
 import { gpuIndex } from '../clusterView.js';
 import type { WorkerView } from '../metrics.js';
 import type { AgentRegistry } from './agents.js';
@@ -109,7 +109,7 @@ export function doorRows(
   set: WorkerSet,
   models: readonly ServedModelConfig[],
   doorOf: (agentId: string, localGpu: number) => number,
-): { agents: DoorAgent[]; workers: DoorWorker[] } {
+): Omit<DoorTable, 'v' | 'type' | 'door' | 'doors'> {
   const mode = (agentId: string, local: number) => set.gpuModes[gpuIndex(set.gpuRefs, agentId, local)] ?? 'mps';
   return {
     agents: [...agents.all()].map((a) => ({
@@ -130,6 +130,8 @@ export function doorRows(
       role: w.role,
       wanted: w.wanted,
       door: doorOf(w.agentId, w.localGpu),
+      ...(w.padBatch ? { padBatch: true } : {}),
     })),
+    ...(set.learned ? { learned: set.learned } : {}),
   };
 }

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { pooledConcurrency } from '../../src/model/pooledGpu.js';
 import { LearnedCluster } from '../../src/policy/online/clusterMap.js';
-import type { ClusterInfo, Deployment, GpuMode, Placement } from '../../src/policy/types.js';
+import type { ClusterInfo, Deployment, GpuMode, LearnedProfiles } from '../../src/policy/types.js';
 import { AGENT_PROTOCOL_VERSION, type FromAgent, workerKey, type WorkerStatus } from '../../src/protocol/agent.js';
 import { onReady, planApply } from '../../src/serving/workerSet.js';
 import { refreshTimes, RunningBatches } from '../../src/serving/dispatch.js';
@@ -15,7 +15,7 @@ import { carryModes, type ClusterView, gpuIndex, type GpuRef } from '../clusterV
 import type { ControlObserver } from '../observer.js';
 import type { PlacementRow } from '../store.js';
 import type { AgentRegistry } from './agents.js';
-import { type Batch, identity, newWorker, PLAN_VIEW, type Worker } from './records.js';
+import { type Batch, identity, newWorker, placementsOf, PLAN_VIEW, type Worker } from './records.js';
 import type { AgentLink, ServedModelConfig } from './types.js';
 
 /** The workers' direct connections (scheduler/control/directPath.ts). */
@@ -184,9 +184,17 @@ export class WorkerSet {
       );
   }
 
+  /** The profiles the policy learned while serving (the simulator's rule too: src/sim/gpus.ts, `learn`). */
+  learn(learned: LearnedProfiles | undefined): void {
+    if (this.dispatch.learn(learned)) for (let g = 0; g < this.refs.length; g++) this.refreshPredictions(g);
+  }
+  get learned(): LearnedProfiles | undefined {
+    return this.dispatch.learned;
+  }
+
   /** After a rebuild: the deployment in force is what runs, and every GPU's predictions are redone. */
   rebuilt(): void {
-    this.deployment = { placements: this.currentPlacements() };
+    this.deployment = { placements: placementsOf(this.list) };
     for (let g = 0; g < this.refs.length; g++) this.refreshPredictions(g);
   }
 
@@ -233,14 +241,13 @@ export class WorkerSet {
     }
     const n = Math.max(0, ...this.list.map((w) => Number(/^w(\d+)$/.exec(w.workerId)?.[1] ?? 0)));
     this.nextWorker = Math.max(this.nextWorker, n + 1);
-    this.deployment = { placements: this.currentPlacements() };
+    this.deployment = { placements: placementsOf(this.list) };
   }
 
   /** Moves the worker set toward a deployment (see the file header). Returns whether anything changed. */
   apply(d: Deployment): boolean {
     const nG = this.dispatch.cluster!.gpus.length;
-    // The profiles the policy learned while serving (the simulator's rule too: src/sim/gpus.ts, `learn`).
-    if (this.dispatch.learn(d.learned)) for (let g = 0; g < nG; g++) this.refreshPredictions(g);
+    this.learn(d.learned);
     // The plan is the simulator's too (src/serving/workerSet.ts); here it becomes desired sets.
     const plan = planApply(this.list, PLAN_VIEW, d, this.modes, this.deps.models.length, nG);
     for (const p of plan.invalid)
@@ -322,23 +329,10 @@ export class WorkerSet {
     );
     this.sendDesiredAll();
     this.deployment = {
-      placements: this.currentPlacements(),
+      placements: placementsOf(this.list),
       ...(this.deployment.gpuModes ? { gpuModes: this.deployment.gpuModes } : {}),
     };
     this.persist();
-  }
-
-  private currentPlacements(): Placement[] {
-    return this.list
-      .filter((w) => w.wanted && (w.role === 'active' || w.role === 'shadow'))
-      .map((w) => ({
-        model: w.model,
-        gpu: w.gpu,
-        pct: w.pct,
-        batch: w.batch,
-        ...(Number.isNaN(w.timeoutMs) ? {} : { timeoutMs: w.timeoutMs }),
-        ...(w.padBatch ? { padBatch: true } : {}),
-      }));
   }
 
   /** Sends the agent its desired set (the workers it should run). */

@@ -12,6 +12,7 @@ import {
   WorkerIdentitySchema,
   WorkerStateSchema,
 } from './agent.js';
+import { ModelProfileSchema } from '../profile/schema.js';
 
 /** The agents' version: the link's `welcome` and `error` are theirs. */
 export const DOOR_PROTOCOL_VERSION = AGENT_PROTOCOL_VERSION;
@@ -28,6 +29,8 @@ export const DoorWorkerSchema = WorkerIdentitySchema.extend({
   batch: z.number().int().positive(),
   /** The batch timeout in force (ms); null: none. */
   timeoutMs: z.number().nonnegative().nullable(),
+  /** Every other batch padded to `batch` (Placement.padBatch); absent: no. */
+  padBatch: z.boolean().optional(),
   role: z.enum(['active', 'shadow', 'retiring']),
   wanted: z.boolean(),
   /** The door its GPU belongs to (-1: none yet). */
@@ -76,6 +79,8 @@ export const ToDoorSchema = z.discriminatedUnion('type', [
       doors: z.array(DoorPeerSchema),
       agents: z.array(DoorAgentSchema),
       workers: z.array(DoorWorkerSchema),
+      /** The profiles the policy learned while serving (Deployment.learned): the door's dispatch predicts with them. */
+      learned: z.record(z.string(), z.record(z.string(), ModelProfileSchema)).optional(),
     })
     .strict(),
   LinkErrorSchema,

@@ -8,7 +8,10 @@ import { scenarioSettings } from '../../src/scenario/build.js';
 import { ScenarioSchema } from '../../src/scenario/schema.js';
 import { assignDoors, DoorRouter, leastWaiting, pickDoor } from '../../src/serving/frontDoors.js';
 import { simulate, type SimSettings } from '../../src/sim/simulator.js';
-import { FixedPolicy } from '../support/fakes.js';
+import { DOOR_PROTOCOL_VERSION, ToDoorSchema } from '../../src/protocol/door.js';
+import { FixedPolicy, ScriptedPolicy } from '../support/fakes.js';
+import { loadProfileFile } from '../support/clusters.js';
+import { controlHarness, simGpus } from '../support/control.js';
 import { makeProfile } from '../support/builders.js';
 import { REPO_ROOT } from '../support/paths.js';
 import { constantPoisson as poisson, simSettings } from '../support/simInput.js';
@@ -181,6 +184,67 @@ describe('front doors in the simulator', () => {
       const r = ScenarioSchema.safeParse({ ...base, frontDoors: bad });
       expect(r.success).toBe(false);
       expect(r.error!.issues[0]!.path).toEqual(['frontDoors']);
+    }
+  });
+});
+
+describe("a front door following the scheduler's table", () => {
+  it('gets the padded placements and the profiles learned online, and its dispatch rule predicts with them', () => {
+    // mobilenet has no profile where both start; the scheduler's deployment pads it and carries its fitted profile.
+    const rtx = loadProfileFile('rtx2060s');
+    const { mobilenet, ...others } = rtx.models;
+    const profiles = new Map([[rtx.id, { ...rtx, models: others }]]);
+    const models = [
+      { name: 'resnet50', sloMs: 100 },
+      { name: 'mobilenet', sloMs: 40 },
+    ];
+    const learned = { [rtx.id]: { mobilenet: mobilenet! } };
+    const d: Deployment = {
+      placements: [
+        { model: 0, gpu: 0, pct: 50, batch: 4 },
+        { model: 1, gpu: 0, pct: 50, batch: 8, padBatch: true },
+      ],
+      learned,
+    };
+    const memory = (seen: number[]) => ({ gpuPredicted: (g: number, _s: number, mb: number) => (seen[g] = mb) });
+    const [atScheduler, atDoor]: number[][] = [[], []];
+    const scheduler = controlHarness({
+      models,
+      profiles,
+      policy: () => new ScriptedPolicy([d]),
+      gpus: simGpus('rtx2060s', 1),
+      observers: [memory(atScheduler)],
+    });
+    const door = controlHarness({
+      models,
+      profiles,
+      policy: () => new ScriptedPolicy([{ placements: [] }]),
+      gpus: simGpus('rtx2060s', 1),
+      observers: [memory(atDoor)],
+    });
+    try {
+      const doors = [{ index: 0, id: 'scheduler', url: 'http://127.0.0.1:1' }];
+      const table = { v: DOOR_PROTOCOL_VERSION, type: 'table', door: 1, doors, ...scheduler.control.doorRows(() => 1) };
+      // Over the link as JSON, validated by the door's schema.
+      const got = ToDoorSchema.parse(JSON.parse(JSON.stringify(table)));
+      if (got.type !== 'table') throw new Error('not a table');
+      expect(got.learned).toEqual(learned);
+      expect(got.workers.map((w) => [w.model, w.padBatch === true])).toEqual([
+        ['resnet50', false],
+        ['mobilenet', true],
+      ]);
+      door.control.follow(got);
+      // The door counts mobilenet's memory on the GPU as the scheduler does: it has its profile now.
+      const resnetOnly = rtx.models.resnet50!.memory.baseMb + 4 * rtx.models.resnet50!.memory.perBatchMb;
+      expect(atScheduler[0]).toBeGreaterThan(resnetOnly + mobilenet!.memory.baseMb - 1);
+      expect(atDoor[0]).toBeCloseTo(atScheduler[0]!, 6);
+      expect(door.control.workerViews().map((w) => [w.model, w.batch])).toEqual([
+        ['resnet50', 4],
+        ['mobilenet', 8],
+      ]);
+    } finally {
+      scheduler.control.stop();
+      door.control.stop();
     }
   });
 });

@@ -65,7 +65,8 @@ export function withLearned(cluster: ClusterInfo, learned: LearnedProfiles): Clu
  */
 export class LearnedCluster {
   private given: ClusterInfo | null = null;
-  private learned: LearnedProfiles | undefined;
+  /** The learned profiles in force (undefined: none yet). */
+  learned: LearnedProfiles | undefined;
   cluster: ClusterInfo | null = null;
 
   /** A new given cluster (the agents' GPUs changed): the profiles learned so far join it too. */
