@@ -207,7 +207,8 @@ describe("a front door following the scheduler's table", () => {
       learned,
     };
     const memory = (seen: number[]) => ({ gpuPredicted: (g: number, _s: number, mb: number) => (seen[g] = mb) });
-    const [atScheduler, atDoor]: number[][] = [[], []];
+    const atScheduler: number[] = [];
+    const atDoor: number[] = [];
     const scheduler = controlHarness({
       models,
       profiles,

@@ -7,7 +7,7 @@ import { addSample, emptyFitState, fitModel, heldOutCheck } from '../../src/poli
 import { withOnlineProfiling } from '../../src/policy/online/policy.js';
 import { LatencyModel } from '../../src/model/predictor.js';
 import type { Profile } from '../../src/profile/schema.js';
-import type { BatchRecord } from '../../src/policy/types.js';
+import type { BatchRecord, ClusterInfo, Deployment, PolicyFactory } from '../../src/policy/types.js';
 import {
   full,
   known,
@@ -238,5 +238,54 @@ describe('the online-profiling decorator', () => {
       .decide(observation(3, [], 0));
     expect(d.gpuModes).toEqual(['timeshare']);
     expect(d.placements.find((p) => p.model === 1)).toEqual({ model: 1, gpu: 0, pct: 100, batch: 1, timeoutMs: 0 });
+  });
+
+  it("gives the inner policy the cluster's pipelines and shared tiers, and carries its split and lanes out", () => {
+    // a and its bulk tier (one network), the unprofiled 'new', and b; pipelines a -> b and new -> b.
+    const served = [
+      { name: 'a', sloMs: 50 },
+      { name: 'new', sloMs: 100 },
+      { name: 'a-bulk', sloMs: 400, profileModel: 'a' },
+      { name: 'b', sloMs: 100 },
+    ];
+    const step = (model: string) => ({ model, inputMap: {}, outputMap: {} });
+    const cluster: ClusterInfo = {
+      ...buildCluster([full, full], served),
+      shareTiers: true,
+      pipelines: [
+        { name: 'ab', sloMs: 200, steps: [step('a'), step('b')], stepModels: [0, 3] },
+        { name: 'nb', sloMs: 200, steps: [step('new'), step('b')], stepModels: [1, 3] },
+      ],
+    };
+    const created: ClusterInfo[] = [];
+    const inner: PolicyFactory = {
+      name: 'tiers',
+      description: 'a-bulk in the lane of a, the pipeline split 60/140',
+      supports: () => null,
+      create: (c) => (
+        created.push(c),
+        {
+          name: 'tiers',
+          decide: (): Deployment => ({
+            placements: [
+              { model: 0, gpu: 0, pct: 50, batch: 4 },
+              { model: 2, gpu: 0, pct: 50, batch: 4 },
+            ],
+            sharedBy: [0, 0, 2],
+            pipelineBudgetsMs: { ab: [60, 140] },
+          }),
+        }
+      ),
+    };
+    const policy = withOnlineProfiling(inner, { unprofiled: ['new'] }).create(cluster, {});
+    // Inner: a, a-bulk, b; the pipeline of profiled steps only, renumbered; tiers shared.
+    expect(created[0]!.models.map((m) => m.name)).toEqual(['a', 'a-bulk', 'b']);
+    expect(created[0]!.shareTiers).toBe(true);
+    expect(created[0]!.pipelines!.map((p) => [p.name, p.stepModels])).toEqual([['ab', [0, 2]]]);
+    const d = policy.decide(observation(4, [], 0));
+    // Out: a-bulk in a's lane, 'new' and b in their own; the split as the inner policy made it.
+    expect(d.sharedBy).toEqual([0, 1, 0, 3]);
+    expect(d.pipelineBudgetsMs).toEqual({ ab: [60, 140] });
+    expect(d.placements.find((p) => p.model === 1)).toMatchObject({ gpu: 1, pct: 100 });
   });
 });

@@ -100,7 +100,7 @@ export function learnedOf(
 
 /** The same cluster with each GPU's profile replaced by `profiles`' (by id): the latency models recompiled. */
 export function withProfiles(cluster: ClusterInfo, profiles: ReadonlyMap<string, Profile>): ClusterInfo {
-  return buildCluster(
+  const built = buildCluster(
     cluster.gpus.map((g) => profiles.get(g.profileId) ?? g.model.profile),
     // A model keeps its input-dependent cost: the inner policy plans against it as the simulator does.
     cluster.models.map((m) => ({
@@ -111,6 +111,12 @@ export function withProfiles(cluster: ClusterInfo, profiles: ReadonlyMap<string,
     })),
     cluster.gpus.map((g) => g.pooled),
   );
+  // Its pipelines and whether tiers share workers stay the cluster's.
+  return {
+    ...built,
+    ...(cluster.pipelines ? { pipelines: cluster.pipelines } : {}),
+    ...(cluster.shareTiers ? { shareTiers: true } : {}),
+  };
 }
 
 /** Served models no GPU of the cluster has a profile for. */
@@ -151,7 +157,17 @@ export function innerCluster(
     const g = known.gpus[o]!;
     return { ...g, index, profileIndex: map.map((m) => g.profileIndex[m]!) };
   });
-  return { cluster: { gpus: inner, models }, map, back, gpus, gpuBack };
+  // The pipelines whose every step is profiled, their steps renumbered; tiers share workers as in the known cluster.
+  const pipelines = (known.pipelines ?? [])
+    .filter((p) => p.stepModels.every((m) => back[m]! >= 0))
+    .map((p) => ({ ...p, stepModels: p.stepModels.map((m) => back[m]!) }));
+  const cluster: ClusterInfo = {
+    gpus: inner,
+    models,
+    ...(pipelines.length > 0 ? { pipelines } : {}),
+    ...(known.shareTiers ? { shareTiers: true } : {}),
+  };
+  return { cluster, map, back, gpus, gpuBack };
 }
 
 /**
@@ -181,9 +197,14 @@ export function toInnerDeployment(d: Deployment, v: InnerView): Deployment {
 /** The inner policy's deployment in outer model and GPU indices (a kept GPU's mode: `mps`, nothing on it yet). */
 export function toOuterDeployment(d: Deployment, v: InnerView): Deployment {
   const placements = d.placements.map((p) => ({ ...p, model: v.map[p.model]!, gpu: v.gpus[p.gpu]! }));
-  if (!d.gpuModes) return { placements };
-  const gpuModes = v.gpuBack.map((i): GpuMode => (i >= 0 ? d.gpuModes![i]! : 'mps'));
-  return { placements, gpuModes };
+  // Which model's lane serves each (SLO tiers sharing workers): an outer model not the inner policy's, its own.
+  const sharedBy = d.sharedBy && v.back.map((i, o) => (i >= 0 ? v.map[d.sharedBy![i]!]! : o));
+  return {
+    placements,
+    ...(d.gpuModes ? { gpuModes: v.gpuBack.map((i): GpuMode => (i >= 0 ? d.gpuModes![i]! : 'mps')) } : {}),
+    ...(d.pipelineBudgetsMs ? { pipelineBudgetsMs: d.pipelineBudgetsMs } : {}),
+    ...(sharedBy ? { sharedBy } : {}),
+  };
 }
 
 /** The observation renumbered for the inner policy; `current`: the deployment it is told is in force. */

@@ -169,6 +169,7 @@ export class OnlineProfilingPolicy implements Policy {
     }
     let placements: Placement[] = [];
     let modes: GpuMode[] = this.base.gpus.map(() => 'mps');
+    let rest: Pick<Deployment, 'pipelineBudgetsMs' | 'sharedBy'> = {};
     if (this.inner) {
       const v = this.inner.view;
       const current = this.inner.last ?? toInnerDeployment(obs.current, v);
@@ -177,11 +178,13 @@ export class OnlineProfilingPolicy implements Policy {
       const od = toOuterDeployment(d, v);
       placements = [...od.placements];
       if (od.gpuModes) modes = [...od.gpuModes];
+      if (od.pipelineBudgetsMs) rest = { pipelineBudgetsMs: od.pipelineBudgetsMs };
+      if (od.sharedBy) rest = { ...rest, sharedBy: od.sharedBy };
     }
     this.placeConservatively(obs, placements, modes);
     if (this.opts.store) for (const l of dirty) this.opts.store.save(l.model, l.profileId, learnerToJson(l));
-    const learned = this.learned ? { learned: this.learned } : {};
-    return modes.includes('timeshare') ? { placements, gpuModes: modes, ...learned } : { placements, ...learned };
+    const timeshare = modes.includes('timeshare') ? { gpuModes: modes } : {};
+    return { placements, ...timeshare, ...rest, ...(this.learned ? { learned: this.learned } : {}) };
   }
 
   private prior(profileId: string): Prior {
