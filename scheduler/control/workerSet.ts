@@ -376,7 +376,8 @@ export class WorkerSet {
     // A worker not yet serving gets its solo prediction, so a drop decision never divides by nothing.
     for (const w of this.list)
       if (w.gpu === g && !serving.includes(w)) refreshTimes(gpu, [w], 0, timeshare, null, w.predicted, plan(w.model));
-    let [share, mem] = [0, 0];
+    let share = 0;
+    let mem = 0;
     for (const w of this.list) {
       if (w.gpu !== g || !w.wanted) continue;
       share += timeshare ? 0 : w.pct;

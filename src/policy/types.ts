@@ -107,8 +107,8 @@ export interface Deployment {
   /**
    * Models a policy profiled while serving them (src/policy/online/policy.ts): per GPU profile id, model name -> its
    * fitted profile. The serving side predicts their batches with it (the dispatch rule: a batch's size and drops, and
-   * its neighbours' times on a pooled GPU), as it does a model its profiles carry; a model a profile already has keeps
-   * its own (src/policy/online/clusterMap.ts, `withLearned`). The same object until a profile in it changes.
+   * its neighbours' times on a pooled GPU), as it does a model its profiles carry, in place of a fit it was started
+   * with (src/policy/online/clusterMap.ts, `withLearned`). The same object until a profile in it changes.
    * Absent: none.
    */
   readonly learned?: LearnedProfiles;

@@ -31,14 +31,14 @@ export class SimGpus {
   private readonly scratchPcts: number[] = [];
   private readonly scratchOut: number[] = [];
 
-  /**
-   * `cluster`: the planner's (the dispatch rule predicts with it); `truthCluster`: every model with its true
-   * profile, which batches are timed and memory is counted with (the same but for unprofiled models).
-   */
   /** The cluster the dispatch rule predicts with: the planner's, with the profiles the policy learned added. */
   private readonly dispatch = new LearnedCluster();
-  private cluster: ClusterInfo;
 
+  /**
+   * `plannerCluster`: the planner's (the dispatch rule predicts with it, and with what a deployment says was learned);
+   * `truthCluster`: every model with its true profile, which batches are timed and memory is counted with (the same
+   * but for unprofiled models).
+   */
   constructor(
     plannerCluster: ClusterInfo,
     private readonly truthCluster: ClusterInfo,
@@ -47,7 +47,6 @@ export class SimGpus {
     private readonly trace: SimTrace | undefined,
   ) {
     this.dispatch.setGiven(plannerCluster);
-    this.cluster = plannerCluster;
     const n = plannerCluster.gpus.length;
     this.modes = new Array<GpuMode>(n).fill('mps');
     this.running = plannerCluster.gpus.map(() => new RunningBatches());
@@ -76,7 +75,11 @@ export class SimGpus {
    * `apply` does at each deployment).
    */
   learn(learned: LearnedProfiles | undefined): void {
-    if (this.dispatch.learn(learned)) this.cluster = this.dispatch.cluster!;
+    this.dispatch.learn(learned);
+  }
+
+  private get cluster(): ClusterInfo {
+    return this.dispatch.cluster!;
   }
 
   /** Recomputes every worker's predicted t_inf table on a GPU (its placements as the scheduler sees them). */

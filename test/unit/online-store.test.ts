@@ -132,10 +132,13 @@ describe('online-profiling state in the store', () => {
       dispatch.cluster!.gpus[1]!.model.predict([{ model: 'mine', batch: 1, pct: 100 }]).latencyMs[0]!;
     expect(dispatch.cluster!.gpus.map((g) => g.profileIndex[1]! >= 0)).toEqual([true, true]);
     const at3 = predict();
-    // A refreshed profile replaces the one learned before; a model the profile has keeps its own numbers.
-    expect(dispatch.learn({ synthetic: { mine: fitted(6), a: fitted(50) } })).toBe(true);
+    // A refreshed profile replaces the one learned before, and the one a restarted scheduler began with.
+    expect(dispatch.learn({ synthetic: { mine: fitted(6) } })).toBe(true);
     expect(predict()).toBeCloseTo(at3 + 3, 1);
-    expect(dispatch.cluster!.gpus[0]!.model.profile.models.a).toBe(profile.models.a);
+    const restarted = buildCluster([{ ...profile, models: { ...profile.models, mine: fitted(3) } }], models);
+    expect(withLearned(restarted, { synthetic: { mine: fitted(6) } }).gpus[0]!.model.profile.models.mine).toEqual(
+      fitted(6),
+    );
     // A new given cluster (the agents' GPUs changed) gets the learned profiles too.
     dispatch.setGiven(buildCluster([profile], models));
     expect(dispatch.cluster!.gpus[0]!.profileIndex[1]).toBeGreaterThanOrEqual(0);

@@ -31,16 +31,18 @@ export function profilesOf(cluster: ClusterInfo): Map<string, Profile> {
 
 /**
  * The profiles with the models fitted online added (`learned`: per GPU profile id, model name -> its fitted
- * profile): a model a profile has already keeps its measured numbers. Profiles without learned models are the same
- * objects (their compiled latency models are reused).
+ * profile): a model a profile has already keeps its numbers unless `replace` (a fit restored at the start, which
+ * the fit now in force supersedes). Profiles left as they were are the same objects (their compiled latency models
+ * are reused).
  */
 export function withLearnedProfiles(
   profiles: ReadonlyMap<string, Profile>,
   learned: LearnedProfiles,
+  replace = false,
 ): Map<string, Profile> {
   const out = new Map<string, Profile>();
   for (const [id, p] of profiles) {
-    const add = Object.entries(learned[id] ?? {}).filter(([name]) => !p.models[name]);
+    const add = Object.entries(learned[id] ?? {}).filter(([n, m]) => (replace ? p.models[n] !== m : !p.models[n]));
     out.set(id, add.length === 0 ? p : { ...p, models: { ...p.models, ...Object.fromEntries(add) } });
   }
   return out;
@@ -48,12 +50,13 @@ export function withLearnedProfiles(
 
 /**
  * The cluster the serving side predicts with once a policy has profiled models while serving them
- * (`Deployment.learned`): `cluster` with the learned profiles added to its GPUs' (`withLearnedProfiles`), everything
- * else as it was. The simulator and the scheduler's worker set both call it: one rule.
+ * (`Deployment.learned`): `cluster` with the learned profiles in its GPUs' (`withLearnedProfiles`; they replace a fit
+ * the cluster was started with: the policy learns only models it was given no measured profile for), everything else
+ * as it was. The simulator and the scheduler's worker set both call it (`LearnedCluster`): one rule.
  */
 export function withLearned(cluster: ClusterInfo, learned: LearnedProfiles): ClusterInfo {
   const profiles = profilesOf(cluster);
-  const merged = withLearnedProfiles(profiles, learned);
+  const merged = withLearnedProfiles(profiles, learned, true);
   if ([...merged].every(([id, p]) => profiles.get(id) === p)) return cluster;
   return { ...cluster, gpus: withProfiles(cluster, merged).gpus };
 }
